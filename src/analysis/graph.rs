@@ -1,0 +1,145 @@
+//! The transition graph of a contract, including the redirects counter limits can take.
+
+use crate::contract::Contract;
+use crate::contract::model::{CounterId, StateId, Transition};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeKind {
+    /// The `index`-th guarded transition.
+    Guarded(usize),
+    Otherwise,
+    /// The `redirect`-th `on_limit` entry of `counter`, reached from the transition `via`.
+    Limit {
+        counter: CounterId,
+        redirect: usize,
+        via: Option<usize>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Edge {
+    pub from: StateId,
+    pub to: StateId,
+    pub kind: EdgeKind,
+    /// Counters (session and task) the edge increments.
+    pub increments: Vec<CounterId>,
+    pub resets: Vec<CounterId>,
+    /// The edge completes a task: a loop through it is bounded by the number of tasks.
+    pub consumes_task: bool,
+    /// The edge registers a new task list, which refills what `consumes_task` used up.
+    pub registers_tasks: bool,
+}
+
+fn has_action(t: &Transition, name: &str) -> bool {
+    t.actions.iter().any(|a| a.name == name)
+}
+
+/// Every edge of the graph, in state order.
+pub fn edges(contract: &Contract) -> Vec<Edge> {
+    let mut out = Vec::new();
+    for (i, state) in contract.states.iter().enumerate() {
+        let from = StateId(i);
+        let transitions = state
+            .transitions
+            .iter()
+            .enumerate()
+            .map(|(j, t)| (Some(j), t))
+            .chain(state.otherwise.iter().map(|t| (None, t)));
+        for (index, t) in transitions {
+            let increments: Vec<CounterId> = t
+                .increment
+                .iter()
+                .copied()
+                .chain(t.increment_tasks.iter().map(|(c, _)| *c))
+                .collect();
+            let edge = Edge {
+                from,
+                to: t.to,
+                kind: index.map_or(EdgeKind::Otherwise, EdgeKind::Guarded),
+                increments: increments.clone(),
+                resets: t.reset.clone(),
+                consumes_task: has_action(t, "tasks.complete"),
+                registers_tasks: has_action(t, "tasks.register"),
+            };
+            out.push(edge);
+            for counter in &increments {
+                for (r, redirect) in contract.counter(*counter).on_limit.iter().enumerate() {
+                    out.push(Edge {
+                        from,
+                        to: redirect.to,
+                        kind: EdgeKind::Limit {
+                            counter: *counter,
+                            redirect: r,
+                            via: index,
+                        },
+                        increments: increments.clone(),
+                        resets: t.reset.clone(),
+                        consumes_task: false,
+                        registers_tasks: has_action(t, "tasks.register"),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Strongly connected components (Tarjan), each as a list of states.
+pub fn sccs(n: usize, edges: &[(usize, usize)]) -> Vec<Vec<usize>> {
+    let mut adjacency = vec![Vec::new(); n];
+    for &(a, b) in edges {
+        adjacency[a].push(b);
+    }
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut next = 0;
+    let mut out = Vec::new();
+    // Iterative Tarjan: (node, next child position).
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut work = vec![(root, 0usize)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut child)) = work.last_mut() {
+            if *child < adjacency[v].len() {
+                let w = adjacency[v][*child];
+                *child += 1;
+                if index[w] == usize::MAX {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                work.pop();
+                if let Some(&(parent, _)) = work.last() {
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut component = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        component.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    component.sort_unstable();
+                    out.push(component);
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,99 @@
+//! The phase × flag-set matrix computed from the contract: one row per step, one column per
+//! flag set declared under `matrix.columns`, a cell true when the step can run.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::reach::reachable;
+use crate::contract::Contract;
+use crate::machine::flags;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Matrix {
+    pub columns: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Row {
+    pub step: u32,
+    pub phase: String,
+    pub runs: Map<String, Value>,
+}
+
+/// Computes the matrix. Fails when a column's flags do not parse.
+pub fn compute(contract: &Contract) -> Result<Matrix, String> {
+    let mut reach_per_column = Vec::new();
+    for column in &contract.matrix_columns {
+        let set = flags::parse(contract, &column.flags)
+            .map_err(|e| format!("matrix column `{}`: {e}", column.key))?;
+        let intent = column
+            .intent
+            .clone()
+            .unwrap_or_else(|| contract.default_intent.clone());
+        reach_per_column.push(reachable(contract, &set, &intent));
+    }
+    let mut steps: Vec<u32> = contract.states.iter().filter_map(|s| s.step).collect();
+    steps.sort_unstable();
+    steps.dedup();
+    let rows = steps
+        .into_iter()
+        .map(|step| {
+            let ids: Vec<_> = contract
+                .states_in_flow_order()
+                .into_iter()
+                .filter(|id| contract.state(*id).step == Some(step))
+                .collect();
+            let phase = ids
+                .first()
+                .map(|id| contract.state(*id).label.clone())
+                .unwrap_or_default();
+            let runs = contract
+                .matrix_columns
+                .iter()
+                .zip(&reach_per_column)
+                .map(|(c, reach)| {
+                    (
+                        c.key.clone(),
+                        Value::Bool(ids.iter().any(|id| reach.contains(id))),
+                    )
+                })
+                .collect();
+            Row { step, phase, runs }
+        })
+        .collect();
+    Ok(Matrix {
+        columns: contract
+            .matrix_columns
+            .iter()
+            .map(|c| c.key.clone())
+            .collect(),
+        rows,
+    })
+}
+
+/// The matrix as a markdown table in the seed's style (✅ runs, ❌ does not).
+pub fn to_markdown(contract: &Contract, matrix: &Matrix) -> String {
+    let mut out = String::from("| Step | Phase |");
+    for c in &contract.matrix_columns {
+        out.push_str(&format!(" {} |", c.label));
+    }
+    out.push_str("\n|------|-------|");
+    for _ in &contract.matrix_columns {
+        out.push_str(":-:|");
+    }
+    out.push('\n');
+    for row in &matrix.rows {
+        out.push_str(&format!("| {} | {} |", row.step, row.phase));
+        for key in &matrix.columns {
+            let mark = if row.runs.get(key) == Some(&Value::Bool(true)) {
+                "✅"
+            } else {
+                "❌"
+            };
+            out.push_str(&format!(" {mark} |"));
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,97 @@
+//! `code-intel lint`: finds contract files, loads and checks each, renders the findings.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::contract::{self, Loaded};
+use crate::diagnostic::render::{Format, render};
+use crate::diagnostic::{self, Diagnostic, Severity};
+use crate::source::Sources;
+use crate::yaml::{self, Node};
+
+/// Loads a file as a contract, as an overlay of the built-in one when it says
+/// `extends: builtin`.
+pub(super) fn load_file(sources: &mut Sources, path: &Path, text: String) -> Loaded {
+    let name = path.display().to_string();
+    let is_overlay = {
+        let probe = sources.add(name.clone(), text.clone());
+        let extends = yaml::parse(probe, &text)
+            .ok()
+            .and_then(|(n, _)| n.get("extends").and_then(Node::as_str).map(str::to_string));
+        if extends.is_none() {
+            return contract::load(sources, probe);
+        }
+        true
+    };
+    debug_assert!(is_overlay);
+    contract::load_layered(sources, Some((name, text)))
+}
+
+fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if meta.is_file() {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for entry in entries {
+        if entry.is_dir() {
+            collect(&entry, out)?;
+        } else if entry.extension().is_some_and(|e| e == "yml" || e == "yaml") {
+            out.push(entry);
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn run(paths: &[PathBuf], format: Format, deny_errors_only: bool) -> ExitCode {
+    let mut files = Vec::new();
+    let mut use_builtin = false;
+    if paths.is_empty() {
+        let project = Path::new(super::PROJECT_CONTRACT);
+        if project.is_file() {
+            files.push(project.to_path_buf());
+        } else {
+            use_builtin = true;
+        }
+    }
+    for p in paths {
+        if let Err(e) = collect(p, &mut files) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let mut sources = Sources::default();
+    let mut all: Vec<Diagnostic> = Vec::new();
+    if use_builtin {
+        all.extend(contract::load_layered(&mut sources, None).diagnostics);
+    }
+    for file in &files {
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", file.display());
+                return ExitCode::from(2);
+            }
+        };
+        all.extend(load_file(&mut sources, file, text).diagnostics);
+    }
+    diagnostic::sort(&mut all);
+    print!("{}", render(format, &sources, &all));
+    let threshold = if deny_errors_only {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    if all.iter().any(|d| d.severity >= threshold) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,219 @@
+//! The command line: argument definitions and dispatch. The only module that prints.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod lint;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::analysis::{diagram, matrix};
+use crate::contract::{self, Contract};
+use crate::diagnostic::render::{self, Format};
+use crate::machine::flags;
+use crate::source::Sources;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "code-intel",
+    version,
+    about = "A contract-driven flow engine that makes coding agents understand a codebase before they change it"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check contract files: YAML syntax, then the contract schema, then meaning.
+    ///
+    /// Exit status: 0 clean, 1 findings, 2 usage or IO error.
+    Lint {
+        /// Contract files or directories to search for *.yml / *.yaml; default: the project's
+        /// .code-intel/phase_contract.yml if present, else the built-in contract.
+        paths: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+        format: OutputFormat,
+        /// The lowest severity that makes the exit status 1.
+        #[arg(long, value_enum, default_value_t = DenyLevel::Warning)]
+        deny: DenyLevel,
+    },
+    /// Draw the flow as a diagram, optionally as it is under a set of flags.
+    Graph {
+        #[command(flatten)]
+        source: ContractSource,
+        /// Flags as a user would type them, e.g. "--fast -ni"; only what can run is drawn.
+        #[arg(long, allow_hyphen_values = true)]
+        flags: Option<String>,
+        /// The intent to draw the flow for (with --flags).
+        #[arg(long)]
+        intent: Option<String>,
+        #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+        format: GraphFormat,
+    },
+    /// Print the phase × flag matrix computed from the contract.
+    Matrix {
+        #[command(flatten)]
+        source: ContractSource,
+        #[arg(long, value_enum, default_value_t = MatrixFormat::Markdown)]
+        format: MatrixFormat,
+    },
+    /// Print the JSON Schema of contract files.
+    Schema,
+}
+
+#[derive(Debug, clap::Args)]
+struct ContractSource {
+    /// A contract file; default: the project's .code-intel/phase_contract.yml overlaying
+    /// the built-in contract, or the built-in contract alone.
+    #[arg(long)]
+    contract: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum OutputFormat {
+    Human,
+    Json,
+    Sarif,
+    Github,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DenyLevel {
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum GraphFormat {
+    Mermaid,
+    Dot,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum MatrixFormat {
+    Markdown,
+    Json,
+}
+
+/// The project overlay, relative to the current directory.
+pub const PROJECT_CONTRACT: &str = ".code-intel/phase_contract.yml";
+
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Lint {
+            paths,
+            format,
+            deny,
+        } => {
+            let format = match format {
+                OutputFormat::Human => Format::Human,
+                OutputFormat::Json => Format::Json,
+                OutputFormat::Sarif => Format::Sarif,
+                OutputFormat::Github => Format::Github,
+            };
+            lint::run(&paths, format, deny == DenyLevel::Error)
+        }
+        Command::Graph {
+            source,
+            flags: flag_text,
+            intent,
+            format,
+        } => with_contract(&source, |contract| {
+            let intent = intent.unwrap_or_else(|| contract.default_intent.clone());
+            let flag_set = match flag_text
+                .as_deref()
+                .map(|t| flags::parse(contract, t))
+                .transpose()
+            {
+                Ok(f) => f,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let format = match format {
+                GraphFormat::Mermaid => diagram::Format::Mermaid,
+                GraphFormat::Dot => diagram::Format::Dot,
+            };
+            print!(
+                "{}",
+                diagram::render(contract, flag_set.as_ref(), &intent, format)
+            );
+            ExitCode::SUCCESS
+        }),
+        Command::Matrix { source, format } => {
+            with_contract(&source, |contract| match matrix::compute(contract) {
+                Ok(m) => {
+                    match format {
+                        MatrixFormat::Markdown => print!("{}", matrix::to_markdown(contract, &m)),
+                        MatrixFormat::Json => {
+                            println!("{}", serde_json::to_string_pretty(&m).unwrap_or_default())
+                        }
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(1)
+                }
+            })
+        }
+        Command::Schema => {
+            print!("{}", generated_schema());
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// The JSON Schema generated from `contract::raw`, as checked in under `schemas/`.
+pub fn generated_schema() -> String {
+    let schema = schemars::schema_for!(contract::raw::RawContract);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// Loads the contract named by `source` and runs `f`; an invalid contract prints its
+/// diagnostics and exits 1, an unreadable one exits 2.
+fn with_contract(source: &ContractSource, f: impl FnOnce(&Contract) -> ExitCode) -> ExitCode {
+    let mut sources = Sources::default();
+    let loaded = match &source.contract {
+        Some(path) => match read(path) {
+            Ok(text) => lint::load_file(&mut sources, path, text),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => {
+            let project = Path::new(PROJECT_CONTRACT);
+            let overlay = if project.is_file() {
+                match read(project) {
+                    Ok(text) => Some((PROJECT_CONTRACT.to_string(), text)),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            } else {
+                None
+            };
+            contract::load_layered(&mut sources, overlay)
+        }
+    };
+    let diagnostics = loaded.diagnostics.clone();
+    match loaded.ok() {
+        Ok(contract) => f(&contract),
+        Err(_) => {
+            eprint!("{}", render::human(&sources, &diagnostics));
+            ExitCode::from(1)
+        }
+    }
+}

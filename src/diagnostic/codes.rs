@@ -1,0 +1,167 @@
+//! The registry of stable diagnostic codes: the single source for severities and `docs/lints.md`.
+//!
+//! A code names what is flagged, never what to do about it. Codes are stable: tools and
+//! CI configurations match on them, so a code is never renamed or reused.
+
+use super::Severity;
+
+/// One registered code.
+#[derive(Debug, Clone, Copy)]
+pub struct Code {
+    pub code: &'static str,
+    pub severity: Severity,
+    /// One line: what the code flags.
+    pub summary: &'static str,
+    /// Which stage reports it: `yaml`, `schema` or `lint`.
+    pub stage: &'static str,
+}
+
+const fn code(
+    code: &'static str,
+    severity: Severity,
+    stage: &'static str,
+    summary: &'static str,
+) -> Code {
+    Code {
+        code,
+        severity,
+        summary,
+        stage,
+    }
+}
+
+use Severity::{Error, Warning};
+
+/// Every code, in the order `docs/lints.md` lists them.
+pub const ALL: &[Code] = &[
+    code("yaml-syntax", Error, "yaml", "the file is not valid YAML"),
+    code(
+        "yaml-duplicate-key",
+        Error,
+        "yaml",
+        "a mapping repeats a key; YAML loaders would silently keep only one",
+    ),
+    code(
+        "schema-violation",
+        Error,
+        "schema",
+        "the file does not match `schemas/contract.schema.json`",
+    ),
+    code(
+        "unknown-transition-target",
+        Error,
+        "lint",
+        "a transition, fallback, limit or initial state names a state that does not exist",
+    ),
+    code(
+        "unreachable-state",
+        Warning,
+        "lint",
+        "no path from the initial state reaches this state",
+    ),
+    code(
+        "dead-end-state",
+        Error,
+        "lint",
+        "a non-terminal state has no `otherwise` fallback, so a submission can match nothing",
+    ),
+    code(
+        "unbounded-cycle",
+        Error,
+        "lint",
+        "a cycle of transitions can repeat forever: no counter with a limit bounds it",
+    ),
+    code(
+        "guard-syntax-error",
+        Error,
+        "lint",
+        "a guard expression does not parse",
+    ),
+    code(
+        "guard-type-error",
+        Error,
+        "lint",
+        "a guard expression mixes types (compares a string with a number, negates a list, ...)",
+    ),
+    code(
+        "guard-unknown-path",
+        Error,
+        "lint",
+        "a guard reads a payload field, flag, counter, fact or variable that is not declared",
+    ),
+    code(
+        "shadowed-transition",
+        Warning,
+        "lint",
+        "an earlier transition of the same state always matches, so this one never fires",
+    ),
+    code(
+        "unknown-action",
+        Error,
+        "lint",
+        "an action is not in the host's action registry, or its arguments do not fit",
+    ),
+    code(
+        "unknown-tool",
+        Error,
+        "lint",
+        "a tool name is not one the host provides",
+    ),
+    code(
+        "unknown-counter",
+        Error,
+        "lint",
+        "a transition increments or resets a counter that is not declared",
+    ),
+    code(
+        "undefined-message",
+        Error,
+        "lint",
+        "a message key is used but not defined in `messages`",
+    ),
+    code(
+        "unused-message",
+        Warning,
+        "lint",
+        "a message is defined but nothing uses it",
+    ),
+    code(
+        "placeholder-mismatch",
+        Error,
+        "lint",
+        "a message's `{placeholders}` differ between locales or from the values its users provide",
+    ),
+    code(
+        "missing-locale-text",
+        Error,
+        "lint",
+        "a message or instruction lacks the text for a declared locale",
+    ),
+    code(
+        "invalid-payload-schema",
+        Error,
+        "lint",
+        "a state's payload schema is not a valid JSON Schema",
+    ),
+    code(
+        "template-syntax-error",
+        Error,
+        "lint",
+        "an instruction template does not compile",
+    ),
+    code(
+        "invalid-flag-reference",
+        Error,
+        "lint",
+        "a flag set, matrix column or conflict names a flag or value that is not declared",
+    ),
+];
+
+pub fn find(code: &str) -> Option<&'static Code> {
+    ALL.iter().find(|c| c.code == code)
+}
+
+/// The registered severity of `code`; unknown codes are errors so they cannot hide.
+pub fn severity(code: &str) -> Severity {
+    find(code).map_or(Severity::Error, |c| c.severity)
+}

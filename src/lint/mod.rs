@@ -1,0 +1,25 @@
+//! Semantic lint rules over a resolved contract: one rule per file in [`rules`].
+//!
+//! Rules that need name resolution run during lowering (`contract::lower`); the rules here
+//! look at the whole flow: reachability, cycles, shadowing and the message catalogue.
+
+pub mod rules;
+pub mod usage;
+
+use crate::contract::Contract;
+use crate::diagnostic::Diagnostic;
+
+/// Runs every rule and returns the findings in rule order.
+pub fn run(contract: &Contract) -> Vec<Diagnostic> {
+    let usages = usage::collect(contract);
+    let mut out = Vec::new();
+    out.extend(rules::unreachable_state::check(contract));
+    out.extend(rules::dead_end_state::check(contract));
+    out.extend(rules::unbounded_cycle::check(contract));
+    out.extend(rules::shadowed_transition::check(contract));
+    out.extend(rules::undefined_message::check(contract, &usages));
+    out.extend(rules::unused_message::check(contract, &usages));
+    out.extend(rules::placeholder_mismatch::check(contract, &usages));
+    out.extend(rules::missing_locale_text::check(contract));
+    out
+}

@@ -1,0 +1,173 @@
+//! The state of one running session: everything the interpreter reads and writes.
+//! Serialisable, so hosts can checkpoint it; it refers to states by name so a checkpoint
+//! stays readable when the contract is edited.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::flags::FlagSet;
+use crate::contract::Contract;
+use crate::contract::raw::CounterScope;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChecklistItem {
+    pub item: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: String,
+    pub description: String,
+    /// `pending` or `completed`.
+    pub status: String,
+    #[serde(default)]
+    pub checklist: Vec<ChecklistItem>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revert_reason: Option<String>,
+    /// Per-task counters (`failure_count`), kept across re-planning for the same id.
+    #[serde(default)]
+    pub counters: BTreeMap<String, u32>,
+}
+
+impl Task {
+    pub fn is_pending(&self) -> bool {
+        self.status == "pending"
+    }
+
+    /// The task as guards and templates see it: counters appear as fields.
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("id".into(), Value::String(self.id.clone()));
+        map.insert(
+            "description".into(),
+            Value::String(self.description.clone()),
+        );
+        map.insert("status".into(), Value::String(self.status.clone()));
+        map.insert(
+            "checklist".into(),
+            serde_json::to_value(&self.checklist).unwrap_or(Value::Null),
+        );
+        map.insert(
+            "revert_reason".into(),
+            self.revert_reason
+                .clone()
+                .map_or(Value::Null, Value::String),
+        );
+        for (k, v) in &self.counters {
+            map.insert(k.clone(), Value::from(*v));
+        }
+        Value::Object(map)
+    }
+}
+
+/// A saved phase summary: what the agent said when it finished a step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// `step_05_EXPLORATION`, or `step_13_READY_IMPL_task_1` for per-task steps, so one
+    /// task's summary never overwrites another's.
+    pub key: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Instance {
+    /// The contract this instance runs (`RawContract::contract`).
+    pub contract: String,
+    /// The current state's id.
+    pub state: String,
+    pub flags: FlagSet,
+    pub intent: String,
+    pub locale: String,
+    pub params: Map<String, Value>,
+    /// Session-scoped counters.
+    pub counters: BTreeMap<String, u32>,
+    pub tasks: Vec<Task>,
+    pub vars: Map<String, Value>,
+    pub summaries: Vec<Summary>,
+    /// Accepted transitions so far.
+    pub steps_taken: u64,
+}
+
+impl Instance {
+    /// A new session at the contract's initial state. `params` override declared defaults.
+    pub fn start(
+        contract: &Contract,
+        flags: FlagSet,
+        intent: Option<&str>,
+        locale: Option<&str>,
+        params: &Map<String, Value>,
+    ) -> Result<Instance, String> {
+        let intent = intent.unwrap_or(&contract.default_intent);
+        if !contract.intents.iter().any(|i| i == intent) {
+            return Err(format!(
+                "unknown intent `{intent}`; use one of: {}",
+                contract.intents.join(", ")
+            ));
+        }
+        let locale = locale.unwrap_or(contract.default_locale());
+        if !contract.locales.iter().any(|l| l == locale) {
+            return Err(format!(
+                "unknown locale `{locale}`; use one of: {}",
+                contract.locales.join(", ")
+            ));
+        }
+        let mut resolved = Map::new();
+        for (name, (_, default)) in &contract.params {
+            resolved.insert(
+                name.clone(),
+                params.get(name).cloned().unwrap_or_else(|| default.clone()),
+            );
+        }
+        if let Some(unknown) = params.keys().find(|k| !contract.params.contains_key(*k)) {
+            return Err(format!("unknown param `{unknown}`"));
+        }
+        Ok(Instance {
+            contract: contract.name.clone(),
+            state: contract.state(contract.initial).id.clone(),
+            flags,
+            intent: intent.to_string(),
+            locale: locale.to_string(),
+            params: resolved,
+            counters: contract
+                .counters
+                .iter()
+                .filter(|c| c.scope == CounterScope::Session)
+                .map(|c| (c.name.clone(), 0))
+                .collect(),
+            tasks: Vec::new(),
+            vars: Map::new(),
+            summaries: Vec::new(),
+            steps_taken: 0,
+        })
+    }
+
+    /// The data guards read, except `payload`, `facts` and `result`, which come with events.
+    pub fn guard_roots(&self) -> Map<String, Value> {
+        let mut roots = Map::new();
+        roots.insert("flags".into(), Value::Object(self.flags.clone()));
+        roots.insert("intent".into(), Value::String(self.intent.clone()));
+        roots.insert("params".into(), Value::Object(self.params.clone()));
+        roots.insert(
+            "counters".into(),
+            Value::Object(
+                self.counters
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::from(*v)))
+                    .collect(),
+            ),
+        );
+        roots.insert(
+            "tasks".into(),
+            Value::Array(self.tasks.iter().map(Task::to_value).collect()),
+        );
+        roots.insert("vars".into(), Value::Object(self.vars.clone()));
+        roots
+    }
+}

@@ -1,0 +1,182 @@
+//! What agents read: the self-contained phase response (`phase`, `step`, `instruction`,
+//! `expected_payload`, `call`) and rendered messages.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::instance::Instance;
+use crate::contract::Contract;
+use crate::contract::raw::StateKind;
+
+/// A message rendered in the session's locale.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RenderedMessage {
+    /// The stable message key (`failures.READY.unknown_task`).
+    pub key: String,
+    /// The response error code, for failures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub text: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub user_intervention: bool,
+}
+
+/// The current phase, self-contained so an agent that lost its context can continue.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseResponse {
+    pub phase: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub substep: Option<String>,
+    /// The state id (differs from `phase` for sub-steps).
+    pub state: String,
+    pub instruction: String,
+    pub expected_payload: Value,
+    /// The tool to call next, or `null` when the session is over or the host acts next.
+    pub call: Option<String>,
+}
+
+/// Renders `{placeholder}`s from `args`; lists are joined with ", ". Unknown placeholders
+/// stay as written (lint makes sure that does not happen in a checked contract).
+pub fn fill(text: &str, args: &Map<String, Value>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        match after.find('}') {
+            Some(end) if args.contains_key(&after[..end]) => {
+                out.push_str(&display(&args[&after[..end]]));
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn display(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        Value::Array(items) => items.iter().map(display).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// Renders message `key` in `locale`. A key the contract lacks renders as the key itself
+/// with an `undefined_message` error code rather than failing: lint prevents this case.
+pub fn message(
+    contract: &Contract,
+    key: &str,
+    args: &Map<String, Value>,
+    locale: &str,
+) -> RenderedMessage {
+    match contract.messages.get(key) {
+        Some(m) => RenderedMessage {
+            key: key.to_string(),
+            error: m.error.clone(),
+            text: fill(m.text.get(locale, contract.default_locale()), args),
+            user_intervention: m.user_intervention,
+        },
+        None => RenderedMessage {
+            key: key.to_string(),
+            error: Some("undefined_message".into()),
+            text: key.to_string(),
+            user_intervention: false,
+        },
+    }
+}
+
+/// Renders the message an engine role maps to.
+pub fn role_message(
+    contract: &Contract,
+    role: &str,
+    args: &[(&str, Value)],
+    locale: &str,
+) -> RenderedMessage {
+    let key = contract
+        .engine_messages
+        .get(role)
+        .map_or(role, String::as_str);
+    let args: Map<String, Value> = args
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), v.clone()))
+        .collect();
+    message(contract, key, &args, locale)
+}
+
+/// The response for the instance's current state.
+pub fn phase_response(contract: &Contract, instance: &Instance) -> PhaseResponse {
+    let Some(id) = contract.state_id(&instance.state) else {
+        return PhaseResponse {
+            phase: instance.state.clone(),
+            step: None,
+            substep: None,
+            state: instance.state.clone(),
+            instruction: String::new(),
+            expected_payload: Value::Null,
+            call: None,
+        };
+    };
+    let state = contract.state(id);
+    PhaseResponse {
+        phase: state.phase.clone(),
+        step: state.step,
+        substep: state.substep.clone(),
+        state: state.id.clone(),
+        instruction: instruction(contract, instance),
+        expected_payload: state.expected_payload.clone(),
+        call: (state.kind == StateKind::External).then(|| contract.call.clone()),
+    }
+}
+
+/// Renders the current state's instruction template, then the contract's footer.
+pub fn instruction(contract: &Contract, instance: &Instance) -> String {
+    let Some(id) = contract.state_id(&instance.state) else {
+        return String::new();
+    };
+    let state = contract.state(id);
+    let mut ctx = instance.guard_roots();
+    ctx.insert("phase".into(), Value::String(state.phase.clone()));
+    ctx.insert("step".into(), state.step.map_or(Value::Null, Value::from));
+    ctx.insert("state".into(), Value::String(state.id.clone()));
+    let next_task = instance
+        .tasks
+        .iter()
+        .find(|t| t.is_pending())
+        .map_or(Value::Null, super::instance::Task::to_value);
+    ctx.insert("next_task".into(), next_task);
+    let ctx = minijinja::Value::from(minijinja::value::Serde(Value::Object(ctx)));
+    let mut parts = Vec::new();
+    for name in [
+        format!("{}.{}", state.id, instance.locale),
+        format!("{}.{}", state.id, contract.default_locale()),
+    ] {
+        if let Ok(template) = contract.templates.get_template(&name) {
+            parts.push(
+                template
+                    .render(&ctx)
+                    .unwrap_or_else(|e| format!("(instruction could not be rendered: {e})")),
+            );
+            break;
+        }
+    }
+    if state.kind == StateKind::External {
+        if let Ok(template) = contract
+            .templates
+            .get_template(&format!("__footer.{}", instance.locale))
+        {
+            if let Ok(text) = template.render(&ctx) {
+                parts.push(text);
+            }
+        }
+    }
+    parts.retain(|p| !p.trim().is_empty());
+    parts.join("\n")
+}

@@ -1,0 +1,659 @@
+//! The interpreter: a pure function from (contract, instance, event) to a transition or a
+//! rejection. No IO, no clock, no async; a rejection never changes the instance.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::instance::{Instance, Summary};
+use super::response::{PhaseResponse, RenderedMessage, message, phase_response, role_message};
+use super::tasks;
+use crate::contract::Contract;
+use crate::contract::model::{
+    ActionCall, CounterId, Guard, LimitValue, MessageRef, State, Transition as ModelTransition,
+};
+use crate::contract::raw::{CounterScope, StateKind};
+use crate::contract::registry::Executor;
+use crate::guard::eval::{Context, eval, eval_condition};
+
+/// What happened that the machine must react to.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// An agent submitted a payload for an external state. `tools_called` are the tools
+    /// the host saw succeed while the session was in this state.
+    Submit {
+        payload: Value,
+        tools_called: Vec<String>,
+    },
+    /// The host ran an engine state's actions; results are keyed by each action's `bind`.
+    Results { results: Map<String, Value> },
+}
+
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub input: Input,
+    /// Facts the host observed for this step (`stale_branches_exist`, ...).
+    pub facts: Map<String, Value>,
+}
+
+/// A side effect for the host to perform, in order, before it commits the new instance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Effect {
+    pub action: String,
+    pub args: Map<String, Value>,
+    /// The message key for each failure outcome the contract maps.
+    pub errors: Map<String, Value>,
+}
+
+/// An accepted step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transition {
+    pub from: String,
+    pub to: String,
+    pub instance: Instance,
+    pub effects: Vec<Effect>,
+    /// The success or warning message of the transition (or of a counter limit).
+    pub message: Option<RenderedMessage>,
+    /// Which counter limits redirected the step, if any.
+    pub limit_reached: Option<String>,
+}
+
+/// A refused step: the message, and the current phase again so the agent can retry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rejection {
+    pub message: RenderedMessage,
+    pub response: PhaseResponse,
+}
+
+/// Runs one step.
+pub fn step(
+    contract: &Contract,
+    instance: &Instance,
+    event: &Event,
+) -> Result<Transition, Rejection> {
+    let locale = instance.locale.as_str();
+    let reject = |m: RenderedMessage| Rejection {
+        message: m,
+        response: phase_response(contract, instance),
+    };
+    let Some(state_id) = contract.state_id(&instance.state) else {
+        return Err(reject(role_message(
+            contract,
+            "unknown_state",
+            &[("phase", Value::String(instance.state.clone()))],
+            locale,
+        )));
+    };
+    let state = contract.state(state_id);
+    if state.kind == StateKind::Terminal {
+        return Err(reject(role_message(
+            contract,
+            "session_finished",
+            &[("state", Value::String(state.id.clone()))],
+            locale,
+        )));
+    }
+
+    let mut roots = instance.guard_roots();
+    roots.insert("facts".into(), Value::Object(event.facts.clone()));
+    let payload = match (&event.input, state.kind) {
+        (
+            Input::Submit {
+                payload,
+                tools_called,
+            },
+            StateKind::External,
+        ) => {
+            validate_payload(contract, state, payload, tools_called, locale).map_err(reject)?;
+            roots.insert("payload".into(), payload.clone());
+            Some(payload)
+        }
+        (Input::Results { results }, StateKind::Engine) => {
+            roots.insert("result".into(), Value::Object(results.clone()));
+            None
+        }
+        (input, _) => {
+            let details = match input {
+                Input::Submit { .. } => {
+                    format!("state `{}` is run by the host, not submitted", state.id)
+                }
+                Input::Results { .. } => {
+                    format!("state `{}` waits for a submitted payload", state.id)
+                }
+            };
+            return Err(reject(role_message(
+                contract,
+                "payload_invalid",
+                &[
+                    ("phase", Value::String(state.phase.clone())),
+                    ("details", Value::String(details)),
+                ],
+                locale,
+            )));
+        }
+    };
+
+    let ctx = Context {
+        roots: &roots,
+        unknown: &[],
+    };
+    for check in &state.checks {
+        match holds(&check.guard, ctx) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(reject(render_ref(
+                    contract,
+                    &check.message,
+                    ctx,
+                    &Map::new(),
+                    locale,
+                )));
+            }
+            Err(e) => return Err(reject(guard_failed(contract, &e, locale))),
+        }
+    }
+
+    let mut chosen = None;
+    for t in &state.transitions {
+        let Some(g) = &t.guard else { continue };
+        match holds(g, ctx) {
+            Ok(true) => {
+                chosen = Some(t);
+                break;
+            }
+            Ok(false) => {}
+            Err(e) => return Err(reject(guard_failed(contract, &e, locale))),
+        }
+    }
+    let Some(t) = chosen.or(state.otherwise.as_ref()) else {
+        return Err(reject(guard_failed(
+            contract,
+            &format!(
+                "no transition of `{}` matches and it has no fallback",
+                state.id
+            ),
+            locale,
+        )));
+    };
+
+    let mut next = instance.clone();
+    let mut effects = Vec::new();
+    run_actions(contract, &t.actions, ctx, &mut next, &mut effects, locale).map_err(reject)?;
+    let incremented = apply_counters(contract, t, ctx, &mut next)
+        .map_err(|e| reject(guard_failed(contract, &e, locale)))?;
+    for (var, g) in &t.set {
+        let value = g
+            .expr
+            .as_ref()
+            .map_or(Ok(Value::Null), |e| eval(e, ctx))
+            .map_err(|e| reject(guard_failed(contract, &e.message, locale)))?;
+        next.vars.insert(var.clone(), value);
+    }
+
+    // Counter limits: the first reached limit with a matching redirect wins.
+    let mut target = t.to;
+    let mut msg_ref = t.message.as_ref();
+    let mut limit_reached = None;
+    let after = next.guard_roots();
+    let mut after_roots = roots.clone();
+    after_roots.extend(after);
+    let after_ctx = Context {
+        roots: &after_roots,
+        unknown: &[],
+    };
+    'limits: for counter_id in &incremented {
+        let counter = contract.counter(*counter_id);
+        if !limit_reached_now(contract, *counter_id, &next) {
+            continue;
+        }
+        for r in &counter.on_limit {
+            let matches = match &r.guard {
+                None => true,
+                Some(g) => {
+                    holds(g, after_ctx).map_err(|e| reject(guard_failed(contract, &e, locale)))?
+                }
+            };
+            if matches {
+                target = r.to;
+                msg_ref = r.message.as_ref();
+                limit_reached = Some(counter.name.clone());
+                // The transition's side effects were meant for its own target; a redirect
+                // replaces them with its own.
+                effects.clear();
+                run_actions(
+                    contract,
+                    &r.actions,
+                    after_ctx,
+                    &mut next,
+                    &mut effects,
+                    locale,
+                )
+                .map_err(reject)?;
+                break 'limits;
+            }
+        }
+    }
+
+    if let Some(payload) = payload {
+        persist(state, payload, &mut next);
+    }
+    let message = msg_ref.map(|m| render_ref(contract, m, after_ctx, &Map::new(), locale));
+    next.state = contract.state(target).id.clone();
+    next.steps_taken += 1;
+    Ok(Transition {
+        from: state.id.clone(),
+        to: next.state.clone(),
+        instance: next,
+        effects,
+        message,
+        limit_reached,
+    })
+}
+
+fn holds(guard: &Guard, ctx: Context<'_>) -> Result<bool, String> {
+    match &guard.expr {
+        // A guard that did not parse or check never matches; lint reports it.
+        None => Ok(false),
+        Some(e) => eval_condition(e, ctx)
+            .map(|b| b.unwrap_or(false))
+            .map_err(|e| format!("guard `{}`: {}", guard.source, e.message)),
+    }
+}
+
+fn guard_failed(contract: &Contract, details: &str, locale: &str) -> RenderedMessage {
+    role_message(
+        contract,
+        "guard_failed",
+        &[("details", Value::String(details.to_string()))],
+        locale,
+    )
+}
+
+fn render_ref(
+    contract: &Contract,
+    r: &MessageRef,
+    ctx: Context<'_>,
+    extra: &Map<String, Value>,
+    locale: &str,
+) -> RenderedMessage {
+    let mut args = extra.clone();
+    for (name, g) in &r.args {
+        let v = g
+            .expr
+            .as_ref()
+            .and_then(|e| eval(e, ctx).ok())
+            .unwrap_or(Value::Null);
+        args.insert(name.clone(), v);
+    }
+    message(contract, &r.key, &args, locale)
+}
+
+/// Schema, then tool evidence. Returns the message of the first problem.
+fn validate_payload(
+    contract: &Contract,
+    state: &State,
+    payload: &Value,
+    tools_called: &[String],
+    locale: &str,
+) -> Result<(), RenderedMessage> {
+    let phase = Value::String(state.phase.clone());
+    if let Some(validator) = &state.validator {
+        let errors: Vec<_> = validator.iter_errors(payload).collect();
+        if !errors.is_empty() {
+            let details: Vec<String> = errors
+                .iter()
+                .take(5)
+                .map(|e| describe_schema_error(e))
+                .collect();
+            // A failure at one top-level field may have its own message (`summary_required`).
+            for e in &errors {
+                let Some((field, missing)) = schema_error_field(e) else {
+                    continue;
+                };
+                let lookup = |map: &std::collections::BTreeMap<String, String>| {
+                    missing
+                        .then(|| map.get(&format!("{field}.required")))
+                        .flatten()
+                        .or_else(|| map.get(&field))
+                        .cloned()
+                };
+                if let Some(key) =
+                    lookup(&state.field_messages).or_else(|| lookup(&contract.field_messages))
+                {
+                    let args: Map<String, Value> = [
+                        ("phase".to_string(), phase.clone()),
+                        ("field".to_string(), Value::String(field.clone())),
+                        ("details".to_string(), Value::String(details.join("; "))),
+                    ]
+                    .into_iter()
+                    .collect();
+                    return Err(message(contract, &key, &args, locale));
+                }
+            }
+            return Err(role_message(
+                contract,
+                "payload_invalid",
+                &[
+                    ("phase", phase),
+                    ("details", Value::String(details.join("; "))),
+                ],
+                locale,
+            ));
+        }
+    }
+    let known: BTreeSet<&str> = contract
+        .registry
+        .tools
+        .iter()
+        .copied()
+        .filter(|t| *t != contract.call)
+        .collect();
+    let called: BTreeSet<&str> = tools_called
+        .iter()
+        .map(String::as_str)
+        .filter(|t| known.contains(t))
+        .collect();
+    let reported: BTreeSet<&str> = payload
+        .get("tools_used")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let not_used: Vec<&str> = state
+        .required_tools
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !called.contains(t))
+        .collect();
+    if !not_used.is_empty() {
+        return Err(role_message(
+            contract,
+            "required_tools_not_used",
+            &[
+                ("phase", phase),
+                ("missing_list", Value::String(not_used.join(", "))),
+            ],
+            locale,
+        ));
+    }
+    let not_reported: Vec<&str> = state
+        .required_tools
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !reported.contains(t))
+        .collect();
+    if !not_reported.is_empty() {
+        return Err(role_message(
+            contract,
+            "required_tools_not_reported",
+            &[
+                ("phase", phase),
+                ("missing_reported", Value::String(not_reported.join(", "))),
+            ],
+            locale,
+        ));
+    }
+    // Reported code-intel tools must have been called: the report is evidence, not a claim.
+    let claimed: Vec<&str> = reported
+        .iter()
+        .copied()
+        .filter(|t| known.contains(t) && !called.contains(t))
+        .collect();
+    if !claimed.is_empty() {
+        return Err(role_message(
+            contract,
+            "tools_reported_not_called",
+            &[
+                ("phase", phase),
+                ("tools", Value::String(claimed.join(", "))),
+            ],
+            locale,
+        ));
+    }
+    let min = state.min_distinct_tools as usize;
+    if called.len() < min {
+        return Err(role_message(
+            contract,
+            "min_distinct_tools",
+            &[
+                ("phase", phase),
+                ("min", Value::from(min)),
+                ("count", Value::from(called.len())),
+            ],
+            locale,
+        ));
+    }
+    Ok(())
+}
+
+/// The top-level payload field a schema error is about, and whether it is missing.
+fn schema_error_field(e: &jsonschema::ValidationError<'_>) -> Option<(String, bool)> {
+    use jsonschema::error::ValidationErrorKind as K;
+    let path = e.instance_path().as_str();
+    if path.is_empty() {
+        return match e.kind() {
+            K::Required { property } => property.as_str().map(|p| (p.to_string(), true)),
+            K::AdditionalProperties { unexpected } => {
+                unexpected.first().map(|p| (p.clone(), false))
+            }
+            _ => None,
+        };
+    }
+    path.trim_start_matches('/')
+        .split('/')
+        .next()
+        .map(|f| (f.to_string(), false))
+}
+
+fn describe_schema_error(e: &jsonschema::ValidationError<'_>) -> String {
+    let path = e.instance_path().as_str();
+    if path.is_empty() {
+        e.to_string()
+    } else {
+        format!("{}: {e}", path.trim_start_matches('/').replace('/', "."))
+    }
+}
+
+fn run_actions(
+    contract: &Contract,
+    calls: &[ActionCall],
+    ctx: Context<'_>,
+    next: &mut Instance,
+    effects: &mut Vec<Effect>,
+    locale: &str,
+) -> Result<(), RenderedMessage> {
+    for call in calls {
+        if let Some(w) = &call.when {
+            if !holds(w, ctx).map_err(|e| guard_failed(contract, &e, locale))? {
+                continue;
+            }
+        }
+        let mut args = Map::new();
+        for (name, g) in &call.args {
+            let v = g
+                .expr
+                .as_ref()
+                .map_or(Ok(Value::Null), |e| eval(e, ctx))
+                .map_err(|e| guard_failed(contract, &e.message, locale))?;
+            args.insert(name.clone(), v);
+        }
+        match call.executor {
+            Executor::Engine => {
+                let result = match call.name.as_str() {
+                    "tasks.register" => tasks::register(next, &args),
+                    "tasks.complete" => tasks::complete(next, &args),
+                    "tasks.require_all_complete" => tasks::require_all_complete(next),
+                    other => {
+                        return Err(role_message(
+                            contract,
+                            "action_failed",
+                            &[
+                                ("action", Value::String(other.into())),
+                                (
+                                    "details",
+                                    Value::String("the engine does not implement it".into()),
+                                ),
+                            ],
+                            locale,
+                        ));
+                    }
+                };
+                if let Err(outcome) = result {
+                    return Err(match call.errors.get(outcome.name) {
+                        Some(r) => render_ref(contract, r, ctx, &outcome.args, locale),
+                        None => role_message(
+                            contract,
+                            "action_failed",
+                            &[
+                                ("action", Value::String(call.name.clone())),
+                                ("details", Value::String(outcome.name.to_string())),
+                            ],
+                            locale,
+                        ),
+                    });
+                }
+            }
+            Executor::Host => {
+                let errors = call
+                    .errors
+                    .iter()
+                    .map(|(o, r)| (o.clone(), Value::String(r.key.clone())))
+                    .collect();
+                effects.push(Effect {
+                    action: call.name.clone(),
+                    args,
+                    errors,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Resets, then increments. Returns the counters incremented, in order.
+fn apply_counters(
+    contract: &Contract,
+    t: &ModelTransition,
+    ctx: Context<'_>,
+    next: &mut Instance,
+) -> Result<Vec<CounterId>, String> {
+    for c in &t.reset {
+        let counter = contract.counter(*c);
+        match counter.scope {
+            CounterScope::Session => {
+                next.counters.insert(counter.name.clone(), 0);
+            }
+            CounterScope::Task => {
+                for task in &mut next.tasks {
+                    task.counters.insert(counter.name.clone(), 0);
+                }
+            }
+        }
+    }
+    let mut incremented = Vec::new();
+    for c in &t.increment {
+        let name = &contract.counter(*c).name;
+        *next.counters.entry(name.clone()).or_default() += 1;
+        incremented.push(*c);
+    }
+    for (c, ids) in &t.increment_tasks {
+        let name = &contract.counter(*c).name;
+        let ids = ids
+            .expr
+            .as_ref()
+            .map_or(Ok(Value::Null), |e| eval(e, ctx))
+            .map_err(|e| e.message)?;
+        let ids: BTreeSet<&str> = ids
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for task in next
+            .tasks
+            .iter_mut()
+            .filter(|t| ids.contains(t.id.as_str()))
+        {
+            *task.counters.entry(name.clone()).or_default() += 1;
+        }
+        incremented.push(*c);
+    }
+    Ok(incremented)
+}
+
+/// The limit of a counter for this instance (a param limit reads the session's params).
+pub fn limit_of(contract: &Contract, counter: CounterId, instance: &Instance) -> u32 {
+    match &contract.counter(counter).limit {
+        LimitValue::Fixed(n) => *n,
+        LimitValue::Param(p) => instance
+            .params
+            .get(p)
+            .and_then(Value::as_u64)
+            .map_or(u32::MAX, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+    }
+}
+
+fn limit_reached_now(contract: &Contract, counter: CounterId, instance: &Instance) -> bool {
+    let c = contract.counter(counter);
+    let limit = limit_of(contract, counter, instance);
+    match c.scope {
+        CounterScope::Session => instance.counters.get(&c.name).copied().unwrap_or(0) >= limit,
+        CounterScope::Task => instance
+            .tasks
+            .iter()
+            .any(|t| t.counters.get(&c.name).copied().unwrap_or(0) >= limit),
+    }
+}
+
+/// Keeps the fields a state persists; per-task steps get one summary per task.
+fn persist(state: &State, payload: &Value, next: &mut Instance) {
+    for field in &state.persist {
+        let Some(text) = payload.get(field).and_then(Value::as_str) else {
+            continue;
+        };
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let mut key = match state.step {
+            Some(step) => format!("step_{step:02}_{}", state.id),
+            None => state.id.clone(),
+        };
+        if let Some(task) = payload.get("task_id").and_then(Value::as_str) {
+            key = format!("{key}_{task}");
+        }
+        if field != "summary" {
+            key = format!("{key}.{field}");
+        }
+        next.summaries.retain(|s| s.key != key);
+        next.summaries.push(Summary {
+            key,
+            text: text.to_string(),
+        });
+    }
+}
+
+/// Runs engine states that have no actions of their own (pure routing on flags and facts)
+/// until an external or terminal state, or one with actions, is reached.
+pub fn settle(
+    contract: &Contract,
+    instance: &Instance,
+    facts: &Map<String, Value>,
+) -> Result<Instance, Rejection> {
+    let mut current = instance.clone();
+    for _ in 0..=contract.states.len() {
+        let Some(id) = contract.state_id(&current.state) else {
+            return Ok(current);
+        };
+        let state = contract.state(id);
+        if state.kind != StateKind::Engine || !state.run.is_empty() {
+            return Ok(current);
+        }
+        let event = Event {
+            input: Input::Results {
+                results: Map::new(),
+            },
+            facts: facts.clone(),
+        };
+        current = step(contract, &current, &event)?.instance;
+    }
+    Ok(current)
+}

@@ -1,0 +1,109 @@
+//! Source files and positions: the text every diagnostic points into.
+//!
+//! Positions are 1-based line and column counted in characters, because that is
+//! what editors, `file:line:col` links and GitHub annotations expect.
+
+use std::fmt;
+
+/// Index of a file in a [`Sources`] table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct FileId(pub u32);
+
+/// A line and column, both 1-based, the column counted in characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pos {
+    pub line: u32,
+    pub col: u32,
+}
+
+impl Pos {
+    pub const START: Pos = Pos { line: 1, col: 1 };
+}
+
+/// A range of text in one file; `end` is exclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub file: FileId,
+    pub start: Pos,
+    pub end: Pos,
+}
+
+impl Span {
+    pub fn point(file: FileId, pos: Pos) -> Span {
+        Span {
+            file,
+            start: pos,
+            end: Pos {
+                line: pos.line,
+                col: pos.col + 1,
+            },
+        }
+    }
+
+    /// The span of `len` characters starting `offset` characters after this span's
+    /// start on the same line. Used to point inside a single-line scalar.
+    pub fn sub(&self, offset: usize, len: usize) -> Span {
+        let col = self.start.col + u32::try_from(offset).unwrap_or(u32::MAX / 2);
+        let len = u32::try_from(len.max(1)).unwrap_or(1);
+        Span {
+            file: self.file,
+            start: Pos {
+                line: self.start.line,
+                col,
+            },
+            end: Pos {
+                line: self.start.line,
+                col: col + len,
+            },
+        }
+    }
+}
+
+/// One loaded text file.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The name shown to users: the path as given, or `<built-in>/...` for compiled-in files.
+    pub name: String,
+    pub text: String,
+}
+
+impl SourceFile {
+    /// The text of a 1-based line without its line terminator, if it exists.
+    pub fn line(&self, line: u32) -> Option<&str> {
+        let index = usize::try_from(line).ok()?.checked_sub(1)?;
+        self.text
+            .split('\n')
+            .nth(index)
+            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+    }
+}
+
+/// All files a run has read, addressed by [`FileId`].
+#[derive(Debug, Default, Clone)]
+pub struct Sources {
+    files: Vec<SourceFile>,
+}
+
+impl Sources {
+    pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
+        self.files.push(SourceFile {
+            name: name.into(),
+            text: text.into(),
+        });
+        FileId(u32::try_from(self.files.len() - 1).unwrap_or(u32::MAX))
+    }
+
+    pub fn get(&self, id: FileId) -> Option<&SourceFile> {
+        self.files.get(id.0 as usize)
+    }
+
+    pub fn name(&self, id: FileId) -> &str {
+        self.get(id).map_or("<unknown>", |f| f.name.as_str())
+    }
+}
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.col)
+    }
+}
