@@ -307,7 +307,18 @@ fn validate_payload(
                 .map(|e| describe_schema_error(e))
                 .collect();
             // A failure at one top-level field may have its own message (`summary_required`).
-            for e in &errors {
+            // Unexpected fields come first: a payload meant for another phase is a phase
+            // mismatch, whatever else is missing from it.
+            let unexpected = |e: &jsonschema::ValidationError<'_>| {
+                matches!(e.kind(), jsonschema::error::ValidationErrorKind::AdditionalProperties { .. })
+                    && e.instance_path().as_str().is_empty()
+            };
+            let ordered: Vec<&jsonschema::ValidationError<'_>> = if errors.iter().any(unexpected) {
+                errors.iter().filter(|e| unexpected(e)).collect()
+            } else {
+                errors.iter().collect()
+            };
+            for e in ordered {
                 let Some((field, missing)) = schema_error_field(e) else {
                     continue;
                 };
