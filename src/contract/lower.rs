@@ -454,6 +454,7 @@ impl Lowerer<'_> {
             state_index: self.state_index.clone(),
             messages,
             engine_messages: raw.engine_messages.clone(),
+            engine_messages_span: self.root.entry("engine_messages").map_or(Span::point(self.root.span.file, crate::source::Pos::START), |(k, _)| k.span),
             field_messages: raw.field_messages.clone(),
             matrix_columns,
             templates,

@@ -56,6 +56,9 @@ pub struct Contract {
     pub messages: BTreeMap<String, Message>,
     /// Engine role (`payload_invalid`, ...) to message key.
     pub engine_messages: BTreeMap<String, String>,
+    /// Where `engine_messages` is written (or the file start): the location of findings
+    /// about messages the engine or host uses without a place in the file.
+    pub engine_messages_span: Span,
     /// Top-level payload property to the message used when the schema rejects it.
     pub field_messages: BTreeMap<String, String>,
     pub matrix_columns: Vec<MatrixColumn>,

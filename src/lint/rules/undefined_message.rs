@@ -25,7 +25,7 @@ pub fn check(contract: &Contract, usages: &[Usage]) -> Vec<Diagnostic> {
         if contract.messages.contains_key(&u.key) {
             continue;
         }
-        let span = u.span.or_else(|| contract.states.first().map(|s| s.span));
+        let span = u.span.or(Some(contract.engine_messages_span));
         let mut d = Diagnostic::new(
             "undefined-message",
             format!("message `{}` is not defined", u.key),
