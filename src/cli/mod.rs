@@ -162,18 +162,10 @@ pub fn run(cli: Cli) -> ExitCode {
             })
         }
         Command::Schema => {
-            print!("{}", generated_schema());
+            print!("{}", contract::generated_schema());
             ExitCode::SUCCESS
         }
     }
-}
-
-/// The JSON Schema generated from `contract::raw`, as checked in under `schemas/`.
-pub fn generated_schema() -> String {
-    let schema = schemars::schema_for!(contract::raw::RawContract);
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    text.push('\n');
-    text
 }
 
 fn read(path: &Path) -> Result<String, String> {

@@ -125,6 +125,15 @@ pub fn load_layered(sources: &mut Sources, project: Option<(String, String)>) ->
     }
 }
 
+/// The JSON Schema generated from `contract::raw`; `schemas/contract.schema.json` must
+/// equal it (a test checks).
+pub fn generated_schema() -> String {
+    let schema = schemars::schema_for!(raw::RawContract);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
 fn schema_validator() -> Option<&'static jsonschema::Validator> {
     static VALIDATOR: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
     VALIDATOR
@@ -189,13 +198,40 @@ pub fn load_node(node: &Node) -> Loaded {
     let (contract, mut lowered) = lower::lower(&raw, node);
     diagnostics.append(&mut lowered);
     if let Some(c) = &contract {
-        diagnostics.extend(crate::lint::run(c));
+        let mut findings = crate::lint::run(c);
+        drop_follow_ons(node, c, &mut findings);
+        diagnostics.extend(findings);
     }
     diagnostic::sort(&mut diagnostics);
     Loaded {
         contract,
         diagnostics,
     }
+}
+
+/// Removes whole-flow findings that only restate an error lowering already reported.
+///
+/// An `otherwise` whose target does not exist is dropped while lowering; the state has a
+/// fallback as written, so it is not also a dead end. An `initial` that names no state
+/// leaves no start to measure reachability from.
+fn drop_follow_ons(node: &Node, contract: &Contract, findings: &mut Vec<Diagnostic>) {
+    let written_fallback = |id: &str| {
+        node.get("states")
+            .and_then(|states| states.get(id))
+            .is_some_and(|state| state.get("otherwise").is_some())
+    };
+    let unknown_initial = node
+        .get("initial")
+        .and_then(Node::as_str)
+        .is_some_and(|name| contract.state_id(name).is_none());
+    findings.retain(|d| match d.code {
+        "dead-end-state" => !contract
+            .states
+            .iter()
+            .any(|s| Some(s.span) == d.span && written_fallback(&s.id)),
+        "unreachable-state" => !unknown_initial,
+        _ => true,
+    });
 }
 
 fn schema_diagnostic(root: &Node, error: &jsonschema::ValidationError<'_>) -> Diagnostic {

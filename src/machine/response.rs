@@ -11,7 +11,7 @@ use crate::contract::raw::StateKind;
 /// A message rendered in the session's locale.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RenderedMessage {
-    /// The stable message key (`failures.READY.unknown_task`).
+    /// The stable message key (`common_failures.summary_required`).
     pub key: String,
     /// The response error code, for failures.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,47 @@
+//! Generated files are checked in and must match what the code generates.
+//! `UPDATE_GENERATED=1 cargo test` rewrites them; review the diff afterwards.
+
+use crate::support::repo;
+
+fn check(path: &str, generated: &str) {
+    let file = repo().join(path);
+    if std::env::var_os("UPDATE_GENERATED").is_some() {
+        std::fs::write(&file, generated).unwrap();
+        return;
+    }
+    let current = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        current == generated,
+        "{path} is stale: run `UPDATE_GENERATED=1 cargo test` and commit the result"
+    );
+}
+
+#[test]
+fn contract_schema_is_fresh() {
+    check(
+        "schemas/contract.schema.json",
+        &code_intel::contract::generated_schema(),
+    );
+}
+
+#[test]
+fn lint_docs_are_fresh() {
+    check("docs/lints.md", &code_intel::diagnostic::codes::markdown());
+}
+
+#[test]
+fn every_shipped_contract_lints_clean() {
+    for entry in std::fs::read_dir(repo().join("contracts")).unwrap() {
+        let path = entry.unwrap().path();
+        let relative = format!("contracts/{}", path.file_name().unwrap().to_string_lossy());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut sources = code_intel::source::Sources::default();
+        let id = sources.add(relative.clone(), text);
+        let loaded = code_intel::contract::load(&sources, id);
+        assert!(
+            loaded.diagnostics.is_empty(),
+            "{relative}:\n{}",
+            code_intel::diagnostic::render::human(&sources, &loaded.diagnostics)
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! Tidy checks over the source tree: the engine stays generic and the code keeps its habits.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{default_contract, repo};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Source lines outside `#[cfg(test)]` modules, with their line numbers.
+fn non_test_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        out.push((i + 1, line));
+    }
+    out
+}
+
+fn src_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    rust_files(&repo().join("src"), &mut files);
+    files.sort();
+    files
+}
+
+fn is_word_boundary(c: Option<char>) -> bool {
+    c.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
+}
+
+#[test]
+fn no_phase_name_of_the_default_flow_appears_in_src() {
+    let contract = default_contract();
+    let mut names: Vec<String> = contract
+        .states
+        .iter()
+        .flat_map(|s| [s.id.clone(), s.phase.clone()])
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut found = Vec::new();
+    for file in src_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in non_test_lines(&text) {
+            for name in &names {
+                for (at, _) in line.match_indices(name.as_str()) {
+                    let before = line[..at].chars().next_back();
+                    let after = line[at + name.len()..].chars().next();
+                    if is_word_boundary(before) && is_word_boundary(after) {
+                        found.push(format!("{}:{number}: {name}", file.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the engine must stay generic; phase names found in src/:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn every_module_says_what_it_is_for() {
+    let missing: Vec<String> = src_files()
+        .into_iter()
+        .filter(|f| !std::fs::read_to_string(f).unwrap().starts_with("//!"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "files without a `//!` header: {missing:?}"
+    );
+}
+
+#[test]
+fn only_the_cli_prints() {
+    let mut found = Vec::new();
+    for file in src_files() {
+        if file.starts_with(repo().join("src/cli")) || file.ends_with("main.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in non_test_lines(&text) {
+            for needle in [
+                "println!",
+                "eprintln!",
+                "print!(",
+                "eprint!(",
+                "dbg!",
+                "todo!",
+                "unimplemented!",
+            ] {
+                if line.contains(needle) {
+                    found.push(format!("{}:{number}: {needle}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "stdout belongs to the CLI (and later the MCP transport):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn pest_stays_inside_the_guard_parser() {
+    for file in src_files() {
+        if file.ends_with("guard/parser.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !text.contains("pest::"),
+            "{} uses pest directly",
+            file.display()
+        );
+    }
+}
