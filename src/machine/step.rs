@@ -310,8 +310,10 @@ fn validate_payload(
             // Unexpected fields come first: a payload meant for another phase is a phase
             // mismatch, whatever else is missing from it.
             let unexpected = |e: &jsonschema::ValidationError<'_>| {
-                matches!(e.kind(), jsonschema::error::ValidationErrorKind::AdditionalProperties { .. })
-                    && e.instance_path().as_str().is_empty()
+                matches!(
+                    e.kind(),
+                    jsonschema::error::ValidationErrorKind::AdditionalProperties { .. }
+                ) && e.instance_path().as_str().is_empty()
             };
             let ordered: Vec<&jsonschema::ValidationError<'_>> = if errors.iter().any(unexpected) {
                 errors.iter().filter(|e| unexpected(e)).collect()

@@ -15,7 +15,11 @@ fn driver(flags: &str) -> Driver {
 }
 
 fn doc(d: &mut Driver) {
-    d.ok(json!({"documents_reviewed": ["docs/a.md"], "tools_used": [], "summary": "rules read"}), &[], "QUERY_FRAME");
+    d.ok(
+        json!({"documents_reviewed": ["docs/a.md"], "tools_used": [], "summary": "rules read"}),
+        &[],
+        "QUERY_FRAME",
+    );
 }
 
 fn frame(d: &mut Driver, next: &str) {
@@ -52,7 +56,11 @@ fn report(id: &str) -> Value {
 fn implement(d: &mut Driver, tasks: &[&str]) {
     d.ok(plan(tasks), &[], "READY_IMPL");
     for (i, id) in tasks.iter().enumerate() {
-        let next = if i + 1 == tasks.len() { "READY_COMPLETE" } else { "READY_IMPL" };
+        let next = if i + 1 == tasks.len() {
+            "READY_COMPLETE"
+        } else {
+            "READY_IMPL"
+        };
         d.ok(report(id), &["check_write_target"], next);
     }
 }
@@ -82,26 +90,65 @@ fn happy_path_runs_all_nineteen_steps() {
     d.ok(pre_commit(), &["review_changes"], "QUALITY_REVIEW");
     d.ok(quality(&[]), &[], "MERGE");
     let t = d.ok(json!({"summary": "merge"}), &[], "SESSION_COMPLETE");
-    assert_eq!(t.message.unwrap().text, "Merged llm_task_1 → main. Session complete.");
-    assert_eq!(d.effects, ["git.ensure_task_branch", "checklist.verify_evidence", "checklist.verify_evidence", "git.prepare_commit", "git.commit_prepared", "git.merge"]);
+    assert_eq!(
+        t.message.unwrap().text,
+        "Merged llm_task_1 → main. Session complete."
+    );
+    assert_eq!(
+        d.effects,
+        [
+            "git.ensure_task_branch",
+            "checklist.verify_evidence",
+            "checklist.verify_evidence",
+            "git.prepare_commit",
+            "git.commit_prepared",
+            "git.merge"
+        ]
+    );
     // One summary per task: the original overwrote them (B24).
-    let keys: Vec<&str> = d.instance.summaries.iter().map(|s| s.key.as_str()).collect();
-    assert!(keys.contains(&"step_13_READY_IMPL_t1") && keys.contains(&"step_13_READY_IMPL_t2"), "{keys:?}");
+    let keys: Vec<&str> = d
+        .instance
+        .summaries
+        .iter()
+        .map(|s| s.key.as_str())
+        .collect();
+    assert!(
+        keys.contains(&"step_13_READY_IMPL_t1") && keys.contains(&"step_13_READY_IMPL_t2"),
+        "{keys:?}"
+    );
     // A finished session refuses further submissions.
-    d.rejected(json!({"summary": "again"}), &[], "common_failures.session_finished");
+    d.rejected(
+        json!({"summary": "again"}),
+        &[],
+        "common_failures.session_finished",
+    );
 }
 
 #[test]
 fn the_response_is_self_contained() {
     let d = driver("");
     let r = phase_response(&d.contract, &d.instance);
-    assert_eq!((r.phase.as_str(), r.step, r.call.as_deref()), ("DOCUMENT_RESEARCH", Some(3), Some("submit_phase")));
-    assert!(r.instruction.contains("[compaction_protocol]"), "{}", r.instruction);
-    assert_eq!(r.expected_payload["documents_reviewed"], json!("list[str (non-empty)] (non-empty)"));
+    assert_eq!(
+        (r.phase.as_str(), r.step, r.call.as_deref()),
+        ("DOCUMENT_RESEARCH", Some(3), Some("submit_phase"))
+    );
+    assert!(
+        r.instruction.contains("[compaction_protocol]"),
+        "{}",
+        r.instruction
+    );
+    assert_eq!(
+        r.expected_payload["documents_reviewed"],
+        json!("list[str (non-empty)] (non-empty)")
+    );
     let ja = Driver::start(default_contract(), "", "IMPLEMENT", no_stale());
     let mut instance = ja.instance.clone();
     instance.locale = "ja".into();
-    assert!(phase_response(&ja.contract, &instance).instruction.contains("サブエージェント"));
+    assert!(
+        phase_response(&ja.contract, &instance)
+            .instruction
+            .contains("サブエージェント")
+    );
 }
 
 #[test]
@@ -110,8 +157,16 @@ fn stale_branches_lead_to_branch_intervention() {
     facts["stale_branches_exist"] = json!(true);
     let mut d = Driver::start(default_contract(), "--no-doc", "IMPLEMENT", facts);
     assert_eq!(d.state(), "BRANCH_INTERVENTION");
-    d.rejected(json!({"choice": "keep", "tools_used": [], "summary": "x"}), &[], "failures.BRANCH_INTERVENTION.invalid_choice");
-    let t = d.ok(json!({"choice": "merge", "tools_used": [], "summary": "merged"}), &[], "QUERY_FRAME");
+    d.rejected(
+        json!({"choice": "keep", "tools_used": [], "summary": "x"}),
+        &[],
+        "failures.BRANCH_INTERVENTION.invalid_choice",
+    );
+    let t = d.ok(
+        json!({"choice": "merge", "tools_used": [], "summary": "merged"}),
+        &[],
+        "QUERY_FRAME",
+    );
     assert_eq!(t.effects[0].action, "git.resolve_stale_branches");
     assert_eq!(t.effects[0].args["choice"], json!("merge"));
 }
@@ -132,7 +187,11 @@ fn payload_problems_are_rejected_with_specific_messages() {
     p["explored_files"] = json!([]);
     d.rejected(p, &tools, "failures.EXPLORATION.empty_result");
     // Only one distinct tool really called.
-    d.rejected(base.clone(), &["search_text"], "common_failures.tools_reported_not_called");
+    d.rejected(
+        base.clone(),
+        &["search_text"],
+        "common_failures.tools_reported_not_called",
+    );
     let mut p = base.clone();
     p["tools_used"] = json!(["search_text"]);
     d.rejected(p, &["search_text"], "common_failures.exploration_min_tools");
@@ -148,7 +207,11 @@ fn payload_problems_are_rejected_with_specific_messages() {
     d.rejected(sem.clone(), &[], "common_failures.required_tools_not_used");
     let mut p = sem.clone();
     p["tools_used"] = json!([]);
-    d.rejected(p, &["semantic_search"], "common_failures.required_tools_not_reported");
+    d.rejected(
+        p,
+        &["semantic_search"],
+        "common_failures.required_tools_not_reported",
+    );
     d.ok(sem, &["semantic_search"], "Q2");
     d.ok(json!({"has_unverified_hypotheses": true, "reason": "one guess left open", "tools_used": [], "summary": "s"}), &[], "VERIFICATION");
     let hyp = |result: bool| json!({"hypotheses_verified": [{"hypothesis": "h", "result": result, "evidence": "a.rs:1"}], "tools_used": [], "summary": "s"});
@@ -179,7 +242,11 @@ fn investigation_ends_after_the_gates() {
 fn task_rules_are_enforced() {
     let mut d = driver("--fast --no-doc");
     frame(&mut d, "READY_PLAN");
-    d.rejected(json!({"tasks": [], "tools_used": [], "summary": "p"}), &[], "failures.READY.empty_tasks");
+    d.rejected(
+        json!({"tasks": [], "tools_used": [], "summary": "p"}),
+        &[],
+        "failures.READY.empty_tasks",
+    );
     let mut dup = plan(&["t1", "t1"]);
     dup["summary"] = json!("dup");
     d.rejected(dup, &[], "failures.READY.duplicate_task_ids");
@@ -190,29 +257,61 @@ fn task_rules_are_enforced() {
     empty_checklist["tasks"][0]["checklist"] = json!([]);
     d.rejected(empty_checklist, &[], "failures.READY.empty_tasks");
     d.ok(plan(&["t1", "t2"]), &[], "READY_IMPL");
-    d.rejected(report("t2"), &["check_write_target"], "failures.READY.wrong_order");
-    d.rejected(report("zz"), &["check_write_target"], "failures.READY.unknown_task");
+    d.rejected(
+        report("t2"),
+        &["check_write_target"],
+        "failures.READY.wrong_order",
+    );
+    d.rejected(
+        report("zz"),
+        &["check_write_target"],
+        "failures.READY.unknown_task",
+    );
     d.rejected(report("t1"), &[], "common_failures.required_tools_not_used");
     let mut r = report("t1");
     r["checklist"][0]["item"] = json!("something else");
-    d.rejected(r, &["check_write_target"], "failures.READY.checklist_items_mismatch");
+    d.rejected(
+        r,
+        &["check_write_target"],
+        "failures.READY.checklist_items_mismatch",
+    );
     let mut r = report("t1");
     r["checklist"][0] = json!({"item": "t1 item", "status": "done"});
-    d.rejected(r, &["check_write_target"], "failures.READY.checklist_evidence_required");
+    d.rejected(
+        r,
+        &["check_write_target"],
+        "failures.READY.checklist_evidence_required",
+    );
     let mut r = report("t1");
     r["checklist"][0]["evidence"] = json!("src/a.rs:0");
-    let rej = d.rejected(r, &["check_write_target"], "failures.READY.checklist_evidence_format_invalid");
+    let rej = d.rejected(
+        r,
+        &["check_write_target"],
+        "failures.READY.checklist_evidence_format_invalid",
+    );
     assert!(rej.message.text.contains("src/a.rs:0"));
     let mut r = report("t1");
     r["checklist"][0] = json!({"item": "t1 item", "status": "skipped", "reason": "too short"});
-    d.rejected(r, &["check_write_target"], "failures.READY.checklist_reason_required");
+    d.rejected(
+        r,
+        &["check_write_target"],
+        "failures.READY.checklist_reason_required",
+    );
     let mut r = report("t1");
     r["checklist"][0] = json!({"item": "t1 item", "status": "pending"});
-    d.rejected(r, &["check_write_target"], "failures.READY.checklist_item_pending");
+    d.rejected(
+        r,
+        &["check_write_target"],
+        "failures.READY.checklist_item_pending",
+    );
     let mut r = report("t1");
     r["checklist"][0] = json!({"item": "t1 item", "status": "skipped", "reason": "the existing helper already does this"});
     d.ok(r, &["check_write_target"], "READY_IMPL");
-    d.rejected(report("t1"), &["check_write_target"], "failures.READY.already_completed");
+    d.rejected(
+        report("t1"),
+        &["check_write_target"],
+        "failures.READY.already_completed",
+    );
     d.ok(report("t2"), &["check_write_target"], "READY_COMPLETE");
 }
 
@@ -240,11 +339,18 @@ fn verification_loop_escalates_and_resumes() {
         } else {
             // FIX(B9): the second intervention escalates to the user...
             assert_eq!(t.to, "USER_ESCALATION");
-            assert_eq!(t.message.unwrap().key, "failures.VERIFY_INTERVENTION.escalation_count");
+            assert_eq!(
+                t.message.unwrap().key,
+                "failures.VERIFY_INTERVENTION.escalation_count"
+            );
         }
     }
     // ...who answers, and the session resumes planning with the counters reset.
-    d.rejected(json!({"user_answer": "", "decision": "resume", "tools_used": [], "summary": "s"}), &[], "failures.VERIFY_INTERVENTION.user_escalation");
+    d.rejected(
+        json!({"user_answer": "", "decision": "resume", "tools_used": [], "summary": "s"}),
+        &[],
+        "failures.VERIFY_INTERVENTION.user_escalation",
+    );
     d.ok(json!({"user_answer": "use the v2 API", "decision": "resume", "tools_used": [], "summary": "s"}), &[], "READY_PLAN");
     assert_eq!(d.instance.counters["intervention_count"], 0);
     assert_eq!(d.instance.vars["revert_reason"], json!("use the v2 API"));
@@ -255,7 +361,14 @@ fn no_intervention_still_bounds_the_verify_loop() {
     // FIX(B10): with -ni and an empty failed_tasks the original looped forever.
     for flags in ["-ni --no-doc", "--quick --no-doc"] {
         let mut d = driver(flags);
-        frame(&mut d, if flags.contains("quick") { "READY_PLAN" } else { "EXPLORATION" });
+        frame(
+            &mut d,
+            if flags.contains("quick") {
+                "READY_PLAN"
+            } else {
+                "EXPLORATION"
+            },
+        );
         if d.state() == "EXPLORATION" {
             explore_to_ready(&mut d);
         }
@@ -265,7 +378,11 @@ fn no_intervention_still_bounds_the_verify_loop() {
             assert!(rounds <= 3, "{flags}: not bounded");
             implement(&mut d, &["t1"]);
             d.ok(json!({"summary": "done"}), &[], "POST_IMPL_VERIFY");
-            d.rejected(verify(false, &[]), &[], "failures.POST_IMPL_VERIFY.failed_tasks_required");
+            d.rejected(
+                verify(false, &[]),
+                &[],
+                "failures.POST_IMPL_VERIFY.failed_tasks_required",
+            );
             d.submit(verify(false, &["other"]), &[]).unwrap();
         }
         assert_eq!(d.state(), "USER_ESCALATION", "{flags}");
@@ -289,7 +406,10 @@ fn quality_reverts_force_completion_with_a_warning() {
             assert_eq!(t.effects[0].action, "git.discard_prepared");
         } else {
             assert_eq!(t.to, "MERGE");
-            assert_eq!(t.message.unwrap().key, "failures.QUALITY_REVIEW.quality_forced_completion");
+            assert_eq!(
+                t.message.unwrap().key,
+                "failures.QUALITY_REVIEW.quality_forced_completion"
+            );
             // The redirect commits what was prepared instead of discarding it.
             let actions: Vec<&str> = t.effects.iter().map(|e| e.action.as_str()).collect();
             assert_eq!(actions, ["git.commit_prepared"]);
@@ -315,7 +435,10 @@ fn only_verify_runs_verification_alone() {
     let mut d = driver("-v");
     assert_eq!(d.state(), "POST_IMPL_VERIFY");
     let t = d.ok(verify(false, &[]), &[], "VERIFY_FAILED");
-    assert_eq!(t.message.unwrap().key, "failures.POST_IMPL_VERIFY.only_verify_failed");
+    assert_eq!(
+        t.message.unwrap().key,
+        "failures.POST_IMPL_VERIFY.only_verify_failed"
+    );
     let mut d = driver("--only-verify");
     d.ok(verify(true, &[]), &[], "SESSION_COMPLETE");
 }
@@ -326,8 +449,15 @@ fn conflicting_flags_are_refused() {
     let err = code_intel::machine::flags::parse(&c, "--only-verify --fast").unwrap_err();
     assert!(err.contains("cannot be combined"), "{err}");
     assert!(code_intel::machine::flags::parse(&c, "--gate=x").is_err());
-    assert_eq!(code_intel::machine::flags::parse(&c, "-g=f").unwrap()["gate"], json!("full"));
-    assert!(code_intel::machine::flags::parse(&c, "--nope").unwrap_err().contains("unknown flag"));
+    assert_eq!(
+        code_intel::machine::flags::parse(&c, "-g=f").unwrap()["gate"],
+        json!("full")
+    );
+    assert!(
+        code_intel::machine::flags::parse(&c, "--nope")
+            .unwrap_err()
+            .contains("unknown flag")
+    );
 }
 
 #[test]

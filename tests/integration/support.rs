@@ -21,7 +21,10 @@ pub fn load(path: &str) -> Contract {
     let diagnostics = loaded.diagnostics.clone();
     match loaded.ok() {
         Ok(c) => c,
-        Err(_) => panic!("{path} does not load:\n{}", render::human(&sources, &diagnostics)),
+        Err(_) => panic!(
+            "{path} does not load:\n{}",
+            render::human(&sources, &diagnostics)
+        ),
     }
 }
 
@@ -55,7 +58,12 @@ impl Driver {
         let instance = Instance::start(&contract, set, Some(intent), None, &Map::new()).unwrap();
         let facts = facts.as_object().cloned().unwrap_or_default();
         let instance = settle(&contract, &instance, &facts).unwrap();
-        Driver { contract, instance, facts, effects: Vec::new() }
+        Driver {
+            contract,
+            instance,
+            facts,
+            effects: Vec::new(),
+        }
     }
 
     pub fn state(&self) -> &str {
@@ -65,11 +73,15 @@ impl Driver {
     /// Submits a payload; on success the new instance is committed.
     pub fn submit(&mut self, payload: Value, tools: &[&str]) -> Result<Transition, Rejection> {
         let event = Event {
-            input: Input::Submit { payload, tools_called: tools.iter().map(|t| (*t).to_string()).collect() },
+            input: Input::Submit {
+                payload,
+                tools_called: tools.iter().map(|t| (*t).to_string()).collect(),
+            },
             facts: self.facts.clone(),
         };
         let t = step(&self.contract, &self.instance, &event)?;
-        self.effects.extend(t.effects.iter().map(|e| e.action.clone()));
+        self.effects
+            .extend(t.effects.iter().map(|e| e.action.clone()));
         self.instance = settle(&self.contract, &t.instance, &self.facts).unwrap();
         Ok(t)
     }
@@ -82,7 +94,10 @@ impl Driver {
                 assert_eq!(t.to, expected, "from {from}");
                 t
             }
-            Err(r) => panic!("{from}: rejected with {}: {}", r.message.key, r.message.text),
+            Err(r) => panic!(
+                "{from}: rejected with {}: {}",
+                r.message.key, r.message.text
+            ),
         }
     }
 
@@ -90,7 +105,10 @@ impl Driver {
     pub fn rejected(&mut self, payload: Value, tools: &[&str], key: &str) -> Rejection {
         let before = self.instance.clone();
         match self.submit(payload, tools) {
-            Ok(t) => panic!("{}: accepted into {}, expected rejection {key}", before.state, t.to),
+            Ok(t) => panic!(
+                "{}: accepted into {}, expected rejection {key}",
+                before.state, t.to
+            ),
             Err(r) => {
                 assert_eq!(r.message.key, key, "{}: {}", before.state, r.message.text);
                 assert_eq!(self.instance, before, "a rejection changed the instance");
