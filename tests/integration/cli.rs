@@ -1,0 +1,181 @@
+//! The command line as users run it: `lint`, `graph`, `matrix`, `schema`, and the
+//! project overlay of the built-in contract.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::support::{binary, default_contract, repo};
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(binary())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("code-intel-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn shipped_contracts_lint_clean() {
+    let o = run(&repo(), &["lint", "contracts/"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(stdout(&o), "");
+}
+
+/// Validates mermaid text with mermaid's own parser (tests/mermaid, installed by `.ci/run`).
+fn assert_valid_mermaid(files: &[&Path]) {
+    let checker = repo().join("tests/mermaid");
+    assert!(
+        checker.join("node_modules/mermaid").is_dir(),
+        "mermaid is not installed: run `npm ci --prefix tests/mermaid` (`.ci/run` does)"
+    );
+    let o = Command::new("node")
+        .arg(checker.join("validate.mjs"))
+        .args(files)
+        .output()
+        .expect("node is needed for the mermaid check");
+    assert!(
+        o.status.success(),
+        "invalid mermaid:\n{}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn graph_shows_every_phase_in_valid_mermaid() {
+    let contract = default_contract();
+    let dir = temp_dir("graph");
+    let o = run(&repo(), &["graph", "--format", "mermaid"]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    for state in &contract.states {
+        assert!(
+            text.contains(&format!("s_{}[", state.id))
+                || text.contains(&format!("s_{}(", state.id)),
+            "{} missing",
+            state.id
+        );
+    }
+    let mut files = vec![dir.join("full.mmd")];
+    std::fs::write(&files[0], &text).unwrap();
+    for column in &contract.matrix_columns {
+        let o = run(&repo(), &["graph", "--flags", &column.flags]);
+        assert!(o.status.success(), "{}", column.key);
+        let file = dir.join(format!("{}.mmd", column.key));
+        std::fs::write(&file, stdout(&o)).unwrap();
+        files.push(file);
+    }
+    let agent = run(
+        &repo(),
+        &["graph", "--contract", "contracts/agent_runner_task.yml"],
+    );
+    let file = dir.join("agent.mmd");
+    std::fs::write(&file, stdout(&agent)).unwrap();
+    files.push(file);
+    let refs: Vec<&Path> = files.iter().map(std::path::PathBuf::as_path).collect();
+    assert_valid_mermaid(&refs);
+}
+
+#[test]
+fn graph_under_flags_leaves_out_skipped_phases() {
+    let quick = stdout(&run(&repo(), &["graph", "--flags", "--quick"]));
+    assert!(!quick.contains("s_EXPLORATION"));
+    assert!(!quick.contains("s_QUALITY_REVIEW"));
+    assert!(quick.contains("s_POST_IMPL_VERIFY"));
+    let dot = stdout(&run(&repo(), &["graph", "--format", "dot"]));
+    assert!(
+        dot.starts_with("digraph") && dot.contains("\"QUALITY_REVIEW\" -> \"READY_PLAN\""),
+        "{dot}"
+    );
+    let bad = run(&repo(), &["graph", "--flags", "--only-verify --fast"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("cannot be combined"));
+}
+
+#[test]
+fn matrix_json_matches_the_library() {
+    let o = run(&repo(), &["matrix", "--format", "json"]);
+    assert!(o.status.success());
+    let printed: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let computed =
+        serde_json::to_value(code_intel::analysis::matrix::compute(&default_contract()).unwrap())
+            .unwrap();
+    assert_eq!(printed, computed);
+    let markdown = stdout(&run(&repo(), &["matrix"]));
+    assert!(
+        markdown
+            .contains("| 16 | VERIFY_INTERVENTION | ✅ | ❌ | ❌ | ❌ | ✅ | ✅ | ❌ | ✅ | ❌ |"),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn schema_command_prints_the_checked_in_schema() {
+    let o = run(&repo(), &["schema"]);
+    assert_eq!(
+        stdout(&o),
+        std::fs::read_to_string(repo().join("schemas/contract.schema.json")).unwrap()
+    );
+}
+
+#[test]
+fn a_project_overlay_changes_one_message_and_keeps_the_rest() {
+    let dir = temp_dir("overlay");
+    std::fs::create_dir_all(dir.join(".code-intel")).unwrap();
+    let overlay = "extends: builtin\nmessages:\n  common_failures.summary_required:\n    error: payload_mismatch\n    en: \"Write a summary for {phase}, please.\"\n    ja: \"{phase} の summary を書いてください。\"\n";
+    std::fs::write(dir.join(".code-intel/phase_contract.yml"), overlay).unwrap();
+    let lint = run(&dir, &["lint"]);
+    assert_eq!(lint.status.code(), Some(0), "{}", stdout(&lint));
+    let matrix = run(&dir, &["matrix", "--format", "json"]);
+    assert!(matrix.status.success());
+    // A broken overlay is reported against the overlay file, with its position.
+    let broken = "extends: builtin\nstates:\n  EXPLORATION:\n    otherwise: {to: NOWHERE}\n";
+    std::fs::write(dir.join(".code-intel/phase_contract.yml"), broken).unwrap();
+    let lint = run(&dir, &["lint"]);
+    assert_eq!(lint.status.code(), Some(1));
+    let out = stdout(&lint);
+    assert!(
+        out.contains("error[unknown-transition-target]")
+            && out.contains(".code-intel/phase_contract.yml:4:21"),
+        "{out}"
+    );
+    let graph = run(&dir, &["graph"]);
+    assert_eq!(
+        graph.status.code(),
+        Some(1),
+        "an invalid contract is not drawn"
+    );
+}
+
+#[test]
+fn lint_formats_and_exit_codes() {
+    let o = run(
+        &repo(),
+        &["lint", "contracts/phase_contract.yml", "--format", "sarif"],
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let sarif: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]));
+    let missing = run(&repo(), &["lint", "does/not/exist.yml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    let usage = run(&repo(), &["lint", "--format", "xml"]);
+    assert_eq!(usage.status.code(), Some(2));
+}
