@@ -42,6 +42,10 @@ pub struct Node {
     /// True for single-line plain or quoted scalars, where columns inside the text can be
     /// computed from the node's start.
     pub inline: bool,
+    /// For a single-line quoted scalar written with escapes (`\"`, `\t`, `''`): for each
+    /// character of the value, and one past its end, the character offset from the node's
+    /// start where it is written. `None` when value and source line up one to one.
+    pub escapes: Option<Vec<u32>>,
 }
 
 /// Parses the first YAML document of `text`. Duplicate keys are reported and the later
@@ -49,6 +53,10 @@ pub struct Node {
 pub fn parse(file: FileId, text: &str) -> Result<(Node, Vec<Diagnostic>), Diagnostic> {
     let mut builder = Builder {
         file,
+        text,
+        line_starts: std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect(),
         stack: Vec::new(),
         anchors: HashMap::new(),
         root: None,
@@ -80,6 +88,7 @@ pub fn parse(file: FileId, text: &str) -> Result<(Node, Vec<Diagnostic>), Diagno
         span: Span::point(file, Pos::START),
         content_offset: 0,
         inline: true,
+        escapes: None,
     });
     Ok((root, builder.warnings))
 }
@@ -113,15 +122,18 @@ enum Frame {
     },
 }
 
-struct Builder {
+struct Builder<'t> {
     file: FileId,
+    text: &'t str,
+    /// Byte offset of the start of each line of `text`.
+    line_starts: Vec<usize>,
     stack: Vec<Frame>,
     anchors: HashMap<usize, Node>,
     root: Option<Node>,
     warnings: Vec<Diagnostic>,
 }
 
-impl Builder {
+impl Builder<'_> {
     fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), Diagnostic> {
         match event {
             Event::Scalar(value, style, anchor, _tag) => {
@@ -136,11 +148,18 @@ impl Builder {
                         style,
                         ScalarStyle::Plain | ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted
                     );
+                let escapes = if inline && quoted {
+                    let double = matches!(style, ScalarStyle::DoubleQuoted);
+                    self.escapes(span, double, &kind)
+                } else {
+                    None
+                };
                 let node = Node {
                     kind,
                     span,
                     content_offset: u8::from(quoted),
                     inline,
+                    escapes,
                 };
                 if anchor > 0 {
                     self.anchors.insert(anchor, node.clone());
@@ -188,6 +207,7 @@ impl Builder {
                         },
                         content_offset: 0,
                         inline: false,
+                        escapes: None,
                     };
                     self.finish_collection(node, anchor)
                 }
@@ -212,6 +232,7 @@ impl Builder {
                         },
                         content_offset: 0,
                         inline: false,
+                        escapes: None,
                     };
                     self.finish_collection(node, anchor)
                 }
@@ -223,6 +244,58 @@ impl Builder {
             },
             _ => Ok(()),
         }
+    }
+
+    /// The text of a 1-based line, without its terminator.
+    fn line(&self, line: u32) -> Option<&str> {
+        let index = usize::try_from(line).ok()?.checked_sub(1)?;
+        let start = *self.line_starts.get(index)?;
+        let end = self
+            .line_starts
+            .get(index + 1)
+            .map_or(self.text.len(), |e| e - 1);
+        let line = self.text.get(start..end)?;
+        Some(line.strip_suffix('\r').unwrap_or(line))
+    }
+
+    /// Where each character of a single-line quoted scalar's value is written, when escapes
+    /// make the source longer than the value (see [`Node::escapes`]).
+    fn escapes(&self, span: Span, double: bool, kind: &NodeKind) -> Option<Vec<u32>> {
+        let NodeKind::Str(value) = kind else {
+            return None;
+        };
+        let quote = if double { '"' } else { '\'' };
+        let start = usize::try_from(span.start.col).ok()?.checked_sub(1)?;
+        let width = usize::try_from(span.end.col.checked_sub(span.start.col)?).ok()?;
+        let source: Vec<char> = self
+            .line(span.start.line)?
+            .chars()
+            .skip(start)
+            .take(width)
+            .collect();
+        if source.len() < 2 || source.first() != Some(&quote) || source.last() != Some(&quote) {
+            return None;
+        }
+        let inner = &source[1..source.len() - 1];
+        let value_len = value.chars().count();
+        if inner.len() == value_len {
+            return None;
+        }
+        let mut map = Vec::with_capacity(value_len + 1);
+        let mut i = 0;
+        while i < inner.len() {
+            map.push(u32::try_from(i + 1).ok()?);
+            i += match (double, inner[i], inner.get(i + 1)) {
+                (true, '\\', Some('x')) => 4,
+                (true, '\\', Some('u')) => 6,
+                (true, '\\', Some('U')) => 10,
+                (true, '\\', _) | (false, '\'', _) => 2,
+                _ => 1,
+            };
+        }
+        map.push(u32::try_from(inner.len() + 1).ok()?);
+        // Escapes this does not model (surrogate pairs) leave the approximate columns.
+        (map.len() == value_len + 1).then_some(map)
     }
 
     fn finish_collection(&mut self, node: Node, anchor: usize) -> Result<(), Diagnostic> {
@@ -273,15 +346,15 @@ impl Builder {
                     Some(key) => {
                         // The YAML 1.1 merge key: `<<: *anchor` copies the anchored mapping's
                         // entries that the mapping does not set itself.
-                        if key.name == "<<" {
-                            if let NodeKind::Map(merged) = node.kind {
-                                for (k, v) in merged {
-                                    if !entries.iter().any(|(e, _)| e.name == k.name) {
-                                        entries.push((k, v));
-                                    }
+                        if key.name == "<<"
+                            && let NodeKind::Map(merged) = node.kind
+                        {
+                            for (k, v) in merged {
+                                if !entries.iter().any(|(e, _)| e.name == k.name) {
+                                    entries.push((k, v));
                                 }
-                                return Ok(());
                             }
+                            return Ok(());
                         }
                         if let Some(i) = entries.iter().position(|(k, _)| k.name == key.name) {
                             let first = entries[i].0.span.start;
@@ -310,29 +383,28 @@ fn resolve_plain(text: &str) -> NodeKind {
         _ => {}
     }
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        if let Ok(i) = text.parse::<i64>() {
-            return NodeKind::Int(i);
-        }
+    if !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(i) = text.parse::<i64>()
+    {
+        return NodeKind::Int(i);
     }
-    if let Some(hex) = text.strip_prefix("0x") {
-        if let Ok(i) = i64::from_str_radix(hex, 16) {
-            return NodeKind::Int(i);
-        }
+    if let Some(hex) = text.strip_prefix("0x")
+        && let Ok(i) = i64::from_str_radix(hex, 16)
+    {
+        return NodeKind::Int(i);
     }
-    if let Some(oct) = text.strip_prefix("0o") {
-        if let Ok(i) = i64::from_str_radix(oct, 8) {
-            return NodeKind::Int(i);
-        }
+    if let Some(oct) = text.strip_prefix("0o")
+        && let Ok(i) = i64::from_str_radix(oct, 8)
+    {
+        return NodeKind::Int(i);
     }
     let looks_numeric = digits.starts_with(|c: char| c.is_ascii_digit() || c == '.')
         && digits
             .chars()
             .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'));
-    if looks_numeric {
-        if let Ok(f) = text.parse::<f64>() {
-            return NodeKind::Float(f);
-        }
+    if looks_numeric && let Ok(f) = text.parse::<f64>() {
+        return NodeKind::Float(f);
     }
     match text {
         ".inf" | ".Inf" | ".INF" | "+.inf" => NodeKind::Float(f64::INFINITY),
@@ -415,7 +487,11 @@ impl Node {
     /// The span of the text inside a single-line scalar, starting at character `offset`.
     /// Falls back to the node's own span for block scalars.
     pub fn inner_span(&self, offset: usize, len: usize) -> Span {
-        if self.inline {
+        if let (true, Some(map)) = (self.inline, &self.escapes) {
+            let at = |i: usize| map.get(i).or(map.last()).map_or(0, |o| *o as usize);
+            let start = at(offset);
+            self.span.sub(start, at(offset + len).saturating_sub(start))
+        } else if self.inline {
             self.span
                 .sub(usize::from(self.content_offset) + offset, len)
         } else {
@@ -438,6 +514,7 @@ pub fn merge(base: &mut Node, overlay: Node) {
         span,
         content_offset,
         inline,
+        escapes,
     } = overlay;
     match (&mut base.kind, kind) {
         (NodeKind::Map(base_entries), NodeKind::Map(overlay_entries)) => {
@@ -457,6 +534,7 @@ pub fn merge(base: &mut Node, overlay: Node) {
                 span,
                 content_offset,
                 inline,
+                escapes,
             };
         }
     }

@@ -131,6 +131,20 @@ impl Lowerer<'_> {
         self.diagnostics.push(d);
     }
 
+    /// Like [`Self::report`], but at the mapping key the pointer ends at (a state, argument,
+    /// outcome, variable, counter or locale name) when the finding is about that name.
+    fn report_key(
+        &mut self,
+        code: &'static str,
+        message: impl Into<String>,
+        pointer: &str,
+        help: Option<String>,
+    ) {
+        let mut d = Diagnostic::new(code, message, Some(self.key_span(pointer)));
+        d.help = help;
+        self.diagnostics.push(d);
+    }
+
     fn localized(&mut self, text: &Text, pointer: &str, what: &str) -> Localized {
         let texts = match text {
             Text::Single(s) => self
@@ -183,7 +197,7 @@ impl Lowerer<'_> {
                 }
             };
             if f.kind == FlagType::Enum && f.values.is_empty() {
-                self.report(
+                self.report_key(
                     "invalid-flag-reference",
                     format!("enum flag `{name}` has no values"),
                     &p,
@@ -275,16 +289,16 @@ impl Lowerer<'_> {
             })
             .collect();
         for c in &counters {
-            if let LimitValue::Param(p) = &c.limit {
-                if !matches!(params.get(p), Some((ValueType::Int, _))) {
-                    let ptr = format!("/counters/{}/limit", c.name);
-                    self.report(
-                        "guard-unknown-path",
-                        format!("counter limit names `params.{p}`, which is not an int param"),
-                        &ptr,
-                        Some("declare it under `params:` with `type: int`".into()),
-                    );
-                }
+            if let LimitValue::Param(p) = &c.limit
+                && !matches!(params.get(p), Some((ValueType::Int, _)))
+            {
+                let ptr = format!("/counters/{}/limit", c.name);
+                self.report(
+                    "guard-unknown-path",
+                    format!("counter limit names `params.{p}`, which is not an int param"),
+                    &ptr,
+                    Some("declare it under `params:` with `type: int`".into()),
+                );
             }
         }
 
@@ -386,7 +400,7 @@ impl Lowerer<'_> {
             let mut texts = BTreeMap::new();
             for (locale, text) in &m.text {
                 if !self.locales.contains(locale) {
-                    self.report("schema-violation", format!("message `{key}` has text for `{locale}`, which is not a declared locale"), &format!("{p}/{locale}"), Some(format!("declared locales: {}", self.locales.join(", "))));
+                    self.report_key("schema-violation", format!("message `{key}` has text for `{locale}`, which is not a declared locale"), &format!("{p}/{locale}"), Some(format!("declared locales: {}", self.locales.join(", "))));
                 }
                 texts.insert(locale.clone(), text.clone());
             }
@@ -405,7 +419,7 @@ impl Lowerer<'_> {
         for (role, key) in &raw.engine_messages {
             if !ENGINE_ROLES.iter().any(|(r, _)| r == role) {
                 let roles: Vec<&str> = ENGINE_ROLES.iter().map(|(r, _)| *r).collect();
-                self.report(
+                self.report_key(
                     "schema-violation",
                     format!("unknown engine message role `{role}`"),
                     &format!("/engine_messages/{role}"),
@@ -454,7 +468,10 @@ impl Lowerer<'_> {
             state_index: self.state_index.clone(),
             messages,
             engine_messages: raw.engine_messages.clone(),
-            engine_messages_span: self.root.entry("engine_messages").map_or(Span::point(self.root.span.file, crate::source::Pos::START), |(k, _)| k.span),
+            engine_messages_span: self.root.entry("engine_messages").map_or(
+                Span::point(self.root.span.file, crate::source::Pos::START),
+                |(k, _)| k.span,
+            ),
             field_messages: raw.field_messages.clone(),
             matrix_columns,
             templates,
@@ -504,18 +521,18 @@ impl Lowerer<'_> {
         let mut expected_payload = Value::Object(Map::new());
         if let Some(schema) = &s.payload {
             let mut full = schema.clone();
-            if let Value::Object(obj) = &mut full {
-                if !raw.payload_defs.is_empty() {
-                    obj.insert(
-                        "$defs".into(),
-                        Value::Object(
-                            raw.payload_defs
-                                .iter()
-                                .map(|(k, v)| (k.clone(), v.clone()))
-                                .collect(),
-                        ),
-                    );
-                }
+            if let Value::Object(obj) = &mut full
+                && !raw.payload_defs.is_empty()
+            {
+                obj.insert(
+                    "$defs".into(),
+                    Value::Object(
+                        raw.payload_defs
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                    ),
+                );
             }
             match jsonschema::options()
                 .should_validate_formats(true)
@@ -533,7 +550,7 @@ impl Lowerer<'_> {
             expected_payload = describe_payload(schema, &raw.payload_defs);
             payload_schema = Some(full);
         } else if s.kind == StateKind::External {
-            self.report(
+            self.report_key(
                 "invalid-payload-schema",
                 format!("external state `{name}` has no payload schema"),
                 &p,
@@ -571,7 +588,11 @@ impl Lowerer<'_> {
                         "unknown-tool",
                         format!("`{tool}` is not a tool of host `{}`", self.registry.host),
                         &format!("{p}/{what}/{i}"),
-                        Some(format!("known tools: {}", self.registry.tools.join(", "))),
+                        Some(if self.registry.tools.is_empty() {
+                            format!("host `{}` provides no tools", self.registry.host)
+                        } else {
+                            format!("known tools: {}", self.registry.tools.join(", "))
+                        }),
                     );
                 }
             }
@@ -615,7 +636,7 @@ impl Lowerer<'_> {
         });
 
         if s.kind == StateKind::Terminal && (!s.transitions.is_empty() || s.otherwise.is_some()) {
-            self.report(
+            self.report_key(
                 "schema-violation",
                 format!("terminal state `{name}` has transitions"),
                 &p,
@@ -643,7 +664,7 @@ impl Lowerer<'_> {
                 }
             }
         } else if s.kind == StateKind::External {
-            self.report(
+            self.report_key(
                 "missing-locale-text",
                 format!("external state `{name}` has no instruction"),
                 &p,
@@ -730,7 +751,7 @@ impl Lowerer<'_> {
             .filter_map(|(var, expr)| {
                 let vp = format!("{p}/set/{var}");
                 let Some(kind) = self.var_kind(var) else {
-                    self.report(
+                    self.report_key(
                         "guard-unknown-path",
                         format!("`vars.{var}` is not declared"),
                         &vp,
@@ -785,7 +806,7 @@ impl Lowerer<'_> {
     ) -> Option<CounterId> {
         let Some(id) = self.counter_index.get(name).copied() else {
             let names: Vec<&str> = counters.iter().map(|c| c.name.as_str()).collect();
-            self.report(
+            self.report_key(
                 "unknown-counter",
                 format!("counter `{name}` is not declared"),
                 pointer,
@@ -793,20 +814,20 @@ impl Lowerer<'_> {
             );
             return None;
         };
-        if let Some(scope) = scope {
-            if counters[id.0].scope != scope {
-                let (want, key) = match scope {
-                    CounterScope::Session => ("session", "increment_tasks"),
-                    CounterScope::Task => ("task", "increment"),
-                };
-                self.report(
-                    "unknown-counter",
-                    format!("counter `{name}` is not a {want} counter"),
-                    pointer,
-                    Some(format!("use `{key}` for it")),
-                );
-                return None;
-            }
+        if let Some(scope) = scope
+            && counters[id.0].scope != scope
+        {
+            let (want, key) = match scope {
+                CounterScope::Session => ("session", "increment_tasks"),
+                CounterScope::Task => ("task", "increment"),
+            };
+            self.report_key(
+                "unknown-counter",
+                format!("counter `{name}` is not a {want} counter"),
+                pointer,
+                Some(format!("use `{key}` for it")),
+            );
+            return None;
         }
         Some(id)
     }
@@ -877,7 +898,7 @@ impl Lowerer<'_> {
                 )),
                 None => {
                     let names: Vec<&str> = spec.args.iter().map(|(n, ..)| *n).collect();
-                    self.report(
+                    self.report_key(
                         "unknown-action",
                         format!("action `{name}` has no argument `{arg}`"),
                         &ap,
@@ -906,7 +927,7 @@ impl Lowerer<'_> {
             let ep = format!("{p}/errors/{outcome}");
             if !spec.outcomes.iter().any(|(o, _)| o == outcome) {
                 let names: Vec<&str> = spec.outcomes.iter().map(|(o, _)| *o).collect();
-                self.report(
+                self.report_key(
                     "unknown-action",
                     format!("action `{name}` has no failure outcome `{outcome}`"),
                     &ep,

@@ -1,1 +1,12 @@
+//! The one integration-test binary: each module tests one feature at its boundary.
 
+mod agent_runner;
+mod cli;
+mod default_flow;
+mod generated;
+mod guard_table;
+mod lint_fixtures;
+mod matrix;
+mod properties;
+mod support;
+mod tidy;

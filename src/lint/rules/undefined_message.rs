@@ -46,7 +46,7 @@ pub fn check(contract: &Contract, usages: &[Usage]) -> Vec<Diagnostic> {
                 Diagnostic::new(
                     "undefined-message",
                     format!("engine role `{role}` has no message"),
-                    contract.states.first().map(|s| s.span),
+                    Some(contract.engine_messages_span),
                 )
                 .with_help(format!(
                     "add `{role}: <message key>` under `engine_messages:`"
