@@ -87,11 +87,10 @@ fn collect(
             {
                 let counter = contract.counter(c);
                 for r in &counter.on_limit {
-                    if let Some(rt) = &roots {
-                        if r.guard.as_ref().and_then(|g| super::reach::decide(g, rt)) == Some(false)
-                        {
-                            continue;
-                        }
+                    if let Some(rt) = &roots
+                        && r.guard.as_ref().and_then(|g| super::reach::decide(g, rt)) == Some(false)
+                    {
+                        continue;
                     }
                     let mut label = format!("{} reaches limit", counter.name);
                     if let Some(g) = &r.guard {

@@ -170,6 +170,14 @@ impl Lowerer<'_> {
     }
 
     fn contract(&mut self, raw: &RawContract) -> Option<Contract> {
+        if raw.version != 1 {
+            self.report(
+                "schema-violation",
+                format!("contract format version {} is not supported", raw.version),
+                "/version",
+                Some("this engine reads `version: 1`".into()),
+            );
+        }
         if raw.locales.is_empty() {
             self.report(
                 "schema-violation",
@@ -260,6 +268,16 @@ impl Lowerer<'_> {
             }
             None => (vec!["DEFAULT".to_string()], "DEFAULT".to_string()),
         };
+        for (name, p) in &raw.params {
+            if !p.kind.accepts(&p.default) {
+                self.report(
+                    "schema-violation",
+                    format!("the default of param `{name}` is not a {:?}", p.kind),
+                    &format!("/params/{name}/default"),
+                    None,
+                );
+            }
+        }
         let params: BTreeMap<String, (ValueType, Value)> = raw
             .params
             .iter()
@@ -435,11 +453,13 @@ impl Lowerer<'_> {
             .map(|m| {
                 m.columns
                     .iter()
-                    .map(|c| MatrixColumn {
+                    .enumerate()
+                    .map(|(i, c)| MatrixColumn {
                         key: c.key.clone(),
                         label: c.label.clone(),
                         flags: c.flags.clone(),
                         intent: c.intent.clone(),
+                        span: self.span(&format!("/matrix/columns/{i}")),
                     })
                     .collect()
             })

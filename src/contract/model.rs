@@ -235,4 +235,5 @@ pub struct MatrixColumn {
     pub label: String,
     pub flags: String,
     pub intent: Option<String>,
+    pub span: Span,
 }

@@ -134,6 +134,21 @@ pub enum ValueType {
     StringList,
 }
 
+impl ValueType {
+    /// Whether `value` has this type.
+    pub fn accepts(self, value: &Value) -> bool {
+        match self {
+            ValueType::Bool => value.is_boolean(),
+            ValueType::Int => value.is_i64() || value.is_u64(),
+            ValueType::Number => value.is_number(),
+            ValueType::String => value.is_string(),
+            ValueType::StringList => value
+                .as_array()
+                .is_some_and(|a| a.iter().all(Value::is_string)),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawParam {

@@ -279,15 +279,14 @@ impl Checker<'_> {
     fn enum_literal(&mut self, ty: &Ty, other: &Expr) {
         if let (Ty::Str(Some(values)), ExprKind::Literal(Value::String(s))) =
             (ty.strip_optional(), &other.kind)
+            && !values.iter().any(|v| v == s)
         {
-            if !values.iter().any(|v| v == s) {
-                self.errors.push(CheckError {
-                    kind: CheckErrorKind::Type,
-                    message: format!("`\"{s}\"` is never a value here"),
-                    range: other.range,
-                    help: Some(format!("the possible values are: {}", values.join(", "))),
-                });
-            }
+            self.errors.push(CheckError {
+                kind: CheckErrorKind::Type,
+                message: format!("`\"{s}\"` is never a value here"),
+                range: other.range,
+                help: Some(format!("the possible values are: {}", values.join(", "))),
+            });
         }
     }
 

@@ -81,16 +81,16 @@ impl Ty {
                 .get(name)
                 .map_or(Ty::Any, |s| Self::from_schema_depth(s, defs, depth + 1));
         }
-        if let Some(values) = obj.get("enum").and_then(Value::as_array) {
-            if values.iter().all(Value::is_string) {
-                return Ty::Str(Some(
-                    values
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect(),
-                ));
-            }
+        if let Some(values) = obj.get("enum").and_then(Value::as_array)
+            && values.iter().all(Value::is_string)
+        {
+            return Ty::Str(Some(
+                values
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect(),
+            ));
         }
         if let Some(c) = obj.get("const").and_then(Value::as_str) {
             return Ty::Str(Some(vec![c.to_string()]));

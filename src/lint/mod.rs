@@ -21,5 +21,34 @@ pub fn run(contract: &Contract) -> Vec<Diagnostic> {
     out.extend(rules::unused_message::check(contract, &usages));
     out.extend(rules::placeholder_mismatch::check(contract, &usages));
     out.extend(rules::missing_locale_text::check(contract));
+    out.extend(matrix_columns(contract));
+    out
+}
+
+/// `invalid-flag-reference` for matrix columns: their flags must parse and their intent
+/// must exist, so `code-intel matrix` cannot fail on a contract that lints clean.
+fn matrix_columns(contract: &Contract) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for c in &contract.matrix_columns {
+        if let Err(e) = crate::machine::flags::parse(contract, &c.flags) {
+            out.push(Diagnostic::new(
+                "invalid-flag-reference",
+                format!("matrix column `{}`: {e}", c.key),
+                Some(c.span),
+            ));
+        }
+        if let Some(intent) = &c.intent {
+            if !contract.intents.contains(intent) {
+                out.push(
+                    Diagnostic::new(
+                        "invalid-flag-reference",
+                        format!("matrix column `{}` names unknown intent `{intent}`", c.key),
+                        Some(c.span),
+                    )
+                    .with_help(format!("intents: {}", contract.intents.join(", "))),
+                );
+            }
+        }
+    }
     out
 }

@@ -119,11 +119,12 @@ impl Instance {
             ));
         }
         let mut resolved = Map::new();
-        for (name, (_, default)) in &contract.params {
-            resolved.insert(
-                name.clone(),
-                params.get(name).cloned().unwrap_or_else(|| default.clone()),
-            );
+        for (name, (kind, default)) in &contract.params {
+            let value = params.get(name).cloned().unwrap_or_else(|| default.clone());
+            if !kind.accepts(&value) {
+                return Err(format!("param `{name}` must be {kind:?}, got {value}"));
+            }
+            resolved.insert(name.clone(), value);
         }
         if let Some(unknown) = params.keys().find(|k| !contract.params.contains_key(*k)) {
             return Err(format!("unknown param `{unknown}`"));

@@ -167,15 +167,13 @@ pub fn instruction(contract: &Contract, instance: &Instance) -> String {
             break;
         }
     }
-    if state.kind == StateKind::External {
-        if let Ok(template) = contract
+    if state.kind == StateKind::External
+        && let Ok(template) = contract
             .templates
             .get_template(&format!("__footer.{}", instance.locale))
-        {
-            if let Ok(text) = template.render(&ctx) {
-                parts.push(text);
-            }
-        }
+        && let Ok(text) = template.render(&ctx)
+    {
+        parts.push(text);
     }
     parts.retain(|p| !p.trim().is_empty());
     parts.join("\n")

@@ -63,7 +63,7 @@ pub struct Transition {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Rejection {
     pub message: RenderedMessage,
-    pub response: PhaseResponse,
+    pub response: Box<PhaseResponse>,
 }
 
 /// Runs one step.
@@ -75,7 +75,7 @@ pub fn step(
     let locale = instance.locale.as_str();
     let reject = |m: RenderedMessage| Rejection {
         message: m,
-        response: phase_response(contract, instance),
+        response: Box::new(phase_response(contract, instance)),
     };
     let Some(state_id) = contract.state_id(&instance.state) else {
         return Err(reject(role_message(
@@ -216,7 +216,7 @@ pub fn step(
             };
             if matches {
                 target = r.to;
-                msg_ref = r.message.as_ref();
+                msg_ref = r.message.as_ref().or(msg_ref);
                 limit_reached = Some(counter.name.clone());
                 // The transition's side effects were meant for its own target; a redirect
                 // replaces them with its own.
@@ -476,10 +476,10 @@ fn run_actions(
     locale: &str,
 ) -> Result<(), RenderedMessage> {
     for call in calls {
-        if let Some(w) = &call.when {
-            if !holds(w, ctx).map_err(|e| guard_failed(contract, &e, locale))? {
-                continue;
-            }
+        if let Some(w) = &call.when
+            && !holds(w, ctx).map_err(|e| guard_failed(contract, &e, locale))?
+        {
+            continue;
         }
         let mut args = Map::new();
         for (name, g) in &call.args {
@@ -493,7 +493,15 @@ fn run_actions(
         match call.executor {
             Executor::Engine => {
                 let result = match call.name.as_str() {
-                    "tasks.register" => tasks::register(next, &args),
+                    "tasks.register" => {
+                        let task_counters: Vec<&str> = contract
+                            .counters
+                            .iter()
+                            .filter(|c| c.scope == CounterScope::Task)
+                            .map(|c| c.name.as_str())
+                            .collect();
+                        tasks::register(next, &args, &task_counters)
+                    }
                     "tasks.complete" => tasks::complete(next, &args),
                     "tasks.require_all_complete" => tasks::require_all_complete(next),
                     other => {

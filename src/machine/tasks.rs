@@ -51,7 +51,13 @@ fn parse_checklist(v: Option<&Value>) -> Vec<ChecklistItem> {
 /// `tasks.register`: replaces the task list with a complete new one (idempotent). Per-task
 /// counters of ids that already existed are kept, so a re-plan cannot reset a failure
 /// count by forgetting to copy it (a bug of the original).
-pub fn register(instance: &mut Instance, args: &Map<String, Value>) -> Result<(), Outcome> {
+/// `task_counters` are the names of the contract's task-scoped counters: every task starts
+/// with each at zero, so guards never read `null` for them.
+pub fn register(
+    instance: &mut Instance,
+    args: &Map<String, Value>,
+    task_counters: &[&str],
+) -> Result<(), Outcome> {
     let submitted = args
         .get("tasks")
         .and_then(Value::as_array)
@@ -74,12 +80,15 @@ pub fn register(instance: &mut Instance, args: &Map<String, Value>) -> Result<()
                 &[("task_id", Value::String(id))],
             ));
         }
-        let counters = instance
+        let mut counters = instance
             .tasks
             .iter()
             .find(|old| old.id == id)
             .map(|old| old.counters.clone())
             .unwrap_or_default();
+        for name in task_counters {
+            counters.entry((*name).to_string()).or_insert(0);
+        }
         tasks.push(Task {
             id,
             description: str_field(t, "description").unwrap_or_default(),
@@ -138,16 +147,16 @@ pub fn complete(instance: &mut Instance, args: &Map<String, Value>) -> Result<()
             &[("task_id", Value::String(task_id))],
         ));
     }
-    if let Some(expected) = instance.tasks.iter().find(|t| t.is_pending()) {
-        if expected.id != task_id {
-            return Err(outcome(
-                "wrong_order",
-                &[
-                    ("expected_task", Value::String(expected.id.clone())),
-                    ("task_id", Value::String(task_id)),
-                ],
-            ));
-        }
+    if let Some(expected) = instance.tasks.iter().find(|t| t.is_pending())
+        && expected.id != task_id
+    {
+        return Err(outcome(
+            "wrong_order",
+            &[
+                ("expected_task", Value::String(expected.id.clone())),
+                ("task_id", Value::String(task_id)),
+            ],
+        ));
     }
     let reported = parse_checklist(args.get("checklist"));
     let registered = &instance.tasks[index].checklist;

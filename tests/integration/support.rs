@@ -7,13 +7,13 @@ use code_intel::diagnostic::render;
 use code_intel::source::Sources;
 
 /// The repository root (where Cargo.toml is).
-pub fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Loads a contract from a repository-relative path and fails the test with the rendered
 /// diagnostics when it has errors.
-pub fn load(path: &str) -> Contract {
+pub(crate) fn load(path: &str) -> Contract {
     let text = std::fs::read_to_string(repo().join(path)).unwrap();
     let mut sources = Sources::default();
     let id = sources.add(path, text);
@@ -29,22 +29,22 @@ pub fn load(path: &str) -> Contract {
 }
 
 /// The built-in default contract.
-pub fn default_contract() -> Contract {
+pub(crate) fn default_contract() -> Contract {
     load("contracts/phase_contract.yml")
 }
 
 /// The path of the built `code-intel` binary.
-pub fn binary() -> PathBuf {
+pub(crate) fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_code-intel"))
 }
 
 use code_intel::machine::flags;
 use code_intel::machine::{Event, Input, Instance, Rejection, Transition, settle, step};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// A session driven by a test: the host's part played with fixed facts and effects that
 /// always succeed.
-pub struct Driver {
+pub(crate) struct Driver {
     pub contract: Contract,
     pub instance: Instance,
     pub facts: Map<String, Value>,
@@ -53,7 +53,7 @@ pub struct Driver {
 }
 
 impl Driver {
-    pub fn start(contract: Contract, flag_text: &str, intent: &str, facts: Value) -> Driver {
+    pub(crate) fn start(contract: Contract, flag_text: &str, intent: &str, facts: Value) -> Driver {
         let set = flags::parse(&contract, flag_text).unwrap();
         let instance = Instance::start(&contract, set, Some(intent), None, &Map::new()).unwrap();
         let facts = facts.as_object().cloned().unwrap_or_default();
@@ -66,12 +66,16 @@ impl Driver {
         }
     }
 
-    pub fn state(&self) -> &str {
+    pub(crate) fn state(&self) -> &str {
         &self.instance.state
     }
 
     /// Submits a payload; on success the new instance is committed.
-    pub fn submit(&mut self, payload: Value, tools: &[&str]) -> Result<Transition, Rejection> {
+    pub(crate) fn submit(
+        &mut self,
+        payload: Value,
+        tools: &[&str],
+    ) -> Result<Transition, Rejection> {
         let event = Event {
             input: Input::Submit {
                 payload,
@@ -87,7 +91,7 @@ impl Driver {
     }
 
     /// Submits and requires acceptance into `expected`.
-    pub fn ok(&mut self, payload: Value, tools: &[&str], expected: &str) -> Transition {
+    pub(crate) fn ok(&mut self, payload: Value, tools: &[&str], expected: &str) -> Transition {
         let from = self.state().to_string();
         match self.submit(payload, tools) {
             Ok(t) => {
@@ -102,7 +106,7 @@ impl Driver {
     }
 
     /// Submits and requires a rejection with `key`; checks the state did not move.
-    pub fn rejected(&mut self, payload: Value, tools: &[&str], key: &str) -> Rejection {
+    pub(crate) fn rejected(&mut self, payload: Value, tools: &[&str], key: &str) -> Rejection {
         let before = self.instance.clone();
         match self.submit(payload, tools) {
             Ok(t) => panic!(
@@ -116,8 +120,4 @@ impl Driver {
             }
         }
     }
-}
-
-pub fn summary(text: &str) -> Value {
-    json!(text)
 }
