@@ -37,17 +37,17 @@ fn matrix_columns(contract: &Contract) -> Vec<Diagnostic> {
                 Some(c.span),
             ));
         }
-        if let Some(intent) = &c.intent {
-            if !contract.intents.contains(intent) {
-                out.push(
-                    Diagnostic::new(
-                        "invalid-flag-reference",
-                        format!("matrix column `{}` names unknown intent `{intent}`", c.key),
-                        Some(c.span),
-                    )
-                    .with_help(format!("intents: {}", contract.intents.join(", "))),
-                );
-            }
+        if let Some(intent) = &c.intent
+            && !contract.intents.contains(intent)
+        {
+            out.push(
+                Diagnostic::new(
+                    "invalid-flag-reference",
+                    format!("matrix column `{}` names unknown intent `{intent}`", c.key),
+                    Some(c.span),
+                )
+                .with_help(format!("intents: {}", contract.intents.join(", "))),
+            );
         }
     }
     out
