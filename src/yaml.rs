@@ -117,6 +117,8 @@ enum Frame {
     Map {
         entries: Vec<(Key, Node)>,
         pending_key: Option<Key>,
+        /// Keys copied in by a `<<` merge key, which an explicit key may override.
+        merged: Vec<String>,
         span: Span,
         anchor: usize,
     },
@@ -188,6 +190,7 @@ impl Builder<'_> {
                 self.stack.push(Frame::Map {
                     entries: Vec::new(),
                     pending_key: None,
+                    merged: Vec::new(),
                     span,
                     anchor,
                 });
@@ -319,6 +322,7 @@ impl Builder<'_> {
             Some(Frame::Map {
                 entries,
                 pending_key,
+                merged,
                 ..
             }) => {
                 match pending_key.take() {
@@ -344,17 +348,39 @@ impl Builder<'_> {
                         Ok(())
                     }
                     Some(key) => {
-                        // The YAML 1.1 merge key: `<<: *anchor` copies the anchored mapping's
-                        // entries that the mapping does not set itself.
-                        if key.name == "<<"
-                            && let NodeKind::Map(merged) = node.kind
-                        {
-                            for (k, v) in merged {
-                                if !entries.iter().any(|(e, _)| e.name == k.name) {
-                                    entries.push((k, v));
+                        // The YAML 1.1 merge key: `<<: *anchor` (or a list of anchors) copies
+                        // the entries the mapping does not set itself; explicit keys win.
+                        if key.name == "<<" {
+                            let sources = match node.kind {
+                                NodeKind::Map(m) => vec![m],
+                                NodeKind::Seq(items) => items
+                                    .into_iter()
+                                    .filter_map(|n| match n.kind {
+                                        NodeKind::Map(m) => Some(m),
+                                        _ => None,
+                                    })
+                                    .collect(),
+                                _ => {
+                                    return Err(Diagnostic::new(
+                                        "yaml-syntax",
+                                        "`<<` merges a mapping or a list of mappings",
+                                        Some(key.span),
+                                    ));
+                                }
+                            };
+                            for source in sources {
+                                for (k, v) in source {
+                                    if !entries.iter().any(|(e, _)| e.name == k.name) {
+                                        merged.push(k.name.clone());
+                                        entries.push((k, v));
+                                    }
                                 }
                             }
                             return Ok(());
+                        }
+                        if let Some(m) = merged.iter().position(|n| *n == key.name) {
+                            merged.remove(m);
+                            entries.retain(|(k, _)| k.name != key.name);
                         }
                         if let Some(i) = entries.iter().position(|(k, _)| k.name == key.name) {
                             let first = entries[i].0.span.start;
@@ -537,5 +563,46 @@ pub fn merge(base: &mut Node, overlay: Node) {
                 escapes,
             };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> (Value, Vec<Diagnostic>) {
+        let (node, warnings) = parse(FileId(0), text).unwrap();
+        (node.to_json(), warnings)
+    }
+
+    #[test]
+    fn merge_keys_copy_and_explicit_keys_override() {
+        let (v, warnings) = load("a: &x {p: 1, q: 2}\nc: &y {r: 4}\nb:\n  <<: [*x, *y]\n  q: 3\n");
+        assert_eq!(v["b"], serde_json::json!({"p": 1, "q": 3, "r": 4}));
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    #[test]
+    fn duplicate_keys_are_reported_at_the_second_key() {
+        let (v, warnings) = load("a: 1\nb: 2\na: 3\n");
+        assert_eq!(v["a"], 3);
+        assert_eq!(warnings[0].code, "yaml-duplicate-key");
+        assert_eq!(warnings[0].span.unwrap().start, Pos { line: 3, col: 1 });
+    }
+
+    #[test]
+    fn plain_scalars_resolve_by_the_core_schema_and_quoted_ones_stay_strings() {
+        let (v, _) = load("a: true\nb: 'true'\nc: 12\nd: 1.5\ne: ~\nf: 0x10\ng: 1.2.3\n");
+        assert_eq!(
+            v,
+            serde_json::json!({"a": true, "b": "true", "c": 12, "d": 1.5, "e": null, "f": 16, "g": "1.2.3"})
+        );
+    }
+
+    #[test]
+    fn syntax_errors_have_a_position() {
+        let err = parse(FileId(0), "a: {b: 1\n").unwrap_err();
+        assert_eq!(err.code, "yaml-syntax");
+        assert!(err.span.is_some());
     }
 }

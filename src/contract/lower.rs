@@ -544,15 +544,15 @@ impl Lowerer<'_> {
             if let Value::Object(obj) = &mut full
                 && !raw.payload_defs.is_empty()
             {
-                obj.insert(
-                    "$defs".into(),
-                    Value::Object(
-                        raw.payload_defs
-                            .iter()
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect(),
-                    ),
-                );
+                // Shared definitions join the state's own `$defs`; the state's win.
+                let defs = obj
+                    .entry("$defs")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(defs) = defs {
+                    for (k, v) in &raw.payload_defs {
+                        defs.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                }
             }
             match jsonschema::options()
                 .should_validate_formats(true)
@@ -981,7 +981,7 @@ impl Lowerer<'_> {
     fn message_ref(&mut self, m: &RawMessageRef, p: &str, env: &TypeEnv) -> Option<MessageRef> {
         let (key, args, key_ptr) = match m {
             RawMessageRef::Key(k) => (k.clone(), BTreeMap::new(), p.to_string()),
-            RawMessageRef::WithArgs { key, args } => {
+            RawMessageRef::WithArgs(super::raw::RawMessageWithArgs { key, args }) => {
                 (key.clone(), args.clone(), format!("{p}/key"))
             }
         };

@@ -327,11 +327,16 @@ pub struct RawTransition {
 #[serde(untagged)]
 pub enum RawMessageRef {
     Key(String),
-    WithArgs {
-        key: String,
-        #[serde(default)]
-        args: BTreeMap<String, String>,
-    },
+    WithArgs(RawMessageWithArgs),
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawMessageWithArgs {
+    pub key: String,
+    /// Placeholder values as guard-language expressions.
+    #[serde(default)]
+    pub args: BTreeMap<String, String>,
 }
 
 /// An action: a name from the host registry, or a mapping with arguments.

@@ -88,11 +88,17 @@ fn syntax_error(e: &pest::error::Error<Rule>, offsets: &CharOffsets<'_>) -> Synt
         }
         ErrorVariant::CustomError { message } => message.clone(),
     };
+    // Pest reports byte offsets; a point error covers one character, whatever its width.
+    let start_char = offsets.chars(start);
+    let end_char = match e.location {
+        InputLocation::Pos(_) => start_char + 1,
+        InputLocation::Span(_) => offsets.chars(end).max(start_char + 1),
+    };
     SyntaxError {
         message,
         range: Range {
-            start: offsets.chars(start),
-            end: offsets.chars(end),
+            start: start_char,
+            end: end_char,
         },
     }
 }

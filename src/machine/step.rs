@@ -42,7 +42,7 @@ pub struct Event {
 pub struct Effect {
     pub action: String,
     pub args: Map<String, Value>,
-    /// The message key for each failure outcome the contract maps.
+    /// For each failure outcome the contract maps: `{"key": message key, "args": {...}}`.
     pub errors: Map<String, Value>,
 }
 
@@ -202,9 +202,9 @@ pub fn step(
         roots: &after_roots,
         unknown: &[],
     };
-    'limits: for counter_id in &incremented {
+    'limits: for (counter_id, tasks_touched) in &incremented {
         let counter = contract.counter(*counter_id);
-        if !limit_reached_now(contract, *counter_id, &next) {
+        if !limit_reached_now(contract, *counter_id, tasks_touched.as_ref(), &next) {
             continue;
         }
         for r in &counter.on_limit {
@@ -535,10 +535,27 @@ fn run_actions(
                 }
             }
             Executor::Host => {
+                // The host renders a failure with the outcome's own values; values the
+                // contract gives for the message are evaluated now, while the data is here.
                 let errors = call
                     .errors
                     .iter()
-                    .map(|(o, r)| (o.clone(), Value::String(r.key.clone())))
+                    .map(|(o, r)| {
+                        let args: Map<String, Value> = r
+                            .args
+                            .iter()
+                            .map(|(n, g)| {
+                                (
+                                    n.clone(),
+                                    g.expr
+                                        .as_ref()
+                                        .and_then(|e| eval(e, ctx).ok())
+                                        .unwrap_or(Value::Null),
+                                )
+                            })
+                            .collect();
+                        (o.clone(), serde_json::json!({"key": r.key, "args": args}))
+                    })
                     .collect();
                 effects.push(Effect {
                     action: call.name.clone(),
@@ -551,13 +568,14 @@ fn run_actions(
     Ok(())
 }
 
-/// Resets, then increments. Returns the counters incremented, in order.
+/// Resets, then increments. Returns the counters incremented, in order, with the tasks
+/// whose counter moved for task-scoped ones.
 fn apply_counters(
     contract: &Contract,
     t: &ModelTransition,
     ctx: Context<'_>,
     next: &mut Instance,
-) -> Result<Vec<CounterId>, String> {
+) -> Result<Vec<(CounterId, Option<BTreeSet<String>>)>, String> {
     for c in &t.reset {
         let counter = contract.counter(*c);
         match counter.scope {
@@ -575,7 +593,7 @@ fn apply_counters(
     for c in &t.increment {
         let name = &contract.counter(*c).name;
         *next.counters.entry(name.clone()).or_default() += 1;
-        incremented.push(*c);
+        incremented.push((*c, None));
     }
     for (c, ids) in &t.increment_tasks {
         let name = &contract.counter(*c).name;
@@ -588,14 +606,16 @@ fn apply_counters(
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
+        let mut touched = BTreeSet::new();
         for task in next
             .tasks
             .iter_mut()
             .filter(|t| ids.contains(t.id.as_str()))
         {
             *task.counters.entry(name.clone()).or_default() += 1;
+            touched.insert(task.id.clone());
         }
-        incremented.push(*c);
+        incremented.push((*c, Some(touched)));
     }
     Ok(incremented)
 }
@@ -612,7 +632,14 @@ pub fn limit_of(contract: &Contract, counter: CounterId, instance: &Instance) ->
     }
 }
 
-fn limit_reached_now(contract: &Contract, counter: CounterId, instance: &Instance) -> bool {
+/// Whether this step made `counter` reach its limit: a session counter's value, or the
+/// counter of one of the tasks this step incremented.
+fn limit_reached_now(
+    contract: &Contract,
+    counter: CounterId,
+    touched: Option<&BTreeSet<String>>,
+    instance: &Instance,
+) -> bool {
     let c = contract.counter(counter);
     let limit = limit_of(contract, counter, instance);
     match c.scope {
@@ -620,6 +647,7 @@ fn limit_reached_now(contract: &Contract, counter: CounterId, instance: &Instanc
         CounterScope::Task => instance
             .tasks
             .iter()
+            .filter(|t| touched.is_some_and(|ids| ids.contains(&t.id)))
             .any(|t| t.counters.get(&c.name).copied().unwrap_or(0) >= limit),
     }
 }
