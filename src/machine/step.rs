@@ -568,14 +568,16 @@ fn run_actions(
     Ok(())
 }
 
-/// Resets, then increments. Returns the counters incremented, in order, with the tasks
-/// whose counter moved for task-scoped ones.
+/// A counter this step incremented, with the tasks whose counter moved (task scope).
+type Incremented = (CounterId, Option<BTreeSet<String>>);
+
+/// Resets, then increments. Returns the counters incremented, in order.
 fn apply_counters(
     contract: &Contract,
     t: &ModelTransition,
     ctx: Context<'_>,
     next: &mut Instance,
-) -> Result<Vec<(CounterId, Option<BTreeSet<String>>)>, String> {
+) -> Result<Vec<Incremented>, String> {
     for c in &t.reset {
         let counter = contract.counter(*c);
         match counter.scope {
