@@ -16,6 +16,8 @@
 //!   - {when: payload.ok, to: B}    # never taken
 //! ```
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value};
 
 use crate::analysis::reach::{decide, static_roots};
@@ -23,24 +25,31 @@ use crate::contract::Contract;
 use crate::contract::model::Guard;
 use crate::contract::raw::FlagType;
 use crate::diagnostic::Diagnostic;
+use crate::guard::ast::{Expr, ExprKind};
 
-/// Above this many flag combinations the rule only checks the defaults.
-const MAX_COMBINATIONS: usize = 4096;
-
-/// Every combination of flag values and intents, or just the defaults when there are too many.
-fn flag_sets(contract: &Contract) -> Vec<(Map<String, Value>, String)> {
-    let mut sets: Vec<Map<String, Value>> = vec![Map::new()];
-    let mut total = contract.intents.len().max(1);
-    for f in &contract.flags {
+/// Every combination of values of the flags (and the intent) a guard reads; other flags
+/// cannot change its value, so they stay at their defaults. Enumerating only what is read
+/// keeps the rule cheap: guards read a handful of flags at most.
+fn flag_sets(contract: &Contract, guard: &Expr) -> Vec<(Map<String, Value>, String)> {
+    let mut read_flags = BTreeSet::new();
+    let mut reads_intent = false;
+    visit(guard, &mut |segments| match segments {
+        [root, name, ..] if root == "flags" => {
+            read_flags.insert(name.clone());
+        }
+        [root, ..] if root == "intent" => reads_intent = true,
+        _ => {}
+    });
+    let mut sets: Vec<Map<String, Value>> = vec![crate::machine::flags::defaults(contract)];
+    for f in contract
+        .flags
+        .iter()
+        .filter(|f| read_flags.contains(&f.name))
+    {
         let values: Vec<Value> = match f.kind {
             FlagType::Bool => vec![Value::Bool(false), Value::Bool(true)],
             FlagType::Enum => f.values.iter().map(|v| Value::String(v.clone())).collect(),
         };
-        total = total.saturating_mul(values.len().max(1));
-        if total > MAX_COMBINATIONS {
-            let defaults = crate::machine::flags::defaults(contract);
-            return vec![(defaults, contract.default_intent.clone())];
-        }
         sets = sets
             .into_iter()
             .flat_map(|s| {
@@ -52,16 +61,37 @@ fn flag_sets(contract: &Contract) -> Vec<(Map<String, Value>, String)> {
             })
             .collect();
     }
+    let intents: Vec<String> = if reads_intent {
+        contract.intents.clone()
+    } else {
+        vec![contract.default_intent.clone()]
+    };
     sets.into_iter()
-        .flat_map(|s| contract.intents.iter().map(move |i| (s.clone(), i.clone())))
+        .flat_map(|s| intents.iter().map(move |i| (s.clone(), i.clone())))
         .collect()
 }
 
-fn always_true(contract: &Contract, guard: &Guard, sets: &[(Map<String, Value>, String)]) -> bool {
-    guard.expr.is_some()
-        && sets.iter().all(|(flags, intent)| {
-            decide(guard, &static_roots(contract, flags, intent)) == Some(true)
-        })
+/// Calls `f` with the segments of every root path in `expr`.
+fn visit(expr: &Expr, f: &mut dyn FnMut(&[String])) {
+    match &expr.kind {
+        ExprKind::Path(segments) => f(segments),
+        ExprKind::Literal(_) | ExprKind::ItemPath(_) => {}
+        ExprKind::List(items) | ExprKind::Call(_, items) => items.iter().for_each(|e| visit(e, f)),
+        ExprKind::Not(inner) => visit(inner, f),
+        ExprKind::Binary(_, l, r) => {
+            visit(l, f);
+            visit(r, f);
+        }
+    }
+}
+
+fn always_true(contract: &Contract, guard: &Guard) -> bool {
+    let Some(expr) = &guard.expr else {
+        return false;
+    };
+    flag_sets(contract, expr)
+        .iter()
+        .all(|(flags, intent)| decide(guard, &static_roots(contract, flags, intent)) == Some(true))
 }
 
 fn normalized(source: &str) -> String {
@@ -69,7 +99,6 @@ fn normalized(source: &str) -> String {
 }
 
 pub fn check(contract: &Contract) -> Vec<Diagnostic> {
-    let sets = flag_sets(contract);
     let mut out = Vec::new();
     for state in &contract.states {
         let mut shadowing: Option<&Guard> = None;
@@ -87,7 +116,7 @@ pub fn check(contract: &Contract) -> Vec<Diagnostic> {
                 out.push(shadowed(guard.span, &earlier.source, "has the same guard"));
                 continue;
             }
-            if always_true(contract, guard, &sets) {
+            if always_true(contract, guard) {
                 shadowing = Some(guard);
             }
         }
