@@ -119,6 +119,7 @@ impl Lowerer<'_> {
         key.map_or(node.span, |k| k.span)
     }
 
+    /// Reports a finding at the value the pointer names.
     fn report(
         &mut self,
         code: &'static str,
@@ -126,9 +127,8 @@ impl Lowerer<'_> {
         pointer: &str,
         help: Option<String>,
     ) {
-        let mut d = Diagnostic::new(code, message, Some(self.span(pointer)));
-        d.help = help;
-        self.diagnostics.push(d);
+        let span = self.span(pointer);
+        self.push(code, message, span, help);
     }
 
     /// Like [`Self::report`], but at the mapping key the pointer ends at (a state, argument,
@@ -140,7 +140,18 @@ impl Lowerer<'_> {
         pointer: &str,
         help: Option<String>,
     ) {
-        let mut d = Diagnostic::new(code, message, Some(self.key_span(pointer)));
+        let span = self.key_span(pointer);
+        self.push(code, message, span, help);
+    }
+
+    fn push(
+        &mut self,
+        code: &'static str,
+        message: impl Into<String>,
+        span: Span,
+        help: Option<String>,
+    ) {
+        let mut d = Diagnostic::new(code, message, Some(span));
         d.help = help;
         self.diagnostics.push(d);
     }
