@@ -2,6 +2,7 @@
 
 use crate::contract::Contract;
 use crate::contract::model::{CounterId, StateId, Transition};
+use crate::contract::registry::TaskEffect;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EdgeKind {
@@ -30,8 +31,14 @@ pub struct Edge {
     pub registers_tasks: bool,
 }
 
-fn has_action(t: &Transition, name: &str) -> bool {
-    t.actions.iter().any(|a| a.name == name)
+/// Whether one of the transition's actions has this effect on the pending tasks.
+fn has_task_effect(contract: &Contract, t: &Transition, effect: TaskEffect) -> bool {
+    t.actions.iter().any(|a| {
+        contract
+            .registry
+            .action(&a.name)
+            .is_some_and(|spec| spec.tasks == effect)
+    })
 }
 
 /// Every edge of the graph, in state order.
@@ -58,8 +65,8 @@ pub fn edges(contract: &Contract) -> Vec<Edge> {
                 kind: index.map_or(EdgeKind::Otherwise, EdgeKind::Guarded),
                 increments: increments.clone(),
                 resets: t.reset.clone(),
-                consumes_task: has_action(t, "tasks.complete"),
-                registers_tasks: has_action(t, "tasks.register"),
+                consumes_task: has_task_effect(contract, t, TaskEffect::Consumes),
+                registers_tasks: has_task_effect(contract, t, TaskEffect::Refills),
             };
             out.push(edge);
             for counter in &increments {
@@ -75,7 +82,7 @@ pub fn edges(contract: &Contract) -> Vec<Edge> {
                         increments: increments.clone(),
                         resets: t.reset.clone(),
                         consumes_task: false,
-                        registers_tasks: has_action(t, "tasks.register"),
+                        registers_tasks: has_task_effect(contract, t, TaskEffect::Refills),
                     });
                 }
             }

@@ -31,6 +31,20 @@ pub struct ActionSpec {
     pub outcomes: Vec<(&'static str, Vec<&'static str>)>,
     /// The JSON Schema of its result, for actions run by engine states.
     pub result: Option<Value>,
+    /// What the action does to the pending-task supply, for the cycle analysis.
+    pub tasks: TaskEffect,
+}
+
+/// How an action changes the number of pending tasks. A loop whose every turn consumes a
+/// pending task and that never refills the supply is bounded by the task count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskEffect {
+    #[default]
+    None,
+    /// Completes one pending task or refuses the step.
+    Consumes,
+    /// Replaces the task list, which may add pending tasks.
+    Refills,
 }
 
 impl ActionSpec {
@@ -129,6 +143,7 @@ pub fn builtin_actions() -> Vec<ActionSpec> {
                 json!({"type": "array", "items": {"type": "object"}}),
                 true,
             )],
+            tasks: TaskEffect::Refills,
             outcomes: outcomes(&[
                 ("empty_tasks", &[]),
                 ("duplicate_task_ids", &[]),
@@ -151,6 +166,7 @@ pub fn builtin_actions() -> Vec<ActionSpec> {
             ],
             outcomes: outcomes(CHECKLIST_OUTCOMES),
             result: None,
+            tasks: TaskEffect::Consumes,
         },
         ActionSpec {
             name: "tasks.require_all_complete",
@@ -162,6 +178,7 @@ pub fn builtin_actions() -> Vec<ActionSpec> {
                 ("incomplete_tasks", &["count"]),
             ]),
             result: None,
+            tasks: TaskEffect::None,
         },
     ]
 }
@@ -179,6 +196,7 @@ fn host_action(
         args,
         outcomes: outcomes(outs),
         result: None,
+        tasks: TaskEffect::None,
     }
 }
 
@@ -195,6 +213,7 @@ fn engine_state_action(
         args,
         outcomes: vec![],
         result: Some(result),
+        tasks: TaskEffect::None,
     }
 }
 

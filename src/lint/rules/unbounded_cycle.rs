@@ -3,8 +3,10 @@
 //! ## What it does
 //! Flags a cycle of transitions that nothing bounds. A cycle is bounded when it increments
 //! a counter that has a limit with an unconditional `on_limit` redirect and that no edge of
-//! the cycle resets, or when it completes tasks (`tasks.complete`) without registering new
-//! ones. Bounded edges are removed and the check repeats on what remains, so nested loops
+//! the cycle resets, or when each turn consumes a pending task (an action whose registry
+//! entry says so, like `tasks.complete`) and nothing in the cycle refills them
+//! (`tasks.register`).
+//! Bounded edges are removed and the check repeats on what remains, so nested loops
 //! each need their own bound.
 //!
 //! ## Why is this bad?
