@@ -70,7 +70,7 @@ impl Task {
 /// A saved phase summary: what the agent said when it finished a step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
-    /// `step_05_EXPLORATION`, or `step_13_READY_IMPL_task_1` for per-task steps, so one
+    /// `step_NN_STATE`, or `step_NN_STATE_TASKID` for per-task steps (a state id and a task id), so one
     /// task's summary never overwrites another's.
     pub key: String,
     pub text: String,
