@@ -8,6 +8,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod codeintel;
 pub mod contract;
 pub mod diagnostic;
 pub mod guard;

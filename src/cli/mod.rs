@@ -2,6 +2,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod lint;
+mod tools;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -62,6 +63,24 @@ enum Command {
     },
     /// Print the JSON Schema of contract files.
     Schema,
+    /// Search file contents (literal by default; --regex), gitignore-aware, in parallel.
+    Search(tools::SearchArgs),
+    /// List files whose paths match globs.
+    Files(tools::FilesArgs),
+    /// Find where a symbol is defined (tree-sitter index).
+    Defs(tools::NameArgs),
+    /// Find where a symbol is used (index first, text search as the fallback).
+    Refs(tools::NameArgs),
+    /// A file's outline, or with --line the function containing that line.
+    Symbols(tools::FileArgs),
+    /// Classes, functions, imports and nesting of a file or directory.
+    Structure(tools::PathArgs),
+    /// What a change to files or symbols may affect, and a risk summary.
+    Impact(tools::ImpactArgs),
+    /// Build or update the symbol index under .code-intel/ and print what it did.
+    Index(tools::IndexArgs),
+    /// Ask in plain words; the question is routed to one of the tools above.
+    Query(tools::QueryArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -161,6 +180,15 @@ pub fn run(cli: Cli) -> ExitCode {
                 }
             })
         }
+        Command::Search(a) => tools::search(&a),
+        Command::Files(a) => tools::files(&a),
+        Command::Defs(a) => tools::defs(&a),
+        Command::Refs(a) => tools::refs(&a),
+        Command::Symbols(a) => tools::symbols(&a),
+        Command::Structure(a) => tools::structure(&a),
+        Command::Impact(a) => tools::impact(&a),
+        Command::Index(a) => tools::index(&a),
+        Command::Query(a) => tools::ask(&a),
         Command::Schema => {
             print!("{}", contract::generated_schema());
             ExitCode::SUCCESS

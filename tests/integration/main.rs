@@ -2,6 +2,7 @@
 
 mod agent_runner;
 mod cli;
+mod codeintel;
 mod default_flow;
 mod generated;
 mod guard_table;

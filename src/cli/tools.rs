@@ -1,0 +1,480 @@
+//! The code-intelligence subcommands: `search`, `files`, `defs`, `refs`, `symbols`,
+//! `structure`, `impact`, `index` and `query`. Human output by default (like `rg`), JSON
+//! with `--json`. Exit 0 when something was found, 1 when nothing was, 2 on error.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::codeintel::impact::analyze_impact;
+use crate::codeintel::index::update;
+use crate::codeintel::page::Window;
+use crate::codeintel::query::query;
+use crate::codeintel::root::Root;
+use crate::codeintel::search::{Case, FileQuery, TextQuery, search_files, search_text};
+use crate::codeintel::symbols::{
+    Outline, SymbolAnswer, analyze_structure, find_definitions, find_references, function_at_line,
+    get_symbols,
+};
+
+/// Options every tool takes.
+#[derive(Debug, Args)]
+pub(super) struct Common {
+    /// The repository root; paths are relative to it and confined to it.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// The most results to return (0: no limit).
+    #[arg(long, default_value_t = 200)]
+    limit: usize,
+    /// Results to skip, to page through long lists.
+    #[arg(long, default_value_t = 0)]
+    offset: usize,
+}
+
+impl Common {
+    fn window(&self) -> Window {
+        Window {
+            offset: self.offset,
+            limit: self.limit,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct SearchArgs {
+    /// Patterns; a line matches when any does.
+    #[arg(required = true)]
+    patterns: Vec<String>,
+    /// Treat patterns as regular expressions (default: literal text).
+    #[arg(long)]
+    regex: bool,
+    /// Ignore case.
+    #[arg(short = 'i', long)]
+    ignore_case: bool,
+    /// Ignore case unless a pattern has an uppercase letter.
+    #[arg(short = 'S', long)]
+    smart_case: bool,
+    /// Match whole words only.
+    #[arg(short = 'w', long)]
+    word: bool,
+    /// Only paths matching this glob (repeatable; `!glob` excludes).
+    #[arg(short = 'g', long = "glob")]
+    globs: Vec<String>,
+    /// Only files of this type, by ripgrep's type names (repeatable).
+    #[arg(short = 't', long = "type")]
+    types: Vec<String>,
+    /// Lines of context around each match.
+    #[arg(short = 'C', long, default_value_t = 0)]
+    context: usize,
+    /// Search only under these root-relative paths.
+    #[arg(long = "path")]
+    paths: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+fn open(common: &Common) -> Result<Root, String> {
+    Root::open(&common.root)
+}
+
+fn emit_json<T: Serialize>(value: &T) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = writeln!(out);
+}
+
+fn found(any: bool) -> ExitCode {
+    if any {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(2)
+}
+
+fn note_truncated(truncated: bool, returned: usize, total: usize, next: Option<usize>) {
+    if truncated {
+        eprintln!(
+            "note: showing {returned} of {total}; use --offset {} (or --limit 0) for more",
+            next.unwrap_or(0)
+        );
+    }
+}
+
+pub(super) fn search(a: &SearchArgs) -> ExitCode {
+    let root = match open(&a.common) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let case = if a.ignore_case {
+        Case::Insensitive
+    } else if a.smart_case {
+        Case::Smart
+    } else {
+        Case::Sensitive
+    };
+    let q = TextQuery {
+        patterns: a.patterns.clone(),
+        regex: a.regex,
+        case,
+        word: a.word,
+        globs: a.globs.clone(),
+        types: a.types.clone(),
+        context: a.context,
+        paths: a.paths.clone(),
+    };
+    match search_text(&root, &q, a.common.window()) {
+        Err(e) => fail(&e),
+        Ok(r) => {
+            if a.common.json {
+                emit_json(&r);
+            } else {
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                for f in &r.files {
+                    for m in &f.matches {
+                        let first_before = m.line.saturating_sub(m.before.len() as u64);
+                        for (i, b) in m.before.iter().enumerate() {
+                            let _ = writeln!(out, "{}-{}-{}", f.path, first_before + i as u64, b);
+                        }
+                        let _ = writeln!(out, "{}:{}:{}", f.path, m.line, m.text);
+                        for (i, b) in m.after.iter().enumerate() {
+                            let _ = writeln!(out, "{}-{}-{}", f.path, m.line + 1 + i as u64, b);
+                        }
+                        if a.context > 0 {
+                            let _ = writeln!(out, "--");
+                        }
+                    }
+                }
+                drop(out);
+                note_truncated(r.truncated, r.returned, r.total, r.next_offset);
+            }
+            found(r.total > 0)
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct FilesArgs {
+    /// Globs over root-relative paths; a bare name matches at any depth (`*.rs`, `Cargo.toml`).
+    globs: Vec<String>,
+    #[arg(short = 't', long = "type")]
+    types: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub(super) fn files(a: &FilesArgs) -> ExitCode {
+    let root = match open(&a.common) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let q = FileQuery {
+        globs: a.globs.clone(),
+        types: a.types.clone(),
+        paths: Vec::new(),
+    };
+    match search_files(&root, &q, a.common.window()) {
+        Err(e) => fail(&e),
+        Ok(p) => {
+            if a.common.json {
+                emit_json(&p);
+            } else {
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                for f in &p.items {
+                    let _ = writeln!(out, "{f}");
+                }
+                drop(out);
+                note_truncated(p.truncated, p.returned, p.total, p.next_offset);
+            }
+            found(p.total > 0)
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct NameArgs {
+    /// The symbol name, exactly as written in code.
+    name: String,
+    /// Only definitions of this kind (`function`, `class`, `method`, ...).
+    #[arg(long)]
+    kind: Option<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
+    if a.json {
+        emit_json(answer);
+    } else {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        for s in &answer.symbols.items {
+            let scope = s
+                .scope
+                .as_ref()
+                .map(|sc| format!(" (in {sc})"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{}:{}:{}: {} {}{scope}: {}",
+                s.path, s.line, s.column, s.kind, s.name, s.signature
+            );
+        }
+        drop(out);
+        if answer.source == "text" {
+            eprintln!("note: found by text search (the index has no references for this name)");
+        }
+        if !answer.freshness.reindexed.is_empty() {
+            eprintln!(
+                "note: re-indexed {} changed file(s) first",
+                answer.freshness.reindexed.len()
+            );
+        }
+        note_truncated(
+            answer.symbols.truncated,
+            answer.symbols.returned,
+            answer.symbols.total,
+            answer.symbols.next_offset,
+        );
+    }
+    found(answer.symbols.total > 0)
+}
+
+pub(super) fn defs(a: &NameArgs) -> ExitCode {
+    match open(&a.common)
+        .and_then(|root| find_definitions(&root, &a.name, a.kind.as_deref(), a.common.window()))
+    {
+        Ok(answer) => print_symbols(&a.common, &answer),
+        Err(e) => fail(&e),
+    }
+}
+
+pub(super) fn refs(a: &NameArgs) -> ExitCode {
+    match open(&a.common).and_then(|root| find_references(&root, &a.name, a.common.window())) {
+        Ok(answer) => print_symbols(&a.common, &answer),
+        Err(e) => fail(&e),
+    }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct FileArgs {
+    /// A root-relative source file.
+    file: String,
+    /// With `symbols`: show the function that contains this line instead of the outline.
+    #[arg(long)]
+    line: Option<u32>,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub(super) fn symbols(a: &FileArgs) -> ExitCode {
+    let root = match open(&a.common) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    if let Some(line) = a.line {
+        return match function_at_line(&root, &a.file, line) {
+            Err(e) => fail(&e),
+            Ok(f) => {
+                if a.common.json {
+                    emit_json(&f);
+                } else {
+                    for e in &f.enclosing {
+                        println!(
+                            "{}:{}-{}: {} {}: {}",
+                            e.path, e.line, e.end_line, e.kind, e.name, e.signature
+                        );
+                    }
+                }
+                found(f.function.is_some() || !f.enclosing.is_empty())
+            }
+        };
+    }
+    match get_symbols(&root, &a.file, a.common.window()) {
+        Ok(answer) => print_symbols(&a.common, &answer),
+        Err(e) => fail(&e),
+    }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct PathArgs {
+    /// A root-relative file or directory.
+    #[arg(default_value = ".")]
+    path: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+fn print_outline(out: &mut impl std::io::Write, items: &[Outline], depth: usize) {
+    for o in items {
+        let _ = writeln!(
+            out,
+            "{}{} {} ({}-{})",
+            "  ".repeat(depth + 1),
+            o.kind,
+            o.name,
+            o.line,
+            o.end_line
+        );
+        print_outline(out, &o.children, depth + 1);
+    }
+}
+
+pub(super) fn structure(a: &PathArgs) -> ExitCode {
+    match open(&a.common).and_then(|root| analyze_structure(&root, &a.path, a.common.window())) {
+        Err(e) => fail(&e),
+        Ok(s) => {
+            if a.common.json {
+                emit_json(&s);
+            } else {
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                for f in &s.files.items {
+                    let _ = writeln!(
+                        out,
+                        "{} ({}): {} class-like, {} function-like, {} import(s)",
+                        f.path,
+                        f.language,
+                        f.classes,
+                        f.functions,
+                        f.imports.len()
+                    );
+                    for i in &f.imports {
+                        let _ = writeln!(out, "  import: {i}");
+                    }
+                    print_outline(&mut out, &f.outline, 0);
+                }
+                let kinds: Vec<String> = s.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+                let _ = writeln!(out, "definitions: {}", kinds.join(", "));
+                drop(out);
+                note_truncated(
+                    s.files.truncated,
+                    s.files.returned,
+                    s.files.total,
+                    s.files.next_offset,
+                );
+            }
+            found(s.files.total > 0)
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ImpactArgs {
+    /// Root-relative files or symbol names.
+    #[arg(required = true)]
+    targets: Vec<String>,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
+    match open(&a.common).and_then(|root| analyze_impact(&root, &a.targets, a.common.window())) {
+        Err(e) => fail(&e),
+        Ok(i) => {
+            if a.common.json {
+                emit_json(&i);
+            } else {
+                println!("names: {}", i.names.join(", "));
+                println!("risk: {} ({})", i.risk.level, i.risk.reasons.join("; "));
+                for d in &i.definitions {
+                    println!("defined  {}:{}: {} {}", d.path, d.line, d.kind, d.name);
+                }
+                for c in &i.callers.items {
+                    println!(
+                        "caller   {}:{}: {} {} calls {}",
+                        c.path, c.line, c.kind, c.name, c.calls
+                    );
+                }
+                for (label, list) in [
+                    ("test", &i.tests),
+                    ("config", &i.config_and_docs),
+                    ("markup", &i.markup),
+                ] {
+                    for t in &list.items {
+                        println!("{label:<8} {}:{}: {}", t.path, t.line, t.why);
+                    }
+                }
+                println!("references: {} in all", i.references.total);
+            }
+            found(
+                !i.definitions.is_empty()
+                    || i.references.total > 0
+                    || i.tests.total + i.config_and_docs.total + i.markup.total > 0,
+            )
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct IndexArgs {
+    #[command(flatten)]
+    common: Common,
+}
+
+pub(super) fn index(a: &IndexArgs) -> ExitCode {
+    match open(&a.common).and_then(|root| update(&root)) {
+        Err(e) => fail(&e),
+        Ok(r) => {
+            if a.common.json {
+                emit_json(&r);
+            } else {
+                println!(
+                    "indexed {} files ({} tags) in {} ms: {} tagged, {} unchanged, {} touched but unchanged, {} removed, {} too large{}",
+                    r.files,
+                    r.tags,
+                    r.elapsed_ms,
+                    r.tagged,
+                    r.unchanged,
+                    r.touched,
+                    r.removed,
+                    r.too_large,
+                    if r.from_scratch {
+                        " (built from scratch)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct QueryArgs {
+    /// A question in plain words, e.g. "where is parse_config defined".
+    question: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub(super) fn ask(a: &QueryArgs) -> ExitCode {
+    match open(&a.common).and_then(|root| query(&root, &a.question, a.common.window())) {
+        Err(e) => fail(&e),
+        Ok(answer) => {
+            if a.common.json {
+                emit_json(&answer);
+            } else {
+                println!("{} ({})", answer.tool, answer.why);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&answer.result).unwrap_or_default()
+                );
+            }
+            let total = answer
+                .result
+                .get("total")
+                .and_then(serde_json::Value::as_u64);
+            found(total.is_none_or(|t| t > 0))
+        }
+    }
+}

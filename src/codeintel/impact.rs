@@ -1,0 +1,397 @@
+//! `analyze_impact`: what a change to some files or symbols may touch, each item with the
+//! reason it is listed, and a short risk summary. Reproducible: the same tree gives the
+//! same answer, in the same order.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::index::{Freshness, Index};
+use super::page::{Page, Window};
+use super::root::Root;
+use super::search::{Case, TextQuery, search_text};
+use super::symbols::SymbolHit;
+
+/// One place the change may touch, and why it is listed.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ImpactItem {
+    pub path: String,
+    pub line: u64,
+    pub name: String,
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Caller {
+    /// The definition that contains a reference.
+    pub name: String,
+    pub kind: String,
+    pub path: String,
+    pub line: u32,
+    pub calls: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Risk {
+    /// `low`, `medium` or `high`.
+    pub level: &'static str,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Impact {
+    /// The symbol names analysed (a file target contributes its definitions).
+    pub names: Vec<String>,
+    pub definitions: Vec<SymbolHit>,
+    pub references: Page<SymbolHit>,
+    pub callers: Page<Caller>,
+    pub tests: Page<ImpactItem>,
+    pub config_and_docs: Page<ImpactItem>,
+    pub markup: Page<ImpactItem>,
+    pub risk: Risk,
+    pub freshness: Freshness,
+}
+
+/// How many names a file target contributes at most (its first definitions).
+const MAX_NAMES: usize = 30;
+
+fn is_test_path(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    lower.split('/').any(|seg| {
+        matches!(
+            seg,
+            "test" | "tests" | "spec" | "specs" | "__tests__" | "testing"
+        )
+    }) || lower.rsplit('/').next().is_some_and(|f| {
+        f.starts_with("test_")
+            || f.contains("_test.")
+            || f.contains(".test.")
+            || f.contains(".spec.")
+            || f.ends_with("tests.rs")
+            || f.ends_with("test.go")
+    })
+}
+
+fn is_config_or_doc(path: &str) -> bool {
+    let ext = path.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
+    matches!(
+        ext.as_str(),
+        "md" | "rst"
+            | "txt"
+            | "adoc"
+            | "yml"
+            | "yaml"
+            | "json"
+            | "toml"
+            | "ini"
+            | "cfg"
+            | "conf"
+            | "env"
+            | "properties"
+            | "xml"
+    )
+}
+
+fn is_markup(path: &str) -> bool {
+    let ext = path.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
+    matches!(
+        ext.as_str(),
+        "html"
+            | "htm"
+            | "css"
+            | "scss"
+            | "sass"
+            | "less"
+            | "vue"
+            | "svelte"
+            | "jsx"
+            | "tsx"
+            | "js"
+            | "ts"
+            | "erb"
+            | "jinja"
+            | "j2"
+            | "twig"
+            | "hbs"
+    )
+}
+
+/// Analyses the impact of changing `targets`: root-relative file paths or symbol names.
+pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result<Impact, String> {
+    if targets.is_empty() {
+        return Err("no target given: name files or symbols".into());
+    }
+    let index = Index::open(root)?;
+    let mut names: Vec<String> = Vec::new();
+    let mut target_files: BTreeSet<String> = BTreeSet::new();
+    for target in targets {
+        let as_file = root.resolve(target).ok().filter(|p| p.is_file());
+        match as_file {
+            Some(abs) => {
+                let rel = root.relative(&abs);
+                if let Some(i) =
+                    (0..index.store.file_count()).find(|i| index.store.file_path(*i) == rel)
+                {
+                    for t in index
+                        .store
+                        .file_tags(i)
+                        .into_iter()
+                        .filter(|t| t.is_definition && t.scope.is_none())
+                        .take(MAX_NAMES)
+                    {
+                        if !names.contains(&t.name) {
+                            names.push(t.name);
+                        }
+                    }
+                }
+                // Markup and stylesheet targets: their classes and ids are the names.
+                if is_markup(&rel)
+                    && let Ok(text) = std::fs::read_to_string(&abs)
+                {
+                    for n in markup_names(&text).into_iter().take(MAX_NAMES) {
+                        if !names.contains(&n) {
+                            names.push(n);
+                        }
+                    }
+                }
+                target_files.insert(rel);
+            }
+            None => {
+                if !names.contains(target) {
+                    names.push(target.clone());
+                }
+            }
+        }
+    }
+    let mut definitions = Vec::new();
+    let mut references = Vec::new();
+    for name in &names {
+        for t in index.store.lookup(name) {
+            let s = index.store.tag(t);
+            let path = index.store.file_path(s.file).to_string();
+            let h = SymbolHit {
+                name: s.tag.name,
+                kind: s.tag.kind,
+                path,
+                line: s.tag.line,
+                column: s.tag.column,
+                end_line: s.tag.end_line,
+                scope: s.tag.scope,
+                signature: s.tag.signature,
+                definition: s.tag.is_definition,
+            };
+            if h.definition {
+                definitions.push(h)
+            } else if !target_files.contains(&h.path) {
+                references.push(h)
+            }
+        }
+    }
+    // Callers: the definition around each reference, found by line ranges.
+    let mut callers = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut file_defs: BTreeMap<String, Vec<super::tags::Tag>> = BTreeMap::new();
+    for r in &references {
+        let defs = file_defs.entry(r.path.clone()).or_insert_with(|| {
+            (0..index.store.file_count())
+                .find(|i| index.store.file_path(*i) == r.path)
+                .map(|i| {
+                    index
+                        .store
+                        .file_tags(i)
+                        .into_iter()
+                        .filter(|t| t.is_definition)
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        if let Some(d) = defs
+            .iter()
+            .filter(|d| d.line <= r.line && r.line <= d.end_line)
+            .min_by_key(|d| d.end_line - d.line)
+            && seen.insert((r.path.clone(), d.line, r.name.clone()))
+        {
+            callers.push(Caller {
+                name: d.name.clone(),
+                kind: d.kind.clone(),
+                path: r.path.clone(),
+                line: d.line,
+                calls: r.name.clone(),
+            });
+        }
+    }
+    // Text mentions outside the code index: tests, configuration, documentation, markup.
+    let mut tests = Vec::new();
+    let mut config_and_docs = Vec::new();
+    let mut markup = Vec::new();
+    if !names.is_empty() {
+        let query = TextQuery {
+            patterns: names.clone(),
+            word: true,
+            case: Case::Sensitive,
+            ..TextQuery::default()
+        };
+        let found = search_text(
+            root,
+            &query,
+            Window {
+                offset: 0,
+                limit: 0,
+            },
+        )?;
+        for file in found.files {
+            if target_files.contains(&file.path) {
+                continue;
+            }
+            for m in file.matches {
+                let Some(name) = names.iter().find(|n| contains_word(&m.text, n)) else {
+                    continue;
+                };
+                let item = |why: String| ImpactItem {
+                    path: file.path.clone(),
+                    line: m.line,
+                    name: name.clone(),
+                    why,
+                };
+                if is_test_path(&file.path) {
+                    tests.push(item(format!("test file mentions `{name}`")));
+                } else if is_config_or_doc(&file.path) {
+                    config_and_docs.push(item(format!(
+                        "configuration or documentation names `{name}`"
+                    )));
+                } else if is_markup(&file.path) && markup_use(&m.text, name) {
+                    markup.push(item(format!("markup uses `{name}` as a class or id")));
+                }
+            }
+        }
+    }
+    let referencing_files: BTreeSet<&str> = references.iter().map(|r| r.path.as_str()).collect();
+    let risk = risk(
+        &names,
+        &definitions,
+        &referencing_files,
+        &tests,
+        &config_and_docs,
+        &markup,
+    );
+    Ok(Impact {
+        names,
+        definitions,
+        references: Page::of(references, window),
+        callers: Page::of(callers, window),
+        tests: Page::of(tests, window),
+        config_and_docs: Page::of(config_and_docs, window),
+        markup: Page::of(markup, window),
+        risk,
+        freshness: index.freshness,
+    })
+}
+
+fn contains_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        let boundary = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        boundary(before) && boundary(after)
+    })
+}
+
+/// Whether a line uses `name` as an HTML/CSS/JS class or id (the original's v1.3 markup
+/// cross-reference): `class="... name"`, `id="name"`, `.name {`, `#name`, `getElementById`,
+/// `querySelector`, `classList`.
+fn markup_use(line: &str, name: &str) -> bool {
+    let l = line.to_ascii_lowercase();
+    let n = name.to_ascii_lowercase();
+    (l.contains("class")
+        || l.contains("id=")
+        || l.contains(&format!(".{n}"))
+        || l.contains(&format!("#{n}"))
+        || l.contains("getelementbyid")
+        || l.contains("queryselector")
+        || l.contains("classlist"))
+        && contains_word(&l, &n)
+}
+
+/// Class and id names a markup or stylesheet file defines.
+fn markup_names(text: &str) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    for attr in ["class=\"", "id=\"", "class='", "id='"] {
+        for (at, _) in text.match_indices(attr) {
+            let rest = &text[at + attr.len()..];
+            let end = rest.find(['"', '\'']).unwrap_or(rest.len());
+            for n in rest[..end].split_whitespace() {
+                if n.chars()
+                    .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
+                {
+                    out.insert(n.to_string());
+                }
+            }
+        }
+    }
+    for line in text.lines() {
+        let t = line.trim_start();
+        if let Some(sel) = t.strip_prefix('.').or_else(|| t.strip_prefix('#')) {
+            let n: String = sel
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '-' || *c == '_')
+                .collect();
+            if !n.is_empty() && t.contains('{') {
+                out.insert(n);
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+fn risk(
+    names: &[String],
+    definitions: &[SymbolHit],
+    referencing: &BTreeSet<&str>,
+    tests: &[ImpactItem],
+    config: &[ImpactItem],
+    markup: &[ImpactItem],
+) -> Risk {
+    let mut reasons = Vec::new();
+    let mut score = 0;
+    match referencing.len() {
+        0 => reasons.push("no other source file refers to it".to_string()),
+        n @ 1..=5 => {
+            score += 1;
+            reasons.push(format!("{n} other source file(s) refer to it"));
+        }
+        n => {
+            score += 2;
+            reasons.push(format!("{n} other source files refer to it"));
+        }
+    }
+    if definitions.len() > names.len() {
+        score += 1;
+        reasons.push(format!("{} definitions share these {} name(s): overloads or same-named symbols may be confused", definitions.len(), names.len()));
+    }
+    if tests.is_empty() {
+        score += 1;
+        reasons.push("no test mentions it: changes are unguarded".to_string());
+    } else {
+        reasons.push(format!("{} test line(s) mention it", tests.len()));
+    }
+    if !config.is_empty() {
+        score += 1;
+        reasons.push(format!(
+            "{} configuration or documentation line(s) name it",
+            config.len()
+        ));
+    }
+    if !markup.is_empty() {
+        score += 1;
+        reasons.push(format!(
+            "{} markup line(s) use it as a class or id",
+            markup.len()
+        ));
+    }
+    let level = match score {
+        0 | 1 => "low",
+        2 | 3 => "medium",
+        _ => "high",
+    };
+    Risk { level, reasons }
+}

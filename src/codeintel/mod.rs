@@ -1,0 +1,15 @@
+//! Code-intelligence tools: text search, files, symbols, references, structure and impact, as a library the CLI and the MCP server call.
+//!
+//! Every path a client gives goes through [`root::Root`]; every list is a bounded
+//! [`page::Page`]; nothing here prints.
+
+pub mod impact;
+pub mod index;
+pub mod languages;
+pub mod page;
+pub mod query;
+pub mod root;
+pub mod search;
+pub mod store;
+pub mod symbols;
+pub mod tags;

@@ -1,0 +1,118 @@
+//! Bounded, honest lists: every list a tool returns says how many items exist, how many
+//! it returns, and whether it was cut, so a client can page instead of guessing.
+
+use serde::Serialize;
+
+/// One page of a longer list.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// How many items exist in all.
+    pub total: usize,
+    /// How many are in `items`.
+    pub returned: usize,
+    /// Whether items exist beyond this page.
+    pub truncated: bool,
+    pub offset: usize,
+    /// The offset of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<usize>,
+}
+
+/// How much of a list to return. A `limit` of 0 means no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub offset: usize,
+    pub limit: usize,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Window {
+            offset: 0,
+            limit: 100,
+        }
+    }
+}
+
+impl<T> Page<T> {
+    /// Cuts `all` to `window`.
+    pub fn of(all: Vec<T>, window: Window) -> Page<T> {
+        let total = all.len();
+        let items: Vec<T> = if window.limit == 0 {
+            all.into_iter().skip(window.offset).collect()
+        } else {
+            all.into_iter()
+                .skip(window.offset)
+                .take(window.limit)
+                .collect()
+        };
+        let returned = items.len();
+        let end = window.offset.saturating_add(returned);
+        let truncated = end < total;
+        Page {
+            items,
+            total,
+            returned,
+            truncated,
+            offset: window.offset,
+            next_offset: truncated.then_some(end),
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            items: self.items.into_iter().map(f).collect(),
+            total: self.total,
+            returned: self.returned,
+            truncated: self.truncated,
+            offset: self.offset,
+            next_offset: self.next_offset,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_say_what_they_hold() {
+        let p = Page::of(
+            (0..10).collect(),
+            Window {
+                offset: 4,
+                limit: 3,
+            },
+        );
+        assert_eq!(
+            (
+                p.items.clone(),
+                p.total,
+                p.returned,
+                p.truncated,
+                p.next_offset
+            ),
+            (vec![4, 5, 6], 10, 3, true, Some(7))
+        );
+        let last = Page::of(
+            (0..10).collect::<Vec<_>>(),
+            Window {
+                offset: 8,
+                limit: 3,
+            },
+        );
+        assert_eq!(
+            (last.returned, last.truncated, last.next_offset),
+            (2, false, None)
+        );
+        let all = Page::of(
+            (0..10).collect::<Vec<_>>(),
+            Window {
+                offset: 0,
+                limit: 0,
+            },
+        );
+        assert_eq!((all.returned, all.truncated), (10, false));
+    }
+}

@@ -1,0 +1,111 @@
+; Tags query for Rust.
+; Origin: tree-sitter-rust 0.24.2, queries/tags.scm (MIT licence, see that crate).
+; Changes for code-intel:
+; - methods are only functions inside `impl` and `trait` bodies (the shipped query also
+;   tagged functions of inline `mod { }` blocks as methods);
+; - added: trait method signatures, const/static items, `impl` blocks as
+;   @definition.implementation (so methods get the impl's type as their scope),
+;   scoped calls (`Foo::new()`), generic calls (`f::<T>()`), scoped macros.
+
+; ADT definitions
+
+(struct_item
+    name: (type_identifier) @name) @definition.class
+
+(enum_item
+    name: (type_identifier) @name) @definition.class
+
+(union_item
+    name: (type_identifier) @name) @definition.class
+
+; type aliases
+
+(type_item
+    name: (type_identifier) @name) @definition.class
+
+; method definitions (impl and trait bodies only)
+
+(impl_item
+  body: (declaration_list
+    (function_item
+        name: (identifier) @name) @definition.method))
+
+(trait_item
+  body: (declaration_list
+    [
+      (function_item
+        name: (identifier) @name)
+      (function_signature_item
+        name: (identifier) @name)
+    ] @definition.method))
+
+; function definitions
+
+(function_item
+    name: (identifier) @name) @definition.function
+
+; trait definitions
+(trait_item
+    name: (type_identifier) @name) @definition.interface
+
+; module definitions
+(mod_item
+    name: (identifier) @name) @definition.module
+
+; macro definitions
+
+(macro_definition
+    name: (identifier) @name) @definition.macro
+
+; constants and statics
+
+(const_item
+    name: (identifier) @name) @definition.constant
+
+(static_item
+    name: (identifier) @name) @definition.constant
+
+; impl blocks: the implementing type (added)
+
+(impl_item
+    type: [
+      (type_identifier) @name
+      (generic_type type: (type_identifier) @name)
+      (scoped_type_identifier name: (type_identifier) @name)
+    ]) @definition.implementation
+
+; references
+
+(call_expression
+    function: (identifier) @name) @reference.call
+
+(call_expression
+    function: (field_expression
+        field: (field_identifier) @name)) @reference.call
+
+(call_expression
+    function: (scoped_identifier
+        name: (identifier) @name)) @reference.call
+
+(call_expression
+    function: (generic_function
+        function: [
+          (identifier) @name
+          (field_expression field: (field_identifier) @name)
+          (scoped_identifier name: (identifier) @name)
+        ])) @reference.call
+
+(macro_invocation
+    macro: [
+      (identifier) @name
+      (scoped_identifier name: (identifier) @name)
+    ]) @reference.call
+
+; implementations
+
+(impl_item
+    trait: [
+      (type_identifier) @name
+      (generic_type type: (type_identifier) @name)
+      (scoped_type_identifier name: (type_identifier) @name)
+    ]) @reference.implementation

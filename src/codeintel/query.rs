@@ -1,0 +1,242 @@
+//! `query`: a natural-language entry point that routes a question to one of the tools and
+//! says which it used and why. The routing is a small set of phrase rules, not a model, so
+//! it is predictable.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::impact::analyze_impact;
+use super::page::Window;
+use super::root::Root;
+use super::search::{Case, FileQuery, TextQuery, search_files, search_text};
+use super::symbols::{analyze_structure, find_definitions, find_references, get_symbols};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryAnswer {
+    /// The tool the question was routed to.
+    pub tool: &'static str,
+    pub why: String,
+    pub arguments: Value,
+    pub result: Value,
+}
+
+fn to_value<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Identifier-like words of the question, longest first (`parse_config`, `UserService`).
+fn identifiers(question: &str) -> Vec<String> {
+    let stop = [
+        "where",
+        "what",
+        "which",
+        "who",
+        "how",
+        "is",
+        "are",
+        "the",
+        "defined",
+        "define",
+        "definition",
+        "calls",
+        "call",
+        "used",
+        "uses",
+        "usages",
+        "references",
+        "find",
+        "show",
+        "of",
+        "in",
+        "to",
+        "a",
+        "an",
+        "does",
+        "do",
+        "file",
+        "files",
+        "structure",
+        "impact",
+        "change",
+        "changes",
+        "if",
+        "i",
+        "symbols",
+        "outline",
+        "named",
+        "called",
+        "function",
+        "class",
+        "method",
+    ];
+    let mut words: Vec<String> = question
+        .split(|c: char| {
+            !(c.is_alphanumeric() || c == '_' || c == '.' || c == '/' || c == '*' || c == '-')
+        })
+        .map(|w| w.trim_matches(|c| c == '.' || c == '-').to_string())
+        .filter(|w| !w.is_empty() && !stop.contains(&w.to_ascii_lowercase().as_str()))
+        .collect();
+    words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+    words
+}
+
+fn quoted(question: &str) -> Option<String> {
+    for q in ['`', '"', '\''] {
+        let mut parts = question.split(q);
+        parts.next();
+        if let Some(inner) = parts.next()
+            && !inner.is_empty()
+            && question.matches(q).count() >= 2
+        {
+            return Some(inner.to_string());
+        }
+    }
+    None
+}
+
+/// Answers a question by routing it to a tool.
+pub fn query(root: &Root, question: &str, window: Window) -> Result<QueryAnswer, String> {
+    let q = question.to_ascii_lowercase();
+    let subject = quoted(question)
+        .or_else(|| identifiers(question).into_iter().next())
+        .ok_or("the question names nothing to look for")?;
+    let looks_like_path =
+        subject.contains('/') || subject.contains('.') && root.resolve(&subject).is_ok();
+    let has = |words: &[&str]| words.iter().any(|w| q.contains(w));
+    let (tool, why): (&'static str, &str) = if has(&["impact", "what breaks", "affected", "affect"])
+    {
+        ("analyze_impact", "the question asks what a change affects")
+    } else if has(&[
+        "who calls",
+        "callers",
+        "usages",
+        "references",
+        "where is",
+        "used",
+    ]) && has(&["call", "usage", "reference", "used"])
+    {
+        (
+            "find_references",
+            "the question asks where something is used",
+        )
+    } else if has(&["structure", "imports", "nesting"]) {
+        ("analyze_structure", "the question asks for structure")
+    } else if has(&[
+        "outline",
+        "symbols in",
+        "what is in",
+        "what's in",
+        "contents of",
+    ]) && looks_like_path
+    {
+        ("get_symbols", "the question asks for a file's outline")
+    } else if has(&[
+        "files named",
+        "file named",
+        "files matching",
+        "find files",
+        "which files",
+    ]) {
+        ("search_files", "the question asks for files by name")
+    } else if has(&[
+        "defined",
+        "definition",
+        "declared",
+        "declaration",
+        "implemented",
+        "implementation",
+    ]) {
+        (
+            "find_definitions",
+            "the question asks where something is defined",
+        )
+    } else if quoted(question).is_some() {
+        ("search_text", "the question quotes text to find")
+    } else {
+        (
+            "find_definitions",
+            "the question names an identifier; its definitions come first",
+        )
+    };
+    let args = |key: &str| serde_json::json!({ key: subject });
+    let answer = |tool, why: String, arguments, result| {
+        Ok(QueryAnswer {
+            tool,
+            why,
+            arguments,
+            result,
+        })
+    };
+    match tool {
+        "analyze_impact" => answer(
+            tool,
+            why.into(),
+            args("targets"),
+            to_value(&analyze_impact(
+                root,
+                std::slice::from_ref(&subject),
+                window,
+            )?),
+        ),
+        "find_references" => answer(
+            tool,
+            why.into(),
+            args("name"),
+            to_value(&find_references(root, &subject, window)?),
+        ),
+        "analyze_structure" => answer(
+            tool,
+            why.into(),
+            args("path"),
+            to_value(&analyze_structure(root, &subject, window)?),
+        ),
+        "get_symbols" => answer(
+            tool,
+            why.into(),
+            args("file"),
+            to_value(&get_symbols(root, &subject, window)?),
+        ),
+        "search_files" => {
+            let fq = FileQuery {
+                globs: vec![subject.clone()],
+                ..FileQuery::default()
+            };
+            answer(
+                tool,
+                why.into(),
+                args("glob"),
+                to_value(&search_files(root, &fq, window)?),
+            )
+        }
+        "find_definitions" => {
+            let defs = find_definitions(root, &subject, None, window)?;
+            if defs.symbols.total > 0 || tool != "find_definitions" {
+                return answer(tool, why.into(), args("name"), to_value(&defs));
+            }
+            let tq = TextQuery {
+                patterns: vec![subject.clone()],
+                case: Case::Smart,
+                ..TextQuery::default()
+            };
+            answer(
+                "search_text",
+                format!("{why}, but it has no definition, so its text was searched"),
+                args("pattern"),
+                to_value(&search_text(root, &tq, window)?),
+            )
+        }
+        _ => {
+            let tq = TextQuery {
+                patterns: vec![subject.clone()],
+                case: Case::Smart,
+                ..TextQuery::default()
+            };
+            answer(
+                "search_text",
+                why.into(),
+                args("pattern"),
+                to_value(&search_text(root, &tq, window)?),
+            )
+        }
+    }
+}

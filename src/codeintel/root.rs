@@ -1,0 +1,142 @@
+//! The repository root and path confinement: every path a client gives is resolved inside
+//! the root, and every path shown is relative to it with `/` separators.
+//!
+//! A client path is refused when it is absolute outside the root, climbs out with `..`, or
+//! reaches outside through a symlink (checked on the canonical path).
+
+use std::path::{Component, Path, PathBuf};
+
+/// Why a client path was refused or could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathError {
+    /// The path leaves the repository root (`..`, an absolute path elsewhere, a symlink).
+    OutsideRoot(String),
+    NotFound(String),
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PathError::OutsideRoot(p) => write!(f, "path `{p}` is outside the repository root"),
+            PathError::NotFound(p) => write!(f, "path `{p}` does not exist in the repository"),
+        }
+    }
+}
+
+/// A repository root, canonicalised once.
+#[derive(Debug, Clone)]
+pub struct Root {
+    path: PathBuf,
+}
+
+impl Root {
+    /// Opens `dir` as the root; it must exist.
+    pub fn open(dir: &Path) -> Result<Root, String> {
+        let path = dir
+            .canonicalize()
+            .map_err(|e| format!("cannot open root {}: {e}", dir.display()))?;
+        if !path.is_dir() {
+            return Err(format!("root {} is not a directory", dir.display()));
+        }
+        Ok(Root { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Resolves a client path (relative to the root, or absolute inside it) to an existing
+    /// file or directory inside the root, following symlinks only where they stay inside.
+    pub fn resolve(&self, client: &str) -> Result<PathBuf, PathError> {
+        let given = Path::new(client);
+        let joined = if given.is_absolute() {
+            given.to_path_buf()
+        } else {
+            self.path.join(given)
+        };
+        // Refuse lexical escapes before touching the file system, so a missing path that
+        // would climb out is still reported as outside rather than as missing.
+        let mut depth: i64 = 0;
+        let relative = joined
+            .strip_prefix(&self.path)
+            .map_err(|_| PathError::OutsideRoot(client.to_string()))?;
+        for c in relative.components() {
+            match c {
+                Component::ParentDir => depth -= 1,
+                Component::Normal(_) => depth += 1,
+                _ => {}
+            }
+            if depth < 0 {
+                return Err(PathError::OutsideRoot(client.to_string()));
+            }
+        }
+        let canonical = joined
+            .canonicalize()
+            .map_err(|_| PathError::NotFound(client.to_string()))?;
+        if !canonical.starts_with(&self.path) {
+            return Err(PathError::OutsideRoot(client.to_string()));
+        }
+        Ok(canonical)
+    }
+
+    /// The root-relative display form of a path under the root (`src/main.rs`).
+    pub fn relative(&self, path: &Path) -> String {
+        let rel = path.strip_prefix(&self.path).unwrap_or(path);
+        let mut out = String::new();
+        for (i, c) in rel.components().enumerate() {
+            if i > 0 {
+                out.push('/');
+            }
+            out.push_str(&c.as_os_str().to_string_lossy());
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confines_paths_to_the_root() {
+        let base = std::env::temp_dir().join(format!("code-intel-root-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("repo/src")).unwrap();
+        std::fs::write(base.join("repo/src/a.rs"), "fn a() {}").unwrap();
+        std::fs::write(base.join("secret.txt"), "secret").unwrap();
+        let root = Root::open(&base.join("repo")).unwrap();
+        assert_eq!(
+            root.relative(&root.resolve("src/a.rs").unwrap()),
+            "src/a.rs"
+        );
+        assert_eq!(
+            root.relative(&root.resolve("src/../src/a.rs").unwrap()),
+            "src/a.rs"
+        );
+        assert!(matches!(
+            root.resolve("../secret.txt"),
+            Err(PathError::OutsideRoot(_))
+        ));
+        assert!(matches!(
+            root.resolve("src/../../secret.txt"),
+            Err(PathError::OutsideRoot(_))
+        ));
+        assert!(matches!(
+            root.resolve(base.join("secret.txt").to_str().unwrap()),
+            Err(PathError::OutsideRoot(_))
+        ));
+        assert!(matches!(
+            root.resolve("nope.rs"),
+            Err(PathError::NotFound(_))
+        ));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(base.join("secret.txt"), base.join("repo/link.txt"))
+                .unwrap();
+            assert!(matches!(
+                root.resolve("link.txt"),
+                Err(PathError::OutsideRoot(_))
+            ));
+        }
+    }
+}

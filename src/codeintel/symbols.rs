@@ -1,0 +1,381 @@
+//! Symbol queries over the index: definitions, references (index first, text search as
+//! the fallback, and the answer says which), a file's outline, the function at a line,
+//! and the structure of a file or directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::index::{Freshness, Index};
+use super::page::{Page, Window};
+use super::root::Root;
+use super::search::{Case, TextQuery, search_text};
+use super::tags::Tag;
+
+/// One symbol occurrence.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SymbolHit {
+    pub name: String,
+    pub kind: String,
+    pub path: String,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    pub signature: String,
+    pub definition: bool,
+}
+
+/// A list of symbols, how it was found, and how fresh the index was.
+#[derive(Debug, Clone, Serialize)]
+pub struct SymbolAnswer {
+    #[serde(flatten)]
+    pub symbols: Page<SymbolHit>,
+    /// `index` (tree-sitter tags) or `text` (word search, for languages or names the
+    /// index has no references for).
+    pub source: &'static str,
+    pub freshness: Freshness,
+}
+
+fn hit(path: &str, tag: Tag) -> SymbolHit {
+    SymbolHit {
+        name: tag.name,
+        kind: tag.kind,
+        path: path.to_string(),
+        line: tag.line,
+        column: tag.column,
+        end_line: tag.end_line,
+        scope: tag.scope,
+        signature: tag.signature,
+        definition: tag.is_definition,
+    }
+}
+
+fn occurrences(index: &Index, name: &str, definitions: bool) -> Vec<SymbolHit> {
+    index
+        .store
+        .lookup(name)
+        .into_iter()
+        .map(|t| index.store.tag(t))
+        .filter(|s| s.tag.is_definition == definitions)
+        .map(|s| hit(index.store.file_path(s.file), s.tag))
+        .collect()
+}
+
+/// Where `name` is defined, optionally only of one kind (`function`, `class`, ...).
+pub fn find_definitions(
+    root: &Root,
+    name: &str,
+    kind: Option<&str>,
+    window: Window,
+) -> Result<SymbolAnswer, String> {
+    let index = Index::open(root)?;
+    let mut hits = occurrences(&index, name, true);
+    if let Some(k) = kind {
+        hits.retain(|h| h.kind == k);
+    }
+    Ok(SymbolAnswer {
+        symbols: Page::of(hits, window),
+        source: "index",
+        freshness: index.freshness,
+    })
+}
+
+/// Where `name` is used. Uses the index's reference tags; when the index has none for the
+/// name, falls back to a whole-word text search that leaves out the definition lines.
+pub fn find_references(root: &Root, name: &str, window: Window) -> Result<SymbolAnswer, String> {
+    let index = Index::open(root)?;
+    let hits = occurrences(&index, name, false);
+    if !hits.is_empty() {
+        return Ok(SymbolAnswer {
+            symbols: Page::of(hits, window),
+            source: "index",
+            freshness: index.freshness,
+        });
+    }
+    let definitions: BTreeSet<(String, u32)> = occurrences(&index, name, true)
+        .into_iter()
+        .map(|h| (h.path, h.line))
+        .collect();
+    let query = TextQuery {
+        patterns: vec![name.to_string()],
+        word: true,
+        case: Case::Sensitive,
+        ..TextQuery::default()
+    };
+    let found = search_text(
+        root,
+        &query,
+        Window {
+            offset: 0,
+            limit: 0,
+        },
+    )?;
+    let mut hits = Vec::new();
+    for file in found.files {
+        for m in file.matches {
+            let line = u32::try_from(m.line).unwrap_or(u32::MAX);
+            if definitions.contains(&(file.path.clone(), line)) {
+                continue;
+            }
+            hits.push(SymbolHit {
+                name: name.to_string(),
+                kind: "text".into(),
+                path: file.path.clone(),
+                line,
+                column: u32::try_from(m.column).unwrap_or(1),
+                end_line: line,
+                scope: None,
+                signature: m.text.trim().to_string(),
+                definition: false,
+            });
+        }
+    }
+    Ok(SymbolAnswer {
+        symbols: Page::of(hits, window),
+        source: "text",
+        freshness: index.freshness,
+    })
+}
+
+fn file_index(index: &Index, root: &Root, file: &str) -> Result<(usize, String), String> {
+    let abs = root.resolve(file).map_err(|e| e.to_string())?;
+    let rel = root.relative(&abs);
+    (0..index.store.file_count())
+        .find(|i| index.store.file_path(*i) == rel)
+        .map(|i| (i, rel.clone()))
+        .ok_or_else(|| {
+            format!(
+                "`{rel}` is not an indexed source file (supported: {})",
+                super::languages::all()
+                    .iter()
+                    .map(|l| l.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+/// The definitions of one file, in order: its outline.
+pub fn get_symbols(root: &Root, file: &str, window: Window) -> Result<SymbolAnswer, String> {
+    let index = Index::open(root)?;
+    let (i, rel) = file_index(&index, root, file)?;
+    let hits: Vec<SymbolHit> = index
+        .store
+        .file_tags(i)
+        .into_iter()
+        .filter(|t| t.is_definition)
+        .map(|t| hit(&rel, t))
+        .collect();
+    Ok(SymbolAnswer {
+        symbols: Page::of(hits, window),
+        source: "index",
+        freshness: index.freshness,
+    })
+}
+
+/// The innermost definition of a function-like kind whose lines contain `line`.
+#[derive(Debug, Clone, Serialize)]
+pub struct FunctionAtLine {
+    pub path: String,
+    pub line: u32,
+    pub function: Option<SymbolHit>,
+    /// The definitions that enclose the line, outermost first (class, then method).
+    pub enclosing: Vec<SymbolHit>,
+    pub freshness: Freshness,
+}
+
+pub fn function_at_line(root: &Root, file: &str, line: u32) -> Result<FunctionAtLine, String> {
+    let index = Index::open(root)?;
+    let (i, rel) = file_index(&index, root, file)?;
+    let mut enclosing: Vec<SymbolHit> = index
+        .store
+        .file_tags(i)
+        .into_iter()
+        .filter(|t| t.is_definition && t.line <= line && line <= t.end_line)
+        .map(|t| hit(&rel, t))
+        .collect();
+    // Outermost first: the wider range, then the earlier start.
+    enclosing.sort_by_key(|h| (std::cmp::Reverse(h.end_line - h.line), h.line));
+    let function = enclosing
+        .iter()
+        .rev()
+        .find(|h| {
+            matches!(
+                h.kind.as_str(),
+                "function" | "method" | "constructor" | "macro"
+            )
+        })
+        .cloned();
+    Ok(FunctionAtLine {
+        path: rel,
+        line,
+        function,
+        enclosing,
+        freshness: index.freshness,
+    })
+}
+
+/// A definition with the definitions nested inside it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outline {
+    pub name: String,
+    pub kind: String,
+    pub line: u32,
+    pub end_line: u32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<Outline>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FileStructure {
+    pub path: String,
+    pub language: String,
+    pub imports: Vec<String>,
+    pub classes: usize,
+    pub functions: usize,
+    /// Definitions nested by line ranges.
+    pub outline: Vec<Outline>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Structure {
+    pub files: Page<FileStructure>,
+    /// Definition counts by kind over every file under the path.
+    pub kinds: BTreeMap<String, usize>,
+    pub freshness: Freshness,
+}
+
+/// Lines that import other code, per language (text patterns: imports are simple enough).
+fn is_import(language: &str, line: &str) -> bool {
+    let l = line.trim_start();
+    match language {
+        "rust" => {
+            l.starts_with("use ")
+                || l.starts_with("pub use ")
+                || l.starts_with("extern crate ")
+                || l.starts_with("mod ") && l.ends_with(';')
+        }
+        "python" => l.starts_with("import ") || l.starts_with("from ") && l.contains(" import "),
+        "javascript" | "typescript" | "tsx" => {
+            l.starts_with("import ")
+                || l.contains("require(")
+                    && (l.starts_with("const ") || l.starts_with("var ") || l.starts_with("let "))
+        }
+        "go" => l.starts_with("import ") || l.starts_with('"') && l.ends_with('"'),
+        "java" => l.starts_with("import "),
+        "c" | "cpp" => l.starts_with("#include"),
+        "php" => l.starts_with("use ") || l.starts_with("require") || l.starts_with("include"),
+        "ruby" => l.starts_with("require ") || l.starts_with("require_relative "),
+        "c_sharp" => l.starts_with("using ") && l.ends_with(';'),
+        _ => false,
+    }
+}
+
+fn nest(mut defs: Vec<Tag>) -> Vec<Outline> {
+    defs.sort_by_key(|t| (t.line, std::cmp::Reverse(t.end_line)));
+    let mut roots: Vec<Outline> = Vec::new();
+    for t in defs {
+        let node = Outline {
+            name: t.name,
+            kind: t.kind,
+            line: t.line,
+            end_line: t.end_line,
+            children: Vec::new(),
+        };
+        insert(&mut roots, node);
+    }
+    roots
+}
+
+fn insert(level: &mut Vec<Outline>, node: Outline) {
+    if let Some(parent) = level.last_mut()
+        && parent.line <= node.line
+        && node.end_line <= parent.end_line
+        && (parent.line, parent.end_line) != (node.line, node.end_line)
+    {
+        insert(&mut parent.children, node);
+        return;
+    }
+    level.push(node);
+}
+
+/// Classes, functions, imports and nesting of a file, or of every file under a directory.
+pub fn analyze_structure(root: &Root, path: &str, window: Window) -> Result<Structure, String> {
+    let index = Index::open(root)?;
+    let abs = root.resolve(path).map_err(|e| e.to_string())?;
+    let rel = root.relative(&abs);
+    let prefix = if abs.is_dir() && !rel.is_empty() {
+        format!("{rel}/")
+    } else {
+        String::new()
+    };
+    let selected: Vec<usize> = (0..index.store.file_count())
+        .filter(|i| {
+            let p = index.store.file_path(*i);
+            if abs.is_dir() {
+                p.starts_with(&prefix)
+            } else {
+                p == rel
+            }
+        })
+        .collect();
+    if selected.is_empty() && !abs.is_dir() {
+        return Err(format!("`{rel}` is not an indexed source file"));
+    }
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    let mut files = Vec::new();
+    for i in selected {
+        let tags: Vec<Tag> = index
+            .store
+            .file_tags(i)
+            .into_iter()
+            .filter(|t| t.is_definition)
+            .collect();
+        for t in &tags {
+            *kinds.entry(t.kind.clone()).or_default() += 1;
+        }
+        let path = index.store.file_path(i).to_string();
+        let language = index.store.file_language(i).to_string();
+        let imports = std::fs::read_to_string(root.path().join(&path))
+            .map(|text| {
+                text.lines()
+                    .filter(|l| is_import(&language, l))
+                    .map(|l| l.trim().chars().take(200).collect())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let classes = tags
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.kind.as_str(),
+                    "class" | "interface" | "struct" | "enum" | "trait" | "module" | "type"
+                )
+            })
+            .count();
+        let functions = tags
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.kind.as_str(),
+                    "function" | "method" | "constructor" | "macro"
+                )
+            })
+            .count();
+        files.push(FileStructure {
+            path,
+            language,
+            imports,
+            classes,
+            functions,
+            outline: nest(tags),
+        });
+    }
+    Ok(Structure {
+        files: Page::of(files, window),
+        kinds,
+        freshness: index.freshness,
+    })
+}

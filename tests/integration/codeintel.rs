@@ -1,0 +1,516 @@
+//! The code-intelligence tools on a small repository with several languages: search,
+//! files, the symbol index (including a file that changes between two queries), outlines,
+//! structure, impact, query routing, bounded output and path confinement.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use code_intel::codeintel::impact::analyze_impact;
+use code_intel::codeintel::page::Window;
+use code_intel::codeintel::query::query;
+use code_intel::codeintel::root::Root;
+use code_intel::codeintel::search::{Case, FileQuery, TextQuery, search_files, search_text};
+use code_intel::codeintel::symbols::{
+    analyze_structure, find_definitions, find_references, function_at_line, get_symbols,
+};
+use serde_json::Value;
+
+use crate::support::binary;
+
+const FILES: &[(&str, &str)] = &[
+    (".gitignore", "ignored/\n"),
+    (
+        "ignored/secret.py",
+        "def hidden_function():\n    return 1\n",
+    ),
+    (
+        "src/lib.rs",
+        "use std::fmt;\n\npub struct Parser {\n    depth: usize,\n}\n\nimpl Parser {\n    pub fn parse_config(&self) -> usize {\n        self.depth\n    }\n}\n\npub fn build() -> usize {\n    let p = Parser { depth: 1 };\n    p.parse_config()\n}\n",
+    ),
+    (
+        "app/models.py",
+        "import os\nfrom typing import Optional\n\nclass User:\n    def save(self):\n        return os.getcwd()\n\n\ndef get_user() -> Optional[User]:\n    return User()\n",
+    ),
+    (
+        "app/views.py",
+        "from app.models import get_user\n\n\ndef show():\n    user = get_user()\n    return user\n",
+    ),
+    (
+        "tests/test_models.py",
+        "from app.models import get_user\n\n\ndef test_get_user():\n    assert get_user() is not None\n",
+    ),
+    (
+        "docs/usage.md",
+        "# Usage\n\nCall `get_user` to load the current user.\n",
+    ),
+    ("config/settings.yml", "loader: get_user\n"),
+    (
+        "web/app.js",
+        "import { x } from './x.js';\n\nclass Widget {\n  render() {\n    return document.querySelector('.widget-box');\n  }\n}\n\nfunction mount() {\n  new Widget().render();\n}\n",
+    ),
+    (
+        "web/index.html",
+        "<div class=\"widget-box\" id=\"main\">hello</div>\n",
+    ),
+    ("web/style.css", ".widget-box {\n  color: red;\n}\n"),
+    (
+        "go/main.go",
+        "package main\n\nimport \"fmt\"\n\nfunc Greet(name string) string {\n\treturn fmt.Sprintf(\"hi %s\", name)\n}\n\nfunc main() {\n\tGreet(\"x\")\n}\n",
+    ),
+    (
+        "java/Main.java",
+        "import java.util.List;\n\npublic class Main {\n    public static int twice(int x) { return x * 2; }\n    public static void main(String[] a) { twice(2); }\n}\n",
+    ),
+    (
+        "c/util.c",
+        "#include <stdio.h>\n\nint add(int a, int b) {\n    return a + b;\n}\n\nint main(void) {\n    return add(1, 2);\n}\n",
+    ),
+    (
+        "ruby/greeter.rb",
+        "require 'json'\n\nclass Greeter\n  def greet\n    'hi'\n  end\nend\n",
+    ),
+    (
+        "notes.txt",
+        "unused_helper is mentioned here only as text\n",
+    ),
+    (
+        "src/unused.rs",
+        "// unused_helper keeps old callers compiling\npub fn unused_helper() {}\n",
+    ),
+];
+
+/// A fresh repository in a temporary directory.
+fn repo(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("code-intel-tools-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (path, text) in FILES {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    // A binary file that contains the pattern: it must be skipped.
+    std::fs::write(dir.join("data.bin"), b"get_user\0\0\x01binary").unwrap();
+    dir
+}
+
+fn all() -> Window {
+    Window {
+        offset: 0,
+        limit: 0,
+    }
+}
+
+fn text(patterns: &[&str]) -> TextQuery {
+    TextQuery {
+        patterns: patterns.iter().map(|p| (*p).to_string()).collect(),
+        ..TextQuery::default()
+    }
+}
+
+#[test]
+fn search_text_finds_literals_regexes_words_and_respects_ignores() {
+    let dir = repo("search");
+    let root = Root::open(&dir).unwrap();
+    let r = search_text(&root, &text(&["get_user"]), all()).unwrap();
+    let paths: Vec<&str> = r.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "app/models.py",
+            "app/views.py",
+            "config/settings.yml",
+            "docs/usage.md",
+            "tests/test_models.py"
+        ],
+        "binary and ignored files are skipped"
+    );
+    let first = &r.files[0].matches[0];
+    assert_eq!(
+        (first.line, first.column, first.text.as_str()),
+        (9, 5, "def get_user() -> Optional[User]:")
+    );
+    let regex = search_text(
+        &root,
+        &TextQuery {
+            regex: true,
+            ..text(&[r"fn \w+_config"])
+        },
+        all(),
+    )
+    .unwrap();
+    assert_eq!(regex.total, 1);
+    let insensitive = search_text(
+        &root,
+        &TextQuery {
+            case: Case::Insensitive,
+            word: true,
+            ..text(&["WIDGET"])
+        },
+        all(),
+    )
+    .unwrap();
+    assert!(insensitive.files.iter().any(|f| f.path == "web/app.js"));
+    let word = search_text(
+        &root,
+        &TextQuery {
+            word: true,
+            ..text(&["get"])
+        },
+        all(),
+    )
+    .unwrap();
+    assert_eq!(word.total, 0, "`get` is not a whole word in get_user");
+    let globbed = search_text(
+        &root,
+        &TextQuery {
+            globs: vec!["*.py".into()],
+            ..text(&["get_user"])
+        },
+        all(),
+    )
+    .unwrap();
+    assert!(globbed.files.iter().all(|f| f.path.ends_with(".py")));
+    let typed = search_text(
+        &root,
+        &TextQuery {
+            types: vec!["md".into()],
+            ..text(&["get_user"])
+        },
+        all(),
+    )
+    .unwrap();
+    assert_eq!(typed.files.len(), 1);
+    let context = search_text(
+        &root,
+        &TextQuery {
+            context: 1,
+            ..text(&["def save"])
+        },
+        all(),
+    )
+    .unwrap();
+    let m = &context.files[0].matches[0];
+    assert_eq!(
+        (m.before.as_slice(), m.after.as_slice()),
+        (
+            &["class User:".to_string()][..],
+            &["        return os.getcwd()".to_string()][..]
+        )
+    );
+    let multi = search_text(&root, &text(&["hidden_function", "Greeter"]), all()).unwrap();
+    assert_eq!(
+        multi.total, 1,
+        "several patterns; the ignored file stays out"
+    );
+}
+
+#[test]
+fn lists_are_bounded_and_say_so() {
+    let dir = repo("bounded");
+    let root = Root::open(&dir).unwrap();
+    let page = search_text(
+        &root,
+        &text(&["get_user"]),
+        Window {
+            offset: 1,
+            limit: 2,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (page.total, page.returned, page.truncated, page.next_offset),
+        (8, 2, true, Some(3))
+    );
+    let files = search_files(
+        &root,
+        &FileQuery {
+            globs: vec!["*.py".into()],
+            ..FileQuery::default()
+        },
+        Window {
+            offset: 0,
+            limit: 2,
+        },
+    )
+    .unwrap();
+    assert_eq!((files.total, files.returned, files.truncated), (3, 2, true));
+    assert_eq!(files.items, ["app/models.py", "app/views.py"]);
+}
+
+#[test]
+fn definitions_references_and_outlines_across_languages() {
+    let dir = repo("symbols");
+    let root = Root::open(&dir).unwrap();
+    for (name, path, kind) in [
+        ("User", "app/models.py", "class"),
+        ("get_user", "app/models.py", "function"),
+        ("parse_config", "src/lib.rs", "method"),
+        ("Widget", "web/app.js", "class"),
+        ("Greet", "go/main.go", "function"),
+        ("twice", "java/Main.java", "method"),
+        ("add", "c/util.c", "function"),
+        ("Greeter", "ruby/greeter.rb", "class"),
+    ] {
+        let d = find_definitions(&root, name, None, all()).unwrap();
+        assert!(
+            d.symbols
+                .items
+                .iter()
+                .any(|h| h.path == path && h.kind == kind),
+            "{name}: {:?}",
+            d.symbols.items
+        );
+    }
+    let refs = find_references(&root, "get_user", all()).unwrap();
+    assert_eq!(refs.source, "index");
+    let ref_paths: Vec<&str> = refs.symbols.items.iter().map(|h| h.path.as_str()).collect();
+    assert!(
+        ref_paths.contains(&"app/views.py") && ref_paths.contains(&"tests/test_models.py"),
+        "{ref_paths:?}"
+    );
+    assert!(
+        find_references(&root, "add", all())
+            .unwrap()
+            .symbols
+            .items
+            .iter()
+            .any(|h| h.path == "c/util.c" && h.line == 8),
+        "C calls are references"
+    );
+    // Never called in code: the text fallback finds the mentions and says so.
+    let fallback = find_references(&root, "unused_helper", all()).unwrap();
+    assert_eq!(fallback.source, "text");
+    assert!(fallback.symbols.items.iter().any(|h| h.path == "notes.txt"));
+    assert!(
+        fallback
+            .symbols
+            .items
+            .iter()
+            .all(|h| !(h.path == "src/unused.rs" && h.line == 2)),
+        "the definition line is not a reference"
+    );
+    let outline = get_symbols(&root, "src/lib.rs", all()).unwrap();
+    let names: Vec<(&str, &str)> = outline
+        .symbols
+        .items
+        .iter()
+        .map(|h| (h.kind.as_str(), h.name.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("class", "Parser"),
+            ("implementation", "Parser"),
+            ("method", "parse_config"),
+            ("function", "build")
+        ]
+    );
+    let at = function_at_line(&root, "src/lib.rs", 9).unwrap();
+    assert_eq!(at.function.unwrap().name, "parse_config");
+    let structure = analyze_structure(&root, "app", all()).unwrap();
+    let models = structure
+        .files
+        .items
+        .iter()
+        .find(|f| f.path == "app/models.py")
+        .unwrap();
+    assert_eq!(models.imports, ["import os", "from typing import Optional"]);
+    assert_eq!(models.outline[0].name, "User");
+    assert_eq!(models.outline[0].children[0].name, "save");
+}
+
+#[test]
+fn a_changed_file_is_reindexed_before_answering() {
+    let dir = repo("fresh");
+    let root = Root::open(&dir).unwrap();
+    let before = find_definitions(&root, "build", None, all()).unwrap();
+    assert_eq!(before.symbols.total, 1);
+    let source = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&source)
+        .unwrap()
+        .replace("pub fn build()", "pub fn assemble()");
+    std::fs::write(&source, text).unwrap();
+    let after = find_definitions(&root, "build", None, all()).unwrap();
+    assert_eq!(after.symbols.total, 0, "no answer from a file that changed");
+    assert_eq!(after.freshness.reindexed, ["src/lib.rs"]);
+    assert_eq!(
+        find_definitions(&root, "assemble", None, all())
+            .unwrap()
+            .symbols
+            .total,
+        1
+    );
+    // A deleted file drops out of answers too.
+    std::fs::remove_file(dir.join("ruby/greeter.rb")).unwrap();
+    assert_eq!(
+        find_definitions(&root, "Greeter", None, all())
+            .unwrap()
+            .symbols
+            .total,
+        0
+    );
+}
+
+#[test]
+fn impact_lists_callers_tests_docs_and_markup_with_reasons() {
+    let dir = repo("impact");
+    let root = Root::open(&dir).unwrap();
+    let impact = analyze_impact(&root, &["get_user".to_string()], all()).unwrap();
+    assert!(
+        impact
+            .callers
+            .items
+            .iter()
+            .any(|c| c.name == "show" && c.path == "app/views.py")
+    );
+    assert!(
+        impact
+            .tests
+            .items
+            .iter()
+            .any(|t| t.path == "tests/test_models.py" && t.why.contains("test"))
+    );
+    let docs: Vec<&str> = impact
+        .config_and_docs
+        .items
+        .iter()
+        .map(|t| t.path.as_str())
+        .collect();
+    assert!(
+        docs.contains(&"docs/usage.md") && docs.contains(&"config/settings.yml"),
+        "{docs:?}"
+    );
+    assert!(!impact.risk.reasons.is_empty());
+    let markup = analyze_impact(&root, &["web/style.css".to_string()], all()).unwrap();
+    assert!(markup.names.contains(&"widget-box".to_string()));
+    let used: Vec<&str> = markup
+        .markup
+        .items
+        .iter()
+        .map(|t| t.path.as_str())
+        .collect();
+    assert!(
+        used.contains(&"web/index.html") && used.contains(&"web/app.js"),
+        "{used:?}"
+    );
+    // Reproducible.
+    let again = analyze_impact(&root, &["get_user".to_string()], all()).unwrap();
+    assert_eq!(
+        serde_json::to_value(&impact.callers).unwrap(),
+        serde_json::to_value(&again.callers).unwrap()
+    );
+}
+
+#[test]
+fn query_routes_and_says_where() {
+    let dir = repo("query");
+    let root = Root::open(&dir).unwrap();
+    for (question, tool) in [
+        ("where is get_user defined?", "find_definitions"),
+        ("who calls get_user", "find_references"),
+        ("what breaks if I change get_user", "analyze_impact"),
+        ("structure of app", "analyze_structure"),
+        ("files named *.go", "search_files"),
+        ("find \"current user\"", "search_text"),
+    ] {
+        let a = query(&root, question, all()).unwrap();
+        assert_eq!(a.tool, tool, "{question}: {}", a.why);
+    }
+}
+
+fn run(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let o = Command::new(binary())
+        .args(args)
+        .arg("--root")
+        .arg(dir)
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn paths_outside_the_root_are_refused() {
+    let dir = repo("escape");
+    std::fs::write(dir.parent().unwrap().join("outside.rs"), "fn outside() {}").unwrap();
+    let root = Root::open(&dir).unwrap();
+    assert!(
+        get_symbols(&root, "../outside.rs", all())
+            .unwrap_err()
+            .contains("outside the repository root")
+    );
+    assert!(
+        search_text(
+            &root,
+            &TextQuery {
+                paths: vec!["../".into()],
+                ..text(&["x"])
+            },
+            all()
+        )
+        .unwrap_err()
+        .contains("outside")
+    );
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(
+            dir.parent().unwrap().join("outside.rs"),
+            dir.join("link.rs"),
+        )
+        .unwrap();
+        assert!(
+            get_symbols(&root, "link.rs", all())
+                .unwrap_err()
+                .contains("outside")
+        );
+        // The walk does not follow the link either.
+        let found = search_text(&root, &text(&["fn outside"]), all()).unwrap();
+        assert_eq!(found.total, 0);
+    }
+    let (code, _, err) = run(&dir, &["symbols", "../outside.rs"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("outside the repository root"), "{err}");
+}
+
+#[test]
+fn the_cli_prints_like_rg_or_json_and_exits_by_result() {
+    let dir = repo("cli");
+    let (code, out, _) = run(&dir, &["search", "get_user", "--glob", "*.py"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.lines()
+            .any(|l| l == "app/views.py:1:from app.models import get_user"),
+        "{out}"
+    );
+    let (code, out, _) = run(&dir, &["search", "get_user", "--json", "--limit", "1"]);
+    assert_eq!(code, Some(0));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (v["returned"].as_u64(), v["truncated"].as_bool()),
+        (Some(1), Some(true))
+    );
+    assert_eq!(run(&dir, &["search", "no_such_text_anywhere"]).0, Some(1));
+    assert_eq!(run(&dir, &["search", "(", "--regex"]).0, Some(2));
+    let (code, out, _) = run(&dir, &["index", "--json"]);
+    assert_eq!(code, Some(0));
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert!(report["files"].as_u64().unwrap() >= 10);
+    let (code, out, _) = run(&dir, &["defs", "Greet"]);
+    assert_eq!(code, Some(0));
+    assert!(out.starts_with("go/main.go:5:"), "{out}");
+    assert_eq!(run(&dir, &["defs", "NoSuchSymbol"]).0, Some(1));
+    let (code, out, _) = run(&dir, &["files", "*.rb"]);
+    assert_eq!((code, out.as_str()), (Some(0), "ruby/greeter.rb\n"));
+    let (code, out, _) = run(&dir, &["impact", "get_user", "--json"]);
+    assert_eq!(code, Some(0));
+    assert!(serde_json::from_str::<Value>(&out).unwrap()["risk"]["level"].is_string());
+    let (code, out, _) = run(&dir, &["query", "where is Widget defined", "--json"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap()["tool"],
+        "find_definitions"
+    );
+}
