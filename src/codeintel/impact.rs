@@ -277,7 +277,11 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
     Ok(Impact {
         names,
         definitions,
-        references: Page::of(references, window),
+        references: {
+            let mut page = Page::of(references, window);
+            super::symbols::fill_reference_lines(root, &mut page);
+            page
+        },
         callers: Page::of(callers, window),
         tests: Page::of(tests, window),
         config_and_docs: Page::of(config_and_docs, window),

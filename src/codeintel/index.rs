@@ -244,11 +244,11 @@ impl Index {
     pub fn open(root: &Root) -> Result<Index, String> {
         let path = root.path().join(INDEX_FILE);
         let mut built = None;
-        let store = match Store::read(&path) {
+        let store = match Store::open(&path) {
             Ok(s) => s,
             Err(_) => {
                 built = Some(update(root)?);
-                Store::read(&path)?
+                Store::open(&path)?
             }
         };
         let (changed, touched, deleted) = stale_files(root, &store);
@@ -267,7 +267,7 @@ impl Index {
             });
         }
         let report = update(root)?;
-        let store = Store::read(&path)?;
+        let store = Store::open(&path)?;
         let freshness = Freshness {
             indexed_at: store.built_unix,
             files_indexed: store.file_count(),

@@ -1,17 +1,20 @@
-//! The on-disk symbol index: a compact binary file read without deserialising it.
+//! The on-disk symbol index: a compact binary file that queries read in pieces.
 //!
-//! Records have fixed sizes and strings live in one blob, so a query reads the file,
-//! binary-searches the sorted name directory and decodes only the tags it returns. The
-//! index is derived data: deleting `.code-intel/symbols.idx` only costs a rebuild.
+//! Records have fixed sizes and strings live in blobs, so a query reads the header, the
+//! file table and the paths (to check freshness) in one read, then binary-searches the
+//! sorted name directory and reads only the tags it returns, whatever the repository's
+//! size. The index is derived data: deleting `.code-intel/symbols.idx` only costs a rebuild.
 //!
-//! Layout (all integers little-endian):
+//! Layout (all integers little-endian; a str is u32 offset + u32 length into a blob):
 //! ```text
-//! magic "CIIDX002" | u32 files | u32 tags | u32 names | u32 postings | u32 blob_len | u64 built_unix
-//! files    × FILE (path str, u64 size, u64 mtime_ns, [u8;32] sha256, lang str, u32 first_tag, u32 tag_count)
-//! tags     × TAG  (name str, kind str, scope str, signature str, u32 line, u32 column, u32 end_line, u32 file, u32 is_def)
+//! magic "CIIDX004" | u32 files | u32 tags | u32 names | u32 postings | u32 paths_len | u32 blob_len | u64 built_unix
+//! files    × FILE (path str in paths, u64 size, u64 mtime_ns, [u8;32] sha256, lang str, u32 first_tag, u32 tag_count)
+//! paths    the bytes of every file path
 //! names    × NAME (name str, u32 first_posting, u32 posting_count), sorted by name bytes
 //! postings × u32 tag index, grouped by name, definitions first
-//! blob     the bytes of every str (a str is u32 offset + u32 length into the blob)
+//! tags     × TAG  (name str, kind str, scope str, signature str (definitions only),
+//!                  u32 line, u32 column, u32 end_line, u32 file, u32 is_def)
+//! blob     the bytes of every other str
 //! ```
 
 use std::collections::HashMap;
@@ -20,8 +23,8 @@ use std::path::Path;
 
 use super::tags::Tag;
 
-const MAGIC: &[u8; 8] = b"CIIDX002";
-const HEADER: usize = 8 + 5 * 4 + 8;
+const MAGIC: &[u8; 8] = b"CIIDX004";
+const HEADER: usize = 8 + 6 * 4 + 8;
 const FILE_REC: usize = 8 + 8 + 8 + 32 + 8 + 4 + 4;
 const TAG_REC: usize = 4 * 8 + 5 * 4;
 const NAME_REC: usize = 8 + 4 + 4;
@@ -51,26 +54,34 @@ pub fn write(path: &Path, files: &[FileEntry], built_unix: u64) -> std::io::Resu
         interned.insert(s.to_string(), r);
         r
     };
+    let mut paths: Vec<u8> = Vec::new();
     let mut file_bytes = Vec::with_capacity(files.len() * FILE_REC);
     let mut tag_bytes = Vec::new();
     let mut by_name: HashMap<&str, Vec<(bool, u32)>> = HashMap::new();
     let mut tag_index: u32 = 0;
     for (file_index, f) in files.iter().enumerate() {
-        let (po, pl) = intern(&f.path);
-        let (lo, ll) = intern(&f.language);
-        put_str(&mut file_bytes, po, pl);
+        put_str(&mut file_bytes, to_u32(paths.len()), to_u32(f.path.len()));
+        paths.extend_from_slice(f.path.as_bytes());
         file_bytes.extend_from_slice(&f.size.to_le_bytes());
         file_bytes.extend_from_slice(&f.mtime_ns.to_le_bytes());
         file_bytes.extend_from_slice(&f.hash);
+        let (lo, ll) = intern(&f.language);
         put_str(&mut file_bytes, lo, ll);
         file_bytes.extend_from_slice(&tag_index.to_le_bytes());
         file_bytes.extend_from_slice(&to_u32(f.tags.len()).to_le_bytes());
         for t in &f.tags {
+            // References keep no signature: it is their source line, read back for the few
+            // a query returns (see `symbols::fill_reference_lines`).
+            let signature = if t.is_definition {
+                t.signature.as_str()
+            } else {
+                ""
+            };
             for s in [
                 t.name.as_str(),
                 t.kind.as_str(),
                 t.scope.as_deref().unwrap_or(""),
-                t.signature.as_str(),
+                signature,
             ] {
                 let (o, l) = intern(s);
                 put_str(&mut tag_bytes, o, l);
@@ -111,6 +122,7 @@ pub fn write(path: &Path, files: &[FileEntry], built_unix: u64) -> std::io::Resu
     let mut out = Vec::with_capacity(
         HEADER
             + file_bytes.len()
+            + paths.len()
             + tag_bytes.len()
             + name_bytes.len()
             + posting_bytes.len()
@@ -122,15 +134,17 @@ pub fn write(path: &Path, files: &[FileEntry], built_unix: u64) -> std::io::Resu
         tag_index,
         to_u32(names.len()),
         postings,
+        to_u32(paths.len()),
         to_u32(blob.len()),
     ] {
         out.extend_from_slice(&n.to_le_bytes());
     }
     out.extend_from_slice(&built_unix.to_le_bytes());
     out.extend_from_slice(&file_bytes);
-    out.extend_from_slice(&tag_bytes);
+    out.extend_from_slice(&paths);
     out.extend_from_slice(&name_bytes);
     out.extend_from_slice(&posting_bytes);
+    out.extend_from_slice(&tag_bytes);
     out.extend_from_slice(&blob);
     atomic_write(path, &out)
 }
@@ -164,13 +178,26 @@ fn put_str(out: &mut Vec<u8>, offset: u32, len: u32) {
     out.extend_from_slice(&len.to_le_bytes());
 }
 
-/// A loaded index file, decoded on demand.
+/// Where the bytes of an index come from: the whole file in memory (for updates), or the
+/// open file read piece by piece (for queries).
+enum Source {
+    Memory(Vec<u8>),
+    File(std::fs::File),
+}
+
+/// An index file, decoded on demand.
 pub struct Store {
-    bytes: Vec<u8>,
+    source: Source,
+    /// The header, the file table and the paths, always in memory.
+    head: Vec<u8>,
     files: usize,
     tags: usize,
     names: usize,
     postings: usize,
+    names_at: u64,
+    postings_at: u64,
+    tags_at: u64,
+    blob_at: u64,
     pub built_unix: u64,
 }
 
@@ -181,71 +208,106 @@ pub struct StoredTag {
     pub file: usize,
 }
 
+fn le32(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .map_or(0, |s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+fn le64(b: &[u8], at: usize) -> u64 {
+    b.get(at..at + 8).map_or(0, |s| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(s);
+        u64::from_le_bytes(a)
+    })
+}
+
 impl Store {
-    /// Reads and checks an index file. Any inconsistency is an error (the caller rebuilds).
+    /// Reads a whole index file into memory (for an update, which decodes everything).
     pub fn read(path: &Path) -> Result<Store, String> {
         let bytes =
             std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        Store::from_bytes(bytes)
+        let len = bytes.len() as u64;
+        Store::new(Source::Memory(bytes), len)
     }
 
-    pub fn from_bytes(bytes: Vec<u8>) -> Result<Store, String> {
-        if bytes.len() < HEADER || &bytes[..8] != MAGIC {
+    /// Opens an index file for queries: only the header, file table and paths are read now.
+    pub fn open(path: &Path) -> Result<Store, String> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let len = file.metadata().map_err(|e| e.to_string())?.len();
+        Store::new(Source::File(file), len)
+    }
+
+    fn new(source: Source, len: u64) -> Result<Store, String> {
+        let mut store = Store {
+            source,
+            head: Vec::new(),
+            files: 0,
+            tags: 0,
+            names: 0,
+            postings: 0,
+            names_at: 0,
+            postings_at: 0,
+            tags_at: 0,
+            blob_at: 0,
+            built_unix: 0,
+        };
+        let header = store.read_at(0, HEADER.min(usize::try_from(len).unwrap_or(0)));
+        if header.len() < HEADER || &header[..8] != MAGIC {
             return Err("not a code-intel index (or an older format)".into());
         }
-        let u = |at: usize| {
-            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize
-        };
-        let (files, tags, names, postings, blob) = (u(8), u(12), u(16), u(20), u(24));
-        let built_unix = u64::from_le_bytes(bytes[28..36].try_into().map_err(|_| "bad header")?);
-        let expected =
-            HEADER + files * FILE_REC + tags * TAG_REC + names * NAME_REC + postings * 4 + blob;
-        if bytes.len() != expected {
+        let (files, tags, names, postings, paths, blob) = (
+            le32(&header, 8) as usize,
+            le32(&header, 12) as usize,
+            le32(&header, 16) as usize,
+            le32(&header, 20) as usize,
+            le32(&header, 24) as usize,
+            le32(&header, 28) as u64,
+        );
+        store.built_unix = le64(&header, 32);
+        let head_len = HEADER + files * FILE_REC + paths;
+        store.names_at = head_len as u64;
+        store.postings_at = store.names_at + (names * NAME_REC) as u64;
+        store.tags_at = store.postings_at + (postings * 4) as u64;
+        store.blob_at = store.tags_at + (tags * TAG_REC) as u64;
+        if store.blob_at + blob != len {
             return Err(format!(
-                "index is truncated or corrupt ({} bytes, expected {expected})",
-                bytes.len()
+                "index is truncated or corrupt ({len} bytes, expected {})",
+                store.blob_at + blob
             ));
         }
-        Ok(Store {
-            bytes,
-            files,
-            tags,
-            names,
-            postings,
-            built_unix,
-        })
+        store.head = store.read_at(0, head_len);
+        (store.files, store.tags, store.names, store.postings) = (files, tags, names, postings);
+        Ok(store)
     }
 
-    fn u32_at(&self, at: usize) -> u32 {
-        u32::from_le_bytes([
-            self.bytes[at],
-            self.bytes[at + 1],
-            self.bytes[at + 2],
-            self.bytes[at + 3],
-        ])
+    fn read_at(&self, offset: u64, len: usize) -> Vec<u8> {
+        match &self.source {
+            Source::Memory(bytes) => {
+                let start = usize::try_from(offset).unwrap_or(usize::MAX);
+                bytes
+                    .get(start..start.saturating_add(len))
+                    .map_or_else(Vec::new, <[u8]>::to_vec)
+            }
+            Source::File(file) => {
+                use std::os::unix::fs::FileExt;
+                let mut buf = vec![0u8; len];
+                if file.read_exact_at(&mut buf, offset).is_ok() {
+                    buf
+                } else {
+                    Vec::new()
+                }
+            }
+        }
     }
 
-    fn u64_at(&self, at: usize) -> u64 {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&self.bytes[at..at + 8]);
-        u64::from_le_bytes(b)
-    }
-
-    fn blob_start(&self) -> usize {
-        HEADER
-            + self.files * FILE_REC
-            + self.tags * TAG_REC
-            + self.names * NAME_REC
-            + self.postings * 4
-    }
-
-    fn str_at(&self, at: usize) -> &str {
-        let (o, l) = (self.u32_at(at) as usize, self.u32_at(at + 4) as usize);
-        let start = self.blob_start() + o;
-        self.bytes
-            .get(start..start + l)
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .unwrap_or("")
+    /// A string of the blob, from its (offset, length) record at `rec[at..]`.
+    fn blob_str(&self, rec: &[u8], at: usize) -> String {
+        let (o, l) = (u64::from(le32(rec, at)), le32(rec, at + 4) as usize);
+        if l == 0 {
+            return String::new();
+        }
+        String::from_utf8(self.read_at(self.blob_at + o, l)).unwrap_or_default()
     }
 
     pub fn file_count(&self) -> usize {
@@ -256,70 +318,85 @@ impl Store {
         self.tags
     }
 
-    fn file_rec(&self, i: usize) -> usize {
-        HEADER + i * FILE_REC
+    fn file_rec(&self, i: usize) -> &[u8] {
+        let at = HEADER + i * FILE_REC;
+        self.head.get(at..at + FILE_REC).unwrap_or(&[])
     }
 
     pub fn file_path(&self, i: usize) -> &str {
-        self.str_at(self.file_rec(i))
+        let rec = self.file_rec(i);
+        let (o, l) = (le32(rec, 0) as usize, le32(rec, 4) as usize);
+        let base = HEADER + self.files * FILE_REC;
+        self.head
+            .get(base + o..base + o + l)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or("")
     }
 
     /// `(size, mtime_ns, sha256)` of file `i` when it was indexed.
     pub fn file_stamp(&self, i: usize) -> (u64, u64, [u8; 32]) {
-        let at = self.file_rec(i);
+        let rec = self.file_rec(i);
         let mut hash = [0u8; 32];
-        hash.copy_from_slice(&self.bytes[at + 24..at + 56]);
-        (self.u64_at(at + 8), self.u64_at(at + 16), hash)
+        if let Some(h) = rec.get(24..56) {
+            hash.copy_from_slice(h);
+        }
+        (le64(rec, 8), le64(rec, 16), hash)
     }
 
-    pub fn file_language(&self, i: usize) -> &str {
-        self.str_at(self.file_rec(i) + 56)
+    pub fn file_language(&self, i: usize) -> String {
+        let rec = self.file_rec(i).to_vec();
+        self.blob_str(&rec, 56)
     }
 
     pub fn file_tags(&self, i: usize) -> Vec<Tag> {
-        let at = self.file_rec(i) + 64;
-        let (first, count) = (self.u32_at(at) as usize, self.u32_at(at + 4) as usize);
-        (first..first + count)
-            .filter(|t| *t < self.tags)
-            .map(|t| self.tag(t).tag)
+        let rec = self.file_rec(i);
+        let (first, count) = (le32(rec, 64) as usize, le32(rec, 68) as usize);
+        let count = count.min(self.tags.saturating_sub(first));
+        let bytes = self.read_at(self.tags_at + (first * TAG_REC) as u64, count * TAG_REC);
+        bytes
+            .chunks_exact(TAG_REC)
+            .map(|r| self.decode_tag(r).tag)
             .collect()
     }
 
-    pub fn tag(&self, t: usize) -> StoredTag {
-        let at = HEADER + self.files * FILE_REC + t * TAG_REC;
-        let scope = self.str_at(at + 16);
+    fn decode_tag(&self, r: &[u8]) -> StoredTag {
+        let scope = self.blob_str(r, 16);
         StoredTag {
             tag: Tag {
-                name: self.str_at(at).to_string(),
-                kind: self.str_at(at + 8).to_string(),
-                scope: (!scope.is_empty()).then(|| scope.to_string()),
-                signature: self.str_at(at + 24).to_string(),
-                line: self.u32_at(at + 32),
-                column: self.u32_at(at + 36),
-                end_line: self.u32_at(at + 40),
-                is_definition: self.u32_at(at + 48) != 0,
+                name: self.blob_str(r, 0),
+                kind: self.blob_str(r, 8),
+                scope: (!scope.is_empty()).then_some(scope),
+                signature: self.blob_str(r, 24),
+                line: le32(r, 32),
+                column: le32(r, 36),
+                end_line: le32(r, 40),
+                is_definition: le32(r, 48) != 0,
             },
-            file: self.u32_at(at + 44) as usize,
+            file: le32(r, 44) as usize,
         }
+    }
+
+    pub fn tag(&self, t: usize) -> StoredTag {
+        let r = self.read_at(self.tags_at + (t * TAG_REC) as u64, TAG_REC);
+        self.decode_tag(&r)
     }
 
     /// The tag indices for `name` (definitions first), by binary search.
     pub fn lookup(&self, name: &str) -> Vec<usize> {
-        let base = HEADER + self.files * FILE_REC + self.tags * TAG_REC;
         let (mut lo, mut hi) = (0usize, self.names);
         while lo < hi {
             let mid = usize::midpoint(lo, hi);
-            let at = base + mid * NAME_REC;
-            match self.str_at(at).as_bytes().cmp(name.as_bytes()) {
+            let rec = self.read_at(self.names_at + (mid * NAME_REC) as u64, NAME_REC);
+            match self.blob_str(&rec, 0).as_bytes().cmp(name.as_bytes()) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => {
-                    let (first, count) =
-                        (self.u32_at(at + 8) as usize, self.u32_at(at + 12) as usize);
-                    let postings = base + self.names * NAME_REC;
-                    return (first..first + count)
-                        .filter(|p| *p < self.postings)
-                        .map(|p| self.u32_at(postings + p * 4) as usize)
+                    let (first, count) = (le32(&rec, 8) as usize, le32(&rec, 12) as usize);
+                    let count = count.min(self.postings.saturating_sub(first));
+                    let bytes = self.read_at(self.postings_at + (first * 4) as u64, count * 4);
+                    return bytes
+                        .chunks_exact(4)
+                        .map(|c| le32(c, 0) as usize)
                         .filter(|t| *t < self.tags)
                         .collect();
                 }
@@ -338,7 +415,7 @@ impl Store {
                     size,
                     mtime_ns,
                     hash,
-                    language: self.file_language(i).to_string(),
+                    language: self.file_language(i),
                     tags: self.file_tags(i),
                 }
             })

@@ -63,6 +63,32 @@ fn occurrences(index: &Index, name: &str, definitions: bool) -> Vec<SymbolHit> {
         .collect()
 }
 
+/// Fills the signature of reference hits with their source line, reading each file once.
+/// Only the returned page is filled, so the cost is bounded by the page size.
+pub(crate) fn fill_reference_lines(root: &Root, page: &mut Page<SymbolHit>) {
+    let mut cache: std::collections::HashMap<String, Vec<String>> =
+        std::collections::HashMap::new();
+    for h in page
+        .items
+        .iter_mut()
+        .filter(|h| !h.definition && h.signature.is_empty())
+    {
+        let lines = cache.entry(h.path.clone()).or_insert_with(|| {
+            std::fs::read(root.path().join(&h.path))
+                .map(|b| {
+                    String::from_utf8_lossy(&b)
+                        .lines()
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        if let Some(line) = lines.get((h.line as usize).saturating_sub(1)) {
+            h.signature = line.trim().chars().take(200).collect();
+        }
+    }
+}
+
 /// Where `name` is defined, optionally only of one kind (`function`, `class`, ...).
 pub fn find_definitions(
     root: &Root,
@@ -88,8 +114,10 @@ pub fn find_references(root: &Root, name: &str, window: Window) -> Result<Symbol
     let index = Index::open(root)?;
     let hits = occurrences(&index, name, false);
     if !hits.is_empty() {
+        let mut symbols = Page::of(hits, window);
+        fill_reference_lines(root, &mut symbols);
         return Ok(SymbolAnswer {
-            symbols: Page::of(hits, window),
+            symbols,
             source: "index",
             freshness: index.freshness,
         });
