@@ -376,6 +376,12 @@ impl Store {
         }
     }
 
+    /// Whether tag `t` is a definition, reading only its record (no strings).
+    pub fn is_definition(&self, t: usize) -> bool {
+        let r = self.read_at(self.tags_at + (t * TAG_REC) as u64 + 48, 4);
+        le32(&r, 0) != 0
+    }
+
     pub fn tag(&self, t: usize) -> StoredTag {
         let r = self.read_at(self.tags_at + (t * TAG_REC) as u64, TAG_REC);
         self.decode_tag(&r)

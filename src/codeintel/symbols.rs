@@ -53,12 +53,21 @@ fn hit(path: &str, tag: Tag) -> SymbolHit {
 }
 
 fn occurrences(index: &Index, name: &str, definitions: bool) -> Vec<SymbolHit> {
-    index
-        .store
-        .lookup(name)
-        .into_iter()
-        .map(|t| index.store.tag(t))
-        .filter(|s| s.tag.is_definition == definitions)
+    // Postings list definitions first, so reading stops or starts at the boundary without
+    // decoding the strings of tags that are not wanted.
+    let ids = index.store.lookup(name);
+    let boundary = ids
+        .iter()
+        .position(|t| !index.store.is_definition(*t))
+        .unwrap_or(ids.len());
+    let wanted = if definitions {
+        &ids[..boundary]
+    } else {
+        &ids[boundary..]
+    };
+    wanted
+        .iter()
+        .map(|t| index.store.tag(*t))
         .map(|s| hit(index.store.file_path(s.file), s.tag))
         .collect()
 }
