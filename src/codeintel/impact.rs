@@ -129,11 +129,8 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
         match as_file {
             Some(abs) => {
                 let rel = root.relative(&abs);
-                if let Some(i) =
-                    (0..index.store.file_count()).find(|i| index.store.file_path(*i) == rel)
-                {
+                if let Some(i) = index.file_index(&rel) {
                     for t in index
-                        .store
                         .file_tags(i)
                         .into_iter()
                         .filter(|t| t.is_definition && t.scope.is_none())
@@ -166,19 +163,19 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
     let mut definitions = Vec::new();
     let mut references = Vec::new();
     for name in &names {
-        for t in index.store.lookup(name) {
-            let s = index.store.tag(t);
-            let path = index.store.file_path(s.file).to_string();
+        for t in index.lookup(name) {
+            let (tag, file) = index.tag(t);
+            let path = index.file_path(file).to_string();
             let h = SymbolHit {
-                name: s.tag.name,
-                kind: s.tag.kind,
+                name: tag.name,
+                kind: tag.kind,
                 path,
-                line: s.tag.line,
-                column: s.tag.column,
-                end_line: s.tag.end_line,
-                scope: s.tag.scope,
-                signature: s.tag.signature,
-                definition: s.tag.is_definition,
+                line: tag.line,
+                column: tag.column,
+                end_line: tag.end_line,
+                scope: tag.scope,
+                signature: tag.signature,
+                definition: tag.is_definition,
             };
             if h.definition {
                 definitions.push(h)
@@ -193,11 +190,10 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
     let mut file_defs: BTreeMap<String, Vec<super::tags::Tag>> = BTreeMap::new();
     for r in &references {
         let defs = file_defs.entry(r.path.clone()).or_insert_with(|| {
-            (0..index.store.file_count())
-                .find(|i| index.store.file_path(*i) == r.path)
+            index
+                .file_index(&r.path)
                 .map(|i| {
                     index
-                        .store
                         .file_tags(i)
                         .into_iter()
                         .filter(|t| t.is_definition)

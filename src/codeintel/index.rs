@@ -1,12 +1,18 @@
 //! The symbol index: tree-sitter tags of every source file under the root, built in
-//! parallel, persisted in `.code-intel/symbols.idx`, updated by content hash.
+//! parallel, persisted under `.code-intel/`, updated by content hash.
+//!
+//! Two layers, like a small log-structured store: the main index (`symbols.idx`) and a
+//! delta (`symbols.delta`) holding files re-tagged since the main index was written, and
+//! tombstones for deleted ones. An update writes only the delta, so re-indexing one
+//! changed file costs that file, not the tree; when the delta grows past a share of the
+//! tree, an update folds it into a new main index.
 //!
 //! Freshness: before answering, every indexed file's size and mtime are compared with the
 //! index; a file whose stamp moved is hashed, and re-tagged only when its content changed.
 //! So no answer ever comes from a file that changed since it was indexed. Files created
 //! after the last update are picked up by the next `update` (`code-intel index`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -20,8 +26,16 @@ use super::search::walk_files;
 use super::store::{FileEntry, Store, write};
 use super::tags::Tagger;
 
-/// Where the index lives, relative to the root.
+/// Where the main index lives, relative to the root.
 pub const INDEX_FILE: &str = ".code-intel/symbols.idx";
+/// Where the delta lives, relative to the root.
+pub const DELTA_FILE: &str = ".code-intel/symbols.delta";
+/// The language of a delta entry that records a deleted file.
+const TOMBSTONE: &str = "-";
+/// The delta is folded into the main index once it holds this share of the files (1/8).
+const DELTA_SHARE: usize = 8;
+/// ... or this many files, whichever is larger.
+const DELTA_MIN: usize = 64;
 
 /// Files larger than this are not tagged (generated or minified code).
 pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
@@ -146,25 +160,26 @@ fn process(tagger: &mut Tagger, job: &Job) -> Outcome {
     })
 }
 
-/// Brings the index up to date with the files under the root and writes it.
+/// Brings the index up to date with the files under the root: walks the tree, re-tags
+/// new and changed files, drops deleted ones, and writes the delta (or a new main index
+/// when the delta has grown large, or there was no index).
 pub fn update(root: &Root) -> Result<UpdateReport, String> {
     let start = Instant::now();
-    let index_path = root.path().join(INDEX_FILE);
-    let old = Store::read(&index_path).ok();
-    let from_scratch = old.is_none();
-    let mut previous: HashMap<String, FileEntry> = old
-        .map(|s| {
-            s.entries()
-                .into_iter()
-                .map(|e| (e.path.clone(), e))
-                .collect()
-        })
-        .unwrap_or_default();
+    let current = Index::load(root).ok();
+    let from_scratch = current.is_none();
     let mut report = UpdateReport {
         from_scratch,
         ..UpdateReport::default()
     };
-    let mut kept = Vec::new();
+    let known: HashMap<String, usize> = current
+        .as_ref()
+        .map(|ix| {
+            (0..ix.file_count())
+                .map(|i| (ix.file_path(i).to_string(), i))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut seen = vec![false; known.len()];
     let mut jobs = Vec::new();
     for abs in walk_files(root)? {
         if languages::for_path(&abs).is_none() {
@@ -178,42 +193,122 @@ pub fn update(root: &Root) -> Result<UpdateReport, String> {
             continue;
         }
         let rel = root.relative(&abs);
-        let old = previous.remove(&rel);
-        match old {
-            Some(e) if e.size == size && e.mtime_ns == mtime_ns => {
-                report.unchanged += 1;
-                kept.push(e);
+        let old = known.get(&rel).copied();
+        if let Some(i) = old {
+            seen[i] = true;
+        }
+        match (old, current.as_ref()) {
+            (Some(i), Some(ix)) if ix.file_stamp(i).0 == size && ix.file_stamp(i).1 == mtime_ns => {
+                report.unchanged += 1
             }
-            old => jobs.push(Job {
-                abs,
-                rel,
-                size,
-                mtime_ns,
-                old,
-            }),
+            (old, ix) => {
+                let old = old.zip(ix).map(|(i, ix)| ix.entry(i));
+                jobs.push(Job {
+                    abs,
+                    rel,
+                    size,
+                    mtime_ns,
+                    old,
+                });
+            }
         }
     }
-    report.removed = previous.len();
-    for outcome in run_jobs(jobs) {
-        match outcome {
-            Outcome::Touched(e) => {
-                report.touched += 1;
-                kept.push(e);
-            }
-            Outcome::Tagged(e) => {
-                report.tagged += 1;
-                kept.push(e);
-            }
+    let removed: Vec<String> = known
+        .iter()
+        .filter(|(_, i)| !seen[**i])
+        .map(|(p, _)| p.clone())
+        .collect();
+    report.removed = removed.len();
+    let changes = run_jobs(jobs);
+    for c in &changes {
+        match c {
+            Outcome::Touched(_) => report.touched += 1,
+            Outcome::Tagged(_) => report.tagged += 1,
             Outcome::Gone => {}
         }
     }
-    kept.sort_by(|a, b| a.path.cmp(&b.path));
-    report.files = kept.len();
-    report.tags = kept.iter().map(|e| e.tags.len()).sum();
-    write(&index_path, &kept, now_unix())
-        .map_err(|e| format!("cannot write {}: {e}", index_path.display()))?;
+    let (files, tags) = write_changes(root, current.as_ref(), changes, &removed)?;
+    report.files = files;
+    report.tags = tags;
     report.elapsed_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(report)
+}
+
+/// Writes changed and removed files: into the delta, or, when there is no index yet or the
+/// delta would grow past its share, into a new main index. Returns the file and tag counts.
+fn write_changes(
+    root: &Root,
+    current: Option<&Index>,
+    changes: Vec<Outcome>,
+    removed: &[String],
+) -> Result<(usize, usize), String> {
+    let main_path = root.path().join(INDEX_FILE);
+    let delta_path = root.path().join(DELTA_FILE);
+    let mut delta: BTreeMap<String, FileEntry> = current
+        .and_then(|ix| ix.delta.as_ref())
+        .map(|_| {
+            Store::read(&delta_path)
+                .map(|d| d.entries())
+                .unwrap_or_default()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| (e.path.clone(), e))
+        .collect();
+    for c in changes {
+        if let Outcome::Touched(e) | Outcome::Tagged(e) = c {
+            delta.insert(e.path.clone(), e);
+        }
+    }
+    for path in removed {
+        delta.insert(
+            path.clone(),
+            FileEntry {
+                path: path.clone(),
+                size: 0,
+                mtime_ns: 0,
+                hash: [0; 32],
+                language: TOMBSTONE.to_string(),
+                tags: Vec::new(),
+            },
+        );
+    }
+    let main_files = current.map_or(0, |ix| ix.main.file_count());
+    let fold = current.is_none() || delta.len() > DELTA_MIN.max(main_files / DELTA_SHARE);
+    let now = now_unix();
+    if fold {
+        // A new main index: every current file, with the delta applied, in path order.
+        let mut all: BTreeMap<String, FileEntry> = match current {
+            Some(_) => Store::read(&main_path)
+                .map(|m| m.entries())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|e| (e.path.clone(), e))
+                .collect(),
+            None => BTreeMap::new(),
+        };
+        for (path, e) in delta {
+            if e.language == TOMBSTONE {
+                all.remove(&path);
+            } else {
+                all.insert(path, e);
+            }
+        }
+        let entries: Vec<FileEntry> = all.into_values().collect();
+        let tags = entries.iter().map(|e| e.tags.len()).sum();
+        write(&main_path, &entries, now)
+            .map_err(|e| format!("cannot write {}: {e}", main_path.display()))?;
+        let _ = std::fs::remove_file(&delta_path);
+        return Ok((entries.len(), tags));
+    }
+    let entries: Vec<FileEntry> = delta.into_values().collect();
+    write(&delta_path, &entries, now)
+        .map_err(|e| format!("cannot write {}: {e}", delta_path.display()))?;
+    let reopened = Index::load(root)?;
+    let tags = (0..reopened.file_count())
+        .map(|i| reopened.file_tag_count(i))
+        .sum();
+    Ok((reopened.file_count(), tags))
 }
 
 /// How fresh an answer is, for clients to judge.
@@ -231,9 +326,23 @@ pub struct Freshness {
 
 const FRESHNESS_NOTE: &str = "every indexed file was checked against the index before answering; files created since the last `index` run are not included until the next one";
 
-/// An up-to-date index, ready for queries.
+/// A tag in one of the two layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TagRef {
+    delta: bool,
+    tag: usize,
+}
+
+/// An up-to-date index, ready for queries: the main layer, the delta, and the merged list
+/// of live files (sorted by path) that queries see.
 pub struct Index {
-    pub store: Store,
+    main: Store,
+    delta: Option<Store>,
+    /// Live files: (in the delta, index in that layer).
+    files: Vec<(bool, usize)>,
+    /// For each layer's file, its position in `files` (None when superseded or deleted).
+    main_live: Vec<Option<usize>>,
+    delta_live: Vec<Option<usize>>,
     pub freshness: Freshness,
     pub built: Option<UpdateReport>,
 }
@@ -242,80 +351,239 @@ impl Index {
     /// Loads the index, building it when missing or unreadable, and re-tags every indexed
     /// file whose content changed since it was indexed.
     pub fn open(root: &Root) -> Result<Index, String> {
-        let path = root.path().join(INDEX_FILE);
         let mut built = None;
-        let store = match Store::open(&path) {
-            Ok(s) => s,
+        let mut index = match Index::load(root) {
+            Ok(ix) => ix,
             Err(_) => {
                 built = Some(update(root)?);
-                Store::open(&path)?
+                Index::load(root)?
             }
         };
-        let (changed, touched, deleted) = stale_files(root, &store);
-        if changed.is_empty() && touched == 0 && deleted == 0 {
-            let freshness = Freshness {
-                indexed_at: store.built_unix,
-                files_indexed: store.file_count(),
-                reindexed: Vec::new(),
-                deleted: 0,
-                note: FRESHNESS_NOTE,
-            };
-            return Ok(Index {
-                store,
-                freshness,
-                built,
-            });
+        let (changed, touched, deleted) = stale_files(root, &index);
+        if !changed.is_empty() || !touched.is_empty() || !deleted.is_empty() {
+            let mut jobs = Vec::new();
+            for rel in changed.iter().chain(&touched) {
+                let Some(i) = index.file_index(rel) else {
+                    continue;
+                };
+                let abs = root.path().join(rel);
+                let Some((size, mtime_ns)) = stamp(&abs) else {
+                    continue;
+                };
+                jobs.push(Job {
+                    abs,
+                    rel: rel.clone(),
+                    size,
+                    mtime_ns,
+                    old: Some(index.entry(i)),
+                });
+            }
+            write_changes(root, Some(&index), run_jobs(jobs), &deleted)?;
+            index = Index::load(root)?;
         }
-        let report = update(root)?;
-        let store = Store::open(&path)?;
+        index.freshness.reindexed = changed;
+        index.freshness.deleted = deleted.len();
+        index.built = built;
+        Ok(index)
+    }
+
+    /// Reads both layers as they are on disk, without checking freshness.
+    fn load(root: &Root) -> Result<Index, String> {
+        let main = Store::open(&root.path().join(INDEX_FILE))?;
+        let delta = Store::open(&root.path().join(DELTA_FILE)).ok();
+        let mut superseded: HashMap<&str, ()> = HashMap::new();
+        if let Some(d) = &delta {
+            for j in 0..d.file_count() {
+                superseded.insert(d.file_path(j), ());
+            }
+        }
+        let mut files: Vec<(bool, usize)> = (0..main.file_count())
+            .filter(|i| !superseded.contains_key(main.file_path(*i)))
+            .map(|i| (false, i))
+            .collect();
+        if let Some(d) = &delta {
+            files.extend(
+                (0..d.file_count())
+                    .filter(|j| d.file_language(*j) != TOMBSTONE)
+                    .map(|j| (true, j)),
+            );
+            let path = |&(in_delta, i): &(bool, usize)| {
+                if in_delta {
+                    d.file_path(i)
+                } else {
+                    main.file_path(i)
+                }
+            };
+            files.sort_by(|a, b| path(a).cmp(path(b)));
+        }
+        drop(superseded);
+        let mut main_live = vec![None; main.file_count()];
+        let mut delta_live = vec![None; delta.as_ref().map_or(0, Store::file_count)];
+        for (k, &(in_delta, i)) in files.iter().enumerate() {
+            if in_delta {
+                delta_live[i] = Some(k)
+            } else {
+                main_live[i] = Some(k)
+            }
+        }
+        let indexed_at = delta
+            .as_ref()
+            .map_or(main.built_unix, |d| d.built_unix.max(main.built_unix));
         let freshness = Freshness {
-            indexed_at: store.built_unix,
-            files_indexed: store.file_count(),
-            reindexed: changed,
-            deleted,
+            indexed_at,
+            files_indexed: files.len(),
+            reindexed: Vec::new(),
+            deleted: 0,
             note: FRESHNESS_NOTE,
         };
         Ok(Index {
-            store,
+            main,
+            delta,
+            files,
+            main_live,
+            delta_live,
             freshness,
-            built: built.or(Some(report)),
+            built: None,
         })
+    }
+
+    fn layer(&self, in_delta: bool) -> &Store {
+        match (&self.delta, in_delta) {
+            (Some(d), true) => d,
+            _ => &self.main,
+        }
+    }
+
+    pub fn file_count(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn file_path(&self, i: usize) -> &str {
+        let (d, j) = self.files[i];
+        self.layer(d).file_path(j)
+    }
+
+    pub fn file_language(&self, i: usize) -> String {
+        let (d, j) = self.files[i];
+        self.layer(d).file_language(j)
+    }
+
+    pub fn file_tags(&self, i: usize) -> Vec<super::tags::Tag> {
+        let (d, j) = self.files[i];
+        self.layer(d).file_tags(j)
+    }
+
+    fn file_tag_count(&self, i: usize) -> usize {
+        let (d, j) = self.files[i];
+        self.layer(d).file_tag_count(j)
+    }
+
+    /// `(size, mtime_ns, sha256)` of file `i` when it was indexed.
+    pub fn file_stamp(&self, i: usize) -> (u64, u64, [u8; 32]) {
+        let (d, j) = self.files[i];
+        self.layer(d).file_stamp(j)
+    }
+
+    /// The position of a root-relative path among the live files.
+    pub fn file_index(&self, rel: &str) -> Option<usize> {
+        self.files
+            .binary_search_by(|&(d, j)| self.layer(d).file_path(j).cmp(rel))
+            .ok()
+    }
+
+    fn entry(&self, i: usize) -> FileEntry {
+        let (size, mtime_ns, hash) = self.file_stamp(i);
+        FileEntry {
+            path: self.file_path(i).to_string(),
+            size,
+            mtime_ns,
+            hash,
+            language: self.file_language(i),
+            tags: self.file_tags(i),
+        }
+    }
+
+    /// The live tags named `name`: definitions first (main, then delta), then references.
+    pub fn lookup(&self, name: &str) -> Vec<TagRef> {
+        let mut defs = Vec::new();
+        let mut refs = Vec::new();
+        for (in_delta, live) in [(false, &self.main_live), (true, &self.delta_live)] {
+            if in_delta && self.delta.is_none() {
+                continue;
+            }
+            let store = self.layer(in_delta);
+            for t in store.lookup(name) {
+                // Without a delta every main tag is live; skip the per-tag file check.
+                if (self.delta.is_some() || in_delta)
+                    && live.get(store.tag_file(t)).copied().flatten().is_none()
+                {
+                    continue;
+                }
+                let r = TagRef {
+                    delta: in_delta,
+                    tag: t,
+                };
+                if store.is_definition(t) {
+                    defs.push(r)
+                } else {
+                    refs.push(r)
+                }
+            }
+        }
+        defs.extend(refs);
+        defs
+    }
+
+    pub fn is_definition(&self, r: TagRef) -> bool {
+        self.layer(r.delta).is_definition(r.tag)
+    }
+
+    /// A tag and the position of its file among the live files.
+    pub fn tag(&self, r: TagRef) -> (super::tags::Tag, usize) {
+        let stored = self.layer(r.delta).tag(r.tag);
+        let live = if r.delta {
+            &self.delta_live
+        } else {
+            &self.main_live
+        };
+        (
+            stored.tag,
+            live.get(stored.file).copied().flatten().unwrap_or(0),
+        )
     }
 }
 
-/// Indexed files whose content changed (stamp moved and hash differs), how many only had
-/// their stamp moved (their stamps are refreshed so they are not hashed again), and how
-/// many are gone.
-fn stale_files(root: &Root, store: &Store) -> (Vec<String>, usize, usize) {
-    let n = store.file_count();
+/// Indexed files whose content changed (stamp moved and hash differs), files whose stamp
+/// moved but content did not (re-recorded so they are not hashed again), and deleted files.
+fn stale_files(root: &Root, index: &Index) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let n = index.file_count();
     let threads = std::thread::available_parallelism()
         .map_or(2, std::num::NonZero::get)
         .min(n.max(1));
     let chunk = n.div_ceil(threads.max(1)).max(1);
-    let results: Vec<(Vec<String>, usize, usize)> = std::thread::scope(|scope| {
+    let results: Vec<[Vec<String>; 3]> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 scope.spawn(move || {
-                    let mut changed = Vec::new();
-                    let mut touched = 0;
-                    let mut deleted = 0;
+                    let [mut changed, mut touched, mut deleted] =
+                        [Vec::new(), Vec::new(), Vec::new()];
                     for i in (t * chunk)..((t + 1) * chunk).min(n) {
-                        let rel = store.file_path(i);
+                        let rel = index.file_path(i);
                         let abs = root.path().join(rel);
-                        let (size, mtime_ns, hash) = store.file_stamp(i);
+                        let (size, mtime_ns, hash) = index.file_stamp(i);
                         match stamp(&abs) {
-                            None => deleted += 1,
+                            None => deleted.push(rel.to_string()),
                             Some((s, m)) if s == size && m == mtime_ns => {}
                             Some(_) => {
                                 if std::fs::read(&abs).map(|b| sha256(&b)).ok() == Some(hash) {
-                                    touched += 1;
+                                    touched.push(rel.to_string());
                                 } else {
                                     changed.push(rel.to_string());
                                 }
                             }
                         }
                     }
-                    (changed, touched, deleted)
+                    [changed, touched, deleted]
                 })
             })
             .collect();
@@ -324,11 +592,15 @@ fn stale_files(root: &Root, store: &Store) -> (Vec<String>, usize, usize) {
             .map(|h| h.join().unwrap_or_default())
             .collect()
     });
-    let mut changed: Vec<String> = results.iter().flat_map(|(c, _, _)| c.clone()).collect();
-    changed.sort();
-    (
-        changed,
-        results.iter().map(|(_, t, _)| t).sum(),
-        results.iter().map(|(_, _, d)| d).sum(),
-    )
+    let mut out: [Vec<String>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    for r in results {
+        for (o, v) in out.iter_mut().zip(r) {
+            o.extend(v);
+        }
+    }
+    for v in &mut out {
+        v.sort();
+    }
+    let [changed, touched, deleted] = out;
+    (changed, touched, deleted)
 }

@@ -376,6 +376,17 @@ impl Store {
         }
     }
 
+    /// The file index of tag `t`, reading only its record.
+    pub fn tag_file(&self, t: usize) -> usize {
+        let r = self.read_at(self.tags_at + (t * TAG_REC) as u64 + 44, 4);
+        le32(&r, 0) as usize
+    }
+
+    /// How many tags file `i` has.
+    pub fn file_tag_count(&self, i: usize) -> usize {
+        le32(self.file_rec(i), 68) as usize
+    }
+
     /// Whether tag `t` is a definition, reading only its record (no strings).
     pub fn is_definition(&self, t: usize) -> bool {
         let r = self.read_at(self.tags_at + (t * TAG_REC) as u64 + 48, 4);

@@ -55,10 +55,10 @@ fn hit(path: &str, tag: Tag) -> SymbolHit {
 fn occurrences(index: &Index, name: &str, definitions: bool) -> Vec<SymbolHit> {
     // Postings list definitions first, so reading stops or starts at the boundary without
     // decoding the strings of tags that are not wanted.
-    let ids = index.store.lookup(name);
+    let ids = index.lookup(name);
     let boundary = ids
         .iter()
-        .position(|t| !index.store.is_definition(*t))
+        .position(|t| !index.is_definition(*t))
         .unwrap_or(ids.len());
     let wanted = if definitions {
         &ids[..boundary]
@@ -67,8 +67,8 @@ fn occurrences(index: &Index, name: &str, definitions: bool) -> Vec<SymbolHit> {
     };
     wanted
         .iter()
-        .map(|t| index.store.tag(*t))
-        .map(|s| hit(index.store.file_path(s.file), s.tag))
+        .map(|t| index.tag(*t))
+        .map(|(tag, file)| hit(index.file_path(file), tag))
         .collect()
 }
 
@@ -179,8 +179,8 @@ pub fn find_references(root: &Root, name: &str, window: Window) -> Result<Symbol
 fn file_index(index: &Index, root: &Root, file: &str) -> Result<(usize, String), String> {
     let abs = root.resolve(file).map_err(|e| e.to_string())?;
     let rel = root.relative(&abs);
-    (0..index.store.file_count())
-        .find(|i| index.store.file_path(*i) == rel)
+    index
+        .file_index(&rel)
         .map(|i| (i, rel.clone()))
         .ok_or_else(|| {
             format!(
@@ -199,7 +199,6 @@ pub fn get_symbols(root: &Root, file: &str, window: Window) -> Result<SymbolAnsw
     let index = Index::open(root)?;
     let (i, rel) = file_index(&index, root, file)?;
     let hits: Vec<SymbolHit> = index
-        .store
         .file_tags(i)
         .into_iter()
         .filter(|t| t.is_definition)
@@ -227,7 +226,6 @@ pub fn function_at_line(root: &Root, file: &str, line: u32) -> Result<FunctionAt
     let index = Index::open(root)?;
     let (i, rel) = file_index(&index, root, file)?;
     let mut enclosing: Vec<SymbolHit> = index
-        .store
         .file_tags(i)
         .into_iter()
         .filter(|t| t.is_definition && t.line <= line && line <= t.end_line)
@@ -348,9 +346,9 @@ pub fn analyze_structure(root: &Root, path: &str, window: Window) -> Result<Stru
     } else {
         String::new()
     };
-    let selected: Vec<usize> = (0..index.store.file_count())
+    let selected: Vec<usize> = (0..index.file_count())
         .filter(|i| {
-            let p = index.store.file_path(*i);
+            let p = index.file_path(*i);
             if abs.is_dir() {
                 p.starts_with(&prefix)
             } else {
@@ -365,7 +363,6 @@ pub fn analyze_structure(root: &Root, path: &str, window: Window) -> Result<Stru
     let mut files = Vec::new();
     for i in selected {
         let tags: Vec<Tag> = index
-            .store
             .file_tags(i)
             .into_iter()
             .filter(|t| t.is_definition)
@@ -373,8 +370,8 @@ pub fn analyze_structure(root: &Root, path: &str, window: Window) -> Result<Stru
         for t in &tags {
             *kinds.entry(t.kind.clone()).or_default() += 1;
         }
-        let path = index.store.file_path(i).to_string();
-        let language = index.store.file_language(i).to_string();
+        let path = index.file_path(i).to_string();
+        let language = index.file_language(i).to_string();
         let imports = std::fs::read_to_string(root.path().join(&path))
             .map(|text| {
                 text.lines()

@@ -514,3 +514,66 @@ fn the_cli_prints_like_rg_or_json_and_exits_by_result() {
         "find_definitions"
     );
 }
+
+#[test]
+fn updates_write_a_delta_and_fold_it_when_it_grows() {
+    use code_intel::codeintel::index::{DELTA_FILE, INDEX_FILE, update};
+    let dir = repo("delta");
+    let root = Root::open(&dir).unwrap();
+    let first = update(&root).unwrap();
+    assert!(first.from_scratch && first.tagged >= 10);
+    // A new file is found by the next update, which writes only the delta.
+    std::fs::write(dir.join("app/extra.py"), "def brand_new():\n    pass\n").unwrap();
+    assert_eq!(
+        find_definitions(&root, "brand_new", None, all())
+            .unwrap()
+            .symbols
+            .total,
+        0,
+        "new files wait for an update"
+    );
+    let second = update(&root).unwrap();
+    assert_eq!((second.tagged, second.unchanged), (1, first.files));
+    assert!(dir.join(DELTA_FILE).is_file());
+    assert_eq!(
+        find_definitions(&root, "brand_new", None, all())
+            .unwrap()
+            .symbols
+            .total,
+        1
+    );
+    // Many changes at once fold the delta into a new main index.
+    for i in 0..80 {
+        std::fs::write(
+            dir.join(format!("app/gen_{i}.py")),
+            format!("def generated_{i}():\n    pass\n"),
+        )
+        .unwrap();
+    }
+    let third = update(&root).unwrap();
+    assert_eq!(third.tagged, 80);
+    assert!(!dir.join(DELTA_FILE).exists() && dir.join(INDEX_FILE).is_file());
+    assert_eq!(
+        find_definitions(&root, "generated_79", None, all())
+            .unwrap()
+            .symbols
+            .total,
+        1
+    );
+    assert_eq!(
+        find_definitions(&root, "brand_new", None, all())
+            .unwrap()
+            .symbols
+            .total,
+        1
+    );
+    // A corrupt index is rebuilt, not trusted.
+    std::fs::write(dir.join(INDEX_FILE), b"garbage").unwrap();
+    assert_eq!(
+        find_definitions(&root, "get_user", None, all())
+            .unwrap()
+            .symbols
+            .total,
+        1
+    );
+}
