@@ -85,7 +85,12 @@ pub fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, String> {
         return Err("no pattern given".into());
     }
     let mut builder = RegexMatcherBuilder::new();
+    // Lines never span a newline: telling the matcher lets the searcher use its fast
+    // line-oriented path even for classes like `[^x]` or `\s` (as ripgrep does).
+    builder.line_terminator(Some(b'\n'));
     builder.word(query.word);
+    // `build_literals` does not escape: literal search must say so explicitly.
+    builder.fixed_strings(!query.regex);
     match query.case {
         Case::Sensitive => {}
         Case::Insensitive => {
@@ -95,12 +100,9 @@ pub fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, String> {
             builder.case_smart(true);
         }
     }
-    let result = if query.regex {
-        builder.build_many(&query.patterns)
-    } else {
-        builder.build_literals(&query.patterns)
-    };
-    result.map_err(|e| format!("invalid pattern: {e}"))
+    builder
+        .build_many(&query.patterns)
+        .map_err(|e| format!("invalid pattern: {e}"))
 }
 
 /// Builds the walker over `root` (or the query's sub-paths) with globs and type filters.

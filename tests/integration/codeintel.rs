@@ -197,6 +197,27 @@ fn search_text_finds_literals_regexes_words_and_respects_ignores() {
             &["        return os.getcwd()".to_string()][..]
         )
     );
+    // Literal search means literal: regex metacharacters match themselves.
+    let literal = search_text(&root, &text(&["Optional[User]"]), all()).unwrap();
+    assert_eq!(literal.total, 1);
+    assert_eq!(
+        search_text(&root, &text(&["p.parse_config("]), all())
+            .unwrap()
+            .total,
+        1
+    );
+    assert_eq!(search_text(&root, &text(&["a+b"]), all()).unwrap().total, 0);
+    // A class that could match a newline still matches within lines only.
+    let class = search_text(
+        &root,
+        &TextQuery {
+            regex: true,
+            ..text(&[r"fn [^(]+\("])
+        },
+        all(),
+    )
+    .unwrap();
+    assert_eq!(class.total, 3);
     let multi = search_text(&root, &text(&["hidden_function", "Greeter"]), all()).unwrap();
     assert_eq!(
         multi.total, 1,
