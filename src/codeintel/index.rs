@@ -227,21 +227,22 @@ pub fn update(root: &Root) -> Result<UpdateReport, String> {
             Outcome::Gone => {}
         }
     }
-    let (files, tags) = write_changes(root, current.as_ref(), changes, &removed)?;
-    report.files = files;
-    report.tags = tags;
+    write_changes(root, current.as_ref(), changes, &removed)?;
+    let now = Index::load(root)?;
+    report.files = now.file_count();
+    report.tags = (0..now.file_count()).map(|i| now.file_tag_count(i)).sum();
     report.elapsed_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(report)
 }
 
 /// Writes changed and removed files: into the delta, or, when there is no index yet or the
-/// delta would grow past its share, into a new main index. Returns the file and tag counts.
+/// delta would grow past its share, into a new main index.
 fn write_changes(
     root: &Root,
     current: Option<&Index>,
     changes: Vec<Outcome>,
     removed: &[String],
-) -> Result<(usize, usize), String> {
+) -> Result<(), String> {
     let main_path = root.path().join(INDEX_FILE);
     let delta_path = root.path().join(DELTA_FILE);
     let mut delta: BTreeMap<String, FileEntry> = current
@@ -295,20 +296,14 @@ fn write_changes(
             }
         }
         let entries: Vec<FileEntry> = all.into_values().collect();
-        let tags = entries.iter().map(|e| e.tags.len()).sum();
         write(&main_path, &entries, now)
             .map_err(|e| format!("cannot write {}: {e}", main_path.display()))?;
         let _ = std::fs::remove_file(&delta_path);
-        return Ok((entries.len(), tags));
+        return Ok(());
     }
     let entries: Vec<FileEntry> = delta.into_values().collect();
     write(&delta_path, &entries, now)
-        .map_err(|e| format!("cannot write {}: {e}", delta_path.display()))?;
-    let reopened = Index::load(root)?;
-    let tags = (0..reopened.file_count())
-        .map(|i| reopened.file_tag_count(i))
-        .sum();
-    Ok((reopened.file_count(), tags))
+        .map_err(|e| format!("cannot write {}: {e}", delta_path.display()))
 }
 
 /// How fresh an answer is, for clients to judge.
