@@ -166,17 +166,7 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
         for t in index.lookup(name) {
             let (tag, file) = index.tag(t);
             let path = index.file_path(file).to_string();
-            let h = SymbolHit {
-                name: tag.name,
-                kind: tag.kind,
-                path,
-                line: tag.line,
-                column: tag.column,
-                end_line: tag.end_line,
-                scope: tag.scope,
-                signature: tag.signature,
-                definition: tag.is_definition,
-            };
+            let h = super::symbols::hit(&path, tag);
             if h.definition {
                 definitions.push(h)
             } else if !target_files.contains(&h.path) {

@@ -487,15 +487,8 @@ impl Index {
     }
 
     fn entry(&self, i: usize) -> FileEntry {
-        let (size, mtime_ns, hash) = self.file_stamp(i);
-        FileEntry {
-            path: self.file_path(i).to_string(),
-            size,
-            mtime_ns,
-            hash,
-            language: self.file_language(i),
-            tags: self.file_tags(i),
-        }
+        let (d, j) = self.files[i];
+        self.layer(d).entry(j)
     }
 
     /// The live tags named `name`: definitions first (main, then delta), then references.

@@ -422,20 +422,21 @@ impl Store {
         Vec::new()
     }
 
+    /// File `i`, decoded with its tags.
+    pub fn entry(&self, i: usize) -> FileEntry {
+        let (size, mtime_ns, hash) = self.file_stamp(i);
+        FileEntry {
+            path: self.file_path(i).to_string(),
+            size,
+            mtime_ns,
+            hash,
+            language: self.file_language(i),
+            tags: self.file_tags(i),
+        }
+    }
+
     /// Every file, decoded, for an incremental update.
     pub fn entries(&self) -> Vec<FileEntry> {
-        (0..self.files)
-            .map(|i| {
-                let (size, mtime_ns, hash) = self.file_stamp(i);
-                FileEntry {
-                    path: self.file_path(i).to_string(),
-                    size,
-                    mtime_ns,
-                    hash,
-                    language: self.file_language(i),
-                    tags: self.file_tags(i),
-                }
-            })
-            .collect()
+        (0..self.files).map(|i| self.entry(i)).collect()
     }
 }

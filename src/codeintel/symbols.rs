@@ -38,7 +38,7 @@ pub struct SymbolAnswer {
     pub freshness: Freshness,
 }
 
-fn hit(path: &str, tag: Tag) -> SymbolHit {
+pub(crate) fn hit(path: &str, tag: Tag) -> SymbolHit {
     SymbolHit {
         name: tag.name,
         kind: tag.kind,
