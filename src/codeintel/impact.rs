@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
 use super::root::Root;
-use super::search::{Case, TextQuery, search_text};
+use super::search::search_words;
 use super::symbols::SymbolHit;
 
 /// One place the change may touch, and why it is listed.
@@ -211,20 +211,7 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
     let mut config_and_docs = Vec::new();
     let mut markup = Vec::new();
     if !names.is_empty() {
-        let query = TextQuery {
-            patterns: names.clone(),
-            word: true,
-            case: Case::Sensitive,
-            ..TextQuery::default()
-        };
-        let found = search_text(
-            root,
-            &query,
-            Window {
-                offset: 0,
-                limit: 0,
-            },
-        )?;
+        let found = search_words(root, &names)?;
         for file in found.files {
             if target_files.contains(&file.path) {
                 continue;

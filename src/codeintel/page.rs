@@ -26,6 +26,14 @@ pub struct Window {
     pub limit: usize,
 }
 
+impl Window {
+    /// Every item, for internal uses that page later themselves.
+    pub const ALL: Window = Window {
+        offset: 0,
+        limit: 0,
+    };
+}
+
 impl Default for Window {
     fn default() -> Self {
         Window {

@@ -287,6 +287,18 @@ pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<Tex
     })
 }
 
+/// Every line mentioning any of `names` as a whole word, case-sensitively: the text side
+/// of reference and impact searches.
+pub fn search_words(root: &Root, names: &[String]) -> Result<TextResult, String> {
+    let query = TextQuery {
+        patterns: names.to_vec(),
+        word: true,
+        case: Case::Sensitive,
+        ..TextQuery::default()
+    };
+    search_text(root, &query, Window::ALL)
+}
+
 /// What `search_files` looks for.
 #[derive(Debug, Clone, Default)]
 pub struct FileQuery {

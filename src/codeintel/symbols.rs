@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
 use super::root::Root;
-use super::search::{Case, TextQuery, search_text};
+use super::search::search_words;
 use super::tags::Tag;
 
 /// One symbol occurrence.
@@ -135,20 +135,7 @@ pub fn find_references(root: &Root, name: &str, window: Window) -> Result<Symbol
         .into_iter()
         .map(|h| (h.path, h.line))
         .collect();
-    let query = TextQuery {
-        patterns: vec![name.to_string()],
-        word: true,
-        case: Case::Sensitive,
-        ..TextQuery::default()
-    };
-    let found = search_text(
-        root,
-        &query,
-        Window {
-            offset: 0,
-            limit: 0,
-        },
-    )?;
+    let found = search_words(root, &[name.to_string()])?;
     let mut hits = Vec::new();
     for file in found.files {
         for m in file.matches {
