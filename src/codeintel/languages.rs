@@ -68,21 +68,30 @@ static LANGUAGES: [Language; 12] = [
         name: "javascript",
         extensions: &["js", "mjs", "cjs", "jsx"],
         grammar: || tree_sitter_javascript::LANGUAGE.into(),
-        tags_query: include_str!("queries/javascript.scm"),
+        tags_query: concat!(
+            include_str!("queries/ecmascript.scm"),
+            include_str!("queries/javascript.scm")
+        ),
         locals_query: "",
     },
     Language {
         name: "typescript",
         extensions: &["ts", "mts", "cts"],
         grammar: || tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-        tags_query: include_str!("queries/typescript.scm"),
+        tags_query: concat!(
+            include_str!("queries/ecmascript.scm"),
+            include_str!("queries/typescript.scm")
+        ),
         locals_query: "",
     },
     Language {
         name: "tsx",
         extensions: &["tsx"],
         grammar: || tree_sitter_typescript::LANGUAGE_TSX.into(),
-        tags_query: include_str!("queries/tsx.scm"),
+        tags_query: concat!(
+            include_str!("queries/ecmascript.scm"),
+            include_str!("queries/typescript.scm")
+        ),
         locals_query: "",
     },
     Language {
@@ -233,17 +242,5 @@ mod tests {
                 panic!("{}: {e}", lang.name);
             }
         }
-    }
-
-    #[test]
-    fn typescript_and_tsx_queries_agree() {
-        let body = |name: &str| {
-            let q = by_name(name).unwrap().tags_query();
-            q.split_once("; ---- JavaScript patterns")
-                .unwrap()
-                .1
-                .to_owned()
-        };
-        assert_eq!(body("typescript"), body("tsx"));
     }
 }

@@ -1,17 +1,9 @@
-; Tags query for TSX.
-; Origin: tree-sitter-typescript 0.23.2 queries/tags.scm, which holds only the
-; TypeScript-specific patterns and is meant to follow the JavaScript query; so the
-; tree-sitter-javascript 0.25.0 queries/tags.scm comes first (MIT licences, see those
-; crates). typescript.scm and tsx.scm are the same query.
-; Changes for code-intel:
-; - JavaScript part: a method call's tagged node is the whole call_expression (the
-;   shipped query tagged only its arguments);
-; - added: class fields holding a function (public_field_definition) as
-;   @definition.method, type aliases and enums as @definition.type, `namespace X {}`
-;   (internal_module) as @definition.module, `implements` types as
-;   @reference.implementation and `extends` classes as @reference.class.
-
-; ---- JavaScript patterns (tree-sitter-javascript) ----
+; Tags patterns shared by JavaScript, TypeScript and TSX (the grammars share these nodes).
+; Origin: tree-sitter-javascript 0.25.0, queries/tags.scm (MIT licence, see that crate).
+; Changes for code-intel: a method call's tagged node is the whole call_expression (the
+; shipped query tagged only its arguments, which made a poor signature).
+; languages.rs puts this file first; tree-sitter-tags keeps the first pattern that tags a
+; name, so the language files after it only add.
 
 (
   (comment)* @doc
@@ -111,53 +103,3 @@
  (binary_expression)
  (call_expression)
 ]))) @definition.constant
-
-; ---- TypeScript patterns (tree-sitter-typescript) ----
-
-(function_signature
-  name: (identifier) @name) @definition.function
-
-(method_signature
-  name: (property_identifier) @name) @definition.method
-
-(abstract_method_signature
-  name: (property_identifier) @name) @definition.method
-
-(abstract_class_declaration
-  name: (type_identifier) @name) @definition.class
-
-(module
-  name: (identifier) @name) @definition.module
-
-(interface_declaration
-  name: (type_identifier) @name) @definition.interface
-
-(type_annotation
-  (type_identifier) @name) @reference.type
-
-(new_expression
-  constructor: (identifier) @name) @reference.class
-
-; ---- added for code-intel ----
-
-(public_field_definition
-  name: (property_identifier) @name
-  value: [(arrow_function) (function_expression)]) @definition.method
-
-(type_alias_declaration
-  name: (type_identifier) @name) @definition.type
-
-(enum_declaration
-  name: (identifier) @name) @definition.type
-
-(internal_module
-  name: (identifier) @name) @definition.module
-
-(implements_clause
-  [
-    (type_identifier) @name
-    (generic_type name: (type_identifier) @name)
-  ]) @reference.implementation
-
-(extends_clause
-  value: (identifier) @name) @reference.class
