@@ -67,17 +67,6 @@ impl<T> Page<T> {
             next_offset: truncated.then_some(end),
         }
     }
-
-    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
-        Page {
-            items: self.items.into_iter().map(f).collect(),
-            total: self.total,
-            returned: self.returned,
-            truncated: self.truncated,
-            offset: self.offset,
-            next_offset: self.next_offset,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::expected::describe_payload;
 use super::model::{
@@ -72,6 +72,8 @@ struct Lowerer<'a> {
     state_index: HashMap<String, StateId>,
     counter_index: HashMap<String, CounterId>,
     locales: Vec<String>,
+    /// Declared session variables and their types, for `set:`.
+    vars: BTreeMap<String, ValueType>,
 }
 
 /// Resolves `raw` (parsed from `root`) against the registry of its host.
@@ -103,6 +105,7 @@ pub fn lower(raw: &RawContract, root: &Node) -> (Option<Contract>, Vec<Diagnosti
             .map(|(i, k)| (k.clone(), CounterId(i)))
             .collect(),
         locales: raw.locales.clone(),
+        vars: raw.vars.iter().map(|(n, v)| (n.clone(), v.kind)).collect(),
     };
     let contract = l.contract(raw);
     (contract, l.diagnostics)
@@ -294,8 +297,7 @@ impl Lowerer<'_> {
             .iter()
             .map(|(n, p)| (n.clone(), (p.kind, p.default.clone())))
             .collect();
-        let vars: BTreeMap<String, ValueType> =
-            raw.vars.iter().map(|(n, v)| (n.clone(), v.kind)).collect();
+        let vars = self.vars.clone();
 
         // Counters, without their redirects (those need the type environment).
         let mut counters: Vec<Counter> = raw
@@ -595,7 +597,7 @@ impl Lowerer<'_> {
             .run
             .iter()
             .enumerate()
-            .filter_map(|(i, a)| self.action(a, &format!("{p}/run/{i}"), base_env, &[]))
+            .filter_map(|(i, a)| self.action(a, &format!("{p}/run/{i}"), base_env))
             .collect();
         for call in &run {
             let ty = self
@@ -744,7 +746,7 @@ impl Lowerer<'_> {
             .actions
             .iter()
             .enumerate()
-            .filter_map(|(i, a)| self.action(a, &format!("{p}/actions/{i}"), env, &[]))
+            .filter_map(|(i, a)| self.action(a, &format!("{p}/actions/{i}"), env))
             .collect();
         let increment = t
             .increment
@@ -781,7 +783,7 @@ impl Lowerer<'_> {
             .iter()
             .filter_map(|(var, expr)| {
                 let vp = format!("{p}/set/{var}");
-                let Some(kind) = self.var_kind(var) else {
+                let Some(kind) = self.vars.get(var).copied() else {
                     self.report_key(
                         "guard-unknown-path",
                         format!("`vars.{var}` is not declared"),
@@ -817,15 +819,6 @@ impl Lowerer<'_> {
             message,
             span: self.span(p),
         })
-    }
-
-    fn var_kind(&self, _var: &str) -> Option<ValueType> {
-        self.root
-            .get("vars")
-            .and_then(|v| v.get(_var))
-            .and_then(|v| v.get("type"))
-            .and_then(Node::as_str)
-            .and_then(|t| serde_json::from_value(json!(t)).ok())
     }
 
     fn counter(
@@ -877,7 +870,7 @@ impl Lowerer<'_> {
             .actions
             .iter()
             .enumerate()
-            .filter_map(|(i, a)| self.action(a, &format!("{p}/actions/{i}"), env, &[]))
+            .filter_map(|(i, a)| self.action(a, &format!("{p}/actions/{i}"), env))
             .collect();
         Some(Redirect {
             guard,
@@ -887,13 +880,7 @@ impl Lowerer<'_> {
         })
     }
 
-    fn action(
-        &mut self,
-        call: &RawActionCall,
-        p: &str,
-        env: &TypeEnv,
-        _extra: &[&str],
-    ) -> Option<ActionCall> {
+    fn action(&mut self, call: &RawActionCall, p: &str, env: &TypeEnv) -> Option<ActionCall> {
         let (name, args, when, bind, errors) = match call {
             RawActionCall::Name(n) => (n.clone(), BTreeMap::new(), None, None, BTreeMap::new()),
             RawActionCall::Full(a) => (
