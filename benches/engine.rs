@@ -8,8 +8,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use code_intel::contract::{self, BUILTIN_CONTRACT, Contract};
-use code_intel::machine::flags;
+use code_intel::contract::flags;
+use code_intel::contract::{BUILTIN_CONTRACT, Contract};
 use code_intel::machine::{Event, Input, Instance, settle, step};
 use code_intel::source::Sources;
 use serde_json::{Map, Value, json};
@@ -23,7 +23,7 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 fn load() -> Contract {
     let mut sources = Sources::default();
     let id = sources.add("phase_contract.yml", BUILTIN_CONTRACT);
-    contract::load(&sources, id)
+    code_intel::lint::load_and_lint(&mut sources, id, &code_intel::hosts::all())
         .ok()
         .expect("the default contract loads")
 }

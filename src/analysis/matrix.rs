@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::reach::reachable;
 use crate::contract::Contract;
-use crate::machine::flags;
+use crate::contract::flags;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Matrix {

@@ -3,28 +3,17 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::contract::{self, Loaded};
+use crate::contract::Loaded;
 use crate::diagnostic::render::{Format, render};
 use crate::diagnostic::{self, Diagnostic, Severity};
 use crate::source::Sources;
-use crate::yaml::{self, Node};
+use crate::{hosts, lint};
 
-/// Loads a file as a contract, as an overlay of the built-in one when it says
-/// `extends: builtin`.
+/// Loads and lints a contract file of any known host (an overlay when it says
+/// `extends: builtin`).
 pub(super) fn load_file(sources: &mut Sources, path: &Path, text: String) -> Loaded {
-    let name = path.display().to_string();
-    let is_overlay = {
-        let probe = sources.add(name.clone(), text.clone());
-        let extends = yaml::parse(probe, &text)
-            .ok()
-            .and_then(|(n, _)| n.get("extends").and_then(Node::as_str).map(str::to_string));
-        if extends.is_none() {
-            return contract::load(sources, probe);
-        }
-        true
-    };
-    debug_assert!(is_overlay);
-    contract::load_layered(sources, Some((name, text)))
+    let file = sources.add(path.display().to_string(), text);
+    lint::load_and_lint(sources, file, &hosts::all())
 }
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
@@ -70,7 +59,7 @@ pub(super) fn run(paths: &[PathBuf], format: Format, deny_errors_only: bool) -> 
     let mut sources = Sources::default();
     let mut all: Vec<Diagnostic> = Vec::new();
     if use_builtin {
-        all.extend(contract::load_layered(&mut sources, None).diagnostics);
+        all.extend(lint::load_layered_and_lint(&mut sources, None, &hosts::all()).diagnostics);
     }
     for file in &files {
         let text = match std::fs::read_to_string(file) {

@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::analysis::{diagram, matrix};
+use crate::contract::flags;
 use crate::contract::{self, Contract};
 use crate::diagnostic::render::{self, Format};
-use crate::machine::flags;
 use crate::source::Sources;
 
 #[derive(Debug, Parser)]
@@ -225,7 +225,7 @@ fn with_contract(source: &ContractSource, f: impl FnOnce(&Contract) -> ExitCode)
             } else {
                 None
             };
-            contract::load_layered(&mut sources, overlay)
+            crate::lint::load_layered_and_lint(&mut sources, overlay, &crate::hosts::all())
         }
     };
     let diagnostics = loaded.diagnostics.clone();

@@ -12,13 +12,13 @@ use serde_json::{Map, Value};
 use super::expected::describe_payload;
 use super::model::{
     ActionCall, Check, Contract, Counter, CounterId, Flag, Guard, LimitValue, Localized,
-    MatrixColumn, Message, MessageRef, Redirect, State, StateId, Transition,
+    MatrixColumn, Message, MessageRef, Performer, Redirect, State, StateId, Transition,
 };
 use super::raw::{
     CounterScope, FlagType, Limit, RawActionCall, RawContract, RawMessageRef, RawRedirect,
     RawState, RawTransition, StateKind, Text, ValueType,
 };
-use super::registry::Registry;
+use super::registry::{BuiltinAction, Registry};
 use super::roles::ENGINE_ROLES;
 use crate::diagnostic::Diagnostic;
 use crate::guard::check::{CheckErrorKind, TypeEnv, check, check_condition};
@@ -76,16 +76,21 @@ struct Lowerer<'a> {
     vars: BTreeMap<String, ValueType>,
 }
 
-/// Resolves `raw` (parsed from `root`) against the registry of its host.
-pub fn lower(raw: &RawContract, root: &Node) -> (Option<Contract>, Vec<Diagnostic>) {
-    let Some(registry) = Registry::for_host(&raw.host) else {
+/// Resolves `raw` (parsed from `root`) against the registry of its host, one of `hosts`.
+pub fn lower(
+    raw: &RawContract,
+    root: &Node,
+    hosts: &[Registry],
+) -> (Option<Contract>, Vec<Diagnostic>) {
+    let Some(registry) = hosts.iter().find(|r| r.host == raw.host).cloned() else {
         let (_, node) = root.locate("/host");
+        let known: Vec<&str> = hosts.iter().map(|r| r.host).collect();
         let d = Diagnostic::new(
             "schema-violation",
             format!("unknown host `{}`", raw.host),
             Some(node.span),
         )
-        .with_help(format!("known hosts: {}", Registry::HOSTS.join(", ")));
+        .with_help(format!("known hosts: {}", known.join(", ")));
         return (None, vec![d]);
     };
     let mut l = Lowerer {
@@ -489,6 +494,7 @@ impl Lowerer<'_> {
             call: raw.call.clone(),
             instruction_footer: footer,
             initial,
+            initial_known: self.state_index.contains_key(&raw.initial),
             flags,
             conflicts,
             intents,
@@ -599,7 +605,18 @@ impl Lowerer<'_> {
             .enumerate()
             .filter_map(|(i, a)| self.action(a, &format!("{p}/run/{i}"), base_env))
             .collect();
-        for call in &run {
+        for (i, call) in run.iter().enumerate() {
+            if let Performer::Engine(_) = call.performer {
+                self.report(
+                    "unknown-action",
+                    format!(
+                        "`{}` is applied by the engine on a transition; it cannot be run",
+                        call.name
+                    ),
+                    &format!("{p}/run/{i}"),
+                    Some("`run:` takes host actions, whose results the state's guards read".into()),
+                );
+            }
             let ty = self
                 .registry
                 .action(&call.name)
@@ -724,6 +741,7 @@ impl Lowerer<'_> {
             checks,
             run,
             transitions,
+            fallback_dropped: s.otherwise.is_some() && otherwise.is_none(),
             otherwise,
             outcome: s.outcome,
             span: self.key_span(&p),
@@ -965,9 +983,10 @@ impl Lowerer<'_> {
             }
         }
         let bind = bind.unwrap_or_else(|| name.rsplit('.').next().unwrap_or(&name).to_string());
+        let performer = BuiltinAction::from_name(&name).map_or(Performer::Host, Performer::Engine);
         Some(ActionCall {
             name,
-            executor: spec.executor,
+            performer,
             args: typed_args,
             when,
             bind,

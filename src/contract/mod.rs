@@ -6,6 +6,7 @@
 //! or replaces it.
 
 pub mod expected;
+pub mod flags;
 pub mod lower;
 pub mod model;
 pub mod raw;
@@ -20,6 +21,7 @@ use crate::diagnostic::{self, Diagnostic};
 use crate::source::{FileId, Sources};
 use crate::yaml::{self, Node, NodeKind};
 pub use model::Contract;
+pub use registry::Registry;
 
 /// The default 19-step flow, compiled in.
 pub const BUILTIN_CONTRACT: &str = include_str!("../../contracts/phase_contract.yml");
@@ -36,6 +38,13 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    fn failed(d: Diagnostic) -> Loaded {
+        Loaded {
+            contract: None,
+            diagnostics: vec![d],
+        }
+    }
+
     /// The contract if it has no error-level finding.
     pub fn ok(self) -> Result<Contract, Vec<Diagnostic>> {
         match self.contract {
@@ -45,84 +54,67 @@ impl Loaded {
     }
 }
 
-/// Loads one contract file already registered in `sources`.
-pub fn load(sources: &Sources, file: FileId) -> Loaded {
+/// Loads the contract in `file`, resolved against the registry of the host it names
+/// (`host:`), which must be one of `hosts`: a server passes its own registry, `lint`
+/// passes every host it knows.
+///
+/// A file with `extends: builtin` is an overlay: it is merged key by key onto the
+/// built-in contract (lists are replaced whole), which is added to `sources` so findings
+/// about it point into it. Any other file is a complete contract on its own.
+///
+/// This runs YAML, schema and lowering (name resolution, guard types, templates). The
+/// whole-flow rules are `lint::check`, run above this by whoever wants them.
+pub fn load(sources: &mut Sources, file: FileId, hosts: &[Registry]) -> Loaded {
     let text = sources.get(file).map_or("", |f| f.text.as_str());
-    match yaml::parse(file, text) {
-        Err(d) => Loaded {
-            contract: None,
-            diagnostics: vec![d],
-        },
-        Ok((node, mut diagnostics)) => {
-            let mut loaded = load_node(&node);
-            diagnostics.append(&mut loaded.diagnostics);
-            diagnostic::sort(&mut diagnostics);
-            Loaded {
-                contract: loaded.contract,
-                diagnostics,
-            }
-        }
-    }
-}
-
-/// Loads the built-in contract, overlaid by a project file when one is given. A project
-/// file with `extends: builtin` is merged key by key onto the built-in contract (lists are
-/// replaced whole); any other project file is a complete contract on its own.
-pub fn load_layered(sources: &mut Sources, project: Option<(String, String)>) -> Loaded {
-    let base_id = sources.add(BUILTIN_NAME, BUILTIN_CONTRACT);
-    let Some((name, text)) = project else {
-        return load(sources, base_id);
+    let (mut node, mut diagnostics) = match yaml::parse(file, text) {
+        Ok(parsed) => parsed,
+        Err(d) => return Loaded::failed(d),
     };
-    let overlay_id = sources.add(name, text.clone());
-    let overlay = match yaml::parse(overlay_id, &text) {
-        Ok(o) => o,
-        Err(d) => {
-            return Loaded {
-                contract: None,
-                diagnostics: vec![d],
-            };
-        }
-    };
-    let (mut overlay_node, mut diagnostics) = overlay;
-    let extends = overlay_node
+    let extends = node
         .get("extends")
-        .and_then(Node::as_str)
-        .map(str::to_string);
-    let node = match extends.as_deref() {
-        None => overlay_node,
-        Some("builtin") => {
-            if let NodeKind::Map(entries) = &mut overlay_node.kind {
+        .map(|n| (n.as_str().map(str::to_string), n.span));
+    let node = match extends {
+        None => node,
+        Some((Some(name), _)) if name == "builtin" => {
+            if let NodeKind::Map(entries) = &mut node.kind {
                 entries.retain(|(k, _)| k.name != "extends");
             }
+            let base_id = sources.add(BUILTIN_NAME, BUILTIN_CONTRACT);
             let (mut base, _) = match yaml::parse(base_id, BUILTIN_CONTRACT) {
                 Ok(b) => b,
-                Err(d) => {
-                    return Loaded {
-                        contract: None,
-                        diagnostics: vec![d],
-                    };
-                }
+                Err(d) => return Loaded::failed(d),
             };
-            yaml::merge(&mut base, overlay_node);
+            yaml::merge(&mut base, node);
             base
         }
-        Some(other) => {
-            let span = overlay_node.get("extends").map(|n| n.span);
-            let d = Diagnostic::new("schema-violation", format!("`extends: {other}` is not supported"), span)
+        Some((name, span)) => {
+            let shown = name.unwrap_or_else(|| "…".to_string());
+            let d = Diagnostic::new("schema-violation", format!("`extends: {shown}` is not supported"), Some(span))
                 .with_help("use `extends: builtin` to overlay the built-in contract, or remove `extends` for a complete custom flow");
-            return Loaded {
-                contract: None,
-                diagnostics: vec![d],
-            };
+            return Loaded::failed(d);
         }
     };
-    let mut loaded = load_node(&node);
+    let mut loaded = load_node(&node, hosts);
     diagnostics.append(&mut loaded.diagnostics);
     diagnostic::sort(&mut diagnostics);
     Loaded {
         contract: loaded.contract,
         diagnostics,
     }
+}
+
+/// Loads the contract a session runs: the project's file when there is one (an overlay
+/// of the built-in contract or a complete contract, see [`load`]), else the built-in one.
+pub fn load_layered(
+    sources: &mut Sources,
+    project: Option<(String, String)>,
+    hosts: &[Registry],
+) -> Loaded {
+    let file = match project {
+        Some((name, text)) => sources.add(name, text),
+        None => sources.add(BUILTIN_NAME, BUILTIN_CONTRACT),
+    };
+    load(sources, file, hosts)
 }
 
 /// The JSON Schema generated from `contract::raw`; `schemas/contract.schema.json` must
@@ -154,8 +146,8 @@ fn strip_extensions(node: &Node) -> Node {
     node
 }
 
-/// Runs the schema and semantic stages on a parsed tree.
-pub fn load_node(node: &Node) -> Loaded {
+/// Runs the schema and lowering stages on a parsed tree.
+fn load_node(node: &Node, hosts: &[Registry]) -> Loaded {
     let node = &strip_extensions(node);
     let instance = node.to_json();
     let mut diagnostics = Vec::new();
@@ -195,43 +187,13 @@ pub fn load_node(node: &Node) -> Loaded {
             };
         }
     };
-    let (contract, mut lowered) = lower::lower(&raw, node);
+    let (contract, mut lowered) = lower::lower(&raw, node, hosts);
     diagnostics.append(&mut lowered);
-    if let Some(c) = &contract {
-        let mut findings = crate::lint::run(c);
-        drop_follow_ons(node, c, &mut findings);
-        diagnostics.extend(findings);
-    }
     diagnostic::sort(&mut diagnostics);
     Loaded {
         contract,
         diagnostics,
     }
-}
-
-/// Removes whole-flow findings that only restate an error lowering already reported.
-///
-/// An `otherwise` whose target does not exist is dropped while lowering; the state has a
-/// fallback as written, so it is not also a dead end. An `initial` that names no state
-/// leaves no start to measure reachability from.
-fn drop_follow_ons(node: &Node, contract: &Contract, findings: &mut Vec<Diagnostic>) {
-    let written_fallback = |id: &str| {
-        node.get("states")
-            .and_then(|states| states.get(id))
-            .is_some_and(|state| state.get("otherwise").is_some())
-    };
-    let unknown_initial = node
-        .get("initial")
-        .and_then(Node::as_str)
-        .is_some_and(|name| contract.state_id(name).is_none());
-    findings.retain(|d| match d.code {
-        "dead-end-state" => !contract
-            .states
-            .iter()
-            .any(|s| Some(s.span) == d.span && written_fallback(&s.id)),
-        "unreachable-state" => !unknown_initial,
-        _ => true,
-    });
 }
 
 fn schema_diagnostic(root: &Node, error: &jsonschema::ValidationError<'_>) -> Diagnostic {

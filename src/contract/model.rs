@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::raw::{CounterScope, FlagType, Outcome, StateKind, ValueType};
-use super::registry::{Executor, Registry};
+use super::registry::{BuiltinAction, Registry};
 use crate::guard::Expr;
 use crate::source::Span;
 
@@ -43,6 +43,9 @@ pub struct Contract {
     pub call: String,
     pub instruction_footer: Option<Localized>,
     pub initial: StateId,
+    /// Whether `initial` names a state; when not, lowering reported it and `initial` is
+    /// a placeholder, so reachability is not measured from it.
+    pub initial_known: bool,
     pub flags: Vec<Flag>,
     pub conflicts: Vec<(usize, usize)>,
     pub intents: Vec<String>,
@@ -170,6 +173,9 @@ pub struct State {
     pub run: Vec<ActionCall>,
     pub transitions: Vec<Transition>,
     pub otherwise: Option<Transition>,
+    /// The file has an `otherwise` lowering could not resolve (reported there); the
+    /// state has a fallback as written, so it is not also a dead end.
+    pub fallback_dropped: bool,
     pub outcome: Option<Outcome>,
     /// Where the state's key is written.
     pub span: Span,
@@ -202,10 +208,21 @@ pub struct Transition {
     pub span: Span,
 }
 
+/// Who carries out an action call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Performer {
+    /// The engine applies it to the session state as part of the pure step.
+    Engine(BuiltinAction),
+    /// The host performs it: after the step for a transition's actions (a failure keeps
+    /// the old instance), before the step for an engine state's `run` (its result is the
+    /// step's input).
+    Host,
+}
+
 #[derive(Debug, Clone)]
 pub struct ActionCall {
     pub name: String,
-    pub executor: Executor,
+    pub performer: Performer,
     pub args: Vec<(String, Guard)>,
     pub when: Option<Guard>,
     pub bind: String,

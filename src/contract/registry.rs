@@ -1,9 +1,11 @@
-//! Host registries: the actions, tools, facts and host-owned messages a contract may name.
+//! What a host offers a contract: the shape of a [`Registry`] (actions, tools, facts and
+//! host-owned messages) and the engine's own built-in task actions.
 //!
-//! The engine only *emits* actions; a host executes them. Each host (the code-intel MCP
-//! server, AgentRunner) publishes what it implements here, so `lint` can check a
-//! contract's names and argument types before anything runs. Built-in task actions are
-//! executed by the engine itself and exist for every host.
+//! The engine only *emits* host actions; a host performs them. Each host publishes its
+//! registry next to its own code (`server::registry`, `runner::registry`) and passes it
+//! to `contract::load`, so names and argument types are checked before anything runs.
+//! The built-in task actions ([`BuiltinAction`]) are applied by the engine itself and
+//! exist for every host.
 
 use std::collections::BTreeMap;
 
@@ -11,25 +13,16 @@ use serde_json::{Value, json};
 
 use crate::guard::types::Ty;
 
-/// Who carries out an action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Executor {
-    /// The engine applies it to the session state as part of the pure step.
-    Engine,
-    /// The host performs the side effect after the step; failures undo the transition.
-    Host,
-}
-
 #[derive(Debug, Clone)]
 pub struct ActionSpec {
     pub name: &'static str,
-    pub executor: Executor,
     pub summary: &'static str,
     /// Arguments: name, JSON Schema of the value, required.
     pub args: Vec<(&'static str, Value, bool)>,
     /// Failure outcomes the action can report, with the placeholders its message gets.
     pub outcomes: Vec<(&'static str, Vec<&'static str>)>,
-    /// The JSON Schema of its result, for actions run by engine states.
+    /// The JSON Schema of its result, for actions an engine state runs (`run:`) and whose
+    /// result its guards read as `result.BIND`.
     pub result: Option<Value>,
     /// What the action does to the pending-task supply, for the cycle analysis.
     pub tasks: TaskEffect,
@@ -69,27 +62,42 @@ pub struct HostMessage {
     pub args: Vec<&'static str>,
 }
 
+/// Everything one host implements.
 #[derive(Debug, Clone)]
 pub struct Registry {
     pub host: &'static str,
+    /// The built-in task actions followed by the host's own.
     pub actions: Vec<ActionSpec>,
     pub tools: Vec<&'static str>,
+    /// Tools callable in every state (session control), whatever `allowed_tools` says.
+    pub ungated_tools: Vec<&'static str>,
     /// Facts the host observes and passes with each event, with their JSON Schema type.
     pub facts: Vec<(&'static str, Value)>,
     pub messages: Vec<HostMessage>,
 }
 
 impl Registry {
-    /// The registry for a contract's `host`, if one exists.
-    pub fn for_host(host: &str) -> Option<Registry> {
-        match host {
-            "code-intel" => Some(code_intel()),
-            "agent-runner" => Some(agent_runner()),
-            _ => None,
+    /// A host's registry: its own actions come after the built-in task actions, which
+    /// every host has.
+    pub fn new(
+        host: &'static str,
+        actions: Vec<ActionSpec>,
+        tools: Vec<&'static str>,
+        ungated_tools: Vec<&'static str>,
+        facts: Vec<(&'static str, Value)>,
+        messages: Vec<HostMessage>,
+    ) -> Registry {
+        let mut all: Vec<ActionSpec> = BuiltinAction::ALL.iter().map(|b| b.spec()).collect();
+        all.extend(actions);
+        Registry {
+            host,
+            actions: all,
+            tools,
+            ungated_tools,
+            facts,
+            messages,
         }
     }
-
-    pub const HOSTS: &'static [&'static str] = &["code-intel", "agent-runner"];
 
     pub fn action(&self, name: &str) -> Option<&ActionSpec> {
         self.actions.iter().find(|a| a.name == name)
@@ -104,12 +112,51 @@ impl Registry {
     }
 }
 
-fn string() -> Value {
-    json!({"type": "string"})
+/// Builds a host action that an external state's transition runs after the step;
+/// `outcomes` are the failures it can report, with their message placeholders.
+pub fn host_action(
+    name: &'static str,
+    summary: &'static str,
+    args: Vec<(&'static str, Value, bool)>,
+    outcomes: &[(&'static str, &[&'static str])],
+) -> ActionSpec {
+    ActionSpec {
+        name,
+        summary,
+        args,
+        outcomes: outcome_list(outcomes),
+        result: None,
+        tasks: TaskEffect::None,
+    }
 }
 
-fn string_list() -> Value {
-    json!({"type": "array", "items": {"type": "string"}})
+/// Builds a host action that an engine state runs (`run:`) for its `result`.
+pub fn result_action(
+    name: &'static str,
+    summary: &'static str,
+    args: Vec<(&'static str, Value, bool)>,
+    result: Value,
+) -> ActionSpec {
+    ActionSpec {
+        name,
+        summary,
+        args,
+        outcomes: vec![],
+        result: Some(result),
+        tasks: TaskEffect::None,
+    }
+}
+
+/// A host message key and its placeholders.
+pub fn host_message(key: &'static str, args: &[&'static str]) -> HostMessage {
+    HostMessage {
+        key,
+        args: args.to_vec(),
+    }
+}
+
+fn string() -> Value {
+    json!({"type": "string"})
 }
 
 /// Outcomes of `tasks.complete`, which checks the v1.16 checklist structure purely;
@@ -127,271 +174,90 @@ const CHECKLIST_OUTCOMES: &[(&str, &[&str])] = &[
     ("checklist_reason_required", &["item"]),
 ];
 
-fn outcomes(list: &[(&'static str, &[&'static str])]) -> Vec<(&'static str, Vec<&'static str>)> {
+fn outcome_list(
+    list: &[(&'static str, &[&'static str])],
+) -> Vec<(&'static str, Vec<&'static str>)> {
     list.iter().map(|(n, a)| (*n, a.to_vec())).collect()
 }
 
-/// Actions every host has: the engine applies them to the task list.
-pub fn builtin_actions() -> Vec<ActionSpec> {
-    vec![
-        ActionSpec {
-            name: "tasks.register",
-            executor: Executor::Engine,
-            summary: "replace the task list with the submitted complete list (idempotent); per-task counters are kept for ids that already existed",
-            args: vec![(
-                "tasks",
-                json!({"type": "array", "items": {"type": "object"}}),
-                true,
-            )],
-            tasks: TaskEffect::Refills,
-            outcomes: outcomes(&[
-                ("empty_tasks", &[]),
-                ("duplicate_task_ids", &[]),
-                ("no_pending_tasks", &[]),
-                ("checklist_required", &["task_id"]),
-            ]),
-            result: None,
-        },
-        ActionSpec {
-            name: "tasks.complete",
-            executor: Executor::Engine,
-            summary: "mark the first pending task completed after checking the reported checklist against the registered one",
-            args: vec![
-                ("task_id", string(), true),
-                (
-                    "checklist",
+/// The actions the engine itself applies to the session's task list, for every host.
+/// Lowering resolves their names, so the step function never dispatches on a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinAction {
+    /// `tasks.register`
+    RegisterTasks,
+    /// `tasks.complete`
+    CompleteTask,
+    /// `tasks.require_all_complete`
+    RequireAllTasksComplete,
+}
+
+impl BuiltinAction {
+    pub const ALL: [BuiltinAction; 3] = [
+        BuiltinAction::RegisterTasks,
+        BuiltinAction::CompleteTask,
+        BuiltinAction::RequireAllTasksComplete,
+    ];
+
+    /// The name contracts use.
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinAction::RegisterTasks => "tasks.register",
+            BuiltinAction::CompleteTask => "tasks.complete",
+            BuiltinAction::RequireAllTasksComplete => "tasks.require_all_complete",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<BuiltinAction> {
+        BuiltinAction::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Its arguments, failure outcomes and effect on the task supply.
+    pub fn spec(self) -> ActionSpec {
+        match self {
+            BuiltinAction::RegisterTasks => ActionSpec {
+                name: self.name(),
+                summary: "replace the task list with the submitted complete list (idempotent); per-task counters are kept for ids that already existed",
+                args: vec![(
+                    "tasks",
                     json!({"type": "array", "items": {"type": "object"}}),
                     true,
-                ),
-            ],
-            outcomes: outcomes(CHECKLIST_OUTCOMES),
-            result: None,
-            tasks: TaskEffect::Consumes,
-        },
-        ActionSpec {
-            name: "tasks.require_all_complete",
-            executor: Executor::Engine,
-            summary: "refuse unless tasks exist and none is pending",
-            args: vec![],
-            outcomes: outcomes(&[
-                ("no_tasks_registered", &[]),
-                ("incomplete_tasks", &["count"]),
-            ]),
-            result: None,
-            tasks: TaskEffect::None,
-        },
-    ]
-}
-
-fn host_action(
-    name: &'static str,
-    summary: &'static str,
-    args: Vec<(&'static str, Value, bool)>,
-    outs: &[(&'static str, &[&'static str])],
-) -> ActionSpec {
-    ActionSpec {
-        name,
-        executor: Executor::Host,
-        summary,
-        args,
-        outcomes: outcomes(outs),
-        result: None,
-        tasks: TaskEffect::None,
-    }
-}
-
-fn engine_state_action(
-    name: &'static str,
-    summary: &'static str,
-    args: Vec<(&'static str, Value, bool)>,
-    result: Value,
-) -> ActionSpec {
-    ActionSpec {
-        name,
-        executor: Executor::Host,
-        summary,
-        args,
-        outcomes: vec![],
-        result: Some(result),
-        tasks: TaskEffect::None,
-    }
-}
-
-fn code_intel() -> Registry {
-    let mut actions = builtin_actions();
-    actions.extend([
-        host_action(
-            "git.resolve_stale_branches",
-            "delete all stale llm_task_* branches, merge the current one and delete the rest, or continue on the current branch",
-            vec![("choice", json!({"type": "string", "enum": ["delete", "merge", "continue"]}), true)],
-            &[("failed", &["choice", "errors"])],
-        ),
-        host_action("git.ensure_task_branch", "create the session's task branch unless one is active (idempotent)", vec![], &[("failed", &["details"])]),
-        host_action(
-            "checklist.verify_evidence",
-            "check that every `done` item's evidence names an existing file and line range with a real implementation",
-            vec![("task_id", string(), true), ("checklist", json!({"type": "array"}), true)],
-            &[("file_not_found", &["file_path"]), ("line_out_of_range", &["line", "total"]), ("empty_impl", &["evidence"])],
-        ),
-        host_action(
-            "git.commit",
-            "commit the task branch's changes, reverting only the files reviewed as `discard`",
-            vec![("message", string(), true), ("reviewed_files", json!({"type": "array"}), false)],
-            &[("no_branch", &[]), ("failed", &["details"])],
-        ),
-        host_action(
-            "git.prepare_commit",
-            "stage the reviewed changes and remember the message; the commit happens after quality review",
-            vec![("message", string(), true), ("reviewed_files", json!({"type": "array"}), false)],
-            &[("no_branch", &[]), ("failed", &["details"])],
-        ),
-        host_action("git.commit_prepared", "commit what `git.prepare_commit` staged", vec![], &[("failed", &["details"])]),
-        host_action("git.discard_prepared", "forget a prepared commit so planning can start again", vec![], &[]),
-        host_action(
-            "git.merge",
-            "merge the task branch into its base branch and delete it; refuses while a prepared commit is not yet committed",
-            vec![],
-            &[("no_branch", &[]), ("uncommitted", &[]), ("failed", &["details"])],
-        ),
-    ]);
-    let tool_errors = [
-        ("tool_errors.review_changes.phase_blocked", vec!["phase"]),
-        ("tool_errors.review_changes.task_branch_not_enabled", vec![]),
-        (
-            "tool_errors.review_changes.branch_manager_not_found",
-            vec![],
-        ),
-        ("tool_errors.check_write_target.write_blocked", vec![]),
-        (
-            "tool_errors.check_write_target.write_phase_blocked",
-            vec!["phase"],
-        ),
-        (
-            "tool_errors.add_explored_files.phase_mismatch",
-            vec!["phase"],
-        ),
-        ("tool_errors.add_explored_files.no_files", vec![]),
-        ("tool_errors.query.no_pattern", vec![]),
-        ("tool_errors.query.no_symbol", vec![]),
-        ("tool_errors.query.no_file_path", vec![]),
-        ("tool_errors.query.chromadb_not_available", vec![]),
-        ("tool_errors.query.unknown_tool", vec!["tool"]),
-        ("tool_errors.query.semantic_search_failed", vec!["error"]),
-        (
-            "tool_errors.start_session.branch_setup_failed",
-            vec!["error"],
-        ),
-        (
-            "tool_errors.start_session.branch_setup_exception",
-            vec!["error"],
-        ),
-        ("session.checkpoint_recovery", vec![]),
-        ("session.no_active_session", vec![]),
-        ("session.no_active_session_short", vec![]),
-        ("session.checkpoint_restore_failed", vec![]),
-        ("session.invalid_data", vec!["error"]),
-        ("hints.phase_blocked_hint", vec![]),
-        ("query_frame_hints.target_feature_missing", vec![]),
-        ("query_frame_hints.observed_issue_missing", vec![]),
-        ("query_frame_hints.trigger_condition_missing", vec![]),
-        ("query_frame_hints.desired_action_missing", vec![]),
-        ("warnings.truncation_warning", vec![]),
-    ];
-    Registry {
-        host: "code-intel",
-        actions,
-        tools: vec![
-            "start_session",
-            "submit_phase",
-            "get_session_status",
-            "search_text",
-            "search_files",
-            "find_definitions",
-            "find_references",
-            "get_symbols",
-            "analyze_structure",
-            "get_function_at_line",
-            "query",
-            "semantic_search",
-            "fetch_chunk_detail",
-            "analyze_impact",
-            "check_write_target",
-            "add_explored_files",
-            "review_changes",
-            "cleanup_stale_branches",
-            "sync_index",
-            "update_context",
-        ],
-        facts: vec![
-            ("stale_branches_exist", json!({"type": "boolean"})),
-            ("quality_review_prompt_exists", json!({"type": "boolean"})),
-            ("task_branch_active", json!({"type": "boolean"})),
-            ("task_branch", json!({"type": ["string", "null"]})),
-            ("base_branch", json!({"type": ["string", "null"]})),
-        ],
-        messages: tool_errors
-            .into_iter()
-            .map(|(key, args)| HostMessage { key, args })
-            .collect(),
-    }
-}
-
-fn agent_runner() -> Registry {
-    let mut actions = builtin_actions();
-    actions.extend([
-        engine_state_action(
-            "prd.load",
-            "read the task's PRD from its text or path",
-            vec![],
-            json!({"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}, "error": {"type": "string"}}}),
-        ),
-        engine_state_action(
-            "meta.plan_task",
-            "ask the planner LLM for acceptance criteria",
-            vec![("prd", string(), false)],
-            json!({"type": "object", "required": ["ok"], "properties": {
-                "ok": {"type": "boolean"},
-                "acceptance_criteria": string_list(),
-                "error": {"type": "string"}
-            }}),
-        ),
-        engine_state_action(
-            "meta.next_action",
-            "ask the planner LLM what to do next",
-            vec![],
-            json!({"type": "object", "required": ["ok"], "properties": {
-                "ok": {"type": "boolean"},
-                "action": {"type": "string", "enum": ["run_worker", "mark_complete", "ask_human", "abort"]},
-                "error": {"type": "string"}
-            }}),
-        ),
-        engine_state_action(
-            "worker.run",
-            "run the worker CLI agent in the sandbox with the planner's instructions",
-            vec![],
-            json!({"type": "object", "required": ["ok"], "properties": {
-                "ok": {"type": "boolean"},
-                "exit_code": {"type": "integer"},
-                "summary": {"type": "string"}
-            }}),
-        ),
-        engine_state_action(
-            "meta.completion_assessment",
-            "ask the planner LLM whether every acceptance criterion is met",
-            vec![],
-            json!({"type": "object", "required": ["ok"], "properties": {
-                "ok": {"type": "boolean"},
-                "all_criteria_satisfied": {"type": "boolean"},
-                "error": {"type": "string"}
-            }}),
-        ),
-        host_action("note.write", "write the task note", vec![], &[]),
-    ]);
-    Registry {
-        host: "agent-runner",
-        actions,
-        tools: vec![],
-        facts: vec![],
-        messages: vec![],
+                )],
+                tasks: TaskEffect::Refills,
+                outcomes: outcome_list(&[
+                    ("empty_tasks", &[]),
+                    ("duplicate_task_ids", &[]),
+                    ("no_pending_tasks", &[]),
+                    ("checklist_required", &["task_id"]),
+                ]),
+                result: None,
+            },
+            BuiltinAction::CompleteTask => ActionSpec {
+                name: self.name(),
+                summary: "mark the first pending task completed after checking the reported checklist against the registered one",
+                args: vec![
+                    ("task_id", string(), true),
+                    (
+                        "checklist",
+                        json!({"type": "array", "items": {"type": "object"}}),
+                        true,
+                    ),
+                ],
+                outcomes: outcome_list(CHECKLIST_OUTCOMES),
+                result: None,
+                tasks: TaskEffect::Consumes,
+            },
+            BuiltinAction::RequireAllTasksComplete => ActionSpec {
+                name: self.name(),
+                summary: "refuse unless tasks exist and none is pending",
+                args: vec![],
+                outcomes: outcome_list(&[
+                    ("no_tasks_registered", &[]),
+                    ("incomplete_tasks", &["count"]),
+                ]),
+                result: None,
+                tasks: TaskEffect::None,
+            },
+        }
     }
 }

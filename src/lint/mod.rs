@@ -6,11 +6,39 @@
 pub mod rules;
 pub mod usage;
 
-use crate::contract::Contract;
-use crate::diagnostic::Diagnostic;
+use crate::contract::{self, Contract, Loaded, Registry};
+use crate::diagnostic::{self, Diagnostic};
+use crate::source::{FileId, Sources};
+
+/// Loads a contract ([`contract::load`]) and runs the whole-flow rules on it: what `lint`,
+/// diagrams and hosts use before trusting a contract.
+pub fn load_and_lint(sources: &mut Sources, file: FileId, hosts: &[Registry]) -> Loaded {
+    let mut loaded = contract::load(sources, file, hosts);
+    add_findings(&mut loaded);
+    loaded
+}
+
+/// [`contract::load_layered`] followed by the whole-flow rules.
+pub fn load_layered_and_lint(
+    sources: &mut Sources,
+    project: Option<(String, String)>,
+    hosts: &[Registry],
+) -> Loaded {
+    let mut loaded = contract::load_layered(sources, project, hosts);
+    add_findings(&mut loaded);
+    loaded
+}
+
+/// Adds the whole-flow findings to what loading found, in file and position order.
+pub fn add_findings(loaded: &mut Loaded) {
+    if let Some(c) = &loaded.contract {
+        loaded.diagnostics.extend(check(c));
+        diagnostic::sort(&mut loaded.diagnostics);
+    }
+}
 
 /// Runs every rule and returns the findings in rule order.
-pub fn run(contract: &Contract) -> Vec<Diagnostic> {
+pub fn check(contract: &Contract) -> Vec<Diagnostic> {
     let usages = usage::collect(contract);
     let mut out = Vec::new();
     out.extend(rules::unreachable_state::check(contract));
@@ -30,7 +58,7 @@ pub fn run(contract: &Contract) -> Vec<Diagnostic> {
 fn matrix_columns(contract: &Contract) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for c in &contract.matrix_columns {
-        if let Err(e) = crate::machine::flags::parse(contract, &c.flags) {
+        if let Err(e) = crate::contract::flags::parse(contract, &c.flags) {
             out.push(Diagnostic::new(
                 "invalid-flag-reference",
                 format!("matrix column `{}`: {e}", c.key),

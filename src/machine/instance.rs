@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::flags::FlagSet;
 use crate::contract::Contract;
+use crate::contract::flags::FlagSet;
 use crate::contract::raw::CounterScope;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

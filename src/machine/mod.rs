@@ -1,7 +1,6 @@
 //! The pure interpreter of contracts: instances, events, the step function, built-in task
 //! actions, flag parsing and response rendering. Nothing here does IO.
 
-pub mod flags;
 pub mod instance;
 pub mod response;
 pub mod step;

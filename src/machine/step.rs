@@ -1,7 +1,7 @@
 //! The interpreter: a pure function from (contract, instance, event) to a transition or a
 //! rejection. No IO, no clock, no async; a rejection never changes the instance.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -11,10 +11,11 @@ use super::response::{PhaseResponse, RenderedMessage, message, phase_response, r
 use super::tasks;
 use crate::contract::Contract;
 use crate::contract::model::{
-    ActionCall, CounterId, Guard, LimitValue, MessageRef, State, Transition as ModelTransition,
+    ActionCall, CounterId, Guard, LimitValue, MessageRef, Performer, State,
+    Transition as ModelTransition,
 };
 use crate::contract::raw::{CounterScope, StateKind};
-use crate::contract::registry::Executor;
+use crate::contract::registry::BuiltinAction;
 use crate::guard::eval::{Context, eval, eval_condition};
 
 /// What happened that the machine must react to.
@@ -37,13 +38,26 @@ pub struct Event {
     pub facts: Map<String, Value>,
 }
 
-/// A side effect for the host to perform, in order, before it commits the new instance.
+/// A host action to perform: a transition's side effect (performed in order after the
+/// step, before the host commits the new instance), or an engine state's `run` action
+/// (performed before the step; its result is read as `result.BIND`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Effect {
     pub action: String,
     pub args: Map<String, Value>,
-    /// For each failure outcome the contract maps: `{"key": message key, "args": {...}}`.
-    pub errors: Map<String, Value>,
+    /// The name its result is bound to.
+    pub bind: String,
+    /// The message to show for each failure outcome the contract maps.
+    pub on_failure: BTreeMap<String, MessageRequest>,
+}
+
+/// A message the host renders when an effect fails with a mapped outcome. `args` holds
+/// the values the contract gives, evaluated during the step while the data was there;
+/// the host adds the outcome's own values (`details`, `file_path`, ...).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageRequest {
+    pub key: String,
+    pub args: Map<String, Value>,
 }
 
 /// An accepted step.
@@ -490,10 +504,10 @@ fn run_actions(
                 .map_err(|e| guard_failed(contract, &e.message, locale))?;
             args.insert(name.clone(), v);
         }
-        match call.executor {
-            Executor::Engine => {
-                let result = match call.name.as_str() {
-                    "tasks.register" => {
+        match call.performer {
+            Performer::Engine(builtin) => {
+                let result = match builtin {
+                    BuiltinAction::RegisterTasks => {
                         let task_counters: Vec<&str> = contract
                             .counters
                             .iter()
@@ -502,22 +516,8 @@ fn run_actions(
                             .collect();
                         tasks::register(next, &args, &task_counters)
                     }
-                    "tasks.complete" => tasks::complete(next, &args),
-                    "tasks.require_all_complete" => tasks::require_all_complete(next),
-                    other => {
-                        return Err(role_message(
-                            contract,
-                            "action_failed",
-                            &[
-                                ("action", Value::String(other.into())),
-                                (
-                                    "details",
-                                    Value::String("the engine does not implement it".into()),
-                                ),
-                            ],
-                            locale,
-                        ));
-                    }
+                    BuiltinAction::CompleteTask => tasks::complete(next, &args),
+                    BuiltinAction::RequireAllTasksComplete => tasks::require_all_complete(next),
                 };
                 if let Err(outcome) = result {
                     return Err(match call.errors.get(outcome.name) {
@@ -534,38 +534,80 @@ fn run_actions(
                     });
                 }
             }
-            Executor::Host => {
-                // The host renders a failure with the outcome's own values; values the
-                // contract gives for the message are evaluated now, while the data is here.
-                let errors = call
-                    .errors
-                    .iter()
-                    .map(|(o, r)| {
-                        let args: Map<String, Value> = r
-                            .args
-                            .iter()
-                            .map(|(n, g)| {
-                                (
-                                    n.clone(),
-                                    g.expr
-                                        .as_ref()
-                                        .and_then(|e| eval(e, ctx).ok())
-                                        .unwrap_or(Value::Null),
-                                )
-                            })
-                            .collect();
-                        (o.clone(), serde_json::json!({"key": r.key, "args": args}))
-                    })
-                    .collect();
-                effects.push(Effect {
-                    action: call.name.clone(),
-                    args,
-                    errors,
-                });
-            }
+            Performer::Host => effects.push(host_effect(call, args, ctx)),
         }
     }
     Ok(())
+}
+
+/// A host action with its arguments evaluated and its failure messages prepared: the
+/// host renders a failure with the outcome's own values, so the values the contract gives
+/// for the message are evaluated now, while the data is here.
+fn host_effect(call: &ActionCall, args: Map<String, Value>, ctx: Context<'_>) -> Effect {
+    let on_failure = call
+        .errors
+        .iter()
+        .map(|(outcome, r)| {
+            let args = r
+                .args
+                .iter()
+                .map(|(n, g)| {
+                    let value = g.expr.as_ref().and_then(|e| eval(e, ctx).ok());
+                    (n.clone(), value.unwrap_or(Value::Null))
+                })
+                .collect();
+            let request = MessageRequest {
+                key: r.key.clone(),
+                args,
+            };
+            (outcome.clone(), request)
+        })
+        .collect();
+    Effect {
+        action: call.name.clone(),
+        args,
+        bind: call.bind.clone(),
+        on_failure,
+    }
+}
+
+/// The actions an engine state runs (`run:`) with their arguments evaluated, for the host
+/// to perform before it steps with their results. Empty for other states.
+pub fn run_effects(
+    contract: &Contract,
+    instance: &Instance,
+    facts: &Map<String, Value>,
+) -> Result<Vec<Effect>, Rejection> {
+    let locale = instance.locale.as_str();
+    let reject = |m: RenderedMessage| Rejection {
+        message: m,
+        response: Box::new(phase_response(contract, instance)),
+    };
+    let Some(state_id) = contract.state_id(&instance.state) else {
+        return Ok(Vec::new());
+    };
+    let state = contract.state(state_id);
+    if state.kind != StateKind::Engine {
+        return Ok(Vec::new());
+    }
+    let mut roots = instance.guard_roots();
+    roots.insert("facts".into(), Value::Object(facts.clone()));
+    let ctx = Context {
+        roots: &roots,
+        unknown: &[],
+    };
+    let mut scratch = instance.clone();
+    let mut effects = Vec::new();
+    run_actions(
+        contract,
+        &state.run,
+        ctx,
+        &mut scratch,
+        &mut effects,
+        locale,
+    )
+    .map_err(reject)?;
+    Ok(effects)
 }
 
 /// A counter this step incremented, with the tasks whose counter moved (task scope).

@@ -446,16 +446,18 @@ fn only_verify_runs_verification_alone() {
 #[test]
 fn conflicting_flags_are_refused() {
     let c = default_contract();
-    let err = code_intel::machine::flags::parse(&c, "--only-verify --fast").unwrap_err();
-    assert!(err.contains("cannot be combined"), "{err}");
-    assert!(code_intel::machine::flags::parse(&c, "--gate=x").is_err());
+    let err = code_intel::contract::flags::parse(&c, "--only-verify --fast").unwrap_err();
+    assert!(err.to_string().contains("cannot be combined"), "{err}");
+    assert_eq!(err.key(), "flags.conflict");
+    assert!(code_intel::contract::flags::parse(&c, "--gate=x").is_err());
     assert_eq!(
-        code_intel::machine::flags::parse(&c, "-g=f").unwrap()["gate"],
+        code_intel::contract::flags::parse(&c, "-g=f").unwrap()["gate"],
         json!("full")
     );
     assert!(
-        code_intel::machine::flags::parse(&c, "--nope")
+        code_intel::contract::flags::parse(&c, "--nope")
             .unwrap_err()
+            .to_string()
             .contains("unknown flag")
     );
 }

@@ -37,7 +37,7 @@ fn every_shipped_contract_lints_clean() {
         let text = std::fs::read_to_string(&path).unwrap();
         let mut sources = code_intel::source::Sources::default();
         let id = sources.add(relative.clone(), text);
-        let loaded = code_intel::contract::load(&sources, id);
+        let loaded = code_intel::lint::load_and_lint(&mut sources, id, &code_intel::hosts::all());
         assert!(
             loaded.diagnostics.is_empty(),
             "{relative}:\n{}",

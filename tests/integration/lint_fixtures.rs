@@ -18,7 +18,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use code_intel::contract;
 use code_intel::diagnostic::{Severity, codes, render};
 use code_intel::source::Sources;
 use serde_json::Value;
@@ -213,7 +212,7 @@ fn fixtures_report_exactly_their_expectations() {
     for f in fixtures() {
         let mut sources = Sources::default();
         let id = sources.add(f.path.clone(), f.text.clone());
-        let loaded = contract::load(&sources, id);
+        let loaded = code_intel::lint::load_and_lint(&mut sources, id, &code_intel::hosts::all());
         let actual: Vec<Expected> = loaded
             .diagnostics
             .iter()

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use code_intel::contract::{self, Contract};
+use code_intel::contract::Contract;
 use code_intel::diagnostic::render;
 use code_intel::source::Sources;
 
@@ -17,7 +17,7 @@ pub(crate) fn load(path: &str) -> Contract {
     let text = std::fs::read_to_string(repo().join(path)).unwrap();
     let mut sources = Sources::default();
     let id = sources.add(path, text);
-    let loaded = contract::load(&sources, id);
+    let loaded = code_intel::lint::load_and_lint(&mut sources, id, &code_intel::hosts::all());
     let diagnostics = loaded.diagnostics.clone();
     match loaded.ok() {
         Ok(c) => c,
@@ -38,7 +38,7 @@ pub(crate) fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_code-intel"))
 }
 
-use code_intel::machine::flags;
+use code_intel::contract::flags;
 use code_intel::machine::{Event, Input, Instance, Rejection, Transition, settle, step};
 use serde_json::{Map, Value};
 

@@ -25,7 +25,7 @@ pub fn check(contract: &Contract) -> Vec<Diagnostic> {
     contract
         .states
         .iter()
-        .filter(|s| s.kind != StateKind::Terminal && s.otherwise.is_none())
+        .filter(|s| s.kind != StateKind::Terminal && s.otherwise.is_none() && !s.fallback_dropped)
         .map(|s| {
             Diagnostic::new(
                 "dead-end-state",

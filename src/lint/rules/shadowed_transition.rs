@@ -40,7 +40,7 @@ fn flag_sets(contract: &Contract, guard: &Expr) -> Vec<(Map<String, Value>, Stri
         [root, ..] if root == "intent" => reads_intent = true,
         _ => {}
     });
-    let mut sets: Vec<Map<String, Value>> = vec![crate::machine::flags::defaults(contract)];
+    let mut sets: Vec<Map<String, Value>> = vec![crate::contract::flags::defaults(contract)];
     for f in contract
         .flags
         .iter()

@@ -24,6 +24,10 @@ use crate::contract::model::StateId;
 use crate::diagnostic::Diagnostic;
 
 pub fn check(contract: &Contract) -> Vec<Diagnostic> {
+    // An unknown `initial` is already an error; there is no start to measure from.
+    if !contract.initial_known {
+        return Vec::new();
+    }
     let all = edges(contract);
     let mut seen = BTreeSet::new();
     let mut work = vec![contract.initial];
