@@ -17,5 +17,6 @@ pub mod lint;
 pub mod machine;
 pub mod runner;
 pub mod server;
+pub mod session;
 pub mod source;
 pub mod yaml;

@@ -3,13 +3,14 @@
 //! stays readable when the contract is edited.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::contract::Contract;
 use crate::contract::flags::FlagSet;
-use crate::contract::raw::CounterScope;
+use crate::contract::raw::{CounterScope, ValueType};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChecklistItem {
@@ -95,6 +96,75 @@ pub struct Instance {
     pub steps_taken: u64,
 }
 
+/// Why a session could not start. `Display` gives the message for the user.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StartError {
+    UnknownIntent {
+        intent: String,
+        known: Vec<String>,
+    },
+    UnknownLocale {
+        locale: String,
+        known: Vec<String>,
+    },
+    ParamType {
+        name: String,
+        expected: ValueType,
+        got: Value,
+    },
+    UnknownParam {
+        name: String,
+        known: Vec<String>,
+    },
+}
+
+impl StartError {
+    /// A stable key for hosts that map errors to their own messages.
+    pub fn key(&self) -> &'static str {
+        match self {
+            StartError::UnknownIntent { .. } => "start.unknown_intent",
+            StartError::UnknownLocale { .. } => "start.unknown_locale",
+            StartError::ParamType { .. } => "start.param_type",
+            StartError::UnknownParam { .. } => "start.unknown_param",
+        }
+    }
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::UnknownIntent { intent, known } => {
+                write!(
+                    f,
+                    "unknown intent `{intent}`; use one of: {}",
+                    known.join(", ")
+                )
+            }
+            StartError::UnknownLocale { locale, known } => {
+                write!(
+                    f,
+                    "unknown locale `{locale}`; use one of: {}",
+                    known.join(", ")
+                )
+            }
+            StartError::ParamType {
+                name,
+                expected,
+                got,
+            } => write!(f, "param `{name}` must be {expected:?}, got {got}"),
+            StartError::UnknownParam { name, known } => {
+                write!(f, "unknown param `{name}`")?;
+                if !known.is_empty() {
+                    write!(f, "; params: {}", known.join(", "))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
 impl Instance {
     /// A new session at the contract's initial state. `params` override declared defaults.
     pub fn start(
@@ -103,31 +173,38 @@ impl Instance {
         intent: Option<&str>,
         locale: Option<&str>,
         params: &Map<String, Value>,
-    ) -> Result<Instance, String> {
+    ) -> Result<Instance, StartError> {
         let intent = intent.unwrap_or(&contract.default_intent);
         if !contract.intents.iter().any(|i| i == intent) {
-            return Err(format!(
-                "unknown intent `{intent}`; use one of: {}",
-                contract.intents.join(", ")
-            ));
+            return Err(StartError::UnknownIntent {
+                intent: intent.to_string(),
+                known: contract.intents.clone(),
+            });
         }
         let locale = locale.unwrap_or(contract.default_locale());
         if !contract.locales.iter().any(|l| l == locale) {
-            return Err(format!(
-                "unknown locale `{locale}`; use one of: {}",
-                contract.locales.join(", ")
-            ));
+            return Err(StartError::UnknownLocale {
+                locale: locale.to_string(),
+                known: contract.locales.clone(),
+            });
         }
         let mut resolved = Map::new();
         for (name, (kind, default)) in &contract.params {
             let value = params.get(name).cloned().unwrap_or_else(|| default.clone());
             if !kind.accepts(&value) {
-                return Err(format!("param `{name}` must be {kind:?}, got {value}"));
+                return Err(StartError::ParamType {
+                    name: name.clone(),
+                    expected: *kind,
+                    got: value,
+                });
             }
             resolved.insert(name.clone(), value);
         }
         if let Some(unknown) = params.keys().find(|k| !contract.params.contains_key(*k)) {
-            return Err(format!("unknown param `{unknown}`"));
+            return Err(StartError::UnknownParam {
+                name: unknown.clone(),
+                known: contract.params.keys().cloned().collect(),
+            });
         }
         Ok(Instance {
             contract: contract.name.clone(),

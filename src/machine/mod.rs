@@ -5,6 +5,10 @@ pub mod instance;
 pub mod response;
 pub mod step;
 pub mod tasks;
+pub mod tools;
 
-pub use instance::Instance;
-pub use step::{Effect, Event, Input, Rejection, Transition, settle, step};
+pub use instance::{Instance, StartError};
+pub use step::{
+    Effect, Event, Input, MessageRequest, Rejection, Transition, run_effects, settle, step,
+    unknown_state,
+};

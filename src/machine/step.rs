@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::instance::{Instance, Summary};
 use super::response::{PhaseResponse, RenderedMessage, message, phase_response, role_message};
 use super::tasks;
+use super::tools::{EvidenceProblem, check_evidence};
 use crate::contract::Contract;
 use crate::contract::model::{
     ActionCall, CounterId, Guard, LimitValue, MessageRef, Performer, State,
@@ -80,6 +81,21 @@ pub struct Rejection {
     pub response: Box<PhaseResponse>,
 }
 
+/// The refusal for an instance whose state the contract does not have (a checkpoint of
+/// an older contract).
+pub fn unknown_state(contract: &Contract, instance: &Instance) -> Rejection {
+    let message = role_message(
+        contract,
+        "unknown_state",
+        &[("phase", Value::String(instance.state.clone()))],
+        &instance.locale,
+    );
+    Rejection {
+        message,
+        response: Box::new(phase_response(contract, instance)),
+    }
+}
+
 /// Runs one step.
 pub fn step(
     contract: &Contract,
@@ -92,12 +108,7 @@ pub fn step(
         response: Box::new(phase_response(contract, instance)),
     };
     let Some(state_id) = contract.state_id(&instance.state) else {
-        return Err(reject(role_message(
-            contract,
-            "unknown_state",
-            &[("phase", Value::String(instance.state.clone()))],
-            locale,
-        )));
+        return Err(unknown_state(contract, instance));
     };
     let state = contract.state(state_id);
     if state.kind == StateKind::Terminal {
@@ -369,88 +380,28 @@ fn validate_payload(
             ));
         }
     }
-    let known: BTreeSet<&str> = contract
-        .registry
-        .tools
-        .iter()
-        .copied()
-        .filter(|t| *t != contract.call)
-        .collect();
-    let called: BTreeSet<&str> = tools_called
-        .iter()
-        .map(String::as_str)
-        .filter(|t| known.contains(t))
-        .collect();
-    let reported: BTreeSet<&str> = payload
-        .get("tools_used")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let not_used: Vec<&str> = state
-        .required_tools
-        .iter()
-        .map(String::as_str)
-        .filter(|t| !called.contains(t))
-        .collect();
-    if !not_used.is_empty() {
-        return Err(role_message(
-            contract,
+    let (role, details) = match check_evidence(contract, state, payload, tools_called) {
+        Ok(()) => return Ok(()),
+        Err(EvidenceProblem::NotUsed(tools)) => (
             "required_tools_not_used",
-            &[
-                ("phase", phase),
-                ("missing_list", Value::String(not_used.join(", "))),
-            ],
-            locale,
-        ));
-    }
-    let not_reported: Vec<&str> = state
-        .required_tools
-        .iter()
-        .map(String::as_str)
-        .filter(|t| !reported.contains(t))
-        .collect();
-    if !not_reported.is_empty() {
-        return Err(role_message(
-            contract,
+            [("missing_list", Value::String(tools.join(", ")))].to_vec(),
+        ),
+        Err(EvidenceProblem::NotReported(tools)) => (
             "required_tools_not_reported",
-            &[
-                ("phase", phase),
-                ("missing_reported", Value::String(not_reported.join(", "))),
-            ],
-            locale,
-        ));
-    }
-    // Reported code-intel tools must have been called: the report is evidence, not a claim.
-    let claimed: Vec<&str> = reported
-        .iter()
-        .copied()
-        .filter(|t| known.contains(t) && !called.contains(t))
-        .collect();
-    if !claimed.is_empty() {
-        return Err(role_message(
-            contract,
+            [("missing_reported", Value::String(tools.join(", ")))].to_vec(),
+        ),
+        Err(EvidenceProblem::ReportedNotCalled(tools)) => (
             "tools_reported_not_called",
-            &[
-                ("phase", phase),
-                ("tools", Value::String(claimed.join(", "))),
-            ],
-            locale,
-        ));
-    }
-    let min = state.min_distinct_tools as usize;
-    if called.len() < min {
-        return Err(role_message(
-            contract,
+            [("tools", Value::String(tools.join(", ")))].to_vec(),
+        ),
+        Err(EvidenceProblem::TooFewTools { min, count }) => (
             "min_distinct_tools",
-            &[
-                ("phase", phase),
-                ("min", Value::from(min)),
-                ("count", Value::from(called.len())),
-            ],
-            locale,
-        ));
-    }
-    Ok(())
+            [("min", Value::from(min)), ("count", Value::from(count))].to_vec(),
+        ),
+    };
+    let mut args = vec![("phase", phase)];
+    args.extend(details);
+    Err(role_message(contract, role, &args, locale))
 }
 
 /// The top-level payload field a schema error is about, and whether it is missing.

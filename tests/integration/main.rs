@@ -4,6 +4,7 @@ mod agent_runner;
 mod cli;
 mod codeintel;
 mod default_flow;
+mod driver;
 mod generated;
 mod guard_table;
 mod lint_fixtures;

@@ -38,12 +38,28 @@ pub(crate) fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_code-intel"))
 }
 
-use code_intel::contract::flags;
-use code_intel::machine::{Event, Input, Instance, Rejection, Transition, settle, step};
+use code_intel::machine::{Effect, Instance, Rejection, Transition};
+use code_intel::session::{self, ActionFailure, Host, NoCheckpoints, Stop};
 use serde_json::{Map, Value};
 
-/// A session driven by a test: the host's part played with fixed facts and effects that
-/// always succeed.
+/// The host's part in flow tests: fixed facts, and effects that always succeed.
+struct AlwaysSucceeds<'a> {
+    facts: &'a Map<String, Value>,
+    performed: &'a mut Vec<String>,
+}
+
+impl Host for AlwaysSucceeds<'_> {
+    fn perform(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        self.performed.push(effect.action.clone());
+        Ok(Value::Null)
+    }
+
+    fn facts(&mut self) -> Map<String, Value> {
+        self.facts.clone()
+    }
+}
+
+/// A session driven by a test through the library's session driver.
 pub(crate) struct Driver {
     pub contract: Contract,
     pub instance: Instance,
@@ -54,15 +70,33 @@ pub(crate) struct Driver {
 
 impl Driver {
     pub(crate) fn start(contract: Contract, flag_text: &str, intent: &str, facts: Value) -> Driver {
-        let set = flags::parse(&contract, flag_text).unwrap();
-        let instance = Instance::start(&contract, set, Some(intent), None, &Map::new()).unwrap();
         let facts = facts.as_object().cloned().unwrap_or_default();
-        let instance = settle(&contract, &instance, &facts).unwrap();
+        let mut effects = Vec::new();
+        let mut host = AlwaysSucceeds {
+            facts: &facts,
+            performed: &mut effects,
+        };
+        let turn = session::Driver::new(&contract)
+            .start(
+                &mut host,
+                &mut NoCheckpoints,
+                flag_text,
+                Some(intent),
+                None,
+                &Map::new(),
+            )
+            .unwrap();
+        assert!(
+            matches!(turn.stop, Stop::Waiting | Stop::Finished(_)),
+            "{:?}",
+            turn.stop
+        );
+        let instance = turn.instance;
         Driver {
             contract,
             instance,
             facts,
-            effects: Vec::new(),
+            effects,
         }
     }
 
@@ -76,18 +110,26 @@ impl Driver {
         payload: Value,
         tools: &[&str],
     ) -> Result<Transition, Rejection> {
-        let event = Event {
-            input: Input::Submit {
-                payload,
-                tools_called: tools.iter().map(|t| (*t).to_string()).collect(),
-            },
-            facts: self.facts.clone(),
+        let mut host = AlwaysSucceeds {
+            facts: &self.facts,
+            performed: &mut self.effects,
         };
-        let t = step(&self.contract, &self.instance, &event)?;
-        self.effects
-            .extend(t.effects.iter().map(|e| e.action.clone()));
-        self.instance = settle(&self.contract, &t.instance, &self.facts).unwrap();
-        Ok(t)
+        let tools_called = tools.iter().map(|t| (*t).to_string()).collect();
+        let turn = session::Driver::new(&self.contract).submit(
+            &mut host,
+            &mut NoCheckpoints,
+            self.instance.clone(),
+            payload,
+            tools_called,
+        );
+        match turn.stop {
+            Stop::Refused(rejection) => Err(*rejection),
+            Stop::Waiting | Stop::Finished(_) => {
+                self.instance = turn.instance;
+                Ok(turn.steps.into_iter().next().expect("an accepted step"))
+            }
+            other => panic!("the driver stopped with {other:?}"),
+        }
     }
 
     /// Submits and requires acceptance into `expected`.
