@@ -20,7 +20,7 @@ pub trait Host {
     /// state's guards; `Value::Null` for actions without one) or the failure outcome.
     fn perform(&mut self, effect: &Effect) -> Result<Value, ActionFailure>;
 
-    /// The facts the host observes now (`stale_branches_exist`, ...), asked before each
+    /// The facts the host observes now (`facts.NAME` in guards), asked before each
     /// step so guards see the world as it is.
     fn facts(&mut self) -> Map<String, Value>;
 }

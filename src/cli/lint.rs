@@ -43,7 +43,7 @@ pub(super) fn run(paths: &[PathBuf], format: Format, deny_errors_only: bool) -> 
     let mut files = Vec::new();
     let mut use_builtin = false;
     if paths.is_empty() {
-        let project = Path::new(super::PROJECT_CONTRACT);
+        let project = Path::new(crate::contract::PROJECT_CONTRACT);
         if project.is_file() {
             files.push(project.to_path_buf());
         } else {

@@ -117,9 +117,6 @@ enum MatrixFormat {
     Json,
 }
 
-/// The project overlay, relative to the current directory.
-pub const PROJECT_CONTRACT: &str = ".code-intel/phase_contract.yml";
-
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Lint {
@@ -213,10 +210,10 @@ fn with_contract(source: &ContractSource, f: impl FnOnce(&Contract) -> ExitCode)
             }
         },
         None => {
-            let project = Path::new(PROJECT_CONTRACT);
+            let project = Path::new(contract::PROJECT_CONTRACT);
             let overlay = if project.is_file() {
                 match read(project) {
-                    Ok(text) => Some((PROJECT_CONTRACT.to_string(), text)),
+                    Ok(text) => Some((contract::PROJECT_CONTRACT.to_string(), text)),
                     Err(e) => {
                         eprintln!("error: {e}");
                         return ExitCode::from(2);

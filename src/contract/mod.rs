@@ -27,6 +27,9 @@ pub use registry::Registry;
 pub const BUILTIN_CONTRACT: &str = include_str!("../../contracts/phase_contract.yml");
 /// The name diagnostics use for the built-in contract.
 pub const BUILTIN_NAME: &str = "<built-in>/contracts/phase_contract.yml";
+/// A project's own contract (an overlay of the built-in one, or a complete flow),
+/// relative to the repository root.
+pub const PROJECT_CONTRACT: &str = ".code-intel/phase_contract.yml";
 /// The JSON Schema of contract files, generated from `contract::raw`.
 pub const CONTRACT_SCHEMA: &str = include_str!("../../schemas/contract.schema.json");
 

@@ -40,7 +40,8 @@ pub struct Contract {
     pub host: String,
     pub registry: Registry,
     pub locales: Vec<String>,
-    pub call: String,
+    /// The tool that submits payloads (`call:`), if the contract names one.
+    pub call: Option<String>,
     pub instruction_footer: Option<Localized>,
     pub initial: StateId,
     /// Whether `initial` names a state; when not, lowering reported it and `initial` is

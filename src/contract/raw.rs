@@ -25,9 +25,10 @@ pub struct RawContract {
     pub host: String,
     /// The locales every message and instruction must be written in; the first is the default.
     pub locales: Vec<String>,
-    /// The tool an agent calls to submit a payload for an external state.
-    #[serde(default = "default_call")]
-    pub call: String,
+    /// The host tool an agent calls to submit a payload for an external state; shown as
+    /// `call` in phase responses. Contracts made only of engine states need none.
+    #[serde(default)]
+    pub call: Option<String>,
     /// Text appended to every rendered instruction (a minijinja template), per locale.
     #[serde(default)]
     pub instruction_footer: Option<Text>,
@@ -69,10 +70,6 @@ pub struct RawContract {
     /// Columns of `code-intel matrix`: named flag sets.
     #[serde(default)]
     pub matrix: Option<RawMatrix>,
-}
-
-fn default_call() -> String {
-    "submit_phase".to_string()
 }
 
 /// A text per locale, or one text for all locales.

@@ -3,7 +3,21 @@
 //! A code names what is flagged, never what to do about it. Codes are stable: tools and
 //! CI configurations match on them, so a code is never renamed or reused.
 
-use super::Severity;
+/// How bad a finding is; each code has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
 
 /// One registered code.
 #[derive(Debug, Clone, Copy)]

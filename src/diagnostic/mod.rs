@@ -6,22 +6,9 @@
 pub mod codes;
 pub mod render;
 
+pub use codes::Severity;
+
 use crate::source::Span;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
 
 /// One finding about a contract file.
 #[derive(Debug, Clone, PartialEq)]

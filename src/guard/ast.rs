@@ -92,3 +92,10 @@ pub enum ExprKind {
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
     Call(Func, Vec<Expr>),
 }
+
+/// A guard that does not parse, with the character range of the problem in its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub message: String,
+    pub range: Range,
+}

@@ -11,14 +11,7 @@ pub mod eval;
 mod parser;
 pub mod types;
 
-pub use ast::Expr;
-
-/// A guard that does not parse, with the character range of the problem in its text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SyntaxError {
-    pub message: String,
-    pub range: ast::Range,
-}
+pub use ast::{Expr, SyntaxError};
 
 /// Parses a guard expression.
 pub fn parse(text: &str) -> Result<Expr, SyntaxError> {

@@ -6,8 +6,7 @@ use pest::iterators::{Pair, Pairs};
 use pest::pratt_parser::{Assoc, Op, PrattParser};
 use serde_json::Value;
 
-use super::SyntaxError;
-use super::ast::{BinaryOp, Expr, ExprKind, Func, Range};
+use super::ast::{BinaryOp, Expr, ExprKind, Func, Range, SyntaxError};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "guard/guard.pest"]

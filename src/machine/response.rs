@@ -132,7 +132,10 @@ pub fn phase_response(contract: &Contract, instance: &Instance) -> PhaseResponse
         state: state.id.clone(),
         instruction: instruction(contract, instance),
         expected_payload: state.expected_payload.clone(),
-        call: (state.kind == StateKind::External).then(|| contract.call.clone()),
+        call: contract
+            .call
+            .clone()
+            .filter(|_| state.kind == StateKind::External),
     }
 }
 

@@ -35,7 +35,7 @@ pub enum Input {
 #[derive(Debug, Clone)]
 pub struct Event {
     pub input: Input,
-    /// Facts the host observed for this step (`stale_branches_exist`, ...).
+    /// Facts the host observed for this step (`facts.NAME` in guards).
     pub facts: Map<String, Value>,
 }
 

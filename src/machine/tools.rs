@@ -30,7 +30,7 @@ pub enum ToolGate {
 /// terminal, unknown) allow only the ungated tools.
 pub fn gate(contract: &Contract, instance: &Instance, tool: &str) -> ToolGate {
     let registry = &contract.registry;
-    if tool == contract.call || registry.ungated_tools.contains(&tool) {
+    if contract.call.as_deref() == Some(tool) || registry.ungated_tools.contains(&tool) {
         return ToolGate::Allowed;
     }
     if !registry.tools.contains(&tool) {
@@ -86,7 +86,8 @@ pub fn check_evidence(
     tools_called: &[String],
 ) -> Result<(), EvidenceProblem> {
     // Only the host's own tools count, and never the submit tool itself.
-    let is_host_tool = |t: &str| t != contract.call && contract.registry.tools.contains(&t);
+    let is_host_tool =
+        |t: &str| contract.call.as_deref() != Some(t) && contract.registry.tools.contains(&t);
     let called: BTreeSet<&str> = tools_called
         .iter()
         .map(String::as_str)

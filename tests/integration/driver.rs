@@ -163,6 +163,7 @@ contract: tests.two_effects
 version: 1
 host: code-intel
 locales: [en]
+call: submit_phase
 initial: WORK
 engine_messages:
   payload_invalid: engine.failed

@@ -130,3 +130,54 @@ fn pest_stays_inside_the_guard_parser() {
         );
     }
 }
+
+/// The engine modules: they must stay generic over hosts.
+const ENGINE_MODULES: &[&str] = &["contract", "machine", "guard", "lint", "analysis"];
+
+#[test]
+fn no_host_tool_action_fact_or_message_is_named_in_the_engine() {
+    let mut names: Vec<String> = Vec::new();
+    for registry in code_intel::hosts::all() {
+        names.extend(registry.tools.iter().map(|t| (*t).to_string()));
+        names.extend(
+            registry
+                .actions
+                .iter()
+                .map(|a| a.name)
+                .filter(|a| code_intel::contract::registry::BuiltinAction::from_name(a).is_none())
+                .map(str::to_string),
+        );
+        names.extend(registry.facts.iter().map(|(f, _)| (*f).to_string()));
+        names.extend(registry.messages.iter().map(|m| m.key.to_string()));
+    }
+    assert!(
+        names.iter().any(|n| n == "git.commit"),
+        "the registries are empty"
+    );
+    let mut found = Vec::new();
+    for file in src_files() {
+        let relative = file.strip_prefix(repo().join("src")).unwrap();
+        let top = relative.components().next().unwrap().as_os_str();
+        let top = top.to_string_lossy();
+        if !ENGINE_MODULES.contains(&top.trim_end_matches(".rs")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in non_test_lines(&text) {
+            for name in &names {
+                for (at, _) in line.match_indices(name.as_str()) {
+                    let before = line[..at].chars().next_back();
+                    let after = line[at + name.len()..].chars().next();
+                    if is_word_boundary(before) && is_word_boundary(after) {
+                        found.push(format!("{}:{number}: {name}", relative.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "host names in the engine (they belong in `server::registry` or `runner::registry`):\n{}",
+        found.join("\n")
+    );
+}
