@@ -10,7 +10,7 @@ use crate::contract::flags::{self, FlagError};
 use crate::contract::raw::{Outcome, StateKind};
 use crate::machine::response::{RenderedMessage, message, role_message};
 use crate::machine::{
-    Effect, Event, Input, Instance, Rejection, StartError, Transition, run_effects, step,
+    Accepted, Effect, Event, Input, Instance, Rejection, StartError, run_effects, step,
     unknown_state,
 };
 
@@ -121,7 +121,7 @@ pub struct Turn {
     /// The last committed instance.
     pub instance: Instance,
     /// Every accepted step, in order.
-    pub steps: Vec<Transition>,
+    pub steps: Vec<Accepted>,
     pub stop: Stop,
 }
 
@@ -297,7 +297,7 @@ impl<'c> Driver<'c> {
         store: &mut impl CheckpointStore,
         instance: &Instance,
         input: Input,
-    ) -> Result<Transition, Box<Halted>> {
+    ) -> Result<Accepted, Box<Halted>> {
         let halt = |stop: Stop, instance: Instance| Box::new(Halted { stop, instance });
         let event = Event {
             input,

@@ -1,12 +1,14 @@
 //! The phase × flag-set matrix computed from the contract: one row per step, one column per
 //! flag set declared under `matrix.columns`, a cell true when the step can run.
 
+use std::fmt;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::reach::reachable;
 use crate::contract::Contract;
-use crate::contract::flags;
+use crate::contract::flags::{self, FlagError};
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Matrix {
@@ -21,12 +23,29 @@ pub struct Row {
     pub runs: Map<String, Value>,
 }
 
+/// A matrix column whose flags do not parse (lint reports it as `invalid-flag-reference`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatrixError {
+    pub column: String,
+    pub error: FlagError,
+}
+
+impl fmt::Display for MatrixError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "matrix column `{}`: {}", self.column, self.error)
+    }
+}
+
+impl std::error::Error for MatrixError {}
+
 /// Computes the matrix. Fails when a column's flags do not parse.
-pub fn compute(contract: &Contract) -> Result<Matrix, String> {
+pub fn compute(contract: &Contract) -> Result<Matrix, MatrixError> {
     let mut reach_per_column = Vec::new();
     for column in &contract.matrix_columns {
-        let set = flags::parse(contract, &column.flags)
-            .map_err(|e| format!("matrix column `{}`: {e}", column.key))?;
+        let set = flags::parse(contract, &column.flags).map_err(|error| MatrixError {
+            column: column.key.clone(),
+            error,
+        })?;
         let intent = column
             .intent
             .clone()

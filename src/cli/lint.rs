@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::error::CliError;
 use crate::contract::Loaded;
 use crate::diagnostic::render::{Format, render};
 use crate::diagnostic::{self, Diagnostic, Severity};
@@ -16,15 +17,14 @@ pub(super) fn load_file(sources: &mut Sources, path: &Path, text: String) -> Loa
     lint::load_and_lint(sources, file, &hosts::all())
 }
 
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), CliError> {
+    let meta = std::fs::metadata(path).map_err(|e| CliError::read(path, e))?;
     if meta.is_file() {
         out.push(path.to_path_buf());
         return Ok(());
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .map_err(|e| CliError::read(path, e))?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .collect();
@@ -39,7 +39,11 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
     Ok(())
 }
 
-pub(super) fn run(paths: &[PathBuf], format: Format, deny_errors_only: bool) -> ExitCode {
+pub(super) fn run(
+    paths: &[PathBuf],
+    format: Format,
+    deny_errors_only: bool,
+) -> Result<ExitCode, CliError> {
     let mut files = Vec::new();
     let mut use_builtin = false;
     if paths.is_empty() {
@@ -51,10 +55,7 @@ pub(super) fn run(paths: &[PathBuf], format: Format, deny_errors_only: bool) -> 
         }
     }
     for p in paths {
-        if let Err(e) = collect(p, &mut files) {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        collect(p, &mut files)?;
     }
     let mut sources = Sources::default();
     let mut all: Vec<Diagnostic> = Vec::new();
@@ -62,13 +63,7 @@ pub(super) fn run(paths: &[PathBuf], format: Format, deny_errors_only: bool) -> 
         all.extend(lint::load_layered_and_lint(&mut sources, None, &hosts::all()).diagnostics);
     }
     for file in &files {
-        let text = match std::fs::read_to_string(file) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("error: cannot read {}: {e}", file.display());
-                return ExitCode::from(2);
-            }
-        };
+        let text = std::fs::read_to_string(file).map_err(|e| CliError::read(file, e))?;
         all.extend(load_file(&mut sources, file, text).diagnostics);
     }
     diagnostic::sort(&mut all);
@@ -78,9 +73,9 @@ pub(super) fn run(paths: &[PathBuf], format: Format, deny_errors_only: bool) -> 
     } else {
         Severity::Warning
     };
-    if all.iter().any(|d| d.severity >= threshold) {
+    Ok(if all.iter().any(|d| d.severity >= threshold) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }

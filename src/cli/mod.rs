@@ -1,6 +1,7 @@
 //! The command line: argument definitions and dispatch. The only module that prints.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod error;
 mod lint;
 mod tools;
 
@@ -14,6 +15,7 @@ use crate::contract::flags;
 use crate::contract::{self, Contract};
 use crate::diagnostic::render::{self, Format};
 use crate::source::Sources;
+use error::CliError;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -117,7 +119,22 @@ enum MatrixFormat {
     Json,
 }
 
+/// Runs a command; errors are printed to stderr and become the exit status.
 pub fn run(cli: Cli) -> ExitCode {
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(CliError::InvalidContract { rendered }) => {
+            eprint!("{rendered}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command {
         Command::Lint {
             paths,
@@ -137,88 +154,65 @@ pub fn run(cli: Cli) -> ExitCode {
             flags: flag_text,
             intent,
             format,
-        } => with_contract(&source, |contract| {
+        } => {
+            let contract = load_contract(&source)?;
             let intent = intent.unwrap_or_else(|| contract.default_intent.clone());
-            let flag_set = match flag_text
+            let flag_set = flag_text
                 .as_deref()
-                .map(|t| flags::parse(contract, t))
+                .map(|t| flags::parse(&contract, t))
                 .transpose()
-            {
-                Ok(f) => f,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            };
+                .map_err(CliError::Flags)?;
             let format = match format {
                 GraphFormat::Mermaid => diagram::Format::Mermaid,
                 GraphFormat::Dot => diagram::Format::Dot,
             };
             print!(
                 "{}",
-                diagram::render(contract, flag_set.as_ref(), &intent, format)
+                diagram::render(&contract, flag_set.as_ref(), &intent, format)
             );
-            ExitCode::SUCCESS
-        }),
-        Command::Matrix { source, format } => {
-            with_contract(&source, |contract| match matrix::compute(contract) {
-                Ok(m) => {
-                    match format {
-                        MatrixFormat::Markdown => print!("{}", matrix::to_markdown(contract, &m)),
-                        MatrixFormat::Json => {
-                            println!("{}", serde_json::to_string_pretty(&m).unwrap_or_default())
-                        }
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(1)
-                }
-            })
+            Ok(ExitCode::SUCCESS)
         }
-        Command::Search(a) => tools::search(&a),
-        Command::Files(a) => tools::files(&a),
-        Command::Defs(a) => tools::defs(&a),
-        Command::Refs(a) => tools::refs(&a),
-        Command::Symbols(a) => tools::symbols(&a),
-        Command::Structure(a) => tools::structure(&a),
-        Command::Impact(a) => tools::impact(&a),
-        Command::Index(a) => tools::index(&a),
-        Command::Query(a) => tools::ask(&a),
+        Command::Matrix { source, format } => {
+            let contract = load_contract(&source)?;
+            let m = matrix::compute(&contract).map_err(CliError::Matrix)?;
+            match format {
+                MatrixFormat::Markdown => print!("{}", matrix::to_markdown(&contract, &m)),
+                MatrixFormat::Json => {
+                    println!("{}", serde_json::to_string_pretty(&m).unwrap_or_default());
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Search(a) => Ok(tools::search(&a)),
+        Command::Files(a) => Ok(tools::files(&a)),
+        Command::Defs(a) => Ok(tools::defs(&a)),
+        Command::Refs(a) => Ok(tools::refs(&a)),
+        Command::Symbols(a) => Ok(tools::symbols(&a)),
+        Command::Structure(a) => Ok(tools::structure(&a)),
+        Command::Impact(a) => Ok(tools::impact(&a)),
+        Command::Index(a) => Ok(tools::index(&a)),
+        Command::Query(a) => Ok(tools::ask(&a)),
         Command::Schema => {
             print!("{}", contract::generated_schema());
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-fn read(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+fn read(path: &Path) -> Result<String, CliError> {
+    std::fs::read_to_string(path).map_err(|e| CliError::read(path, e))
 }
 
-/// Loads the contract named by `source` and runs `f`; an invalid contract prints its
-/// diagnostics and exits 1, an unreadable one exits 2.
-fn with_contract(source: &ContractSource, f: impl FnOnce(&Contract) -> ExitCode) -> ExitCode {
+/// Loads and lints the contract named by `source` (the project's, or the built-in one);
+/// a contract with errors is a [`CliError::InvalidContract`] with its diagnostics.
+fn load_contract(source: &ContractSource) -> Result<Contract, CliError> {
     let mut sources = Sources::default();
     let loaded = match &source.contract {
-        Some(path) => match read(path) {
-            Ok(text) => lint::load_file(&mut sources, path, text),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
+        Some(path) => lint::load_file(&mut sources, path, read(path)?),
         None => {
             let project = Path::new(contract::PROJECT_CONTRACT);
             let overlay = if project.is_file() {
-                match read(project) {
-                    Ok(text) => Some((contract::PROJECT_CONTRACT.to_string(), text)),
-                    Err(e) => {
-                        eprintln!("error: {e}");
-                        return ExitCode::from(2);
-                    }
-                }
+                Some((contract::PROJECT_CONTRACT.to_string(), read(project)?))
             } else {
                 None
             };
@@ -227,10 +221,9 @@ fn with_contract(source: &ContractSource, f: impl FnOnce(&Contract) -> ExitCode)
     };
     let diagnostics = loaded.diagnostics.clone();
     match loaded.ok() {
-        Ok(contract) => f(&contract),
-        Err(_) => {
-            eprint!("{}", render::human(&sources, &diagnostics));
-            ExitCode::from(1)
-        }
+        Ok(contract) => Ok(contract),
+        Err(_) => Err(CliError::InvalidContract {
+            rendered: render::human(&sources, &diagnostics),
+        }),
     }
 }

@@ -9,6 +9,6 @@ pub mod tools;
 
 pub use instance::{Instance, StartError};
 pub use step::{
-    Effect, Event, Input, MessageRequest, Rejection, Transition, run_effects, settle, step,
+    Accepted, Effect, Event, Input, MessageRequest, Rejection, run_effects, settle, step,
     unknown_state,
 };

@@ -12,8 +12,7 @@ use super::tasks;
 use super::tools::{EvidenceProblem, check_evidence};
 use crate::contract::Contract;
 use crate::contract::model::{
-    ActionCall, CounterId, Guard, LimitValue, MessageRef, Performer, State,
-    Transition as ModelTransition,
+    ActionCall, CounterId, Guard, LimitValue, MessageRef, Performer, State, Transition,
 };
 use crate::contract::raw::{CounterScope, StateKind};
 use crate::contract::registry::BuiltinAction;
@@ -61,9 +60,9 @@ pub struct MessageRequest {
     pub args: Map<String, Value>,
 }
 
-/// An accepted step.
+/// An accepted step (the contract's `Transition` is the rule; this is one taken).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Transition {
+pub struct Accepted {
     pub from: String,
     pub to: String,
     pub instance: Instance,
@@ -101,7 +100,7 @@ pub fn step(
     contract: &Contract,
     instance: &Instance,
     event: &Event,
-) -> Result<Transition, Rejection> {
+) -> Result<Accepted, Rejection> {
     let locale = instance.locale.as_str();
     let reject = |m: RenderedMessage| Rejection {
         message: m,
@@ -266,7 +265,7 @@ pub fn step(
     let message = msg_ref.map(|m| render_ref(contract, m, after_ctx, &Map::new(), locale));
     next.state = contract.state(target).id.clone();
     next.steps_taken += 1;
-    Ok(Transition {
+    Ok(Accepted {
         from: state.id.clone(),
         to: next.state.clone(),
         instance: next,
@@ -567,7 +566,7 @@ type Incremented = (CounterId, Option<BTreeSet<String>>);
 /// Resets, then increments. Returns the counters incremented, in order.
 fn apply_counters(
     contract: &Contract,
-    t: &ModelTransition,
+    t: &Transition,
     ctx: Context<'_>,
     next: &mut Instance,
 ) -> Result<Vec<Incremented>, String> {

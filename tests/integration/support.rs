@@ -38,7 +38,7 @@ pub(crate) fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_code-intel"))
 }
 
-use code_intel::machine::{Effect, Instance, Rejection, Transition};
+use code_intel::machine::{Accepted, Effect, Instance, Rejection};
 use code_intel::session::{self, ActionFailure, Host, NoCheckpoints, Stop};
 use serde_json::{Map, Value};
 
@@ -105,11 +105,7 @@ impl Driver {
     }
 
     /// Submits a payload; on success the new instance is committed.
-    pub(crate) fn submit(
-        &mut self,
-        payload: Value,
-        tools: &[&str],
-    ) -> Result<Transition, Rejection> {
+    pub(crate) fn submit(&mut self, payload: Value, tools: &[&str]) -> Result<Accepted, Rejection> {
         let mut host = AlwaysSucceeds {
             facts: &self.facts,
             performed: &mut self.effects,
@@ -133,7 +129,7 @@ impl Driver {
     }
 
     /// Submits and requires acceptance into `expected`.
-    pub(crate) fn ok(&mut self, payload: Value, tools: &[&str], expected: &str) -> Transition {
+    pub(crate) fn ok(&mut self, payload: Value, tools: &[&str], expected: &str) -> Accepted {
         let from = self.state().to_string();
         match self.submit(payload, tools) {
             Ok(t) => {

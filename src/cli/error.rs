@@ -1,0 +1,55 @@
+//! Errors at the command-line boundary and the exit status each one gives. Domain errors
+//! arrive typed; this is the one place that turns them into text and exit codes.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::analysis::matrix::MatrixError;
+use crate::contract::flags::FlagError;
+
+#[derive(Debug)]
+pub(super) enum CliError {
+    /// A file or directory that could not be read (exit 2).
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A flag string given on the command line that the contract refuses (exit 2).
+    Flags(FlagError),
+    /// The contract has errors; its diagnostics, already rendered (exit 1).
+    InvalidContract { rendered: String },
+    /// The matrix of a contract whose columns do not parse (exit 1).
+    Matrix(MatrixError),
+}
+
+impl CliError {
+    pub(super) fn read(path: impl Into<PathBuf>, source: std::io::Error) -> CliError {
+        CliError::Read {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// 1 for a problem in the contract, 2 for usage and IO errors, as documented.
+    pub(super) fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Read { .. } | CliError::Flags(_) => 2,
+            CliError::InvalidContract { .. } | CliError::Matrix(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Read { path, source } => {
+                write!(f, "cannot read {}: {source}", path.display())
+            }
+            CliError::Flags(e) => e.fmt(f),
+            CliError::InvalidContract { rendered } => f.write_str(rendered),
+            CliError::Matrix(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
