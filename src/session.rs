@@ -125,13 +125,6 @@ pub struct Turn {
     pub stop: Stop,
 }
 
-impl Turn {
-    /// The message of the last accepted step, if it has one.
-    pub fn last_message(&self) -> Option<&RenderedMessage> {
-        self.steps.last().and_then(|t| t.message.as_ref())
-    }
-}
-
 /// Runs sessions of one contract for a host.
 #[derive(Debug, Clone, Copy)]
 pub struct Driver<'c> {
@@ -208,7 +201,7 @@ impl<'c> Driver<'c> {
     /// Runs engine states (their `run` actions, then the step on their results) until the
     /// session waits for an agent or finishes. Also what a host calls after restoring a
     /// checkpoint that stopped in an engine state.
-    pub fn advance(
+    pub(crate) fn advance(
         &self,
         host: &mut impl Host,
         store: &mut impl CheckpointStore,

@@ -17,7 +17,7 @@ pub struct Pos {
 }
 
 impl Pos {
-    pub const START: Pos = Pos { line: 1, col: 1 };
+    pub(crate) const START: Pos = Pos { line: 1, col: 1 };
 }
 
 /// A range of text in one file; `end` is exclusive.
@@ -29,7 +29,7 @@ pub struct Span {
 }
 
 impl Span {
-    pub fn point(file: FileId, pos: Pos) -> Span {
+    pub(crate) fn point(file: FileId, pos: Pos) -> Span {
         Span {
             file,
             start: pos,
@@ -42,7 +42,7 @@ impl Span {
 
     /// The span of `len` characters starting `offset` characters after this span's
     /// start on the same line. Used to point inside a single-line scalar.
-    pub fn sub(&self, offset: usize, len: usize) -> Span {
+    pub(crate) fn sub(&self, offset: usize, len: usize) -> Span {
         let col = self.start.col + u32::try_from(offset).unwrap_or(u32::MAX / 2);
         let len = u32::try_from(len.max(1)).unwrap_or(1);
         Span {

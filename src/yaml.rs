@@ -440,7 +440,7 @@ fn resolve_plain(text: &str) -> NodeKind {
 }
 
 impl Node {
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match &self.kind {
             NodeKind::Null => Value::Null,
             NodeKind::Bool(b) => Value::Bool(*b),
@@ -482,7 +482,7 @@ impl Node {
     /// The node a JSON pointer (`/states/A/transitions/0/when`) names, with the key that
     /// introduces it when the last step is a mapping key. Missing steps stop at the
     /// deepest node that exists, so a location is always found.
-    pub fn locate(&self, pointer: &str) -> (Option<&Key>, &Node) {
+    pub(crate) fn locate(&self, pointer: &str) -> (Option<&Key>, &Node) {
         let mut node = self;
         let mut key = None;
         for raw in pointer.split('/').skip(1) {
@@ -512,7 +512,7 @@ impl Node {
 
     /// The span of the text inside a single-line scalar, starting at character `offset`.
     /// Falls back to the node's own span for block scalars.
-    pub fn inner_span(&self, offset: usize, len: usize) -> Span {
+    pub(crate) fn inner_span(&self, offset: usize, len: usize) -> Span {
         if let (true, Some(map)) = (self.inline, &self.escapes) {
             let at = |i: usize| map.get(i).or(map.last()).map_or(0, |o| *o as usize);
             let start = at(offset);

@@ -12,7 +12,7 @@ use crate::contract::model::{StateId, Transition};
 use crate::contract::raw::StateKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Mermaid,
     Dot,
 }
@@ -25,7 +25,7 @@ struct DiagramEdge {
 }
 
 /// Renders the diagram; with `flags`, only what can run under them.
-pub fn render(
+pub(crate) fn render(
     contract: &Contract,
     flags: Option<&Map<String, Value>>,
     intent: &str,

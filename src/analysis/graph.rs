@@ -92,7 +92,7 @@ pub fn edges(contract: &Contract) -> Vec<Edge> {
 }
 
 /// Strongly connected components (Tarjan), each as a list of states.
-pub fn sccs(n: usize, edges: &[(usize, usize)]) -> Vec<Vec<usize>> {
+pub(crate) fn sccs(n: usize, edges: &[(usize, usize)]) -> Vec<Vec<usize>> {
     let mut adjacency = vec![Vec::new(); n];
     for &(a, b) in edges {
         adjacency[a].push(b);

@@ -16,10 +16,11 @@ use crate::guard::ast::{BinaryOp, Expr, ExprKind};
 use crate::guard::eval::{Context, eval_condition};
 
 /// The roots whose values are unknown before a session runs.
-pub const UNKNOWN_ROOTS: &[&str] = &["payload", "counters", "tasks", "facts", "vars", "result"];
+pub(crate) const UNKNOWN_ROOTS: &[&str] =
+    &["payload", "counters", "tasks", "facts", "vars", "result"];
 
 /// The data a guard can read statically: flags, intent and params.
-pub fn static_roots(
+pub(crate) fn static_roots(
     contract: &Contract,
     flags: &Map<String, Value>,
     intent: &str,
@@ -42,7 +43,7 @@ pub fn static_roots(
 
 /// `Some(true)`/`Some(false)` when the guard is decided by static data, else `None`.
 /// A guard that failed to parse or check is undecided.
-pub fn decide(guard: &Guard, roots: &Map<String, Value>) -> Option<bool> {
+pub(crate) fn decide(guard: &Guard, roots: &Map<String, Value>) -> Option<bool> {
     let expr = guard.expr.as_ref()?;
     eval_condition(
         expr,
@@ -62,7 +63,7 @@ pub fn decide(guard: &Guard, roots: &Map<String, Value>) -> Option<bool> {
 /// the second fire even when the first always catches it, so every unknown boolean leaf
 /// ("atom") is a shared variable: a transition is possible when some assignment of the
 /// atoms makes it the first match.
-pub fn possible_transitions<'c>(
+pub(crate) fn possible_transitions<'c>(
     contract: &'c Contract,
     state: StateId,
     roots: &Map<String, Value>,

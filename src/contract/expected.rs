@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 /// The description of a top-level payload schema: one entry per property.
-pub fn describe_payload(schema: &Value, defs: &BTreeMap<String, Value>) -> Value {
+pub(crate) fn describe_payload(schema: &Value, defs: &BTreeMap<String, Value>) -> Value {
     let schema = resolve(schema, defs);
     let required = required_of(schema);
     let mut out = Map::new();

@@ -11,7 +11,7 @@ pub mod lower;
 pub mod model;
 pub mod raw;
 pub mod registry;
-pub mod roles;
+pub(crate) mod roles;
 
 use std::sync::OnceLock;
 
@@ -26,12 +26,12 @@ pub use registry::Registry;
 /// The default 19-step flow, compiled in.
 pub const BUILTIN_CONTRACT: &str = include_str!("../../contracts/phase_contract.yml");
 /// The name diagnostics use for the built-in contract.
-pub const BUILTIN_NAME: &str = "<built-in>/contracts/phase_contract.yml";
+pub(crate) const BUILTIN_NAME: &str = "<built-in>/contracts/phase_contract.yml";
 /// A project's own contract (an overlay of the built-in one, or a complete flow),
 /// relative to the repository root.
-pub const PROJECT_CONTRACT: &str = ".code-intel/phase_contract.yml";
+pub(crate) const PROJECT_CONTRACT: &str = ".code-intel/phase_contract.yml";
 /// The JSON Schema of contract files, generated from `contract::raw`.
-pub const CONTRACT_SCHEMA: &str = include_str!("../../schemas/contract.schema.json");
+pub(crate) const CONTRACT_SCHEMA: &str = include_str!("../../schemas/contract.schema.json");
 
 /// The result of loading: a contract when it could be built, and every finding.
 #[derive(Debug)]
@@ -108,7 +108,7 @@ pub fn load(sources: &mut Sources, file: FileId, hosts: &[Registry]) -> Loaded {
 
 /// Loads the contract a session runs: the project's file when there is one (an overlay
 /// of the built-in contract or a complete contract, see [`load`]), else the built-in one.
-pub fn load_layered(
+pub(crate) fn load_layered(
     sources: &mut Sources,
     project: Option<(String, String)>,
     hosts: &[Registry],

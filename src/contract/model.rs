@@ -83,7 +83,7 @@ impl Contract {
         &self.counters[id.0]
     }
 
-    pub fn default_locale(&self) -> &str {
+    pub(crate) fn default_locale(&self) -> &str {
         self.locales.first().map_or("en", String::as_str)
     }
 
@@ -92,7 +92,7 @@ impl Contract {
     }
 
     /// States ordered by step, then by id: the order of diagrams and tables.
-    pub fn states_in_flow_order(&self) -> Vec<StateId> {
+    pub(crate) fn states_in_flow_order(&self) -> Vec<StateId> {
         let mut ids: Vec<StateId> = (0..self.states.len()).map(StateId).collect();
         ids.sort_by_key(|id| {
             let s = self.state(*id);
@@ -184,7 +184,7 @@ pub struct State {
 
 impl State {
     /// The guarded transitions followed by the fallback.
-    pub fn all_transitions(&self) -> impl Iterator<Item = &Transition> {
+    pub(crate) fn all_transitions(&self) -> impl Iterator<Item = &Transition> {
         self.transitions.iter().chain(self.otherwise.iter())
     }
 }

@@ -41,13 +41,13 @@ pub enum TaskEffect {
 }
 
 impl ActionSpec {
-    pub fn result_ty(&self) -> Ty {
+    pub(crate) fn result_ty(&self) -> Ty {
         self.result
             .as_ref()
             .map_or(Ty::Any, |s| Ty::from_schema(s, &BTreeMap::new()))
     }
 
-    pub fn arg_ty(&self, name: &str) -> Option<Ty> {
+    pub(crate) fn arg_ty(&self, name: &str) -> Option<Ty> {
         self.args
             .iter()
             .find(|(n, ..)| *n == name)
@@ -103,7 +103,7 @@ impl Registry {
         self.actions.iter().find(|a| a.name == name)
     }
 
-    pub fn facts_ty(&self) -> Ty {
+    pub(crate) fn facts_ty(&self) -> Ty {
         Ty::object(
             self.facts
                 .iter()
@@ -114,7 +114,7 @@ impl Registry {
 
 /// Builds a host action that an external state's transition runs after the step;
 /// `outcomes` are the failures it can report, with their message placeholders.
-pub fn host_action(
+pub(crate) fn host_action(
     name: &'static str,
     summary: &'static str,
     args: Vec<(&'static str, Value, bool)>,
@@ -131,7 +131,7 @@ pub fn host_action(
 }
 
 /// Builds a host action that an engine state runs (`run:`) for its `result`.
-pub fn result_action(
+pub(crate) fn result_action(
     name: &'static str,
     summary: &'static str,
     args: Vec<(&'static str, Value, bool)>,
@@ -148,7 +148,7 @@ pub fn result_action(
 }
 
 /// A host message key and its placeholders.
-pub fn host_message(key: &'static str, args: &[&'static str]) -> HostMessage {
+pub(crate) fn host_message(key: &'static str, args: &[&'static str]) -> HostMessage {
     HostMessage {
         key,
         args: args.to_vec(),
@@ -213,7 +213,7 @@ impl BuiltinAction {
     }
 
     /// Its arguments, failure outcomes and effect on the task supply.
-    pub fn spec(self) -> ActionSpec {
+    pub(crate) fn spec(self) -> ActionSpec {
         match self {
             BuiltinAction::RegisterTasks => ActionSpec {
                 name: self.name(),

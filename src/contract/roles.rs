@@ -2,7 +2,7 @@
 //! contract maps each role to a key in `engine_messages`, so texts stay in data.
 
 /// Each role and the placeholders the engine provides for it.
-pub const ENGINE_ROLES: &[(&str, &[&str])] = &[
+pub(crate) const ENGINE_ROLES: &[(&str, &[&str])] = &[
     ("payload_invalid", &["phase", "details"]),
     ("required_tools_not_used", &["phase", "missing_list"]),
     (
@@ -18,9 +18,9 @@ pub const ENGINE_ROLES: &[(&str, &[&str])] = &[
 ];
 
 /// Placeholders a `field_messages` entry receives.
-pub const FIELD_MESSAGE_ARGS: &[&str] = &["phase", "field", "details"];
+pub(crate) const FIELD_MESSAGE_ARGS: &[&str] = &["phase", "field", "details"];
 
-pub fn role_args(role: &str) -> Option<&'static [&'static str]> {
+pub(crate) fn role_args(role: &str) -> Option<&'static [&'static str]> {
     ENGINE_ROLES
         .iter()
         .find(|(r, _)| *r == role)

@@ -20,7 +20,7 @@ pub struct Context<'a> {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Val<'a> {
+pub(crate) enum Val<'a> {
     Known(Cow<'a, Value>),
     Unknown,
 }
@@ -46,7 +46,7 @@ pub fn eval(expr: &Expr, ctx: Context<'_>) -> Result<Value, EvalError> {
 
 /// Evaluates a condition: `true`, `false`, or `None` when it depends on unknown data.
 /// `null` counts as false; any other non-boolean is an error.
-pub fn eval_condition(expr: &Expr, ctx: Context<'_>) -> Result<Option<bool>, EvalError> {
+pub(crate) fn eval_condition(expr: &Expr, ctx: Context<'_>) -> Result<Option<bool>, EvalError> {
     match eval_val(expr, ctx, None)? {
         Val::Known(v) => truth(&v).map(Some),
         Val::Unknown => Ok(None),

@@ -5,7 +5,7 @@
 //! [`check::TypeEnv`]; [`eval`] runs it without ever panicking. The grammar and its limits
 //! are in `docs/guard-language.md`.
 
-pub mod ast;
+pub(crate) mod ast;
 pub mod check;
 pub mod eval;
 mod parser;

@@ -52,19 +52,19 @@ impl Ty {
     }
 
     /// The type without its `null` possibility.
-    pub fn strip_optional(&self) -> &Ty {
+    pub(crate) fn strip_optional(&self) -> &Ty {
         match self {
             Ty::Optional(inner) => inner,
             other => other,
         }
     }
 
-    pub fn is_nullable(&self) -> bool {
+    pub(crate) fn is_nullable(&self) -> bool {
         matches!(self, Ty::Optional(_) | Ty::Null | Ty::Any)
     }
 
     /// Derives a type from a JSON Schema; `defs` resolves `#/$defs/NAME` references.
-    pub fn from_schema(schema: &Value, defs: &BTreeMap<String, Value>) -> Ty {
+    pub(crate) fn from_schema(schema: &Value, defs: &BTreeMap<String, Value>) -> Ty {
         Self::from_schema_depth(schema, defs, 0)
     }
 

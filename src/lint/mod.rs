@@ -19,7 +19,7 @@ pub fn load_and_lint(sources: &mut Sources, file: FileId, hosts: &[Registry]) ->
 }
 
 /// [`contract::load_layered`] followed by the whole-flow rules.
-pub fn load_layered_and_lint(
+pub(crate) fn load_layered_and_lint(
     sources: &mut Sources,
     project: Option<(String, String)>,
     hosts: &[Registry],
@@ -30,7 +30,7 @@ pub fn load_layered_and_lint(
 }
 
 /// Adds the whole-flow findings to what loading found, in file and position order.
-pub fn add_findings(loaded: &mut Loaded) {
+pub(crate) fn add_findings(loaded: &mut Loaded) {
     if let Some(c) = &loaded.contract {
         loaded.diagnostics.extend(check(c));
         diagnostic::sort(&mut loaded.diagnostics);

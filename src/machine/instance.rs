@@ -38,7 +38,7 @@ pub struct Task {
 }
 
 impl Task {
-    pub fn is_pending(&self) -> bool {
+    pub(crate) fn is_pending(&self) -> bool {
         self.status == "pending"
     }
 
@@ -227,7 +227,7 @@ impl Instance {
     }
 
     /// The data guards read, except `payload`, `facts` and `result`, which come with events.
-    pub fn guard_roots(&self) -> Map<String, Value> {
+    pub(crate) fn guard_roots(&self) -> Map<String, Value> {
         let mut roots = Map::new();
         roots.insert("flags".into(), Value::Object(self.flags.clone()));
         roots.insert("intent".into(), Value::String(self.intent.clone()));

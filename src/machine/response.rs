@@ -39,7 +39,7 @@ pub struct PhaseResponse {
 
 /// Renders `{placeholder}`s from `args`; lists are joined with ", ". Unknown placeholders
 /// stay as written (lint makes sure that does not happen in a checked contract).
-pub fn fill(text: &str, args: &Map<String, Value>) -> String {
+pub(crate) fn fill(text: &str, args: &Map<String, Value>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find('{') {
@@ -94,7 +94,7 @@ pub fn message(
 }
 
 /// Renders the message an engine role maps to.
-pub fn role_message(
+pub(crate) fn role_message(
     contract: &Contract,
     role: &str,
     args: &[(&str, Value)],

@@ -615,7 +615,7 @@ fn apply_counters(
 }
 
 /// The limit of a counter for this instance (a param limit reads the session's params).
-pub fn limit_of(contract: &Contract, counter: CounterId, instance: &Instance) -> u32 {
+pub(crate) fn limit_of(contract: &Contract, counter: CounterId, instance: &Instance) -> u32 {
     match &contract.counter(counter).limit {
         LimitValue::Fixed(n) => *n,
         LimitValue::Param(p) => instance

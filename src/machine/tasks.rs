@@ -26,7 +26,7 @@ fn outcome(name: &'static str, args: &[(&str, Value)]) -> Outcome {
 }
 
 /// The minimum length of a `skipped` item's reason (v1.16).
-pub const MIN_REASON_CHARS: usize = 10;
+pub(crate) const MIN_REASON_CHARS: usize = 10;
 
 fn str_field(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
@@ -53,7 +53,7 @@ fn parse_checklist(v: Option<&Value>) -> Vec<ChecklistItem> {
 /// count by forgetting to copy it (a bug of the original).
 /// `task_counters` are the names of the contract's task-scoped counters: every task starts
 /// with each at zero, so guards never read `null` for them.
-pub fn register(
+pub(crate) fn register(
     instance: &mut Instance,
     args: &Map<String, Value>,
     task_counters: &[&str],
@@ -106,7 +106,7 @@ pub fn register(
 }
 
 /// Whether `evidence` is `path:line` or `path:line-line` with 1 ≤ line ≤ end.
-pub fn evidence_format_ok(evidence: &str) -> bool {
+pub(crate) fn evidence_format_ok(evidence: &str) -> bool {
     let Some((path, lines)) = evidence.rsplit_once(':') else {
         return false;
     };
@@ -210,7 +210,7 @@ pub fn complete(instance: &mut Instance, args: &Map<String, Value>) -> Result<()
 }
 
 /// `tasks.require_all_complete`: tasks exist and none is pending.
-pub fn require_all_complete(instance: &Instance) -> Result<(), Outcome> {
+pub(crate) fn require_all_complete(instance: &Instance) -> Result<(), Outcome> {
     if instance.tasks.is_empty() {
         return Err(outcome("no_tasks_registered", &[]));
     }

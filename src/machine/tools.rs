@@ -66,7 +66,7 @@ pub fn gate(contract: &Contract, instance: &Instance, tool: &str) -> ToolGate {
 /// A mismatch between a state's tool requirements, what the host saw the agent call, and
 /// what the agent reported in `tools_used`. Each maps to an engine message role.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EvidenceProblem {
+pub(crate) enum EvidenceProblem {
     /// Required tools the agent did not call (`required_tools_not_used`).
     NotUsed(Vec<String>),
     /// Required tools missing from `tools_used` (`required_tools_not_reported`).
@@ -79,7 +79,7 @@ pub enum EvidenceProblem {
 }
 
 /// Checks a submission's tool evidence, in the order the problems are reported.
-pub fn check_evidence(
+pub(crate) fn check_evidence(
     contract: &Contract,
     state: &State,
     payload: &Value,

@@ -21,7 +21,7 @@ use crate::contract::Contract;
 use crate::contract::raw::StateKind;
 use crate::diagnostic::Diagnostic;
 
-pub fn check(contract: &Contract) -> Vec<Diagnostic> {
+pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {
     contract
         .states
         .iter()

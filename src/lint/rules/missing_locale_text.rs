@@ -18,7 +18,7 @@
 use crate::contract::Contract;
 use crate::diagnostic::Diagnostic;
 
-pub fn check(contract: &Contract) -> Vec<Diagnostic> {
+pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for m in contract.messages.values() {
         for locale in &contract.locales {

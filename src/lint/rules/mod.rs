@@ -1,10 +1,10 @@
 //! One file per lint rule. Each file documents what it flags, why, and an example.
 
-pub mod dead_end_state;
-pub mod missing_locale_text;
-pub mod placeholder_mismatch;
-pub mod shadowed_transition;
-pub mod unbounded_cycle;
-pub mod undefined_message;
-pub mod unreachable_state;
-pub mod unused_message;
+pub(crate) mod dead_end_state;
+pub(crate) mod missing_locale_text;
+pub(crate) mod placeholder_mismatch;
+pub(crate) mod shadowed_transition;
+pub(crate) mod unbounded_cycle;
+pub(crate) mod undefined_message;
+pub(crate) mod unreachable_state;
+pub(crate) mod unused_message;

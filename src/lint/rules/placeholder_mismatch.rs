@@ -22,7 +22,7 @@ use crate::contract::lower::placeholders;
 use crate::diagnostic::Diagnostic;
 use crate::lint::usage::Usage;
 
-pub fn check(contract: &Contract, usages: &[Usage]) -> Vec<Diagnostic> {
+pub(crate) fn check(contract: &Contract, usages: &[Usage]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for m in contract.messages.values() {
         let mut sets = m.text.texts.iter().map(|(l, t)| (l, placeholders(t)));

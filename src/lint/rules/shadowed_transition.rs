@@ -98,7 +98,7 @@ fn normalized(source: &str) -> String {
     source.split_whitespace().collect()
 }
 
-pub fn check(contract: &Contract) -> Vec<Diagnostic> {
+pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for state in &contract.states {
         let mut shadowing: Option<&Guard> = None;

@@ -38,7 +38,7 @@ fn bounds(contract: &Contract, counter: CounterId) -> bool {
         .any(|r| r.guard.is_none())
 }
 
-pub fn check(contract: &Contract) -> Vec<Diagnostic> {
+pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {
     let mut remaining: Vec<Edge> = edges(contract);
     let n = contract.states.len();
     let mut out = Vec::new();

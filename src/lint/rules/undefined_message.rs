@@ -19,7 +19,7 @@ use crate::contract::roles::ENGINE_ROLES;
 use crate::diagnostic::Diagnostic;
 use crate::lint::usage::Usage;
 
-pub fn check(contract: &Contract, usages: &[Usage]) -> Vec<Diagnostic> {
+pub(crate) fn check(contract: &Contract, usages: &[Usage]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for u in usages {
         if contract.messages.contains_key(&u.key) {

@@ -23,7 +23,7 @@ use crate::contract::Contract;
 use crate::contract::model::StateId;
 use crate::diagnostic::Diagnostic;
 
-pub fn check(contract: &Contract) -> Vec<Diagnostic> {
+pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {
     // An unknown `initial` is already an error; there is no start to measure from.
     if !contract.initial_known {
         return Vec::new();

@@ -20,7 +20,7 @@ use crate::contract::Contract;
 use crate::diagnostic::Diagnostic;
 use crate::lint::usage::Usage;
 
-pub fn check(contract: &Contract, usages: &[Usage]) -> Vec<Diagnostic> {
+pub(crate) fn check(contract: &Contract, usages: &[Usage]) -> Vec<Diagnostic> {
     let used: BTreeSet<&str> = usages.iter().map(|u| u.key.as_str()).collect();
     contract
         .messages
