@@ -115,7 +115,7 @@ impl Lowerer<'_> {
 }
 
 /// Which keys a message text uses as `{placeholder}`.
-pub fn placeholders(text: &str) -> BTreeSet<String> {
+pub(crate) fn placeholders(text: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let mut rest = text;
     while let Some(start) = rest.find('{') {

@@ -29,10 +29,10 @@ use crate::guard::types::Ty;
 use crate::source::{Pos, Span};
 use crate::yaml::Node;
 
-pub use messages::placeholders;
+pub(crate) use messages::placeholders;
 
 /// Resolves `raw` (parsed from `root`) against the registry of its host, one of `hosts`.
-pub fn lower(
+pub(crate) fn lower(
     raw: &RawContract,
     root: &Node,
     hosts: &[Registry],
@@ -72,7 +72,7 @@ pub fn lower(
 }
 
 /// Fields every task has, whatever the contract declares.
-pub fn task_ty(counters: &[Counter]) -> Ty {
+pub(crate) fn task_ty(counters: &[Counter]) -> Ty {
     let mut fields: Vec<(String, Ty)> = vec![
         ("id".into(), Ty::string()),
         ("description".into(), Ty::string()),
