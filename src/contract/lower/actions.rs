@@ -145,3 +145,98 @@ impl Lowerer<'_> {
         error_refs
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{HEADER, found, lower_yaml};
+    use crate::contract::model::Performer;
+    use crate::contract::registry::BuiltinAction;
+
+    /// An engine state `A` that runs `run` (a YAML flow sequence) and moves on to `B`.
+    fn running(run: &str) -> String {
+        format!(
+            "{HEADER}initial: A\nstates:\n  A:\n    kind: engine\n    run: {run}\n    otherwise: {{to: B}}\n  B: {{kind: terminal}}\n"
+        )
+    }
+
+    #[test]
+    fn run_actions_resolve_and_bind_their_results() {
+        let text =
+            running("[prd.load, {action: meta.plan_task, bind: plan, with: {prd: \"'x'\"}}]");
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let contract = contract.unwrap();
+        let run = &contract.state(contract.initial).run;
+        assert_eq!(run[0].bind, "load");
+        assert_eq!(run[0].performer, Performer::Host);
+        assert_eq!(run[1].bind, "plan");
+        assert_eq!(run[1].args[0].0, "prd");
+        assert_eq!(run[1].span.start.line, 9);
+    }
+
+    #[test]
+    fn a_built_in_task_action_cannot_be_run() {
+        let text = running("[tasks.require_all_complete]");
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(found(&diagnostics), ["9:11 unknown-action"]);
+        assert!(diagnostics[0].message.contains("applied by the engine"));
+        // It is still resolved, to the engine.
+        let contract = contract.unwrap();
+        assert_eq!(
+            contract.state(contract.initial).run[0].performer,
+            Performer::Engine(BuiltinAction::RequireAllTasksComplete)
+        );
+    }
+
+    #[test]
+    fn unknown_actions_arguments_and_outcomes_are_reported_where_named() {
+        let text = running(concat!(
+            "[prd.lod, {action: nope}, {action: meta.plan_task, with: {brief: \"'x'\"}},",
+            " {action: note.write, errors: {failed: m}}]"
+        ));
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            [
+                "9:11 unknown-action",
+                "9:29 unknown-action",
+                "9:68 unknown-action",
+                "9:114 unknown-action",
+            ]
+        );
+        assert_eq!(diagnostics[3].help.as_deref(), Some("its outcomes: none"));
+        // Calls of unknown actions are dropped; a bad argument or outcome is left out.
+        let contract = contract.unwrap();
+        let run = &contract.state(contract.initial).run;
+        assert_eq!(run.len(), 2);
+        assert!(run[0].args.is_empty() && run[1].errors.is_empty());
+    }
+
+    #[test]
+    fn an_argument_of_the_wrong_type_and_a_missing_one_are_reported() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "initial: A\n",
+                "states:\n",
+                "  A:\n",
+                "    kind: engine\n",
+                "    otherwise:\n",
+                "      to: A\n",
+                "      actions:\n",
+                "        - {action: tasks.complete, with: {task_id: \"1\"}}\n",
+            )
+        );
+        let (_, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            ["12:53 guard-type-error", "12:11 unknown-action"]
+        );
+        assert!(diagnostics[0].message.contains("the argument's type"));
+        assert!(
+            diagnostics[1]
+                .message
+                .contains("needs argument `checklist`")
+        );
+    }
+}

@@ -113,3 +113,117 @@ impl Lowerer<'_> {
         Some(id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{HEADER, check, found, lower_yaml};
+    use crate::contract::model::LimitValue;
+
+    #[test]
+    fn counter_limits_and_redirects_are_resolved() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "params: {max: {type: int, default: 3}}\n",
+                "counters:\n",
+                "  tries: {scope: session, limit: params.max, on_limit: [{when: \"counters.tries > 1\", to: B}]}\n",
+                "  edits: {scope: task, limit: 2}\n",
+                "initial: A\n",
+                "states:\n",
+                "  A: {kind: engine, otherwise: {to: B, increment: [tries], increment_tasks: {edits: \"[]\"}, reset: [edits]}}\n",
+                "  B: {kind: terminal}\n",
+            )
+        );
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let contract = contract.unwrap();
+        // Counters are indexed in name order.
+        let [edits, tries] = &contract.counters[..] else {
+            panic!("two counters")
+        };
+        assert!(matches!(&tries.limit, LimitValue::Param(p) if p == "max"));
+        assert!(matches!(edits.limit, LimitValue::Fixed(2)));
+        assert_eq!(tries.on_limit.len(), 1);
+        assert_eq!(tries.on_limit[0].to.0, 1);
+        assert!(tries.on_limit[0].guard.as_ref().unwrap().expr.is_some());
+        assert_eq!(tries.span.start.line, 7);
+        let t = contract.state(contract.initial).otherwise.as_ref().unwrap();
+        assert_eq!(t.increment.iter().map(|c| c.0).collect::<Vec<_>>(), [1]);
+        assert_eq!(t.increment_tasks[0].0.0, 0);
+        assert_eq!(t.reset.iter().map(|c| c.0).collect::<Vec<_>>(), [0]);
+    }
+
+    #[test]
+    fn a_limit_must_name_an_int_param() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "params: {name: {type: string, default: x}}\n",
+                "counters:\n",
+                "  a: {scope: session, limit: params.name}\n",
+                "  b: {scope: session, limit: params.nope}\n",
+                "initial: A\n",
+                "states: {A: {kind: terminal}}\n",
+            )
+        );
+        assert_eq!(
+            check(&text),
+            ["7:30 guard-unknown-path", "8:30 guard-unknown-path"]
+        );
+    }
+
+    #[test]
+    fn unknown_counters_and_counters_of_the_wrong_scope_are_reported_at_their_names() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "counters:\n",
+                "  s: {scope: session, limit: 3}\n",
+                "  t: {scope: task, limit: 3}\n",
+                "initial: A\n",
+                "states:\n",
+                "  A:\n",
+                "    kind: engine\n",
+                "    otherwise:\n",
+                "      to: A\n",
+                "      increment: [retries, t]\n",
+                "      reset: [tries, s, t]\n",
+                "      increment_tasks: {s: \"[]\"}\n",
+            )
+        );
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            [
+                "14:19 unknown-counter",
+                "14:28 unknown-counter",
+                "15:15 unknown-counter",
+                "16:25 unknown-counter",
+            ]
+        );
+        assert!(diagnostics[0].help.as_deref() == Some("declared counters: s, t"));
+        assert!(diagnostics[1].message.contains("not a session counter"));
+        assert!(diagnostics[3].message.contains("not a task counter"));
+        // `reset` takes counters of either scope.
+        let contract = contract.unwrap();
+        let t = contract.state(contract.initial).otherwise.as_ref().unwrap();
+        assert_eq!(t.reset.len(), 2);
+        assert!(t.increment.is_empty() && t.increment_tasks.is_empty());
+    }
+
+    #[test]
+    fn a_redirect_to_an_unknown_state_is_dropped() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "counters:\n",
+                "  s: {scope: session, limit: 3, on_limit: [{to: NOWHERE}]}\n",
+                "initial: A\n",
+                "states: {A: {kind: terminal}}\n",
+            )
+        );
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(found(&diagnostics), ["6:49 unknown-transition-target"]);
+        assert!(contract.unwrap().counters[0].on_limit.is_empty());
+    }
+}

@@ -105,3 +105,79 @@ fn fits(have: &Ty, want: &Ty) -> bool {
         (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{HEADER, found, lower_yaml};
+    use super::fits;
+    use crate::guard::types::Ty;
+
+    /// An engine state `A` whose one transition has guard `when` (written as YAML).
+    fn guarded(when: &str) -> String {
+        format!(
+            "{HEADER}flags: {{mode: {{type: enum, values: [fast, slow], help: h}}}}\nparams: {{max: {{type: int, default: 2}}}}\ninitial: A\nstates:\n  A:\n    kind: engine\n    transitions:\n      - {{when: {when}, to: A}}\n    otherwise: {{to: A}}\n"
+        )
+    }
+
+    #[test]
+    fn guards_read_flags_intent_and_params() {
+        let text = guarded("\"flags.mode == 'fast' && intent == 'DEFAULT' && params.max > 1\"");
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let contract = contract.unwrap();
+        let guard = contract.state(contract.initial).transitions[0]
+            .guard
+            .clone()
+            .unwrap();
+        assert!(guard.expr.is_some());
+        assert_eq!(guard.span.start.line, 12);
+    }
+
+    #[test]
+    fn guard_errors_point_inside_the_scalar() {
+        // Columns count from the first character inside the quotes (col 17): the syntax
+        // error is at the end of the text, the type error at `'quick'`.
+        assert_eq!(
+            found(&lower_yaml(&guarded("\"params.max >\"")).1),
+            ["12:29 guard-syntax-error"]
+        );
+        assert_eq!(
+            found(&lower_yaml(&guarded("\"params.nope > 1\"")).1),
+            ["12:17 guard-unknown-path"]
+        );
+        assert_eq!(
+            found(&lower_yaml(&guarded("\"flags.mode == 'quick'\"")).1),
+            ["12:31 guard-type-error"]
+        );
+        // A condition must be a boolean.
+        assert_eq!(
+            found(&lower_yaml(&guarded("\"params.max\"")).1),
+            ["12:17 guard-type-error"]
+        );
+    }
+
+    #[test]
+    fn an_unchecked_guard_keeps_its_text() {
+        let (contract, _) = lower_yaml(&guarded("\"params.max >\""));
+        let contract = contract.unwrap();
+        let guard = contract.state(contract.initial).transitions[0]
+            .guard
+            .clone()
+            .unwrap();
+        assert_eq!(guard.source, "params.max >");
+        assert!(guard.expr.is_none());
+    }
+
+    #[test]
+    fn fits_accepts_narrower_strings_and_null() {
+        let fast = Ty::Str(Some(vec!["fast".into()]));
+        let both = Ty::Str(Some(vec!["fast".into(), "slow".into()]));
+        assert!(fits(&fast, &both));
+        assert!(!fits(&both, &fast));
+        assert!(fits(&Ty::string(), &fast));
+        assert!(fits(&Ty::Null, &Ty::Number));
+        assert!(!fits(&Ty::Number, &Ty::string()));
+        assert!(fits(&Ty::list(fast), &Ty::list(Ty::string())));
+        assert!(!fits(&Ty::list(Ty::Number), &Ty::list(Ty::string())));
+    }
+}

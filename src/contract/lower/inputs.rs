@@ -153,3 +153,96 @@ impl Lowerer<'_> {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::test_support::{HEADER, check, found, lower_yaml};
+
+    /// A contract with one terminal state, whose `rest` (flags, intents, params) starts
+    /// at line 5.
+    fn with(rest: &str) -> String {
+        format!("{HEADER}{rest}initial: A\nstates: {{A: {{kind: terminal}}}}\n")
+    }
+
+    #[test]
+    fn flag_defaults_long_names_and_help_are_resolved() {
+        let text = with(concat!(
+            "flags:\n",
+            "  dry_run: {type: bool, help: \"Do nothing.\"}\n",
+            "  mode: {type: enum, values: [fast, slow], help: {en: \"How.\"}}\n",
+        ));
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let contract = contract.unwrap();
+        let dry_run = contract.flag("dry_run").unwrap();
+        assert_eq!(dry_run.default, json!(false));
+        assert_eq!(dry_run.long, "dry-run");
+        assert_eq!(dry_run.help.texts["en"], "Do nothing.");
+        // An enum flag without a default starts at its first value.
+        assert_eq!(contract.flag("mode").unwrap().default, json!("fast"));
+    }
+
+    #[test]
+    fn a_flag_default_not_among_its_values_is_reported_at_the_default() {
+        let text = with(concat!(
+            "flags:\n",
+            "  mode: {type: enum, values: [fast, slow], default: quick, help: h}\n",
+            "  loud: {type: bool, default: \"yes\", help: h}\n",
+        ));
+        let (contract, diagnostics) = lower_yaml(&text);
+        // Flags are lowered in name order.
+        assert_eq!(
+            found(&diagnostics),
+            ["7:31 invalid-flag-reference", "6:53 invalid-flag-reference"]
+        );
+        // The flag is still lowered, with no default, so later checks can use it.
+        assert_eq!(contract.unwrap().flag("mode").unwrap().default, json!(null));
+    }
+
+    #[test]
+    fn an_enum_flag_without_values_is_reported_at_its_name() {
+        let text = with("flags:\n  mode: {type: enum, help: h}\n");
+        // Its default is invalid too, as there is no value to fall back to; with no
+        // `default:` key, that is reported at the flag's mapping.
+        assert_eq!(
+            check(&text),
+            ["6:9 invalid-flag-reference", "6:3 invalid-flag-reference"]
+        );
+    }
+
+    #[test]
+    fn abbreviations_and_conflicts_must_name_declared_things() {
+        let text = with(concat!(
+            "flags:\n",
+            "  mode: {type: enum, values: [fast], abbreviations: {f: fast, q: quick}, help: h}\n",
+            "  v: {type: bool, help: h}\n",
+            "conflicts: [[mode, v], [mode, verbose]]\n",
+        ));
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            ["6:66 invalid-flag-reference", "8:24 invalid-flag-reference"]
+        );
+        assert_eq!(contract.unwrap().conflicts, [(0, 1)]);
+    }
+
+    #[test]
+    fn a_default_intent_must_be_an_intent_and_param_defaults_must_fit_their_type() {
+        let text = with(concat!(
+            "intents: {values: [build, fix], default: review}\n",
+            "params:\n",
+            "  retries: {type: int, default: 1.5}\n",
+            "  name: {type: string, default: x}\n",
+        ));
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            ["5:42 schema-violation", "7:33 schema-violation"]
+        );
+        let contract = contract.unwrap();
+        assert_eq!(contract.default_intent, "review");
+        assert_eq!(contract.params["name"].1, json!("x"));
+    }
+}

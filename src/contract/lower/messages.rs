@@ -132,3 +132,74 @@ pub(crate) fn placeholders(text: &str) -> BTreeSet<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{found, lower_yaml};
+    use super::placeholders;
+
+    /// A contract in English and Japanese with `rest` written from line 5 on.
+    fn bilingual(rest: &str) -> String {
+        format!(
+            "contract: t\nversion: 1\nhost: agent-runner\nlocales: [en, ja]\n{rest}initial: A\nstates: {{A: {{kind: terminal}}}}\n"
+        )
+    }
+
+    #[test]
+    fn a_text_per_locale_needs_every_locale_and_one_string_serves_all() {
+        let text = bilingual(concat!(
+            "flags:\n",
+            "  v: {type: bool, help: {en: \"Verbose.\"}}\n",
+            "  q: {type: bool, help: \"Quiet.\"}\n",
+        ));
+        let (contract, diagnostics) = lower_yaml(&text);
+        // Reported at the help text.
+        assert_eq!(found(&diagnostics), ["6:25 missing-locale-text"]);
+        assert!(diagnostics[0].message.contains("has no `ja` text"));
+        let contract = contract.unwrap();
+        assert_eq!(contract.flag("q").unwrap().help.texts["ja"], "Quiet.");
+        assert!(!contract.flag("v").unwrap().help.texts.contains_key("ja"));
+    }
+
+    #[test]
+    fn a_message_missing_a_locale_is_left_to_lint() {
+        let text = bilingual("messages:\n  done: {en: \"Done.\"}\n");
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let contract = contract.unwrap();
+        assert_eq!(contract.messages["done"].span.start.line, 6);
+        assert!(
+            crate::lint::check(&contract)
+                .iter()
+                .any(|d| d.code == "missing-locale-text")
+        );
+    }
+
+    #[test]
+    fn a_message_in_an_undeclared_locale_is_reported_at_the_locale() {
+        let text =
+            bilingual("messages:\n  done: {en: \"Done.\", de: \"Fertig.\", error: failed}\n");
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(found(&diagnostics), ["6:23 schema-violation"]);
+        let contract = contract.unwrap();
+        let done = &contract.messages["done"];
+        assert_eq!(done.text.texts["de"], "Fertig.");
+        assert_eq!(done.error.as_deref(), Some("failed"));
+    }
+
+    #[test]
+    fn unknown_engine_message_roles_are_reported_at_the_role() {
+        let text = bilingual("engine_messages:\n  payload_invalid: m\n  payload_wrong: m\n");
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(found(&diagnostics), ["7:3 schema-violation"]);
+        assert_eq!(contract.unwrap().engine_messages_span.start.line, 5);
+    }
+
+    #[test]
+    fn placeholders_are_names_in_braces() {
+        let found: Vec<String> = placeholders("{a} {b_2} {} {not one} {a} {open")
+            .into_iter()
+            .collect();
+        assert_eq!(found, ["a", "b_2"]);
+    }
+}

@@ -239,3 +239,98 @@ impl Lowerer<'_> {
         self.diagnostics.push(d);
     }
 }
+
+/// Lowers inline YAML through the same stages `contract::load` runs, for the unit tests
+/// of each step.
+#[cfg(test)]
+mod test_support {
+    use super::lower;
+    use crate::contract::model::Contract;
+    use crate::contract::raw::RawContract;
+    use crate::diagnostic::Diagnostic;
+    use crate::source::FileId;
+
+    /// The lines every test contract starts with (lines 1 to 4); tests append from line 5.
+    pub(super) const HEADER: &str = "contract: t\nversion: 1\nhost: agent-runner\nlocales: [en]\n";
+
+    /// Lowers `text`, which must be valid YAML that the contract schema's serde types accept.
+    pub(super) fn lower_yaml(text: &str) -> (Option<Contract>, Vec<Diagnostic>) {
+        let (node, yaml_warnings) = crate::yaml::parse(FileId(0), text).unwrap();
+        assert!(yaml_warnings.is_empty(), "{yaml_warnings:?}");
+        let raw: RawContract = serde_json::from_value(node.to_json()).unwrap();
+        lower(&raw, &node, &crate::hosts::all())
+    }
+
+    /// `line:col code` of each diagnostic, in the order lowering reported them.
+    pub(super) fn found(diagnostics: &[Diagnostic]) -> Vec<String> {
+        diagnostics
+            .iter()
+            .map(|d| {
+                let at = d.span.expect("lowering always gives a span").start;
+                format!("{}:{} {}", at.line, at.col, d.code)
+            })
+            .collect()
+    }
+
+    /// Lowers `text` and returns where and what it reported.
+    pub(super) fn check(text: &str) -> Vec<String> {
+        found(&lower_yaml(text).1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::{HEADER, check, found, lower_yaml};
+
+    #[test]
+    fn a_minimal_contract_lowers_clean() {
+        let (contract, diagnostics) = lower_yaml(&format!(
+            "{HEADER}initial: A\nstates:\n  A: {{kind: engine, otherwise: {{to: B}}}}\n  B: {{kind: terminal}}\n"
+        ));
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let contract = contract.unwrap();
+        assert_eq!(contract.states.len(), 2);
+        assert_eq!(contract.state_id("B").map(|id| id.0), Some(1));
+        // No `intents:` means one intent, `DEFAULT`.
+        assert_eq!(contract.intents, ["DEFAULT"]);
+        assert_eq!(contract.engine_messages_span.start.line, 1);
+    }
+
+    #[test]
+    fn an_unknown_host_stops_lowering_at_the_host() {
+        let text = "contract: t\nversion: 1\nhost: nobody\nlocales: [en]\ninitial: A\nstates: {A: {kind: terminal}}\n";
+        let (contract, diagnostics) = lower_yaml(text);
+        assert!(contract.is_none());
+        assert_eq!(found(&diagnostics), ["3:7 schema-violation"]);
+        assert!(
+            diagnostics[0]
+                .help
+                .as_deref()
+                .unwrap()
+                .contains("agent-runner")
+        );
+    }
+
+    #[test]
+    fn an_unsupported_version_and_no_locales_are_reported_where_written() {
+        let text = "contract: t\nversion: 2\nhost: agent-runner\nlocales: []\ninitial: A\nstates: {A: {kind: terminal}}\n";
+        assert_eq!(
+            check(text),
+            ["2:10 schema-violation", "4:10 schema-violation"]
+        );
+    }
+
+    #[test]
+    fn a_contract_without_states_has_no_model() {
+        let (contract, diagnostics) = lower_yaml(&format!(
+            "{HEADER}initial: A\nstates: {{}}\nmessages:\n  m: {{fr: \"x\"}}\n"
+        ));
+        assert!(contract.is_none());
+        // The unknown initial state is reported; the message after the states is not,
+        // because lowering stops at the empty state list.
+        assert_eq!(
+            found(&diagnostics),
+            ["5:10 unknown-transition-target", "6:9 schema-violation"]
+        );
+    }
+}

@@ -91,3 +91,58 @@ fn template_error(e: &minijinja::Error) -> String {
         None => e.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{HEADER, found, lower_yaml};
+
+    #[test]
+    fn instructions_and_the_footer_become_templates_per_locale() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "instruction_footer: \"Reply briefly.\"\n",
+                "initial: ASK\n",
+                "states:\n",
+                "  ASK: {payload: {type: object}, instruction: \"Say {{ vars.x.y }}.\", otherwise: {to: END}}\n",
+                "  END: {kind: terminal}\n",
+            )
+        );
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let contract = contract.unwrap();
+        assert!(contract.state(contract.initial).has_instruction);
+        let footer = contract.templates.get_template("__footer.en").unwrap();
+        assert_eq!(footer.render(()).unwrap(), "Reply briefly.");
+        // An undefined chain renders as nothing.
+        let ask = contract.templates.get_template("ASK.en").unwrap();
+        assert_eq!(ask.render(()).unwrap(), "Say .");
+    }
+
+    #[test]
+    fn template_syntax_errors_and_a_missing_instruction_are_reported() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "instruction_footer: \"{% if %}\"\n",
+                "initial: ASK\n",
+                "states:\n",
+                "  ASK: {payload: {type: object}, otherwise: {to: SAY}}\n",
+                "  SAY: {payload: {type: object}, instruction: \"{{ x\", otherwise: {to: END}}\n",
+                "  END: {kind: terminal}\n",
+            )
+        );
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            [
+                "5:21 template-syntax-error",
+                "8:3 missing-locale-text",
+                "9:47 template-syntax-error",
+            ]
+        );
+        assert!(diagnostics[0].message.contains("template line 1"));
+        let contract = contract.unwrap();
+        assert!(!contract.state(contract.initial).has_instruction);
+    }
+}

@@ -129,3 +129,102 @@ impl Lowerer<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{HEADER, found, lower_yaml};
+
+    #[test]
+    fn a_transition_needs_when_and_otherwise_takes_none() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "initial: A\n",
+                "states:\n",
+                "  A:\n",
+                "    kind: engine\n",
+                "    transitions:\n",
+                "      - {to: B}\n",
+                "    otherwise: {when: \"true\", to: B}\n",
+                "  B: {kind: terminal, otherwise: {to: A}}\n",
+            )
+        );
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            [
+                "10:9 schema-violation",
+                "11:23 schema-violation",
+                "12:3 schema-violation",
+            ]
+        );
+        assert!(diagnostics[2].message.contains("terminal state `B`"));
+        // Both are still lowered: the problems are in their shape, not their meaning.
+        let contract = contract.unwrap();
+        let a = contract.state(contract.initial);
+        assert_eq!(a.transitions.len(), 1);
+        assert!(a.transitions[0].guard.is_none());
+        assert!(a.otherwise.as_ref().unwrap().guard.is_some());
+    }
+
+    #[test]
+    fn an_unknown_target_drops_the_transition_but_its_other_parts_are_checked() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "initial: A\n",
+                "states:\n",
+                "  A:\n",
+                "    kind: engine\n",
+                "    otherwise: {to: NOPE, increment: [nope]}\n",
+            )
+        );
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            ["9:21 unknown-transition-target", "9:39 unknown-counter"]
+        );
+        assert_eq!(diagnostics[0].help.as_deref(), Some("known states: A"));
+        let contract = contract.unwrap();
+        let a = contract.state(contract.initial);
+        assert!(a.otherwise.is_none());
+        assert!(a.fallback_dropped);
+    }
+
+    #[test]
+    fn set_needs_a_declared_variable_and_a_value_of_its_type() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "vars: {note: {type: string}, count: {type: int}}\n",
+                "initial: A\n",
+                "states:\n",
+                "  A:\n",
+                "    kind: engine\n",
+                "    otherwise:\n",
+                "      to: A\n",
+                "      set: {note: \"'x'\", count: \"'many'\", gone: \"1\", other: \"null\"}\n",
+            )
+        );
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            [
+                "12:34 guard-type-error",
+                "12:43 guard-unknown-path",
+                "12:54 guard-unknown-path",
+            ]
+        );
+        let contract = contract.unwrap();
+        let set = &contract
+            .state(contract.initial)
+            .otherwise
+            .as_ref()
+            .unwrap()
+            .set;
+        let names: Vec<&str> = set.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["count", "note"]);
+        // A value of the wrong type keeps its text but has no checked expression.
+        assert!(set[0].1.expr.is_none() && set[1].1.expr.is_some());
+    }
+}
