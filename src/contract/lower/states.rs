@@ -313,3 +313,66 @@ impl Lowerer<'_> {
         format!("known states: {}", names.join(", "))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::test_support::{HEADER, found, lower_yaml};
+
+    #[test]
+    fn an_unknown_initial_state_is_reported_and_the_first_state_stands_in() {
+        let text = format!("{HEADER}initial: START\nstates: {{A: {{kind: terminal}}}}\n");
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(found(&diagnostics), ["5:10 unknown-transition-target"]);
+        assert_eq!(diagnostics[0].help.as_deref(), Some("known states: A"));
+        let contract = contract.unwrap();
+        assert_eq!(contract.initial.0, 0);
+        assert!(!contract.initial_known);
+    }
+
+    #[test]
+    fn payload_schemas_get_the_shared_defs_and_are_checked() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "payload_defs: {id: {type: string}}\n",
+                "initial: ASK\n",
+                "states:\n",
+                "  ASK:\n",
+                "    instruction: \"Ask.\"\n",
+                "    payload: {type: object, properties: {id: {$ref: \"#/$defs/id\"}}}\n",
+                "    required_tools: [grep]\n",
+                "    transitions: [{when: \"payload.id == 'x'\", to: BAD}]\n",
+                "    otherwise: {to: END}\n",
+                "  BAD: {instruction: \"Bad.\", payload: {type: 12}, otherwise: {to: END}}\n",
+                "  END: {kind: terminal}\n",
+                "  NONE: {instruction: \"None.\", otherwise: {to: END}}\n",
+            )
+        );
+        let (contract, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            [
+                "11:22 unknown-tool",
+                "14:39 invalid-payload-schema",
+                "16:3 invalid-payload-schema",
+            ]
+        );
+        assert_eq!(
+            diagnostics[0].help.as_deref(),
+            Some("host `agent-runner` provides no tools")
+        );
+        let contract = contract.unwrap();
+        let ask = contract.state(contract.initial);
+        // The guard on `payload.id` type-checked through the shared definition.
+        assert!(ask.transitions[0].guard.as_ref().unwrap().expr.is_some());
+        assert_eq!(
+            ask.payload_schema.as_ref().unwrap()["$defs"]["id"],
+            json!({"type": "string"})
+        );
+        assert!(ask.validator.is_some());
+        let bad = contract.state(contract.state_id("BAD").unwrap());
+        assert!(bad.validator.is_none() && bad.payload_schema.is_some());
+    }
+}
