@@ -71,7 +71,8 @@ pub(crate) fn lower(
     (contract, l.diagnostics)
 }
 
-/// Fields every task has, whatever the contract declares.
+/// The type of one task in guards (`tasks[i]`): the fields every task has, whatever the
+/// contract declares, plus one number per task-scoped counter.
 pub(crate) fn task_ty(counters: &[Counter]) -> Ty {
     let mut fields: Vec<(String, Ty)> = vec![
         ("id".into(), Ty::string()),
