@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Lowerer;
+use super::lowerer::Lowerer;
 use crate::contract::model::{ActionCall, Guard, MessageRef, Performer};
 use crate::contract::raw::{RawActionCall, RawMessageRef};
 use crate::contract::registry::{ActionSpec, BuiltinAction};
@@ -50,7 +50,7 @@ impl Lowerer<'_> {
         let when = when.map(|w| self.condition(&w, &format!("{p}/when"), env));
         let errors = self.action_errors(&spec, &errors, p, env);
         // The result is bound under the action's last dotted segment unless `bind` says
-        // otherwise: `prd.load` is read as `result.load`.
+        // otherwise: `ns.fetch` is read as `result.fetch`.
         let bind = bind.unwrap_or_else(|| name.rsplit('.').next().unwrap_or(&name).to_string());
         let performer = BuiltinAction::from_name(&name).map_or(Performer::Host, Performer::Engine);
         Some(ActionCall {

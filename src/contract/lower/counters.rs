@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::Lowerer;
+use super::lowerer::Lowerer;
 use crate::contract::model::{Counter, CounterId, LimitValue};
 use crate::contract::raw::{CounterScope, Limit, RawContract, ValueType};
 use crate::guard::check::TypeEnv;

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::task_ty;
 use crate::contract::model::{Counter, Flag};
 use crate::contract::raw::{CounterScope, FlagType, ValueType};
 use crate::contract::registry::Registry;
@@ -67,4 +66,35 @@ pub(super) fn base_env(
             "params",
             Ty::object(params.iter().map(|(n, (t, _))| (n.clone(), value_ty(*t)))),
         )
+}
+
+/// The type of one task in guards (`tasks[i]`): the fields every task has, whatever the
+/// contract declares, plus one number per task-scoped counter.
+pub(crate) fn task_ty(counters: &[Counter]) -> Ty {
+    let mut fields: Vec<(String, Ty)> = vec![
+        ("id".into(), Ty::string()),
+        ("description".into(), Ty::string()),
+        ("status".into(), Ty::enumeration(&["pending", "completed"])),
+        (
+            "checklist".into(),
+            Ty::list(Ty::object([
+                ("item".to_string(), Ty::string()),
+                (
+                    "status".to_string(),
+                    Ty::enumeration(&["pending", "done", "skipped"]),
+                ),
+                ("evidence".to_string(), Ty::string().optional()),
+                ("reason".to_string(), Ty::string().optional()),
+            ])),
+        ),
+        ("revert_reason".into(), Ty::string().optional()),
+    ];
+    // Task-scoped counters live on each task, so guards read them as `tasks[i].NAME`.
+    fields.extend(
+        counters
+            .iter()
+            .filter(|c| c.scope == CounterScope::Task)
+            .map(|c| (c.name.clone(), Ty::Number)),
+    );
+    Ty::object(fields)
 }

@@ -5,7 +5,7 @@
 //! A guard that does not parse or check is kept with its source text and no expression,
 //! so the contract can still be built and every other problem reported.
 
-use super::Lowerer;
+use super::lowerer::Lowerer;
 use crate::contract::model::Guard;
 use crate::diagnostic::Diagnostic;
 use crate::guard::check::{CheckError, CheckErrorKind, TypeEnv, check, check_condition};

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::Lowerer;
+use super::lowerer::Lowerer;
 use crate::contract::model::{Flag, MatrixColumn};
 use crate::contract::raw::{FlagType, RawContract, ValueType};
 

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::Lowerer;
+use super::lowerer::Lowerer;
 use crate::contract::model::{Localized, Message, MessageRef};
 use crate::contract::raw::{RawContract, RawMessageRef, RawMessageWithArgs, Text};
 use crate::contract::roles::ENGINE_ROLES;

@@ -14,18 +14,18 @@ mod counters;
 mod env;
 mod guards;
 mod inputs;
+mod lowerer;
 mod messages;
 mod states;
 mod templates;
 mod transitions;
 
-use std::collections::{BTreeMap, HashMap};
+use lowerer::Lowerer;
 
-use super::model::{Contract, Counter, CounterId, StateId};
-use super::raw::{CounterScope, RawContract, ValueType};
+use super::model::{Contract, CounterId, StateId};
+use super::raw::RawContract;
 use super::registry::Registry;
 use crate::diagnostic::Diagnostic;
-use crate::guard::types::Ty;
 use crate::source::{Pos, Span};
 use crate::yaml::Node;
 
@@ -69,51 +69,6 @@ pub(crate) fn lower(
     };
     let contract = l.contract(raw);
     (contract, l.diagnostics)
-}
-
-/// The type of one task in guards (`tasks[i]`): the fields every task has, whatever the
-/// contract declares, plus one number per task-scoped counter.
-pub(crate) fn task_ty(counters: &[Counter]) -> Ty {
-    let mut fields: Vec<(String, Ty)> = vec![
-        ("id".into(), Ty::string()),
-        ("description".into(), Ty::string()),
-        ("status".into(), Ty::enumeration(&["pending", "completed"])),
-        (
-            "checklist".into(),
-            Ty::list(Ty::object([
-                ("item".to_string(), Ty::string()),
-                (
-                    "status".to_string(),
-                    Ty::enumeration(&["pending", "done", "skipped"]),
-                ),
-                ("evidence".to_string(), Ty::string().optional()),
-                ("reason".to_string(), Ty::string().optional()),
-            ])),
-        ),
-        ("revert_reason".into(), Ty::string().optional()),
-    ];
-    // Task-scoped counters live on each task, so guards read them as `tasks[i].NAME`.
-    fields.extend(
-        counters
-            .iter()
-            .filter(|c| c.scope == CounterScope::Task)
-            .map(|c| (c.name.clone(), Ty::Number)),
-    );
-    Ty::object(fields)
-}
-
-/// The state of one lowering: what every step may look up, and the findings so far.
-struct Lowerer<'a> {
-    root: &'a Node,
-    registry: Registry,
-    diagnostics: Vec<Diagnostic>,
-    /// Known before any step runs, so a transition may name a state declared after it.
-    state_index: HashMap<String, StateId>,
-    /// Likewise for counters, which transitions and redirects name.
-    counter_index: HashMap<String, CounterId>,
-    locales: Vec<String>,
-    /// Declared session variables and their types, for `set:`.
-    vars: BTreeMap<String, ValueType>,
 }
 
 impl Lowerer<'_> {
@@ -190,54 +145,6 @@ impl Lowerer<'_> {
                 None,
             );
         }
-    }
-
-    /// The span of the value the pointer names (the deepest node that exists).
-    fn value_span(&self, pointer: &str) -> Span {
-        self.root.locate(pointer).1.span
-    }
-
-    /// The span of a mapping key when the pointer ends at one (`/states/A`), else the value.
-    fn key_span(&self, pointer: &str) -> Span {
-        let (key, node) = self.root.locate(pointer);
-        key.map_or(node.span, |k| k.span)
-    }
-
-    /// Reports a finding at the value the pointer names.
-    fn report(
-        &mut self,
-        code: &'static str,
-        message: impl Into<String>,
-        pointer: &str,
-        help: Option<String>,
-    ) {
-        let span = self.value_span(pointer);
-        self.push(code, message, span, help);
-    }
-
-    /// Like [`Self::report`], but at the mapping key the pointer ends at (a state, argument,
-    /// outcome, variable, counter or locale name) when the finding is about that name.
-    fn report_key(
-        &mut self,
-        code: &'static str,
-        message: impl Into<String>,
-        pointer: &str,
-        help: Option<String>,
-    ) {
-        let span = self.key_span(pointer);
-        self.push(code, message, span, help);
-    }
-
-    fn push(
-        &mut self,
-        code: &'static str,
-        message: impl Into<String>,
-        span: Span,
-        help: Option<String>,
-    ) {
-        let mut d = Diagnostic::new(code, message, Some(span));
-        d.help = help;
-        self.diagnostics.push(d);
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::Lowerer;
+use super::lowerer::Lowerer;
 use crate::contract::expected::describe_payload;
 use crate::contract::model::{ActionCall, Check, Counter, Performer, State, StateId, Transition};
 use crate::contract::raw::{RawContract, RawState, StateKind};

@@ -4,7 +4,7 @@
 //! Templates are named `NAME.LOCALE` for a state and `__footer.LOCALE` for the footer;
 //! `machine::response` renders them by those names.
 
-use super::Lowerer;
+use super::lowerer::Lowerer;
 use crate::contract::model::Localized;
 use crate::contract::raw::{RawContract, RawState, StateKind};
 

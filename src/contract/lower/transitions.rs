@@ -4,8 +4,8 @@
 //! A transition or redirect whose target does not exist is dropped after everything else
 //! in it has been checked, so one run reports all of its problems.
 
-use super::Lowerer;
 use super::env::value_ty;
+use super::lowerer::Lowerer;
 use crate::contract::model::{Counter, Guard, Redirect, Transition};
 use crate::contract::raw::{CounterScope, RawRedirect, RawTransition};
 use crate::guard::check::TypeEnv;
