@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde::Serialize;
 
+use crate::codeintel::error::Error;
 use crate::codeintel::impact::analyze_impact;
 use crate::codeintel::index::update;
 use crate::codeintel::page::Window;
@@ -79,7 +80,7 @@ pub(super) struct SearchArgs {
     common: Common,
 }
 
-fn open(common: &Common) -> Result<Root, String> {
+fn open(common: &Common) -> Result<Root, Error> {
     Root::open(&common.root)
 }
 
@@ -97,8 +98,9 @@ fn found(any: bool) -> ExitCode {
     }
 }
 
-fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+/// Every error exits 2; the message is the error's, the key is for machines, not people.
+fn fail(error: &Error) -> ExitCode {
+    eprintln!("error: {error}");
     ExitCode::from(2)
 }
 

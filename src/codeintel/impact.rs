@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::error::Error;
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
 use super::root::Root;
@@ -117,9 +118,11 @@ fn is_markup(path: &str) -> bool {
 }
 
 /// Analyses the impact of changing `targets`: root-relative file paths or symbol names.
-pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result<Impact, String> {
+pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result<Impact, Error> {
     if targets.is_empty() {
-        return Err("no target given: name files or symbols".into());
+        return Err(Error::NothingToLookFor(
+            "no target given: name files or symbols",
+        ));
     }
     let index = Index::open(root)?;
     let mut names: Vec<String> = Vec::new();

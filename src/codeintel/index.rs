@@ -20,6 +20,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::error::Error;
 use super::languages;
 use super::root::Root;
 use super::search::walk_files;
@@ -163,7 +164,7 @@ fn process(tagger: &mut Tagger, job: &Job) -> Outcome {
 /// Brings the index up to date with the files under the root: walks the tree, re-tags
 /// new and changed files, drops deleted ones, and writes the delta (or a new main index
 /// when the delta has grown large, or there was no index).
-pub fn update(root: &Root) -> Result<UpdateReport, String> {
+pub fn update(root: &Root) -> Result<UpdateReport, Error> {
     let start = Instant::now();
     let current = Index::load(root).ok();
     let from_scratch = current.is_none();
@@ -242,7 +243,7 @@ fn write_changes(
     current: Option<&Index>,
     changes: Vec<Outcome>,
     removed: &[String],
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let main_path = root.path().join(INDEX_FILE);
     let delta_path = root.path().join(DELTA_FILE);
     let mut delta: BTreeMap<String, FileEntry> = current
@@ -296,14 +297,12 @@ fn write_changes(
             }
         }
         let entries: Vec<FileEntry> = all.into_values().collect();
-        write(&main_path, &entries, now)
-            .map_err(|e| format!("cannot write {}: {e}", main_path.display()))?;
+        write(&main_path, &entries, now).map_err(|e| Error::io(&main_path, e))?;
         let _ = std::fs::remove_file(&delta_path);
         return Ok(());
     }
     let entries: Vec<FileEntry> = delta.into_values().collect();
-    write(&delta_path, &entries, now)
-        .map_err(|e| format!("cannot write {}: {e}", delta_path.display()))
+    write(&delta_path, &entries, now).map_err(|e| Error::io(&delta_path, e))
 }
 
 /// How fresh an answer is, for clients to judge.
@@ -345,7 +344,7 @@ pub struct Index {
 impl Index {
     /// Loads the index, building it when missing or unreadable, and re-tags every indexed
     /// file whose content changed since it was indexed.
-    pub fn open(root: &Root) -> Result<Index, String> {
+    pub fn open(root: &Root) -> Result<Index, Error> {
         let mut built = None;
         let mut index = match Index::load(root) {
             Ok(ix) => ix,
@@ -383,7 +382,7 @@ impl Index {
     }
 
     /// Reads both layers as they are on disk, without checking freshness.
-    fn load(root: &Root) -> Result<Index, String> {
+    fn load(root: &Root) -> Result<Index, Error> {
         let main = Store::open(&root.path().join(INDEX_FILE))?;
         let delta = Store::open(&root.path().join(DELTA_FILE)).ok();
         let mut superseded: HashMap<&str, ()> = HashMap::new();

@@ -3,6 +3,7 @@
 //! Every path a client gives goes through [`root::Root`]; every list is a bounded
 //! [`page::Page`]; nothing here prints.
 
+pub mod error;
 pub mod impact;
 pub mod index;
 pub mod languages;

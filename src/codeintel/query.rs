@@ -5,6 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::error::Error;
 use super::impact::analyze_impact;
 use super::page::Window;
 use super::root::Root;
@@ -95,11 +96,13 @@ fn quoted(question: &str) -> Option<String> {
 }
 
 /// Answers a question by routing it to a tool.
-pub fn query(root: &Root, question: &str, window: Window) -> Result<QueryAnswer, String> {
+pub fn query(root: &Root, question: &str, window: Window) -> Result<QueryAnswer, Error> {
     let q = question.to_ascii_lowercase();
     let subject = quoted(question)
         .or_else(|| identifiers(question).into_iter().next())
-        .ok_or("the question names nothing to look for")?;
+        .ok_or(Error::NothingToLookFor(
+            "the question names nothing to look for",
+        ))?;
     let looks_like_path =
         subject.contains('/') || subject.contains('.') && root.resolve(&subject).is_ok();
     let has = |words: &[&str]| words.iter().any(|w| q.contains(w));

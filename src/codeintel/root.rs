@@ -6,6 +6,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use super::error::Error;
+
 /// Why a client path was refused or could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PathError {
@@ -23,6 +25,8 @@ impl std::fmt::Display for PathError {
     }
 }
 
+impl std::error::Error for PathError {}
+
 /// A repository root, canonicalised once.
 #[derive(Debug, Clone)]
 pub struct Root {
@@ -31,12 +35,16 @@ pub struct Root {
 
 impl Root {
     /// Opens `dir` as the root; it must exist.
-    pub fn open(dir: &Path) -> Result<Root, String> {
-        let path = dir
-            .canonicalize()
-            .map_err(|e| format!("cannot open root {}: {e}", dir.display()))?;
+    pub fn open(dir: &Path) -> Result<Root, Error> {
+        let path = dir.canonicalize().map_err(|e| Error::Root {
+            path: dir.to_path_buf(),
+            reason: e.to_string(),
+        })?;
         if !path.is_dir() {
-            return Err(format!("root {} is not a directory", dir.display()));
+            return Err(Error::Root {
+                path: dir.to_path_buf(),
+                reason: "not a directory".into(),
+            });
         }
         Ok(Root { path })
     }

@@ -14,6 +14,7 @@ use ignore::types::TypesBuilder;
 use ignore::{WalkBuilder, WalkState};
 use serde::Serialize;
 
+use super::error::Error;
 use super::page::{Page, Window};
 use super::root::Root;
 
@@ -80,9 +81,9 @@ pub struct TextResult {
     pub files_with_matches: usize,
 }
 
-pub fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, String> {
+pub fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, Error> {
     if query.patterns.is_empty() || query.patterns.iter().all(String::is_empty) {
-        return Err("no pattern given".into());
+        return Err(Error::NoPattern);
     }
     let mut builder = RegexMatcherBuilder::new();
     // Lines never span a newline: telling the matcher lets the searcher use its fast
@@ -102,7 +103,7 @@ pub fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, String> {
     }
     builder
         .build_many(&query.patterns)
-        .map_err(|e| format!("invalid pattern: {e}"))
+        .map_err(|e| Error::Pattern(e.to_string()))
 }
 
 /// Builds the walker over `root` (or the query's sub-paths) with globs and type filters.
@@ -111,7 +112,7 @@ fn walker(
     paths: &[PathBuf],
     globs: &[String],
     types: &[String],
-) -> Result<WalkBuilder, String> {
+) -> Result<WalkBuilder, Error> {
     let mut builder = match paths.split_first() {
         Some((first, rest)) => {
             let mut b = WalkBuilder::new(first);
@@ -132,11 +133,9 @@ fn walker(
     if !globs.is_empty() {
         let mut overrides = OverrideBuilder::new(root.path());
         for g in globs {
-            overrides
-                .add(g)
-                .map_err(|e| format!("invalid glob `{g}`: {e}"))?;
+            overrides.add(g).map_err(|e| glob_error(g, &e))?;
         }
-        builder.overrides(overrides.build().map_err(|e| e.to_string())?);
+        builder.overrides(overrides.build().map_err(|e| glob_error("", &e))?);
     }
     if !types.is_empty() {
         let mut tb = TypesBuilder::new();
@@ -144,16 +143,23 @@ fn walker(
         for t in types {
             tb.select(t);
         }
-        let built = tb.build().map_err(|e| format!("unknown file type: {e}"))?;
+        let built = tb.build().map_err(|e| Error::FileType(e.to_string()))?;
         builder.types(built);
     }
     Ok(builder)
 }
 
-fn resolve_paths(root: &Root, paths: &[String]) -> Result<Vec<PathBuf>, String> {
+fn glob_error(glob: &str, e: &impl std::fmt::Display) -> Error {
+    Error::Glob {
+        glob: glob.to_string(),
+        message: e.to_string(),
+    }
+}
+
+fn resolve_paths(root: &Root, paths: &[String]) -> Result<Vec<PathBuf>, Error> {
     paths
         .iter()
-        .map(|p| root.resolve(p).map_err(|e| e.to_string()))
+        .map(|p| root.resolve(p).map_err(Error::Path))
         .collect()
 }
 
@@ -216,7 +222,7 @@ impl Sink for Collector<'_> {
 }
 
 /// Searches the files under the root for the query; results are sorted by path and line.
-pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<TextResult, String> {
+pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<TextResult, Error> {
     let matcher = build_matcher(query)?;
     let paths = resolve_paths(root, &query.paths)?;
     let walk = walker(root, &paths, &query.globs, &query.types)?;
@@ -255,9 +261,7 @@ pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<Tex
             WalkState::Continue
         })
     });
-    let mut files = found
-        .into_inner()
-        .map_err(|_| "a search thread failed".to_string())?;
+    let mut files = found.into_inner().map_err(|_| Error::Worker("search"))?;
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let files_with_matches = files.len();
     let flat: Vec<(usize, LineMatch)> = files
@@ -289,7 +293,7 @@ pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<Tex
 
 /// Every line mentioning any of `names` as a whole word, case-sensitively: the text side
 /// of reference and impact searches.
-pub fn search_words(root: &Root, names: &[String]) -> Result<TextResult, String> {
+pub fn search_words(root: &Root, names: &[String]) -> Result<TextResult, Error> {
     let query = TextQuery {
         patterns: names.to_vec(),
         word: true,
@@ -309,11 +313,7 @@ pub struct FileQuery {
 }
 
 /// Lists the files under the root whose path matches any glob, sorted.
-pub fn search_files(
-    root: &Root,
-    query: &FileQuery,
-    window: Window,
-) -> Result<Page<String>, String> {
+pub fn search_files(root: &Root, query: &FileQuery, window: Window) -> Result<Page<String>, Error> {
     let paths = resolve_paths(root, &query.paths)?;
     let mut set = globset::GlobSetBuilder::new();
     for g in &query.globs {
@@ -326,10 +326,10 @@ pub fn search_files(
             globset::GlobBuilder::new(&pattern)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| format!("invalid glob `{g}`: {e}"))?,
+                .map_err(|e| glob_error(g, &e))?,
         );
     }
-    let set = set.build().map_err(|e| e.to_string())?;
+    let set = set.build().map_err(|e| glob_error("", &e))?;
     let walk = walker(root, &paths, &[], &query.types)?;
     let found: Mutex<Vec<String>> = Mutex::new(Vec::new());
     walk.build_parallel().run(|| {
@@ -350,15 +350,13 @@ pub fn search_files(
             WalkState::Continue
         })
     });
-    let mut files = found
-        .into_inner()
-        .map_err(|_| "a walker thread failed".to_string())?;
+    let mut files = found.into_inner().map_err(|_| Error::Worker("walker"))?;
     files.sort();
     Ok(Page::of(files, window))
 }
 
 /// Every file under the root the walk visits (gitignore-aware), as absolute paths.
-pub fn walk_files(root: &Root) -> Result<Vec<PathBuf>, String> {
+pub fn walk_files(root: &Root) -> Result<Vec<PathBuf>, Error> {
     let walk = walker(root, &[], &[], &[])?;
     let found: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
     walk.build_parallel().run(|| {
@@ -373,9 +371,7 @@ pub fn walk_files(root: &Root) -> Result<Vec<PathBuf>, String> {
             WalkState::Continue
         })
     });
-    let mut files = found
-        .into_inner()
-        .map_err(|_| "a walker thread failed".to_string())?;
+    let mut files = found.into_inner().map_err(|_| Error::Worker("walker"))?;
     files.sort();
     Ok(files)
 }

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
+use super::error::Error;
 use super::tags::Tag;
 
 const MAGIC: &[u8; 8] = b"CIIDX004";
@@ -223,22 +224,24 @@ fn le64(b: &[u8], at: usize) -> u64 {
 
 impl Store {
     /// Reads a whole index file into memory (for an update, which decodes everything).
-    pub fn read(path: &Path) -> Result<Store, String> {
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    pub fn read(path: &Path) -> Result<Store, Error> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let len = bytes.len() as u64;
-        Store::new(Source::Memory(bytes), len)
+        Store::new(Source::Memory(bytes), len, path)
     }
 
     /// Opens an index file for queries: only the header, file table and paths are read now.
-    pub fn open(path: &Path) -> Result<Store, String> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let len = file.metadata().map_err(|e| e.to_string())?.len();
-        Store::new(Source::File(file), len)
+    pub fn open(path: &Path) -> Result<Store, Error> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        Store::new(Source::File(file), len, path)
     }
 
-    fn new(source: Source, len: u64) -> Result<Store, String> {
+    fn new(source: Source, len: u64, path: &Path) -> Result<Store, Error> {
+        let corrupt = |reason: String| Error::IndexCorrupt {
+            path: path.to_path_buf(),
+            reason,
+        };
         let mut store = Store {
             source,
             head: Vec::new(),
@@ -254,7 +257,9 @@ impl Store {
         };
         let header = store.read_at(0, HEADER.min(usize::try_from(len).unwrap_or(0)));
         if header.len() < HEADER || &header[..8] != MAGIC {
-            return Err("not a code-intel index (or an older format)".into());
+            return Err(corrupt(
+                "not a code-intel index (or an older format)".into(),
+            ));
         }
         let (files, tags, names, postings, paths, blob) = (
             le32(&header, 8) as usize,
@@ -271,10 +276,10 @@ impl Store {
         store.tags_at = store.postings_at + (postings * 4) as u64;
         store.blob_at = store.tags_at + (tags * TAG_REC) as u64;
         if store.blob_at + blob != len {
-            return Err(format!(
-                "index is truncated or corrupt ({len} bytes, expected {})",
+            return Err(corrupt(format!(
+                "truncated or corrupt ({len} bytes, expected {})",
                 store.blob_at + blob
-            ));
+            )));
         }
         store.head = store.read_at(0, head_len);
         (store.files, store.tags, store.names, store.postings) = (files, tags, names, postings);

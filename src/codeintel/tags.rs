@@ -7,6 +7,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use tree_sitter_tags::{TagsConfiguration, TagsContext};
 
+use super::error::Error;
 use super::languages::Language;
 
 /// Longest signature kept, in characters.
@@ -67,25 +68,29 @@ impl Tagger {
 
     /// The definitions and references in `source`, sorted by (line, column). A source with
     /// syntax errors still yields the tags of the parts that parse.
-    pub fn tag(&mut self, lang: &'static Language, source: &[u8]) -> Result<Vec<Tag>, String> {
+    pub fn tag(&mut self, lang: &'static Language, source: &[u8]) -> Result<Vec<Tag>, Error> {
         let Tagger { context, configs } = self;
+        let failed = |message: String| Error::Tags {
+            language: lang.name,
+            message,
+        };
         let config = configs
             .entry(lang.name)
             .or_insert_with(|| {
                 TagsConfiguration::new(lang.grammar(), lang.tags_query(), lang.locals_query())
-                    .map_err(|e| format!("tags query for {}: {e}", lang.name))
+                    .map_err(|e| format!("tags query: {e}"))
             })
             .as_ref()
-            .map_err(Clone::clone)?;
+            .map_err(|e| failed(e.clone()))?;
 
         let (iter, _has_error) = context
             .generate_tags(config, source, None)
-            .map_err(|e| format!("tagging {} source: {e}", lang.name))?;
+            .map_err(|e| failed(e.to_string()))?;
 
         let lines = LineIndex::new(source);
         let mut raw = Vec::new();
         for tag in iter {
-            let tag = tag.map_err(|e| format!("tagging {} source: {e}", lang.name))?;
+            let tag = tag.map_err(|e| failed(e.to_string()))?;
             let name_range = tag.name_range.clone();
             let line_start = name_range.start - tag.span.start.column;
             let column = char_count(&source[line_start..name_range.start]) + 1;
