@@ -20,6 +20,7 @@ use crate::codeintel::symbols::{
     Outline, SymbolAnswer, analyze_structure, find_definitions, find_references, function_at_line,
     get_symbols,
 };
+use crate::codeintel::wire;
 
 /// Options every tool takes.
 #[derive(Debug, Args)]
@@ -84,6 +85,7 @@ fn open(common: &Common) -> Result<Root, Error> {
     Root::open(&common.root)
 }
 
+/// Prints a wire type (`codeintel::wire`), never a domain type: the JSON is the wire's.
 fn emit_json<T: Serialize>(value: &T) {
     let mut out = std::io::stdout().lock();
     let _ = serde_json::to_writer_pretty(&mut out, value);
@@ -139,7 +141,7 @@ pub(super) fn search(a: &SearchArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(r) => {
             if a.common.json {
-                emit_json(&r);
+                emit_json(&wire::TextResult::from(&r));
             } else {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for f in &r.files {
@@ -189,7 +191,7 @@ pub(super) fn files(a: &FilesArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(p) => {
             if a.common.json {
-                emit_json(&p);
+                emit_json(&wire::Page::<String>::from(&p));
             } else {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for f in &p.items {
@@ -216,7 +218,7 @@ pub(super) struct NameArgs {
 
 fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
     if a.json {
-        emit_json(answer);
+        emit_json(&wire::SymbolAnswer::from(answer));
     } else {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         for s in &answer.symbols.items {
@@ -288,7 +290,7 @@ pub(super) fn symbols(a: &FileArgs) -> ExitCode {
             Err(e) => fail(&e),
             Ok(f) => {
                 if a.common.json {
-                    emit_json(&f);
+                    emit_json(&wire::FunctionAtLine::from(&f));
                 } else {
                     for e in &f.enclosing {
                         println!(
@@ -336,7 +338,7 @@ pub(super) fn structure(a: &PathArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(s) => {
             if a.common.json {
-                emit_json(&s);
+                emit_json(&wire::Structure::from(&s));
             } else {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for f in &s.files.items {
@@ -383,7 +385,7 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(i) => {
             if a.common.json {
-                emit_json(&i);
+                emit_json(&wire::Impact::from(&i));
             } else {
                 println!("names: {}", i.names.join(", "));
                 println!("risk: {} ({})", i.risk.level, i.risk.reasons.join("; "));
@@ -427,7 +429,7 @@ pub(super) fn index(a: &IndexArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(r) => {
             if a.common.json {
-                emit_json(&r);
+                emit_json(&wire::UpdateReport::from(&r));
             } else {
                 println!(
                     "indexed {} files ({} tags) in {} ms: {} tagged, {} unchanged, {} touched but unchanged, {} removed, {} too large{}",
@@ -464,19 +466,16 @@ pub(super) fn ask(a: &QueryArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(answer) => {
             if a.common.json {
-                emit_json(&answer);
+                emit_json(&wire::QueryAnswer::from(&answer));
             } else {
                 println!("{} ({})", answer.tool, answer.why);
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&answer.result).unwrap_or_default()
+                    serde_json::to_string_pretty(&wire::QueryResult::from(&answer.result))
+                        .unwrap_or_default()
                 );
             }
-            let total = answer
-                .result
-                .get("total")
-                .and_then(serde_json::Value::as_u64);
-            found(total.is_none_or(|t| t > 0))
+            found(answer.result.total().is_none_or(|t| t > 0))
         }
     }
 }

@@ -4,8 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
-
 use super::error::Error;
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
@@ -14,7 +12,7 @@ use super::search::search_words;
 use super::symbols::SymbolHit;
 
 /// One place the change may touch, and why it is listed.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ImpactItem {
     pub path: String,
     pub line: u64,
@@ -22,7 +20,7 @@ pub struct ImpactItem {
     pub why: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     /// The definition that contains a reference.
     pub name: String,
@@ -32,14 +30,14 @@ pub struct Caller {
     pub calls: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Risk {
     /// `low`, `medium` or `high`.
     pub level: &'static str,
     pub reasons: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Impact {
     /// The symbol names analysed (a file target contributes its definitions).
     pub names: Vec<String>,

@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::error::Error;
@@ -42,7 +41,7 @@ const DELTA_MIN: usize = 64;
 pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 
 /// What an update did.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct UpdateReport {
     /// Source files the index covers now.
     pub files: usize,
@@ -306,7 +305,7 @@ fn write_changes(
 }
 
 /// How fresh an answer is, for clients to judge.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Freshness {
     /// Unix time of the last index write.
     pub indexed_at: u64,
@@ -316,6 +315,9 @@ pub struct Freshness {
     /// Indexed files that no longer exist (dropped from the answer).
     pub deleted: usize,
     pub note: &'static str,
+    /// Why the index on disk could not be brought up to date, when a caller tried to and
+    /// failed (the answer then comes from the in-memory overlay).
+    pub unsaved: Option<String>,
 }
 
 const FRESHNESS_NOTE: &str = "every indexed file was checked against the index before answering; files created since the last `index` run are not included until the next one";
@@ -429,6 +431,7 @@ impl Index {
             reindexed: Vec::new(),
             deleted: 0,
             note: FRESHNESS_NOTE,
+            unsaved: None,
         };
         Ok(Index {
             main,

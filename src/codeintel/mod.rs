@@ -14,3 +14,4 @@ pub mod search;
 pub mod store;
 pub mod symbols;
 pub mod tags;
+pub mod wire;

@@ -12,7 +12,6 @@ use grep_searcher::{
 use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
 use ignore::{WalkBuilder, WalkState};
-use serde::Serialize;
 
 use super::error::Error;
 use super::page::{Page, Window};
@@ -50,25 +49,23 @@ pub struct TextQuery {
     pub paths: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LineMatch {
     pub line: u64,
     /// 1-based character column of the first match on the line.
     pub column: usize,
     pub text: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub before: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FileMatches {
     pub path: String,
     pub matches: Vec<LineMatch>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TextResult {
     /// Matching lines grouped per file; the page counts lines, not files.
     pub files: Vec<FileMatches>,
@@ -76,7 +73,6 @@ pub struct TextResult {
     pub returned: usize,
     pub truncated: bool,
     pub offset: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<usize>,
     pub files_with_matches: usize,
 }

@@ -4,8 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
-
 use super::error::Error;
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
@@ -14,7 +12,7 @@ use super::search::search_words;
 use super::tags::Tag;
 
 /// One symbol occurrence.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SymbolHit {
     pub name: String,
     pub kind: String,
@@ -22,16 +20,14 @@ pub struct SymbolHit {
     pub line: u32,
     pub column: u32,
     pub end_line: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     pub signature: String,
     pub definition: bool,
 }
 
 /// A list of symbols, how it was found, and how fresh the index was.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct SymbolAnswer {
-    #[serde(flatten)]
     pub symbols: Page<SymbolHit>,
     /// `index` (tree-sitter tags) or `text` (word search, for languages or names the
     /// index has no references for).
@@ -199,7 +195,7 @@ pub fn get_symbols(root: &Root, file: &str, window: Window) -> Result<SymbolAnsw
 }
 
 /// The innermost definition of a function-like kind whose lines contain `line`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct FunctionAtLine {
     pub path: String,
     pub line: u32,
@@ -240,17 +236,16 @@ pub fn function_at_line(root: &Root, file: &str, line: u32) -> Result<FunctionAt
 }
 
 /// A definition with the definitions nested inside it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Outline {
     pub name: String,
     pub kind: String,
     pub line: u32,
     pub end_line: u32,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<Outline>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct FileStructure {
     pub path: String,
     pub language: String,
@@ -261,7 +256,7 @@ pub struct FileStructure {
     pub outline: Vec<Outline>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Structure {
     pub files: Page<FileStructure>,
     /// Definition counts by kind over every file under the path.

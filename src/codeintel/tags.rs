@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use serde::{Deserialize, Serialize};
 use tree_sitter_tags::{TagsConfiguration, TagsContext};
 
 use super::error::Error;
@@ -14,7 +13,7 @@ use super::languages::Language;
 const MAX_SIGNATURE_CHARS: usize = 200;
 
 /// One definition or reference found in a file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tag {
     /// The symbol's name, as written.
     pub name: String,
