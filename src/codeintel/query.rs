@@ -119,6 +119,26 @@ fn quoted(question: &str) -> Option<String> {
 
 /// Answers a question by routing it to a tool.
 pub fn query(root: &Root, question: &str, window: Window) -> Result<QueryAnswer, Error> {
+    answer(root, route(root, question)?, window)
+}
+
+/// Where a question goes: the tool, why, and the subject it is called with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub tool: &'static str,
+    pub why: &'static str,
+    pub subject: String,
+}
+
+impl Route {
+    /// Whether the tool reads the symbol index (a caller may want to refresh it first).
+    pub fn uses_index(&self) -> bool {
+        !matches!(self.tool, "search_files" | "search_text")
+    }
+}
+
+/// Routes a question to a tool, without running it.
+pub fn route(root: &Root, question: &str) -> Result<Route, Error> {
     let q = question.to_ascii_lowercase();
     let subject = quoted(question)
         .or_else(|| identifiers(question).into_iter().next())
@@ -128,61 +148,67 @@ pub fn query(root: &Root, question: &str, window: Window) -> Result<QueryAnswer,
     let looks_like_path =
         subject.contains('/') || subject.contains('.') && root.resolve(&subject).is_ok();
     let has = |words: &[&str]| words.iter().any(|w| q.contains(w));
-    let (tool, why): (&'static str, &str) = if has(&["impact", "what breaks", "affected", "affect"])
-    {
-        ("analyze_impact", "the question asks what a change affects")
-    } else if has(&[
-        "who calls",
-        "callers",
-        "usages",
-        "references",
-        "where is",
-        "used",
-    ]) && has(&["call", "usage", "reference", "used"])
-    {
-        (
-            "find_references",
-            "the question asks where something is used",
-        )
-    } else if has(&["structure", "imports", "nesting"]) {
-        ("analyze_structure", "the question asks for structure")
-    } else if has(&[
-        "outline",
-        "symbols in",
-        "what is in",
-        "what's in",
-        "contents of",
-    ]) && looks_like_path
-    {
-        ("get_symbols", "the question asks for a file's outline")
-    } else if has(&[
-        "files named",
-        "file named",
-        "files matching",
-        "find files",
-        "which files",
-    ]) {
-        ("search_files", "the question asks for files by name")
-    } else if has(&[
-        "defined",
-        "definition",
-        "declared",
-        "declaration",
-        "implemented",
-        "implementation",
-    ]) {
-        (
-            "find_definitions",
-            "the question asks where something is defined",
-        )
-    } else if quoted(question).is_some() {
-        ("search_text", "the question quotes text to find")
-    } else {
-        (
-            "find_definitions",
-            "the question names an identifier; its definitions come first",
-        )
-    };
+    let (tool, why): (&'static str, &'static str) =
+        if has(&["impact", "what breaks", "affected", "affect"]) {
+            ("analyze_impact", "the question asks what a change affects")
+        } else if has(&[
+            "who calls",
+            "callers",
+            "usages",
+            "references",
+            "where is",
+            "used",
+        ]) && has(&["call", "usage", "reference", "used"])
+        {
+            (
+                "find_references",
+                "the question asks where something is used",
+            )
+        } else if has(&["structure", "imports", "nesting"]) {
+            ("analyze_structure", "the question asks for structure")
+        } else if has(&[
+            "outline",
+            "symbols in",
+            "what is in",
+            "what's in",
+            "contents of",
+        ]) && looks_like_path
+        {
+            ("get_symbols", "the question asks for a file's outline")
+        } else if has(&[
+            "files named",
+            "file named",
+            "files matching",
+            "find files",
+            "which files",
+        ]) {
+            ("search_files", "the question asks for files by name")
+        } else if has(&[
+            "defined",
+            "definition",
+            "declared",
+            "declaration",
+            "implemented",
+            "implementation",
+        ]) {
+            (
+                "find_definitions",
+                "the question asks where something is defined",
+            )
+        } else if quoted(question).is_some() {
+            ("search_text", "the question quotes text to find")
+        } else {
+            (
+                "find_definitions",
+                "the question names an identifier; its definitions come first",
+            )
+        };
+    Ok(Route { tool, why, subject })
+}
+
+/// Runs the tool a question was routed to.
+pub fn answer(root: &Root, route: Route, window: Window) -> Result<QueryAnswer, Error> {
+    let Route { tool, why, subject } = route;
     let answer = |tool, why: String, key, result| {
         Ok(QueryAnswer {
             tool,

@@ -7,7 +7,7 @@
 //!
 //! Layout (all integers little-endian; a str is u32 offset + u32 length into a blob):
 //! ```text
-//! magic "CIIDX004" | u32 files | u32 tags | u32 names | u32 postings | u32 paths_len | u32 blob_len | u64 built_unix
+//! magic "CIIDX005" | u32 files | u32 tags | u32 names | u32 postings | u32 paths_len | u32 blob_len | u64 built_unix | u64 generation
 //! files    × FILE (path str in paths, u64 size, u64 mtime_ns, [u8;32] sha256, lang str, u32 first_tag, u32 tag_count)
 //! paths    the bytes of every file path
 //! names    × NAME (name str, u32 first_posting, u32 posting_count), sorted by name bytes
@@ -16,16 +16,23 @@
 //!                  u32 line, u32 column, u32 end_line, u32 file, u32 is_def)
 //! blob     the bytes of every other str
 //! ```
+//!
+//! `generation` pairs the two layers: a main index has its own, a delta the generation of
+//! the main index it applies to (see `index::read_snapshot`).
+//!
+//! Every write goes to a temp file with a name no other writer uses, is fsynced and then
+//! renamed over the target, so a reader opens either the old file or the new one, whole.
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::error::Error;
 use super::tags::Tag;
 
-const MAGIC: &[u8; 8] = b"CIIDX004";
-const HEADER: usize = 8 + 6 * 4 + 8;
+const MAGIC: &[u8; 8] = b"CIIDX005";
+const HEADER: usize = 8 + 6 * 4 + 8 + 8;
 const FILE_REC: usize = 8 + 8 + 8 + 32 + 8 + 4 + 4;
 const TAG_REC: usize = 4 * 8 + 5 * 4;
 const NAME_REC: usize = 8 + 4 + 4;
@@ -43,7 +50,12 @@ pub struct FileEntry {
 }
 
 /// Writes `files` as an index file, atomically: a temp file, fsync, then rename.
-pub fn write(path: &Path, files: &[FileEntry], built_unix: u64) -> std::io::Result<()> {
+pub(crate) fn write(
+    path: &Path,
+    files: &[FileEntry],
+    built_unix: u64,
+    generation: u64,
+) -> std::io::Result<()> {
     let mut blob: Vec<u8> = Vec::new();
     let mut interned: HashMap<String, (u32, u32)> = HashMap::new();
     let mut intern = |s: &str| -> (u32, u32) {
@@ -141,6 +153,7 @@ pub fn write(path: &Path, files: &[FileEntry], built_unix: u64) -> std::io::Resu
         out.extend_from_slice(&n.to_le_bytes());
     }
     out.extend_from_slice(&built_unix.to_le_bytes());
+    out.extend_from_slice(&generation.to_le_bytes());
     out.extend_from_slice(&file_bytes);
     out.extend_from_slice(&paths);
     out.extend_from_slice(&name_bytes);
@@ -151,23 +164,55 @@ pub fn write(path: &Path, files: &[FileEntry], built_unix: u64) -> std::io::Resu
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either the old or the new file.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+///
+/// The temp file's name is unique to this write (process id, a process-wide counter and
+/// the time), so two writers, in one process or in two, never write the same temp file;
+/// `create_new` makes a collision an error rather than a shared file. Callers hold the
+/// index lock, so a temp file found while holding it belongs to a dead writer
+/// ([`is_temp`]).
+pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
+    let tmp = temp_path(path);
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)?;
+    written?;
     if let Some(dir) = path.parent()
         && let Ok(d) = std::fs::File::open(dir)
     {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// `symbols.idx` → `symbols.idx.tmp-<pid>-<counter>-<nanos>`.
+fn temp_path(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!("{name}.tmp-{}-{n}-{nanos}", std::process::id()))
+}
+
+/// Whether a file name in `.code-intel/` is a temp file of an index write: today's
+/// `symbols.idx.tmp-…` and the older `symbols.tmp<pid>`.
+pub(crate) fn is_temp(name: &str) -> bool {
+    name.starts_with("symbols.") && name.contains(".tmp") || name.starts_with("symbols.tmp")
 }
 
 fn to_u32(n: usize) -> u32 {
@@ -200,6 +245,8 @@ pub struct Store {
     tags_at: u64,
     blob_at: u64,
     pub built_unix: u64,
+    /// Pairs a delta with its main index (see the module doc).
+    pub generation: u64,
 }
 
 /// A tag read from the store, with its file's index.
@@ -254,6 +301,7 @@ impl Store {
             tags_at: 0,
             blob_at: 0,
             built_unix: 0,
+            generation: 0,
         };
         let header = store.read_at(0, HEADER.min(usize::try_from(len).unwrap_or(0)));
         if header.len() < HEADER || &header[..8] != MAGIC {
@@ -270,6 +318,7 @@ impl Store {
             le32(&header, 28) as u64,
         );
         store.built_unix = le64(&header, 32);
+        store.generation = le64(&header, 40);
         let head_len = HEADER + files * FILE_REC + paths;
         store.names_at = head_len as u64;
         store.postings_at = store.names_at + (names * NAME_REC) as u64;
@@ -381,10 +430,23 @@ impl Store {
         }
     }
 
-    /// The file index of tag `t`, reading only its record.
-    pub fn tag_file(&self, t: usize) -> usize {
-        let r = self.read_at(self.tags_at + (t * TAG_REC) as u64 + 44, 4);
-        le32(&r, 0) as usize
+    /// The file index of tag `t` and whether it is a definition, in one read of the two
+    /// fields (no strings).
+    pub(crate) fn tag_file_and_kind(&self, t: usize) -> (usize, bool) {
+        let r = self.read_at(self.tags_at + (t * TAG_REC) as u64 + 44, 8);
+        (le32(&r, 0) as usize, le32(&r, 4) != 0)
+    }
+
+    /// The generation in the header of the index file at `path` now, reading only the
+    /// header; None when it is missing or not an index.
+    pub(crate) fn generation_at(path: &Path) -> Option<u64> {
+        use std::io::Read;
+        let mut header = [0u8; HEADER];
+        std::fs::File::open(path)
+            .ok()?
+            .read_exact(&mut header)
+            .ok()?;
+        (&header[..8] == MAGIC).then(|| le64(&header, 40))
     }
 
     /// How many tags file `i` has.

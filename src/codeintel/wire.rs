@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{impact, index, page, query, search, symbols};
+use super::{impact, index, page, query, refresh, search, symbols};
 
 /// One page of a longer list.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -162,8 +162,8 @@ pub struct UpdateReport {
     pub from_scratch: bool,
 }
 
-impl From<&index::UpdateReport> for UpdateReport {
-    fn from(r: &index::UpdateReport) -> UpdateReport {
+impl From<&refresh::UpdateReport> for UpdateReport {
+    fn from(r: &refresh::UpdateReport) -> UpdateReport {
         UpdateReport {
             files: r.files,
             unchanged: r.unchanged,
