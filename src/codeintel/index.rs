@@ -453,6 +453,12 @@ fn empty_tag() -> Tag {
 /// generation than a current main is a leftover of a fold whose files the main already
 /// holds (a writer killed between the rename and the removal), so it is ignored.
 fn read_snapshot(root: &Root) -> Option<(Store, Option<Store>)> {
+    read_snapshot_with(root, || {})
+}
+
+/// [`read_snapshot`], running `between` after opening the main index and before opening
+/// the delta: where a concurrent fold does harm, so tests can put one there.
+fn read_snapshot_with(root: &Root, mut between: impl FnMut()) -> Option<(Store, Option<Store>)> {
     let main_path = root.path().join(INDEX_FILE);
     let delta_path = root.path().join(DELTA_FILE);
     for attempt in 0..SNAPSHOT_ATTEMPTS {
@@ -460,6 +466,7 @@ fn read_snapshot(root: &Root) -> Option<(Store, Option<Store>)> {
             std::thread::sleep(Duration::from_millis(1));
         }
         let main = Store::open(&main_path).ok()?;
+        between();
         let delta = match Store::open(&delta_path) {
             Ok(d) => Some(d),
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => None,
@@ -524,4 +531,80 @@ pub(crate) fn stale_files(root: &Root, index: &Index) -> (Vec<String>, Vec<Strin
     }
     let [changed, touched, deleted] = out;
     (changed, touched, deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codeintel::refresh::refresh;
+
+    fn repo(name: &str, files: usize) -> (std::path::PathBuf, Root) {
+        let dir =
+            std::env::temp_dir().join(format!("code-intel-snapshot-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for k in 0..files {
+            std::fs::write(dir.join(format!("m{k}.rs")), format!("fn f{k}() {{}}\n")).unwrap();
+        }
+        let root = Root::open(&dir).unwrap();
+        (dir, root)
+    }
+
+    /// A fold between opening the main index and opening the delta (the old main, then no
+    /// delta) must not pair the old main with nothing: the reader starts again.
+    #[test]
+    fn a_fold_between_the_two_opens_makes_the_reader_retry() {
+        let (dir, root) = repo("fold", 10);
+        refresh(&root).unwrap();
+        std::fs::write(dir.join("new.rs"), "fn new_file() {}\n").unwrap();
+        refresh(&root).unwrap();
+        assert!(
+            dir.join(DELTA_FILE).exists(),
+            "the new file went to the delta"
+        );
+        let mut folded = false;
+        let (main, delta) = read_snapshot_with(&root, || {
+            if !folded {
+                folded = true;
+                for k in 0..100 {
+                    std::fs::write(dir.join(format!("g{k}.rs")), "fn g() {}\n").unwrap();
+                }
+                refresh(&root).unwrap();
+                assert!(!dir.join(DELTA_FILE).exists(), "that refresh folded");
+            }
+        })
+        .unwrap();
+        assert_eq!(
+            Some(main.generation),
+            Store::generation_at(&dir.join(INDEX_FILE))
+        );
+        assert!(delta.is_none());
+        let index = Index::assemble(Some(main), delta, Vec::new(), &BTreeSet::new());
+        assert!(
+            index.file_index("new.rs").is_some(),
+            "the delta's file is in the new main"
+        );
+    }
+
+    /// A delta of another generation than the main index it sits next to (a writer killed
+    /// between a fold's rename and its removal of the delta) is ignored: the main index
+    /// already holds its files.
+    #[test]
+    fn a_delta_of_another_generation_is_ignored() {
+        let (dir, root) = repo("orphan", 10);
+        refresh(&root).unwrap();
+        std::fs::write(dir.join("m3.rs"), "fn changed() {}\n").unwrap();
+        refresh(&root).unwrap();
+        let delta = std::fs::read(dir.join(DELTA_FILE)).unwrap();
+        std::fs::remove_file(dir.join(DELTA_FILE)).unwrap();
+        for k in 0..100 {
+            std::fs::write(dir.join(format!("g{k}.rs")), "fn g() {}\n").unwrap();
+        }
+        refresh(&root).unwrap();
+        std::fs::write(dir.join(DELTA_FILE), delta).unwrap();
+        let (main, delta) = read_snapshot(&root).unwrap();
+        assert!(delta.is_none());
+        let index = Index::assemble(Some(main), None, Vec::new(), &BTreeSet::new());
+        assert!(index.file_index("g99.rs").is_some());
+    }
 }

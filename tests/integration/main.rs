@@ -6,6 +6,7 @@ mod codeintel;
 mod default_flow;
 mod generated;
 mod guard_table;
+mod index_concurrency;
 mod lint_fixtures;
 mod matrix;
 mod properties;
