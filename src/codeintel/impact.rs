@@ -91,7 +91,9 @@ fn is_config_or_doc(path: &str) -> bool {
     )
 }
 
-fn is_markup(path: &str) -> bool {
+/// Files that can use a class or id of HTML or CSS: markup, stylesheets, templates, and
+/// the scripts and components that select elements by them.
+fn is_markup_style_or_script(path: &str) -> bool {
     let ext = path.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
     matches!(
         ext.as_str(),
@@ -142,8 +144,8 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
                         }
                     }
                 }
-                // Markup and stylesheet targets: their classes and ids are the names.
-                if is_markup(&rel)
+                // Markup, stylesheet and script targets: their classes and ids are names.
+                if is_markup_style_or_script(&rel)
                     && let Ok(text) = std::fs::read_to_string(&abs)
                 {
                     for n in markup_names(&text).into_iter().take(MAX_NAMES) {
@@ -233,7 +235,7 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
                     config_and_docs.push(item(format!(
                         "configuration or documentation names `{name}`"
                     )));
-                } else if is_markup(&file.path) && markup_use(&m.text, name) {
+                } else if is_markup_style_or_script(&file.path) && markup_use(&m.text, name) {
                     markup.push(item(format!("markup uses `{name}` as a class or id")));
                 }
             }
