@@ -104,7 +104,7 @@ impl Overlay {
 
 /// An index ready for queries: the disk layers of one generation, the in-memory overlay,
 /// and the merged list of live files (sorted by path) that queries see.
-pub struct Index {
+pub(crate) struct Index {
     main: Option<Store>,
     delta: Option<Store>,
     overlay: Overlay,
@@ -113,7 +113,7 @@ pub struct Index {
     /// Per layer, for each of its files, its position in `files` (None when superseded by
     /// a newer layer, deleted, or a tombstone).
     live: [Vec<Option<usize>>; 3],
-    pub freshness: Freshness,
+    pub(crate) freshness: Freshness,
 }
 
 impl std::fmt::Debug for Index {
@@ -130,7 +130,7 @@ impl Index {
     /// Opens the index for a query. Never writes: files that changed since they were
     /// indexed are re-tagged in memory for this answer, deleted ones are hidden, and with
     /// no usable index on disk the whole tree is tagged in memory.
-    pub fn open(root: &Root) -> Result<Index, Error> {
+    pub(crate) fn open(root: &Root) -> Result<Index, Error> {
         let Some(disk) = Index::on_disk(root) else {
             return Index::in_memory(root);
         };
@@ -279,11 +279,11 @@ impl Index {
         }
     }
 
-    pub fn file_count(&self) -> usize {
+    pub(crate) fn file_count(&self) -> usize {
         self.files.len()
     }
 
-    pub fn file_path(&self, i: usize) -> &str {
+    pub(crate) fn file_path(&self, i: usize) -> &str {
         let (layer, j) = self.files[i];
         self.path_in(layer, j)
     }
@@ -295,7 +295,7 @@ impl Index {
         }
     }
 
-    pub fn file_language(&self, i: usize) -> String {
+    pub(crate) fn file_language(&self, i: usize) -> String {
         match self.files[i] {
             (Layer::Overlay, j) => self.overlay.files[j].language.clone(),
             (layer, j) => self
@@ -304,7 +304,7 @@ impl Index {
         }
     }
 
-    pub fn file_tags(&self, i: usize) -> Vec<Tag> {
+    pub(crate) fn file_tags(&self, i: usize) -> Vec<Tag> {
         match self.files[i] {
             (Layer::Overlay, j) => self.overlay.files[j].tags.clone(),
             (layer, j) => self.store(layer).map_or_else(Vec::new, |s| s.file_tags(j)),
@@ -319,7 +319,7 @@ impl Index {
     }
 
     /// `(size, mtime_ns, sha256)` of file `i` when it was indexed.
-    pub fn file_stamp(&self, i: usize) -> (u64, u64, [u8; 32]) {
+    pub(crate) fn file_stamp(&self, i: usize) -> (u64, u64, [u8; 32]) {
         match self.files[i] {
             (Layer::Overlay, j) => {
                 let f = &self.overlay.files[j];
@@ -332,7 +332,7 @@ impl Index {
     }
 
     /// The position of a root-relative path among the live files.
-    pub fn file_index(&self, rel: &str) -> Option<usize> {
+    pub(crate) fn file_index(&self, rel: &str) -> Option<usize> {
         self.files
             .binary_search_by(|&(layer, j)| self.path_in(layer, j).cmp(rel))
             .ok()

@@ -17,7 +17,7 @@ use super::error::Error;
 use super::root::Root;
 
 /// Where the lock file lives, relative to the root.
-pub const LOCK_FILE: &str = ".code-intel/index.lock";
+pub(crate) const LOCK_FILE: &str = ".code-intel/index.lock";
 
 /// Roots whose lock a thread of this process holds, and a condition to wait for one.
 static HELD: LazyLock<(Mutex<HashSet<PathBuf>>, Condvar)> =

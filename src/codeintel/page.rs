@@ -25,7 +25,7 @@ pub struct Window {
 
 impl Window {
     /// Every item, for internal uses that page later themselves.
-    pub const ALL: Window = Window {
+    pub(crate) const ALL: Window = Window {
         offset: 0,
         limit: 0,
     };
@@ -42,7 +42,7 @@ impl Default for Window {
 
 impl<T> Page<T> {
     /// Cuts `all` to `window`.
-    pub fn of(all: Vec<T>, window: Window) -> Page<T> {
+    pub(crate) fn of(all: Vec<T>, window: Window) -> Page<T> {
         let total = all.len();
         let items: Vec<T> = if window.limit == 0 {
             all.into_iter().skip(window.offset).collect()

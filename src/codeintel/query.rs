@@ -37,7 +37,7 @@ pub enum Routed {
 impl Routed {
     /// The answer's top-level `total`, for answers that have one (an impact or a structure
     /// has several lists and no single total).
-    pub fn total(&self) -> Option<usize> {
+    pub(crate) fn total(&self) -> Option<usize> {
         match self {
             Routed::Symbols(a) => Some(a.symbols.total),
             Routed::Files(p) => Some(p.total),
@@ -124,21 +124,21 @@ pub fn query(root: &Root, question: &str, window: Window) -> Result<QueryAnswer,
 
 /// Where a question goes: the tool, why, and the subject it is called with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Route {
-    pub tool: &'static str,
-    pub why: &'static str,
-    pub subject: String,
+pub(crate) struct Route {
+    pub(crate) tool: &'static str,
+    pub(crate) why: &'static str,
+    pub(crate) subject: String,
 }
 
 impl Route {
     /// Whether the tool reads the symbol index (a caller may want to refresh it first).
-    pub fn uses_index(&self) -> bool {
+    pub(crate) fn uses_index(&self) -> bool {
         !matches!(self.tool, "search_files" | "search_text")
     }
 }
 
 /// Routes a question to a tool, without running it.
-pub fn route(root: &Root, question: &str) -> Result<Route, Error> {
+pub(crate) fn route(root: &Root, question: &str) -> Result<Route, Error> {
     let q = question.to_ascii_lowercase();
     let subject = quoted(question)
         .or_else(|| identifiers(question).into_iter().next())
@@ -207,7 +207,7 @@ pub fn route(root: &Root, question: &str) -> Result<Route, Error> {
 }
 
 /// Runs the tool a question was routed to.
-pub fn answer(root: &Root, route: Route, window: Window) -> Result<QueryAnswer, Error> {
+pub(crate) fn answer(root: &Root, route: Route, window: Window) -> Result<QueryAnswer, Error> {
     let Route { tool, why, subject } = route;
     let answer = |tool, why: String, key, result| {
         Ok(QueryAnswer {

@@ -44,13 +44,13 @@ pub struct UpdateReport {
 
 /// What a refresh of the indexed files (the one before a query) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Refreshed {
+pub(crate) struct Refreshed {
     /// Indexed files re-tagged because their content changed.
-    pub reindexed: Vec<String>,
+    pub(crate) reindexed: Vec<String>,
     /// Indexed files dropped because they no longer exist.
-    pub deleted: usize,
+    pub(crate) deleted: usize,
     /// When there was no usable index: the report of building it.
-    pub built: Option<UpdateReport>,
+    pub(crate) built: Option<UpdateReport>,
 }
 
 /// Brings the index up to date with the files under the root: walks the tree, re-tags
@@ -66,7 +66,7 @@ pub fn refresh(root: &Root) -> Result<UpdateReport, Error> {
 /// Re-tags the indexed files that changed and drops the deleted ones, without walking
 /// the tree for new files (they wait for [`refresh`]); builds the index when there is
 /// none. What the CLI's query commands do before answering.
-pub fn refresh_changed(root: &Root) -> Result<Refreshed, Error> {
+pub(crate) fn refresh_changed(root: &Root) -> Result<Refreshed, Error> {
     let start = Instant::now();
     let _lock = WriteLock::acquire(root)?;
     clean_up(root);
@@ -219,7 +219,7 @@ fn write_changes(
     if fold {
         // A new main index: every current file, with the delta applied, in path order.
         let mut all: BTreeMap<String, FileEntry> = current
-            .map(Index::main_entries)
+            .map(|ix| main_entries(&main_path, ix))
             .unwrap_or_default()
             .into_iter()
             .map(|e| (e.path.clone(), e))
@@ -243,6 +243,16 @@ fn write_changes(
     let generation = current.map_or(0, Index::generation);
     store::write(&delta_path, &entries, built.as_secs(), generation)
         .map_err(|e| Error::io(&delta_path, e))
+}
+
+/// Every file of the current main index, read whole into memory when the file at its path
+/// is still the one `current` opened (it is, under the lock, unless someone else edits
+/// `.code-intel/`), else decoded piece by piece from the open file.
+fn main_entries(main_path: &Path, current: &Index) -> Vec<FileEntry> {
+    match Store::read(main_path) {
+        Ok(store) if store.generation == current.generation() => store.entries(),
+        _ => current.main_entries(),
+    }
 }
 
 /// A new main index's generation: above the old one, and above any earlier index of this

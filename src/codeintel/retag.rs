@@ -17,7 +17,7 @@ use super::store::FileEntry;
 use super::tags::Tagger;
 
 /// Files larger than this are not tagged (generated or minified code).
-pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 
 /// `(size, mtime in ns)` of a file, or None when it cannot be read.
 pub(crate) fn stamp(path: &std::path::Path) -> Option<(u64, u64)> {

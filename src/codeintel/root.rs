@@ -49,13 +49,13 @@ impl Root {
         Ok(Root { path })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Resolves a client path (relative to the root, or absolute inside it) to an existing
     /// file or directory inside the root, following symlinks only where they stay inside.
-    pub fn resolve(&self, client: &str) -> Result<PathBuf, PathError> {
+    pub(crate) fn resolve(&self, client: &str) -> Result<PathBuf, PathError> {
         let given = Path::new(client);
         let joined = if given.is_absolute() {
             given.to_path_buf()
@@ -88,7 +88,7 @@ impl Root {
     }
 
     /// The root-relative display form of a path under the root (`src/main.rs`).
-    pub fn relative(&self, path: &Path) -> String {
+    pub(crate) fn relative(&self, path: &Path) -> String {
         let rel = path.strip_prefix(&self.path).unwrap_or(path);
         let mut out = String::new();
         for (i, c) in rel.components().enumerate() {

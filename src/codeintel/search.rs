@@ -18,7 +18,7 @@ use super::page::{Page, Window};
 use super::root::Root;
 
 /// Lines longer than this are cut in results, so one minified file cannot flood a client.
-pub const MAX_LINE_CHARS: usize = 400;
+pub(crate) const MAX_LINE_CHARS: usize = 400;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Case {
@@ -77,7 +77,7 @@ pub struct TextResult {
     pub files_with_matches: usize,
 }
 
-pub fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, Error> {
+fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, Error> {
     if query.patterns.is_empty() || query.patterns.iter().all(String::is_empty) {
         return Err(Error::NoPattern);
     }
@@ -289,7 +289,7 @@ pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<Tex
 
 /// Every line mentioning any of `names` as a whole word, case-sensitively: the text side
 /// of reference and impact searches.
-pub fn search_words(root: &Root, names: &[String]) -> Result<TextResult, Error> {
+pub(crate) fn search_words(root: &Root, names: &[String]) -> Result<TextResult, Error> {
     let query = TextQuery {
         patterns: names.to_vec(),
         word: true,
@@ -352,7 +352,7 @@ pub fn search_files(root: &Root, query: &FileQuery, window: Window) -> Result<Pa
 }
 
 /// Every file under the root the walk visits (gitignore-aware), as absolute paths.
-pub fn walk_files(root: &Root) -> Result<Vec<PathBuf>, Error> {
+pub(crate) fn walk_files(root: &Root) -> Result<Vec<PathBuf>, Error> {
     let walk = walker(root, &[], &[], &[])?;
     let found: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
     walk.build_parallel().run(|| {

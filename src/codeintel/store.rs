@@ -39,14 +39,14 @@ const NAME_REC: usize = 8 + 4 + 4;
 
 /// One indexed file, in memory.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FileEntry {
+pub(crate) struct FileEntry {
     /// Root-relative path with `/` separators.
-    pub path: String,
-    pub size: u64,
-    pub mtime_ns: u64,
-    pub hash: [u8; 32],
-    pub language: String,
-    pub tags: Vec<Tag>,
+    pub(crate) path: String,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: u64,
+    pub(crate) hash: [u8; 32],
+    pub(crate) language: String,
+    pub(crate) tags: Vec<Tag>,
 }
 
 /// Writes `files` as an index file, atomically: a temp file, fsync, then rename.
@@ -212,7 +212,7 @@ fn temp_path(path: &Path) -> PathBuf {
 /// Whether a file name in `.code-intel/` is a temp file of an index write: today's
 /// `symbols.idx.tmp-…` and the older `symbols.tmp<pid>`.
 pub(crate) fn is_temp(name: &str) -> bool {
-    name.starts_with("symbols.") && name.contains(".tmp") || name.starts_with("symbols.tmp")
+    name.starts_with("symbols.") && name.contains(".tmp")
 }
 
 fn to_u32(n: usize) -> u32 {
@@ -232,7 +232,7 @@ enum Source {
 }
 
 /// An index file, decoded on demand.
-pub struct Store {
+pub(crate) struct Store {
     source: Source,
     /// The header, the file table and the paths, always in memory.
     head: Vec<u8>,
@@ -244,16 +244,16 @@ pub struct Store {
     postings_at: u64,
     tags_at: u64,
     blob_at: u64,
-    pub built_unix: u64,
+    pub(crate) built_unix: u64,
     /// Pairs a delta with its main index (see the module doc).
-    pub generation: u64,
+    pub(crate) generation: u64,
 }
 
 /// A tag read from the store, with its file's index.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StoredTag {
-    pub tag: Tag,
-    pub file: usize,
+pub(crate) struct StoredTag {
+    pub(crate) tag: Tag,
+    pub(crate) file: usize,
 }
 
 fn le32(b: &[u8], at: usize) -> u32 {
@@ -270,15 +270,16 @@ fn le64(b: &[u8], at: usize) -> u64 {
 }
 
 impl Store {
-    /// Reads a whole index file into memory (for an update, which decodes everything).
-    pub fn read(path: &Path) -> Result<Store, Error> {
+    /// Reads a whole index file into memory (for a fold, which decodes everything: one
+    /// read instead of a `pread` per string).
+    pub(crate) fn read(path: &Path) -> Result<Store, Error> {
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let len = bytes.len() as u64;
         Store::new(Source::Memory(bytes), len, path)
     }
 
     /// Opens an index file for queries: only the header, file table and paths are read now.
-    pub fn open(path: &Path) -> Result<Store, Error> {
+    pub(crate) fn open(path: &Path) -> Result<Store, Error> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         Store::new(Source::File(file), len, path)
@@ -364,12 +365,8 @@ impl Store {
         String::from_utf8(self.read_at(self.blob_at + o, l)).unwrap_or_default()
     }
 
-    pub fn file_count(&self) -> usize {
+    pub(crate) fn file_count(&self) -> usize {
         self.files
-    }
-
-    pub fn tag_count(&self) -> usize {
-        self.tags
     }
 
     fn file_rec(&self, i: usize) -> &[u8] {
@@ -377,7 +374,7 @@ impl Store {
         self.head.get(at..at + FILE_REC).unwrap_or(&[])
     }
 
-    pub fn file_path(&self, i: usize) -> &str {
+    pub(crate) fn file_path(&self, i: usize) -> &str {
         let rec = self.file_rec(i);
         let (o, l) = (le32(rec, 0) as usize, le32(rec, 4) as usize);
         let base = HEADER + self.files * FILE_REC;
@@ -388,7 +385,7 @@ impl Store {
     }
 
     /// `(size, mtime_ns, sha256)` of file `i` when it was indexed.
-    pub fn file_stamp(&self, i: usize) -> (u64, u64, [u8; 32]) {
+    pub(crate) fn file_stamp(&self, i: usize) -> (u64, u64, [u8; 32]) {
         let rec = self.file_rec(i);
         let mut hash = [0u8; 32];
         if let Some(h) = rec.get(24..56) {
@@ -397,12 +394,12 @@ impl Store {
         (le64(rec, 8), le64(rec, 16), hash)
     }
 
-    pub fn file_language(&self, i: usize) -> String {
+    pub(crate) fn file_language(&self, i: usize) -> String {
         let rec = self.file_rec(i).to_vec();
         self.blob_str(&rec, 56)
     }
 
-    pub fn file_tags(&self, i: usize) -> Vec<Tag> {
+    pub(crate) fn file_tags(&self, i: usize) -> Vec<Tag> {
         let rec = self.file_rec(i);
         let (first, count) = (le32(rec, 64) as usize, le32(rec, 68) as usize);
         let count = count.min(self.tags.saturating_sub(first));
@@ -450,23 +447,23 @@ impl Store {
     }
 
     /// How many tags file `i` has.
-    pub fn file_tag_count(&self, i: usize) -> usize {
+    pub(crate) fn file_tag_count(&self, i: usize) -> usize {
         le32(self.file_rec(i), 68) as usize
     }
 
     /// Whether tag `t` is a definition, reading only its record (no strings).
-    pub fn is_definition(&self, t: usize) -> bool {
+    pub(crate) fn is_definition(&self, t: usize) -> bool {
         let r = self.read_at(self.tags_at + (t * TAG_REC) as u64 + 48, 4);
         le32(&r, 0) != 0
     }
 
-    pub fn tag(&self, t: usize) -> StoredTag {
+    pub(crate) fn tag(&self, t: usize) -> StoredTag {
         let r = self.read_at(self.tags_at + (t * TAG_REC) as u64, TAG_REC);
         self.decode_tag(&r)
     }
 
     /// The tag indices for `name` (definitions first), by binary search.
-    pub fn lookup(&self, name: &str) -> Vec<usize> {
+    pub(crate) fn lookup(&self, name: &str) -> Vec<usize> {
         let (mut lo, mut hi) = (0usize, self.names);
         while lo < hi {
             let mid = usize::midpoint(lo, hi);
@@ -490,7 +487,7 @@ impl Store {
     }
 
     /// File `i`, decoded with its tags.
-    pub fn entry(&self, i: usize) -> FileEntry {
+    pub(crate) fn entry(&self, i: usize) -> FileEntry {
         let (size, mtime_ns, hash) = self.file_stamp(i);
         FileEntry {
             path: self.file_path(i).to_string(),
@@ -503,7 +500,7 @@ impl Store {
     }
 
     /// Every file, decoded, for an incremental update.
-    pub fn entries(&self) -> Vec<FileEntry> {
+    pub(crate) fn entries(&self) -> Vec<FileEntry> {
         (0..self.files).map(|i| self.entry(i)).collect()
     }
 }

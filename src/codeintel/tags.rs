@@ -14,30 +14,30 @@ const MAX_SIGNATURE_CHARS: usize = 200;
 
 /// One definition or reference found in a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tag {
+pub(crate) struct Tag {
     /// The symbol's name, as written.
-    pub name: String,
+    pub(crate) name: String,
     /// The capture's suffix: `function`, `method`, `class`, `module`, `interface`, `call`,
     /// `type`, ...
-    pub kind: String,
+    pub(crate) kind: String,
     /// `@definition.<kind>` rather than `@reference.<kind>`.
-    pub is_definition: bool,
+    pub(crate) is_definition: bool,
     /// Line of the name, 1-based.
-    pub line: u32,
+    pub(crate) line: u32,
     /// Column of the name, 1-based, in characters.
-    pub column: u32,
+    pub(crate) column: u32,
     /// Last line of the tagged node (a definition's whole body), 1-based.
-    pub end_line: u32,
+    pub(crate) end_line: u32,
     /// The first line of the tagged node's text, trimmed, at most 200 characters.
-    pub signature: String,
+    pub(crate) signature: String,
     /// Name of the innermost other definition of the same file whose range holds this tag.
-    pub scope: Option<String>,
+    pub(crate) scope: Option<String>,
 }
 
 /// Tags files. Holds a parser and, built on first use, one compiled tags configuration per
 /// language, so keep one per thread and reuse it.
 #[derive(Default)]
-pub struct Tagger {
+pub(crate) struct Tagger {
     context: TagsContext,
     configs: HashMap<&'static str, Result<TagsConfiguration, String>>,
 }
@@ -61,13 +61,17 @@ struct RawTag {
 }
 
 impl Tagger {
-    pub fn new() -> Tagger {
+    pub(crate) fn new() -> Tagger {
         Tagger::default()
     }
 
     /// The definitions and references in `source`, sorted by (line, column). A source with
     /// syntax errors still yields the tags of the parts that parse.
-    pub fn tag(&mut self, lang: &'static Language, source: &[u8]) -> Result<Vec<Tag>, Error> {
+    pub(crate) fn tag(
+        &mut self,
+        lang: &'static Language,
+        source: &[u8],
+    ) -> Result<Vec<Tag>, Error> {
         let Tagger { context, configs } = self;
         let failed = |message: String| Error::Tags {
             language: lang.name,

@@ -15,18 +15,18 @@ use super::{impact, index, page, query, refresh, search, symbols};
 
 /// One page of a longer list.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Page<T> {
-    pub items: Vec<T>,
+pub(crate) struct Page<T> {
+    pub(crate) items: Vec<T>,
     /// How many items exist in all.
-    pub total: usize,
+    pub(crate) total: usize,
     /// How many are in `items`.
-    pub returned: usize,
+    pub(crate) returned: usize,
     /// Whether items exist beyond this page.
-    pub truncated: bool,
-    pub offset: usize,
+    pub(crate) truncated: bool,
+    pub(crate) offset: usize,
     /// The offset of the next page, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_offset: Option<usize>,
+    pub(crate) next_offset: Option<usize>,
 }
 
 impl<'a, D, T: From<&'a D>> From<&'a page::Page<D>> for Page<T> {
@@ -44,15 +44,15 @@ impl<'a, D, T: From<&'a D>> From<&'a page::Page<D>> for Page<T> {
 
 /// A matching line.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct LineMatch {
-    pub line: u64,
+pub(crate) struct LineMatch {
+    pub(crate) line: u64,
     /// 1-based character column of the first match on the line.
-    pub column: usize,
-    pub text: String,
+    pub(crate) column: usize,
+    pub(crate) text: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub before: Vec<String>,
+    pub(crate) before: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub after: Vec<String>,
+    pub(crate) after: Vec<String>,
 }
 
 impl From<&search::LineMatch> for LineMatch {
@@ -69,9 +69,9 @@ impl From<&search::LineMatch> for LineMatch {
 
 /// The matching lines of one file.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct FileMatches {
-    pub path: String,
-    pub matches: Vec<LineMatch>,
+pub(crate) struct FileMatches {
+    pub(crate) path: String,
+    pub(crate) matches: Vec<LineMatch>,
 }
 
 impl From<&search::FileMatches> for FileMatches {
@@ -85,16 +85,16 @@ impl From<&search::FileMatches> for FileMatches {
 
 /// The answer of `search_text`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct TextResult {
+pub(crate) struct TextResult {
     /// Matching lines grouped per file; the page counts lines, not files.
-    pub files: Vec<FileMatches>,
-    pub total: usize,
-    pub returned: usize,
-    pub truncated: bool,
-    pub offset: usize,
+    pub(crate) files: Vec<FileMatches>,
+    pub(crate) total: usize,
+    pub(crate) returned: usize,
+    pub(crate) truncated: bool,
+    pub(crate) offset: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_offset: Option<usize>,
-    pub files_with_matches: usize,
+    pub(crate) next_offset: Option<usize>,
+    pub(crate) files_with_matches: usize,
 }
 
 impl From<&search::TextResult> for TextResult {
@@ -113,19 +113,19 @@ impl From<&search::TextResult> for TextResult {
 
 /// How fresh an answer is, for clients to judge.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Freshness {
+pub(crate) struct Freshness {
     /// Unix time of the last index write.
-    pub indexed_at: u64,
-    pub files_indexed: usize,
+    pub(crate) indexed_at: u64,
+    pub(crate) files_indexed: usize,
     /// Files re-tagged just before this answer because they changed.
-    pub reindexed: Vec<String>,
+    pub(crate) reindexed: Vec<String>,
     /// Indexed files that no longer exist (dropped from the answer).
-    pub deleted: usize,
-    pub note: String,
+    pub(crate) deleted: usize,
+    pub(crate) note: String,
     /// Present when the index on disk could not be brought up to date: says why, and that
     /// changed files were re-tagged in memory for this answer only.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub unsaved: Option<String>,
+    pub(crate) unsaved: Option<String>,
 }
 
 impl From<&index::Freshness> for Freshness {
@@ -143,23 +143,23 @@ impl From<&index::Freshness> for Freshness {
 
 /// What an index refresh did.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct UpdateReport {
+pub(crate) struct UpdateReport {
     /// Source files the index covers now.
-    pub files: usize,
+    pub(crate) files: usize,
     /// Files whose size and mtime were unchanged.
-    pub unchanged: usize,
+    pub(crate) unchanged: usize,
     /// Files whose stamp moved but whose content hash did not.
-    pub touched: usize,
+    pub(crate) touched: usize,
     /// Files (re-)tagged because they are new or their content changed.
-    pub tagged: usize,
+    pub(crate) tagged: usize,
     /// Files dropped because they were deleted or are no longer source files.
-    pub removed: usize,
+    pub(crate) removed: usize,
     /// Files skipped for being larger than the size limit.
-    pub too_large: usize,
-    pub tags: usize,
-    pub elapsed_ms: u64,
+    pub(crate) too_large: usize,
+    pub(crate) tags: usize,
+    pub(crate) elapsed_ms: u64,
     /// Whether there was no usable index before.
-    pub from_scratch: bool,
+    pub(crate) from_scratch: bool,
 }
 
 impl From<&refresh::UpdateReport> for UpdateReport {
@@ -180,17 +180,17 @@ impl From<&refresh::UpdateReport> for UpdateReport {
 
 /// One symbol occurrence.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SymbolHit {
-    pub name: String,
-    pub kind: String,
-    pub path: String,
-    pub line: u32,
-    pub column: u32,
-    pub end_line: u32,
+pub(crate) struct SymbolHit {
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    pub(crate) path: String,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+    pub(crate) end_line: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub scope: Option<String>,
-    pub signature: String,
-    pub definition: bool,
+    pub(crate) scope: Option<String>,
+    pub(crate) signature: String,
+    pub(crate) definition: bool,
 }
 
 impl From<&symbols::SymbolHit> for SymbolHit {
@@ -211,18 +211,18 @@ impl From<&symbols::SymbolHit> for SymbolHit {
 
 /// A page of symbols, how they were found, and how fresh the index was.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct SymbolAnswer {
-    pub items: Vec<SymbolHit>,
-    pub total: usize,
-    pub returned: usize,
-    pub truncated: bool,
-    pub offset: usize,
+pub(crate) struct SymbolAnswer {
+    pub(crate) items: Vec<SymbolHit>,
+    pub(crate) total: usize,
+    pub(crate) returned: usize,
+    pub(crate) truncated: bool,
+    pub(crate) offset: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_offset: Option<usize>,
+    pub(crate) next_offset: Option<usize>,
     /// `index` (tree-sitter tags) or `text` (word search, for languages or names the
     /// index has no references for).
-    pub source: String,
-    pub freshness: Freshness,
+    pub(crate) source: String,
+    pub(crate) freshness: Freshness,
 }
 
 impl From<&symbols::SymbolAnswer> for SymbolAnswer {
@@ -243,13 +243,13 @@ impl From<&symbols::SymbolAnswer> for SymbolAnswer {
 
 /// The function that contains a line, and the definitions around it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct FunctionAtLine {
-    pub path: String,
-    pub line: u32,
-    pub function: Option<SymbolHit>,
+pub(crate) struct FunctionAtLine {
+    pub(crate) path: String,
+    pub(crate) line: u32,
+    pub(crate) function: Option<SymbolHit>,
     /// The definitions that enclose the line, outermost first (class, then method).
-    pub enclosing: Vec<SymbolHit>,
-    pub freshness: Freshness,
+    pub(crate) enclosing: Vec<SymbolHit>,
+    pub(crate) freshness: Freshness,
 }
 
 impl From<&symbols::FunctionAtLine> for FunctionAtLine {
@@ -266,13 +266,13 @@ impl From<&symbols::FunctionAtLine> for FunctionAtLine {
 
 /// A definition with the definitions nested inside it.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Outline {
-    pub name: String,
-    pub kind: String,
-    pub line: u32,
-    pub end_line: u32,
+pub(crate) struct Outline {
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    pub(crate) line: u32,
+    pub(crate) end_line: u32,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub children: Vec<Outline>,
+    pub(crate) children: Vec<Outline>,
 }
 
 impl From<&symbols::Outline> for Outline {
@@ -289,14 +289,14 @@ impl From<&symbols::Outline> for Outline {
 
 /// The structure of one file.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct FileStructure {
-    pub path: String,
-    pub language: String,
-    pub imports: Vec<String>,
-    pub classes: usize,
-    pub functions: usize,
+pub(crate) struct FileStructure {
+    pub(crate) path: String,
+    pub(crate) language: String,
+    pub(crate) imports: Vec<String>,
+    pub(crate) classes: usize,
+    pub(crate) functions: usize,
     /// Definitions nested by line ranges.
-    pub outline: Vec<Outline>,
+    pub(crate) outline: Vec<Outline>,
 }
 
 impl From<&symbols::FileStructure> for FileStructure {
@@ -314,11 +314,11 @@ impl From<&symbols::FileStructure> for FileStructure {
 
 /// The structure of a file or of every file under a directory.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Structure {
-    pub files: Page<FileStructure>,
+pub(crate) struct Structure {
+    pub(crate) files: Page<FileStructure>,
     /// Definition counts by kind over every file under the path.
-    pub kinds: BTreeMap<String, usize>,
-    pub freshness: Freshness,
+    pub(crate) kinds: BTreeMap<String, usize>,
+    pub(crate) freshness: Freshness,
 }
 
 impl From<&symbols::Structure> for Structure {
@@ -333,11 +333,11 @@ impl From<&symbols::Structure> for Structure {
 
 /// One place a change may touch, and why it is listed.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ImpactItem {
-    pub path: String,
-    pub line: u64,
-    pub name: String,
-    pub why: String,
+pub(crate) struct ImpactItem {
+    pub(crate) path: String,
+    pub(crate) line: u64,
+    pub(crate) name: String,
+    pub(crate) why: String,
 }
 
 impl From<&impact::ImpactItem> for ImpactItem {
@@ -353,13 +353,13 @@ impl From<&impact::ImpactItem> for ImpactItem {
 
 /// A definition that contains a reference to an analysed name.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Caller {
+pub(crate) struct Caller {
     /// The definition that contains a reference.
-    pub name: String,
-    pub kind: String,
-    pub path: String,
-    pub line: u32,
-    pub calls: String,
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    pub(crate) path: String,
+    pub(crate) line: u32,
+    pub(crate) calls: String,
 }
 
 impl From<&impact::Caller> for Caller {
@@ -376,10 +376,10 @@ impl From<&impact::Caller> for Caller {
 
 /// How risky a change looks, and why.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Risk {
+pub(crate) struct Risk {
     /// `low`, `medium` or `high`.
-    pub level: String,
-    pub reasons: Vec<String>,
+    pub(crate) level: String,
+    pub(crate) reasons: Vec<String>,
 }
 
 impl From<&impact::Risk> for Risk {
@@ -393,18 +393,18 @@ impl From<&impact::Risk> for Risk {
 
 /// The answer of `analyze_impact`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Impact {
+pub(crate) struct Impact {
     /// The symbol names analysed (a file target contributes its definitions).
-    pub names: Vec<String>,
-    pub definitions: Vec<SymbolHit>,
-    pub references: Page<SymbolHit>,
-    pub callers: Page<Caller>,
-    pub tests: Page<ImpactItem>,
-    pub config_and_docs: Page<ImpactItem>,
+    pub(crate) names: Vec<String>,
+    pub(crate) definitions: Vec<SymbolHit>,
+    pub(crate) references: Page<SymbolHit>,
+    pub(crate) callers: Page<Caller>,
+    pub(crate) tests: Page<ImpactItem>,
+    pub(crate) config_and_docs: Page<ImpactItem>,
     /// Markup, stylesheets and scripts that use a name as a class or id.
-    pub markup: Page<ImpactItem>,
-    pub risk: Risk,
-    pub freshness: Freshness,
+    pub(crate) markup: Page<ImpactItem>,
+    pub(crate) risk: Risk,
+    pub(crate) freshness: Freshness,
 }
 
 impl From<&impact::Impact> for Impact {
@@ -426,7 +426,7 @@ impl From<&impact::Impact> for Impact {
 /// The answer of the tool a question was routed to; which one is in `tool`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(untagged)]
-pub enum QueryResult {
+pub(crate) enum QueryResult {
     Symbols(SymbolAnswer),
     Impact(Box<Impact>),
     Structure(Structure),
@@ -448,13 +448,13 @@ impl From<&query::Routed> for QueryResult {
 
 /// A question, the tool it was routed to and why, and that tool's answer.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct QueryAnswer {
+pub(crate) struct QueryAnswer {
     /// The tool the question was routed to.
-    pub tool: String,
-    pub why: String,
+    pub(crate) tool: String,
+    pub(crate) why: String,
     /// The arguments the tool was called with (one: the question's subject).
-    pub arguments: BTreeMap<String, String>,
-    pub result: QueryResult,
+    pub(crate) arguments: BTreeMap<String, String>,
+    pub(crate) result: QueryResult,
 }
 
 impl From<&query::QueryAnswer> for QueryAnswer {
