@@ -550,6 +550,13 @@ mod tests {
         (dir, root)
     }
 
+    /// The MCP server shares one `Index` between concurrent tool calls.
+    #[test]
+    fn an_index_can_be_shared_between_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Index>();
+    }
+
     /// A fold between opening the main index and opening the delta (the old main, then no
     /// delta) must not pair the old main with nothing: the reader starts again.
     #[test]
