@@ -134,6 +134,8 @@ impl Index {
         let Some(disk) = Index::on_disk(root) else {
             return Index::in_memory(root);
         };
+        // Touched files (stamp moved, content not) answer from disk as they are; only a
+        // refresh records their new stamps.
         let (changed, _touched, deleted) = stale_files(root, &disk);
         if changed.is_empty() && deleted.is_empty() {
             return Ok(disk);
