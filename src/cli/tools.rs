@@ -9,16 +9,19 @@ use std::process::ExitCode;
 use clap::Args;
 use serde::Serialize;
 
+use crate::codeintel::error::Error;
 use crate::codeintel::impact::analyze_impact;
-use crate::codeintel::index::update;
+use crate::codeintel::index::Freshness;
 use crate::codeintel::page::Window;
-use crate::codeintel::query::query;
+use crate::codeintel::query::{self, Routed};
+use crate::codeintel::refresh::{Refreshed, refresh, refresh_changed};
 use crate::codeintel::root::Root;
 use crate::codeintel::search::{Case, FileQuery, TextQuery, search_files, search_text};
 use crate::codeintel::symbols::{
     Outline, SymbolAnswer, analyze_structure, find_definitions, find_references, function_at_line,
     get_symbols,
 };
+use crate::codeintel::wire;
 
 /// Options every tool takes.
 #[derive(Debug, Args)]
@@ -79,8 +82,52 @@ pub(super) struct SearchArgs {
     common: Common,
 }
 
-fn open(common: &Common) -> Result<Root, String> {
+fn open(common: &Common) -> Result<Root, Error> {
     Root::open(&common.root)
+}
+
+/// Prints a wire type (`codeintel::wire`), never a domain type: the JSON is the wire's.
+/// The index refresh a symbol command does before it answers. The CLI writes the index
+/// when it can, so the next run starts fresh; when it cannot (a read-only `.code-intel/`),
+/// the query still answers, from files re-tagged in memory, and its freshness says why
+/// nothing was saved.
+enum Prepared {
+    Saved(Refreshed),
+    Unsaved(String),
+}
+
+fn prepare(root: &Root) -> Prepared {
+    match refresh_changed(root) {
+        Ok(r) => Prepared::Saved(r),
+        Err(e) => Prepared::Unsaved(format!(
+            "the index could not be updated ({e}); files changed since it was written were re-tagged in memory for this answer"
+        )),
+    }
+}
+
+impl Prepared {
+    /// Reports the refresh in an answer's freshness: the files it re-tagged are the ones
+    /// the answer reflects although the query itself found them current.
+    fn apply(&self, f: &mut Freshness) {
+        match self {
+            Prepared::Saved(r) => {
+                let mut reindexed = r.reindexed.clone();
+                reindexed.append(&mut f.reindexed);
+                reindexed.sort();
+                reindexed.dedup();
+                f.reindexed = reindexed;
+                f.deleted += r.deleted;
+            }
+            Prepared::Unsaved(why) => f.unsaved = Some(why.clone()),
+        }
+    }
+}
+
+/// In human output, says (on stderr) when the index could not be saved.
+fn note_unsaved(f: &Freshness) {
+    if let Some(why) = &f.unsaved {
+        eprintln!("note: {why}");
+    }
 }
 
 fn emit_json<T: Serialize>(value: &T) {
@@ -97,8 +144,9 @@ fn found(any: bool) -> ExitCode {
     }
 }
 
-fn fail(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+/// Every error exits 2; the message is the error's, the key is for machines, not people.
+fn fail(error: &Error) -> ExitCode {
+    eprintln!("error: {error}");
     ExitCode::from(2)
 }
 
@@ -137,7 +185,7 @@ pub(super) fn search(a: &SearchArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(r) => {
             if a.common.json {
-                emit_json(&r);
+                emit_json(&wire::TextResult::from(&r));
             } else {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for f in &r.files {
@@ -187,7 +235,7 @@ pub(super) fn files(a: &FilesArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(p) => {
             if a.common.json {
-                emit_json(&p);
+                emit_json(&wire::Page::<String>::from(&p));
             } else {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for f in &p.items {
@@ -214,7 +262,7 @@ pub(super) struct NameArgs {
 
 fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
     if a.json {
-        emit_json(answer);
+        emit_json(&wire::SymbolAnswer::from(answer));
     } else {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         for s in &answer.symbols.items {
@@ -233,6 +281,7 @@ fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
         if answer.source == "text" {
             eprintln!("note: found by text search (the index has no references for this name)");
         }
+        note_unsaved(&answer.freshness);
         if !answer.freshness.reindexed.is_empty() {
             eprintln!(
                 "note: re-indexed {} changed file(s) first",
@@ -250,16 +299,24 @@ fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
 }
 
 pub(super) fn defs(a: &NameArgs) -> ExitCode {
-    match open(&a.common)
-        .and_then(|root| find_definitions(&root, &a.name, a.kind.as_deref(), a.common.window()))
-    {
+    match open(&a.common).and_then(|root| {
+        let prepared = prepare(&root);
+        let mut answer = find_definitions(&root, &a.name, a.kind.as_deref(), a.common.window())?;
+        prepared.apply(&mut answer.freshness);
+        Ok(answer)
+    }) {
         Ok(answer) => print_symbols(&a.common, &answer),
         Err(e) => fail(&e),
     }
 }
 
 pub(super) fn refs(a: &NameArgs) -> ExitCode {
-    match open(&a.common).and_then(|root| find_references(&root, &a.name, a.common.window())) {
+    match open(&a.common).and_then(|root| {
+        let prepared = prepare(&root);
+        let mut answer = find_references(&root, &a.name, a.common.window())?;
+        prepared.apply(&mut answer.freshness);
+        Ok(answer)
+    }) {
         Ok(answer) => print_symbols(&a.common, &answer),
         Err(e) => fail(&e),
     }
@@ -281,13 +338,16 @@ pub(super) fn symbols(a: &FileArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
+    let prepared = prepare(&root);
     if let Some(line) = a.line {
         return match function_at_line(&root, &a.file, line) {
             Err(e) => fail(&e),
-            Ok(f) => {
+            Ok(mut f) => {
+                prepared.apply(&mut f.freshness);
                 if a.common.json {
-                    emit_json(&f);
+                    emit_json(&wire::FunctionAtLine::from(&f));
                 } else {
+                    note_unsaved(&f.freshness);
                     for e in &f.enclosing {
                         println!(
                             "{}:{}-{}: {} {}: {}",
@@ -300,7 +360,10 @@ pub(super) fn symbols(a: &FileArgs) -> ExitCode {
         };
     }
     match get_symbols(&root, &a.file, a.common.window()) {
-        Ok(answer) => print_symbols(&a.common, &answer),
+        Ok(mut answer) => {
+            prepared.apply(&mut answer.freshness);
+            print_symbols(&a.common, &answer)
+        }
         Err(e) => fail(&e),
     }
 }
@@ -330,12 +393,18 @@ fn print_outline(out: &mut impl std::io::Write, items: &[Outline], depth: usize)
 }
 
 pub(super) fn structure(a: &PathArgs) -> ExitCode {
-    match open(&a.common).and_then(|root| analyze_structure(&root, &a.path, a.common.window())) {
+    match open(&a.common).and_then(|root| {
+        let prepared = prepare(&root);
+        let mut s = analyze_structure(&root, &a.path, a.common.window())?;
+        prepared.apply(&mut s.freshness);
+        Ok(s)
+    }) {
         Err(e) => fail(&e),
         Ok(s) => {
             if a.common.json {
-                emit_json(&s);
+                emit_json(&wire::Structure::from(&s));
             } else {
+                note_unsaved(&s.freshness);
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for f in &s.files.items {
                     let _ = writeln!(
@@ -377,12 +446,18 @@ pub(super) struct ImpactArgs {
 }
 
 pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
-    match open(&a.common).and_then(|root| analyze_impact(&root, &a.targets, a.common.window())) {
+    match open(&a.common).and_then(|root| {
+        let prepared = prepare(&root);
+        let mut i = analyze_impact(&root, &a.targets, a.common.window())?;
+        prepared.apply(&mut i.freshness);
+        Ok(i)
+    }) {
         Err(e) => fail(&e),
         Ok(i) => {
             if a.common.json {
-                emit_json(&i);
+                emit_json(&wire::Impact::from(&i));
             } else {
+                note_unsaved(&i.freshness);
                 println!("names: {}", i.names.join(", "));
                 println!("risk: {} ({})", i.risk.level, i.risk.reasons.join("; "));
                 for d in &i.definitions {
@@ -421,11 +496,11 @@ pub(super) struct IndexArgs {
 }
 
 pub(super) fn index(a: &IndexArgs) -> ExitCode {
-    match open(&a.common).and_then(|root| update(&root)) {
+    match open(&a.common).and_then(|root| refresh(&root)) {
         Err(e) => fail(&e),
         Ok(r) => {
             if a.common.json {
-                emit_json(&r);
+                emit_json(&wire::UpdateReport::from(&r));
             } else {
                 println!(
                     "indexed {} files ({} tags) in {} ms: {} tagged, {} unchanged, {} touched but unchanged, {} removed, {} too large{}",
@@ -458,23 +533,34 @@ pub(super) struct QueryArgs {
 }
 
 pub(super) fn ask(a: &QueryArgs) -> ExitCode {
-    match open(&a.common).and_then(|root| query(&root, &a.question, a.common.window())) {
+    match open(&a.common).and_then(|root| {
+        let route = query::route(&root, &a.question)?;
+        let prepared = route.uses_index().then(|| prepare(&root));
+        let mut answer = query::answer(&root, route, a.common.window())?;
+        let freshness = match &mut answer.result {
+            Routed::Symbols(s) => Some(&mut s.freshness),
+            Routed::Impact(i) => Some(&mut i.freshness),
+            Routed::Structure(s) => Some(&mut s.freshness),
+            Routed::Files(_) | Routed::Text(_) => None,
+        };
+        if let (Some(p), Some(f)) = (&prepared, freshness) {
+            p.apply(f);
+        }
+        Ok(answer)
+    }) {
         Err(e) => fail(&e),
         Ok(answer) => {
             if a.common.json {
-                emit_json(&answer);
+                emit_json(&wire::QueryAnswer::from(&answer));
             } else {
                 println!("{} ({})", answer.tool, answer.why);
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&answer.result).unwrap_or_default()
+                    serde_json::to_string_pretty(&wire::QueryResult::from(&answer.result))
+                        .unwrap_or_default()
                 );
             }
-            let total = answer
-                .result
-                .get("total")
-                .and_then(serde_json::Value::as_u64);
-            found(total.is_none_or(|t| t > 0))
+            found(answer.result.total().is_none_or(|t| t > 0))
         }
     }
 }

@@ -4,8 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
-
+use super::error::Error;
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
 use super::root::Root;
@@ -13,7 +12,7 @@ use super::search::search_words;
 use super::symbols::SymbolHit;
 
 /// One place the change may touch, and why it is listed.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ImpactItem {
     pub path: String,
     pub line: u64,
@@ -21,7 +20,7 @@ pub struct ImpactItem {
     pub why: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     /// The definition that contains a reference.
     pub name: String,
@@ -31,14 +30,14 @@ pub struct Caller {
     pub calls: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Risk {
     /// `low`, `medium` or `high`.
     pub level: &'static str,
     pub reasons: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Impact {
     /// The symbol names analysed (a file target contributes its definitions).
     pub names: Vec<String>,
@@ -92,7 +91,9 @@ fn is_config_or_doc(path: &str) -> bool {
     )
 }
 
-fn is_markup(path: &str) -> bool {
+/// Files that can use a class or id of HTML or CSS: markup, stylesheets, templates, and
+/// the scripts and components that select elements by them.
+fn is_markup_style_or_script(path: &str) -> bool {
     let ext = path.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
     matches!(
         ext.as_str(),
@@ -117,9 +118,11 @@ fn is_markup(path: &str) -> bool {
 }
 
 /// Analyses the impact of changing `targets`: root-relative file paths or symbol names.
-pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result<Impact, String> {
+pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result<Impact, Error> {
     if targets.is_empty() {
-        return Err("no target given: name files or symbols".into());
+        return Err(Error::NothingToLookFor(
+            "no target given: name files or symbols",
+        ));
     }
     let index = Index::open(root)?;
     let mut names: Vec<String> = Vec::new();
@@ -141,8 +144,8 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
                         }
                     }
                 }
-                // Markup and stylesheet targets: their classes and ids are the names.
-                if is_markup(&rel)
+                // Markup, stylesheet and script targets: their classes and ids are names.
+                if is_markup_style_or_script(&rel)
                     && let Ok(text) = std::fs::read_to_string(&abs)
                 {
                     for n in markup_names(&text).into_iter().take(MAX_NAMES) {
@@ -232,7 +235,7 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
                     config_and_docs.push(item(format!(
                         "configuration or documentation names `{name}`"
                     )));
-                } else if is_markup(&file.path) && markup_use(&m.text, name) {
+                } else if is_markup_style_or_script(&file.path) && markup_use(&m.text, name) {
                     markup.push(item(format!("markup uses `{name}` as a class or id")));
                 }
             }

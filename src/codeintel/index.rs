@@ -1,313 +1,43 @@
-//! The symbol index: tree-sitter tags of every source file under the root, built in
-//! parallel, persisted under `.code-intel/`, updated by content hash.
+//! The symbol index, read side: the on-disk layers opened as one consistent snapshot,
+//! with the files that changed since they were indexed re-tagged in memory, per answer.
 //!
-//! Two layers, like a small log-structured store: the main index (`symbols.idx`) and a
-//! delta (`symbols.delta`) holding files re-tagged since the main index was written, and
-//! tombstones for deleted ones. An update writes only the delta, so re-indexing one
-//! changed file costs that file, not the tree; when the delta grows past a share of the
-//! tree, an update folds it into a new main index.
+//! Two layers on disk, like a small log-structured store: the main index (`symbols.idx`)
+//! and a delta (`symbols.delta`) holding files re-tagged since the main index was written,
+//! and tombstones for deleted ones. `refresh` writes them; this module never writes.
 //!
 //! Freshness: before answering, every indexed file's size and mtime are compared with the
-//! index; a file whose stamp moved is hashed, and re-tagged only when its content changed.
-//! So no answer ever comes from a file that changed since it was indexed. Files created
-//! after the last update are picked up by the next `update` (`code-intel index`).
+//! index; a file whose stamp moved is hashed, and re-tagged *in memory* (an overlay over
+//! the disk layers) when its content changed; a deleted file is hidden. So no answer ever
+//! comes from a file that changed since it was indexed, even when `.code-intel/` cannot be
+//! written. Files created after the last refresh wait for the next `refresh`
+//! (`code-intel index`). With no usable index on disk, the whole tree is tagged in memory.
+//!
+//! `Index` is `Send + Sync` and holds open file handles, so it answers from the files it
+//! opened even after a refresh replaced them.
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
-use sha2::{Digest, Sha256};
-
-use super::languages;
+use super::error::Error;
+use super::retag::{Job, Outcome, run_jobs, sha256, source_files, stamp};
 use super::root::Root;
-use super::search::walk_files;
-use super::store::{FileEntry, Store, write};
-use super::tags::Tagger;
+use super::store::{FileEntry, Store};
+use super::tags::Tag;
 
 /// Where the main index lives, relative to the root.
 pub const INDEX_FILE: &str = ".code-intel/symbols.idx";
 /// Where the delta lives, relative to the root.
 pub const DELTA_FILE: &str = ".code-intel/symbols.delta";
 /// The language of a delta entry that records a deleted file.
-const TOMBSTONE: &str = "-";
-/// The delta is folded into the main index once it holds this share of the files (1/8).
-const DELTA_SHARE: usize = 8;
-/// ... or this many files, whichever is larger.
-const DELTA_MIN: usize = 64;
+pub(crate) const TOMBSTONE: &str = "-";
 
-/// Files larger than this are not tagged (generated or minified code).
-pub const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
-
-/// What an update did.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
-pub struct UpdateReport {
-    /// Source files the index covers now.
-    pub files: usize,
-    /// Files whose size and mtime were unchanged.
-    pub unchanged: usize,
-    /// Files whose stamp moved but whose content hash did not.
-    pub touched: usize,
-    /// Files (re-)tagged because they are new or their content changed.
-    pub tagged: usize,
-    /// Files dropped because they were deleted or are no longer source files.
-    pub removed: usize,
-    /// Files skipped for being larger than the size limit.
-    pub too_large: usize,
-    pub tags: usize,
-    pub elapsed_ms: u64,
-    /// Whether there was no usable index before.
-    pub from_scratch: bool,
-}
-
-fn stamp(path: &Path) -> Option<(u64, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
-    let mtime = meta
-        .modified()
-        .ok()?
-        .duration_since(UNIX_EPOCH)
-        .ok()?
-        .as_nanos();
-    Some((meta.len(), u64::try_from(mtime).unwrap_or(u64::MAX)))
-}
-
-fn sha256(bytes: &[u8]) -> [u8; 32] {
-    let digest = Sha256::digest(bytes);
-    let mut out = [0u8; 32];
-    out.copy_from_slice(&digest);
-    out
-}
-
-fn now_unix() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// A job for the taggers: a file to read, hash and maybe tag.
-struct Job {
-    abs: PathBuf,
-    rel: String,
-    size: u64,
-    mtime_ns: u64,
-    old: Option<FileEntry>,
-}
-
-enum Outcome {
-    Touched(FileEntry),
-    Tagged(FileEntry),
-    Gone,
-}
-
-/// Reads, hashes and (when the content changed) tags the jobs on every core.
-fn run_jobs(jobs: Vec<Job>) -> Vec<Outcome> {
-    let threads = std::thread::available_parallelism()
-        .map_or(2, std::num::NonZero::get)
-        .min(jobs.len().max(1));
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<(usize, Outcome)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut tagger = Tagger::new();
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(job) = jobs.get(i) else { break };
-                        out.push((i, process(&mut tagger, job)));
-                    }
-                    out
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, o)| o).collect()
-}
-
-fn process(tagger: &mut Tagger, job: &Job) -> Outcome {
-    let Ok(bytes) = std::fs::read(&job.abs) else {
-        return Outcome::Gone;
-    };
-    let hash = sha256(&bytes);
-    if let Some(old) = &job.old
-        && old.hash == hash
-    {
-        return Outcome::Touched(FileEntry {
-            size: job.size,
-            mtime_ns: job.mtime_ns,
-            ..old.clone()
-        });
-    }
-    let Some(language) = languages::for_path(&job.abs) else {
-        return Outcome::Gone;
-    };
-    // A file that does not parse still yields what tree-sitter recovers; a tagging error
-    // leaves the file indexed with no tags rather than failing the whole update.
-    let tags = tagger.tag(language, &bytes).unwrap_or_default();
-    Outcome::Tagged(FileEntry {
-        path: job.rel.clone(),
-        size: job.size,
-        mtime_ns: job.mtime_ns,
-        hash,
-        language: language.name.to_string(),
-        tags,
-    })
-}
-
-/// Brings the index up to date with the files under the root: walks the tree, re-tags
-/// new and changed files, drops deleted ones, and writes the delta (or a new main index
-/// when the delta has grown large, or there was no index).
-pub fn update(root: &Root) -> Result<UpdateReport, String> {
-    let start = Instant::now();
-    let current = Index::load(root).ok();
-    let from_scratch = current.is_none();
-    let mut report = UpdateReport {
-        from_scratch,
-        ..UpdateReport::default()
-    };
-    let known: HashMap<String, usize> = current
-        .as_ref()
-        .map(|ix| {
-            (0..ix.file_count())
-                .map(|i| (ix.file_path(i).to_string(), i))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut seen = vec![false; known.len()];
-    let mut jobs = Vec::new();
-    for abs in walk_files(root)? {
-        if languages::for_path(&abs).is_none() {
-            continue;
-        }
-        let Some((size, mtime_ns)) = stamp(&abs) else {
-            continue;
-        };
-        if size > MAX_FILE_BYTES {
-            report.too_large += 1;
-            continue;
-        }
-        let rel = root.relative(&abs);
-        let old = known.get(&rel).copied();
-        if let Some(i) = old {
-            seen[i] = true;
-        }
-        match (old, current.as_ref()) {
-            (Some(i), Some(ix)) if ix.file_stamp(i).0 == size && ix.file_stamp(i).1 == mtime_ns => {
-                report.unchanged += 1
-            }
-            (old, ix) => {
-                let old = old.zip(ix).map(|(i, ix)| ix.entry(i));
-                jobs.push(Job {
-                    abs,
-                    rel,
-                    size,
-                    mtime_ns,
-                    old,
-                });
-            }
-        }
-    }
-    let removed: Vec<String> = known
-        .iter()
-        .filter(|(_, i)| !seen[**i])
-        .map(|(p, _)| p.clone())
-        .collect();
-    report.removed = removed.len();
-    let changes = run_jobs(jobs);
-    for c in &changes {
-        match c {
-            Outcome::Touched(_) => report.touched += 1,
-            Outcome::Tagged(_) => report.tagged += 1,
-            Outcome::Gone => {}
-        }
-    }
-    write_changes(root, current.as_ref(), changes, &removed)?;
-    let now = Index::load(root)?;
-    report.files = now.file_count();
-    report.tags = (0..now.file_count()).map(|i| now.file_tag_count(i)).sum();
-    report.elapsed_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-    Ok(report)
-}
-
-/// Writes changed and removed files: into the delta, or, when there is no index yet or the
-/// delta would grow past its share, into a new main index.
-fn write_changes(
-    root: &Root,
-    current: Option<&Index>,
-    changes: Vec<Outcome>,
-    removed: &[String],
-) -> Result<(), String> {
-    let main_path = root.path().join(INDEX_FILE);
-    let delta_path = root.path().join(DELTA_FILE);
-    let mut delta: BTreeMap<String, FileEntry> = current
-        .and_then(|ix| ix.delta.as_ref())
-        .map(|_| {
-            Store::read(&delta_path)
-                .map(|d| d.entries())
-                .unwrap_or_default()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .map(|e| (e.path.clone(), e))
-        .collect();
-    for c in changes {
-        if let Outcome::Touched(e) | Outcome::Tagged(e) = c {
-            delta.insert(e.path.clone(), e);
-        }
-    }
-    for path in removed {
-        delta.insert(
-            path.clone(),
-            FileEntry {
-                path: path.clone(),
-                size: 0,
-                mtime_ns: 0,
-                hash: [0; 32],
-                language: TOMBSTONE.to_string(),
-                tags: Vec::new(),
-            },
-        );
-    }
-    let main_files = current.map_or(0, |ix| ix.main.file_count());
-    let fold = current.is_none() || delta.len() > DELTA_MIN.max(main_files / DELTA_SHARE);
-    let now = now_unix();
-    if fold {
-        // A new main index: every current file, with the delta applied, in path order.
-        let mut all: BTreeMap<String, FileEntry> = match current {
-            Some(_) => Store::read(&main_path)
-                .map(|m| m.entries())
-                .unwrap_or_default()
-                .into_iter()
-                .map(|e| (e.path.clone(), e))
-                .collect(),
-            None => BTreeMap::new(),
-        };
-        for (path, e) in delta {
-            if e.language == TOMBSTONE {
-                all.remove(&path);
-            } else {
-                all.insert(path, e);
-            }
-        }
-        let entries: Vec<FileEntry> = all.into_values().collect();
-        write(&main_path, &entries, now)
-            .map_err(|e| format!("cannot write {}: {e}", main_path.display()))?;
-        let _ = std::fs::remove_file(&delta_path);
-        return Ok(());
-    }
-    let entries: Vec<FileEntry> = delta.into_values().collect();
-    write(&delta_path, &entries, now)
-        .map_err(|e| format!("cannot write {}: {e}", delta_path.display()))
-}
+/// How often a reader reopens the layers when a fold replaced the main index while it was
+/// opening them. A fold is one rename, so the next attempt almost always succeeds; past
+/// this many, the reader tags the tree in memory rather than wait.
+const SNAPSHOT_ATTEMPTS: u32 = 50;
 
 /// How fresh an answer is, for clients to judge.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Freshness {
     /// Unix time of the last index write.
     pub indexed_at: u64,
@@ -317,233 +47,445 @@ pub struct Freshness {
     /// Indexed files that no longer exist (dropped from the answer).
     pub deleted: usize,
     pub note: &'static str,
+    /// Why the index on disk could not be brought up to date, when a caller tried to and
+    /// failed (the answer then comes from the in-memory overlay).
+    pub unsaved: Option<String>,
 }
 
 const FRESHNESS_NOTE: &str = "every indexed file was checked against the index before answering; files created since the last `index` run are not included until the next one";
+const IN_MEMORY_NOTE: &str = "there is no usable index on disk: every source file was tagged in memory for this answer; `code-intel index` saves that work";
 
-/// A tag in one of the two layers.
+/// Where a live file or a tag is: a layer on disk, or the in-memory overlay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TagRef {
-    delta: bool,
+enum Layer {
+    Main = 0,
+    Delta = 1,
+    Overlay = 2,
+}
+
+/// A tag in one of the layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TagRef {
+    layer: Layer,
     tag: usize,
 }
 
-/// An up-to-date index, ready for queries: the main layer, the delta, and the merged list
-/// of live files (sorted by path) that queries see.
-pub struct Index {
-    main: Store,
+/// Files re-tagged in memory for one answer, searchable by name.
+#[derive(Debug, Default)]
+struct Overlay {
+    files: Vec<FileEntry>,
+    /// Every tag as (file, position among that file's tags).
+    tags: Vec<(usize, usize)>,
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+impl Overlay {
+    fn new(files: Vec<FileEntry>) -> Overlay {
+        let mut tags = Vec::new();
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (f, e) in files.iter().enumerate() {
+            for (k, t) in e.tags.iter().enumerate() {
+                by_name.entry(t.name.clone()).or_default().push(tags.len());
+                tags.push((f, k));
+            }
+        }
+        Overlay {
+            files,
+            tags,
+            by_name,
+        }
+    }
+
+    fn tag(&self, t: usize) -> &Tag {
+        let (f, k) = self.tags[t];
+        &self.files[f].tags[k]
+    }
+}
+
+/// An index ready for queries: the disk layers of one generation, the in-memory overlay,
+/// and the merged list of live files (sorted by path) that queries see.
+pub(crate) struct Index {
+    main: Option<Store>,
     delta: Option<Store>,
-    /// Live files: (in the delta, index in that layer).
-    files: Vec<(bool, usize)>,
-    /// For each layer's file, its position in `files` (None when superseded or deleted).
-    main_live: Vec<Option<usize>>,
-    delta_live: Vec<Option<usize>>,
-    pub freshness: Freshness,
-    pub built: Option<UpdateReport>,
+    overlay: Overlay,
+    /// Live files: (layer, index in that layer), sorted by path.
+    files: Vec<(Layer, usize)>,
+    /// Per layer, for each of its files, its position in `files` (None when superseded by
+    /// a newer layer, deleted, or a tombstone).
+    live: [Vec<Option<usize>>; 3],
+    pub(crate) freshness: Freshness,
+}
+
+impl std::fmt::Debug for Index {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("files", &self.files.len())
+            .field("overlay", &self.overlay.files.len())
+            .field("freshness", &self.freshness)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Index {
-    /// Loads the index, building it when missing or unreadable, and re-tags every indexed
-    /// file whose content changed since it was indexed.
-    pub fn open(root: &Root) -> Result<Index, String> {
-        let mut built = None;
-        let mut index = match Index::load(root) {
-            Ok(ix) => ix,
-            Err(_) => {
-                built = Some(update(root)?);
-                Index::load(root)?
-            }
+    /// Opens the index for a query. Never writes: files that changed since they were
+    /// indexed are re-tagged in memory for this answer, deleted ones are hidden, and with
+    /// no usable index on disk the whole tree is tagged in memory.
+    pub(crate) fn open(root: &Root) -> Result<Index, Error> {
+        let Some(disk) = Index::on_disk(root) else {
+            return Index::in_memory(root);
         };
-        let (changed, touched, deleted) = stale_files(root, &index);
-        if !changed.is_empty() || !touched.is_empty() || !deleted.is_empty() {
-            let mut jobs = Vec::new();
-            for rel in changed.iter().chain(&touched) {
-                let Some(i) = index.file_index(rel) else {
-                    continue;
-                };
-                let abs = root.path().join(rel);
-                let Some((size, mtime_ns)) = stamp(&abs) else {
-                    continue;
-                };
+        // Touched files (stamp moved, content not) answer from disk as they are; only a
+        // refresh records their new stamps.
+        let (changed, _touched, deleted) = stale_files(root, &disk);
+        if changed.is_empty() && deleted.is_empty() {
+            return Ok(disk);
+        }
+        let mut rels = Vec::new();
+        let mut jobs = Vec::new();
+        for rel in &changed {
+            let abs = root.path().join(rel);
+            if let (Some(i), Some((size, mtime_ns))) = (disk.file_index(rel), stamp(&abs)) {
+                rels.push(rel.clone());
                 jobs.push(Job {
                     abs,
                     rel: rel.clone(),
                     size,
                     mtime_ns,
-                    old: Some(index.entry(i)),
+                    old: Some(disk.entry(i)),
                 });
             }
-            write_changes(root, Some(&index), run_jobs(jobs), &deleted)?;
-            index = Index::load(root)?;
         }
+        let mut hidden: BTreeSet<String> = deleted.iter().cloned().collect();
+        let mut overlay = Vec::new();
+        for (rel, outcome) in rels.into_iter().zip(run_jobs(jobs)) {
+            match outcome {
+                Outcome::Touched(e) | Outcome::Tagged(e) => overlay.push(e),
+                Outcome::Gone => {
+                    hidden.insert(rel);
+                }
+            }
+        }
+        let Index { main, delta, .. } = disk;
+        let mut index = Index::assemble(main, delta, overlay, &hidden);
         index.freshness.reindexed = changed;
         index.freshness.deleted = deleted.len();
-        index.built = built;
         Ok(index)
     }
 
-    /// Reads both layers as they are on disk, without checking freshness.
-    fn load(root: &Root) -> Result<Index, String> {
-        let main = Store::open(&root.path().join(INDEX_FILE))?;
-        let delta = Store::open(&root.path().join(DELTA_FILE)).ok();
-        let mut superseded: HashMap<&str, ()> = HashMap::new();
+    /// The layers on disk as one consistent snapshot, without checking files; None when
+    /// there is no usable index.
+    pub(crate) fn on_disk(root: &Root) -> Option<Index> {
+        let (main, delta) = read_snapshot(root)?;
+        Some(Index::assemble(
+            Some(main),
+            delta,
+            Vec::new(),
+            &BTreeSet::new(),
+        ))
+    }
+
+    /// Every source file under the root, tagged in memory.
+    fn in_memory(root: &Root) -> Result<Index, Error> {
+        let (jobs, _too_large) = source_files(root)?;
+        let entries: Vec<FileEntry> = run_jobs(jobs)
+            .into_iter()
+            .filter_map(|o| match o {
+                Outcome::Tagged(e) | Outcome::Touched(e) => Some(e),
+                Outcome::Gone => None,
+            })
+            .collect();
+        let mut index = Index::assemble(None, None, entries, &BTreeSet::new());
+        index.freshness.indexed_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        index.freshness.note = IN_MEMORY_NOTE;
+        Ok(index)
+    }
+
+    /// Merges the layers: for each path the newest layer wins (overlay, delta, main);
+    /// `hidden` paths and tombstones are dropped.
+    fn assemble(
+        main: Option<Store>,
+        delta: Option<Store>,
+        overlay: Vec<FileEntry>,
+        hidden: &BTreeSet<String>,
+    ) -> Index {
+        let overlay = Overlay::new(overlay);
+        let mut files: Vec<(Layer, usize)> = (0..overlay.files.len())
+            .map(|i| (Layer::Overlay, i))
+            .collect();
+        let mut shadowed: HashSet<&str> = hidden.iter().map(String::as_str).collect();
+        shadowed.extend(overlay.files.iter().map(|f| f.path.as_str()));
         if let Some(d) = &delta {
             for j in 0..d.file_count() {
-                superseded.insert(d.file_path(j), ());
-            }
-        }
-        let mut files: Vec<(bool, usize)> = (0..main.file_count())
-            .filter(|i| !superseded.contains_key(main.file_path(*i)))
-            .map(|i| (false, i))
-            .collect();
-        if let Some(d) = &delta {
-            files.extend(
-                (0..d.file_count())
-                    .filter(|j| d.file_language(*j) != TOMBSTONE)
-                    .map(|j| (true, j)),
-            );
-            let path = |&(in_delta, i): &(bool, usize)| {
-                if in_delta {
-                    d.file_path(i)
-                } else {
-                    main.file_path(i)
+                if !shadowed.contains(d.file_path(j)) && d.file_language(j) != TOMBSTONE {
+                    files.push((Layer::Delta, j));
                 }
+            }
+            shadowed.extend((0..d.file_count()).map(|j| d.file_path(j)));
+        }
+        if let Some(m) = &main {
+            files.extend(
+                (0..m.file_count())
+                    .filter(|i| shadowed.is_empty() || !shadowed.contains(m.file_path(*i)))
+                    .map(|i| (Layer::Main, i)),
+            );
+        }
+        drop(shadowed);
+        // The main layer alone is already in path order.
+        if delta.is_some() || !overlay.files.is_empty() {
+            let path = |&(layer, i): &(Layer, usize)| match layer {
+                Layer::Main => main.as_ref().map_or("", |m| m.file_path(i)),
+                Layer::Delta => delta.as_ref().map_or("", |d| d.file_path(i)),
+                Layer::Overlay => overlay.files[i].path.as_str(),
             };
             files.sort_by(|a, b| path(a).cmp(path(b)));
         }
-        drop(superseded);
-        let mut main_live = vec![None; main.file_count()];
-        let mut delta_live = vec![None; delta.as_ref().map_or(0, Store::file_count)];
-        for (k, &(in_delta, i)) in files.iter().enumerate() {
-            if in_delta {
-                delta_live[i] = Some(k)
-            } else {
-                main_live[i] = Some(k)
-            }
+        let mut live = [
+            vec![None; main.as_ref().map_or(0, Store::file_count)],
+            vec![None; delta.as_ref().map_or(0, Store::file_count)],
+            vec![None; overlay.files.len()],
+        ];
+        for (k, &(layer, i)) in files.iter().enumerate() {
+            live[layer as usize][i] = Some(k);
         }
-        let indexed_at = delta
-            .as_ref()
-            .map_or(main.built_unix, |d| d.built_unix.max(main.built_unix));
+        let indexed_at = [&main, &delta]
+            .into_iter()
+            .flatten()
+            .map(|s| s.built_unix)
+            .max()
+            .unwrap_or(0);
         let freshness = Freshness {
             indexed_at,
             files_indexed: files.len(),
             reindexed: Vec::new(),
             deleted: 0,
             note: FRESHNESS_NOTE,
+            unsaved: None,
         };
-        Ok(Index {
+        Index {
             main,
             delta,
+            overlay,
             files,
-            main_live,
-            delta_live,
+            live,
             freshness,
-            built: None,
-        })
-    }
-
-    fn layer(&self, in_delta: bool) -> &Store {
-        match (&self.delta, in_delta) {
-            (Some(d), true) => d,
-            _ => &self.main,
         }
     }
 
-    pub fn file_count(&self) -> usize {
+    fn store(&self, layer: Layer) -> Option<&Store> {
+        match layer {
+            Layer::Main => self.main.as_ref(),
+            Layer::Delta => self.delta.as_ref(),
+            Layer::Overlay => None,
+        }
+    }
+
+    pub(crate) fn file_count(&self) -> usize {
         self.files.len()
     }
 
-    pub fn file_path(&self, i: usize) -> &str {
-        let (d, j) = self.files[i];
-        self.layer(d).file_path(j)
+    pub(crate) fn file_path(&self, i: usize) -> &str {
+        let (layer, j) = self.files[i];
+        self.path_in(layer, j)
     }
 
-    pub fn file_language(&self, i: usize) -> String {
-        let (d, j) = self.files[i];
-        self.layer(d).file_language(j)
+    fn path_in(&self, layer: Layer, j: usize) -> &str {
+        match layer {
+            Layer::Overlay => &self.overlay.files[j].path,
+            layer => self.store(layer).map_or("", |s| s.file_path(j)),
+        }
     }
 
-    pub fn file_tags(&self, i: usize) -> Vec<super::tags::Tag> {
-        let (d, j) = self.files[i];
-        self.layer(d).file_tags(j)
+    pub(crate) fn file_language(&self, i: usize) -> String {
+        match self.files[i] {
+            (Layer::Overlay, j) => self.overlay.files[j].language.clone(),
+            (layer, j) => self
+                .store(layer)
+                .map_or_else(String::new, |s| s.file_language(j)),
+        }
     }
 
-    fn file_tag_count(&self, i: usize) -> usize {
-        let (d, j) = self.files[i];
-        self.layer(d).file_tag_count(j)
+    pub(crate) fn file_tags(&self, i: usize) -> Vec<Tag> {
+        match self.files[i] {
+            (Layer::Overlay, j) => self.overlay.files[j].tags.clone(),
+            (layer, j) => self.store(layer).map_or_else(Vec::new, |s| s.file_tags(j)),
+        }
+    }
+
+    pub(crate) fn file_tag_count(&self, i: usize) -> usize {
+        match self.files[i] {
+            (Layer::Overlay, j) => self.overlay.files[j].tags.len(),
+            (layer, j) => self.store(layer).map_or(0, |s| s.file_tag_count(j)),
+        }
     }
 
     /// `(size, mtime_ns, sha256)` of file `i` when it was indexed.
-    pub fn file_stamp(&self, i: usize) -> (u64, u64, [u8; 32]) {
-        let (d, j) = self.files[i];
-        self.layer(d).file_stamp(j)
+    pub(crate) fn file_stamp(&self, i: usize) -> (u64, u64, [u8; 32]) {
+        match self.files[i] {
+            (Layer::Overlay, j) => {
+                let f = &self.overlay.files[j];
+                (f.size, f.mtime_ns, f.hash)
+            }
+            (layer, j) => self
+                .store(layer)
+                .map_or((0, 0, [0; 32]), |s| s.file_stamp(j)),
+        }
     }
 
     /// The position of a root-relative path among the live files.
-    pub fn file_index(&self, rel: &str) -> Option<usize> {
+    pub(crate) fn file_index(&self, rel: &str) -> Option<usize> {
         self.files
-            .binary_search_by(|&(d, j)| self.layer(d).file_path(j).cmp(rel))
+            .binary_search_by(|&(layer, j)| self.path_in(layer, j).cmp(rel))
             .ok()
     }
 
-    fn entry(&self, i: usize) -> FileEntry {
-        let (d, j) = self.files[i];
-        self.layer(d).entry(j)
+    /// File `i`, decoded with its tags.
+    pub(crate) fn entry(&self, i: usize) -> FileEntry {
+        match self.files[i] {
+            (Layer::Overlay, j) => self.overlay.files[j].clone(),
+            (layer, j) => self.store(layer).map_or_else(
+                || FileEntry {
+                    path: String::new(),
+                    size: 0,
+                    mtime_ns: 0,
+                    hash: [0; 32],
+                    language: String::new(),
+                    tags: Vec::new(),
+                },
+                |s| s.entry(j),
+            ),
+        }
     }
 
-    /// The live tags named `name`: definitions first (main, then delta), then references.
-    pub fn lookup(&self, name: &str) -> Vec<TagRef> {
-        let mut defs = Vec::new();
-        let mut refs = Vec::new();
-        for (in_delta, live) in [(false, &self.main_live), (true, &self.delta_live)] {
-            if in_delta && self.delta.is_none() {
+    /// The generation of the main layer on disk (0 when there is none).
+    pub(crate) fn generation(&self) -> u64 {
+        self.main.as_ref().map_or(0, |m| m.generation)
+    }
+
+    /// How many files the main layer on disk holds.
+    pub(crate) fn main_file_count(&self) -> usize {
+        self.main.as_ref().map_or(0, Store::file_count)
+    }
+
+    /// Every entry of the main layer (for a fold).
+    pub(crate) fn main_entries(&self) -> Vec<FileEntry> {
+        self.main.as_ref().map_or_else(Vec::new, Store::entries)
+    }
+
+    /// Every entry of the delta layer, tombstones included (for the next delta).
+    pub(crate) fn delta_entries(&self) -> Vec<FileEntry> {
+        self.delta.as_ref().map_or_else(Vec::new, Store::entries)
+    }
+
+    /// The live tags named `name`: definitions first, then references, each in path order
+    /// and, within a file, in source order, whatever layer they come from.
+    pub(crate) fn lookup(&self, name: &str) -> Vec<TagRef> {
+        let mut found: Vec<(bool, usize, TagRef)> = Vec::new();
+        for layer in [Layer::Main, Layer::Delta] {
+            let Some(store) = self.store(layer) else {
                 continue;
-            }
-            let store = self.layer(in_delta);
+            };
             for t in store.lookup(name) {
-                // Without a delta every main tag is live; skip the per-tag file check.
-                if (self.delta.is_some() || in_delta)
-                    && live.get(store.tag_file(t)).copied().flatten().is_none()
-                {
-                    continue;
-                }
-                let r = TagRef {
-                    delta: in_delta,
-                    tag: t,
-                };
-                if store.is_definition(t) {
-                    defs.push(r)
-                } else {
-                    refs.push(r)
+                let (file, def) = store.tag_file_and_kind(t);
+                if let Some(pos) = self.live[layer as usize].get(file).copied().flatten() {
+                    found.push((def, pos, TagRef { layer, tag: t }));
                 }
             }
         }
-        defs.extend(refs);
-        defs
+        for &t in self.overlay.by_name.get(name).into_iter().flatten() {
+            let (file, _) = self.overlay.tags[t];
+            if let Some(pos) = self.live[Layer::Overlay as usize][file] {
+                let r = TagRef {
+                    layer: Layer::Overlay,
+                    tag: t,
+                };
+                found.push((self.overlay.tag(t).is_definition, pos, r));
+            }
+        }
+        found.sort_by_key(|&(def, pos, r)| (!def, pos, r.tag));
+        found.into_iter().map(|(_, _, r)| r).collect()
     }
 
-    pub fn is_definition(&self, r: TagRef) -> bool {
-        self.layer(r.delta).is_definition(r.tag)
+    pub(crate) fn is_definition(&self, r: TagRef) -> bool {
+        match r.layer {
+            Layer::Overlay => self.overlay.tag(r.tag).is_definition,
+            layer => self.store(layer).is_some_and(|s| s.is_definition(r.tag)),
+        }
     }
 
     /// A tag and the position of its file among the live files.
-    pub fn tag(&self, r: TagRef) -> (super::tags::Tag, usize) {
-        let stored = self.layer(r.delta).tag(r.tag);
-        let live = if r.delta {
-            &self.delta_live
-        } else {
-            &self.main_live
+    pub(crate) fn tag(&self, r: TagRef) -> (Tag, usize) {
+        let (tag, file) = match r.layer {
+            Layer::Overlay => (self.overlay.tag(r.tag).clone(), self.overlay.tags[r.tag].0),
+            layer => {
+                let Some(store) = self.store(layer) else {
+                    return (empty_tag(), 0);
+                };
+                let stored = store.tag(r.tag);
+                (stored.tag, stored.file)
+            }
         };
-        (
-            stored.tag,
-            live.get(stored.file).copied().flatten().unwrap_or(0),
-        )
+        let live = &self.live[r.layer as usize];
+        (tag, live.get(file).copied().flatten().unwrap_or(0))
     }
+}
+
+fn empty_tag() -> Tag {
+    Tag {
+        name: String::new(),
+        kind: String::new(),
+        is_definition: false,
+        line: 0,
+        column: 0,
+        end_line: 0,
+        signature: String::new(),
+        scope: None,
+    }
+}
+
+/// Opens the main index and the delta as a consistent pair, or None when there is no
+/// usable index (missing, corrupt, older format).
+///
+/// A fold renames a new main index over the old one and then removes the delta, so a
+/// reader can open the old main and then find no delta, or the new main and then the old
+/// delta. Both headers carry a generation (a delta carries its main's), and after opening
+/// both the reader checks that the file now at the main path is still the generation it
+/// opened: if not, a fold happened in between and it starts again. A delta of another
+/// generation than a current main is a leftover of a fold whose files the main already
+/// holds (a writer killed between the rename and the removal), so it is ignored.
+fn read_snapshot(root: &Root) -> Option<(Store, Option<Store>)> {
+    read_snapshot_with(root, || {})
+}
+
+/// [`read_snapshot`], running `between` after opening the main index and before opening
+/// the delta: where a concurrent fold does harm, so tests can put one there.
+fn read_snapshot_with(root: &Root, mut between: impl FnMut()) -> Option<(Store, Option<Store>)> {
+    let main_path = root.path().join(INDEX_FILE);
+    let delta_path = root.path().join(DELTA_FILE);
+    for attempt in 0..SNAPSHOT_ATTEMPTS {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let main = Store::open(&main_path).ok()?;
+        between();
+        let delta = match Store::open(&delta_path) {
+            Ok(d) => Some(d),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => None,
+            Err(_) => return None,
+        };
+        if Store::generation_at(&main_path) != Some(main.generation) {
+            continue;
+        }
+        let delta = delta.filter(|d| d.generation == main.generation);
+        return Some((main, delta));
+    }
+    None
 }
 
 /// Indexed files whose content changed (stamp moved and hash differs), files whose stamp
 /// moved but content did not (re-recorded so they are not hashed again), and deleted files.
-fn stale_files(root: &Root, index: &Index) -> (Vec<String>, Vec<String>, Vec<String>) {
+pub(crate) fn stale_files(root: &Root, index: &Index) -> (Vec<String>, Vec<String>, Vec<String>) {
     let n = index.file_count();
     let threads = std::thread::available_parallelism()
         .map_or(2, std::num::NonZero::get)
@@ -591,4 +533,87 @@ fn stale_files(root: &Root, index: &Index) -> (Vec<String>, Vec<String>, Vec<Str
     }
     let [changed, touched, deleted] = out;
     (changed, touched, deleted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codeintel::refresh::refresh;
+
+    fn repo(name: &str, files: usize) -> (std::path::PathBuf, Root) {
+        let dir =
+            std::env::temp_dir().join(format!("code-intel-snapshot-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for k in 0..files {
+            std::fs::write(dir.join(format!("m{k}.rs")), format!("fn f{k}() {{}}\n")).unwrap();
+        }
+        let root = Root::open(&dir).unwrap();
+        (dir, root)
+    }
+
+    /// The MCP server shares one `Index` between concurrent tool calls.
+    #[test]
+    fn an_index_can_be_shared_between_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Index>();
+    }
+
+    /// A fold between opening the main index and opening the delta (the old main, then no
+    /// delta) must not pair the old main with nothing: the reader starts again.
+    #[test]
+    fn a_fold_between_the_two_opens_makes_the_reader_retry() {
+        let (dir, root) = repo("fold", 10);
+        refresh(&root).unwrap();
+        std::fs::write(dir.join("new.rs"), "fn new_file() {}\n").unwrap();
+        refresh(&root).unwrap();
+        assert!(
+            dir.join(DELTA_FILE).exists(),
+            "the new file went to the delta"
+        );
+        let mut folded = false;
+        let (main, delta) = read_snapshot_with(&root, || {
+            if !folded {
+                folded = true;
+                for k in 0..100 {
+                    std::fs::write(dir.join(format!("g{k}.rs")), "fn g() {}\n").unwrap();
+                }
+                refresh(&root).unwrap();
+                assert!(!dir.join(DELTA_FILE).exists(), "that refresh folded");
+            }
+        })
+        .unwrap();
+        assert_eq!(
+            Some(main.generation),
+            Store::generation_at(&dir.join(INDEX_FILE))
+        );
+        assert!(delta.is_none());
+        let index = Index::assemble(Some(main), delta, Vec::new(), &BTreeSet::new());
+        assert!(
+            index.file_index("new.rs").is_some(),
+            "the delta's file is in the new main"
+        );
+    }
+
+    /// A delta of another generation than the main index it sits next to (a writer killed
+    /// between a fold's rename and its removal of the delta) is ignored: the main index
+    /// already holds its files.
+    #[test]
+    fn a_delta_of_another_generation_is_ignored() {
+        let (dir, root) = repo("orphan", 10);
+        refresh(&root).unwrap();
+        std::fs::write(dir.join("m3.rs"), "fn changed() {}\n").unwrap();
+        refresh(&root).unwrap();
+        let delta = std::fs::read(dir.join(DELTA_FILE)).unwrap();
+        std::fs::remove_file(dir.join(DELTA_FILE)).unwrap();
+        for k in 0..100 {
+            std::fs::write(dir.join(format!("g{k}.rs")), "fn g() {}\n").unwrap();
+        }
+        refresh(&root).unwrap();
+        std::fs::write(dir.join(DELTA_FILE), delta).unwrap();
+        let (main, delta) = read_snapshot(&root).unwrap();
+        assert!(delta.is_none());
+        let index = Index::assemble(Some(main), None, Vec::new(), &BTreeSet::new());
+        assert!(index.file_index("g99.rs").is_some());
+    }
 }

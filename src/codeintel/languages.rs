@@ -4,11 +4,11 @@
 use std::path::Path;
 
 /// A language code-intel can parse and tag.
-pub struct Language {
+pub(crate) struct Language {
     /// Stable identifier, also the query file's name (`queries/<name>.scm`).
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// File extensions, lower case, without the dot.
-    pub extensions: &'static [&'static str],
+    pub(crate) extensions: &'static [&'static str],
     grammar: fn() -> tree_sitter::Language,
     tags_query: &'static str,
     locals_query: &'static str,
@@ -16,18 +16,18 @@ pub struct Language {
 
 impl Language {
     /// The tree-sitter grammar.
-    pub fn grammar(&self) -> tree_sitter::Language {
+    pub(crate) fn grammar(&self) -> tree_sitter::Language {
         (self.grammar)()
     }
 
     /// The tags query (tree-sitter-tags conventions: `@name` with `@definition.<kind>` or
     /// `@reference.<kind>`, optional `@doc`).
-    pub fn tags_query(&self) -> &'static str {
+    pub(crate) fn tags_query(&self) -> &'static str {
         self.tags_query
     }
 
     /// The locals query that goes with the tags query; empty for most languages.
-    pub fn locals_query(&self) -> &'static str {
+    pub(crate) fn locals_query(&self) -> &'static str {
         self.locals_query
     }
 }
@@ -146,20 +146,21 @@ static LANGUAGES: [Language; 12] = [
 ];
 
 /// Every supported language.
-pub fn all() -> &'static [Language] {
+pub(crate) fn all() -> &'static [Language] {
     &LANGUAGES
 }
 
 /// The language of a file, by its extension (case-insensitive).
-pub fn for_path(path: &Path) -> Option<&'static Language> {
+pub(crate) fn for_path(path: &Path) -> Option<&'static Language> {
     let ext = path.extension()?.to_str()?;
     LANGUAGES
         .iter()
         .find(|lang| lang.extensions.iter().any(|e| e.eq_ignore_ascii_case(ext)))
 }
 
-/// The language with this [`Language::name`].
-pub fn by_name(name: &str) -> Option<&'static Language> {
+/// The language with this [`Language::name`] (tests pick grammars by name).
+#[cfg(test)]
+pub(crate) fn by_name(name: &str) -> Option<&'static Language> {
     LANGUAGES.iter().find(|lang| lang.name == name)
 }
 

@@ -3,13 +3,18 @@
 //! Every path a client gives goes through [`root::Root`]; every list is a bounded
 //! [`page::Page`]; nothing here prints.
 
+pub mod error;
 pub mod impact;
 pub mod index;
-pub mod languages;
+pub(crate) mod languages;
+pub(crate) mod lock;
 pub mod page;
 pub mod query;
+pub mod refresh;
+pub(crate) mod retag;
 pub mod root;
 pub mod search;
-pub mod store;
+pub(crate) mod store;
 pub mod symbols;
-pub mod tags;
+pub(crate) mod tags;
+pub(crate) mod wire;

@@ -1,10 +1,8 @@
 //! Bounded, honest lists: every list a tool returns says how many items exist, how many
 //! it returns, and whether it was cut, so a client can page instead of guessing.
 
-use serde::Serialize;
-
 /// One page of a longer list.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Page<T> {
     pub items: Vec<T>,
     /// How many items exist in all.
@@ -15,7 +13,6 @@ pub struct Page<T> {
     pub truncated: bool,
     pub offset: usize,
     /// The offset of the next page, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<usize>,
 }
 
@@ -28,7 +25,7 @@ pub struct Window {
 
 impl Window {
     /// Every item, for internal uses that page later themselves.
-    pub const ALL: Window = Window {
+    pub(crate) const ALL: Window = Window {
         offset: 0,
         limit: 0,
     };
@@ -45,7 +42,7 @@ impl Default for Window {
 
 impl<T> Page<T> {
     /// Cuts `all` to `window`.
-    pub fn of(all: Vec<T>, window: Window) -> Page<T> {
+    pub(crate) fn of(all: Vec<T>, window: Window) -> Page<T> {
         let total = all.len();
         let items: Vec<T> = if window.limit == 0 {
             all.into_iter().skip(window.offset).collect()

@@ -2,26 +2,49 @@
 //! says which it used and why. The routing is a small set of phrase rules, not a model, so
 //! it is predictable.
 
-use serde::Serialize;
-use serde_json::Value;
-
-use super::impact::analyze_impact;
-use super::page::Window;
+use super::error::Error;
+use super::impact::{Impact, analyze_impact};
+use super::page::{Page, Window};
 use super::root::Root;
-use super::search::{Case, FileQuery, TextQuery, search_files, search_text};
-use super::symbols::{analyze_structure, find_definitions, find_references, get_symbols};
+use super::search::{Case, FileQuery, TextQuery, TextResult, search_files, search_text};
+use super::symbols::{
+    Structure, SymbolAnswer, analyze_structure, find_definitions, find_references, get_symbols,
+};
 
-#[derive(Debug, Clone, Serialize)]
+/// A question, the tool it was routed to and why, and that tool's answer.
+#[derive(Debug, Clone)]
 pub struct QueryAnswer {
     /// The tool the question was routed to.
     pub tool: &'static str,
     pub why: String,
-    pub arguments: Value,
-    pub result: Value,
+    /// The one argument the tool was called with: its name and the question's subject.
+    pub argument: (&'static str, String),
+    pub result: Routed,
 }
 
-fn to_value<T: Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
+/// The answer of the tool a question was routed to.
+#[derive(Debug, Clone)]
+pub enum Routed {
+    /// `find_definitions`, `find_references` or `get_symbols`.
+    Symbols(SymbolAnswer),
+    /// Boxed: an impact is several times larger than the other answers.
+    Impact(Box<Impact>),
+    Structure(Structure),
+    Files(Page<String>),
+    Text(TextResult),
+}
+
+impl Routed {
+    /// The answer's top-level `total`, for answers that have one (an impact or a structure
+    /// has several lists and no single total).
+    pub(crate) fn total(&self) -> Option<usize> {
+        match self {
+            Routed::Symbols(a) => Some(a.symbols.total),
+            Routed::Files(p) => Some(p.total),
+            Routed::Text(t) => Some(t.total),
+            Routed::Impact(_) | Routed::Structure(_) => None,
+        }
+    }
 }
 
 /// Identifier-like words of the question, longest first (`parse_config`, `UserService`).
@@ -95,106 +118,138 @@ fn quoted(question: &str) -> Option<String> {
 }
 
 /// Answers a question by routing it to a tool.
-pub fn query(root: &Root, question: &str, window: Window) -> Result<QueryAnswer, String> {
+pub fn query(root: &Root, question: &str, window: Window) -> Result<QueryAnswer, Error> {
+    answer(root, route(root, question)?, window)
+}
+
+/// Where a question goes: the tool, why, and the subject it is called with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Route {
+    pub(crate) tool: &'static str,
+    pub(crate) why: &'static str,
+    pub(crate) subject: String,
+}
+
+impl Route {
+    /// Whether the tool reads the symbol index (a caller may want to refresh it first).
+    pub(crate) fn uses_index(&self) -> bool {
+        !matches!(self.tool, "search_files" | "search_text")
+    }
+}
+
+/// Routes a question to a tool, without running it.
+pub(crate) fn route(root: &Root, question: &str) -> Result<Route, Error> {
     let q = question.to_ascii_lowercase();
     let subject = quoted(question)
         .or_else(|| identifiers(question).into_iter().next())
-        .ok_or("the question names nothing to look for")?;
+        .ok_or(Error::NothingToLookFor(
+            "the question names nothing to look for",
+        ))?;
     let looks_like_path =
         subject.contains('/') || subject.contains('.') && root.resolve(&subject).is_ok();
     let has = |words: &[&str]| words.iter().any(|w| q.contains(w));
-    let (tool, why): (&'static str, &str) = if has(&["impact", "what breaks", "affected", "affect"])
-    {
-        ("analyze_impact", "the question asks what a change affects")
-    } else if has(&[
-        "who calls",
-        "callers",
-        "usages",
-        "references",
-        "where is",
-        "used",
-    ]) && has(&["call", "usage", "reference", "used"])
-    {
-        (
-            "find_references",
-            "the question asks where something is used",
-        )
-    } else if has(&["structure", "imports", "nesting"]) {
-        ("analyze_structure", "the question asks for structure")
-    } else if has(&[
-        "outline",
-        "symbols in",
-        "what is in",
-        "what's in",
-        "contents of",
-    ]) && looks_like_path
-    {
-        ("get_symbols", "the question asks for a file's outline")
-    } else if has(&[
-        "files named",
-        "file named",
-        "files matching",
-        "find files",
-        "which files",
-    ]) {
-        ("search_files", "the question asks for files by name")
-    } else if has(&[
-        "defined",
-        "definition",
-        "declared",
-        "declaration",
-        "implemented",
-        "implementation",
-    ]) {
-        (
-            "find_definitions",
-            "the question asks where something is defined",
-        )
-    } else if quoted(question).is_some() {
-        ("search_text", "the question quotes text to find")
-    } else {
-        (
-            "find_definitions",
-            "the question names an identifier; its definitions come first",
-        )
-    };
-    let args = |key: &str| serde_json::json!({ key: subject });
-    let answer = |tool, why: String, arguments, result| {
+    let (tool, why): (&'static str, &'static str) =
+        if has(&["impact", "what breaks", "affected", "affect"]) {
+            ("analyze_impact", "the question asks what a change affects")
+        } else if has(&[
+            "who calls",
+            "callers",
+            "usages",
+            "references",
+            "where is",
+            "used",
+        ]) && has(&["call", "usage", "reference", "used"])
+        {
+            (
+                "find_references",
+                "the question asks where something is used",
+            )
+        } else if has(&["structure", "imports", "nesting"]) {
+            ("analyze_structure", "the question asks for structure")
+        } else if has(&[
+            "outline",
+            "symbols in",
+            "what is in",
+            "what's in",
+            "contents of",
+        ]) && looks_like_path
+        {
+            ("get_symbols", "the question asks for a file's outline")
+        } else if has(&[
+            "files named",
+            "file named",
+            "files matching",
+            "find files",
+            "which files",
+        ]) {
+            ("search_files", "the question asks for files by name")
+        } else if has(&[
+            "defined",
+            "definition",
+            "declared",
+            "declaration",
+            "implemented",
+            "implementation",
+        ]) {
+            (
+                "find_definitions",
+                "the question asks where something is defined",
+            )
+        } else if quoted(question).is_some() {
+            ("search_text", "the question quotes text to find")
+        } else {
+            (
+                "find_definitions",
+                "the question names an identifier; its definitions come first",
+            )
+        };
+    Ok(Route { tool, why, subject })
+}
+
+/// Runs the tool a question was routed to.
+pub(crate) fn answer(root: &Root, route: Route, window: Window) -> Result<QueryAnswer, Error> {
+    let Route { tool, why, subject } = route;
+    let answer = |tool, why: String, key, result| {
         Ok(QueryAnswer {
             tool,
             why,
-            arguments,
+            argument: (key, subject.clone()),
             result,
         })
+    };
+    let text = || TextQuery {
+        patterns: vec![subject.clone()],
+        case: Case::Smart,
+        ..TextQuery::default()
     };
     match tool {
         "analyze_impact" => answer(
             tool,
             why.into(),
-            args("targets"),
-            to_value(&analyze_impact(
+            "targets",
+            Routed::Impact(Box::new(analyze_impact(
                 root,
                 std::slice::from_ref(&subject),
                 window,
-            )?),
+            )?)),
         ),
         "find_references" => answer(
             tool,
             why.into(),
-            args("name"),
-            to_value(&find_references(root, &subject, window)?),
+            "name",
+            Routed::Symbols(find_references(root, &subject, window)?),
         ),
         "analyze_structure" => answer(
             tool,
             why.into(),
-            args("path"),
-            to_value(&analyze_structure(root, &subject, window)?),
+            "path",
+            Routed::Structure(analyze_structure(root, &subject, window)?),
         ),
         "get_symbols" => answer(
             tool,
             why.into(),
-            args("file"),
-            to_value(&get_symbols(root, &subject, window)?),
+            "file",
+            Routed::Symbols(get_symbols(root, &subject, window)?),
         ),
         "search_files" => {
             let fq = FileQuery {
@@ -204,39 +259,27 @@ pub fn query(root: &Root, question: &str, window: Window) -> Result<QueryAnswer,
             answer(
                 tool,
                 why.into(),
-                args("glob"),
-                to_value(&search_files(root, &fq, window)?),
+                "glob",
+                Routed::Files(search_files(root, &fq, window)?),
             )
         }
         "find_definitions" => {
             let defs = find_definitions(root, &subject, None, window)?;
-            if defs.symbols.total > 0 || tool != "find_definitions" {
-                return answer(tool, why.into(), args("name"), to_value(&defs));
+            if defs.symbols.total > 0 {
+                return answer(tool, why.into(), "name", Routed::Symbols(defs));
             }
-            let tq = TextQuery {
-                patterns: vec![subject.clone()],
-                case: Case::Smart,
-                ..TextQuery::default()
-            };
             answer(
                 "search_text",
                 format!("{why}, but it has no definition, so its text was searched"),
-                args("pattern"),
-                to_value(&search_text(root, &tq, window)?),
+                "pattern",
+                Routed::Text(search_text(root, &text(), window)?),
             )
         }
-        _ => {
-            let tq = TextQuery {
-                patterns: vec![subject.clone()],
-                case: Case::Smart,
-                ..TextQuery::default()
-            };
-            answer(
-                "search_text",
-                why.into(),
-                args("pattern"),
-                to_value(&search_text(root, &tq, window)?),
-            )
-        }
+        _ => answer(
+            "search_text",
+            why.into(),
+            "pattern",
+            Routed::Text(search_text(root, &text(), window)?),
+        ),
     }
 }

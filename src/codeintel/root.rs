@@ -6,22 +6,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// Why a client path was refused or could not be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathError {
-    /// The path leaves the repository root (`..`, an absolute path elsewhere, a symlink).
-    OutsideRoot(String),
-    NotFound(String),
-}
-
-impl std::fmt::Display for PathError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PathError::OutsideRoot(p) => write!(f, "path `{p}` is outside the repository root"),
-            PathError::NotFound(p) => write!(f, "path `{p}` does not exist in the repository"),
-        }
-    }
-}
+use super::error::Error;
+pub use super::error::PathError;
 
 /// A repository root, canonicalised once.
 #[derive(Debug, Clone)]
@@ -31,23 +17,27 @@ pub struct Root {
 
 impl Root {
     /// Opens `dir` as the root; it must exist.
-    pub fn open(dir: &Path) -> Result<Root, String> {
-        let path = dir
-            .canonicalize()
-            .map_err(|e| format!("cannot open root {}: {e}", dir.display()))?;
+    pub fn open(dir: &Path) -> Result<Root, Error> {
+        let path = dir.canonicalize().map_err(|e| Error::Root {
+            path: dir.to_path_buf(),
+            reason: e.to_string(),
+        })?;
         if !path.is_dir() {
-            return Err(format!("root {} is not a directory", dir.display()));
+            return Err(Error::Root {
+                path: dir.to_path_buf(),
+                reason: "not a directory".into(),
+            });
         }
         Ok(Root { path })
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Resolves a client path (relative to the root, or absolute inside it) to an existing
     /// file or directory inside the root, following symlinks only where they stay inside.
-    pub fn resolve(&self, client: &str) -> Result<PathBuf, PathError> {
+    pub(crate) fn resolve(&self, client: &str) -> Result<PathBuf, PathError> {
         let given = Path::new(client);
         let joined = if given.is_absolute() {
             given.to_path_buf()
@@ -80,7 +70,7 @@ impl Root {
     }
 
     /// The root-relative display form of a path under the root (`src/main.rs`).
-    pub fn relative(&self, path: &Path) -> String {
+    pub(crate) fn relative(&self, path: &Path) -> String {
         let rel = path.strip_prefix(&self.path).unwrap_or(path);
         let mut out = String::new();
         for (i, c) in rel.components().enumerate() {

@@ -12,13 +12,13 @@ use grep_searcher::{
 use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
 use ignore::{WalkBuilder, WalkState};
-use serde::Serialize;
 
+use super::error::Error;
 use super::page::{Page, Window};
 use super::root::Root;
 
 /// Lines longer than this are cut in results, so one minified file cannot flood a client.
-pub const MAX_LINE_CHARS: usize = 400;
+pub(crate) const MAX_LINE_CHARS: usize = 400;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Case {
@@ -49,25 +49,23 @@ pub struct TextQuery {
     pub paths: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LineMatch {
     pub line: u64,
     /// 1-based character column of the first match on the line.
     pub column: usize,
     pub text: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub before: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub after: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FileMatches {
     pub path: String,
     pub matches: Vec<LineMatch>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TextResult {
     /// Matching lines grouped per file; the page counts lines, not files.
     pub files: Vec<FileMatches>,
@@ -75,14 +73,13 @@ pub struct TextResult {
     pub returned: usize,
     pub truncated: bool,
     pub offset: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub next_offset: Option<usize>,
     pub files_with_matches: usize,
 }
 
-pub fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, String> {
+fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, Error> {
     if query.patterns.is_empty() || query.patterns.iter().all(String::is_empty) {
-        return Err("no pattern given".into());
+        return Err(Error::NoPattern);
     }
     let mut builder = RegexMatcherBuilder::new();
     // Lines never span a newline: telling the matcher lets the searcher use its fast
@@ -102,7 +99,7 @@ pub fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, String> {
     }
     builder
         .build_many(&query.patterns)
-        .map_err(|e| format!("invalid pattern: {e}"))
+        .map_err(|e| Error::Pattern(e.to_string()))
 }
 
 /// Builds the walker over `root` (or the query's sub-paths) with globs and type filters.
@@ -111,7 +108,7 @@ fn walker(
     paths: &[PathBuf],
     globs: &[String],
     types: &[String],
-) -> Result<WalkBuilder, String> {
+) -> Result<WalkBuilder, Error> {
     let mut builder = match paths.split_first() {
         Some((first, rest)) => {
             let mut b = WalkBuilder::new(first);
@@ -132,11 +129,9 @@ fn walker(
     if !globs.is_empty() {
         let mut overrides = OverrideBuilder::new(root.path());
         for g in globs {
-            overrides
-                .add(g)
-                .map_err(|e| format!("invalid glob `{g}`: {e}"))?;
+            overrides.add(g).map_err(|e| glob_error(g, &e))?;
         }
-        builder.overrides(overrides.build().map_err(|e| e.to_string())?);
+        builder.overrides(overrides.build().map_err(|e| glob_error("", &e))?);
     }
     if !types.is_empty() {
         let mut tb = TypesBuilder::new();
@@ -144,16 +139,23 @@ fn walker(
         for t in types {
             tb.select(t);
         }
-        let built = tb.build().map_err(|e| format!("unknown file type: {e}"))?;
+        let built = tb.build().map_err(|e| Error::FileType(e.to_string()))?;
         builder.types(built);
     }
     Ok(builder)
 }
 
-fn resolve_paths(root: &Root, paths: &[String]) -> Result<Vec<PathBuf>, String> {
+fn glob_error(glob: &str, e: &impl std::fmt::Display) -> Error {
+    Error::Glob {
+        glob: glob.to_string(),
+        message: e.to_string(),
+    }
+}
+
+fn resolve_paths(root: &Root, paths: &[String]) -> Result<Vec<PathBuf>, Error> {
     paths
         .iter()
-        .map(|p| root.resolve(p).map_err(|e| e.to_string()))
+        .map(|p| root.resolve(p).map_err(Error::Path))
         .collect()
 }
 
@@ -216,7 +218,7 @@ impl Sink for Collector<'_> {
 }
 
 /// Searches the files under the root for the query; results are sorted by path and line.
-pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<TextResult, String> {
+pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<TextResult, Error> {
     let matcher = build_matcher(query)?;
     let paths = resolve_paths(root, &query.paths)?;
     let walk = walker(root, &paths, &query.globs, &query.types)?;
@@ -255,9 +257,7 @@ pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<Tex
             WalkState::Continue
         })
     });
-    let mut files = found
-        .into_inner()
-        .map_err(|_| "a search thread failed".to_string())?;
+    let mut files = found.into_inner().map_err(|_| Error::Worker("search"))?;
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let files_with_matches = files.len();
     let flat: Vec<(usize, LineMatch)> = files
@@ -289,7 +289,7 @@ pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<Tex
 
 /// Every line mentioning any of `names` as a whole word, case-sensitively: the text side
 /// of reference and impact searches.
-pub fn search_words(root: &Root, names: &[String]) -> Result<TextResult, String> {
+pub(crate) fn search_words(root: &Root, names: &[String]) -> Result<TextResult, Error> {
     let query = TextQuery {
         patterns: names.to_vec(),
         word: true,
@@ -309,11 +309,7 @@ pub struct FileQuery {
 }
 
 /// Lists the files under the root whose path matches any glob, sorted.
-pub fn search_files(
-    root: &Root,
-    query: &FileQuery,
-    window: Window,
-) -> Result<Page<String>, String> {
+pub fn search_files(root: &Root, query: &FileQuery, window: Window) -> Result<Page<String>, Error> {
     let paths = resolve_paths(root, &query.paths)?;
     let mut set = globset::GlobSetBuilder::new();
     for g in &query.globs {
@@ -326,10 +322,10 @@ pub fn search_files(
             globset::GlobBuilder::new(&pattern)
                 .literal_separator(true)
                 .build()
-                .map_err(|e| format!("invalid glob `{g}`: {e}"))?,
+                .map_err(|e| glob_error(g, &e))?,
         );
     }
-    let set = set.build().map_err(|e| e.to_string())?;
+    let set = set.build().map_err(|e| glob_error("", &e))?;
     let walk = walker(root, &paths, &[], &query.types)?;
     let found: Mutex<Vec<String>> = Mutex::new(Vec::new());
     walk.build_parallel().run(|| {
@@ -350,15 +346,13 @@ pub fn search_files(
             WalkState::Continue
         })
     });
-    let mut files = found
-        .into_inner()
-        .map_err(|_| "a walker thread failed".to_string())?;
+    let mut files = found.into_inner().map_err(|_| Error::Worker("walker"))?;
     files.sort();
     Ok(Page::of(files, window))
 }
 
 /// Every file under the root the walk visits (gitignore-aware), as absolute paths.
-pub fn walk_files(root: &Root) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn walk_files(root: &Root) -> Result<Vec<PathBuf>, Error> {
     let walk = walker(root, &[], &[], &[])?;
     let found: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
     walk.build_parallel().run(|| {
@@ -373,9 +367,7 @@ pub fn walk_files(root: &Root) -> Result<Vec<PathBuf>, String> {
             WalkState::Continue
         })
     });
-    let mut files = found
-        .into_inner()
-        .map_err(|_| "a walker thread failed".to_string())?;
+    let mut files = found.into_inner().map_err(|_| Error::Worker("walker"))?;
     files.sort();
     Ok(files)
 }

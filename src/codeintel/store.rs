@@ -7,7 +7,7 @@
 //!
 //! Layout (all integers little-endian; a str is u32 offset + u32 length into a blob):
 //! ```text
-//! magic "CIIDX004" | u32 files | u32 tags | u32 names | u32 postings | u32 paths_len | u32 blob_len | u64 built_unix
+//! magic "CIIDX005" | u32 files | u32 tags | u32 names | u32 postings | u32 paths_len | u32 blob_len | u64 built_unix | u64 generation
 //! files    × FILE (path str in paths, u64 size, u64 mtime_ns, [u8;32] sha256, lang str, u32 first_tag, u32 tag_count)
 //! paths    the bytes of every file path
 //! names    × NAME (name str, u32 first_posting, u32 posting_count), sorted by name bytes
@@ -16,33 +16,46 @@
 //!                  u32 line, u32 column, u32 end_line, u32 file, u32 is_def)
 //! blob     the bytes of every other str
 //! ```
+//!
+//! `generation` pairs the two layers: a main index has its own, a delta the generation of
+//! the main index it applies to (see `index::read_snapshot`).
+//!
+//! Every write goes to a temp file with a name no other writer uses, is fsynced and then
+//! renamed over the target, so a reader opens either the old file or the new one, whole.
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::error::Error;
 use super::tags::Tag;
 
-const MAGIC: &[u8; 8] = b"CIIDX004";
-const HEADER: usize = 8 + 6 * 4 + 8;
+const MAGIC: &[u8; 8] = b"CIIDX005";
+const HEADER: usize = 8 + 6 * 4 + 8 + 8;
 const FILE_REC: usize = 8 + 8 + 8 + 32 + 8 + 4 + 4;
 const TAG_REC: usize = 4 * 8 + 5 * 4;
 const NAME_REC: usize = 8 + 4 + 4;
 
 /// One indexed file, in memory.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FileEntry {
+pub(crate) struct FileEntry {
     /// Root-relative path with `/` separators.
-    pub path: String,
-    pub size: u64,
-    pub mtime_ns: u64,
-    pub hash: [u8; 32],
-    pub language: String,
-    pub tags: Vec<Tag>,
+    pub(crate) path: String,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: u64,
+    pub(crate) hash: [u8; 32],
+    pub(crate) language: String,
+    pub(crate) tags: Vec<Tag>,
 }
 
 /// Writes `files` as an index file, atomically: a temp file, fsync, then rename.
-pub fn write(path: &Path, files: &[FileEntry], built_unix: u64) -> std::io::Result<()> {
+pub(crate) fn write(
+    path: &Path,
+    files: &[FileEntry],
+    built_unix: u64,
+    generation: u64,
+) -> std::io::Result<()> {
     let mut blob: Vec<u8> = Vec::new();
     let mut interned: HashMap<String, (u32, u32)> = HashMap::new();
     let mut intern = |s: &str| -> (u32, u32) {
@@ -140,6 +153,7 @@ pub fn write(path: &Path, files: &[FileEntry], built_unix: u64) -> std::io::Resu
         out.extend_from_slice(&n.to_le_bytes());
     }
     out.extend_from_slice(&built_unix.to_le_bytes());
+    out.extend_from_slice(&generation.to_le_bytes());
     out.extend_from_slice(&file_bytes);
     out.extend_from_slice(&paths);
     out.extend_from_slice(&name_bytes);
@@ -150,23 +164,55 @@ pub fn write(path: &Path, files: &[FileEntry], built_unix: u64) -> std::io::Resu
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either the old or the new file.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+///
+/// The temp file's name is unique to this write (process id, a process-wide counter and
+/// the time), so two writers, in one process or in two, never write the same temp file;
+/// `create_new` makes a collision an error rather than a shared file. Callers hold the
+/// index lock, so a temp file found while holding it belongs to a dead writer
+/// ([`is_temp`]).
+pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
+    let tmp = temp_path(path);
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path)?;
+    written?;
     if let Some(dir) = path.parent()
         && let Ok(d) = std::fs::File::open(dir)
     {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// `symbols.idx` → `symbols.idx.tmp-<pid>-<counter>-<nanos>`.
+fn temp_path(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!("{name}.tmp-{}-{n}-{nanos}", std::process::id()))
+}
+
+/// Whether a file name in `.code-intel/` is a temp file of an index write: today's
+/// `symbols.idx.tmp-…` and the older `symbols.tmp<pid>`.
+pub(crate) fn is_temp(name: &str) -> bool {
+    name.starts_with("symbols.") && name.contains(".tmp")
 }
 
 fn to_u32(n: usize) -> u32 {
@@ -186,7 +232,7 @@ enum Source {
 }
 
 /// An index file, decoded on demand.
-pub struct Store {
+pub(crate) struct Store {
     source: Source,
     /// The header, the file table and the paths, always in memory.
     head: Vec<u8>,
@@ -198,14 +244,16 @@ pub struct Store {
     postings_at: u64,
     tags_at: u64,
     blob_at: u64,
-    pub built_unix: u64,
+    pub(crate) built_unix: u64,
+    /// Pairs a delta with its main index (see the module doc).
+    pub(crate) generation: u64,
 }
 
 /// A tag read from the store, with its file's index.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StoredTag {
-    pub tag: Tag,
-    pub file: usize,
+pub(crate) struct StoredTag {
+    pub(crate) tag: Tag,
+    pub(crate) file: usize,
 }
 
 fn le32(b: &[u8], at: usize) -> u32 {
@@ -222,23 +270,26 @@ fn le64(b: &[u8], at: usize) -> u64 {
 }
 
 impl Store {
-    /// Reads a whole index file into memory (for an update, which decodes everything).
-    pub fn read(path: &Path) -> Result<Store, String> {
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    /// Reads a whole index file into memory (for a fold, which decodes everything: one
+    /// read instead of a `pread` per string).
+    pub(crate) fn read(path: &Path) -> Result<Store, Error> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         let len = bytes.len() as u64;
-        Store::new(Source::Memory(bytes), len)
+        Store::new(Source::Memory(bytes), len, path)
     }
 
     /// Opens an index file for queries: only the header, file table and paths are read now.
-    pub fn open(path: &Path) -> Result<Store, String> {
-        let file = std::fs::File::open(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let len = file.metadata().map_err(|e| e.to_string())?.len();
-        Store::new(Source::File(file), len)
+    pub(crate) fn open(path: &Path) -> Result<Store, Error> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        Store::new(Source::File(file), len, path)
     }
 
-    fn new(source: Source, len: u64) -> Result<Store, String> {
+    fn new(source: Source, len: u64, path: &Path) -> Result<Store, Error> {
+        let corrupt = |reason: String| Error::IndexCorrupt {
+            path: path.to_path_buf(),
+            reason,
+        };
         let mut store = Store {
             source,
             head: Vec::new(),
@@ -251,10 +302,13 @@ impl Store {
             tags_at: 0,
             blob_at: 0,
             built_unix: 0,
+            generation: 0,
         };
         let header = store.read_at(0, HEADER.min(usize::try_from(len).unwrap_or(0)));
         if header.len() < HEADER || &header[..8] != MAGIC {
-            return Err("not a code-intel index (or an older format)".into());
+            return Err(corrupt(
+                "not a code-intel index (or an older format)".into(),
+            ));
         }
         let (files, tags, names, postings, paths, blob) = (
             le32(&header, 8) as usize,
@@ -265,16 +319,17 @@ impl Store {
             le32(&header, 28) as u64,
         );
         store.built_unix = le64(&header, 32);
+        store.generation = le64(&header, 40);
         let head_len = HEADER + files * FILE_REC + paths;
         store.names_at = head_len as u64;
         store.postings_at = store.names_at + (names * NAME_REC) as u64;
         store.tags_at = store.postings_at + (postings * 4) as u64;
         store.blob_at = store.tags_at + (tags * TAG_REC) as u64;
         if store.blob_at + blob != len {
-            return Err(format!(
-                "index is truncated or corrupt ({len} bytes, expected {})",
+            return Err(corrupt(format!(
+                "truncated or corrupt ({len} bytes, expected {})",
                 store.blob_at + blob
-            ));
+            )));
         }
         store.head = store.read_at(0, head_len);
         (store.files, store.tags, store.names, store.postings) = (files, tags, names, postings);
@@ -310,12 +365,8 @@ impl Store {
         String::from_utf8(self.read_at(self.blob_at + o, l)).unwrap_or_default()
     }
 
-    pub fn file_count(&self) -> usize {
+    pub(crate) fn file_count(&self) -> usize {
         self.files
-    }
-
-    pub fn tag_count(&self) -> usize {
-        self.tags
     }
 
     fn file_rec(&self, i: usize) -> &[u8] {
@@ -323,7 +374,7 @@ impl Store {
         self.head.get(at..at + FILE_REC).unwrap_or(&[])
     }
 
-    pub fn file_path(&self, i: usize) -> &str {
+    pub(crate) fn file_path(&self, i: usize) -> &str {
         let rec = self.file_rec(i);
         let (o, l) = (le32(rec, 0) as usize, le32(rec, 4) as usize);
         let base = HEADER + self.files * FILE_REC;
@@ -334,7 +385,7 @@ impl Store {
     }
 
     /// `(size, mtime_ns, sha256)` of file `i` when it was indexed.
-    pub fn file_stamp(&self, i: usize) -> (u64, u64, [u8; 32]) {
+    pub(crate) fn file_stamp(&self, i: usize) -> (u64, u64, [u8; 32]) {
         let rec = self.file_rec(i);
         let mut hash = [0u8; 32];
         if let Some(h) = rec.get(24..56) {
@@ -343,12 +394,12 @@ impl Store {
         (le64(rec, 8), le64(rec, 16), hash)
     }
 
-    pub fn file_language(&self, i: usize) -> String {
+    pub(crate) fn file_language(&self, i: usize) -> String {
         let rec = self.file_rec(i).to_vec();
         self.blob_str(&rec, 56)
     }
 
-    pub fn file_tags(&self, i: usize) -> Vec<Tag> {
+    pub(crate) fn file_tags(&self, i: usize) -> Vec<Tag> {
         let rec = self.file_rec(i);
         let (first, count) = (le32(rec, 64) as usize, le32(rec, 68) as usize);
         let count = count.min(self.tags.saturating_sub(first));
@@ -376,30 +427,43 @@ impl Store {
         }
     }
 
-    /// The file index of tag `t`, reading only its record.
-    pub fn tag_file(&self, t: usize) -> usize {
-        let r = self.read_at(self.tags_at + (t * TAG_REC) as u64 + 44, 4);
-        le32(&r, 0) as usize
+    /// The file index of tag `t` and whether it is a definition, in one read of the two
+    /// fields (no strings).
+    pub(crate) fn tag_file_and_kind(&self, t: usize) -> (usize, bool) {
+        let r = self.read_at(self.tags_at + (t * TAG_REC) as u64 + 44, 8);
+        (le32(&r, 0) as usize, le32(&r, 4) != 0)
+    }
+
+    /// The generation in the header of the index file at `path` now, reading only the
+    /// header; None when it is missing or not an index.
+    pub(crate) fn generation_at(path: &Path) -> Option<u64> {
+        use std::io::Read;
+        let mut header = [0u8; HEADER];
+        std::fs::File::open(path)
+            .ok()?
+            .read_exact(&mut header)
+            .ok()?;
+        (&header[..8] == MAGIC).then(|| le64(&header, 40))
     }
 
     /// How many tags file `i` has.
-    pub fn file_tag_count(&self, i: usize) -> usize {
+    pub(crate) fn file_tag_count(&self, i: usize) -> usize {
         le32(self.file_rec(i), 68) as usize
     }
 
     /// Whether tag `t` is a definition, reading only its record (no strings).
-    pub fn is_definition(&self, t: usize) -> bool {
+    pub(crate) fn is_definition(&self, t: usize) -> bool {
         let r = self.read_at(self.tags_at + (t * TAG_REC) as u64 + 48, 4);
         le32(&r, 0) != 0
     }
 
-    pub fn tag(&self, t: usize) -> StoredTag {
+    pub(crate) fn tag(&self, t: usize) -> StoredTag {
         let r = self.read_at(self.tags_at + (t * TAG_REC) as u64, TAG_REC);
         self.decode_tag(&r)
     }
 
     /// The tag indices for `name` (definitions first), by binary search.
-    pub fn lookup(&self, name: &str) -> Vec<usize> {
+    pub(crate) fn lookup(&self, name: &str) -> Vec<usize> {
         let (mut lo, mut hi) = (0usize, self.names);
         while lo < hi {
             let mid = usize::midpoint(lo, hi);
@@ -423,7 +487,7 @@ impl Store {
     }
 
     /// File `i`, decoded with its tags.
-    pub fn entry(&self, i: usize) -> FileEntry {
+    pub(crate) fn entry(&self, i: usize) -> FileEntry {
         let (size, mtime_ns, hash) = self.file_stamp(i);
         FileEntry {
             path: self.file_path(i).to_string(),
@@ -436,7 +500,7 @@ impl Store {
     }
 
     /// Every file, decoded, for an incremental update.
-    pub fn entries(&self) -> Vec<FileEntry> {
+    pub(crate) fn entries(&self) -> Vec<FileEntry> {
         (0..self.files).map(|i| self.entry(i)).collect()
     }
 }

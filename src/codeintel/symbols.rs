@@ -4,8 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
-
+use super::error::Error;
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
 use super::root::Root;
@@ -13,7 +12,7 @@ use super::search::search_words;
 use super::tags::Tag;
 
 /// One symbol occurrence.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SymbolHit {
     pub name: String,
     pub kind: String,
@@ -21,16 +20,14 @@ pub struct SymbolHit {
     pub line: u32,
     pub column: u32,
     pub end_line: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     pub signature: String,
     pub definition: bool,
 }
 
 /// A list of symbols, how it was found, and how fresh the index was.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct SymbolAnswer {
-    #[serde(flatten)]
     pub symbols: Page<SymbolHit>,
     /// `index` (tree-sitter tags) or `text` (word search, for languages or names the
     /// index has no references for).
@@ -104,7 +101,7 @@ pub fn find_definitions(
     name: &str,
     kind: Option<&str>,
     window: Window,
-) -> Result<SymbolAnswer, String> {
+) -> Result<SymbolAnswer, Error> {
     let index = Index::open(root)?;
     let mut hits = occurrences(&index, name, true);
     if let Some(k) = kind {
@@ -119,7 +116,7 @@ pub fn find_definitions(
 
 /// Where `name` is used. Uses the index's reference tags; when the index has none for the
 /// name, falls back to a whole-word text search that leaves out the definition lines.
-pub fn find_references(root: &Root, name: &str, window: Window) -> Result<SymbolAnswer, String> {
+pub fn find_references(root: &Root, name: &str, window: Window) -> Result<SymbolAnswer, Error> {
     let index = Index::open(root)?;
     let hits = occurrences(&index, name, false);
     if !hits.is_empty() {
@@ -163,26 +160,25 @@ pub fn find_references(root: &Root, name: &str, window: Window) -> Result<Symbol
     })
 }
 
-fn file_index(index: &Index, root: &Root, file: &str) -> Result<(usize, String), String> {
-    let abs = root.resolve(file).map_err(|e| e.to_string())?;
+fn file_index(index: &Index, root: &Root, file: &str) -> Result<(usize, String), Error> {
+    let abs = root.resolve(file)?;
     let rel = root.relative(&abs);
-    index
-        .file_index(&rel)
-        .map(|i| (i, rel.clone()))
-        .ok_or_else(|| {
-            format!(
-                "`{rel}` is not an indexed source file (supported: {})",
-                super::languages::all()
-                    .iter()
-                    .map(|l| l.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
+    match index.file_index(&rel) {
+        Some(i) => Ok((i, rel)),
+        None => Err(not_indexed(rel)),
+    }
+}
+
+fn not_indexed(path: String) -> Error {
+    let supported: Vec<&str> = super::languages::all().iter().map(|l| l.name).collect();
+    Error::NotIndexed {
+        path,
+        supported: supported.join(", "),
+    }
 }
 
 /// The definitions of one file, in order: its outline.
-pub fn get_symbols(root: &Root, file: &str, window: Window) -> Result<SymbolAnswer, String> {
+pub fn get_symbols(root: &Root, file: &str, window: Window) -> Result<SymbolAnswer, Error> {
     let index = Index::open(root)?;
     let (i, rel) = file_index(&index, root, file)?;
     let hits: Vec<SymbolHit> = index
@@ -199,7 +195,7 @@ pub fn get_symbols(root: &Root, file: &str, window: Window) -> Result<SymbolAnsw
 }
 
 /// The innermost definition of a function-like kind whose lines contain `line`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct FunctionAtLine {
     pub path: String,
     pub line: u32,
@@ -209,7 +205,7 @@ pub struct FunctionAtLine {
     pub freshness: Freshness,
 }
 
-pub fn function_at_line(root: &Root, file: &str, line: u32) -> Result<FunctionAtLine, String> {
+pub fn function_at_line(root: &Root, file: &str, line: u32) -> Result<FunctionAtLine, Error> {
     let index = Index::open(root)?;
     let (i, rel) = file_index(&index, root, file)?;
     let mut enclosing: Vec<SymbolHit> = index
@@ -240,17 +236,16 @@ pub fn function_at_line(root: &Root, file: &str, line: u32) -> Result<FunctionAt
 }
 
 /// A definition with the definitions nested inside it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Outline {
     pub name: String,
     pub kind: String,
     pub line: u32,
     pub end_line: u32,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<Outline>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct FileStructure {
     pub path: String,
     pub language: String,
@@ -261,7 +256,7 @@ pub struct FileStructure {
     pub outline: Vec<Outline>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Structure {
     pub files: Page<FileStructure>,
     /// Definition counts by kind over every file under the path.
@@ -324,9 +319,9 @@ fn insert(level: &mut Vec<Outline>, node: Outline) {
 }
 
 /// Classes, functions, imports and nesting of a file, or of every file under a directory.
-pub fn analyze_structure(root: &Root, path: &str, window: Window) -> Result<Structure, String> {
+pub fn analyze_structure(root: &Root, path: &str, window: Window) -> Result<Structure, Error> {
     let index = Index::open(root)?;
-    let abs = root.resolve(path).map_err(|e| e.to_string())?;
+    let abs = root.resolve(path)?;
     let rel = root.relative(&abs);
     let prefix = if abs.is_dir() && !rel.is_empty() {
         format!("{rel}/")
@@ -344,7 +339,7 @@ pub fn analyze_structure(root: &Root, path: &str, window: Window) -> Result<Stru
         })
         .collect();
     if selected.is_empty() && !abs.is_dir() {
-        return Err(format!("`{rel}` is not an indexed source file"));
+        return Err(not_indexed(rel));
     }
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     let mut files = Vec::new();

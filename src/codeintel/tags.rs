@@ -4,40 +4,40 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use serde::{Deserialize, Serialize};
 use tree_sitter_tags::{TagsConfiguration, TagsContext};
 
+use super::error::Error;
 use super::languages::Language;
 
 /// Longest signature kept, in characters.
 const MAX_SIGNATURE_CHARS: usize = 200;
 
 /// One definition or reference found in a file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tag {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Tag {
     /// The symbol's name, as written.
-    pub name: String,
+    pub(crate) name: String,
     /// The capture's suffix: `function`, `method`, `class`, `module`, `interface`, `call`,
     /// `type`, ...
-    pub kind: String,
+    pub(crate) kind: String,
     /// `@definition.<kind>` rather than `@reference.<kind>`.
-    pub is_definition: bool,
+    pub(crate) is_definition: bool,
     /// Line of the name, 1-based.
-    pub line: u32,
+    pub(crate) line: u32,
     /// Column of the name, 1-based, in characters.
-    pub column: u32,
+    pub(crate) column: u32,
     /// Last line of the tagged node (a definition's whole body), 1-based.
-    pub end_line: u32,
+    pub(crate) end_line: u32,
     /// The first line of the tagged node's text, trimmed, at most 200 characters.
-    pub signature: String,
+    pub(crate) signature: String,
     /// Name of the innermost other definition of the same file whose range holds this tag.
-    pub scope: Option<String>,
+    pub(crate) scope: Option<String>,
 }
 
 /// Tags files. Holds a parser and, built on first use, one compiled tags configuration per
 /// language, so keep one per thread and reuse it.
 #[derive(Default)]
-pub struct Tagger {
+pub(crate) struct Tagger {
     context: TagsContext,
     configs: HashMap<&'static str, Result<TagsConfiguration, String>>,
 }
@@ -61,31 +61,39 @@ struct RawTag {
 }
 
 impl Tagger {
-    pub fn new() -> Tagger {
+    pub(crate) fn new() -> Tagger {
         Tagger::default()
     }
 
     /// The definitions and references in `source`, sorted by (line, column). A source with
     /// syntax errors still yields the tags of the parts that parse.
-    pub fn tag(&mut self, lang: &'static Language, source: &[u8]) -> Result<Vec<Tag>, String> {
+    pub(crate) fn tag(
+        &mut self,
+        lang: &'static Language,
+        source: &[u8],
+    ) -> Result<Vec<Tag>, Error> {
         let Tagger { context, configs } = self;
+        let failed = |message: String| Error::Tags {
+            language: lang.name,
+            message,
+        };
         let config = configs
             .entry(lang.name)
             .or_insert_with(|| {
                 TagsConfiguration::new(lang.grammar(), lang.tags_query(), lang.locals_query())
-                    .map_err(|e| format!("tags query for {}: {e}", lang.name))
+                    .map_err(|e| format!("tags query: {e}"))
             })
             .as_ref()
-            .map_err(Clone::clone)?;
+            .map_err(|e| failed(e.clone()))?;
 
         let (iter, _has_error) = context
             .generate_tags(config, source, None)
-            .map_err(|e| format!("tagging {} source: {e}", lang.name))?;
+            .map_err(|e| failed(e.to_string()))?;
 
         let lines = LineIndex::new(source);
         let mut raw = Vec::new();
         for tag in iter {
-            let tag = tag.map_err(|e| format!("tagging {} source: {e}", lang.name))?;
+            let tag = tag.map_err(|e| failed(e.to_string()))?;
             let name_range = tag.name_range.clone();
             let line_start = name_range.start - tag.span.start.column;
             let column = char_count(&source[line_start..name_range.start]) + 1;

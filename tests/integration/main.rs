@@ -7,6 +7,7 @@ mod default_flow;
 mod driver;
 mod generated;
 mod guard_table;
+mod index_concurrency;
 mod layering;
 mod lint_fixtures;
 mod matrix;

@@ -1,0 +1,85 @@
+//! The index write lock: one refresh at a time per repository, across threads and across
+//! processes (a CLI run and an MCP server may refresh the same index at once).
+//!
+//! Two layers, because neither is enough alone: an exclusive `File::lock` on
+//! `.code-intel/index.lock` serialises processes, and an in-process set of held roots
+//! serialises threads. The file lock alone would do on Linux (`flock` locks belong to the
+//! open file description, so two handles conflict), but std leaves a second lock from the
+//! same process unspecified (it "may deadlock"), and where it is emulated with `fcntl`
+//! locks belong to the process, so two threads would both get it. Readers take no lock.
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, LazyLock, Mutex, PoisonError};
+
+use super::error::Error;
+use super::root::Root;
+
+/// Where the lock file lives, relative to the root.
+pub(crate) const LOCK_FILE: &str = ".code-intel/index.lock";
+
+/// Roots whose lock a thread of this process holds, and a condition to wait for one.
+static HELD: LazyLock<(Mutex<HashSet<PathBuf>>, Condvar)> =
+    LazyLock::new(|| (Mutex::new(HashSet::new()), Condvar::new()));
+
+/// The write lock of one root, held until dropped.
+#[derive(Debug)]
+pub(crate) struct WriteLock {
+    root: PathBuf,
+    file: Option<File>,
+}
+
+impl WriteLock {
+    /// Blocks until this thread holds the root's lock. Fails when the lock file cannot be
+    /// created or opened for writing (a read-only `.code-intel/`): then nothing may write.
+    pub(crate) fn acquire(root: &Root) -> Result<WriteLock, Error> {
+        let key = root.path().to_path_buf();
+        {
+            let (held, freed) = &*HELD;
+            let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
+            while held.contains(&key) {
+                held = freed.wait(held).unwrap_or_else(PoisonError::into_inner);
+            }
+            held.insert(key.clone());
+        }
+        // From here on `Drop` releases the in-process lock, whatever fails below.
+        let mut lock = WriteLock {
+            root: key,
+            file: None,
+        };
+        let path = root.path().join(LOCK_FILE);
+        let file = open_lock_file(&path).map_err(|e| Error::io(&path, e))?;
+        file.lock().map_err(|e| Error::io(&path, e))?;
+        lock.file = Some(file);
+        Ok(lock)
+    }
+}
+
+fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    // Opened for writing: std leaves locking a read-only handle unspecified.
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        // The file lock goes first, so another process can take it as soon as a thread
+        // of ours could.
+        if let Some(file) = self.file.take() {
+            let _ = file.unlock();
+        }
+        let (held, freed) = &*HELD;
+        held.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.root);
+        freed.notify_all();
+    }
+}

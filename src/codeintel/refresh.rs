@@ -1,0 +1,270 @@
+//! The symbol index, write side: bringing `.code-intel/` up to date with the tree. The
+//! only code that writes the index, always under the index lock (`lock::WriteLock`).
+//!
+//! A refresh walks the tree, re-tags files whose content hash changed (on every core) and
+//! writes only the delta; when the delta passes an eighth of the files (at least 64) it is
+//! folded into a new main index of the next generation, and the delta is removed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::error::Error;
+use super::index::{DELTA_FILE, INDEX_FILE, Index, TOMBSTONE, stale_files};
+use super::lock::WriteLock;
+use super::retag::{Job, Outcome, run_jobs, source_files, stamp};
+use super::root::Root;
+use super::store::{self, FileEntry, Store};
+
+/// The delta is folded into the main index once it holds this share of the files (1/8).
+const DELTA_SHARE: usize = 8;
+/// ... or this many files, whichever is larger.
+const DELTA_MIN: usize = 64;
+
+/// What a refresh of the whole tree did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpdateReport {
+    /// Source files the index covers now.
+    pub files: usize,
+    /// Files whose size and mtime were unchanged.
+    pub unchanged: usize,
+    /// Files whose stamp moved but whose content hash did not.
+    pub touched: usize,
+    /// Files (re-)tagged because they are new or their content changed.
+    pub tagged: usize,
+    /// Files dropped because they were deleted or are no longer source files.
+    pub removed: usize,
+    /// Files skipped for being larger than the size limit.
+    pub too_large: usize,
+    pub tags: usize,
+    pub elapsed_ms: u64,
+    /// Whether there was no usable index before.
+    pub from_scratch: bool,
+}
+
+/// What a refresh of the indexed files (the one before a query) did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Refreshed {
+    /// Indexed files re-tagged because their content changed.
+    pub(crate) reindexed: Vec<String>,
+    /// Indexed files dropped because they no longer exist.
+    pub(crate) deleted: usize,
+    /// When there was no usable index: the report of building it.
+    pub(crate) built: Option<UpdateReport>,
+}
+
+/// Brings the index up to date with the files under the root: walks the tree, re-tags
+/// new and changed files, drops deleted ones, and writes the delta (or a new main index
+/// when the delta has grown large, or there was no index). What `code-intel index` does.
+pub fn refresh(root: &Root) -> Result<UpdateReport, Error> {
+    let start = Instant::now();
+    let _lock = WriteLock::acquire(root)?;
+    clean_up(root);
+    refresh_tree(root, start)
+}
+
+/// Re-tags the indexed files that changed and drops the deleted ones, without walking
+/// the tree for new files (they wait for [`refresh`]); builds the index when there is
+/// none. What the CLI's query commands do before answering.
+pub(crate) fn refresh_changed(root: &Root) -> Result<Refreshed, Error> {
+    let start = Instant::now();
+    let _lock = WriteLock::acquire(root)?;
+    clean_up(root);
+    let Some(current) = Index::on_disk(root) else {
+        return Ok(Refreshed {
+            built: Some(refresh_tree(root, start)?),
+            ..Refreshed::default()
+        });
+    };
+    let (changed, touched, deleted) = stale_files(root, &current);
+    if changed.is_empty() && touched.is_empty() && deleted.is_empty() {
+        return Ok(Refreshed::default());
+    }
+    let mut jobs = Vec::new();
+    for rel in changed.iter().chain(&touched) {
+        let abs = root.path().join(rel);
+        if let (Some(i), Some((size, mtime_ns))) = (current.file_index(rel), stamp(&abs)) {
+            jobs.push(Job {
+                abs,
+                rel: rel.clone(),
+                size,
+                mtime_ns,
+                old: Some(current.entry(i)),
+            });
+        }
+    }
+    write_changes(root, Some(&current), run_jobs(jobs), &deleted)?;
+    Ok(Refreshed {
+        reindexed: changed,
+        deleted: deleted.len(),
+        built: None,
+    })
+}
+
+/// Removes what dead writers left: temp files (`symbols.*.tmp*`), and a delta of another
+/// generation than the main index (a writer killed between a fold's rename and its
+/// removal of the delta). Called with the lock held, so no live writer owns them.
+fn clean_up(root: &Root) {
+    let dir = root.path().join(".code-intel");
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            if e.file_name().to_str().is_some_and(store::is_temp) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let main = Store::generation_at(&root.path().join(INDEX_FILE));
+    let delta_path = root.path().join(DELTA_FILE);
+    if let (Some(m), Some(d)) = (main, Store::generation_at(&delta_path))
+        && m != d
+    {
+        let _ = std::fs::remove_file(&delta_path);
+    }
+}
+
+fn refresh_tree(root: &Root, start: Instant) -> Result<UpdateReport, Error> {
+    let current = Index::on_disk(root);
+    let mut report = UpdateReport {
+        from_scratch: current.is_none(),
+        ..UpdateReport::default()
+    };
+    let known: HashMap<String, usize> = current
+        .as_ref()
+        .map(|ix| {
+            (0..ix.file_count())
+                .map(|i| (ix.file_path(i).to_string(), i))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut seen = vec![false; known.len()];
+    let (candidates, too_large) = source_files(root)?;
+    report.too_large = too_large;
+    let mut jobs = Vec::new();
+    for mut job in candidates {
+        if let (Some(&i), Some(ix)) = (known.get(&job.rel), current.as_ref()) {
+            seen[i] = true;
+            let (size, mtime_ns, _) = ix.file_stamp(i);
+            if (size, mtime_ns) == (job.size, job.mtime_ns) {
+                report.unchanged += 1;
+                continue;
+            }
+            job.old = Some(ix.entry(i));
+        }
+        jobs.push(job);
+    }
+    let removed: Vec<String> = known
+        .iter()
+        .filter(|(_, i)| !seen[**i])
+        .map(|(p, _)| p.clone())
+        .collect();
+    report.removed = removed.len();
+    let changes = run_jobs(jobs);
+    for c in &changes {
+        match c {
+            Outcome::Touched(_) => report.touched += 1,
+            Outcome::Tagged(_) => report.tagged += 1,
+            Outcome::Gone => {}
+        }
+    }
+    write_changes(root, current.as_ref(), changes, &removed)?;
+    let now = Index::on_disk(root).ok_or_else(|| Error::IndexCorrupt {
+        path: root.path().join(INDEX_FILE),
+        reason: "unreadable right after it was written".into(),
+    })?;
+    report.files = now.file_count();
+    report.tags = (0..now.file_count()).map(|i| now.file_tag_count(i)).sum();
+    report.elapsed_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(report)
+}
+
+/// Writes changed and removed files: into the delta, or, when there is no index yet or the
+/// delta would grow past its share, into a new main index (then the delta is removed).
+fn write_changes(
+    root: &Root,
+    current: Option<&Index>,
+    changes: Vec<Outcome>,
+    removed: &[String],
+) -> Result<(), Error> {
+    let main_path = root.path().join(INDEX_FILE);
+    let delta_path = root.path().join(DELTA_FILE);
+    let mut delta: BTreeMap<String, FileEntry> = current
+        .map(Index::delta_entries)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| (e.path.clone(), e))
+        .collect();
+    for c in changes {
+        if let Outcome::Touched(e) | Outcome::Tagged(e) = c {
+            delta.insert(e.path.clone(), e);
+        }
+    }
+    for path in removed {
+        delta.insert(
+            path.clone(),
+            FileEntry {
+                path: path.clone(),
+                size: 0,
+                mtime_ns: 0,
+                hash: [0; 32],
+                language: TOMBSTONE.to_string(),
+                tags: Vec::new(),
+            },
+        );
+    }
+    let main_files = current.map_or(0, Index::main_file_count);
+    let fold = current.is_none() || delta.len() > DELTA_MIN.max(main_files / DELTA_SHARE);
+    let built = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    if fold {
+        // A new main index: every current file, with the delta applied, in path order.
+        let mut all: BTreeMap<String, FileEntry> = current
+            .map(|ix| main_entries(&main_path, ix))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (e.path.clone(), e))
+            .collect();
+        for (path, e) in delta {
+            if e.language == TOMBSTONE {
+                all.remove(&path);
+            } else {
+                all.insert(path, e);
+            }
+        }
+        let entries: Vec<FileEntry> = all.into_values().collect();
+        let generation = next_generation(current.map(Index::generation), built.as_nanos());
+        store::write(&main_path, &entries, built.as_secs(), generation)
+            .map_err(|e| Error::io(&main_path, e))?;
+        // After the rename: a reader that still finds this delta sees its generation is
+        // not the new main's and ignores it (see `index::read_snapshot`).
+        return remove_if_present(&delta_path);
+    }
+    let entries: Vec<FileEntry> = delta.into_values().collect();
+    let generation = current.map_or(0, Index::generation);
+    store::write(&delta_path, &entries, built.as_secs(), generation)
+        .map_err(|e| Error::io(&delta_path, e))
+}
+
+/// Every file of the current main index, read whole into memory when the file at its path
+/// is still the one `current` opened (it is, under the lock, unless someone else edits
+/// `.code-intel/`), else decoded piece by piece from the open file.
+fn main_entries(main_path: &Path, current: &Index) -> Vec<FileEntry> {
+    match Store::read(main_path) {
+        Ok(store) if store.generation == current.generation() => store.entries(),
+        _ => current.main_entries(),
+    }
+}
+
+/// A new main index's generation: above the old one, and above any earlier index of this
+/// root even when `.code-intel/` was deleted meanwhile (the clock, in nanoseconds).
+fn next_generation(old: Option<u64>, now_ns: u128) -> u64 {
+    let now = u64::try_from(now_ns).unwrap_or(u64::MAX);
+    old.map_or(now, |g| g.saturating_add(1).max(now))
+}
+
+fn remove_if_present(path: &Path) -> Result<(), Error> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,146 @@
+//! Reading, hashing and tagging files on every core: the work a refresh does before it
+//! writes, and a reader does in memory for the files that changed under it.
+//!
+//! Nothing here writes.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::UNIX_EPOCH;
+
+use sha2::{Digest, Sha256};
+
+use super::error::Error;
+use super::languages;
+use super::root::Root;
+use super::search::walk_files;
+use super::store::FileEntry;
+use super::tags::Tagger;
+
+/// Files larger than this are not tagged (generated or minified code).
+pub(crate) const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
+
+/// `(size, mtime in ns)` of a file, or None when it cannot be read.
+pub(crate) fn stamp(path: &std::path::Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta
+        .modified()
+        .ok()?
+        .duration_since(UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    Some((meta.len(), u64::try_from(mtime).unwrap_or(u64::MAX)))
+}
+
+pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
+    let digest = Sha256::digest(bytes);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(&digest);
+    out
+}
+
+/// A job for the taggers: a file to read, hash and maybe tag.
+pub(crate) struct Job {
+    pub(crate) abs: PathBuf,
+    pub(crate) rel: String,
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: u64,
+    /// The file as indexed, when it was: an unchanged hash keeps its tags.
+    pub(crate) old: Option<FileEntry>,
+}
+
+pub(crate) enum Outcome {
+    /// The stamp moved but the content did not: the old tags with the new stamp.
+    Touched(FileEntry),
+    /// New or changed content, tagged.
+    Tagged(FileEntry),
+    /// Unreadable now (deleted meanwhile) or no longer a source file.
+    Gone,
+}
+
+/// Reads, hashes and (when the content changed) tags the jobs on every core, in order.
+pub(crate) fn run_jobs(jobs: Vec<Job>) -> Vec<Outcome> {
+    let threads = std::thread::available_parallelism()
+        .map_or(2, std::num::NonZero::get)
+        .min(jobs.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, Outcome)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut tagger = Tagger::new();
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else { break };
+                        out.push((i, process(&mut tagger, job)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, o)| o).collect()
+}
+
+fn process(tagger: &mut Tagger, job: &Job) -> Outcome {
+    let Ok(bytes) = std::fs::read(&job.abs) else {
+        return Outcome::Gone;
+    };
+    let hash = sha256(&bytes);
+    if let Some(old) = &job.old
+        && old.hash == hash
+    {
+        return Outcome::Touched(FileEntry {
+            size: job.size,
+            mtime_ns: job.mtime_ns,
+            ..old.clone()
+        });
+    }
+    let Some(language) = languages::for_path(&job.abs) else {
+        return Outcome::Gone;
+    };
+    // A file that does not parse still yields what tree-sitter recovers; a tagging error
+    // leaves the file indexed with no tags rather than failing the whole update.
+    let tags = tagger.tag(language, &bytes).unwrap_or_default();
+    Outcome::Tagged(FileEntry {
+        path: job.rel.clone(),
+        size: job.size,
+        mtime_ns: job.mtime_ns,
+        hash,
+        language: language.name.to_string(),
+        tags,
+    })
+}
+
+/// The source files under the root the index covers, as jobs with no old entry, and how
+/// many were skipped for their size.
+pub(crate) fn source_files(root: &Root) -> Result<(Vec<Job>, usize), Error> {
+    let mut jobs = Vec::new();
+    let mut too_large = 0;
+    for abs in walk_files(root)? {
+        if languages::for_path(&abs).is_none() {
+            continue;
+        }
+        let Some((size, mtime_ns)) = stamp(&abs) else {
+            continue;
+        };
+        if size > MAX_FILE_BYTES {
+            too_large += 1;
+            continue;
+        }
+        let rel = root.relative(&abs);
+        jobs.push(Job {
+            abs,
+            rel,
+            size,
+            mtime_ns,
+            old: None,
+        });
+    }
+    Ok((jobs, too_large))
+}

@@ -1,0 +1,494 @@
+//! The JSON the code-intelligence tools answer with: `serde` + `schemars` output types,
+//! converted by hand from the domain types, which are not serializable.
+//!
+//! Keeping the two apart lets the domain change shape (layers, overlays, typed queries)
+//! without changing what clients parse, and gives the MCP server one place to derive its
+//! output schemas from. The CLI's `--json` prints exactly these; field order is the JSON
+//! order, so reordering fields here is a breaking change for clients.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::{impact, index, page, query, refresh, search, symbols};
+
+/// One page of a longer list.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Page<T> {
+    pub(crate) items: Vec<T>,
+    /// How many items exist in all.
+    pub(crate) total: usize,
+    /// How many are in `items`.
+    pub(crate) returned: usize,
+    /// Whether items exist beyond this page.
+    pub(crate) truncated: bool,
+    pub(crate) offset: usize,
+    /// The offset of the next page, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_offset: Option<usize>,
+}
+
+impl<'a, D, T: From<&'a D>> From<&'a page::Page<D>> for Page<T> {
+    fn from(p: &'a page::Page<D>) -> Page<T> {
+        Page {
+            items: p.items.iter().map(T::from).collect(),
+            total: p.total,
+            returned: p.returned,
+            truncated: p.truncated,
+            offset: p.offset,
+            next_offset: p.next_offset,
+        }
+    }
+}
+
+/// A matching line.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct LineMatch {
+    pub(crate) line: u64,
+    /// 1-based character column of the first match on the line.
+    pub(crate) column: usize,
+    pub(crate) text: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) before: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) after: Vec<String>,
+}
+
+impl From<&search::LineMatch> for LineMatch {
+    fn from(m: &search::LineMatch) -> LineMatch {
+        LineMatch {
+            line: m.line,
+            column: m.column,
+            text: m.text.clone(),
+            before: m.before.clone(),
+            after: m.after.clone(),
+        }
+    }
+}
+
+/// The matching lines of one file.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct FileMatches {
+    pub(crate) path: String,
+    pub(crate) matches: Vec<LineMatch>,
+}
+
+impl From<&search::FileMatches> for FileMatches {
+    fn from(f: &search::FileMatches) -> FileMatches {
+        FileMatches {
+            path: f.path.clone(),
+            matches: f.matches.iter().map(LineMatch::from).collect(),
+        }
+    }
+}
+
+/// The answer of `search_text`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct TextResult {
+    /// Matching lines grouped per file; the page counts lines, not files.
+    pub(crate) files: Vec<FileMatches>,
+    pub(crate) total: usize,
+    pub(crate) returned: usize,
+    pub(crate) truncated: bool,
+    pub(crate) offset: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_offset: Option<usize>,
+    pub(crate) files_with_matches: usize,
+}
+
+impl From<&search::TextResult> for TextResult {
+    fn from(r: &search::TextResult) -> TextResult {
+        TextResult {
+            files: r.files.iter().map(FileMatches::from).collect(),
+            total: r.total,
+            returned: r.returned,
+            truncated: r.truncated,
+            offset: r.offset,
+            next_offset: r.next_offset,
+            files_with_matches: r.files_with_matches,
+        }
+    }
+}
+
+/// How fresh an answer is, for clients to judge.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Freshness {
+    /// Unix time of the last index write.
+    pub(crate) indexed_at: u64,
+    pub(crate) files_indexed: usize,
+    /// Files re-tagged just before this answer because they changed.
+    pub(crate) reindexed: Vec<String>,
+    /// Indexed files that no longer exist (dropped from the answer).
+    pub(crate) deleted: usize,
+    pub(crate) note: String,
+    /// Present when the index on disk could not be brought up to date: says why, and that
+    /// changed files were re-tagged in memory for this answer only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) unsaved: Option<String>,
+}
+
+impl From<&index::Freshness> for Freshness {
+    fn from(f: &index::Freshness) -> Freshness {
+        Freshness {
+            indexed_at: f.indexed_at,
+            files_indexed: f.files_indexed,
+            reindexed: f.reindexed.clone(),
+            deleted: f.deleted,
+            note: f.note.to_string(),
+            unsaved: f.unsaved.clone(),
+        }
+    }
+}
+
+/// What an index refresh did.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct UpdateReport {
+    /// Source files the index covers now.
+    pub(crate) files: usize,
+    /// Files whose size and mtime were unchanged.
+    pub(crate) unchanged: usize,
+    /// Files whose stamp moved but whose content hash did not.
+    pub(crate) touched: usize,
+    /// Files (re-)tagged because they are new or their content changed.
+    pub(crate) tagged: usize,
+    /// Files dropped because they were deleted or are no longer source files.
+    pub(crate) removed: usize,
+    /// Files skipped for being larger than the size limit.
+    pub(crate) too_large: usize,
+    pub(crate) tags: usize,
+    pub(crate) elapsed_ms: u64,
+    /// Whether there was no usable index before.
+    pub(crate) from_scratch: bool,
+}
+
+impl From<&refresh::UpdateReport> for UpdateReport {
+    fn from(r: &refresh::UpdateReport) -> UpdateReport {
+        UpdateReport {
+            files: r.files,
+            unchanged: r.unchanged,
+            touched: r.touched,
+            tagged: r.tagged,
+            removed: r.removed,
+            too_large: r.too_large,
+            tags: r.tags,
+            elapsed_ms: r.elapsed_ms,
+            from_scratch: r.from_scratch,
+        }
+    }
+}
+
+/// One symbol occurrence.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct SymbolHit {
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    pub(crate) path: String,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
+    pub(crate) end_line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) scope: Option<String>,
+    pub(crate) signature: String,
+    pub(crate) definition: bool,
+}
+
+impl From<&symbols::SymbolHit> for SymbolHit {
+    fn from(h: &symbols::SymbolHit) -> SymbolHit {
+        SymbolHit {
+            name: h.name.clone(),
+            kind: h.kind.clone(),
+            path: h.path.clone(),
+            line: h.line,
+            column: h.column,
+            end_line: h.end_line,
+            scope: h.scope.clone(),
+            signature: h.signature.clone(),
+            definition: h.definition,
+        }
+    }
+}
+
+/// A page of symbols, how they were found, and how fresh the index was.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct SymbolAnswer {
+    pub(crate) items: Vec<SymbolHit>,
+    pub(crate) total: usize,
+    pub(crate) returned: usize,
+    pub(crate) truncated: bool,
+    pub(crate) offset: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_offset: Option<usize>,
+    /// `index` (tree-sitter tags) or `text` (word search, for languages or names the
+    /// index has no references for).
+    pub(crate) source: String,
+    pub(crate) freshness: Freshness,
+}
+
+impl From<&symbols::SymbolAnswer> for SymbolAnswer {
+    fn from(a: &symbols::SymbolAnswer) -> SymbolAnswer {
+        let p = &a.symbols;
+        SymbolAnswer {
+            items: p.items.iter().map(SymbolHit::from).collect(),
+            total: p.total,
+            returned: p.returned,
+            truncated: p.truncated,
+            offset: p.offset,
+            next_offset: p.next_offset,
+            source: a.source.to_string(),
+            freshness: Freshness::from(&a.freshness),
+        }
+    }
+}
+
+/// The function that contains a line, and the definitions around it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct FunctionAtLine {
+    pub(crate) path: String,
+    pub(crate) line: u32,
+    pub(crate) function: Option<SymbolHit>,
+    /// The definitions that enclose the line, outermost first (class, then method).
+    pub(crate) enclosing: Vec<SymbolHit>,
+    pub(crate) freshness: Freshness,
+}
+
+impl From<&symbols::FunctionAtLine> for FunctionAtLine {
+    fn from(f: &symbols::FunctionAtLine) -> FunctionAtLine {
+        FunctionAtLine {
+            path: f.path.clone(),
+            line: f.line,
+            function: f.function.as_ref().map(SymbolHit::from),
+            enclosing: f.enclosing.iter().map(SymbolHit::from).collect(),
+            freshness: Freshness::from(&f.freshness),
+        }
+    }
+}
+
+/// A definition with the definitions nested inside it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Outline {
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    pub(crate) line: u32,
+    pub(crate) end_line: u32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) children: Vec<Outline>,
+}
+
+impl From<&symbols::Outline> for Outline {
+    fn from(o: &symbols::Outline) -> Outline {
+        Outline {
+            name: o.name.clone(),
+            kind: o.kind.clone(),
+            line: o.line,
+            end_line: o.end_line,
+            children: o.children.iter().map(Outline::from).collect(),
+        }
+    }
+}
+
+/// The structure of one file.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct FileStructure {
+    pub(crate) path: String,
+    pub(crate) language: String,
+    pub(crate) imports: Vec<String>,
+    pub(crate) classes: usize,
+    pub(crate) functions: usize,
+    /// Definitions nested by line ranges.
+    pub(crate) outline: Vec<Outline>,
+}
+
+impl From<&symbols::FileStructure> for FileStructure {
+    fn from(f: &symbols::FileStructure) -> FileStructure {
+        FileStructure {
+            path: f.path.clone(),
+            language: f.language.clone(),
+            imports: f.imports.clone(),
+            classes: f.classes,
+            functions: f.functions,
+            outline: f.outline.iter().map(Outline::from).collect(),
+        }
+    }
+}
+
+/// The structure of a file or of every file under a directory.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Structure {
+    pub(crate) files: Page<FileStructure>,
+    /// Definition counts by kind over every file under the path.
+    pub(crate) kinds: BTreeMap<String, usize>,
+    pub(crate) freshness: Freshness,
+}
+
+impl From<&symbols::Structure> for Structure {
+    fn from(s: &symbols::Structure) -> Structure {
+        Structure {
+            files: Page::from(&s.files),
+            kinds: s.kinds.clone(),
+            freshness: Freshness::from(&s.freshness),
+        }
+    }
+}
+
+/// One place a change may touch, and why it is listed.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct ImpactItem {
+    pub(crate) path: String,
+    pub(crate) line: u64,
+    pub(crate) name: String,
+    pub(crate) why: String,
+}
+
+impl From<&impact::ImpactItem> for ImpactItem {
+    fn from(i: &impact::ImpactItem) -> ImpactItem {
+        ImpactItem {
+            path: i.path.clone(),
+            line: i.line,
+            name: i.name.clone(),
+            why: i.why.clone(),
+        }
+    }
+}
+
+/// A definition that contains a reference to an analysed name.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Caller {
+    /// The definition that contains a reference.
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    pub(crate) path: String,
+    pub(crate) line: u32,
+    pub(crate) calls: String,
+}
+
+impl From<&impact::Caller> for Caller {
+    fn from(c: &impact::Caller) -> Caller {
+        Caller {
+            name: c.name.clone(),
+            kind: c.kind.clone(),
+            path: c.path.clone(),
+            line: c.line,
+            calls: c.calls.clone(),
+        }
+    }
+}
+
+/// How risky a change looks, and why.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Risk {
+    /// `low`, `medium` or `high`.
+    pub(crate) level: String,
+    pub(crate) reasons: Vec<String>,
+}
+
+impl From<&impact::Risk> for Risk {
+    fn from(r: &impact::Risk) -> Risk {
+        Risk {
+            level: r.level.to_string(),
+            reasons: r.reasons.clone(),
+        }
+    }
+}
+
+/// The answer of `analyze_impact`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Impact {
+    /// The symbol names analysed (a file target contributes its definitions).
+    pub(crate) names: Vec<String>,
+    pub(crate) definitions: Vec<SymbolHit>,
+    pub(crate) references: Page<SymbolHit>,
+    pub(crate) callers: Page<Caller>,
+    pub(crate) tests: Page<ImpactItem>,
+    pub(crate) config_and_docs: Page<ImpactItem>,
+    /// Markup, stylesheets and scripts that use a name as a class or id.
+    pub(crate) markup: Page<ImpactItem>,
+    pub(crate) risk: Risk,
+    pub(crate) freshness: Freshness,
+}
+
+impl From<&impact::Impact> for Impact {
+    fn from(i: &impact::Impact) -> Impact {
+        Impact {
+            names: i.names.clone(),
+            definitions: i.definitions.iter().map(SymbolHit::from).collect(),
+            references: Page::from(&i.references),
+            callers: Page::from(&i.callers),
+            tests: Page::from(&i.tests),
+            config_and_docs: Page::from(&i.config_and_docs),
+            markup: Page::from(&i.markup),
+            risk: Risk::from(&i.risk),
+            freshness: Freshness::from(&i.freshness),
+        }
+    }
+}
+
+/// The answer of the tool a question was routed to; which one is in `tool`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum QueryResult {
+    Symbols(SymbolAnswer),
+    Impact(Box<Impact>),
+    Structure(Structure),
+    Files(Page<String>),
+    Text(TextResult),
+}
+
+impl From<&query::Routed> for QueryResult {
+    fn from(r: &query::Routed) -> QueryResult {
+        match r {
+            query::Routed::Symbols(a) => QueryResult::Symbols(a.into()),
+            query::Routed::Impact(i) => QueryResult::Impact(Box::new(i.as_ref().into())),
+            query::Routed::Structure(s) => QueryResult::Structure(s.into()),
+            query::Routed::Files(p) => QueryResult::Files(p.into()),
+            query::Routed::Text(t) => QueryResult::Text(t.into()),
+        }
+    }
+}
+
+/// A question, the tool it was routed to and why, and that tool's answer.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct QueryAnswer {
+    /// The tool the question was routed to.
+    pub(crate) tool: String,
+    pub(crate) why: String,
+    /// The arguments the tool was called with (one: the question's subject).
+    pub(crate) arguments: BTreeMap<String, String>,
+    pub(crate) result: QueryResult,
+}
+
+impl From<&query::QueryAnswer> for QueryAnswer {
+    fn from(a: &query::QueryAnswer) -> QueryAnswer {
+        let (key, value) = &a.argument;
+        QueryAnswer {
+            tool: a.tool.to_string(),
+            why: a.why.clone(),
+            arguments: BTreeMap::from([((*key).to_string(), value.clone())]),
+            result: QueryResult::from(&a.result),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The MCP server derives its output schemas from these types; an untagged answer
+    /// must still list every shape it can take.
+    #[test]
+    fn every_answer_has_a_schema() {
+        let schema = serde_json::to_value(schemars::schema_for!(QueryAnswer)).unwrap();
+        let text = schema.to_string();
+        for name in [
+            "SymbolAnswer",
+            "Impact",
+            "Structure",
+            "TextResult",
+            "Freshness",
+        ] {
+            assert!(text.contains(name), "{name} missing from {text}");
+        }
+        let _ = schemars::schema_for!(FunctionAtLine);
+        let _ = schemars::schema_for!(UpdateReport);
+    }
+}
