@@ -145,6 +145,27 @@ impl Lowerer<'_> {
                 None,
             );
         }
+        if let Some(call) = &raw.call {
+            self.check_tool(call, "/call");
+        }
+    }
+
+    /// `unknown-tool` unless `tool` is one of the host's tools.
+    fn check_tool(&mut self, tool: &str, pointer: &str) {
+        if self.registry.tools.contains(&tool) {
+            return;
+        }
+        let help = if self.registry.tools.is_empty() {
+            format!("host `{}` provides no tools", self.registry.host)
+        } else {
+            format!("known tools: {}", self.registry.tools.join(", "))
+        };
+        self.report(
+            "unknown-tool",
+            format!("`{tool}` is not a tool of host `{}`", self.registry.host),
+            pointer,
+            Some(help),
+        );
     }
 }
 
@@ -217,6 +238,14 @@ mod tests {
                 .unwrap()
                 .contains("agent-runner")
         );
+    }
+
+    #[test]
+    fn the_submit_tool_must_be_a_tool_of_the_host() {
+        let text = "contract: t\nversion: 1\nhost: code-intel\nlocales: [en]\ncall: submit_it\ninitial: A\nstates: {A: {kind: terminal}}\n";
+        assert_eq!(check(text), ["5:7 unknown-tool"]);
+        let ok = text.replace("submit_it", "submit_phase");
+        assert_eq!(check(&ok), Vec::<String>::new());
     }
 
     #[test]

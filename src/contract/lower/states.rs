@@ -222,18 +222,7 @@ impl Lowerer<'_> {
             (&s.allowed_tools, "allowed_tools"),
         ] {
             for (i, tool) in list.iter().enumerate() {
-                if !self.registry.tools.contains(&tool.as_str()) {
-                    self.report(
-                        "unknown-tool",
-                        format!("`{tool}` is not a tool of host `{}`", self.registry.host),
-                        &format!("{p}/{what}/{i}"),
-                        Some(if self.registry.tools.is_empty() {
-                            format!("host `{}` provides no tools", self.registry.host)
-                        } else {
-                            format!("known tools: {}", self.registry.tools.join(", "))
-                        }),
-                    );
-                }
+                self.check_tool(tool, &format!("{p}/{what}/{i}"));
             }
         }
     }
