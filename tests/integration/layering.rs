@@ -47,59 +47,145 @@ fn library_files() -> Vec<SourceFile> {
     out
 }
 
-/// The text before the first `#[cfg(test)]` (test modules come last in a file), with
-/// comments and string literals blanked so neither can look like an import.
+/// The code of a file with comments, string and char literals blanked (so neither can
+/// look like an import or unbalance braces) and every `#[cfg(test)]` item removed,
+/// wherever it sits in the file.
 fn code_of(text: &str) -> String {
-    let text = text.split("#[cfg(test)]").next().unwrap_or("");
+    without_test_items(&without_literals(text))
+}
+
+fn without_literals(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '/' if chars.peek() == Some(&'/') => {
-                for c in chars.by_ref() {
-                    if c == '\n' {
-                        out.push('\n');
+    let mut i = 0;
+    let starts = |i: usize, s: &str| {
+        s.chars()
+            .enumerate()
+            .all(|(k, c)| chars.get(i + k) == Some(&c))
+    };
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    while i < chars.len() {
+        let c = chars[i];
+        let after_ident = i > 0 && is_ident(chars[i - 1]);
+        if starts(i, "//") {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+        } else if starts(i, "/*") {
+            // Block comments nest.
+            let mut depth = 0;
+            while i < chars.len() {
+                if starts(i, "/*") {
+                    depth += 1;
+                    i += 2;
+                } else if starts(i, "*/") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
                         break;
                     }
-                }
-            }
-            '"' => {
-                out.push(' ');
-                while let Some(c) = chars.next() {
-                    match c {
-                        '\\' => {
-                            chars.next();
-                        }
-                        '"' => break,
-                        _ => {}
-                    }
-                }
-            }
-            // A char literal such as '"' or '{' must not open a string or a group.
-            '\'' => {
-                let rest: String = chars.clone().take(12).collect();
-                let literal_len = if rest.starts_with('\\') {
-                    // An escape: the literal closes at the first quote after it.
-                    rest[2..].find('\'').map(|i| i + 3)
-                } else if rest.chars().nth(1) == Some('\'') {
-                    Some(2)
                 } else {
-                    None
-                };
-                match literal_len {
-                    Some(n) => {
-                        for _ in 0..n {
-                            chars.next();
-                        }
-                        out.push(' ');
-                    }
-                    None => out.push(c),
+                    i += 1;
                 }
             }
-            _ => out.push(c),
+            out.push(' ');
+        } else if !after_ident && (starts(i, "r#") || starts(i, "r\"") || starts(i, "br")) {
+            // A raw string: r"…", r#"…"#, br##"…"##.
+            let mut j = i + usize::from(c == 'b') + 1;
+            let mut hashes = 0;
+            while chars.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if chars.get(j) != Some(&'"') {
+                out.push(c);
+                i += 1;
+                continue;
+            }
+            let close: String = std::iter::once('"')
+                .chain(std::iter::repeat_n('#', hashes))
+                .collect();
+            j += 1;
+            while j < chars.len() && !starts(j, &close) {
+                j += 1;
+            }
+            i = j + close.chars().count();
+            out.push(' ');
+        } else if c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push(' ');
+        } else if c == '\'' {
+            // A char literal ('x', '\n', '\u{..}'), not a lifetime ('a).
+            let len = if chars.get(i + 1) == Some(&'\\') {
+                (i + 2..chars.len().min(i + 14))
+                    .find(|&k| chars[k] == '\'')
+                    .map(|k| k + 1 - i)
+            } else if chars.get(i + 2) == Some(&'\'') {
+                Some(3)
+            } else {
+                None
+            };
+            match len {
+                Some(n) => {
+                    i += n;
+                    out.push(' ');
+                }
+                None => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(c);
+            i += 1;
         }
     }
     out
+}
+
+/// Blanks each item marked `#[cfg(test)]`: up to its `;`, or its whole `{ … }` block.
+fn without_test_items(code: &str) -> String {
+    let mut chars: Vec<char> = code.chars().collect();
+    let marker: Vec<char> = "#[cfg(test)]".chars().collect();
+    let mut i = 0;
+    while i + marker.len() <= chars.len() {
+        if chars[i..i + marker.len()] != marker[..] {
+            i += 1;
+            continue;
+        }
+        let mut j = i + marker.len();
+        while j < chars.len() && chars[j] != '{' && chars[j] != ';' {
+            j += 1;
+        }
+        if chars.get(j) == Some(&'{') {
+            let mut depth = 0;
+            while j < chars.len() {
+                match chars[j] {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        let end = (j + 1).min(chars.len());
+        for c in &mut chars[i..end] {
+            if *c != '\n' {
+                *c = ' ';
+            }
+        }
+        i = end;
+    }
+    chars.into_iter().collect()
 }
 
 /// The paths a use tree or path expression starting at `at` names, as segment lists:
@@ -432,7 +518,10 @@ fn use_trees_resolve_to_every_path_they_name() {
         module: vec!["contract".into(), "lower".into()],
         text: "use super::{model::{A, B}, self as me};\nuse crate::{guard::{self, Expr}, source::Span};\n\
                // use crate::cli; in a comment\nlet s = \"crate::cli\"; let c = '{';\n\
-               fn f() { crate::lint::check(x); expected::describe(y); unexpected::no(); }\n#[cfg(test)]\nmod tests { use crate::cli; }\n"
+               fn f() { crate::lint::check(x); expected::describe(y); unexpected::no(); }\n\
+               /* use crate::cli; /* nested */ use crate::cli; */ let r = r#\"crate::cli \" {\"#;\n\
+               #[cfg(test)]\nmod tests { fn g() { if x { use crate::cli; } } }\n\
+               #[cfg(test)]\nuse crate::cli;\nfn after_tests() { crate::yaml::parse(); }\n"
             .into(),
     };
     let children = BTreeSet::from(["expected".to_string()]);
@@ -451,7 +540,8 @@ fn use_trees_resolve_to_every_path_they_name() {
             "guard",
             "guard::Expr",
             "lint::check",
-            "source::Span"
+            "source::Span",
+            "yaml::parse"
         ]
     );
 }
