@@ -10,8 +10,8 @@ use crate::contract::flags::{self, FlagError};
 use crate::contract::raw::{Outcome, StateKind};
 use crate::machine::response::{RenderedMessage, message, role_message};
 use crate::machine::{
-    Accepted, Effect, Event, Input, Instance, Rejection, StartError, run_effects, step,
-    unknown_state,
+    Accepted, Effect, Event, Input, Instance, Rejection, StartError, merge_message_args,
+    run_effects, step, unknown_state,
 };
 
 /// What a host does for the driver: perform actions, and report what it observes.
@@ -92,9 +92,13 @@ pub enum Stop {
     Refused(Box<Rejection>),
     /// A host action failed; the instance did not move.
     ActionFailed(Box<FailedAction>),
-    /// The store could not save a committed step. The instance moved (its effects have
-    /// happened) but is not durable; a host should stop the session.
+    /// The store could not save an accepted step. Its effects have happened, so the
+    /// turn's instance is the new one, but it is not durable; a host should stop the
+    /// session and report the error.
     CheckpointFailed(std::io::Error),
+    /// The instance belongs to another contract (its `contract` name differs): a
+    /// checkpoint restored into the wrong flow. Nothing ran.
+    WrongContract { expected: String, found: String },
     /// Engine states ran `limit` steps without reaching a state that waits: the contract
     /// loops without a bound the engine can see (lint reports such cycles).
     EngineLoop { limit: usize },
@@ -109,16 +113,20 @@ pub struct FailedAction {
     pub message: RenderedMessage,
 }
 
-/// Why a step did not commit, and the instance the session keeps.
+/// Why a step did not commit (or did, but could not be saved), and the instance the
+/// session is in.
 struct Halted {
     stop: Stop,
     instance: Instance,
+    /// The accepted step, when its effects ran but its checkpoint failed.
+    accepted: Option<Accepted>,
 }
 
 /// The result of one call to the driver.
 #[derive(Debug)]
 pub struct Turn {
-    /// The last committed instance.
+    /// The instance the session is in: the last one whose step was accepted and whose
+    /// effects all succeeded (durable, unless the stop is [`Stop::CheckpointFailed`]).
     pub instance: Instance,
     /// Every accepted step, in order.
     pub steps: Vec<Accepted>,
@@ -176,11 +184,18 @@ impl<'c> Driver<'c> {
         payload: Value,
         tools_called: Vec<String>,
     ) -> Turn {
+        let mut steps = Vec::new();
+        if let Some(stop) = self.foreign(&instance) {
+            return Turn {
+                instance,
+                steps,
+                stop,
+            };
+        }
         let input = Input::Submit {
             payload,
             tools_called,
         };
-        let mut steps = Vec::new();
         match self.commit_step(host, store, &instance, input) {
             Ok(t) => {
                 let next = t.instance.clone();
@@ -190,24 +205,34 @@ impl<'c> Driver<'c> {
                 turn.steps = steps;
                 turn
             }
-            Err(halted) => Turn {
-                instance: halted.instance,
-                steps,
-                stop: halted.stop,
-            },
+            Err(halted) => {
+                steps.extend(halted.accepted);
+                Turn {
+                    instance: halted.instance,
+                    steps,
+                    stop: halted.stop,
+                }
+            }
         }
     }
 
     /// Runs engine states (their `run` actions, then the step on their results) until the
-    /// session waits for an agent or finishes. Also what a host calls after restoring a
-    /// checkpoint that stopped in an engine state.
-    pub(crate) fn advance(
+    /// session waits for an agent or finishes. Also what a host calls to resume: after
+    /// restoring a checkpoint, or to retry an engine state whose action failed.
+    pub fn advance(
         &self,
         host: &mut impl Host,
         store: &mut impl CheckpointStore,
         mut instance: Instance,
     ) -> Turn {
         let mut steps = Vec::new();
+        if let Some(stop) = self.foreign(&instance) {
+            return Turn {
+                instance,
+                steps,
+                stop,
+            };
+        }
         loop {
             let Some(state) = self.contract.state_id(&instance.state) else {
                 // A checkpoint of a contract that has since dropped the state.
@@ -252,6 +277,7 @@ impl<'c> Driver<'c> {
                     steps.push(t);
                 }
                 Err(halted) => {
+                    steps.extend(halted.accepted);
                     return Turn {
                         instance: halted.instance,
                         steps,
@@ -262,7 +288,17 @@ impl<'c> Driver<'c> {
         }
     }
 
+    /// [`Stop::WrongContract`] when the instance was started under another contract.
+    fn foreign(&self, instance: &Instance) -> Option<Stop> {
+        (instance.contract != self.contract.name).then(|| Stop::WrongContract {
+            expected: self.contract.name.clone(),
+            found: instance.contract.clone(),
+        })
+    }
+
     /// Performs an engine state's `run` actions and collects their results by `bind`.
+    /// The facts are asked here, before the actions run; the step on their results asks
+    /// again, so its guards see the world after the actions.
     fn run_state_actions(
         &self,
         host: &mut impl Host,
@@ -291,7 +327,13 @@ impl<'c> Driver<'c> {
         instance: &Instance,
         input: Input,
     ) -> Result<Accepted, Box<Halted>> {
-        let halt = |stop: Stop, instance: Instance| Box::new(Halted { stop, instance });
+        let halt = |stop: Stop, instance: Instance| {
+            Box::new(Halted {
+                stop,
+                instance,
+                accepted: None,
+            })
+        };
         let event = Event {
             input,
             facts: host.facts(),
@@ -305,31 +347,42 @@ impl<'c> Driver<'c> {
             }
         }
         if let Err(e) = store.save(&t.instance) {
-            return Err(halt(Stop::CheckpointFailed(e), t.instance));
+            return Err(Box::new(Halted {
+                stop: Stop::CheckpointFailed(e),
+                instance: t.instance.clone(),
+                accepted: Some(t),
+            }));
         }
         Ok(t)
     }
 
     /// The contract's message for a failed action: the one it maps the outcome to, with
-    /// the outcome's values and the values the contract gives (which win), else the
-    /// `action_failed` role's.
+    /// the outcome's values and the values the contract gives (`merge_message_args`),
+    /// else the `action_failed` role's, whose `details` name the outcome and the host's
+    /// own `details` when it gave some.
     fn action_failed(&self, instance: &Instance, effect: &Effect, failure: ActionFailure) -> Stop {
         let locale = instance.locale.as_str();
         let message = match effect.on_failure.get(&failure.outcome) {
             Some(request) => {
-                let mut args = failure.args.clone();
-                args.extend(request.args.clone());
+                let given = request.args.iter().map(|(k, v)| (k.clone(), v.clone()));
+                let args = merge_message_args(&failure.args, given);
                 message(self.contract, &request.key, &args, locale)
             }
-            None => role_message(
-                self.contract,
-                "action_failed",
-                &[
-                    ("action", Value::String(effect.action.clone())),
-                    ("details", Value::String(failure.outcome.clone())),
-                ],
-                locale,
-            ),
+            None => {
+                let details = match failure.args.get("details").and_then(Value::as_str) {
+                    Some(d) => format!("{}: {d}", failure.outcome),
+                    None => failure.outcome.clone(),
+                };
+                role_message(
+                    self.contract,
+                    "action_failed",
+                    &[
+                        ("action", Value::String(effect.action.clone())),
+                        ("details", Value::String(details)),
+                    ],
+                    locale,
+                )
+            }
         };
         Stop::ActionFailed(Box::new(FailedAction {
             action: effect.action.clone(),

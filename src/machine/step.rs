@@ -301,16 +301,29 @@ fn render_ref(
     extra: &Map<String, Value>,
     locale: &str,
 ) -> RenderedMessage {
-    let mut args = extra.clone();
-    for (name, g) in &r.args {
-        let v = g
-            .expr
-            .as_ref()
-            .and_then(|e| eval(e, ctx).ok())
-            .unwrap_or(Value::Null);
-        args.insert(name.clone(), v);
-    }
+    let given = r.args.iter().map(|(name, g)| {
+        let v = g.expr.as_ref().and_then(|e| eval(e, ctx).ok());
+        (name.clone(), v.unwrap_or(Value::Null))
+    });
+    let args = merge_message_args(extra, given);
     message(contract, &r.key, &args, locale)
+}
+
+/// The values a failure message renders with: the outcome's own, overridden by the ones
+/// the contract gives, except where the contract's value is null (it named data that was
+/// absent), so a real value from the action is never blanked.
+pub fn merge_message_args(
+    outcome: &Map<String, Value>,
+    given: impl IntoIterator<Item = (String, Value)>,
+) -> Map<String, Value> {
+    let mut args = outcome.clone();
+    for (name, value) in given {
+        if value.is_null() && args.contains_key(&name) {
+            continue;
+        }
+        args.insert(name, value);
+    }
+    args
 }
 
 /// Schema, then tool evidence. Returns the message of the first problem.
@@ -675,7 +688,9 @@ fn persist(state: &State, payload: &Value, next: &mut Instance) {
 }
 
 /// Runs engine states that have no actions of their own (pure routing on flags and facts)
-/// until an external or terminal state, or one with actions, is reached.
+/// until an external or terminal state, one with actions, or a transition that carries
+/// host actions is reached: it never drops an effect. Hosts use `session::Driver`, which
+/// performs them.
 pub fn settle(
     contract: &Contract,
     instance: &Instance,
@@ -696,7 +711,12 @@ pub fn settle(
             },
             facts: facts.clone(),
         };
-        current = step(contract, &current, &event)?.instance;
+        let accepted = step(contract, &current, &event)?;
+        if !accepted.effects.is_empty() {
+            // Host actions need a host: leave this step to `session::Driver`.
+            return Ok(current);
+        }
+        current = accepted.instance;
     }
     Ok(current)
 }

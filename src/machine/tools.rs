@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::instance::Instance;
 use crate::contract::Contract;
 use crate::contract::model::State;
+use crate::contract::raw::StateKind;
 
 /// Whether a tool call is allowed now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +17,11 @@ pub enum ToolGate {
     Allowed,
     /// Not a tool of the contract's host.
     Unknown,
+    /// The instance's state is not in the contract (a checkpoint of an older contract):
+    /// only session tools are allowed.
+    UnknownState {
+        state: String,
+    },
     /// A tool of the host, but not one the current state allows.
     NotAllowedHere {
         state: String,
@@ -24,36 +30,40 @@ pub enum ToolGate {
     },
 }
 
-/// Whether `tool` may be called in the instance's current state: the submit tool and the
-/// host's ungated (session-control) tools always; other tools when the state lists them in
-/// `allowed_tools` or `required_tools`. States that are not waiting for an agent (engine,
-/// terminal, unknown) allow only the ungated tools.
+/// Whether `tool` may be called in the instance's current state. The host's ungated
+/// (session-control) tools always are. In an external state, so are the submit tool and
+/// the state's `allowed_tools` and `required_tools`. States that do not wait for an agent
+/// (engine, terminal) allow nothing else.
 pub fn gate(contract: &Contract, instance: &Instance, tool: &str) -> ToolGate {
     let registry = &contract.registry;
-    if contract.call.as_deref() == Some(tool) || registry.ungated_tools.contains(&tool) {
+    let is_call = contract.call.as_deref() == Some(tool);
+    if registry.ungated_tools.contains(&tool) {
         return ToolGate::Allowed;
     }
-    if !registry.tools.contains(&tool) {
+    if !is_call && !registry.tools.contains(&tool) {
         return ToolGate::Unknown;
     }
     let Some(state) = contract
         .state_id(&instance.state)
         .map(|id| contract.state(id))
     else {
-        return ToolGate::NotAllowedHere {
+        return ToolGate::UnknownState {
             state: instance.state.clone(),
-            phase: instance.state.clone(),
-            allowed: Vec::new(),
         };
     };
+    let waits_for_agent = state.kind == StateKind::External;
     let listed = |list: &[String]| list.iter().any(|t| t == tool);
-    if listed(&state.allowed_tools) || listed(&state.required_tools) {
+    if waits_for_agent && (is_call || listed(&state.allowed_tools) || listed(&state.required_tools))
+    {
         return ToolGate::Allowed;
     }
-    let mut allowed: Vec<String> = state.allowed_tools.clone();
-    for t in &state.required_tools {
-        if !allowed.contains(t) {
-            allowed.push(t.clone());
+    let mut allowed: Vec<String> = Vec::new();
+    if waits_for_agent {
+        allowed.extend(state.allowed_tools.iter().cloned());
+        for t in &state.required_tools {
+            if !allowed.contains(t) {
+                allowed.push(t.clone());
+            }
         }
     }
     ToolGate::NotAllowedHere {
@@ -85,9 +95,14 @@ pub(crate) fn check_evidence(
     payload: &Value,
     tools_called: &[String],
 ) -> Result<(), EvidenceProblem> {
-    // Only the host's own tools count, and never the submit tool itself.
-    let is_host_tool =
-        |t: &str| contract.call.as_deref() != Some(t) && contract.registry.tools.contains(&t);
+    // Only the host's own tools count: never the submit tool or session control, which
+    // say nothing about the work.
+    let registry = &contract.registry;
+    let is_host_tool = |t: &str| {
+        contract.call.as_deref() != Some(t)
+            && !registry.ungated_tools.contains(&t)
+            && registry.tools.contains(&t)
+    };
     let called: BTreeSet<&str> = tools_called
         .iter()
         .map(String::as_str)

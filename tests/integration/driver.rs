@@ -185,6 +185,7 @@ states:
       type: object
       properties:
         summary: {type: string}
+        note: {type: string}
         tools_used: {type: array, items: {type: string}}
       required: [summary]
       additionalProperties: false
@@ -197,7 +198,7 @@ states:
           with: {message: payload.summary}
         - action: git.commit_prepared
           errors:
-            failed: {key: commit.failed, args: {message: payload.summary}}
+            failed: {key: commit.failed, args: {message: payload.summary, details: payload.note}}
   DONE: {kind: terminal, outcome: success}
 "#;
 
@@ -242,7 +243,8 @@ fn an_effect_failing_midway_keeps_the_instance_and_renders_the_mapped_message() 
     assert_eq!(failed.action, "git.commit_prepared");
     assert_eq!(failed.failure.outcome, "failed");
     assert_eq!(failed.message.key, "commit.failed");
-    // The contract's value (evaluated during the step) and the outcome's own value.
+    // The contract's value (evaluated during the step) and the outcome's own value; the
+    // contract's `details` named an absent field, so the host's value is kept.
     assert_eq!(
         failed.message.text,
         "commit of add --json failed: hook rejected"
@@ -322,6 +324,92 @@ fn a_failing_engine_state_action_stops_before_the_step() {
     );
     assert_eq!(turn.instance.state, "PENDING");
     assert!(turn.steps.is_empty());
+    let Stop::ActionFailed(failed) = &turn.stop else {
+        unreachable!()
+    };
+    // Unmapped: the role message names the outcome and the host's details.
+    assert!(
+        failed
+            .message
+            .text
+            .contains("unreadable: permission denied"),
+        "{}",
+        failed.message.text
+    );
+
+    // The host resumes the stalled session: the state's action runs again.
+    host.script = vec![("prd.load", Ok(json!({"ok": false, "error": "no PRD"})))].into();
+    let resumed = Driver::new(&contract).advance(&mut host, &mut NoCheckpoints, turn.instance);
+    assert!(
+        matches!(resumed.stop, Stop::Finished(Some(_))),
+        "{:?}",
+        resumed.stop
+    );
+    assert_eq!(states(&resumed), ["FAILED"]);
+}
+
+#[test]
+fn an_instance_of_another_contract_is_refused() {
+    let contract = load("contracts/agent_runner_task.yml");
+    let mut instance = Driver::new(&two_effects())
+        .start(
+            &mut ScriptedHost::default(),
+            &mut NoCheckpoints,
+            "",
+            None,
+            None,
+            &Map::new(),
+        )
+        .unwrap()
+        .instance;
+    instance.state = "PENDING".into();
+    let mut host = ScriptedHost::default();
+    let turn = Driver::new(&contract).advance(&mut host, &mut NoCheckpoints, instance);
+    assert!(
+        matches!(&turn.stop, Stop::WrongContract { found, .. } if found == "tests.two_effects"),
+        "{:?}",
+        turn.stop
+    );
+    assert!(host.performed.is_empty());
+}
+
+#[test]
+fn session_tools_and_the_submit_tool_are_not_evidence() {
+    let text = TWO_EFFECTS.replace("required_tools: [search_text]", "min_distinct_tools: 1");
+    let mut sources = Sources::default();
+    let id = sources.add("min.yml", text);
+    let contract = code_intel::contract::load(&mut sources, id, &code_intel::hosts::all())
+        .ok()
+        .unwrap();
+    let driver = Driver::new(&contract);
+    let mut host = ScriptedHost::default();
+    let start = driver
+        .start(&mut host, &mut NoCheckpoints, "", None, None, &Map::new())
+        .unwrap();
+    let turn = driver.submit(
+        &mut host,
+        &mut NoCheckpoints,
+        start.instance.clone(),
+        json!({"summary": "s"}),
+        vec!["get_session_status".into(), "submit_phase".into()],
+    );
+    assert!(matches!(turn.stop, Stop::Refused(_)), "{:?}", turn.stop);
+
+    // Requiring one is refused when the contract loads.
+    let text = TWO_EFFECTS.replace(
+        "required_tools: [search_text]",
+        "required_tools: [get_session_status]",
+    );
+    let id = sources.add("req.yml", text);
+    let loaded = code_intel::contract::load(&mut sources, id, &code_intel::hosts::all());
+    assert!(
+        loaded
+            .diagnostics
+            .iter()
+            .any(|d| d.code == "unknown-tool" && d.message.contains("cannot be required")),
+        "{:?}",
+        loaded.diagnostics
+    );
 }
 
 #[test]
@@ -346,9 +434,11 @@ fn a_checkpoint_that_cannot_be_saved_stops_the_driver() {
         "{:?}",
         turn.stop
     );
-    // PENDING and PLANNING were saved; RUNNING happened but is not durable.
+    // PENDING and PLANNING were saved; RUNNING happened (it is the turn's last step and
+    // its instance) but is not durable.
     assert_eq!(store.saved.len(), 2);
     assert_eq!(turn.instance.state, "RUNNING");
+    assert_eq!(states(&turn), ["PLANNING", "RUNNING"]);
 }
 
 #[test]
@@ -447,10 +537,26 @@ fn tool_gating_is_a_pure_answer_from_the_contract() {
         }
     );
     assert_eq!(gate(&contract, at_work, "rm_rf"), ToolGate::Unknown);
+    // A finished session allows only session tools; the submit tool too is refused.
     let mut done = at_work.clone();
     done.state = "DONE".into();
-    assert!(matches!(
-        gate(&contract, &done, "search_files"),
-        ToolGate::NotAllowedHere { .. }
-    ));
+    for tool in ["search_files", "submit_phase"] {
+        assert_eq!(
+            gate(&contract, &done, tool),
+            ToolGate::NotAllowedHere {
+                state: "DONE".into(),
+                phase: "DONE".into(),
+                allowed: vec![],
+            }
+        );
+    }
+    assert_eq!(gate(&contract, &done, "start_session"), ToolGate::Allowed);
+    let mut lost = at_work.clone();
+    lost.state = "GONE".into();
+    assert_eq!(
+        gate(&contract, &lost, "search_files"),
+        ToolGate::UnknownState {
+            state: "GONE".into()
+        }
+    );
 }

@@ -83,7 +83,7 @@ impl Lowerer<'_> {
         if s.kind == StateKind::Engine {
             env = env.with("result", result_ty);
         }
-        self.check_tools(&p, s);
+        self.check_tools(&p, s, raw.call.as_deref());
         let checks = self.checks(&p, s, &env);
         let (transitions, otherwise) = self.transitions(&p, s, &env, counters);
         if s.kind == StateKind::Terminal && (!s.transitions.is_empty() || s.otherwise.is_some()) {
@@ -216,13 +216,26 @@ impl Lowerer<'_> {
         (run, Ty::object(result_fields))
     }
 
-    fn check_tools(&mut self, p: &str, s: &RawState) {
+    fn check_tools(&mut self, p: &str, s: &RawState, call: Option<&str>) {
         for (list, what) in [
             (&s.required_tools, "required_tools"),
             (&s.allowed_tools, "allowed_tools"),
         ] {
             for (i, tool) in list.iter().enumerate() {
                 self.check_tool(tool, &format!("{p}/{what}/{i}"));
+            }
+        }
+        // The submit tool and session tools never count as evidence, so requiring one
+        // could never be satisfied.
+        for (i, tool) in s.required_tools.iter().enumerate() {
+            let tool = tool.as_str();
+            if call == Some(tool) || self.registry.ungated_tools.contains(&tool) {
+                self.report(
+                    "unknown-tool",
+                    format!("`{tool}` cannot be required: calling it is not evidence of work"),
+                    &format!("{p}/required_tools/{i}"),
+                    Some("require the tools the work needs (search, definitions, ...)".into()),
+                );
             }
         }
     }
