@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use crate::rust_source::code_without_tests;
 use crate::support::repo;
 
 /// One source file: its module path (`["contract", "lower"]`; `[]` for `lib.rs`) and text.
@@ -47,145 +48,21 @@ fn library_files() -> Vec<SourceFile> {
     out
 }
 
-/// The code of a file with comments, string and char literals blanked (so neither can
-/// look like an import or unbalance braces) and every `#[cfg(test)]` item removed,
-/// wherever it sits in the file.
+/// The code of a file outside `#[cfg(test)]` items, literals blanked, with whitespace
+/// around `::` removed so `crate :: cli` reads as `crate::cli`.
 fn code_of(text: &str) -> String {
-    without_test_items(&without_literals(text))
-}
-
-fn without_literals(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    let starts = |i: usize, s: &str| {
-        s.chars()
-            .enumerate()
-            .all(|(k, c)| chars.get(i + k) == Some(&c))
-    };
-    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
-    while i < chars.len() {
-        let c = chars[i];
-        let after_ident = i > 0 && is_ident(chars[i - 1]);
-        if starts(i, "//") {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-        } else if starts(i, "/*") {
-            // Block comments nest.
-            let mut depth = 0;
-            while i < chars.len() {
-                if starts(i, "/*") {
-                    depth += 1;
-                    i += 2;
-                } else if starts(i, "*/") {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-            out.push(' ');
-        } else if !after_ident && (starts(i, "r#") || starts(i, "r\"") || starts(i, "br")) {
-            // A raw string: r"…", r#"…"#, br##"…"##.
-            let mut j = i + usize::from(c == 'b') + 1;
-            let mut hashes = 0;
-            while chars.get(j) == Some(&'#') {
-                hashes += 1;
-                j += 1;
-            }
-            if chars.get(j) != Some(&'"') {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-            let close: String = std::iter::once('"')
-                .chain(std::iter::repeat_n('#', hashes))
-                .collect();
-            j += 1;
-            while j < chars.len() && !starts(j, &close) {
-                j += 1;
-            }
-            i = j + close.chars().count();
-            out.push(' ');
-        } else if c == '"' {
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                i += if chars[i] == '\\' { 2 } else { 1 };
-            }
-            i += 1;
-            out.push(' ');
-        } else if c == '\'' {
-            // A char literal ('x', '\n', '\u{..}'), not a lifetime ('a).
-            let len = if chars.get(i + 1) == Some(&'\\') {
-                (i + 2..chars.len().min(i + 14))
-                    .find(|&k| chars[k] == '\'')
-                    .map(|k| k + 1 - i)
-            } else if chars.get(i + 2) == Some(&'\'') {
-                Some(3)
-            } else {
-                None
-            };
-            match len {
-                Some(n) => {
-                    i += n;
-                    out.push(' ');
-                }
-                None => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
+    let code = code_without_tests(text);
+    let mut out = String::with_capacity(code.len());
+    for (i, part) in code.split("::").enumerate() {
+        if i > 0 {
+            out.truncate(out.trim_end().len());
+            out.push_str("::");
+            out.push_str(part.trim_start());
         } else {
-            out.push(c);
-            i += 1;
+            out.push_str(part);
         }
     }
     out
-}
-
-/// Blanks each item marked `#[cfg(test)]`: up to its `;`, or its whole `{ … }` block.
-fn without_test_items(code: &str) -> String {
-    let mut chars: Vec<char> = code.chars().collect();
-    let marker: Vec<char> = "#[cfg(test)]".chars().collect();
-    let mut i = 0;
-    while i + marker.len() <= chars.len() {
-        if chars[i..i + marker.len()] != marker[..] {
-            i += 1;
-            continue;
-        }
-        let mut j = i + marker.len();
-        while j < chars.len() && chars[j] != '{' && chars[j] != ';' {
-            j += 1;
-        }
-        if chars.get(j) == Some(&'{') {
-            let mut depth = 0;
-            while j < chars.len() {
-                match chars[j] {
-                    '{' => depth += 1,
-                    '}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-        }
-        let end = (j + 1).min(chars.len());
-        for c in &mut chars[i..end] {
-            if *c != '\n' {
-                *c = ' ';
-            }
-        }
-        i = end;
-    }
-    chars.into_iter().collect()
 }
 
 /// The paths a use tree or path expression starting at `at` names, as segment lists:
@@ -544,4 +421,62 @@ fn use_trees_resolve_to_every_path_they_name() {
             "yaml::parse"
         ]
     );
+}
+
+/// Paths the checker could not follow: the crate or a parent under another name, or a
+/// glob that brings a module's names in unqualified. None may appear outside tests, and
+/// `lib.rs` only declares modules, so nothing reaches a module through a re-export there.
+fn hidden_paths(file: &SourceFile) -> Vec<String> {
+    let code = code_of(&file.text);
+    let squeezed: String = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = Vec::new();
+    for pattern in [
+        "use crate as",
+        "use super as",
+        "use self as",
+        "extern crate",
+        "crate::*",
+        "super::*",
+        "crate::{*",
+        "super::{*",
+    ] {
+        if squeezed.contains(pattern) {
+            out.push(format!("`{}` has `{pattern}`", file.module.join("::")));
+        }
+    }
+    if file.module.is_empty() {
+        for line in code.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let declares = line
+                .strip_prefix("pub ")
+                .unwrap_or(line)
+                .starts_with("mod ");
+            if !declares {
+                out.push(format!("lib.rs does more than declare modules: `{line}`"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_path_hides_from_the_checker() {
+    let found: Vec<String> = library_files().iter().flat_map(hidden_paths).collect();
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    for text in [
+        "use crate as root;\nfn f() { root::cli::run(); }\n",
+        "extern crate self as me;\n",
+        "use crate :: * ;\n",
+        "use super::{*, x};\n",
+    ] {
+        let file = SourceFile {
+            module: vec!["machine".into()],
+            text: text.into(),
+        };
+        assert!(!hidden_paths(&file).is_empty(), "{text}");
+    }
+    let lib = SourceFile {
+        module: vec![],
+        text: "//! Doc.\npub mod a;\nmod b;\npub use a::cli;\n".into(),
+    };
+    assert_eq!(hidden_paths(&lib).len(), 1);
 }

@@ -12,5 +12,6 @@ mod layering;
 mod lint_fixtures;
 mod matrix;
 mod properties;
+mod rust_source;
 mod support;
 mod tidy;

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::rust_source::non_test_lines;
 use crate::support::{default_contract, repo};
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -13,18 +14,6 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(path);
         }
     }
-}
-
-/// Source lines outside `#[cfg(test)]` modules, with their line numbers.
-fn non_test_lines(text: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with("#[cfg(test)]") {
-            break;
-        }
-        out.push((i + 1, line));
-    }
-    out
 }
 
 fn src_files() -> Vec<PathBuf> {
@@ -132,7 +121,9 @@ fn pest_stays_inside_the_guard_parser() {
 }
 
 /// The engine modules: they must stay generic over hosts.
-const ENGINE_MODULES: &[&str] = &["contract", "machine", "guard", "lint", "analysis"];
+const ENGINE_MODULES: &[&str] = &[
+    "contract", "machine", "guard", "lint", "analysis", "session",
+];
 
 #[test]
 fn no_host_tool_action_fact_or_message_is_named_in_the_engine() {
