@@ -1,50 +1,64 @@
-//! AgentRunner's task contract driven by scripted action results: the engine runs a flow of
-//! engine states as readily as the agent-driven code-intel flow.
+//! AgentRunner's task contract driven by scripted action results through the session
+//! driver: the engine runs a flow of engine states as readily as the agent-driven
+//! code-intel flow.
 
 use std::collections::VecDeque;
 
-use code_intel::machine::{Event, Input, Instance, step};
+use code_intel::machine::{Effect, Event, Input, Instance, step};
+use code_intel::session::{ActionFailure, Driver, Host, NoCheckpoints, Stop};
 use serde_json::{Map, Value, json};
 
 use crate::support::load;
 
-/// Runs the task to a terminal state, answering each state's actions from `script` in
-/// order; returns the visited states and the host effects emitted.
-fn run(params: Value, script: &[(&str, Value)]) -> (Vec<String>, Vec<String>, Instance) {
+/// The host's part: the planner's actions (an engine state's `run`) are answered from the
+/// script in order; other actions (a transition's side effects, such as the worker run)
+/// succeed and are recorded.
+struct Scripted {
+    script: VecDeque<(&'static str, Value)>,
+    effects: Vec<String>,
+}
+
+impl Host for Scripted {
+    fn perform(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        let planned = effect.action.starts_with("prd.") || effect.action.starts_with("meta.");
+        if !planned {
+            self.effects.push(effect.action.clone());
+            return Ok(Value::Null);
+        }
+        let (action, result) = self
+            .script
+            .pop_front()
+            .unwrap_or_else(|| panic!("script ran out at {}", effect.action));
+        assert_eq!(action, effect.action);
+        Ok(result)
+    }
+
+    fn facts(&mut self) -> Map<String, Value> {
+        Map::new()
+    }
+}
+
+/// Runs the task to a terminal state through the session driver, answering each state's
+/// actions from `script` in order; returns the visited states and the host effects run.
+fn run(params: Value, script: &[(&'static str, Value)]) -> (Vec<String>, Vec<String>, Instance) {
     let contract = load("contracts/agent_runner_task.yml");
     let params = params.as_object().cloned().unwrap_or_default();
-    let mut instance = Instance::start(&contract, Map::new(), None, None, &params).unwrap();
-    let mut script: VecDeque<(&str, Value)> = script.iter().cloned().collect();
-    let mut visited = vec![instance.state.clone()];
-    let mut effects = Vec::new();
-    for _ in 0..200 {
-        let state = contract.state(contract.state_id(&instance.state).unwrap());
-        if state.run.is_empty() {
-            break;
-        }
-        let mut results = Map::new();
-        for call in &state.run {
-            let (action, result) = script
-                .pop_front()
-                .unwrap_or_else(|| panic!("script ran out in {}", state.id));
-            assert_eq!(action, call.name, "in {}", state.id);
-            results.insert(call.bind.clone(), result);
-        }
-        let t = step(
-            &contract,
-            &instance,
-            &Event {
-                input: Input::Results { results },
-                facts: Map::new(),
-            },
-        )
+    let mut host = Scripted {
+        script: script.iter().cloned().collect(),
+        effects: Vec::new(),
+    };
+    let turn = Driver::new(&contract)
+        .start(&mut host, &mut NoCheckpoints, "", None, None, &params)
         .unwrap();
-        effects.extend(t.effects.iter().map(|e| e.action.clone()));
-        instance = t.instance;
-        visited.push(instance.state.clone());
-    }
-    assert!(script.is_empty(), "unused script entries: {script:?}");
-    (visited, effects, instance)
+    assert!(matches!(turn.stop, Stop::Finished(_)), "{:?}", turn.stop);
+    assert!(
+        host.script.is_empty(),
+        "unused script entries: {:?}",
+        host.script
+    );
+    let mut visited = vec![contract.state(contract.initial).id.clone()];
+    visited.extend(turn.steps.iter().map(|t| t.to.clone()));
+    (visited, host.effects, turn.instance)
 }
 
 fn ok() -> Value {
