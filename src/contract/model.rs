@@ -54,7 +54,6 @@ pub struct Contract {
     pub params: BTreeMap<String, (ValueType, Value)>,
     pub vars: BTreeMap<String, ValueType>,
     pub counters: Vec<Counter>,
-    pub payload_defs: BTreeMap<String, Value>,
     pub states: Vec<State>,
     pub state_index: HashMap<String, StateId>,
     pub messages: BTreeMap<String, Message>,

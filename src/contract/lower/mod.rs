@@ -91,9 +91,6 @@ impl Lowerer<'_> {
         self.check_engine_message_roles(raw);
         let matrix_columns = self.matrix_columns(raw);
 
-        let mut payload_defs = raw.payload_defs.clone();
-        payload_defs.retain(|_, v| v.is_object() || v.is_boolean());
-
         Some(Contract {
             name: raw.contract.clone(),
             host: raw.host.clone(),
@@ -110,7 +107,6 @@ impl Lowerer<'_> {
             params,
             vars,
             counters,
-            payload_defs,
             states,
             state_index: self.state_index.clone(),
             messages,
