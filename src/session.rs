@@ -185,34 +185,30 @@ impl<'c> Driver<'c> {
         tools_called: Vec<String>,
     ) -> Turn {
         let mut steps = Vec::new();
-        if let Some(stop) = self.foreign(&instance) {
-            return Turn {
-                instance,
-                steps,
-                stop,
-            };
-        }
-        let input = Input::Submit {
-            payload,
-            tools_called,
-        };
-        match self.commit_step(host, store, &instance, input) {
-            Ok(t) => {
-                let next = t.instance.clone();
-                steps.push(t);
-                let mut turn = self.advance(host, store, next);
-                steps.append(&mut turn.steps);
-                turn.steps = steps;
-                turn
-            }
-            Err(halted) => {
-                steps.extend(halted.accepted);
-                Turn {
-                    instance: halted.instance,
-                    steps,
-                    stop: halted.stop,
+        let (instance, stop) = match self.foreign(&instance) {
+            Some(stop) => (instance, stop),
+            None => {
+                let input = Input::Submit {
+                    payload,
+                    tools_called,
+                };
+                match self.commit_step(host, store, &instance, input) {
+                    Ok(t) => {
+                        let next = t.instance.clone();
+                        steps.push(t);
+                        self.run_engine_states(host, store, next, &mut steps)
+                    }
+                    Err(halted) => {
+                        steps.extend(halted.accepted);
+                        (halted.instance, halted.stop)
+                    }
                 }
             }
+        };
+        Turn {
+            instance,
+            steps,
+            stop,
         }
     }
 
@@ -223,68 +219,64 @@ impl<'c> Driver<'c> {
         &self,
         host: &mut impl Host,
         store: &mut impl CheckpointStore,
-        mut instance: Instance,
+        instance: Instance,
     ) -> Turn {
         let mut steps = Vec::new();
-        if let Some(stop) = self.foreign(&instance) {
-            return Turn {
-                instance,
-                steps,
-                stop,
-            };
+        let (instance, stop) = match self.foreign(&instance) {
+            Some(stop) => (instance, stop),
+            None => self.run_engine_states(host, store, instance, &mut steps),
+        };
+        Turn {
+            instance,
+            steps,
+            stop,
         }
+    }
+
+    /// The loop of [`Self::advance`]: appends each accepted step to `steps` and returns
+    /// the instance the session is in and why it stopped.
+    fn run_engine_states(
+        &self,
+        host: &mut impl Host,
+        store: &mut impl CheckpointStore,
+        mut instance: Instance,
+        steps: &mut Vec<Accepted>,
+    ) -> (Instance, Stop) {
+        let mut engine_steps = 0;
         loop {
             let Some(state) = self.contract.state_id(&instance.state) else {
                 // A checkpoint of a contract that has since dropped the state.
                 let stop = Stop::Refused(Box::new(unknown_state(self.contract, &instance)));
-                return Turn {
-                    instance,
-                    steps,
-                    stop,
-                };
+                return (instance, stop);
             };
-            let kind = self.contract.state(state).kind;
-            let stop = match kind {
-                StateKind::External => Some(Stop::Waiting),
-                StateKind::Terminal => Some(Stop::Finished(self.contract.state(state).outcome)),
-                StateKind::Engine if steps.len() >= self.max_engine_steps => {
-                    Some(Stop::EngineLoop {
-                        limit: self.max_engine_steps,
-                    })
-                }
-                StateKind::Engine => None,
-            };
-            if let Some(stop) = stop {
-                return Turn {
-                    instance,
-                    steps,
-                    stop,
-                };
-            }
-            let results = match self.run_state_actions(host, &instance) {
-                Ok(results) => results,
-                Err(stop) => {
-                    return Turn {
-                        instance,
-                        steps,
-                        stop,
+            let state = self.contract.state(state);
+            let stop = match state.kind {
+                StateKind::External => Stop::Waiting,
+                StateKind::Terminal => Stop::Finished(state.outcome),
+                StateKind::Engine if engine_steps >= self.max_engine_steps => Stop::EngineLoop {
+                    limit: self.max_engine_steps,
+                },
+                StateKind::Engine => {
+                    let results = match self.run_state_actions(host, &instance) {
+                        Ok(results) => results,
+                        Err(stop) => return (instance, stop),
                     };
+                    let input = Input::Results { results };
+                    match self.commit_step(host, store, &instance, input) {
+                        Ok(t) => {
+                            instance = t.instance.clone();
+                            steps.push(t);
+                            engine_steps += 1;
+                            continue;
+                        }
+                        Err(halted) => {
+                            steps.extend(halted.accepted);
+                            return (halted.instance, halted.stop);
+                        }
+                    }
                 }
             };
-            match self.commit_step(host, store, &instance, Input::Results { results }) {
-                Ok(t) => {
-                    instance = t.instance.clone();
-                    steps.push(t);
-                }
-                Err(halted) => {
-                    steps.extend(halted.accepted);
-                    return Turn {
-                        instance: halted.instance,
-                        steps,
-                        stop: halted.stop,
-                    };
-                }
-            }
+            return (instance, stop);
         }
     }
 

@@ -453,20 +453,9 @@ fn run_actions(
     locale: &str,
 ) -> Result<(), RenderedMessage> {
     for call in calls {
-        if let Some(w) = &call.when
-            && !holds(w, ctx).map_err(|e| guard_failed(contract, &e, locale))?
-        {
+        let Some(args) = call_args(contract, call, ctx, locale)? else {
             continue;
-        }
-        let mut args = Map::new();
-        for (name, g) in &call.args {
-            let v = g
-                .expr
-                .as_ref()
-                .map_or(Ok(Value::Null), |e| eval(e, ctx))
-                .map_err(|e| guard_failed(contract, &e.message, locale))?;
-            args.insert(name.clone(), v);
-        }
+        };
         match call.performer {
             Performer::Engine(builtin) => {
                 let result = match builtin {
@@ -501,6 +490,30 @@ fn run_actions(
         }
     }
     Ok(())
+}
+
+/// The evaluated arguments of an action call, or None when its `when` does not hold.
+fn call_args(
+    contract: &Contract,
+    call: &ActionCall,
+    ctx: Context<'_>,
+    locale: &str,
+) -> Result<Option<Map<String, Value>>, RenderedMessage> {
+    if let Some(w) = &call.when
+        && !holds(w, ctx).map_err(|e| guard_failed(contract, &e, locale))?
+    {
+        return Ok(None);
+    }
+    let mut args = Map::new();
+    for (name, g) in &call.args {
+        let v = g
+            .expr
+            .as_ref()
+            .map_or(Ok(Value::Null), |e| eval(e, ctx))
+            .map_err(|e| guard_failed(contract, &e.message, locale))?;
+        args.insert(name.clone(), v);
+    }
+    Ok(Some(args))
 }
 
 /// A host action with its arguments evaluated and its failure messages prepared: the
@@ -559,17 +572,14 @@ pub fn run_effects(
         roots: &roots,
         unknown: &[],
     };
-    let mut scratch = instance.clone();
+    // Lowering allows only host actions under `run:`, so nothing here changes the
+    // instance: each call just becomes an effect.
     let mut effects = Vec::new();
-    run_actions(
-        contract,
-        &state.run,
-        ctx,
-        &mut scratch,
-        &mut effects,
-        locale,
-    )
-    .map_err(reject)?;
+    for call in &state.run {
+        if let Some(args) = call_args(contract, call, ctx, locale).map_err(reject)? {
+            effects.push(host_effect(call, args, ctx));
+        }
+    }
     Ok(effects)
 }
 
