@@ -13,6 +13,21 @@ use crate::contract::registry::{ActionSpec, BuiltinAction};
 use crate::guard::check::TypeEnv;
 
 impl Lowerer<'_> {
+    /// A list of action calls at `p` (`…/actions`, `…/run`); calls that do not resolve
+    /// are reported and left out.
+    pub(super) fn actions(
+        &mut self,
+        calls: &[RawActionCall],
+        p: &str,
+        env: &TypeEnv,
+    ) -> Vec<ActionCall> {
+        calls
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| self.action(a, &format!("{p}/{i}"), env))
+            .collect()
+    }
+
     /// Lowers the action call at `p`; `None` when the host has no such action.
     pub(super) fn action(
         &mut self,

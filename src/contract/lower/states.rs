@@ -186,12 +186,7 @@ impl Lowerer<'_> {
 
     /// Lowers the state's `run:` actions and the type of the `result` they produce.
     fn run(&mut self, p: &str, s: &RawState, base_env: &TypeEnv) -> (Vec<ActionCall>, Ty) {
-        let run: Vec<ActionCall> = s
-            .run
-            .iter()
-            .enumerate()
-            .filter_map(|(i, a)| self.action(a, &format!("{p}/run/{i}"), base_env))
-            .collect();
+        let run = self.actions(&s.run, &format!("{p}/run"), base_env);
         let mut result_fields = Vec::new();
         for (i, call) in run.iter().enumerate() {
             // Built-in task actions change the task list on a transition and have no

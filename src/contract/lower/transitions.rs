@@ -24,12 +24,7 @@ impl Lowerer<'_> {
             .as_ref()
             .map(|w| self.condition(w, &format!("{p}/when"), env));
         let to = self.target(&t.to, &format!("{p}/to"));
-        let actions = t
-            .actions
-            .iter()
-            .enumerate()
-            .filter_map(|(i, a)| self.action(a, &format!("{p}/actions/{i}"), env))
-            .collect();
+        let actions = self.actions(&t.actions, &format!("{p}/actions"), env);
         let increment = t
             .increment
             .iter()
@@ -115,12 +110,7 @@ impl Lowerer<'_> {
             .message
             .as_ref()
             .map(|m| self.message_ref(m, &format!("{p}/message"), env));
-        let actions = r
-            .actions
-            .iter()
-            .enumerate()
-            .filter_map(|(i, a)| self.action(a, &format!("{p}/actions/{i}"), env))
-            .collect();
+        let actions = self.actions(&r.actions, &format!("{p}/actions"), env);
         Some(Redirect {
             guard,
             to: to?,
