@@ -11,10 +11,10 @@ use serde::Serialize;
 
 use crate::codeintel::error::Error;
 use crate::codeintel::impact::analyze_impact;
-use crate::codeintel::index::Freshness;
+use crate::codeintel::index::{Freshness, Index};
 use crate::codeintel::page::Window;
-use crate::codeintel::query::{self, Routed};
-use crate::codeintel::refresh::{Refreshed, refresh, refresh_changed};
+use crate::codeintel::query;
+use crate::codeintel::refresh::{refresh, refresh_changed};
 use crate::codeintel::root::Root;
 use crate::codeintel::search::{Case, FileQuery, TextQuery, search_files, search_text};
 use crate::codeintel::symbols::{
@@ -87,38 +87,19 @@ fn open(common: &Common) -> Result<Root, Error> {
 }
 
 /// Prints a wire type (`codeintel::wire`), never a domain type: the JSON is the wire's.
-/// The index refresh a symbol command does before it answers. The CLI writes the index
-/// when it can, so the next run starts fresh; when it cannot (a read-only `.code-intel/`),
-/// the query still answers, from files re-tagged in memory, and its freshness says why
-/// nothing was saved.
-enum Prepared {
-    Saved(Refreshed),
-    Unsaved(String),
-}
-
-fn prepare(root: &Root) -> Prepared {
+/// The index a symbol command answers from. The CLI refreshes the index on disk when it
+/// can, so the next run starts fresh, and answers from what it wrote; when it cannot (a
+/// read-only `.code-intel/`), it answers from files re-tagged in memory, and the
+/// freshness says why nothing was saved.
+fn prepare(root: &Root) -> Result<Index, Error> {
     match refresh_changed(root) {
-        Ok(r) => Prepared::Saved(r),
-        Err(e) => Prepared::Unsaved(format!(
-            "the index could not be updated ({e}); files changed since it was written were re-tagged in memory for this answer"
-        )),
-    }
-}
-
-impl Prepared {
-    /// Reports the refresh in an answer's freshness: the files it re-tagged are the ones
-    /// the answer reflects although the query itself found them current.
-    fn apply(&self, f: &mut Freshness) {
-        match self {
-            Prepared::Saved(r) => {
-                let mut reindexed = r.reindexed.clone();
-                reindexed.append(&mut f.reindexed);
-                reindexed.sort();
-                reindexed.dedup();
-                f.reindexed = reindexed;
-                f.deleted += r.deleted;
-            }
-            Prepared::Unsaved(why) => f.unsaved = Some(why.clone()),
+        Ok(index) => Ok(index),
+        Err(e) => {
+            let mut index = Index::open(root)?;
+            index.freshness.unsaved = Some(format!(
+                "the index could not be updated ({e}); files changed since it was written were re-tagged in memory for this answer"
+            ));
+            Ok(index)
         }
     }
 }
@@ -300,10 +281,8 @@ fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
 
 pub(super) fn defs(a: &NameArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
-        let prepared = prepare(&root);
-        let mut answer = find_definitions(&root, &a.name, a.kind.as_deref(), a.common.window())?;
-        prepared.apply(&mut answer.freshness);
-        Ok(answer)
+        let index = prepare(&root)?;
+        find_definitions(&index, &a.name, a.kind.as_deref(), a.common.window())
     }) {
         Ok(answer) => print_symbols(&a.common, &answer),
         Err(e) => fail(&e),
@@ -312,10 +291,8 @@ pub(super) fn defs(a: &NameArgs) -> ExitCode {
 
 pub(super) fn refs(a: &NameArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
-        let prepared = prepare(&root);
-        let mut answer = find_references(&root, &a.name, a.common.window())?;
-        prepared.apply(&mut answer.freshness);
-        Ok(answer)
+        let index = prepare(&root)?;
+        find_references(&root, &index, &a.name, a.common.window())
     }) {
         Ok(answer) => print_symbols(&a.common, &answer),
         Err(e) => fail(&e),
@@ -338,12 +315,14 @@ pub(super) fn symbols(a: &FileArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    let prepared = prepare(&root);
+    let index = match prepare(&root) {
+        Ok(index) => index,
+        Err(e) => return fail(&e),
+    };
     if let Some(line) = a.line {
-        return match function_at_line(&root, &a.file, line) {
+        return match function_at_line(&root, &index, &a.file, line) {
             Err(e) => fail(&e),
-            Ok(mut f) => {
-                prepared.apply(&mut f.freshness);
+            Ok(f) => {
                 if a.common.json {
                     emit_json(&wire::FunctionAtLine::from(&f));
                 } else {
@@ -359,11 +338,8 @@ pub(super) fn symbols(a: &FileArgs) -> ExitCode {
             }
         };
     }
-    match get_symbols(&root, &a.file, a.common.window()) {
-        Ok(mut answer) => {
-            prepared.apply(&mut answer.freshness);
-            print_symbols(&a.common, &answer)
-        }
+    match get_symbols(&root, &index, &a.file, a.common.window()) {
+        Ok(answer) => print_symbols(&a.common, &answer),
         Err(e) => fail(&e),
     }
 }
@@ -394,10 +370,8 @@ fn print_outline(out: &mut impl std::io::Write, items: &[Outline], depth: usize)
 
 pub(super) fn structure(a: &PathArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
-        let prepared = prepare(&root);
-        let mut s = analyze_structure(&root, &a.path, a.common.window())?;
-        prepared.apply(&mut s.freshness);
-        Ok(s)
+        let index = prepare(&root)?;
+        analyze_structure(&root, &index, &a.path, a.common.window())
     }) {
         Err(e) => fail(&e),
         Ok(s) => {
@@ -447,10 +421,8 @@ pub(super) struct ImpactArgs {
 
 pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
-        let prepared = prepare(&root);
-        let mut i = analyze_impact(&root, &a.targets, a.common.window())?;
-        prepared.apply(&mut i.freshness);
-        Ok(i)
+        let index = prepare(&root)?;
+        analyze_impact(&root, &index, &a.targets, a.common.window())
     }) {
         Err(e) => fail(&e),
         Ok(i) => {
@@ -535,18 +507,8 @@ pub(super) struct QueryArgs {
 pub(super) fn ask(a: &QueryArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
         let route = query::route(&root, &a.question)?;
-        let prepared = route.uses_index().then(|| prepare(&root));
-        let mut answer = query::answer(&root, route, a.common.window())?;
-        let freshness = match &mut answer.result {
-            Routed::Symbols(s) => Some(&mut s.freshness),
-            Routed::Impact(i) => Some(&mut i.freshness),
-            Routed::Structure(s) => Some(&mut s.freshness),
-            Routed::Files(_) | Routed::Text(_) => None,
-        };
-        if let (Some(p), Some(f)) = (&prepared, freshness) {
-            p.apply(f);
-        }
-        Ok(answer)
+        let index = route.uses_index().then(|| prepare(&root)).transpose()?;
+        query::answer(&root, index.as_ref(), route, a.common.window())
     }) {
         Err(e) => fail(&e),
         Ok(answer) => {

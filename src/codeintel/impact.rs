@@ -118,13 +118,17 @@ fn is_markup_style_or_script(path: &str) -> bool {
 }
 
 /// Analyses the impact of changing `targets`: root-relative file paths or symbol names.
-pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result<Impact, Error> {
+pub fn analyze_impact(
+    root: &Root,
+    index: &Index,
+    targets: &[String],
+    window: Window,
+) -> Result<Impact, Error> {
     if targets.is_empty() {
         return Err(Error::NothingToLookFor(
             "no target given: name files or symbols",
         ));
     }
-    let index = Index::open(root)?;
     let mut names: Vec<String> = Vec::new();
     let mut target_files: BTreeSet<String> = BTreeSet::new();
     for target in targets {
@@ -263,7 +267,7 @@ pub fn analyze_impact(root: &Root, targets: &[String], window: Window) -> Result
         config_and_docs: Page::of(config_and_docs, window),
         markup: Page::of(markup, window),
         risk,
-        freshness: index.freshness,
+        freshness: index.freshness.clone(),
     })
 }
 

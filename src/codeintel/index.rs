@@ -104,7 +104,7 @@ impl Overlay {
 
 /// An index ready for queries: the disk layers of one generation, the in-memory overlay,
 /// and the merged list of live files (sorted by path) that queries see.
-pub(crate) struct Index {
+pub struct Index {
     main: Option<Store>,
     delta: Option<Store>,
     overlay: Overlay,
@@ -113,7 +113,7 @@ pub(crate) struct Index {
     /// Per layer, for each of its files, its position in `files` (None when superseded by
     /// a newer layer, deleted, or a tombstone).
     live: [Vec<Option<usize>>; 3],
-    pub(crate) freshness: Freshness,
+    pub freshness: Freshness,
 }
 
 impl std::fmt::Debug for Index {
@@ -130,7 +130,7 @@ impl Index {
     /// Opens the index for a query. Never writes: files that changed since they were
     /// indexed are re-tagged in memory for this answer, deleted ones are hidden, and with
     /// no usable index on disk the whole tree is tagged in memory.
-    pub(crate) fn open(root: &Root) -> Result<Index, Error> {
+    pub fn open(root: &Root) -> Result<Index, Error> {
         let Some(disk) = Index::on_disk(root) else {
             return Index::in_memory(root);
         };

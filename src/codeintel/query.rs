@@ -4,6 +4,7 @@
 
 use super::error::Error;
 use super::impact::{Impact, analyze_impact};
+use super::index::Index;
 use super::page::{Page, Window};
 use super::root::Root;
 use super::search::{Case, FileQuery, TextQuery, TextResult, search_files, search_text};
@@ -117,9 +118,11 @@ fn quoted(question: &str) -> Option<String> {
     None
 }
 
-/// Answers a question by routing it to a tool.
+/// Answers a question by routing it to a tool, opening the index when the tool reads it.
 pub fn query(root: &Root, question: &str, window: Window) -> Result<QueryAnswer, Error> {
-    answer(root, route(root, question)?, window)
+    let route = route(root, question)?;
+    let index = route.uses_index().then(|| Index::open(root)).transpose()?;
+    answer(root, index.as_ref(), route, window)
 }
 
 /// Where a question goes: the tool, why, and the subject it is called with.
@@ -206,8 +209,20 @@ pub(crate) fn route(root: &Root, question: &str) -> Result<Route, Error> {
     Ok(Route { tool, why, subject })
 }
 
-/// Runs the tool a question was routed to.
-pub(crate) fn answer(root: &Root, route: Route, window: Window) -> Result<QueryAnswer, Error> {
+/// Runs the tool a question was routed to. `index` is what index tools answer from; when
+/// the caller has none, it is opened here.
+pub(crate) fn answer(
+    root: &Root,
+    index: Option<&Index>,
+    route: Route,
+    window: Window,
+) -> Result<QueryAnswer, Error> {
+    let opened = match index {
+        None if route.uses_index() => Some(Index::open(root)?),
+        _ => None,
+    };
+    // Index tools have an index here (`uses_index`); the others match on `None`.
+    let index = index.or(opened.as_ref());
     let Route { tool, why, subject } = route;
     let answer = |tool, why: String, key, result| {
         Ok(QueryAnswer {
@@ -222,36 +237,37 @@ pub(crate) fn answer(root: &Root, route: Route, window: Window) -> Result<QueryA
         case: Case::Smart,
         ..TextQuery::default()
     };
-    match tool {
-        "analyze_impact" => answer(
+    match (tool, index) {
+        ("analyze_impact", Some(index)) => answer(
             tool,
             why.into(),
             "targets",
             Routed::Impact(Box::new(analyze_impact(
                 root,
+                index,
                 std::slice::from_ref(&subject),
                 window,
             )?)),
         ),
-        "find_references" => answer(
+        ("find_references", Some(index)) => answer(
             tool,
             why.into(),
             "name",
-            Routed::Symbols(find_references(root, &subject, window)?),
+            Routed::Symbols(find_references(root, index, &subject, window)?),
         ),
-        "analyze_structure" => answer(
+        ("analyze_structure", Some(index)) => answer(
             tool,
             why.into(),
             "path",
-            Routed::Structure(analyze_structure(root, &subject, window)?),
+            Routed::Structure(analyze_structure(root, index, &subject, window)?),
         ),
-        "get_symbols" => answer(
+        ("get_symbols", Some(index)) => answer(
             tool,
             why.into(),
             "file",
-            Routed::Symbols(get_symbols(root, &subject, window)?),
+            Routed::Symbols(get_symbols(root, index, &subject, window)?),
         ),
-        "search_files" => {
+        ("search_files", _) => {
             let fq = FileQuery {
                 globs: vec![subject.clone()],
                 ..FileQuery::default()
@@ -263,8 +279,8 @@ pub(crate) fn answer(root: &Root, route: Route, window: Window) -> Result<QueryA
                 Routed::Files(search_files(root, &fq, window)?),
             )
         }
-        "find_definitions" => {
-            let defs = find_definitions(root, &subject, None, window)?;
+        ("find_definitions", Some(index)) => {
+            let defs = find_definitions(index, &subject, None, window)?;
             if defs.symbols.total > 0 {
                 return answer(tool, why.into(), "name", Routed::Symbols(defs));
             }

@@ -42,17 +42,6 @@ pub struct UpdateReport {
     pub from_scratch: bool,
 }
 
-/// What a refresh of the indexed files (the one before a query) did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Refreshed {
-    /// Indexed files re-tagged because their content changed.
-    pub(crate) reindexed: Vec<String>,
-    /// Indexed files dropped because they no longer exist.
-    pub(crate) deleted: usize,
-    /// When there was no usable index: the report of building it.
-    pub(crate) built: Option<UpdateReport>,
-}
-
 /// Brings the index up to date with the files under the root: walks the tree, re-tags
 /// new and changed files, drops deleted ones, and writes the delta (or a new main index
 /// when the delta has grown large, or there was no index). What `code-intel index` does.
@@ -65,20 +54,20 @@ pub fn refresh(root: &Root) -> Result<UpdateReport, Error> {
 
 /// Re-tags the indexed files that changed and drops the deleted ones, without walking
 /// the tree for new files (they wait for [`refresh`]); builds the index when there is
-/// none. What the CLI's query commands do before answering.
-pub(crate) fn refresh_changed(root: &Root) -> Result<Refreshed, Error> {
+/// none. Returns the index as written, ready to answer from: it was checked under the
+/// lock, so it needs no second look (its freshness lists what this refresh re-tagged).
+/// What the CLI's query commands do before answering.
+pub(crate) fn refresh_changed(root: &Root) -> Result<Index, Error> {
     let start = Instant::now();
     let _lock = WriteLock::acquire(root)?;
     clean_up(root);
     let Some(current) = Index::on_disk(root) else {
-        return Ok(Refreshed {
-            built: Some(refresh_tree(root, start)?),
-            ..Refreshed::default()
-        });
+        refresh_tree(root, start)?;
+        return reopen(root);
     };
     let (changed, touched, deleted) = stale_files(root, &current);
     if changed.is_empty() && touched.is_empty() && deleted.is_empty() {
-        return Ok(Refreshed::default());
+        return Ok(current);
     }
     let mut jobs = Vec::new();
     for rel in changed.iter().chain(&touched) {
@@ -94,10 +83,17 @@ pub(crate) fn refresh_changed(root: &Root) -> Result<Refreshed, Error> {
         }
     }
     write_changes(root, Some(&current), run_jobs(jobs), &deleted)?;
-    Ok(Refreshed {
-        reindexed: changed,
-        deleted: deleted.len(),
-        built: None,
+    let mut index = reopen(root)?;
+    index.freshness.reindexed = changed;
+    index.freshness.deleted = deleted.len();
+    Ok(index)
+}
+
+/// The index just written, read back.
+fn reopen(root: &Root) -> Result<Index, Error> {
+    Index::on_disk(root).ok_or_else(|| Error::IndexCorrupt {
+        path: root.path().join(INDEX_FILE),
+        reason: "unreadable right after it was written".into(),
     })
 }
 
@@ -167,10 +163,7 @@ fn refresh_tree(root: &Root, start: Instant) -> Result<UpdateReport, Error> {
         }
     }
     write_changes(root, current.as_ref(), changes, &removed)?;
-    let now = Index::on_disk(root).ok_or_else(|| Error::IndexCorrupt {
-        path: root.path().join(INDEX_FILE),
-        reason: "unreadable right after it was written".into(),
-    })?;
+    let now = reopen(root)?;
     report.files = now.file_count();
     report.tags = (0..now.file_count()).map(|i| now.file_tag_count(i)).sum();
     report.elapsed_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -97,38 +97,41 @@ pub(crate) fn fill_reference_lines(root: &Root, page: &mut Page<SymbolHit>) {
 
 /// Where `name` is defined, optionally only of one kind (`function`, `class`, ...).
 pub fn find_definitions(
-    root: &Root,
+    index: &Index,
     name: &str,
     kind: Option<&str>,
     window: Window,
 ) -> Result<SymbolAnswer, Error> {
-    let index = Index::open(root)?;
-    let mut hits = occurrences(&index, name, true);
+    let mut hits = occurrences(index, name, true);
     if let Some(k) = kind {
         hits.retain(|h| h.kind == k);
     }
     Ok(SymbolAnswer {
         symbols: Page::of(hits, window),
         source: "index",
-        freshness: index.freshness,
+        freshness: index.freshness.clone(),
     })
 }
 
 /// Where `name` is used. Uses the index's reference tags; when the index has none for the
 /// name, falls back to a whole-word text search that leaves out the definition lines.
-pub fn find_references(root: &Root, name: &str, window: Window) -> Result<SymbolAnswer, Error> {
-    let index = Index::open(root)?;
-    let hits = occurrences(&index, name, false);
+pub fn find_references(
+    root: &Root,
+    index: &Index,
+    name: &str,
+    window: Window,
+) -> Result<SymbolAnswer, Error> {
+    let hits = occurrences(index, name, false);
     if !hits.is_empty() {
         let mut symbols = Page::of(hits, window);
         fill_reference_lines(root, &mut symbols);
         return Ok(SymbolAnswer {
             symbols,
             source: "index",
-            freshness: index.freshness,
+            freshness: index.freshness.clone(),
         });
     }
-    let definitions: BTreeSet<(String, u32)> = occurrences(&index, name, true)
+    let definitions: BTreeSet<(String, u32)> = occurrences(index, name, true)
         .into_iter()
         .map(|h| (h.path, h.line))
         .collect();
@@ -156,7 +159,7 @@ pub fn find_references(root: &Root, name: &str, window: Window) -> Result<Symbol
     Ok(SymbolAnswer {
         symbols: Page::of(hits, window),
         source: "text",
-        freshness: index.freshness,
+        freshness: index.freshness.clone(),
     })
 }
 
@@ -178,9 +181,13 @@ fn not_indexed(path: String) -> Error {
 }
 
 /// The definitions of one file, in order: its outline.
-pub fn get_symbols(root: &Root, file: &str, window: Window) -> Result<SymbolAnswer, Error> {
-    let index = Index::open(root)?;
-    let (i, rel) = file_index(&index, root, file)?;
+pub fn get_symbols(
+    root: &Root,
+    index: &Index,
+    file: &str,
+    window: Window,
+) -> Result<SymbolAnswer, Error> {
+    let (i, rel) = file_index(index, root, file)?;
     let hits: Vec<SymbolHit> = index
         .file_tags(i)
         .into_iter()
@@ -190,7 +197,7 @@ pub fn get_symbols(root: &Root, file: &str, window: Window) -> Result<SymbolAnsw
     Ok(SymbolAnswer {
         symbols: Page::of(hits, window),
         source: "index",
-        freshness: index.freshness,
+        freshness: index.freshness.clone(),
     })
 }
 
@@ -205,9 +212,13 @@ pub struct FunctionAtLine {
     pub freshness: Freshness,
 }
 
-pub fn function_at_line(root: &Root, file: &str, line: u32) -> Result<FunctionAtLine, Error> {
-    let index = Index::open(root)?;
-    let (i, rel) = file_index(&index, root, file)?;
+pub fn function_at_line(
+    root: &Root,
+    index: &Index,
+    file: &str,
+    line: u32,
+) -> Result<FunctionAtLine, Error> {
+    let (i, rel) = file_index(index, root, file)?;
     let mut enclosing: Vec<SymbolHit> = index
         .file_tags(i)
         .into_iter()
@@ -231,7 +242,7 @@ pub fn function_at_line(root: &Root, file: &str, line: u32) -> Result<FunctionAt
         line,
         function,
         enclosing,
-        freshness: index.freshness,
+        freshness: index.freshness.clone(),
     })
 }
 
@@ -319,8 +330,12 @@ fn insert(level: &mut Vec<Outline>, node: Outline) {
 }
 
 /// Classes, functions, imports and nesting of a file, or of every file under a directory.
-pub fn analyze_structure(root: &Root, path: &str, window: Window) -> Result<Structure, Error> {
-    let index = Index::open(root)?;
+pub fn analyze_structure(
+    root: &Root,
+    index: &Index,
+    path: &str,
+    window: Window,
+) -> Result<Structure, Error> {
     let abs = root.resolve(path)?;
     let rel = root.relative(&abs);
     let prefix = if abs.is_dir() && !rel.is_empty() {
@@ -392,6 +407,6 @@ pub fn analyze_structure(root: &Root, path: &str, window: Window) -> Result<Stru
     Ok(Structure {
         files: Page::of(files, window),
         kinds,
-        freshness: index.freshness,
+        freshness: index.freshness.clone(),
     })
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use code_intel::codeintel::impact::analyze_impact;
+use code_intel::codeintel::index::Index;
 use code_intel::codeintel::page::Window;
 use code_intel::codeintel::query::query;
 use code_intel::codeintel::root::Root;
@@ -272,7 +273,7 @@ fn definitions_references_and_outlines_across_languages() {
         ("add", "c/util.c", "function"),
         ("Greeter", "ruby/greeter.rb", "class"),
     ] {
-        let d = find_definitions(&root, name, None, all()).unwrap();
+        let d = find_definitions(&Index::open(&root).unwrap(), name, None, all()).unwrap();
         assert!(
             d.symbols
                 .items
@@ -282,7 +283,7 @@ fn definitions_references_and_outlines_across_languages() {
             d.symbols.items
         );
     }
-    let refs = find_references(&root, "get_user", all()).unwrap();
+    let refs = find_references(&root, &Index::open(&root).unwrap(), "get_user", all()).unwrap();
     assert_eq!(refs.source, "index");
     let ref_paths: Vec<&str> = refs.symbols.items.iter().map(|h| h.path.as_str()).collect();
     assert!(
@@ -290,7 +291,7 @@ fn definitions_references_and_outlines_across_languages() {
         "{ref_paths:?}"
     );
     assert!(
-        find_references(&root, "add", all())
+        find_references(&root, &Index::open(&root).unwrap(), "add", all())
             .unwrap()
             .symbols
             .items
@@ -299,7 +300,8 @@ fn definitions_references_and_outlines_across_languages() {
         "C calls are references"
     );
     // Never called in code: the text fallback finds the mentions and says so.
-    let fallback = find_references(&root, "unused_helper", all()).unwrap();
+    let fallback =
+        find_references(&root, &Index::open(&root).unwrap(), "unused_helper", all()).unwrap();
     assert_eq!(fallback.source, "text");
     assert!(fallback.symbols.items.iter().any(|h| h.path == "notes.txt"));
     assert!(
@@ -310,7 +312,7 @@ fn definitions_references_and_outlines_across_languages() {
             .all(|h| !(h.path == "src/unused.rs" && h.line == 2)),
         "the definition line is not a reference"
     );
-    let outline = get_symbols(&root, "src/lib.rs", all()).unwrap();
+    let outline = get_symbols(&root, &Index::open(&root).unwrap(), "src/lib.rs", all()).unwrap();
     let names: Vec<(&str, &str)> = outline
         .symbols
         .items
@@ -326,9 +328,9 @@ fn definitions_references_and_outlines_across_languages() {
             ("function", "build")
         ]
     );
-    let at = function_at_line(&root, "src/lib.rs", 9).unwrap();
+    let at = function_at_line(&root, &Index::open(&root).unwrap(), "src/lib.rs", 9).unwrap();
     assert_eq!(at.function.unwrap().name, "parse_config");
-    let structure = analyze_structure(&root, "app", all()).unwrap();
+    let structure = analyze_structure(&root, &Index::open(&root).unwrap(), "app", all()).unwrap();
     let models = structure
         .files
         .items
@@ -347,18 +349,18 @@ fn a_changed_file_is_reindexed_before_answering() {
     // Queries never write: the index on disk comes from an explicit refresh, and a file
     // that changed after it is re-tagged in memory for each answer.
     code_intel::codeintel::refresh::refresh(&root).unwrap();
-    let before = find_definitions(&root, "build", None, all()).unwrap();
+    let before = find_definitions(&Index::open(&root).unwrap(), "build", None, all()).unwrap();
     assert_eq!(before.symbols.total, 1);
     let source = dir.join("src/lib.rs");
     let text = std::fs::read_to_string(&source)
         .unwrap()
         .replace("pub fn build()", "pub fn assemble()");
     std::fs::write(&source, text).unwrap();
-    let after = find_definitions(&root, "build", None, all()).unwrap();
+    let after = find_definitions(&Index::open(&root).unwrap(), "build", None, all()).unwrap();
     assert_eq!(after.symbols.total, 0, "no answer from a file that changed");
     assert_eq!(after.freshness.reindexed, ["src/lib.rs"]);
     assert_eq!(
-        find_definitions(&root, "assemble", None, all())
+        find_definitions(&Index::open(&root).unwrap(), "assemble", None, all())
             .unwrap()
             .symbols
             .total,
@@ -367,7 +369,7 @@ fn a_changed_file_is_reindexed_before_answering() {
     // A deleted file drops out of answers too.
     std::fs::remove_file(dir.join("ruby/greeter.rb")).unwrap();
     assert_eq!(
-        find_definitions(&root, "Greeter", None, all())
+        find_definitions(&Index::open(&root).unwrap(), "Greeter", None, all())
             .unwrap()
             .symbols
             .total,
@@ -379,7 +381,13 @@ fn a_changed_file_is_reindexed_before_answering() {
 fn impact_lists_callers_tests_docs_and_markup_with_reasons() {
     let dir = repo("impact");
     let root = Root::open(&dir).unwrap();
-    let impact = analyze_impact(&root, &["get_user".to_string()], all()).unwrap();
+    let impact = analyze_impact(
+        &root,
+        &Index::open(&root).unwrap(),
+        &["get_user".to_string()],
+        all(),
+    )
+    .unwrap();
     assert!(
         impact
             .callers
@@ -405,7 +413,13 @@ fn impact_lists_callers_tests_docs_and_markup_with_reasons() {
         "{docs:?}"
     );
     assert!(!impact.risk.reasons.is_empty());
-    let markup = analyze_impact(&root, &["web/style.css".to_string()], all()).unwrap();
+    let markup = analyze_impact(
+        &root,
+        &Index::open(&root).unwrap(),
+        &["web/style.css".to_string()],
+        all(),
+    )
+    .unwrap();
     assert!(markup.names.contains(&"widget-box".to_string()));
     let used: Vec<&str> = markup
         .markup
@@ -418,7 +432,13 @@ fn impact_lists_callers_tests_docs_and_markup_with_reasons() {
         "{used:?}"
     );
     // Reproducible.
-    let again = analyze_impact(&root, &["get_user".to_string()], all()).unwrap();
+    let again = analyze_impact(
+        &root,
+        &Index::open(&root).unwrap(),
+        &["get_user".to_string()],
+        all(),
+    )
+    .unwrap();
     assert_eq!(impact.callers, again.callers);
 }
 
@@ -459,7 +479,7 @@ fn paths_outside_the_root_are_refused() {
     std::fs::write(dir.parent().unwrap().join("outside.rs"), "fn outside() {}").unwrap();
     let root = Root::open(&dir).unwrap();
     assert!(
-        get_symbols(&root, "../outside.rs", all())
+        get_symbols(&root, &Index::open(&root).unwrap(), "../outside.rs", all())
             .unwrap_err()
             .to_string()
             .contains("outside the repository root")
@@ -485,7 +505,9 @@ fn paths_outside_the_root_are_refused() {
         )
         .unwrap();
         assert_eq!(
-            get_symbols(&root, "link.rs", all()).unwrap_err().key(),
+            get_symbols(&root, &Index::open(&root).unwrap(), "link.rs", all())
+                .unwrap_err()
+                .key(),
             "path.outside_root"
         );
         // The walk does not follow the link either.
@@ -548,7 +570,7 @@ fn updates_write_a_delta_and_fold_it_when_it_grows() {
     // A new file is found by the next update, which writes only the delta.
     std::fs::write(dir.join("app/extra.py"), "def brand_new():\n    pass\n").unwrap();
     assert_eq!(
-        find_definitions(&root, "brand_new", None, all())
+        find_definitions(&Index::open(&root).unwrap(), "brand_new", None, all())
             .unwrap()
             .symbols
             .total,
@@ -559,7 +581,7 @@ fn updates_write_a_delta_and_fold_it_when_it_grows() {
     assert_eq!((second.tagged, second.unchanged), (1, first.files));
     assert!(dir.join(DELTA_FILE).is_file());
     assert_eq!(
-        find_definitions(&root, "brand_new", None, all())
+        find_definitions(&Index::open(&root).unwrap(), "brand_new", None, all())
             .unwrap()
             .symbols
             .total,
@@ -577,14 +599,14 @@ fn updates_write_a_delta_and_fold_it_when_it_grows() {
     assert_eq!(third.tagged, 80);
     assert!(!dir.join(DELTA_FILE).exists() && dir.join(INDEX_FILE).is_file());
     assert_eq!(
-        find_definitions(&root, "generated_79", None, all())
+        find_definitions(&Index::open(&root).unwrap(), "generated_79", None, all())
             .unwrap()
             .symbols
             .total,
         1
     );
     assert_eq!(
-        find_definitions(&root, "brand_new", None, all())
+        find_definitions(&Index::open(&root).unwrap(), "brand_new", None, all())
             .unwrap()
             .symbols
             .total,
@@ -593,7 +615,7 @@ fn updates_write_a_delta_and_fold_it_when_it_grows() {
     // A corrupt index is rebuilt, not trusted.
     std::fs::write(dir.join(INDEX_FILE), b"garbage").unwrap();
     assert_eq!(
-        find_definitions(&root, "get_user", None, all())
+        find_definitions(&Index::open(&root).unwrap(), "get_user", None, all())
             .unwrap()
             .symbols
             .total,

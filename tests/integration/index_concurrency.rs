@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use code_intel::codeintel::index::{DELTA_FILE, INDEX_FILE};
+use code_intel::codeintel::index::{DELTA_FILE, INDEX_FILE, Index};
 use code_intel::codeintel::page::Window;
 use code_intel::codeintel::refresh::refresh;
 use code_intel::codeintel::root::Root;
@@ -58,7 +58,7 @@ fn all() -> Window {
 
 /// The definitions of `name` as (path, line).
 fn defs(root: &Root, name: &str) -> Vec<(String, u32)> {
-    let answer = find_definitions(root, name, None, all())
+    let answer = find_definitions(&Index::open(root).unwrap(), name, None, all())
         .unwrap_or_else(|e| panic!("defs {name}: [{}] {e}", e.key()));
     answer
         .symbols
