@@ -20,6 +20,8 @@ pub(super) enum CliError {
     InvalidContract { rendered: String },
     /// The matrix of a contract whose columns do not parse (exit 1).
     Matrix(MatrixError),
+    /// The MCP server could not start or stopped with an error (exit 2).
+    Serve(String),
 }
 
 impl CliError {
@@ -33,7 +35,7 @@ impl CliError {
     /// 1 for a problem in the contract, 2 for usage and IO errors, as documented.
     pub(super) fn exit_code(&self) -> u8 {
         match self {
-            CliError::Read { .. } | CliError::Flags(_) => 2,
+            CliError::Read { .. } | CliError::Flags(_) | CliError::Serve(_) => 2,
             CliError::InvalidContract { .. } | CliError::Matrix(_) => 1,
         }
     }
@@ -48,6 +50,7 @@ impl fmt::Display for CliError {
             CliError::Flags(e) => e.fmt(f),
             CliError::InvalidContract { rendered } => f.write_str(rendered),
             CliError::Matrix(e) => e.fmt(f),
+            CliError::Serve(e) => f.write_str(e),
         }
     }
 }

@@ -83,6 +83,18 @@ enum Command {
     Index(tools::IndexArgs),
     /// Ask in plain words; the question is routed to one of the tools above.
     Query(tools::QueryArgs),
+    /// Run the MCP stdio server for coding agents (Claude Code, Codex) in a repository.
+    ///
+    /// stdout is the MCP transport; logs go to stderr (`CODE_INTEL_LOG=debug` for more).
+    Serve {
+        /// The repository to serve; every path a client gives is confined to it.
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// A contract file instead of the repository's `.code-intel/phase_contract.yml`
+        /// (or the built-in contract).
+        #[arg(long)]
+        contract: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -192,11 +204,36 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Impact(a) => Ok(tools::impact(&a)),
         Command::Index(a) => Ok(tools::index(&a)),
         Command::Query(a) => Ok(tools::ask(&a)),
+        Command::Serve { root, contract } => serve(&root, contract),
         Command::Schema => {
             print!("{}", contract::generated_schema());
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `serve`: loads the repository's contract, then runs the MCP server until the client
+/// disconnects.
+fn serve(root: &Path, contract_file: Option<PathBuf>) -> Result<ExitCode, CliError> {
+    let level = match std::env::var("CODE_INTEL_LOG").as_deref() {
+        Ok("debug") => tracing::Level::DEBUG,
+        Ok("trace") => tracing::Level::TRACE,
+        Ok("warn") => tracing::Level::WARN,
+        Ok("error") => tracing::Level::ERROR,
+        _ => tracing::Level::INFO,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_max_level(level)
+        .try_init();
+    let contract = load_contract_at(root, contract_file.as_deref())?;
+    let key = crate::server::checkpoint::SealKey::load_or_create()
+        .map_err(|e| CliError::Serve(e.to_string()))?;
+    let server = crate::server::core::Server::new(root, contract, key).map_err(CliError::Serve)?;
+    tracing::info!("serving {}", server.root().display());
+    crate::server::service::serve_stdio(server).map_err(CliError::Serve)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn read(path: &Path) -> Result<String, CliError> {
@@ -206,11 +243,17 @@ fn read(path: &Path) -> Result<String, CliError> {
 /// Loads and lints the contract named by `source` (the project's, or the built-in one);
 /// a contract with errors is a [`CliError::InvalidContract`] with its diagnostics.
 fn load_contract(source: &ContractSource) -> Result<Contract, CliError> {
+    load_contract_at(Path::new("."), source.contract.as_deref())
+}
+
+/// [`load_contract`] for the repository at `root`.
+fn load_contract_at(root: &Path, file: Option<&Path>) -> Result<Contract, CliError> {
     let mut sources = Sources::default();
-    let loaded = match &source.contract {
+    let loaded = match file {
         Some(path) => lint::load_file(&mut sources, path, read(path)?),
         None => {
-            let project = Path::new(contract::PROJECT_CONTRACT);
+            let project = root.join(contract::PROJECT_CONTRACT);
+            let project = project.as_path();
             let overlay = if project.is_file() {
                 Some((contract::PROJECT_CONTRACT.to_string(), read(project)?))
             } else {

@@ -57,15 +57,27 @@ pub enum Func {
     All,
     /// `count(list, predicate)`: how many items satisfy the predicate.
     Count,
+    /// `normalize_space(string)`: the string with leading and trailing whitespace removed
+    /// and every inner run of whitespace replaced by one space; `null` stays `null`.
+    NormalizeSpace,
 }
 
 impl Func {
+    /// How many arguments the function takes.
+    pub fn arity(self) -> usize {
+        match self {
+            Func::Len | Func::NormalizeSpace => 1,
+            Func::Any | Func::All | Func::Count => 2,
+        }
+    }
+
     pub fn from_name(name: &str) -> Option<Func> {
         match name {
             "len" => Some(Func::Len),
             "any" => Some(Func::Any),
             "all" => Some(Func::All),
             "count" => Some(Func::Count),
+            "normalize_space" => Some(Func::NormalizeSpace),
             _ => None,
         }
     }
@@ -76,6 +88,7 @@ impl Func {
             Func::Any => "any",
             Func::All => "all",
             Func::Count => "count",
+            Func::NormalizeSpace => "normalize_space",
         }
     }
 }

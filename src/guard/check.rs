@@ -305,6 +305,15 @@ impl Checker<'_> {
                 }
                 Ty::Number
             }
+            Func::NormalizeSpace => {
+                if !matches!(list_ty.strip_optional(), Ty::Str(_) | Ty::Any | Ty::Null) {
+                    self.errors.push(type_error(
+                        format!("`normalize_space` needs a string, but this is {list_ty}"),
+                        args[0].range,
+                    ));
+                }
+                Ty::Optional(Box::new(Ty::string()))
+            }
             Func::Any | Func::All | Func::Count => {
                 let item_ty = match list_ty.strip_optional() {
                     Ty::List(t) => (**t).clone(),

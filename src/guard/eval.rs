@@ -257,6 +257,18 @@ fn call<'a>(
         };
         return Ok(known(Value::from(n)));
     }
+    if func == Func::NormalizeSpace {
+        return match subject.as_ref() {
+            Value::Null => Ok(known(Value::Null)),
+            Value::String(s) => Ok(known(Value::String(
+                s.split_whitespace().collect::<Vec<_>>().join(" "),
+            ))),
+            other => err(format!(
+                "`normalize_space` needs a string, found {}",
+                kind(other)
+            )),
+        };
+    }
     let Some(predicate) = args.get(1) else {
         return err("missing predicate");
     };

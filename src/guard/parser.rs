@@ -238,14 +238,14 @@ fn build_primary(pair: Pair<'_, Rule>, offsets: &CharOffsets<'_>) -> Result<Expr
             let name = name_pair.as_str();
             let func = Func::from_name(name).ok_or_else(|| SyntaxError {
                 message: format!(
-                    "unknown function `{name}`: the guard language has len, any, all and count"
+                    "unknown function `{name}`: the guard language has len, any, all, count and normalize_space"
                 ),
                 range: offsets.range(&name_pair),
             })?;
             let args = inner
                 .map(|p| build_expr(p.into_inner(), offsets))
                 .collect::<Result<Vec<_>, _>>()?;
-            let expected = if func == Func::Len { 1 } else { 2 };
+            let expected = func.arity();
             if args.len() != expected {
                 return Err(SyntaxError {
                     message: format!("`{name}` takes {expected} argument(s), got {}", args.len()),

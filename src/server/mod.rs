@@ -1,5 +1,17 @@
 //! The code-intel host: the MCP server that runs the default contract for coding agents.
-//! So far this holds what the server implements ([`registry`]); the server itself builds
-//! on `session::Driver`.
+//!
+//! [`registry`] is what it implements, [`core::Server`] decides every tool call,
+//! [`service`] speaks MCP over stdio, [`host`] performs the contract's actions,
+//! [`checkpoint`] and [`session_lock`] keep sessions durable and single.
 
+pub mod checkpoint;
+pub mod code_tools;
+pub mod core;
+pub mod host;
+pub mod log;
+pub mod record;
 pub mod registry;
+pub mod reply;
+pub mod service;
+pub mod session_lock;
+pub mod tools;

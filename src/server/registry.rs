@@ -14,6 +14,16 @@ fn string() -> Value {
 pub fn registry() -> Registry {
     let actions = vec![
         host_action(
+            "exploration.record",
+            "remember files as explored (the files the agent may write); each existing file must have appeared in a tool's output or a read of this session",
+            vec![(
+                "files",
+                json!({"type": "array", "items": {"type": "string"}}),
+                true,
+            )],
+            &[("unseen", &["files"]), ("outside_root", &["files"])],
+        ),
+        host_action(
             "git.resolve_stale_branches",
             "delete all stale llm_task_* branches, merge the current one and delete the rest, or continue on the current branch",
             vec![(
@@ -115,6 +125,12 @@ pub fn registry() -> Registry {
             vec!["error"],
         ),
         ("session.checkpoint_recovery", vec![]),
+        (
+            "tool_errors.gate.not_allowed",
+            vec!["tool", "phase", "allowed"],
+        ),
+        ("tool_errors.add_explored_files.unseen", vec!["files"]),
+        ("tool_errors.add_explored_files.outside_root", vec!["files"]),
         ("session.no_active_session", vec![]),
         ("session.no_active_session_short", vec![]),
         ("session.checkpoint_restore_failed", vec![]),
@@ -150,10 +166,12 @@ pub fn registry() -> Registry {
             "cleanup_stale_branches",
             "sync_index",
             "update_context",
+            "record_outcome",
         ],
-        vec!["start_session", "get_session_status"],
+        vec!["start_session", "get_session_status", "record_outcome"],
         vec![
             ("stale_branches_exist", json!({"type": "boolean"})),
+            ("semantic_available", json!({"type": "boolean"})),
             ("quality_review_prompt_exists", json!({"type": "boolean"})),
             ("task_branch_active", json!({"type": "boolean"})),
             ("task_branch", json!({"type": ["string", "null"]})),

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 fn data() -> Value {
     json!({
-        "payload": {"passed": true, "n": 3, "name": "abc", "items": ["a", "b"], "none": null,
+        "payload": {"passed": true, "n": 3, "name": "abc", "spaced": "  a\n\t b  c ", "items": ["a", "b"], "none": null,
                      "hyps": [{"result": true}, {"result": false}]},
         "flags": {"fast": false, "gate": "full"},
         "intent": "IMPLEMENT",
@@ -58,6 +58,13 @@ fn evaluation() {
         ("any(payload.items, it == \"b\")", json!(true)),
         ("all(payload.missing, .x == 1)", json!(true)),
         ("\"bc\" in payload.name", json!(true)),
+        ("normalize_space(payload.spaced)", json!("a b c")),
+        ("normalize_space(payload.none)", json!(null)),
+        (
+            "normalize_space(\"x  y\") in normalize_space(payload.spaced)",
+            json!(false),
+        ),
+        ("\"b c\" in normalize_space(payload.spaced)", json!(true)),
         ("-1 < 0", json!(true)),
     ];
     for (guard, expected) in table {

@@ -11,6 +11,7 @@ mod index_concurrency;
 mod layering;
 mod lint_fixtures;
 mod matrix;
+mod mcp_server;
 mod properties;
 mod rust_source;
 mod support;

@@ -1,0 +1,557 @@
+//! Session checkpoints on disk: one file per session under `.code-intel/sessions/`,
+//! written atomically (temp file, fsync, rename, fsync of the directory), versioned,
+//! capped in size, and sealed with a keyed hash whose key lives outside the repository.
+//!
+//! The seal is what lets the server and the write hook trust a checkpoint: an agent can
+//! edit any file in the repository, but without the key it cannot produce a checkpoint
+//! the server accepts, so it cannot advance a session by editing files. A tampered,
+//! truncated or foreign checkpoint is refused with a reason, never trusted.
+
+use std::fmt;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use sha2::Sha256;
+
+use super::record::{RECORD_VERSION, SessionRecord};
+use crate::codeintel::store::atomic_write;
+
+/// Where sessions live, relative to the repository root.
+pub const SESSIONS_DIR: &str = ".code-intel/sessions";
+/// The file naming the session in progress (see [`Pointer`]).
+pub const CURRENT_FILE: &str = "current.json";
+/// The most bytes a checkpoint may take; larger records are reduced ([`reduce`]).
+pub const MAX_CHECKPOINT_BYTES: usize = 256 * 1024;
+/// The environment variable that moves the key directory (tests, unusual homes).
+pub const STATE_DIR_ENV: &str = "CODE_INTEL_STATE_DIR";
+
+const FORMAT: &str = "code-intel-checkpoint";
+const KEY_FILE: &str = "checkpoint.key";
+
+/// Why a checkpoint could not be read or written. `key()` is stable for clients.
+#[derive(Debug)]
+pub enum CheckpointError {
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The file is not a checkpoint (bad JSON, wrong format marker).
+    Corrupt { path: PathBuf, reason: String },
+    /// Written by another version of the server.
+    Version { path: PathBuf, found: u32 },
+    /// The seal does not match: edited by hand, from another repository, or sealed with
+    /// another key.
+    Tampered { path: PathBuf },
+    /// Even after reduction the record exceeds [`MAX_CHECKPOINT_BYTES`].
+    TooLarge { bytes: usize },
+    /// No key directory could be found (no `$HOME`, no `$XDG_STATE_HOME`).
+    NoKeyDir,
+}
+
+impl CheckpointError {
+    pub fn key(&self) -> &'static str {
+        match self {
+            CheckpointError::Io { .. } => "checkpoint.io",
+            CheckpointError::Corrupt { .. } => "checkpoint.corrupt",
+            CheckpointError::Version { .. } => "checkpoint.version",
+            CheckpointError::Tampered { .. } => "checkpoint.tampered",
+            CheckpointError::TooLarge { .. } => "checkpoint.too_large",
+            CheckpointError::NoKeyDir => "checkpoint.no_key_dir",
+        }
+    }
+
+    fn io(path: &Path, error: std::io::Error) -> CheckpointError {
+        CheckpointError::Io {
+            path: path.to_path_buf(),
+            error,
+        }
+    }
+}
+
+impl fmt::Display for CheckpointError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CheckpointError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            CheckpointError::Corrupt { path, reason } => write!(
+                f,
+                "{} is not a valid checkpoint ({reason}); remove it or run `start_session` with --clean",
+                path.display()
+            ),
+            CheckpointError::Version { path, found } => write!(
+                f,
+                "{} was written by checkpoint format {found}, this server reads format {RECORD_VERSION}; finish that session with the matching version or start a new one with --clean",
+                path.display()
+            ),
+            CheckpointError::Tampered { path } => write!(
+                f,
+                "{} does not match its seal: it was edited, copied from another repository or sealed with another key, so it is not trusted; start a new session with --clean",
+                path.display()
+            ),
+            CheckpointError::TooLarge { bytes } => write!(
+                f,
+                "the session state takes {bytes} bytes even after dropping phase summaries (limit {MAX_CHECKPOINT_BYTES})"
+            ),
+            CheckpointError::NoKeyDir => write!(
+                f,
+                "no directory for the checkpoint key: set {STATE_DIR_ENV}, XDG_STATE_HOME or HOME"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CheckpointError {}
+
+/// The sealing key: 32 random bytes kept in the user's state directory, outside every
+/// repository, created on first use.
+#[derive(Clone)]
+pub struct SealKey([u8; 32]);
+
+impl fmt::Debug for SealKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SealKey(..)")
+    }
+}
+
+impl SealKey {
+    /// The directory the key lives in: `$CODE_INTEL_STATE_DIR`, else
+    /// `$XDG_STATE_HOME/code-intel`, else `$HOME/.local/state/code-intel`.
+    pub fn dir() -> Result<PathBuf, CheckpointError> {
+        let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        if let Some(dir) = non_empty(STATE_DIR_ENV) {
+            return Ok(PathBuf::from(dir));
+        }
+        if let Some(dir) = non_empty("XDG_STATE_HOME") {
+            return Ok(PathBuf::from(dir).join("code-intel"));
+        }
+        non_empty("HOME")
+            .map(|home| PathBuf::from(home).join(".local/state/code-intel"))
+            .ok_or(CheckpointError::NoKeyDir)
+    }
+
+    /// Loads the key, creating it when there is none yet.
+    pub fn load_or_create() -> Result<SealKey, CheckpointError> {
+        let dir = SealKey::dir()?;
+        let path = dir.join(KEY_FILE);
+        if let Some(key) = SealKey::read(&path)? {
+            return Ok(key);
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| CheckpointError::io(&dir, e))?;
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| {
+            CheckpointError::io(&path, std::io::Error::other(format!("no randomness: {e}")))
+        })?;
+        // `create_new` so that two servers starting at once agree on one key: the loser
+        // reads the winner's.
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode_private()
+            .open(&path)
+            .and_then(|mut f| {
+                f.write_all(hex(&bytes).as_bytes())?;
+                f.sync_all()
+            });
+        match created {
+            Ok(()) => Ok(SealKey(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => SealKey::read(&path)?
+                .ok_or_else(|| CheckpointError::Corrupt {
+                    path: path.clone(),
+                    reason: "the key file is being written by another process".into(),
+                }),
+            Err(e) => Err(CheckpointError::io(&path, e)),
+        }
+    }
+
+    /// Loads the key if it exists (the write hook never creates one: no key means no
+    /// checkpoint could have been sealed).
+    pub fn load() -> Result<Option<SealKey>, CheckpointError> {
+        SealKey::read(&SealKey::dir()?.join(KEY_FILE))
+    }
+
+    fn read(path: &Path) -> Result<Option<SealKey>, CheckpointError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(CheckpointError::io(path, e)),
+        };
+        let bytes = unhex(text.trim())
+            .filter(|b| b.len() == 32)
+            .ok_or_else(|| CheckpointError::Corrupt {
+                path: path.to_path_buf(),
+                reason: "the key file does not hold 64 hex digits".into(),
+            })?;
+        let mut key = [0u8; 32];
+        key.copy_from_slice(&bytes);
+        Ok(Some(SealKey(key)))
+    }
+
+    /// A key for tests and tools that must not touch the user's state directory.
+    pub fn from_bytes(bytes: [u8; 32]) -> SealKey {
+        SealKey(bytes)
+    }
+
+    fn seal(&self, root: &Path, record: &str) -> String {
+        // The seal covers the repository's path too, so a checkpoint copied into another
+        // repository is refused there.
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        mac.update(FORMAT.as_bytes());
+        mac.update(&[0]);
+        mac.update(root.as_os_str().as_encoded_bytes());
+        mac.update(&[0]);
+        mac.update(record.as_bytes());
+        hex(&mac.finalize().into_bytes())
+    }
+
+    fn verify(&self, root: &Path, record: &str, seal: &str) -> bool {
+        let Some(given) = unhex(seal) else {
+            return false;
+        };
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
+            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
+        mac.update(FORMAT.as_bytes());
+        mac.update(&[0]);
+        mac.update(root.as_os_str().as_encoded_bytes());
+        mac.update(&[0]);
+        mac.update(record.as_bytes());
+        mac.verify_slice(&given).is_ok()
+    }
+}
+
+/// Opening the key file readable by its owner only, where the platform has modes.
+trait PrivateMode {
+    fn mode_private(&mut self) -> &mut Self;
+}
+
+impl PrivateMode for std::fs::OpenOptions {
+    #[cfg(unix)]
+    fn mode_private(&mut self) -> &mut Self {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        self.mode(0o600)
+    }
+    #[cfg(not(unix))]
+    fn mode_private(&mut self) -> &mut Self {
+        self
+    }
+}
+
+#[derive(Serialize)]
+struct FileOut<'a> {
+    format: &'a str,
+    version: u32,
+    seal: &'a str,
+    record: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+struct FileIn<'a> {
+    format: String,
+    version: u32,
+    seal: String,
+    #[serde(borrow)]
+    record: &'a RawValue,
+}
+
+/// The checkpoints of one repository.
+#[derive(Debug, Clone)]
+pub struct Checkpoints {
+    /// The canonical repository root.
+    root: PathBuf,
+    key: SealKey,
+}
+
+impl Checkpoints {
+    pub fn new(root: &Path, key: SealKey) -> Checkpoints {
+        Checkpoints {
+            root: root.to_path_buf(),
+            key,
+        }
+    }
+
+    pub fn dir(&self) -> PathBuf {
+        self.root.join(SESSIONS_DIR)
+    }
+
+    pub fn path_of(&self, id: &str) -> PathBuf {
+        self.dir().join(format!("{id}.json"))
+    }
+
+    /// Writes the record, reduced first when it is too large ([`reduce`]). The record
+    /// passed in is left as it is; a reduced copy is returned so the caller can adopt
+    /// what is on disk.
+    pub fn save(&self, record: &SessionRecord) -> Result<Option<SessionRecord>, CheckpointError> {
+        let path = self.path_of(&record.id);
+        let (text, reduced) = self.encode(record)?;
+        atomic_write(&path, text.as_bytes()).map_err(|e| CheckpointError::io(&path, e))?;
+        Ok(reduced)
+    }
+
+    fn encode(
+        &self,
+        record: &SessionRecord,
+    ) -> Result<(String, Option<SessionRecord>), CheckpointError> {
+        let mut current = std::borrow::Cow::Borrowed(record);
+        for step in 0.. {
+            let text = self.encode_exact(&current)?;
+            if text.len() <= MAX_CHECKPOINT_BYTES {
+                let reduced = match current {
+                    std::borrow::Cow::Owned(r) => Some(r),
+                    std::borrow::Cow::Borrowed(_) => None,
+                };
+                return Ok((text, reduced));
+            }
+            match reduce(&current, step) {
+                Some(smaller) => current = std::borrow::Cow::Owned(smaller),
+                None => return Err(CheckpointError::TooLarge { bytes: text.len() }),
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    fn encode_exact(&self, record: &SessionRecord) -> Result<String, CheckpointError> {
+        let body = serde_json::to_string(record).map_err(|e| CheckpointError::Corrupt {
+            path: self.path_of(&record.id),
+            reason: e.to_string(),
+        })?;
+        let raw = RawValue::from_string(body).map_err(|e| CheckpointError::Corrupt {
+            path: self.path_of(&record.id),
+            reason: e.to_string(),
+        })?;
+        let seal = self.key.seal(&self.root, raw.get());
+        serde_json::to_string(&FileOut {
+            format: FORMAT,
+            version: RECORD_VERSION,
+            seal: &seal,
+            record: &raw,
+        })
+        .map_err(|e| CheckpointError::Corrupt {
+            path: self.path_of(&record.id),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Reads and verifies one session's checkpoint; `Ok(None)` when there is none.
+    pub fn load(&self, id: &str) -> Result<Option<SessionRecord>, CheckpointError> {
+        if !valid_id(id) {
+            return Err(CheckpointError::Corrupt {
+                path: self.dir().join(id),
+                reason: "not a session id".into(),
+            });
+        }
+        let path = self.path_of(id);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(CheckpointError::io(&path, e)),
+        };
+        self.decode(&path, &bytes).map(Some)
+    }
+
+    fn decode(&self, path: &Path, bytes: &[u8]) -> Result<SessionRecord, CheckpointError> {
+        let corrupt = |reason: String| CheckpointError::Corrupt {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if bytes.len() > MAX_CHECKPOINT_BYTES * 2 {
+            return Err(corrupt(format!(
+                "{} bytes is far over the limit",
+                bytes.len()
+            )));
+        }
+        let file: FileIn<'_> = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+        if file.format != FORMAT {
+            return Err(corrupt(format!("format marker {:?}", file.format)));
+        }
+        if file.version != RECORD_VERSION {
+            return Err(CheckpointError::Version {
+                path: path.to_path_buf(),
+                found: file.version,
+            });
+        }
+        if !self.key.verify(&self.root, file.record.get(), &file.seal) {
+            return Err(CheckpointError::Tampered {
+                path: path.to_path_buf(),
+            });
+        }
+        let record: SessionRecord =
+            serde_json::from_str(file.record.get()).map_err(|e| corrupt(e.to_string()))?;
+        if record.version != RECORD_VERSION {
+            return Err(CheckpointError::Version {
+                path: path.to_path_buf(),
+                found: record.version,
+            });
+        }
+        if path.file_stem().and_then(|s| s.to_str()) != Some(record.id.as_str()) {
+            return Err(corrupt("the file name and the session id differ".into()));
+        }
+        Ok(record)
+    }
+
+    /// Deletes a session's checkpoint (a finished or cleaned session).
+    pub fn remove(&self, id: &str) -> Result<(), CheckpointError> {
+        let path = self.path_of(id);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(CheckpointError::io(&path, e)),
+        }
+    }
+
+    /// The session in progress, as named by `current.json` (not sealed: it only points at
+    /// a sealed checkpoint, and a wrong pointer leads to a refused checkpoint).
+    pub fn current(&self) -> Result<Option<String>, CheckpointError> {
+        let path = self.dir().join(CURRENT_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(CheckpointError::io(&path, e)),
+        };
+        let pointer: Pointer =
+            serde_json::from_str(&text).map_err(|e| CheckpointError::Corrupt {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
+        if !valid_id(&pointer.session) {
+            return Err(CheckpointError::Corrupt {
+                path,
+                reason: "not a session id".into(),
+            });
+        }
+        Ok(Some(pointer.session))
+    }
+
+    /// Names `id` as the session in progress, or clears the pointer.
+    pub fn set_current(&self, id: Option<&str>) -> Result<(), CheckpointError> {
+        let path = self.dir().join(CURRENT_FILE);
+        match id {
+            Some(id) => {
+                let text = serde_json::to_string(&Pointer {
+                    session: id.to_string(),
+                })
+                .unwrap_or_default();
+                atomic_write(&path, text.as_bytes()).map_err(|e| CheckpointError::io(&path, e))
+            }
+            None => match std::fs::remove_file(&path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(CheckpointError::io(&path, e)),
+            },
+        }
+    }
+
+    /// Every checkpoint file's session id (for `--clean`).
+    pub fn all_ids(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.dir()) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let id = name.strip_suffix(".json")?.to_string();
+                valid_id(&id).then_some(id)
+            })
+            .collect();
+        ids.sort();
+        ids
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Pointer {
+    session: String,
+}
+
+/// Session ids are 32 lowercase hex digits; anything else never reaches the file system.
+pub fn valid_id(id: &str) -> bool {
+    id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+/// A new unguessable session id.
+pub fn new_session_id() -> Result<String, CheckpointError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| CheckpointError::Io {
+        path: PathBuf::from("<random>"),
+        error: std::io::Error::other(format!("no randomness: {e}")),
+    })?;
+    Ok(hex(&bytes))
+}
+
+/// The reduction applied to a record over the size limit, one step at a time (the
+/// original's order): phase summaries cut to 400, 200 and 100 characters; then only the
+/// last 10 summaries; then none; then the seen paths not also explored. Tasks, counters,
+/// explored files and the branch are never reduced: enforcement depends on them.
+fn reduce(record: &SessionRecord, step: usize) -> Option<SessionRecord> {
+    let mut r = record.clone();
+    match step {
+        0..=2 => {
+            let max = [400, 200, 100][step];
+            for s in &mut r.instance.summaries {
+                if s.text.chars().count() > max {
+                    s.text = s.text.chars().take(max).collect::<String>() + "...";
+                }
+            }
+        }
+        3 => {
+            let n = r.instance.summaries.len();
+            r.instance.summaries.drain(..n.saturating_sub(10));
+        }
+        4 => r.instance.summaries.clear(),
+        5 => {
+            let explored = r.host.explored.clone();
+            r.host.seen_paths.retain(|p| explored.contains(p));
+        }
+        _ => return None,
+    }
+    Some(r)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips() {
+        assert_eq!(unhex(&hex(&[0, 1, 254, 255])), Some(vec![0, 1, 254, 255]));
+        assert_eq!(unhex("abc"), None);
+        assert_eq!(unhex("zz"), None);
+    }
+
+    #[test]
+    fn ids_are_checked_before_touching_files() {
+        assert!(valid_id(&"a".repeat(32)));
+        assert!(!valid_id("../../etc/passwd"));
+        assert!(!valid_id(&"A".repeat(32)));
+        assert!(new_session_id().is_ok_and(|id| valid_id(&id)));
+    }
+
+    #[test]
+    fn seals_depend_on_key_root_and_content() {
+        let key = SealKey::from_bytes([7; 32]);
+        let seal = key.seal(Path::new("/repo"), "{}");
+        assert!(key.verify(Path::new("/repo"), "{}", &seal));
+        assert!(!key.verify(Path::new("/other"), "{}", &seal));
+        assert!(!key.verify(Path::new("/repo"), "{ }", &seal));
+        assert!(!SealKey::from_bytes([8; 32]).verify(Path::new("/repo"), "{}", &seal));
+    }
+}

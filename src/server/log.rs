@@ -1,0 +1,86 @@
+//! Decision and outcome logs: JSON lines under `.code-intel/logs/`, one object per accepted
+//! step, refusal, session event and recorded outcome, so a user can see afterwards why the
+//! server decided what it did. Logging never fails a tool call: a log that cannot be
+//! written is reported on stderr.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::machine::Accepted;
+
+pub const LOG_DIR: &str = ".code-intel/logs";
+
+/// Seconds since the epoch.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The logs of one repository.
+#[derive(Debug, Clone)]
+pub struct Log {
+    dir: PathBuf,
+}
+
+impl Log {
+    pub fn new(root: &Path) -> Log {
+        Log {
+            dir: root.join(LOG_DIR),
+        }
+    }
+
+    pub fn step(&self, session: &str, step: &Accepted) {
+        self.append(
+            "decisions.jsonl",
+            &json!({
+                "at": now(),
+                "session": session,
+                "event": "step",
+                "from": step.from,
+                "to": step.to,
+                "limit_reached": step.limit_reached,
+                "actions": step.effects.iter().map(|e| e.action.clone()).collect::<Vec<_>>(),
+                "message": step.message.as_ref().map(|m| m.key.clone()),
+            }),
+        );
+    }
+
+    pub fn refusal(&self, session: &str, state: &str, key: &str) {
+        self.append(
+            "decisions.jsonl",
+            &json!({"at": now(), "session": session, "event": "refused", "state": state, "message": key}),
+        );
+    }
+
+    pub fn session(&self, session: &str, event: &str, details: &Value) {
+        self.append(
+            "decisions.jsonl",
+            &json!({"at": now(), "session": session, "event": event, "details": details}),
+        );
+    }
+
+    pub fn outcome(&self, session: &str, outcome: &str, notes: Option<&str>, request: &str) {
+        self.append(
+            "outcomes.jsonl",
+            &json!({"at": now(), "session": session, "outcome": outcome, "notes": notes, "request": request}),
+        );
+    }
+
+    fn append(&self, file: &str, entry: &Value) {
+        let path = self.dir.join(file);
+        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?;
+            // One write per line, so concurrent appenders never interleave inside a line.
+            f.write_all(format!("{entry}\n").as_bytes())
+        });
+        if let Err(e) = written {
+            tracing::warn!("cannot write {}: {e}", path.display());
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! What the server keeps about one session: the engine instance and everything the server
+//! itself enforces (explored files, tools called in this phase, paths the agent has seen,
+//! the task branch, the compaction count). A checkpoint stores exactly this, so a
+//! restarted server resumes with the same enforcement, not a weaker one.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::machine::Instance;
+
+/// The checkpoint format's version; a checkpoint of another version is refused.
+pub const RECORD_VERSION: u32 = 1;
+
+/// One session as the server keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub version: u32,
+    /// Unguessable: 128 random bits, hex.
+    pub id: String,
+    /// Seconds since the epoch.
+    pub created_at: u64,
+    pub updated_at: u64,
+    /// The user's request as the session received it.
+    pub request: String,
+    /// The flags as the user typed them.
+    pub flag_text: String,
+    pub instance: Instance,
+    /// The compaction protocol's counter (see the contract's instruction footer).
+    pub compaction_count: u64,
+    /// Tools that succeeded since the session entered its current state, in call order
+    /// without repeats; passed to the engine as `tools_called` and reset on every step.
+    pub tools_called: Vec<String>,
+    /// Per state, the tools called there, for the decision log and status.
+    pub tool_history: BTreeMap<String, Vec<String>>,
+    /// Data the host actions keep between calls (task branch, prepared commit),
+    /// owned by [`super::host`].
+    pub host: HostState,
+    /// How the session ended, once it has.
+    pub outcome: Option<String>,
+}
+
+/// What the server's host actions read and change: the enforcement data.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostState {
+    /// Paths (root-relative) that appeared in the output of a code-intel tool call of
+    /// this session or that the client's own read tools opened: what an agent may claim
+    /// to have explored.
+    #[serde(default)]
+    pub seen_paths: BTreeSet<String>,
+    /// Files the agent explored (accepted `explored_files`) or added with
+    /// `add_explored_files`: the files it may write.
+    #[serde(default)]
+    pub explored: BTreeSet<String>,
+    /// Files that were dirty when the task branch was created and were carried onto it.
+    #[serde(default)]
+    pub carried: Vec<String>,
+}
+
+impl SessionRecord {
+    /// Records a successful tool call in the current state.
+    pub fn note_tool_call(&mut self, tool: &str) {
+        if !self.tools_called.iter().any(|t| t == tool) {
+            self.tools_called.push(tool.to_string());
+        }
+        let history = self
+            .tool_history
+            .entry(self.instance.state.clone())
+            .or_default();
+        if !history.iter().any(|t| t == tool) {
+            history.push(tool.to_string());
+        }
+    }
+
+    /// Whether the session is over (its instance is in a terminal state).
+    pub fn finished(&self) -> bool {
+        self.outcome.is_some()
+    }
+}

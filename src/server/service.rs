@@ -1,0 +1,115 @@
+//! The MCP face of the server: an rmcp `ServerHandler` over stdio that lists
+//! [`super::tools::TOOLS`] and hands every call to [`Server::call`] on a blocking thread.
+//! stdout is the transport; logs go to stderr through `tracing`.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+use serde_json::{Map, Value};
+
+use super::core::Server;
+use super::tools::TOOLS;
+
+/// The rmcp handler: a cheap clone of a shared [`Server`].
+#[derive(Clone)]
+pub struct Service {
+    server: Arc<Server>,
+}
+
+impl Service {
+    pub fn new(server: Server) -> Service {
+        Service {
+            server: Arc::new(server),
+        }
+    }
+}
+
+const INSTRUCTIONS: &str = "code-intel walks you through understanding a codebase before changing it. Start every coding task with start_session (the user's request verbatim, their flags as typed), then follow each response's `instruction` and answer only with submit_phase. Code tools (search_text, find_definitions, ...) are allowed per phase; a refusal says which are. After a context compaction call get_session_status.";
+
+impl ServerHandler for Service {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_instructions(INSTRUCTIONS);
+        info.server_info = Implementation::new("code-intel", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.server.set_client(&request.client_info.name);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = TOOLS
+            .iter()
+            .map(|spec| {
+                let schema = match (spec.schema)() {
+                    Value::Object(map) => map,
+                    _ => Map::new(),
+                };
+                Tool::new(spec.name, spec.description, Arc::new(schema))
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let server = Arc::clone(&self.server);
+        let name = request.name.to_string();
+        let args = request.arguments.unwrap_or_default();
+        let tool = name.clone();
+        let reply = tokio::task::spawn_blocking(move || server.call(&tool, args)).await;
+        let result = match reply {
+            Ok(reply) if reply.is_error => CallToolResult::structured_error(reply.body),
+            Ok(reply) => CallToolResult::structured(reply.body),
+            Err(e) => {
+                // A panic in a tool is a bug; the agent still gets an answer, never silence.
+                tracing::error!("tool {name} failed: {e}");
+                CallToolResult::structured_error(serde_json::json!({
+                    "error": "internal",
+                    "message": format!("the server failed while running {name}; the session state is unchanged"),
+                }))
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+/// Runs the server on stdin/stdout until the client disconnects.
+pub fn serve_stdio(server: Server) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async move {
+        let running = Service::new(server)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| format!("MCP initialisation failed: {e}"))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| format!("the server stopped: {e}"))?;
+        Ok(())
+    })
+}

@@ -1,0 +1,161 @@
+//! The MCP server end to end: every scenario in `tests/mcp/scenarios/` runs against the
+//! real binary (`code-intel serve`) through the real Python `mcp` client
+//! (`tests/mcp/scenario.py`), in a fresh git repository built from the scenario's `files`.
+//!
+//! The Python client comes from `$CODE_INTEL_TEST_PYTHON`, else a `python3` that can
+//! `import mcp`, else a virtual environment this test creates under `target/` and fills
+//! from PyPI (`mcp==2.3.0`), so `cargo test` works on a fresh clone.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::support::{binary, repo};
+
+const MCP_VERSION: &str = "2.3.0";
+
+/// A Python interpreter that has the `mcp` package, or why there is none.
+fn python() -> &'static Result<PathBuf, String> {
+    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        if let Some(p) = std::env::var_os("CODE_INTEL_TEST_PYTHON") {
+            return Ok(PathBuf::from(p));
+        }
+        let has_mcp = |python: &Path| {
+            Command::new(python)
+                .args(["-c", "import mcp.client.stdio"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let venv = repo().join("target/mcp-venv");
+        let venv_python = venv.join("bin/python");
+        if has_mcp(&venv_python) {
+            return Ok(venv_python);
+        }
+        if has_mcp(Path::new("python3")) {
+            return Ok(PathBuf::from("python3"));
+        }
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .output()
+            .map_err(|e| format!("python3 is needed for the MCP tests: {e}"))?;
+        if !made.status.success() {
+            return Err(format!(
+                "python3 -m venv failed: {}",
+                String::from_utf8_lossy(&made.stderr)
+            ));
+        }
+        let pip = Command::new(&venv_python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                &format!("mcp=={MCP_VERSION}"),
+            ])
+            .output()
+            .map_err(|e| format!("pip: {e}"))?;
+        if !pip.status.success() || !has_mcp(&venv_python) {
+            return Err(format!(
+                "installing mcp=={MCP_VERSION} failed: {}",
+                String::from_utf8_lossy(&pip.stderr)
+            ));
+        }
+        Ok(venv_python)
+    })
+}
+
+/// A fresh git repository with `files` committed on `main`.
+fn git_repo(name: &str, files: &serde_json::Map<String, Value>) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("code-intel-mcp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let repository = git2::Repository::init_opts(
+        &dir,
+        git2::RepositoryInitOptions::new().initial_head("main"),
+    )
+    .unwrap();
+    for (path, text) in files {
+        let abs = dir.join(path);
+        std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
+        std::fs::write(&abs, text.as_str().unwrap()).unwrap();
+    }
+    let mut index = repository.index().unwrap();
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap();
+    index.write().unwrap();
+    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
+    let who = git2::Signature::now("test", "test@example.com").unwrap();
+    repository
+        .commit(Some("HEAD"), &who, &who, "initial", &tree, &[])
+        .unwrap();
+    let mut config = repository.config().unwrap();
+    config.set_str("user.name", "test").unwrap();
+    config.set_str("user.email", "test@example.com").unwrap();
+    dir
+}
+
+fn run_scenario(path: &Path) -> Result<(), String> {
+    let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+    let scenario: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
+        .map_err(|e| format!("{name}: {e}"))?;
+    let files = scenario["files"].as_object().cloned().unwrap_or_default();
+    let dir = git_repo(&name, &files);
+    let state = dir.with_extension("state");
+    let _ = std::fs::remove_dir_all(&state);
+    let python = python().as_ref().map_err(Clone::clone)?;
+    let out = Command::new(python)
+        .arg(repo().join("tests/mcp/scenario.py"))
+        .arg(binary())
+        .arg(&dir)
+        .arg(path)
+        .env("CODE_INTEL_STATE_DIR", &state)
+        .env("CODE_INTEL_LOG", "warn")
+        .output()
+        .map_err(|e| format!("{name}: {e}"))?;
+    let result = if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "scenario {name} failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&state);
+    result
+}
+
+#[test]
+fn scenarios() {
+    let dir = repo().join("tests/mcp/scenarios");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no scenarios in {}", dir.display());
+    // Two at a time: each scenario runs its own server processes.
+    let failures: Vec<String> = paths
+        .chunks(2)
+        .flat_map(|pair| {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = pair
+                    .iter()
+                    .map(|p| s.spawn(move || run_scenario(p)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .filter_map(|h| h.join().unwrap().err())
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
