@@ -772,3 +772,37 @@ fn deleting_the_task_branch_keeps_uncommitted_work() {
     assert_eq!(t.read("b.txt").as_deref(), Some("carried\n"));
     assert_eq!(t.tip(&branch.name), None);
 }
+
+#[test]
+fn a_base_checked_out_in_another_worktree_is_not_moved() {
+    let (t, repo, branch) = started("worktree", &[("a.txt", "a\n")]);
+    t.write("a.txt", "task\n");
+    let task_tip = t.commit_all("task");
+    let main_tip = t.tip("main").unwrap();
+    let other = t.dir.with_extension("other");
+    let _ = std::fs::remove_dir_all(&other);
+    let main_ref = t.repo.find_reference("refs/heads/main").unwrap();
+    t.repo
+        .worktree(
+            "other",
+            &other,
+            Some(git2::WorktreeAddOptions::new().reference(Some(&main_ref))),
+        )
+        .unwrap();
+
+    let err = repo.merge_into_base(&branch).unwrap_err();
+    assert_eq!(err.key(), "git.checked_out_elsewhere", "{err}");
+    let err = repo.delete_task_branch(&branch).unwrap_err();
+    assert_eq!(err.key(), "git.checked_out_elsewhere", "{err}");
+    assert_eq!(t.tip("main"), Some(main_tip));
+    assert_eq!(t.tip(&branch.name), Some(task_tip));
+    assert_eq!(t.head(), branch.name);
+
+    // From the linked worktree, the main one's branch counts as checked out elsewhere.
+    let linked = git::open(&other).unwrap();
+    let (other_branch, _) = linked.start_task_branch("s2").unwrap();
+    t.switch("main");
+    let err = linked.delete_task_branch(&other_branch).unwrap_err();
+    assert_eq!(err.key(), "git.checked_out_elsewhere", "{err}");
+    let _ = std::fs::remove_dir_all(&other);
+}

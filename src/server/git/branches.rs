@@ -317,6 +317,7 @@ impl Repo {
                 .ok_or_else(|| GitError::BaseBranchMissing {
                     base: branch.base_branch.clone(),
                 })?;
+        self.require_not_checked_out_elsewhere(&branch.base_branch)?;
         let task_tip = head.commit;
         let up_to_date = base_tip == task_tip
             || self

@@ -38,6 +38,8 @@ pub enum GitError {
     NoTaskBranchCheckedOut { current: String },
     /// The base branch of a task branch no longer exists.
     BaseBranchMissing { base: String },
+    /// The branch is checked out in another worktree of the repository.
+    CheckedOutElsewhere { branch: String, worktree: PathBuf },
     /// The working tree or index has changes (ignored files aside).
     Uncommitted { paths: Vec<String> },
     /// The merge into the base conflicts; nothing was changed.
@@ -81,6 +83,7 @@ impl GitError {
             GitError::NotOnTaskBranch { .. } => "git.not_on_task_branch",
             GitError::NoTaskBranchCheckedOut { .. } => "git.no_task_branch_checked_out",
             GitError::BaseBranchMissing { .. } => "git.base_branch_missing",
+            GitError::CheckedOutElsewhere { .. } => "git.checked_out_elsewhere",
             GitError::Uncommitted { .. } => "git.uncommitted",
             GitError::MergeConflict { .. } => "git.merge_conflict",
             GitError::WouldOverwrite { .. } => "git.would_overwrite",
@@ -142,7 +145,7 @@ impl fmt::Display for GitError {
             ),
             GitError::NotRepositoryRoot { root, workdir } => write!(
                 f,
-                "{} is inside the repository at {}; start at the repository root",
+                "{} is inside the repository at {}; start at the repository root, or run `git init` in {0} to make it a repository of its own",
                 root.display(),
                 workdir.display()
             ),
@@ -185,6 +188,11 @@ impl fmt::Display for GitError {
             GitError::BaseBranchMissing { base } => write!(
                 f,
                 "base branch {base} no longer exists; recreate it or merge the task branch by hand"
+            ),
+            GitError::CheckedOutElsewhere { branch, worktree } => write!(
+                f,
+                "branch {branch} is checked out in the worktree at {}; switch that worktree to another branch first",
+                worktree.display()
             ),
             GitError::Uncommitted { paths } => write!(
                 f,

@@ -168,6 +168,59 @@ impl Repo {
         }
     }
 
+    /// The working tree of another worktree of this repository that has `branch` checked
+    /// out. Moving such a branch would leave that tree behind its HEAD, and git refuses to
+    /// check out one branch twice, so merges and switches refuse it.
+    pub(super) fn checked_out_elsewhere(&self, branch: &str) -> Result<Option<PathBuf>, GitError> {
+        let full = format!("refs/heads/{branch}");
+        let mut others = Vec::new();
+        if self.repo.is_worktree()
+            && let Ok(main) = Repository::open(self.repo.commondir())
+        {
+            others.push(main);
+        }
+        let names = self
+            .repo
+            .worktrees()
+            .map_err(GitError::git("list worktrees"))?;
+        for name in names.iter().flatten().flatten() {
+            // A pruned or unreadable worktree has nothing checked out.
+            if let Ok(other) = self
+                .repo
+                .find_worktree(name)
+                .and_then(|w| Repository::open_from_worktree(&w))
+            {
+                others.push(other);
+            }
+        }
+        for other in others {
+            if other.path() == self.repo.path() {
+                continue;
+            }
+            let head = other.find_reference("HEAD");
+            let target = head
+                .as_ref()
+                .ok()
+                .and_then(|h| h.symbolic_target().ok().flatten());
+            if target == Some(full.as_str()) {
+                let path = other.workdir().unwrap_or(other.path());
+                return Ok(Some(path.to_path_buf()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Refuses when `branch` is checked out in another worktree.
+    pub(super) fn require_not_checked_out_elsewhere(&self, branch: &str) -> Result<(), GitError> {
+        match self.checked_out_elsewhere(branch)? {
+            Some(worktree) => Err(GitError::CheckedOutElsewhere {
+                branch: branch.to_string(),
+                worktree,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Switches HEAD to the local branch `name`, updating the index and working tree the
     /// way `git switch` does: uncommitted changes are carried over, and if one would be
     /// overwritten nothing is touched and the files are named. Returns the carried paths.
@@ -177,6 +230,7 @@ impl Repo {
             .ok_or_else(|| GitError::BaseBranchMissing {
                 base: name.to_string(),
             })?;
+        self.require_not_checked_out_elsewhere(name)?;
         let carried = self.uncommitted_paths()?;
         self.checkout_commit(tip)?;
         self.repo
