@@ -352,8 +352,9 @@ impl Repo {
             .and_then(|_| self.repo.set_head(&base_ref));
         if let Err(e) = moved {
             // Put the task branch's files back, so the failed merge leaves HEAD and tree
-            // consistent.
-            let _ = self.checkout_commit(task_tip);
+            // consistent. The tree was clean at the task tip, so forcing only rewrites
+            // files this merge wrote; the ref error is the one worth reporting.
+            let _ = self.force_checkout(task_tip);
             return Err(GitError::git("update the base branch")(e));
         }
         self.delete_branch(&branch.name)?;

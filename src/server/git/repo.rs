@@ -239,6 +239,19 @@ impl Repo {
         Ok(carried)
     }
 
+    /// Overwrites tracked files with a commit's tree; only for undoing this module's own
+    /// checkout.
+    pub(super) fn force_checkout(&self, commit: Oid) -> Result<(), GitError> {
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .map_err(GitError::git("read commit"))?;
+        self.repo
+            .checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().force()))
+            .map_err(GitError::git("checkout"))
+    }
+
     /// Checks out a commit's tree over the current one in safe mode (no forced overwrite):
     /// libgit2 checks every file before writing any, so a conflict leaves all as it was.
     pub(super) fn checkout_commit(&self, commit: Oid) -> Result<(), GitError> {
