@@ -2,11 +2,13 @@
 //!
 //! [`registry`] is what it implements, [`core::Server`] decides every tool call,
 //! [`service`] speaks MCP over stdio, [`host`] performs the contract's actions,
-//! [`checkpoint`] and [`session_lock`] keep sessions durable and single.
+//! [`checkpoint`] and [`session_lock`] keep sessions durable and single, [`git`] runs
+//! the task branches.
 
 pub mod checkpoint;
 pub mod code_tools;
 pub mod core;
+pub mod git;
 pub mod host;
 pub mod log;
 pub mod record;

@@ -6,6 +6,7 @@ mod codeintel;
 mod default_flow;
 mod driver;
 mod generated;
+mod git_branches;
 mod guard_table;
 mod index_concurrency;
 mod layering;

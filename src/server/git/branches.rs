@@ -1,0 +1,439 @@
+//! The task branch's life: start it at HEAD (carrying a dirty tree), list and resolve the
+//! stale ones left by earlier sessions, merge it into its base, delete it.
+
+use git2::{BranchType, Oid};
+use serde::{Deserialize, Serialize};
+
+use super::error::GitError;
+use super::name::{TASK_PREFIX, checked_task_branch_name, parse_task_branch, split_task_branch};
+use super::repo::Repo;
+
+/// A session's task branch, as stored in its checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskBranch {
+    pub name: String,
+    /// The branch it was started from and merges back into.
+    pub base_branch: String,
+    /// The commit it was started at (hex): changes are measured against it.
+    pub base_commit: String,
+}
+
+/// An `llm_task_*` branch other than the session's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleBranch {
+    pub name: String,
+    /// `None` when the name does not have the `_from_` form at all.
+    pub session_id: Option<String>,
+    pub base_branch: Option<String>,
+    /// Commits on the branch that its base lacks; `None` when the base is unknown or gone.
+    pub commits_ahead: Option<usize>,
+    pub checked_out: bool,
+}
+
+/// The user's answer to stale task branches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaleChoice {
+    /// Delete every task branch (after checking out the base of the current one).
+    Delete,
+    /// Merge the checked-out task branch into its base, then delete the others.
+    Merge,
+    /// Leave everything as it is.
+    Continue,
+}
+
+/// A deleted task branch and how much work only it held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletedBranch {
+    pub name: String,
+    /// Commits no other (non-task) local branch contains: lost unless recovered from the
+    /// reflog. Non-zero means unmerged work was deleted, at the user's choice.
+    pub unmerged_commits: usize,
+}
+
+/// A task branch that could not be deleted, and why (checked out in another worktree).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptBranch {
+    pub name: String,
+    pub reason: String,
+}
+
+/// What resolving stale branches did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StaleOutcome {
+    pub deleted: Vec<DeletedBranch>,
+    pub kept: Vec<KeptBranch>,
+    pub merged: Option<MergeOutcome>,
+    /// The branch checked out to leave a task branch, if any.
+    pub checked_out: Option<String>,
+    /// Uncommitted paths carried over by that checkout.
+    pub carried: Vec<String>,
+}
+
+/// How the task branch reached its base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeKind {
+    /// The base had not moved: it now points at the task's tip.
+    FastForward,
+    /// Both moved: a merge commit "Merge <task> into <base>".
+    MergeCommit,
+    /// The base already contained every task commit (or there were none).
+    UpToDate,
+}
+
+/// A finished merge: the base is checked out and the task branch deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeOutcome {
+    pub task_branch: String,
+    pub base_branch: String,
+    pub kind: MergeKind,
+    /// The base's new tip (hex).
+    pub commit: String,
+}
+
+/// A deleted task branch after a failed outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteOutcome {
+    pub deleted: DeletedBranch,
+    /// Whether the base had to be checked out first.
+    pub checked_out_base: bool,
+    /// Uncommitted paths carried onto the base.
+    pub carried: Vec<String>,
+}
+
+impl Repo {
+    /// Creates the session's task branch at HEAD and checks it out without touching the
+    /// index or the working tree: the branch points at the same commit, so a dirty tree is
+    /// simply carried onto it. Returns the branch and the carried paths.
+    ///
+    /// Idempotent: when HEAD already is this session's branch it is returned as it is.
+    /// Refuses when HEAD is another task branch, and when the branch exists elsewhere.
+    pub fn start_task_branch(
+        &self,
+        session_id: &str,
+    ) -> Result<(TaskBranch, Vec<String>), GitError> {
+        self.require_clean_state()?;
+        let head = self.head_branch()?;
+        if head.branch.starts_with(TASK_PREFIX) {
+            return match parse_task_branch(&head.branch) {
+                Some((id, base)) if id == session_id => {
+                    let branch = self.task_branch_at(&head.branch, &base, head.commit)?;
+                    Ok((branch, self.uncommitted_paths()?))
+                }
+                _ => Err(GitError::OnOtherTaskBranch {
+                    current: head.branch,
+                }),
+            };
+        }
+        let name = checked_task_branch_name(session_id, &head.branch)?;
+        if self.branch_tip(&name)?.is_some() {
+            return Err(GitError::TaskBranchExists { name });
+        }
+        let carried = self.uncommitted_paths()?;
+        let commit = self
+            .repo
+            .find_commit(head.commit)
+            .map_err(GitError::git("read HEAD"))?;
+        self.repo
+            .branch(&name, &commit, false)
+            .map_err(GitError::git("create branch"))?;
+        self.repo
+            .set_head(&format!("refs/heads/{name}"))
+            .map_err(GitError::git("set HEAD"))?;
+        Ok((
+            TaskBranch {
+                name,
+                base_branch: head.branch,
+                base_commit: head.commit.to_string(),
+            },
+            carried,
+        ))
+    }
+
+    /// The task branch `name` rebuilt from its name after a restart: the base commit is
+    /// where it forked from its base (the original guessed main/master/develop instead).
+    fn task_branch_at(&self, name: &str, base: &str, tip: Oid) -> Result<TaskBranch, GitError> {
+        let base_tip = self
+            .branch_tip(base)?
+            .ok_or_else(|| GitError::BaseBranchMissing {
+                base: base.to_string(),
+            })?;
+        let fork = self
+            .repo
+            .merge_base(base_tip, tip)
+            .map_err(GitError::git("merge-base"))?;
+        Ok(TaskBranch {
+            name: name.to_string(),
+            base_branch: base.to_string(),
+            base_commit: fork.to_string(),
+        })
+    }
+
+    /// The task branch checked out now, rebuilt from its name, if HEAD is one of ours.
+    pub fn current_task_branch(&self) -> Result<Option<TaskBranch>, GitError> {
+        let head = self.head_branch()?;
+        match parse_task_branch(&head.branch) {
+            Some((_, base)) => Ok(Some(self.task_branch_at(
+                &head.branch,
+                &base,
+                head.commit,
+            )?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every local `llm_task_*` branch except `own`, sorted by name.
+    pub fn stale_task_branches(&self, own: Option<&str>) -> Result<Vec<StaleBranch>, GitError> {
+        let current = self.head_branch().ok().map(|h| h.branch);
+        let mut out = Vec::new();
+        for name in self.task_branch_names()? {
+            if Some(name.as_str()) == own {
+                continue;
+            }
+            let split = split_task_branch(&name);
+            let base_branch = split.as_ref().map(|(_, base)| base.clone());
+            let tip = self.branch_tip(&name)?;
+            let commits_ahead = match (&base_branch, tip) {
+                (Some(base), Some(tip)) => match self.branch_tip(base)? {
+                    Some(base_tip) => Some(
+                        self.repo
+                            .graph_ahead_behind(tip, base_tip)
+                            .map_err(GitError::git("count commits"))?
+                            .0,
+                    ),
+                    None => None,
+                },
+                _ => None,
+            };
+            out.push(StaleBranch {
+                session_id: split.map(|(id, _)| id.to_string()),
+                base_branch,
+                commits_ahead,
+                checked_out: current.as_deref() == Some(name.as_str()),
+                name,
+            });
+        }
+        Ok(out)
+    }
+
+    fn task_branch_names(&self) -> Result<Vec<String>, GitError> {
+        let branches = self
+            .repo
+            .branches(Some(BranchType::Local))
+            .map_err(GitError::git("list branches"))?;
+        let mut names = Vec::new();
+        for branch in branches {
+            let (branch, _) = branch.map_err(GitError::git("list branches"))?;
+            // A name that is not UTF-8 is no task branch of ours.
+            if let Ok(Some(name)) = branch.name()
+                && name.starts_with(TASK_PREFIX)
+            {
+                names.push(name.to_string());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Carries out the user's choice about stale task branches.
+    ///
+    /// `Merge` needs a task branch checked out and refuses before deleting anything
+    /// otherwise (the original deleted first, then failed). A merge conflict leaves
+    /// everything as it was. Deleted branches are listed with their unmerged commits.
+    pub fn resolve_stale(&self, choice: StaleChoice) -> Result<StaleOutcome, GitError> {
+        let mut outcome = StaleOutcome::default();
+        match choice {
+            StaleChoice::Continue => return Ok(outcome),
+            StaleChoice::Delete => {
+                self.require_clean_state()?;
+                let head = self.head_branch()?;
+                if head.branch.starts_with(TASK_PREFIX) {
+                    let (_, base) = split_task_branch(&head.branch).ok_or_else(|| {
+                        GitError::BaseBranchMissing {
+                            base: format!("(none encoded in {})", head.branch),
+                        }
+                    })?;
+                    outcome.carried = self.switch_to(&base)?;
+                    outcome.checked_out = Some(base);
+                }
+            }
+            StaleChoice::Merge => {
+                let head = self.head_branch()?;
+                let Some((_, base)) = split_task_branch(&head.branch) else {
+                    return Err(GitError::NoTaskBranchCheckedOut {
+                        current: head.branch,
+                    });
+                };
+                let branch = self.task_branch_at(&head.branch, &base, head.commit)?;
+                let merged = self.merge_into_base(&branch)?;
+                outcome.checked_out = Some(merged.base_branch.clone());
+                outcome.merged = Some(merged);
+            }
+        }
+        for name in self.task_branch_names()? {
+            match self.delete_branch(&name) {
+                Ok(deleted) => outcome.deleted.push(deleted),
+                Err(e) => outcome.kept.push(KeptBranch {
+                    name,
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Deletes a local branch that is not checked out here, reporting its unmerged work.
+    fn delete_branch(&self, name: &str) -> Result<DeletedBranch, GitError> {
+        let mut branch = self
+            .repo
+            .find_branch(name, BranchType::Local)
+            .map_err(GitError::git("find branch"))?;
+        let unmerged_commits = match branch.get().target() {
+            Some(tip) => self.unmerged_commits(tip)?,
+            None => 0,
+        };
+        branch.delete().map_err(GitError::git("delete branch"))?;
+        Ok(DeletedBranch {
+            name: name.to_string(),
+            unmerged_commits,
+        })
+    }
+
+    /// Merges the checked-out task branch into its base: fast-forward when the base has not
+    /// moved, else a merge commit. Then the base is checked out and the task branch deleted.
+    ///
+    /// Refuses uncommitted changes (ignored files aside) and a missing base. The merge is
+    /// computed in memory first, so a conflict changes nothing: HEAD, index and working
+    /// tree stay as they were and the conflicted files are named.
+    pub fn merge_into_base(&self, branch: &TaskBranch) -> Result<MergeOutcome, GitError> {
+        self.require_clean_state()?;
+        let head = self.require_on(&branch.name)?;
+        let uncommitted = self.uncommitted_paths()?;
+        if !uncommitted.is_empty() {
+            return Err(GitError::Uncommitted { paths: uncommitted });
+        }
+        let base_ref = format!("refs/heads/{}", branch.base_branch);
+        let base_tip =
+            self.branch_tip(&branch.base_branch)?
+                .ok_or_else(|| GitError::BaseBranchMissing {
+                    base: branch.base_branch.clone(),
+                })?;
+        self.require_not_checked_out_elsewhere(&branch.base_branch)?;
+        let task_tip = head.commit;
+        let up_to_date = base_tip == task_tip
+            || self
+                .repo
+                .graph_descendant_of(base_tip, task_tip)
+                .map_err(GitError::git("merge analysis"))?;
+        let fast_forward = !up_to_date
+            && self
+                .repo
+                .graph_descendant_of(task_tip, base_tip)
+                .map_err(GitError::git("merge analysis"))?;
+        let (kind, new_tip) = if up_to_date {
+            self.checkout_commit(base_tip)?;
+            (MergeKind::UpToDate, base_tip)
+        } else if fast_forward {
+            // The clean working tree already is the task tip's tree.
+            (MergeKind::FastForward, task_tip)
+        } else {
+            let merge = self.merge_commit(branch, base_tip, task_tip)?;
+            self.checkout_commit(merge)?;
+            (MergeKind::MergeCommit, merge)
+        };
+        let moved = self
+            .repo
+            .reference_matching(
+                &base_ref,
+                new_tip,
+                true,
+                base_tip,
+                &format!("merge {}: {kind:?}", branch.name),
+            )
+            .and_then(|_| self.repo.set_head(&base_ref));
+        if let Err(e) = moved {
+            // Put the task branch's files back, so the failed merge leaves HEAD and tree
+            // consistent. The tree was clean at the task tip, so forcing only rewrites
+            // files this merge wrote; the ref error is the one worth reporting.
+            let _ = self.force_checkout(task_tip);
+            return Err(GitError::git("update the base branch")(e));
+        }
+        self.delete_branch(&branch.name)?;
+        Ok(MergeOutcome {
+            task_branch: branch.name.clone(),
+            base_branch: branch.base_branch.clone(),
+            kind,
+            commit: new_tip.to_string(),
+        })
+    }
+
+    /// Writes the merge commit of `task_tip` into `base_tip` without touching any ref, the
+    /// index or the working tree; a conflict names the files.
+    fn merge_commit(
+        &self,
+        branch: &TaskBranch,
+        base_tip: Oid,
+        task_tip: Oid,
+    ) -> Result<Oid, GitError> {
+        let ours = self
+            .repo
+            .find_commit(base_tip)
+            .map_err(GitError::git("merge"))?;
+        let theirs = self
+            .repo
+            .find_commit(task_tip)
+            .map_err(GitError::git("merge"))?;
+        let mut index = self
+            .repo
+            .merge_commits(&ours, &theirs, None)
+            .map_err(GitError::git("merge"))?;
+        if index.has_conflicts() {
+            let mut files = Vec::new();
+            for conflict in index.conflicts().map_err(GitError::git("merge"))? {
+                let conflict = conflict.map_err(GitError::git("merge"))?;
+                let entry = conflict.our.or(conflict.their).or(conflict.ancestor);
+                if let Some(entry) = entry {
+                    files.push(String::from_utf8_lossy(&entry.path).into_owned());
+                }
+            }
+            files.sort();
+            files.dedup();
+            return Err(GitError::MergeConflict { files });
+        }
+        let tree_id = index
+            .write_tree_to(&self.repo)
+            .map_err(GitError::git("write merge tree"))?;
+        let tree = self
+            .repo
+            .find_tree(tree_id)
+            .map_err(GitError::git("write merge tree"))?;
+        let signature = self.signature()?;
+        self.repo
+            .commit(
+                None,
+                &signature,
+                &signature,
+                &format!("Merge {} into {}", branch.name, branch.base_branch),
+                &tree,
+                &[&ours, &theirs],
+            )
+            .map_err(GitError::git("merge commit"))
+    }
+
+    /// Deletes the task branch after a failed outcome. When it is checked out, its base is
+    /// checked out first, carrying uncommitted changes over; if one would be overwritten,
+    /// nothing is done.
+    pub fn delete_task_branch(&self, branch: &TaskBranch) -> Result<DeleteOutcome, GitError> {
+        self.require_clean_state()?;
+        let on_branch = self.head_branch()?.branch == branch.name;
+        let carried = if on_branch {
+            self.switch_to(&branch.base_branch)?
+        } else {
+            Vec::new()
+        };
+        Ok(DeleteOutcome {
+            deleted: self.delete_branch(&branch.name)?,
+            checked_out_base: on_branch,
+            carried,
+        })
+    }
+}

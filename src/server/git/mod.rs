@@ -1,0 +1,41 @@
+//! The task-branch lifecycle in git, as a plain synchronous library for the server: start
+//! a session's branch, resolve stale ones, review and commit its changes, merge it back.
+//!
+//! Everything is local (libgit2 through `git2`, no network), nothing prints, and every
+//! failure is a [`GitError`] variant with a stable `key()`. Refusals happen before any
+//! change to the repository. A [`Repo`] wraps a `git2::Repository`, which is `Send` but
+//! not `Sync`: share one behind a mutex, or open one per call (it is cheap).
+//!
+//! - [`open`] opens the repository whose working tree is exactly the root, refusing a
+//!   non-repository, a subdirectory, a bare repository, an unborn branch and a detached
+//!   HEAD.
+//! - Names: `llm_task_<session id>_from_<base>`, session ids `[A-Za-z0-9-]+`, `/` in the
+//!   base written `__`; bases with `__` or `_/` are refused so every name parses back
+//!   ([`task_branch_name`], [`checked_task_branch_name`], [`parse_task_branch`]).
+//! - Branches: [`Repo::start_task_branch`] (carries a dirty tree, idempotent),
+//!   [`Repo::current_task_branch`], [`Repo::stale_task_branches`],
+//!   [`Repo::resolve_stale`], [`Repo::merge_into_base`], [`Repo::delete_task_branch`].
+//! - Changes against the base commit: [`Repo::changes`] (diffs capped at
+//!   [`DIFF_CAP_BYTES`]), [`Repo::changed_lines`].
+//! - Commits: [`coverage`], [`Repo::commit_reviewed`], or [`Repo::prepare`] →
+//!   [`Repo::commit_prepared`] / [`Repo::discard_prepared`]. A [`PreparedCommit`] is
+//!   returned to the caller, who keeps it (in its checkpoint) with the [`TaskBranch`].
+
+mod branches;
+mod changes;
+mod commit;
+mod error;
+mod name;
+mod repo;
+
+pub use branches::{
+    DeleteOutcome, DeletedBranch, KeptBranch, MergeKind, MergeOutcome, StaleBranch, StaleChoice,
+    StaleOutcome, TaskBranch,
+};
+pub use changes::{Change, ChangeStatus, ChangedLines, DIFF_CAP_BYTES};
+pub use commit::{CommitOutcome, Coverage, Decision, PreparedCommit, Reviewed, coverage};
+pub use error::GitError;
+pub use name::{
+    TASK_PREFIX, checked_task_branch_name, is_valid_session_id, parse_task_branch, task_branch_name,
+};
+pub use repo::{Repo, open};

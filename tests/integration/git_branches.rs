@@ -1,0 +1,808 @@
+//! The task-branch lifecycle (`server::git`) on real repositories built in temp dirs:
+//! opening refusals, starting with a dirty tree, stale branches, changes and changed
+//! lines, reviewed commits, merges and their conflicts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use code_intel::server::git::{
+    self, ChangeStatus, Decision, GitError, MergeKind, Reviewed, StaleChoice, TaskBranch,
+};
+use git2::{Oid, Repository, RepositoryInitOptions, Signature};
+
+/// A repository in a fresh temp dir, removed on drop.
+struct TempRepo {
+    dir: PathBuf,
+    repo: Repository,
+}
+
+impl Drop for TempRepo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "code-intel-git-{name}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+impl TempRepo {
+    /// A repository on `main` with no commit yet.
+    fn empty(name: &str) -> TempRepo {
+        let dir = temp_dir(name);
+        let repo =
+            Repository::init_opts(&dir, RepositoryInitOptions::new().initial_head("main")).unwrap();
+        let mut config = repo.config().unwrap();
+        config.set_str("user.name", "Test").unwrap();
+        config.set_str("user.email", "test@example.com").unwrap();
+        TempRepo { dir, repo }
+    }
+
+    /// A repository on `main` with one commit of `files`.
+    fn with(name: &str, files: &[(&str, &str)]) -> TempRepo {
+        let t = TempRepo::empty(name);
+        for (path, content) in files {
+            t.write(path, content);
+        }
+        t.commit_all("initial");
+        t
+    }
+
+    fn open(&self) -> git::Repo {
+        git::open(&self.dir).unwrap()
+    }
+
+    fn write(&self, path: &str, content: impl AsRef<[u8]>) {
+        let full = self.dir.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, content).unwrap();
+    }
+
+    fn read(&self, path: &str) -> Option<String> {
+        std::fs::read_to_string(self.dir.join(path)).ok()
+    }
+
+    fn remove(&self, path: &str) {
+        std::fs::remove_file(self.dir.join(path)).unwrap();
+    }
+
+    /// `git add -A && git commit` on HEAD.
+    fn commit_all(&self, message: &str) -> Oid {
+        let mut index = self.repo.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.update_all(["*"], None).unwrap();
+        index.write().unwrap();
+        let tree = self.repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = Signature::now("Test", "test@example.com").unwrap();
+        let parents: Vec<_> = self
+            .repo
+            .head()
+            .ok()
+            .and_then(|h| h.peel_to_commit().ok())
+            .into_iter()
+            .collect();
+        let parents: Vec<_> = parents.iter().collect();
+        self.repo
+            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            .unwrap()
+    }
+
+    /// `git add <path>`.
+    fn stage(&self, path: &str) {
+        let mut index = self.repo.index().unwrap();
+        if self.dir.join(path).exists() {
+            index.add_path(Path::new(path)).unwrap();
+        } else {
+            index.remove_path(Path::new(path)).unwrap();
+        }
+        index.write().unwrap();
+    }
+
+    /// `git switch <branch>` (forced: tests only switch with a clean tree).
+    fn switch(&self, branch: &str) {
+        let reference = format!("refs/heads/{branch}");
+        let tree = self
+            .repo
+            .find_reference(&reference)
+            .unwrap()
+            .peel_to_tree()
+            .unwrap();
+        self.repo
+            .checkout_tree(
+                tree.as_object(),
+                Some(git2::build::CheckoutBuilder::new().force()),
+            )
+            .unwrap();
+        self.repo.set_head(&reference).unwrap();
+    }
+
+    /// `git switch -c <branch>` at HEAD.
+    fn branch(&self, branch: &str) {
+        let head = self.repo.head().unwrap().peel_to_commit().unwrap();
+        self.repo.branch(branch, &head, false).unwrap();
+        self.repo.set_head(&format!("refs/heads/{branch}")).unwrap();
+    }
+
+    fn head(&self) -> String {
+        self.repo.head().unwrap().shorthand().unwrap().to_string()
+    }
+
+    fn tip(&self, branch: &str) -> Option<Oid> {
+        self.repo
+            .find_branch(branch, git2::BranchType::Local)
+            .ok()
+            .and_then(|b| b.get().target())
+    }
+
+    /// `git status --porcelain`, as (path, status bits).
+    fn status(&self) -> Vec<(String, u32)> {
+        let mut options = git2::StatusOptions::new();
+        options.include_untracked(true).recurse_untracked_dirs(true);
+        let statuses = self.repo.statuses(Some(&mut options)).unwrap();
+        let mut out: Vec<_> = statuses
+            .iter()
+            .map(|s| (s.path().unwrap().to_string(), s.status().bits()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Every file of a commit's tree with its content.
+    fn files_of(&self, commit: Oid) -> BTreeMap<String, String> {
+        let tree = self.repo.find_commit(commit).unwrap().tree().unwrap();
+        let mut out = BTreeMap::new();
+        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if let Ok(blob) = entry.to_object(&self.repo).and_then(|o| o.peel_to_blob()) {
+                out.insert(
+                    format!("{dir}{}", entry.name().unwrap()),
+                    String::from_utf8_lossy(blob.content()).into_owned(),
+                );
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .unwrap();
+        out
+    }
+
+    /// Every file of the working tree (outside `.git`) with its content.
+    fn worktree(&self) -> BTreeMap<String, String> {
+        fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.file_name().unwrap() == ".git" {
+                    continue;
+                }
+                if path.is_dir() {
+                    walk(root, &path, out);
+                } else {
+                    let rel = path.strip_prefix(root).unwrap().to_string_lossy();
+                    let content =
+                        String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+                    out.insert(rel.replace('\\', "/"), content);
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(&self.dir, &self.dir, &mut out);
+        out
+    }
+}
+
+fn keep(path: &str) -> Reviewed {
+    Reviewed {
+        path: path.to_string(),
+        decision: Decision::Keep,
+        reason: None,
+    }
+}
+
+fn discard(path: &str) -> Reviewed {
+    Reviewed {
+        path: path.to_string(),
+        decision: Decision::Discard,
+        reason: Some("debug leftover".to_string()),
+    }
+}
+
+#[test]
+fn open_refuses_what_has_no_branch_to_start_from() {
+    let plain = temp_dir("plain");
+    let err = git::open(&plain).unwrap_err();
+    assert_eq!(err.key(), "git.not_a_repository", "{err}");
+    let _ = std::fs::remove_dir_all(&plain);
+
+    let bare_dir = temp_dir("bare");
+    Repository::init_bare(&bare_dir).unwrap();
+    let err = git::open(&bare_dir).unwrap_err();
+    assert!(matches!(err, GitError::BareRepository { .. }), "{err}");
+    let _ = std::fs::remove_dir_all(&bare_dir);
+
+    let unborn = TempRepo::empty("unborn");
+    let err = git::open(&unborn.dir).unwrap_err();
+    assert!(
+        matches!(&err, GitError::UnbornBranch { branch } if branch == "main"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("first commit"));
+
+    let t = TempRepo::with("detached", &[("a.txt", "a\n"), ("sub/b.txt", "b\n")]);
+    let err = git::open(&t.dir.join("sub")).unwrap_err();
+    assert_eq!(err.key(), "git.not_repository_root", "{err}");
+    let head = t.repo.head().unwrap().target().unwrap();
+    t.repo.set_head_detached(head).unwrap();
+    let err = git::open(&t.dir).unwrap_err();
+    assert!(matches!(err, GitError::DetachedHead { .. }), "{err}");
+    assert!(err.to_string().contains("git switch"));
+}
+
+#[test]
+fn names_round_trip_through_the_public_api() {
+    let name = git::checked_task_branch_name("abc-123", "feature/x").unwrap();
+    assert_eq!(name, "llm_task_abc-123_from_feature__x");
+    assert_eq!(
+        git::parse_task_branch(&name),
+        Some(("abc-123".to_string(), "feature/x".to_string()))
+    );
+    assert_eq!(git::parse_task_branch("feature/x"), None);
+    assert!(git::checked_task_branch_name("a_b", "main").is_err());
+    assert!(git::checked_task_branch_name("s", "a__b").is_err());
+}
+
+#[test]
+fn starting_carries_a_dirty_tree_and_is_idempotent() {
+    let t = TempRepo::with("start", &[("a.txt", "one\n"), ("b.txt", "two\n")]);
+    t.write("a.txt", "one changed\n");
+    t.write("b.txt", "two staged\n");
+    t.stage("b.txt");
+    t.write("new.txt", "untracked\n");
+    let before_tree = t.worktree();
+    let before_status = t.status();
+    let main_tip = t.tip("main").unwrap();
+
+    let repo = t.open();
+    let (branch, carried) = repo.start_task_branch("s1").unwrap();
+    assert_eq!(branch.name, "llm_task_s1_from_main");
+    assert_eq!(branch.base_branch, "main");
+    assert_eq!(branch.base_commit, main_tip.to_string());
+    assert_eq!(carried, vec!["a.txt", "b.txt", "new.txt"]);
+    assert_eq!(t.head(), "llm_task_s1_from_main");
+    assert_eq!(t.worktree(), before_tree, "no file content changed");
+    assert_eq!(
+        t.status(),
+        before_status,
+        "index and tree carried as they were"
+    );
+
+    let (again, _) = repo.start_task_branch("s1").unwrap();
+    assert_eq!(again, branch);
+    let err = repo.start_task_branch("s2").unwrap_err();
+    assert!(matches!(err, GitError::OnOtherTaskBranch { .. }), "{err}");
+    assert_eq!(repo.current_task_branch().unwrap(), Some(branch));
+}
+
+#[test]
+fn starting_from_a_slashed_branch_encodes_and_decodes_it() {
+    let t = TempRepo::with("slashed", &[("a.txt", "a\n")]);
+    t.branch("feature/x");
+    let repo = t.open();
+    let (branch, _) = repo.start_task_branch("s1").unwrap();
+    assert_eq!(branch.name, "llm_task_s1_from_feature__x");
+    assert_eq!(branch.base_branch, "feature/x");
+    t.write("a.txt", "b\n");
+    t.commit_all("work");
+    let merged = repo.merge_into_base(&branch).unwrap();
+    assert_eq!(merged.base_branch, "feature/x");
+    assert_eq!(t.head(), "feature/x");
+
+    t.branch("a__b");
+    let err = repo.start_task_branch("s2").unwrap_err();
+    assert_eq!(err.key(), "git.unsupported_base_name", "{err}");
+    assert_eq!(t.head(), "a__b", "nothing moved");
+}
+
+#[test]
+fn an_existing_task_branch_not_checked_out_is_refused() {
+    let t = TempRepo::with("exists", &[("a.txt", "a\n")]);
+    let repo = t.open();
+    repo.start_task_branch("s1").unwrap();
+    t.switch("main");
+    let err = repo.start_task_branch("s1").unwrap_err();
+    assert!(matches!(err, GitError::TaskBranchExists { .. }), "{err}");
+}
+
+/// main with `a.txt`; `llm_task_s1_from_main` two commits ahead; `llm_task_s2_from_main`
+/// at main; a legacy branch of the original; HEAD back on main.
+fn with_stale_branches(name: &str) -> TempRepo {
+    let t = TempRepo::with(name, &[("a.txt", "a\n")]);
+    t.branch("llm_task_s1_from_main");
+    t.write("s1.txt", "1\n");
+    t.commit_all("s1 one");
+    t.write("s1.txt", "2\n");
+    t.commit_all("s1 two");
+    t.switch("main");
+    t.branch("llm_task_s2_from_main");
+    t.switch("main");
+    t.branch("llm_task_session_20260126_210951_from_main");
+    t.switch("main");
+    t
+}
+
+#[test]
+fn stale_branches_are_listed_with_commits_ahead() {
+    let t = with_stale_branches("stale");
+    let repo = t.open();
+    let stale = repo
+        .stale_task_branches(Some("llm_task_s2_from_main"))
+        .unwrap();
+    let summary: Vec<_> = stale
+        .iter()
+        .map(|s| {
+            (
+                s.name.as_str(),
+                s.session_id.as_deref(),
+                s.base_branch.as_deref(),
+                s.commits_ahead,
+                s.checked_out,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (
+                "llm_task_s1_from_main",
+                Some("s1"),
+                Some("main"),
+                Some(2),
+                false
+            ),
+            (
+                "llm_task_session_20260126_210951_from_main",
+                Some("session_20260126_210951"),
+                Some("main"),
+                Some(0),
+                false
+            ),
+        ]
+    );
+    t.switch("llm_task_s1_from_main");
+    let stale = repo.stale_task_branches(None).unwrap();
+    assert_eq!(stale.len(), 3);
+    assert!(stale[0].checked_out);
+}
+
+#[test]
+fn resolve_continue_changes_nothing() {
+    let t = with_stale_branches("continue");
+    let repo = t.open();
+    let outcome = repo.resolve_stale(StaleChoice::Continue).unwrap();
+    assert!(outcome.deleted.is_empty() && outcome.merged.is_none());
+    assert_eq!(repo.stale_task_branches(None).unwrap().len(), 3);
+}
+
+#[test]
+fn resolve_delete_leaves_the_task_branch_and_reports_unmerged_work() {
+    let t = with_stale_branches("delete");
+    t.switch("llm_task_s1_from_main");
+    let repo = t.open();
+    let outcome = repo.resolve_stale(StaleChoice::Delete).unwrap();
+    assert_eq!(outcome.checked_out.as_deref(), Some("main"));
+    assert_eq!(t.head(), "main");
+    let deleted: Vec<_> = outcome
+        .deleted
+        .iter()
+        .map(|d| (d.name.as_str(), d.unmerged_commits))
+        .collect();
+    assert_eq!(
+        deleted,
+        vec![
+            ("llm_task_s1_from_main", 2),
+            ("llm_task_s2_from_main", 0),
+            ("llm_task_session_20260126_210951_from_main", 0),
+        ]
+    );
+    assert!(repo.stale_task_branches(None).unwrap().is_empty());
+    assert_eq!(t.read("s1.txt"), None, "main's tree is checked out");
+}
+
+#[test]
+fn resolve_merge_off_a_task_branch_deletes_nothing() {
+    let t = with_stale_branches("merge-off");
+    let repo = t.open();
+    let err = repo.resolve_stale(StaleChoice::Merge).unwrap_err();
+    assert_eq!(err.key(), "git.no_task_branch_checked_out", "{err}");
+    assert_eq!(repo.stale_task_branches(None).unwrap().len(), 3);
+}
+
+#[test]
+fn resolve_merge_merges_the_current_one_and_deletes_the_rest() {
+    let t = with_stale_branches("merge");
+    t.switch("llm_task_s1_from_main");
+    let s1_tip = t.tip("llm_task_s1_from_main").unwrap();
+    let repo = t.open();
+    let outcome = repo.resolve_stale(StaleChoice::Merge).unwrap();
+    let merged = outcome.merged.unwrap();
+    assert_eq!(merged.kind, MergeKind::FastForward);
+    assert_eq!(t.tip("main"), Some(s1_tip));
+    assert_eq!(t.head(), "main");
+    assert_eq!(outcome.deleted.len(), 2);
+    assert!(repo.stale_task_branches(None).unwrap().is_empty());
+    assert_eq!(t.read("s1.txt").as_deref(), Some("2\n"));
+}
+
+/// A task branch on main started with `files`, open.
+fn started(name: &str, files: &[(&str, &str)]) -> (TempRepo, git::Repo, TaskBranch) {
+    let t = TempRepo::with(name, files);
+    let repo = t.open();
+    let (branch, _) = repo.start_task_branch("s1").unwrap();
+    (t, repo, branch)
+}
+
+const LONG: &str = "line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\n";
+
+#[test]
+fn changes_cover_committed_staged_unstaged_and_untracked_work() {
+    let (t, repo, branch) = started(
+        "changes",
+        &[
+            (".gitignore", "*.log\n"),
+            ("committed.txt", "a\n"),
+            ("staged-delete.txt", "gone\n"),
+            ("old-name.txt", LONG),
+            ("image.bin", "\0\x01\x02binary"),
+            ("same.txt", "same\n"),
+        ],
+    );
+    t.write("committed.txt", "a changed\n");
+    t.commit_all("on the task branch");
+    t.remove("staged-delete.txt");
+    t.stage("staged-delete.txt");
+    std::fs::rename(t.dir.join("old-name.txt"), t.dir.join("new-name.txt")).unwrap();
+    t.write("image.bin", "\0\x01\x02other binary");
+    t.write("dir/untracked.txt", "new\n");
+    t.write("debug.log", "ignored\n");
+
+    let changes = repo.changes(&branch).unwrap();
+    let summary: Vec<_> = changes
+        .iter()
+        .map(|c| (c.path.as_str(), c.status.clone(), c.binary))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("committed.txt", ChangeStatus::Modified, false),
+            ("dir/untracked.txt", ChangeStatus::Added, false),
+            ("image.bin", ChangeStatus::Modified, true),
+            (
+                "new-name.txt",
+                ChangeStatus::Renamed {
+                    from: "old-name.txt".to_string()
+                },
+                false
+            ),
+            ("staged-delete.txt", ChangeStatus::Deleted, false),
+        ]
+    );
+    let by_path = |p: &str| changes.iter().find(|c| c.path == p).unwrap();
+    let diff = by_path("committed.txt").diff.as_deref().unwrap();
+    assert!(
+        diff.contains("-a\n") && diff.contains("+a changed\n"),
+        "{diff}"
+    );
+    assert_eq!(by_path("image.bin").diff, None);
+    assert_eq!(by_path("dir/untracked.txt").size_bytes, 4);
+    assert_eq!(by_path("staged-delete.txt").size_bytes, 5);
+    assert!(
+        by_path("dir/untracked.txt")
+            .diff
+            .as_deref()
+            .unwrap()
+            .contains("+new")
+    );
+}
+
+#[test]
+fn changed_lines_point_at_the_working_tree_version() {
+    let (t, repo, branch) = started("lines", &[("code.rs", LONG)]);
+    t.write(
+        "code.rs",
+        "line 1\nline 2 changed\nline 3\nline 4\ninserted\nline 5\nline 6\nline 8\n",
+    );
+    t.write("src/new.rs", "fn a() {}\nfn b() {}\nfn c() {}\n");
+    t.write("empty.rs", "");
+    let lines = repo.changed_lines(&branch).unwrap();
+    assert_eq!(lines["code.rs"], vec![2..=2, 5..=5]);
+    assert_eq!(lines["src/new.rs"], vec![1..=3]);
+    assert_eq!(lines["empty.rs"], vec![]);
+    assert_eq!(lines.len(), 3);
+}
+
+#[test]
+fn commit_reviewed_commits_kept_files_and_reverts_discarded_ones() {
+    let (t, repo, branch) = started(
+        "commit",
+        &[
+            ("keep.txt", "k\n"),
+            ("revert.txt", "original\n"),
+            ("restore-me.txt", "still needed\n"),
+            ("unlisted.txt", "u\n"),
+        ],
+    );
+    t.write("keep.txt", "k changed\n");
+    t.write("revert.txt", "debug print\n");
+    t.remove("restore-me.txt");
+    t.write("unlisted.txt", "u changed\n");
+    t.write("new-kept.txt", "feature\n");
+    t.write("scratch/junk.txt", "junk\n");
+
+    // An unknown path is refused before anything changes.
+    let before = t.worktree();
+    let err = repo
+        .commit_reviewed(&branch, "msg", &[keep("nope.txt")])
+        .unwrap_err();
+    assert_eq!(err.files(), ["nope.txt"]);
+    assert_eq!(t.worktree(), before);
+    let err = repo
+        .commit_reviewed(&branch, "msg", &[keep("keep.txt"), discard("keep.txt")])
+        .unwrap_err();
+    assert_eq!(err.key(), "git.contradictory_review");
+
+    let changes = repo.changes(&branch).unwrap();
+    let reviewed = [
+        keep("keep.txt"),
+        keep("new-kept.txt"),
+        discard("revert.txt"),
+        discard("restore-me.txt"),
+        discard("scratch/junk.txt"),
+    ];
+    let coverage = git::coverage(&changes, &reviewed);
+    assert_eq!(coverage.missing, vec!["unlisted.txt"]);
+    assert!(coverage.unknown.is_empty());
+
+    let outcome = repo
+        .commit_reviewed(&branch, "task work", &reviewed)
+        .unwrap();
+    assert_eq!(
+        outcome.discarded,
+        vec!["restore-me.txt", "revert.txt", "scratch/junk.txt"]
+    );
+    assert_eq!(
+        outcome.kept,
+        vec!["keep.txt", "new-kept.txt", "unlisted.txt"]
+    );
+    let commit = Oid::from_str(&outcome.commit.unwrap()).unwrap();
+    let expected: BTreeMap<String, String> = [
+        ("keep.txt", "k changed\n"),
+        ("new-kept.txt", "feature\n"),
+        ("restore-me.txt", "still needed\n"),
+        ("revert.txt", "original\n"),
+        ("unlisted.txt", "u changed\n"),
+    ]
+    .iter()
+    .map(|(p, c)| (p.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(t.files_of(commit), expected);
+    assert_eq!(
+        t.worktree(),
+        expected,
+        "the working tree is what was committed"
+    );
+    assert!(!t.dir.join("scratch").exists(), "emptied directory pruned");
+    assert!(t.status().is_empty(), "{:?}", t.status());
+    assert_eq!(t.head(), branch.name);
+
+    let again = repo.commit_reviewed(&branch, "nothing", &[]).unwrap();
+    assert_eq!(again.commit, None);
+}
+
+#[test]
+fn commit_reviewed_undoes_a_discarded_rename() {
+    let (t, repo, branch) = started("rename", &[("old.txt", LONG)]);
+    std::fs::rename(t.dir.join("old.txt"), t.dir.join("new.txt")).unwrap();
+    let outcome = repo
+        .commit_reviewed(&branch, "msg", &[discard("new.txt")])
+        .unwrap();
+    assert_eq!(outcome.commit, None);
+    assert_eq!(t.read("old.txt").as_deref(), Some(LONG));
+    assert_eq!(t.read("new.txt"), None);
+    assert!(t.status().is_empty(), "{:?}", t.status());
+}
+
+#[test]
+fn prepared_commits_wait_for_review_and_can_be_discarded() {
+    let (t, repo, branch) = started("prepare", &[("a.txt", "a\n")]);
+    t.write("a.txt", "a changed\n");
+    t.write("b.txt", "b\n");
+    let head = t.tip(&branch.name).unwrap();
+
+    let prepared = repo.prepare(&branch, "reviewed work", &[]).unwrap();
+    assert_eq!(t.tip(&branch.name), Some(head), "no commit yet");
+    let staged: Vec<_> = t.status().into_iter().map(|(p, _)| p).collect();
+    assert_eq!(staged, vec!["a.txt", "b.txt"]);
+    assert!(t.status().iter().all(|(_, s)| {
+        git2::Status::from_bits_truncate(*s)
+            .intersects(git2::Status::INDEX_NEW | git2::Status::INDEX_MODIFIED)
+    }));
+
+    repo.discard_prepared(&branch).unwrap();
+    assert!(t.status().iter().all(|(_, s)| {
+        git2::Status::from_bits_truncate(*s)
+            .intersects(git2::Status::WT_NEW | git2::Status::WT_MODIFIED)
+    }));
+    assert_eq!(t.read("a.txt").as_deref(), Some("a changed\n"));
+
+    let prepared_again = repo.prepare(&branch, "reviewed work", &[]).unwrap();
+    assert_eq!(prepared_again.tree, prepared.tree);
+    // An edit after preparing is not part of the commit and stays in the working tree.
+    t.write("a.txt", "edited during review\n");
+    let outcome = repo.commit_prepared(&branch, &prepared_again).unwrap();
+    let commit = Oid::from_str(&outcome.commit.unwrap()).unwrap();
+    assert_eq!(t.files_of(commit)["a.txt"], "a changed\n");
+    assert_eq!(t.files_of(commit)["b.txt"], "b\n");
+    let commit_message = t.repo.find_commit(commit).unwrap();
+    assert_eq!(commit_message.message(), Ok("reviewed work"));
+    let status: Vec<_> = t.status().into_iter().map(|(p, _)| p).collect();
+    assert_eq!(status, vec!["a.txt"]);
+
+    let err = repo.commit_prepared(&branch, &prepared_again).unwrap_err();
+    assert_eq!(err.key(), "git.prepared_stale", "{err}");
+}
+
+#[test]
+fn merge_fast_forwards_when_the_base_did_not_move() {
+    let (t, repo, branch) = started("ff", &[("a.txt", "a\n")]);
+    t.write("a.txt", "task\n");
+    let task_tip = t.commit_all("task");
+    let outcome = repo.merge_into_base(&branch).unwrap();
+    assert_eq!(outcome.kind, MergeKind::FastForward);
+    assert_eq!(outcome.commit, task_tip.to_string());
+    assert_eq!(t.tip("main"), Some(task_tip));
+    assert_eq!(t.head(), "main");
+    assert_eq!(t.tip(&branch.name), None, "task branch deleted");
+    assert!(t.status().is_empty());
+}
+
+#[test]
+fn merge_makes_a_merge_commit_when_both_moved() {
+    let (t, repo, branch) = started("merge-commit", &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    t.write("a.txt", "task\n");
+    let task_tip = t.commit_all("task");
+    t.switch("main");
+    t.write("b.txt", "main moved\n");
+    let main_tip = t.commit_all("main");
+    t.switch(&branch.name);
+
+    let outcome = repo.merge_into_base(&branch).unwrap();
+    assert_eq!(outcome.kind, MergeKind::MergeCommit);
+    let merge = t.repo.find_commit(t.tip("main").unwrap()).unwrap();
+    assert_eq!(
+        merge.parent_ids().collect::<Vec<_>>(),
+        vec![main_tip, task_tip]
+    );
+    assert_eq!(
+        merge.message(),
+        Ok(format!("Merge {} into main", branch.name).as_str())
+    );
+    assert_eq!(t.read("a.txt").as_deref(), Some("task\n"));
+    assert_eq!(t.read("b.txt").as_deref(), Some("main moved\n"));
+    assert_eq!(t.head(), "main");
+    assert!(t.status().is_empty());
+}
+
+#[test]
+fn a_merge_conflict_changes_nothing() {
+    let (t, repo, branch) = started("conflict", &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    t.write("a.txt", "task\n");
+    let task_tip = t.commit_all("task");
+    t.switch("main");
+    t.write("a.txt", "main\n");
+    let main_tip = t.commit_all("main");
+    t.switch(&branch.name);
+    t.write("ignored.log", "x\n");
+    t.write(".git/info/exclude", "*.log\n");
+    let before = (t.worktree(), t.status(), t.head());
+    let index_before = t.repo.index().unwrap().write_tree().unwrap();
+
+    let err = repo.merge_into_base(&branch).unwrap_err();
+    assert!(
+        matches!(&err, GitError::MergeConflict { files } if files == &["a.txt"]),
+        "{err}"
+    );
+    assert_eq!((t.worktree(), t.status(), t.head()), before);
+    assert_eq!(t.repo.index().unwrap().write_tree().unwrap(), index_before);
+    assert_eq!(t.tip("main"), Some(main_tip));
+    assert_eq!(t.tip(&branch.name), Some(task_tip));
+    assert_eq!(t.repo.state(), git2::RepositoryState::Clean);
+}
+
+#[test]
+fn merge_refuses_uncommitted_work_and_a_missing_base() {
+    let (t, repo, branch) = started("uncommitted", &[("a.txt", "a\n")]);
+    t.write("new.txt", "untracked\n");
+    let err = repo.merge_into_base(&branch).unwrap_err();
+    assert!(
+        matches!(&err, GitError::Uncommitted { paths } if paths == &["new.txt"]),
+        "{err}"
+    );
+    t.remove("new.txt");
+    t.repo
+        .find_branch("main", git2::BranchType::Local)
+        .unwrap()
+        .delete()
+        .unwrap();
+    let err = repo.merge_into_base(&branch).unwrap_err();
+    assert_eq!(err.key(), "git.base_branch_missing", "{err}");
+    assert_eq!(t.head(), branch.name);
+}
+
+#[test]
+fn deleting_the_task_branch_keeps_uncommitted_work() {
+    let (t, repo, branch) = started("delete-task", &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    t.write("a.txt", "task\n");
+    t.commit_all("task");
+    // A change to a file the base checkout must rewrite is refused...
+    t.write("a.txt", "uncommitted on top\n");
+    let err = repo.delete_task_branch(&branch).unwrap_err();
+    assert!(
+        matches!(&err, GitError::WouldOverwrite { files } if files == &["a.txt"]),
+        "{err}"
+    );
+    assert_eq!(t.head(), branch.name);
+    assert_eq!(t.read("a.txt").as_deref(), Some("uncommitted on top\n"));
+    // ...one to a file both branches share is carried onto the base.
+    t.write("a.txt", "task\n");
+    t.write("b.txt", "carried\n");
+    let outcome = repo.delete_task_branch(&branch).unwrap();
+    assert!(outcome.checked_out_base);
+    assert_eq!(outcome.carried, vec!["b.txt"]);
+    assert_eq!(outcome.deleted.unmerged_commits, 1);
+    assert_eq!(t.head(), "main");
+    assert_eq!(t.read("a.txt").as_deref(), Some("a\n"));
+    assert_eq!(t.read("b.txt").as_deref(), Some("carried\n"));
+    assert_eq!(t.tip(&branch.name), None);
+}
+
+#[test]
+fn a_base_checked_out_in_another_worktree_is_not_moved() {
+    let (t, repo, branch) = started("worktree", &[("a.txt", "a\n")]);
+    t.write("a.txt", "task\n");
+    let task_tip = t.commit_all("task");
+    let main_tip = t.tip("main").unwrap();
+    let other = t.dir.with_extension("other");
+    let _ = std::fs::remove_dir_all(&other);
+    let main_ref = t.repo.find_reference("refs/heads/main").unwrap();
+    t.repo
+        .worktree(
+            "other",
+            &other,
+            Some(git2::WorktreeAddOptions::new().reference(Some(&main_ref))),
+        )
+        .unwrap();
+
+    let err = repo.merge_into_base(&branch).unwrap_err();
+    assert_eq!(err.key(), "git.checked_out_elsewhere", "{err}");
+    let err = repo.delete_task_branch(&branch).unwrap_err();
+    assert_eq!(err.key(), "git.checked_out_elsewhere", "{err}");
+    assert_eq!(t.tip("main"), Some(main_tip));
+    assert_eq!(t.tip(&branch.name), Some(task_tip));
+    assert_eq!(t.head(), branch.name);
+
+    // From the linked worktree, the main one's branch counts as checked out elsewhere.
+    let linked = git::open(&other).unwrap();
+    let (other_branch, _) = linked.start_task_branch("s2").unwrap();
+    t.switch("main");
+    let err = linked.delete_task_branch(&other_branch).unwrap_err();
+    assert_eq!(err.key(), "git.checked_out_elsewhere", "{err}");
+    let _ = std::fs::remove_dir_all(&other);
+}
