@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::analysis::matrix::MatrixError;
 use crate::contract::flags::FlagError;
+use crate::server::init::InitError;
 
 #[derive(Debug)]
 pub(super) enum CliError {
@@ -20,6 +21,8 @@ pub(super) enum CliError {
     InvalidContract { rendered: String },
     /// The matrix of a contract whose columns do not parse (exit 1).
     Matrix(MatrixError),
+    /// `init` refused to set the project up and wrote nothing (exit 2).
+    Init(InitError),
 }
 
 impl CliError {
@@ -33,7 +36,7 @@ impl CliError {
     /// 1 for a problem in the contract, 2 for usage and IO errors, as documented.
     pub(super) fn exit_code(&self) -> u8 {
         match self {
-            CliError::Read { .. } | CliError::Flags(_) => 2,
+            CliError::Read { .. } | CliError::Flags(_) | CliError::Init(_) => 2,
             CliError::InvalidContract { .. } | CliError::Matrix(_) => 1,
         }
     }
@@ -48,6 +51,7 @@ impl fmt::Display for CliError {
             CliError::Flags(e) => e.fmt(f),
             CliError::InvalidContract { rendered } => f.write_str(rendered),
             CliError::Matrix(e) => e.fmt(f),
+            CliError::Init(e) => e.fmt(f),
         }
     }
 }

@@ -8,6 +8,7 @@ mod driver;
 mod generated;
 mod guard_table;
 mod index_concurrency;
+mod init;
 mod layering;
 mod lint_fixtures;
 mod matrix;
