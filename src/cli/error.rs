@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::analysis::matrix::MatrixError;
 use crate::contract::flags::FlagError;
+use crate::server::init::InitError;
 
 #[derive(Debug)]
 pub(super) enum CliError {
@@ -22,6 +23,8 @@ pub(super) enum CliError {
     Matrix(MatrixError),
     /// The MCP server could not start or stopped with an error (exit 2).
     Serve(String),
+    /// `init` refused to set the project up and wrote nothing (exit 2).
+    Init(InitError),
 }
 
 impl CliError {
@@ -35,7 +38,7 @@ impl CliError {
     /// 1 for a problem in the contract, 2 for usage and IO errors, as documented.
     pub(super) fn exit_code(&self) -> u8 {
         match self {
-            CliError::Read { .. } | CliError::Flags(_) | CliError::Serve(_) => 2,
+            CliError::Read { .. } | CliError::Flags(_) | CliError::Serve(_) | CliError::Init(_) => 2,
             CliError::InvalidContract { .. } | CliError::Matrix(_) => 1,
         }
     }
@@ -51,6 +54,7 @@ impl fmt::Display for CliError {
             CliError::InvalidContract { rendered } => f.write_str(rendered),
             CliError::Matrix(e) => e.fmt(f),
             CliError::Serve(e) => f.write_str(e),
+            CliError::Init(e) => e.fmt(f),
         }
     }
 }

@@ -2,6 +2,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod error;
+mod init;
 mod lint;
 mod tools;
 
@@ -95,6 +96,28 @@ enum Command {
         #[arg(long)]
         contract: Option<PathBuf>,
     },
+    /// Set a repository up for Claude Code and Codex: .code-intel/ prompts, the /code
+    /// command and skill generated from the contract, MCP registration and hooks.
+    Init {
+        /// The repository to set up.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// The language of the prompt files and of the flow's messages.
+        #[arg(long, value_enum, default_value_t = InitLocale::En)]
+        locale: InitLocale,
+        /// How clients start code-intel: a command on PATH or a path to the binary.
+        #[arg(long, default_value = "code-intel")]
+        command: String,
+        /// Overwrite generated files even when they were edited since init wrote them.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum InitLocale {
+    En,
+    Ja,
 }
 
 #[derive(Debug, clap::Args)]
@@ -205,6 +228,21 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Index(a) => Ok(tools::index(&a)),
         Command::Query(a) => Ok(tools::ask(&a)),
         Command::Serve { root, contract } => serve(&root, contract),
+        Command::Init {
+            path,
+            locale,
+            command,
+            force,
+        } => init::run(&crate::server::init::Options {
+            root: path,
+            locale: match locale {
+                InitLocale::En => "en",
+                InitLocale::Ja => "ja",
+            }
+            .to_string(),
+            command,
+            force,
+        }),
         Command::Schema => {
             print!("{}", contract::generated_schema());
             Ok(ExitCode::SUCCESS)

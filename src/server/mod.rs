@@ -3,13 +3,14 @@
 //! [`registry`] is what it implements, [`core::Server`] decides every tool call,
 //! [`service`] speaks MCP over stdio, [`host`] performs the contract's actions,
 //! [`checkpoint`] and [`session_lock`] keep sessions durable and single, [`git`] runs
-//! the task branches.
+//! the task branches, [`init`] sets a repository up for the clients.
 
 pub mod checkpoint;
 pub mod code_tools;
 pub mod core;
 pub mod git;
 pub mod host;
+pub mod init;
 pub mod log;
 pub mod record;
 pub mod registry;

@@ -9,6 +9,7 @@ mod generated;
 mod git_branches;
 mod guard_table;
 mod index_concurrency;
+mod init;
 mod layering;
 mod lint_fixtures;
 mod matrix;

@@ -1,0 +1,61 @@
+//! `code-intel init`: loads the contract the project will run, sets the project up through
+//! `server::init`, and prints the report and how to register the server with each client.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use super::error::CliError;
+use crate::contract::{self, Contract};
+use crate::diagnostic::render;
+use crate::server::init::{self, Kept, Options, Status};
+use crate::source::Sources;
+
+pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
+    let contract = project_contract(&options.root)?;
+    let report = init::run(&contract, options).map_err(CliError::Init)?;
+    let width = report.files.iter().map(|f| f.path.len()).max().unwrap_or(0);
+    println!("code-intel init {}", options.root.display());
+    for file in &report.files {
+        let status = match file.status {
+            Status::Created => "created",
+            Status::Updated => "updated",
+            Status::Unchanged => "unchanged",
+            Status::Kept(Kept::EditedByYou) => "kept (edited by you; --force to overwrite)",
+            Status::Kept(Kept::ConfiguredByYou) => {
+                "kept (it already configures code-intel; not changed)"
+            }
+        };
+        println!("  {:width$}  {status}", file.path);
+    }
+    let cmd = &options.command;
+    println!();
+    println!("Claude Code: the project's .mcp.json is picked up when you start `claude` here;");
+    println!("  check with:        claude mcp list");
+    println!("  or register it:    claude mcp add --scope project code-intel -- {cmd} serve");
+    println!("  then run:          /code <request>");
+    println!("Codex: .codex/config.toml applies only when the project is trusted;");
+    println!("  or register it:    codex mcp add code-intel -- {cmd} serve");
+    println!("  review the hook:   /hooks (Codex runs a new project hook only once you trust it)");
+    println!("  then run:          $code <request>");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The project's overlay of the built-in contract, if it has one: the flow the server
+/// will run there, which the generated command and skill must describe.
+fn project_contract(root: &Path) -> Result<Contract, CliError> {
+    let project = root.join(contract::PROJECT_CONTRACT);
+    let overlay = if project.is_file() {
+        Some((
+            project.display().to_string(),
+            std::fs::read_to_string(&project).map_err(|e| CliError::read(&project, e))?,
+        ))
+    } else {
+        None
+    };
+    let mut sources = Sources::default();
+    let loaded = crate::lint::load_layered_and_lint(&mut sources, overlay, &crate::hosts::all());
+    let diagnostics = loaded.diagnostics.clone();
+    loaded.ok().map_err(|_| CliError::InvalidContract {
+        rendered: render::human(&sources, &diagnostics),
+    })
+}

@@ -1,0 +1,263 @@
+//! `code-intel init` as users run it: the files it writes, merging into the user's
+//! client configuration, idempotence, edited files, refused JSON, rules and locales.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use code_intel::contract::raw::StateKind;
+use serde_json::Value;
+
+use crate::support::{binary, default_contract};
+
+/// The binary under test stands in for `code-intel` in every generated command.
+fn init(dir: &Path, extra: &[&str]) -> Output {
+    let bin = binary();
+    let mut args = vec!["init", ".", "--command", bin.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    Command::new(binary())
+        .args(&args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("code-intel-init-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn read(dir: &Path, path: &str) -> String {
+    std::fs::read_to_string(dir.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn json(dir: &Path, path: &str) -> Value {
+    serde_json::from_str(&read(dir, path)).unwrap()
+}
+
+/// Every file under `dir`, by relative path, with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().to_path_buf();
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The report line of one file.
+fn status_of<'a>(out: &'a str, path: &str) -> &'a str {
+    out.lines()
+        .find_map(|l| l.trim_start().strip_prefix(path))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("{path} not in the report:\n{out}"))
+}
+
+#[test]
+fn the_command_and_the_skill_list_every_flag_and_phase_of_the_contract() {
+    let dir = temp_dir("generated");
+    let out = init(&dir, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let contract = default_contract();
+    let mut expected = Vec::new();
+    for f in &contract.flags {
+        expected.push(format!("`--{}", f.long));
+        expected.extend(f.short.iter().map(|s| format!("`-{s}`")));
+        expected.extend(f.aliases.iter().map(|a| format!("`--{a}`")));
+    }
+    for s in contract
+        .states
+        .iter()
+        .filter(|s| s.kind == StateKind::External)
+    {
+        expected.push(format!("`{}`", s.id));
+    }
+    for path in [".claude/commands/code.md", ".codex/skills/code/SKILL.md"] {
+        let text = read(&dir, path);
+        let missing: Vec<&String> = expected.iter().filter(|e| !text.contains(*e)).collect();
+        assert!(missing.is_empty(), "{path} lacks {missing:?}");
+        assert!(text.contains("mcp__code-intel__start_session"), "{path}");
+    }
+    assert!(read(&dir, ".claude/commands/code.md").contains("$ARGUMENTS"));
+    assert!(read(&dir, ".codex/skills/code/SKILL.md").starts_with("---\nname: code\n"));
+    for prompt in [
+        "doc_research/default.md",
+        "verifiers/code.md",
+        "verifiers/tests.md",
+        "interventions/structure_review.md",
+        "interventions/hypothesis_review.md",
+        "interventions/step_back.md",
+        "review_prompts/garbage_detection.md",
+        "review_prompts/quality_review.md",
+        "task_planning.md",
+        "user_escalation.md",
+    ] {
+        assert!(read(&dir, &format!(".code-intel/{prompt}")).starts_with("# "));
+    }
+    let toml = read(&dir, ".codex/config.toml");
+    let bin = binary();
+    assert!(toml.contains("[mcp_servers.code-intel]"), "{toml}");
+    assert!(toml.contains(&format!("command = \"{} hook codex\"", bin.display())));
+    let out = stdout(&out);
+    assert!(out.contains(&format!(
+        "codex mcp add code-intel -- {} serve",
+        bin.display()
+    )));
+    assert!(out.contains(&format!(
+        "claude mcp add --scope project code-intel -- {} serve",
+        bin.display()
+    )));
+}
+
+#[test]
+fn existing_client_configuration_is_merged_and_a_rerun_changes_nothing() {
+    let dir = temp_dir("merge");
+    std::fs::create_dir_all(dir.join(".claude")).unwrap();
+    std::fs::write(
+        dir.join(".mcp.json"),
+        r#"{"mcpServers": {"other": {"command": "other-server"}}, "x": 1}"#,
+    )
+    .unwrap();
+    let user_hook = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-guard"}]}]}, "model": "opus"}"#;
+    std::fs::write(dir.join(".claude/settings.json"), user_hook).unwrap();
+    std::fs::write(
+        dir.join(".claude/settings.local.json"),
+        r#"{"enabledMcpjsonServers": ["other"]}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join(".codex")).unwrap();
+    std::fs::write(dir.join(".codex/config.toml"), "model = \"o3\"\n").unwrap();
+
+    let first = init(&dir, &[]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let mcp = json(&dir, ".mcp.json");
+    assert_eq!(mcp["mcpServers"]["other"]["command"], "other-server");
+    assert_eq!(mcp["x"], 1);
+    let ours = &mcp["mcpServers"]["code-intel"];
+    assert_eq!(ours["type"], "stdio");
+    assert_eq!(ours["command"], binary().to_str().unwrap());
+    assert_eq!(ours["args"], serde_json::json!(["serve"]));
+
+    let settings = json(&dir, ".claude/settings.json");
+    assert_eq!(settings["model"], "opus");
+    let pre = settings["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(pre[0]["hooks"][0]["command"], "my-guard");
+    assert_eq!(pre[1]["matcher"], "Edit|Write|MultiEdit|NotebookEdit");
+    let hook = format!("{} hook claude", binary().display());
+    assert_eq!(pre[1]["hooks"][0]["command"], hook.as_str());
+    let post = settings["hooks"]["PostToolUse"].as_array().unwrap();
+    assert_eq!(post[0]["matcher"], "Read|Grep|Glob");
+    assert_eq!(
+        json(&dir, ".claude/settings.local.json")["enabledMcpjsonServers"],
+        serde_json::json!(["other", "code-intel"])
+    );
+    let toml = read(&dir, ".codex/config.toml");
+    assert!(
+        toml.starts_with("model = \"o3\"\n\n# >>> code-intel"),
+        "{toml}"
+    );
+
+    let before = snapshot(&dir);
+    let second = init(&dir, &[]);
+    assert!(second.status.success());
+    let out = stdout(&second);
+    for line in out.lines().filter(|l| l.starts_with("  .")) {
+        assert!(line.ends_with("unchanged"), "{line}\n{out}");
+    }
+    assert_eq!(
+        snapshot(&dir),
+        before,
+        "a second init must not change a byte"
+    );
+}
+
+#[test]
+fn an_edited_prompt_is_kept_unless_forced() {
+    let dir = temp_dir("edited");
+    assert!(init(&dir, &[]).status.success());
+    let path = ".code-intel/verifiers/tests.md";
+    std::fs::write(dir.join(path), "# Our own verifier\n").unwrap();
+
+    let out = stdout(&init(&dir, &[]));
+    assert!(
+        status_of(&out, path).starts_with("kept (edited by you"),
+        "{out}"
+    );
+    assert_eq!(read(&dir, path), "# Our own verifier\n");
+    assert_eq!(
+        status_of(&out, ".code-intel/verifiers/code.md"),
+        "unchanged"
+    );
+
+    let out = stdout(&init(&dir, &["--force"]));
+    assert_eq!(status_of(&out, path), "updated", "{out}");
+    assert!(read(&dir, path).starts_with("# Verifier: run the project's tests"));
+}
+
+#[test]
+fn a_broken_mcp_json_is_refused_with_its_position_and_left_untouched() {
+    let dir = temp_dir("broken");
+    let broken = "{\n  \"mcpServers\": {\n    \"other\": {\"command\": \"x\",}\n  }\n}\n";
+    std::fs::write(dir.join(".mcp.json"), broken).unwrap();
+    let out = init(&dir, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(".mcp.json:3:"), "{err}");
+    assert_eq!(read(&dir, ".mcp.json"), broken);
+    assert!(
+        !dir.join(".code-intel").exists(),
+        "nothing is written when one file is refused"
+    );
+}
+
+#[test]
+fn project_rules_come_from_claude_md() {
+    let dir = temp_dir("rules");
+    std::fs::write(
+        dir.join("CLAUDE.md"),
+        "# Project\n\nSome prose.\n\n- Run `make test` before committing.\n- Never edit generated files.\n",
+    )
+    .unwrap();
+    assert!(init(&dir, &[]).status.success());
+    let context = read(&dir, ".code-intel/context.yml");
+    assert!(
+        context.contains(
+            "- rule: \"Run `make test` before committing.\"\n    source: \"CLAUDE.md:5\""
+        ),
+        "{context}"
+    );
+    assert!(context.contains("source: \"CLAUDE.md:6\""), "{context}");
+    assert!(!context.contains("Some prose"), "{context}");
+    assert!(context.contains("document_globs:"), "{context}");
+}
+
+#[test]
+fn locale_ja_writes_japanese_prompts() {
+    let dir = temp_dir("ja");
+    assert!(init(&dir, &["--locale", "ja"]).status.success());
+    assert!(read(&dir, ".code-intel/task_planning.md").starts_with("# タスクの計画"));
+    assert!(read(&dir, ".code-intel/user_escalation.md").contains("ユーザー"));
+    assert!(read(&dir, ".code-intel/config.yml").contains("locale: ja"));
+}
