@@ -2,4 +2,5 @@
 //! So far this holds what the server implements ([`registry`]); the server itself builds
 //! on `session::Driver`.
 
+pub mod evidence;
 pub mod registry;
