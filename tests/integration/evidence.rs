@@ -257,6 +257,52 @@ const ROWS: &[Row] = &[
         ALL,
         None,
     ),
+    // The other parsed languages.
+    (
+        "a.rb",
+        "def f\n  raise NotImplementedError, 'later'\nend\n",
+        "1-3",
+        ALL,
+        Some("empty_impl"),
+    ),
+    ("a.rb", "def f(x)\n  x + 1\nend\n", "1-3", ALL, None),
+    (
+        "a.php",
+        "<?php\nfunction f() {\n    throw new Exception('Not implemented');\n}\n",
+        "2-4",
+        ALL,
+        Some("empty_impl"),
+    ),
+    (
+        "a.php",
+        "<?php\nfunction f($x) {\n    return $x + 1;\n}\n",
+        "2-4",
+        ALL,
+        None,
+    ),
+    (
+        "A.cs",
+        "class A {\n  void Run() {\n    throw new NotImplementedException();\n  }\n}\n",
+        "2-4",
+        ALL,
+        Some("empty_impl"),
+    ),
+    ("a.cpp", "int f() {\n  return 1;\n}\n", "1-3", ALL, None),
+    // Decorations implement nothing: a decorated stub is still a stub.
+    (
+        "a.py",
+        "class A:\n    @property\n    def f(self):\n        pass\n",
+        "2-4",
+        ALL,
+        Some("empty_impl"),
+    ),
+    (
+        "a.rs",
+        "#[inline]\nfn f() {}\n",
+        "1-2",
+        ALL,
+        Some("empty_impl"),
+    ),
     // Files without a grammar: the textual rule.
     (
         "README.md",

@@ -215,7 +215,7 @@ impl File<'_> {
 
     /// Whether a statement (or a block of them, or a nested definition) does anything.
     fn statement_has_substance(&self, node: Node<'_>) -> bool {
-        if is_commentary(node) {
+        if is_inert(node) {
             return false;
         }
         if self.is_definition(node) {
@@ -239,9 +239,14 @@ impl File<'_> {
     }
 }
 
-/// Comments, and documentation written as a bare string (a Python docstring).
-fn is_commentary(node: Node<'_>) -> bool {
-    if node.kind().contains("comment") {
+/// Decorations of a definition: Python and ECMAScript decorators, Rust attributes, C# and
+/// PHP attribute lists. They shape a definition but implement nothing on their own.
+const DECORATIONS: &[&str] = &["decorator", "attribute_item", "attribute_list"];
+
+/// Whether a node implements nothing however it is written: a comment, documentation
+/// written as a bare string (a Python docstring), or a decoration.
+fn is_inert(node: Node<'_>) -> bool {
+    if node.kind().contains("comment") || DECORATIONS.contains(&node.kind()) {
         return true;
     }
     node.kind() == "expression_statement"
@@ -251,18 +256,18 @@ fn is_commentary(node: Node<'_>) -> bool {
             .is_some_and(|only| only.kind().contains("string"))
 }
 
-/// Every definition and every piece of commentary in the tree, in document order.
+/// Every definition and every inert node in the tree, in document order.
 fn collect<'t>(tree: &'t Tree, file: &File<'_>) -> (Vec<Node<'t>>, Vec<Node<'t>>) {
     let mut definitions = Vec::new();
-    let mut commentary = Vec::new();
+    let mut inert = Vec::new();
     let mut cursor = tree.walk();
     loop {
         let node = cursor.node();
         if file.is_definition(node) {
             definitions.push(node);
         }
-        if is_commentary(node) {
-            commentary.push(node);
+        if is_inert(node) {
+            inert.push(node);
         } else if cursor.goto_first_child() {
             continue;
         }
@@ -271,7 +276,7 @@ fn collect<'t>(tree: &'t Tree, file: &File<'_>) -> (Vec<Node<'t>>, Vec<Node<'t>>
                 break;
             }
             if !cursor.goto_parent() {
-                return (definitions, commentary);
+                return (definitions, inert);
             }
         }
     }
@@ -283,7 +288,7 @@ fn collect<'t>(tree: &'t Tree, file: &File<'_>) -> (Vec<Node<'t>>, Vec<Node<'t>>
 ///
 /// The innermost definition that contains the range must implement something; then
 /// either a definition inside the range implements something, or the range's other lines
-/// hold code (comments, docstrings and placeholders do not count).
+/// hold code (comments, docstrings, decorations and placeholders do not count).
 pub(super) fn range_is_empty(
     language: &Language,
     text: &str,
@@ -299,7 +304,7 @@ pub(super) fn range_is_empty(
         first: usize::try_from(start).ok()?.checked_sub(1)?,
         last: usize::try_from(end).ok()?.checked_sub(1)?,
     };
-    let (definitions, commentary) = collect(&tree, &file);
+    let (definitions, inert) = collect(&tree, &file);
 
     let container = definitions
         .iter()
@@ -320,7 +325,7 @@ pub(super) fn range_is_empty(
     }
 
     // The range's own lines, without the (empty) definitions inside it and with
-    // commentary blanked out.
+    // inert nodes blanked out.
     let mut lines = Vec::new();
     let mut line_start = 0;
     for (row, line) in text.split('\n').enumerate() {
@@ -335,7 +340,7 @@ pub(super) fn range_is_empty(
             })
         {
             let mut kept = line.as_bytes().to_vec();
-            for c in &commentary {
+            for c in &inert {
                 let from = c.start_byte().max(line_start);
                 let to = c.end_byte().min(line_end);
                 for byte in kept
