@@ -8,6 +8,7 @@
 pub mod checkpoint;
 pub mod code_tools;
 pub mod core;
+pub mod evidence;
 pub mod git;
 pub mod host;
 pub mod init;

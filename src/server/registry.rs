@@ -41,15 +41,24 @@ pub fn registry() -> Registry {
         ),
         host_action(
             "checklist.verify_evidence",
-            "check that every `done` item's evidence names an existing file and line range with a real implementation",
+            "check that every `done` item's evidence cites lines inside the repository that this task changed and that hold a real implementation",
             vec![
                 ("task_id", string(), true),
                 ("checklist", json!({"type": "array"}), true),
             ],
             &[
-                ("file_not_found", &["file_path"]),
-                ("line_out_of_range", &["line", "total"]),
-                ("empty_impl", &["evidence"]),
+                ("invalid_format", &["evidence", "item"]),
+                ("outside_root", &["evidence", "item", "file_path"]),
+                ("file_not_found", &["evidence", "item", "file_path"]),
+                (
+                    "line_out_of_range",
+                    &["evidence", "item", "file_path", "line", "total"],
+                ),
+                (
+                    "not_changed",
+                    &["evidence", "item", "file_path", "changed_ranges"],
+                ),
+                ("empty_impl", &["evidence", "item", "file_path"]),
             ],
         ),
         host_action(

@@ -5,6 +5,7 @@ mod cli;
 mod codeintel;
 mod default_flow;
 mod driver;
+mod evidence;
 mod generated;
 mod git_branches;
 mod guard_table;
