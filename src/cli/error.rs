@@ -38,7 +38,9 @@ impl CliError {
     /// 1 for a problem in the contract, 2 for usage and IO errors, as documented.
     pub(super) fn exit_code(&self) -> u8 {
         match self {
-            CliError::Read { .. } | CliError::Flags(_) | CliError::Serve(_) | CliError::Init(_) => 2,
+            CliError::Read { .. } | CliError::Flags(_) | CliError::Serve(_) | CliError::Init(_) => {
+                2
+            }
             CliError::InvalidContract { .. } | CliError::Matrix(_) => 1,
         }
     }

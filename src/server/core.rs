@@ -10,11 +10,14 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::{Mutex, PoisonError};
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::args::{
+    AddExploredArgs, EmptyArgs, Outcome, OutcomeArgs, StartArgs, SubmitArgs, WriteTargetArgs,
+};
 use super::checkpoint::{CheckpointError, Checkpoints, SealKey, new_session_id};
 use super::code_tools::{self, paths_in};
+use super::git;
 use super::host::{CodeIntelHost, check_explorable};
 use super::log::{Log, now};
 use super::record::{HostState, RECORD_VERSION, SessionRecord};
@@ -61,6 +64,12 @@ impl Server {
                 contract.name, contract.registry.host
             ));
         }
+        ensure_gitignore(root.path()).map_err(|e| {
+            format!(
+                "cannot write {}: {e}",
+                root.path().join(GITIGNORE).display()
+            )
+        })?;
         let checkpoints = Checkpoints::new(root.path(), key);
         let log = Log::new(root.path());
         Ok(Server {
@@ -229,6 +238,8 @@ impl Server {
         match tool {
             "check_write_target" => self.check_write_target(state, args),
             "add_explored_files" => self.add_explored_files(state, args),
+            "review_changes" => self.review_changes(state, args),
+            "cleanup_stale_branches" => self.cleanup_stale_branches(state, args),
             other => Reply::error("unknown_tool", format!("`{other}` is not a control tool")),
         }
     }
@@ -313,7 +324,12 @@ impl Server {
             compaction_count: 0,
             tools_called: Vec::new(),
             tool_history: Default::default(),
-            host: HostState::default(),
+            host: HostState {
+                start: git::open(self.root.path())
+                    .and_then(|repo| repo.baseline())
+                    .ok(),
+                ..HostState::default()
+            },
             outcome: None,
         };
         let shared = Rc::new(RefCell::new(record.host.clone()));
@@ -321,6 +337,7 @@ impl Server {
         let turn = {
             let mut host = CodeIntelHost {
                 root: &self.root,
+                session_id: &id,
                 state: shared.clone(),
             };
             let mut store = RecordStore::new(&self.checkpoints, &mut record, shared.clone());
@@ -387,8 +404,10 @@ impl Server {
                 return Reply::error("session.none", "no session");
             };
             let instance = active.record.instance.clone();
+            let session_id = active.record.id.clone();
             let mut host = CodeIntelHost {
                 root: &self.root,
+                session_id: &session_id,
                 state: shared.clone(),
             };
             let mut store = RecordStore::new(&self.checkpoints, &mut active.record, shared.clone());
@@ -536,9 +555,11 @@ impl Server {
         let tools_called = active.record.tools_called.clone();
         let instance = active.record.instance.clone();
         let shared = Rc::new(RefCell::new(active.record.host.clone()));
+        let session_id = active.record.id.clone();
         let turn = {
             let mut host = CodeIntelHost {
                 root: &self.root,
+                session_id: &session_id,
                 state: shared.clone(),
             };
             let mut store = RecordStore::new(&self.checkpoints, &mut active.record, shared.clone());
@@ -672,13 +693,29 @@ impl Server {
         let outcome = a.outcome.as_str();
         self.log
             .outcome(&record.id, outcome, a.notes.as_deref(), &record.request);
+        let mut branch_deleted = None;
+        if a.outcome != Outcome::Success
+            && let Some(branch) = record.host.branch.take()
+        {
+            // A failed task's branch goes; uncommitted work is carried to the base, never
+            // overwritten (the deletion refuses instead).
+            match git::open(self.root.path()).and_then(|repo| repo.delete_task_branch(&branch)) {
+                Ok(_) => branch_deleted = Some(branch.name.clone()),
+                Err(e) => {
+                    record.host.branch = Some(branch);
+                    return Reply::error(e.key(), e.to_string()).with("files", e.files().to_vec());
+                }
+            }
+        }
         if a.outcome != Outcome::Success && !record.finished() {
             record.outcome = Some(outcome.to_string());
             let _ = self.checkpoints.remove(&record.id);
             let _ = self.checkpoints.set_current(None);
             active.lock = None;
         }
-        Reply::ok(json!({"recorded": outcome, "session_id": active.record.id}))
+        Reply::ok(
+            json!({"recorded": outcome, "session_id": active.record.id, "branch_deleted": branch_deleted}),
+        )
     }
 
     // --- control tools ------------------------------------------------------------
@@ -754,7 +791,107 @@ impl Server {
         }
     }
 
-    /// Project rules for DOCUMENT_RESEARCH, from `.code-intel/context.yml` when present.
+    /// Every change of the session against its baseline (the task branch's base, or
+    /// HEAD at the start), with diffs, and which changed files were never explored.
+    fn review_changes(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+        if let Err(reply) = parse::<EmptyArgs>(args) {
+            return reply;
+        }
+        let Some(active) = state.active.as_ref() else {
+            return Reply::error(
+                "session.no_active_session",
+                "No active session. Call start_session first.",
+            );
+        };
+        let host = &active.record.host;
+        let Some(baseline) = host.baseline() else {
+            let m = self.render(
+                "tool_errors.review_changes.task_branch_not_enabled",
+                &[],
+                &active.record.instance,
+            );
+            return Reply::refused(&m);
+        };
+        let changes = match git::open(self.root.path()).and_then(|repo| repo.changes(baseline)) {
+            Ok(c) => c,
+            Err(e) => return Reply::error(e.key(), e.to_string()),
+        };
+        let changes: Vec<_> = changes
+            .into_iter()
+            .filter(|c| !c.path.starts_with(".code-intel/"))
+            .collect();
+        let unexplored: Vec<&str> = changes
+            .iter()
+            .map(|c| c.path.as_str())
+            .filter(|p| !host.explored.contains(*p))
+            .collect();
+        let listed: Vec<Value> = changes
+            .iter()
+            .map(|c| {
+                let (status, from) = match &c.status {
+                    git::ChangeStatus::Added => ("added", None),
+                    git::ChangeStatus::Modified => ("modified", None),
+                    git::ChangeStatus::Deleted => ("deleted", None),
+                    git::ChangeStatus::Renamed { from } => ("renamed", Some(from.clone())),
+                    git::ChangeStatus::TypeChange => ("type_changed", None),
+                };
+                json!({
+                    "path": c.path,
+                    "status": status,
+                    "renamed_from": from,
+                    "binary": c.binary,
+                    "size_bytes": c.size_bytes,
+                    "diff": c.diff,
+                    "diff_truncated": c.diff_truncated,
+                })
+            })
+            .collect();
+        Reply::ok(json!({
+            "task_branch": host.branch.as_ref().map(|b| b.name.clone()),
+            "base_branch": baseline.base_branch,
+            "base_commit": baseline.base_commit,
+            "changes": listed,
+            "unexplored": unexplored,
+        }))
+    }
+
+    /// Outside a session: deletes every task branch and every saved session.
+    fn cleanup_stale_branches(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+        if let Err(reply) = parse::<EmptyArgs>(args) {
+            return reply;
+        }
+        if state.active.as_ref().is_some_and(|a| !a.record.finished()) {
+            return Reply::error(
+                "session.active",
+                "a session is active: finish it or record its outcome before cleaning up",
+            );
+        }
+        let lock = match self.take_lock(state, "cleaning") {
+            Ok(lock) => lock,
+            Err(reply) => return reply,
+        };
+        let outcome = match git::open(self.root.path())
+            .and_then(|repo| repo.resolve_stale(git::StaleChoice::Delete))
+        {
+            Ok(o) => o,
+            Err(e) => {
+                return Reply::error(e.key(), e.to_string()).with("files", e.files().to_vec());
+            }
+        };
+        let removed = self.checkpoints.all_ids();
+        for id in &removed {
+            let _ = self.checkpoints.remove(id);
+        }
+        let _ = self.checkpoints.set_current(None);
+        drop(lock);
+        Reply::ok(json!({
+            "deleted_branches": outcome.deleted.iter().map(|d| json!({"name": d.name, "unmerged_commits": d.unmerged_commits})).collect::<Vec<_>>(),
+            "kept_branches": outcome.kept.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
+            "removed_sessions": removed,
+        }))
+    }
+
+    /// Project rules for the document research, from `.code-intel/context.yml` when present.
     fn project_rules(&self) -> Value {
         let path = self.root.path().join(".code-intel/context.yml");
         match std::fs::read_to_string(&path) {
@@ -806,6 +943,19 @@ impl CheckpointStore for RecordStore<'_> {
     }
 }
 
+/// `.code-intel/.gitignore`: the server's machine-local files (sessions, logs, the symbol
+/// index) never show up as changes of a task, nor get committed.
+const GITIGNORE: &str = ".code-intel/.gitignore";
+const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\nsessions/\nlogs/\nsymbols.*\n*.lock\n*.tmp*\n";
+
+fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
+    let path = root.join(GITIGNORE);
+    if path.exists() {
+        return Ok(());
+    }
+    crate::codeintel::store::atomic_write(&path, GITIGNORE_TEXT.as_bytes())
+}
+
 fn summaries(instance: &Instance) -> Value {
     let map: Map<String, Value> = instance
         .summaries
@@ -829,77 +979,4 @@ fn recoverable(record: &SessionRecord) -> Value {
 fn parse<T: serde::de::DeserializeOwned>(args: Map<String, Value>) -> Result<T, Reply> {
     serde_json::from_value(Value::Object(args))
         .map_err(|e| Reply::error("invalid_arguments", format!("invalid arguments: {e}")))
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StartArgs {
-    /// The user's request, verbatim (QUERY_FRAME quotes are checked against it).
-    pub query: String,
-    /// IMPLEMENT, MODIFY, INVESTIGATE or QUESTION (default IMPLEMENT).
-    #[serde(default)]
-    pub intent: Option<String>,
-    /// The flags as the user typed them, e.g. "--quick -ni".
-    #[serde(default)]
-    pub flags: Option<String>,
-    /// `en` or `ja` (default: the contract's first locale).
-    #[serde(default)]
-    pub locale: Option<String>,
-    /// Continue the unfinished session of this repository instead of starting one.
-    #[serde(default)]
-    pub resume: bool,
-    /// Discard every saved session of this repository first.
-    #[serde(default)]
-    pub clean: bool,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SubmitArgs {
-    /// The phase's payload, as the current `expected_payload` describes, plus
-    /// `compaction_count`.
-    pub data: Map<String, Value>,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OutcomeArgs {
-    /// A failure or an abort ends the session and deletes its task branch.
-    pub outcome: Outcome,
-    /// What worked or what went wrong, for the outcome log.
-    #[serde(default)]
-    pub notes: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Success,
-    Failure,
-    Aborted,
-}
-
-impl Outcome {
-    fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Success => "success",
-            Outcome::Failure => "failure",
-            Outcome::Aborted => "aborted",
-        }
-    }
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WriteTargetArgs {
-    /// The file you are about to create or edit (root-relative or absolute inside the root).
-    pub file_path: String,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AddExploredArgs {
-    /// Files to add to the explored set: existing files must have appeared in a tool's
-    /// output in this session; new files (to be created) must lie inside the repository.
-    pub files: Vec<String>,
 }

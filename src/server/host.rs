@@ -8,8 +8,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::rc::Rc;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
+use super::evidence;
+use super::git::{self, GitError, StaleChoice};
 use super::record::HostState;
 use crate::codeintel::root::{PathError, Root};
 use crate::machine::Effect;
@@ -19,13 +21,24 @@ use crate::session::{ActionFailure, Host};
 /// an action records is saved with the step it belongs to.
 pub struct CodeIntelHost<'a> {
     pub root: &'a Root,
+    pub session_id: &'a str,
     pub state: Rc<RefCell<HostState>>,
 }
 
 impl Host for CodeIntelHost<'_> {
     fn perform(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        let args = &effect.args;
         match effect.action.as_str() {
-            "exploration.record" => self.record_explored(&effect.args),
+            "exploration.record" => self.record_explored(args),
+            "changes.require_explored" => self.require_explored().map(|()| Value::Null),
+            "git.resolve_stale_branches" => self.resolve_stale(args),
+            "git.ensure_task_branch" => self.ensure_task_branch(),
+            "git.commit" => self.commit(args, false),
+            "git.prepare_commit" => self.commit(args, true),
+            "git.commit_prepared" => self.commit_prepared(),
+            "git.discard_prepared" => self.discard_prepared(),
+            "git.merge" => self.merge(),
+            "checklist.verify_evidence" => self.verify_evidence(args),
             other => Err(ActionFailure::new("failed").with(
                 "details",
                 format!("the code-intel server does not perform `{other}`"),
@@ -35,24 +48,236 @@ impl Host for CodeIntelHost<'_> {
 
     fn facts(&mut self) -> Map<String, Value> {
         let root = self.root.path();
+        let state = self.state.borrow();
+        let own = state.branch.as_ref().map(|b| b.name.as_str());
+        // Outside a git repository there are no branches to be stale; the session fails
+        // later, where it needs a branch, with the reason.
+        let stale = git::open(root)
+            .and_then(|repo| repo.stale_task_branches(own))
+            .is_ok_and(|list| !list.is_empty());
         let mut facts = Map::new();
         facts.insert(
             "quality_review_prompt_exists".into(),
-            Value::Bool(root.join(QUALITY_REVIEW_PROMPT).is_file()),
+            Value::Bool(root.join(QUALITY_PROMPT).is_file()),
         );
         facts.insert("semantic_available".into(), Value::Bool(false));
-        facts.insert("stale_branches_exist".into(), Value::Bool(false));
-        facts.insert("task_branch_active".into(), Value::Bool(false));
-        facts.insert("task_branch".into(), Value::Null);
-        facts.insert("base_branch".into(), Value::Null);
+        facts.insert("stale_branches_exist".into(), Value::Bool(stale));
+        facts.insert(
+            "task_branch_active".into(),
+            Value::Bool(state.branch.is_some()),
+        );
+        facts.insert(
+            "task_branch".into(),
+            state
+                .branch
+                .as_ref()
+                .map_or(Value::Null, |b| Value::String(b.name.clone())),
+        );
+        facts.insert(
+            "base_branch".into(),
+            state
+                .branch
+                .as_ref()
+                .map_or(Value::Null, |b| Value::String(b.base_branch.clone())),
+        );
         facts
     }
 }
 
 /// The prompt whose presence turns the quality review on (`facts.quality_review_prompt_exists`).
-pub const QUALITY_REVIEW_PROMPT: &str = ".code-intel/review_prompts/quality_review.md";
+pub const QUALITY_PROMPT: &str = ".code-intel/review_prompts/quality_review.md";
 
 impl CodeIntelHost<'_> {
+    fn repo(&self) -> Result<git::Repo, ActionFailure> {
+        git::open(self.root.path()).map_err(git_failure)
+    }
+
+    /// `git.resolve_stale_branches {choice}`. `continue` adopts the checked-out task
+    /// branch as this session's, so `git.ensure_task_branch` does not start another.
+    fn resolve_stale(&mut self, args: &Map<String, Value>) -> Result<Value, ActionFailure> {
+        let choice = match args.get("choice").and_then(Value::as_str) {
+            Some("delete") => StaleChoice::Delete,
+            Some("merge") => StaleChoice::Merge,
+            Some("continue") => StaleChoice::Continue,
+            other => {
+                return Err(ActionFailure::new("failed")
+                    .with("choice", other.map_or(Value::Null, Value::from))
+                    .with("errors", "the choice must be delete, merge or continue"));
+            }
+        };
+        let repo = self.repo()?;
+        let outcome = repo.resolve_stale(choice).map_err(|e| {
+            ActionFailure::new("failed")
+                .with("choice", args.get("choice").cloned().unwrap_or(Value::Null))
+                .with("errors", e.to_string())
+                .with("files", e.files().to_vec())
+        })?;
+        if choice == StaleChoice::Continue {
+            let adopted = repo.current_task_branch().map_err(git_failure)?;
+            self.state.borrow_mut().branch = adopted;
+        }
+        Ok(json!({
+            "deleted": outcome.deleted.iter().map(|d| json!({"name": d.name, "unmerged_commits": d.unmerged_commits})).collect::<Vec<_>>(),
+            "kept": outcome.kept.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
+            "merged": outcome.merged.as_ref().map(|m| json!({"branch": m.task_branch, "into": m.base_branch, "commit": m.commit})),
+        }))
+    }
+
+    /// `git.ensure_task_branch`: the session's branch, created at HEAD (a dirty tree is
+    /// carried onto it, never discarded) unless it exists.
+    fn ensure_task_branch(&mut self) -> Result<Value, ActionFailure> {
+        if let Some(branch) = &self.state.borrow().branch {
+            return Ok(json!({"branch": branch.name, "created": false}));
+        }
+        let repo = self.repo()?;
+        let (branch, carried) = repo
+            .start_task_branch(self.session_id)
+            .map_err(|e| ActionFailure::new("failed").with("details", e.to_string()))?;
+        let reply = json!({"branch": branch.name, "base": branch.base_branch, "created": true, "carried": carried});
+        let mut state = self.state.borrow_mut();
+        state.branch = Some(branch);
+        state.carried = carried;
+        Ok(reply)
+    }
+
+    /// The changed files (against the baseline) that are neither explored nor added,
+    /// ignoring code-intel's own directory.
+    fn unexplored_changes(&self, changes: &[git::Change]) -> Vec<String> {
+        let state = self.state.borrow();
+        changes
+            .iter()
+            .map(|c| c.path.clone())
+            .filter(|p| !p.starts_with(".code-intel/") && !state.explored.contains(p))
+            .collect()
+    }
+
+    fn changes(&self) -> Result<(git::Repo, git::TaskBranch, Vec<git::Change>), ActionFailure> {
+        let Some(baseline) = self.state.borrow().baseline().cloned() else {
+            return Err(ActionFailure::new("no_branch"));
+        };
+        let repo = self.repo()?;
+        let changes = repo.changes(&baseline).map_err(git_failure)?;
+        Ok((repo, baseline, changes))
+    }
+
+    /// `changes.require_explored`: the real diff decides what was written. Every changed
+    /// file must be explored or added, whatever tool wrote it.
+    fn require_explored(&self) -> Result<(), ActionFailure> {
+        let (_, _, changes) = self.changes()?;
+        let unexplored = self.unexplored_changes(&changes);
+        if unexplored.is_empty() {
+            Ok(())
+        } else {
+            Err(ActionFailure::new("unexplored").with("files", unexplored))
+        }
+    }
+
+    /// `git.commit` / `git.prepare_commit {message, reviewed_files}`: the review must
+    /// name exactly the changed files, every changed file must have been explored, and
+    /// only the files reviewed as `discard` are reverted.
+    fn commit(&mut self, args: &Map<String, Value>, prepare: bool) -> Result<Value, ActionFailure> {
+        let Some(branch) = self.state.borrow().branch.clone() else {
+            return Err(ActionFailure::new("no_branch"));
+        };
+        let message = args
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let reviewed = reviewed_files(args.get("reviewed_files"));
+        let repo = self.repo()?;
+        let changes = repo.changes(&branch).map_err(git_failure)?;
+        let changes: Vec<git::Change> = changes
+            .into_iter()
+            .filter(|c| !c.path.starts_with(".code-intel/"))
+            .collect();
+        let unexplored = self.unexplored_changes(&changes);
+        if !unexplored.is_empty() {
+            return Err(ActionFailure::new("unexplored").with("files", unexplored));
+        }
+        let coverage = git::coverage(&changes, &reviewed);
+        if !coverage.is_exact() {
+            return Err(ActionFailure::new("review_incomplete")
+                .with("missing", coverage.missing)
+                .with("unknown", coverage.unknown));
+        }
+        if prepare {
+            let prepared = repo
+                .prepare(&branch, message, &reviewed)
+                .map_err(commit_failure)?;
+            let reply =
+                json!({"prepared": true, "kept": prepared.kept, "discarded": prepared.discarded});
+            self.state.borrow_mut().prepared = Some(prepared);
+            return Ok(reply);
+        }
+        let done = repo
+            .commit_reviewed(&branch, message, &reviewed)
+            .map_err(commit_failure)?;
+        Ok(json!({"commit": done.commit, "kept": done.kept, "discarded": done.discarded}))
+    }
+
+    fn commit_prepared(&mut self) -> Result<Value, ActionFailure> {
+        let (Some(branch), Some(prepared)) = ({
+            let state = self.state.borrow();
+            (state.branch.clone(), state.prepared.clone())
+        }) else {
+            return Err(ActionFailure::new("failed").with("details", "there is no prepared commit"));
+        };
+        let done = self
+            .repo()?
+            .commit_prepared(&branch, &prepared)
+            .map_err(commit_failure)?;
+        self.state.borrow_mut().prepared = None;
+        Ok(json!({"commit": done.commit, "kept": done.kept, "discarded": done.discarded}))
+    }
+
+    fn discard_prepared(&mut self) -> Result<Value, ActionFailure> {
+        let branch = self.state.borrow().branch.clone();
+        if let Some(branch) = branch {
+            self.repo()?
+                .discard_prepared(&branch)
+                .map_err(git_failure)?;
+        }
+        self.state.borrow_mut().prepared = None;
+        Ok(Value::Null)
+    }
+
+    /// `git.merge`: into the base, then the task branch is deleted. A conflict leaves
+    /// the repository as it was.
+    fn merge(&mut self) -> Result<Value, ActionFailure> {
+        let (branch, prepared) = {
+            let state = self.state.borrow();
+            (state.branch.clone(), state.prepared.is_some())
+        };
+        let Some(branch) = branch else {
+            return Err(ActionFailure::new("no_branch"));
+        };
+        if prepared {
+            return Err(ActionFailure::new("uncommitted"));
+        }
+        let merged = self.repo()?.merge_into_base(&branch).map_err(|e| match e {
+            GitError::MergeConflict { files } => {
+                ActionFailure::new("conflict").with("files", files)
+            }
+            other => ActionFailure::new("failed").with("details", other.to_string()),
+        })?;
+        self.state.borrow_mut().branch = None;
+        Ok(
+            json!({"merged": merged.task_branch, "into": merged.base_branch, "commit": merged.commit}),
+        )
+    }
+
+    /// `checklist.verify_evidence {task_id, checklist}`: `done` items point at lines this
+    /// session changed, in range, with a real implementation.
+    fn verify_evidence(&self, args: &Map<String, Value>) -> Result<Value, ActionFailure> {
+        let Some(baseline) = self.state.borrow().baseline().cloned() else {
+            return Err(ActionFailure::new("no_baseline"));
+        };
+        let changed = self.repo()?.changed_lines(&baseline).map_err(git_failure)?;
+        let checklist = args.get("checklist").cloned().unwrap_or(Value::Null);
+        evidence::verify_checklist(self.root, &checklist, &changed).map_err(ActionFailure::from)?;
+        Ok(Value::Null)
+    }
+
     /// `exploration.record {files}`: the files become explored, if each is a path inside
     /// the repository that the agent has seen in a tool's output (or a file that does not
     /// exist yet, to be created).
@@ -143,6 +368,54 @@ pub fn relative_path(root: &Root, client: &str) -> Result<String, PathError> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// A git refusal as the generic `failed` outcome with its text.
+fn git_failure(e: GitError) -> ActionFailure {
+    ActionFailure::new("failed")
+        .with("details", e.to_string())
+        .with("error", e.key())
+}
+
+fn commit_failure(e: GitError) -> ActionFailure {
+    match e {
+        GitError::UnknownReviewedPaths { paths } => ActionFailure::new("review_incomplete")
+            .with("missing", Vec::<String>::new())
+            .with("unknown", paths),
+        other => git_failure(other),
+    }
+}
+
+/// `reviewed_files` items as git review decisions; anything but `discard` keeps.
+fn reviewed_files(value: Option<&Value>) -> Vec<git::Reviewed> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|item| {
+                    let path = item
+                        .get("path")?
+                        .as_str()?
+                        .trim_start_matches("./")
+                        .to_string();
+                    let decision = match item.get("decision").and_then(Value::as_str) {
+                        Some("discard") => git::Decision::Discard,
+                        _ => git::Decision::Keep,
+                    };
+                    let reason = item
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    Some(git::Reviewed {
+                        path,
+                        decision,
+                        reason,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn string_list(value: Option<&Value>) -> Vec<String> {

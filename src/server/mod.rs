@@ -5,6 +5,7 @@
 //! [`checkpoint`] and [`session_lock`] keep sessions durable and single, [`git`] runs
 //! the task branches, [`init`] sets a repository up for the clients.
 
+pub mod args;
 pub mod checkpoint;
 pub mod code_tools;
 pub mod core;

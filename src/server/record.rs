@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::git::{PreparedCommit, TaskBranch};
 use crate::machine::Instance;
 
 /// The checkpoint format's version; a checkpoint of another version is refused.
@@ -55,6 +56,24 @@ pub struct HostState {
     /// Files that were dirty when the task branch was created and were carried onto it.
     #[serde(default)]
     pub carried: Vec<String>,
+    /// The session's task branch, once created (or adopted by `continue`).
+    #[serde(default)]
+    pub branch: Option<TaskBranch>,
+    /// The branch and commit HEAD was at when the session started: what changes are
+    /// measured against when there is no task branch (`--quick`).
+    #[serde(default)]
+    pub start: Option<TaskBranch>,
+    /// A commit prepared by `git.prepare_commit`, waiting for `git.commit_prepared`.
+    #[serde(default)]
+    pub prepared: Option<PreparedCommit>,
+}
+
+impl HostState {
+    /// What the session's changes are measured against: its task branch's base, else
+    /// where HEAD was at the start.
+    pub fn baseline(&self) -> Option<&TaskBranch> {
+        self.branch.as_ref().or(self.start.as_ref())
+    }
 }
 
 impl SessionRecord {

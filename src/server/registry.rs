@@ -24,6 +24,12 @@ pub fn registry() -> Registry {
             &[("unseen", &["files"]), ("outside_root", &["files"])],
         ),
         host_action(
+            "changes.require_explored",
+            "check that every file changed against the session's baseline was explored or added",
+            vec![],
+            &[("unexplored", &["files"]), ("failed", &["details"])],
+        ),
+        host_action(
             "git.resolve_stale_branches",
             "delete all stale llm_task_* branches, merge the current one and delete the rest, or continue on the current branch",
             vec![(
@@ -68,7 +74,12 @@ pub fn registry() -> Registry {
                 ("message", string(), true),
                 ("reviewed_files", json!({"type": "array"}), false),
             ],
-            &[("no_branch", &[]), ("failed", &["details"])],
+            &[
+                ("no_branch", &[]),
+                ("failed", &["details"]),
+                ("unexplored", &["files"]),
+                ("review_incomplete", &["missing", "unknown"]),
+            ],
         ),
         host_action(
             "git.prepare_commit",
@@ -77,7 +88,12 @@ pub fn registry() -> Registry {
                 ("message", string(), true),
                 ("reviewed_files", json!({"type": "array"}), false),
             ],
-            &[("no_branch", &[]), ("failed", &["details"])],
+            &[
+                ("no_branch", &[]),
+                ("failed", &["details"]),
+                ("unexplored", &["files"]),
+                ("review_incomplete", &["missing", "unknown"]),
+            ],
         ),
         host_action(
             "git.commit_prepared",
@@ -98,6 +114,7 @@ pub fn registry() -> Registry {
             &[
                 ("no_branch", &[]),
                 ("uncommitted", &[]),
+                ("conflict", &["files"]),
                 ("failed", &["details"]),
             ],
         ),

@@ -5,11 +5,13 @@
 use schemars::JsonSchema;
 use serde_json::Value;
 
+use super::args::{
+    AddExploredArgs, EmptyArgs, OutcomeArgs, StartArgs, SubmitArgs, WriteTargetArgs,
+};
 use super::code_tools::{
     DefinitionsArgs, FileArgs, ImpactArgs, LineArgs, PathArgs, QueryArgs, ReferencesArgs,
     SearchFilesArgs, SearchTextArgs,
 };
-use super::core::{AddExploredArgs, OutcomeArgs, StartArgs, SubmitArgs, WriteTargetArgs};
 
 /// How the server handles a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +110,7 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "analyze_impact",
         kind: ToolKind::Code,
-        description: "What a change to files or symbols may affect: definitions, callers, tests, configuration and docs, with a risk summary. Call it on everything you plan to change (required in IMPACT_ANALYSIS).",
+        description: "What a change to files or symbols may affect: definitions, callers, tests, configuration and docs, with a risk summary. Call it on everything you plan to change; the impact-analysis phase requires it.",
         schema: schema::<ImpactArgs>,
     },
     ToolSpec {
@@ -120,7 +122,7 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "check_write_target",
         kind: ToolKind::Control,
-        description: "Before creating or editing a file in the implementation phase: whether the session allows writing it (only explored or added files, never the session's own files). Required in READY implementation; clients without write hooks must call it before every write.",
+        description: "Before creating or editing a file in the implementation phase: whether the session allows writing it (only explored or added files, never the session's own files). The implementation phase requires it; clients without write hooks must call it before every write.",
         schema: schema::<WriteTargetArgs>,
     },
     ToolSpec {
@@ -130,17 +132,24 @@ pub const TOOLS: &[ToolSpec] = &[
         schema: schema::<AddExploredArgs>,
     },
     ToolSpec {
+        name: "review_changes",
+        kind: ToolKind::Control,
+        description: "Every change of this session against its base (committed on the task branch, staged, unstaged and untracked, renames as one entry) with diffs, and which changed files were never explored. Call it in the commit review before deciding keep or discard for each file, and when verifying or reviewing.",
+        schema: schema::<EmptyArgs>,
+    },
+    ToolSpec {
+        name: "cleanup_stale_branches",
+        kind: ToolKind::Control,
+        description: "Outside a session only: delete every llm_task_* branch (unmerged work is listed) and every saved session of this repository. Use it when the user asks to clean up after abandoned sessions.",
+        schema: schema::<EmptyArgs>,
+    },
+    ToolSpec {
         name: "record_outcome",
         kind: ToolKind::RecordOutcome,
         description: "Record how the session ended for the user: success, failure or aborted, with notes. A failure or an abort ends the session and deletes its task branch.",
         schema: schema::<OutcomeArgs>,
     },
 ];
-
-/// No arguments.
-#[derive(Debug, serde::Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct EmptyArgs {}
 
 /// The listed tool of this name.
 pub fn find(name: &str) -> Option<&'static ToolSpec> {

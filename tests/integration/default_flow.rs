@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::support::{Driver, default_contract};
 
 fn no_stale() -> Value {
-    json!({"stale_branches_exist": false, "quality_review_prompt_exists": true, "task_branch_active": true, "task_branch": "llm_task_1", "base_branch": "main"})
+    json!({"stale_branches_exist": false, "quality_review_prompt_exists": true, "task_branch_active": true, "task_branch": "llm_task_1", "base_branch": "main", "semantic_available": true})
 }
 
 fn driver(flags: &str) -> Driver {
@@ -97,12 +97,14 @@ fn happy_path_runs_all_nineteen_steps() {
     assert_eq!(
         d.effects,
         [
+            "exploration.record",
             "git.ensure_task_branch",
             "checklist.verify_evidence",
             "checklist.verify_evidence",
+            "changes.require_explored",
             "git.prepare_commit",
             "git.commit_prepared",
-            "git.merge"
+            "git.merge",
         ]
     );
     // One summary per task: the original overwrote them (B24).

@@ -232,13 +232,15 @@ proptest! {
             "stale_branches_exist": facts & 1 != 0,
             "quality_review_prompt_exists": facts & 2 != 0,
             "task_branch_active": facts & 4 != 0,
+            "semantic_available": true,
             "task_branch": "llm_task_x", "base_branch": "main",
         }).as_object().unwrap().clone();
         let allowed = reachable(&contract, &flag_set, &intent);
         let bound = step_bound(&contract);
         let mut rng = Rng(seed);
         let mut plan_round = 0;
-        let start = Instance::start(&contract, flag_set, Some(&intent), None, &Map::new()).unwrap();
+        let request = json!({"request": "please fix"}).as_object().cloned().unwrap_or_default();
+        let start = Instance::start(&contract, flag_set, Some(&intent), None, &request).unwrap();
         let mut instance = settle(&contract, &start, &facts).unwrap();
         let mut accepted = 0u64;
         loop {

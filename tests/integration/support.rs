@@ -83,7 +83,11 @@ impl Driver {
                 flag_text,
                 Some(intent),
                 None,
-                &Map::new(),
+                // The user's request, which QUERY_FRAME quotes must come from.
+                &serde_json::json!({"request": "please fix login"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
             )
             .unwrap();
         assert!(

@@ -12,6 +12,7 @@ A scenario is {"steps": [...]}; each step is one of
   {"list_tools": ["name", ...], "client": "a"}   the listed tool names, exactly
   {"git": ["commit", "-am", "msg"]}       run git in ROOT
   {"edit_checkpoint": [FIND, REPLACE]}    edit the current session's checkpoint (tampering)
+  {"sh": "git log --format=%s", "stdout": "~text"}  run a shell command in ROOT; match its stdout
 Every step's outcome is printed; the first mismatch exits 1 with the difference.
 """
 
@@ -132,6 +133,14 @@ async def run(binary, root, scenario):
                     f.write(step["text"])
             elif "git" in step:
                 subprocess.run(["git", *step["git"]], cwd=root, check=True, capture_output=True)
+            elif "sh" in step:
+                out = subprocess.run(["sh", "-c", step["sh"]], cwd=root, capture_output=True, text=True)
+                problem = matches(step.get("stdout", out.stdout), out.stdout) or (
+                    None if out.returncode == step.get("status", 0) else f"exit status {out.returncode}")
+                print(f"{where}: sh {step['sh']!r} -> {out.returncode}")
+                if problem:
+                    print(f"{where} (sh {step['sh']!r}): {problem}\n{out.stdout}{out.stderr}")
+                    return 1
             elif "edit_checkpoint" in step:
                 sessions = os.path.join(root, ".code-intel", "sessions")
                 with open(os.path.join(sessions, "current.json")) as f:

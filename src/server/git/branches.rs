@@ -181,6 +181,17 @@ impl Repo {
         }
     }
 
+    /// Where HEAD is now, as a baseline to measure changes against when a session works
+    /// without a task branch (`--quick`): the checked-out branch and its commit.
+    pub fn baseline(&self) -> Result<TaskBranch, GitError> {
+        let head = self.head_branch()?;
+        Ok(TaskBranch {
+            name: head.branch.clone(),
+            base_branch: head.branch,
+            base_commit: head.commit.to_string(),
+        })
+    }
+
     /// Every local `llm_task_*` branch except `own`, sorted by name.
     pub fn stale_task_branches(&self, own: Option<&str>) -> Result<Vec<StaleBranch>, GitError> {
         let current = self.head_branch().ok().map(|h| h.branch);
