@@ -20,12 +20,13 @@ use super::code_tools::{self, paths_in};
 use super::git;
 use super::host::{CodeIntelHost, check_explorable};
 use super::log::{Log, now};
-use super::record::{HostState, RECORD_VERSION, SessionRecord};
+use super::record::{HostState, RECORD_VERSION, SessionRecord, WriteGate};
 use super::reply::Reply;
 use super::session_lock::{Holder, LockError, SessionLock};
 use super::tools::{self, ToolKind};
 use crate::codeintel::root::Root;
 use crate::contract::Contract;
+use crate::contract::raw::StateKind;
 use crate::machine::response::{message, phase_response};
 use crate::machine::tools::{ToolGate, gate};
 use crate::machine::{Accepted, Instance};
@@ -331,6 +332,7 @@ impl Server {
                 ..HostState::default()
             },
             outcome: None,
+            write_gate: Default::default(),
         };
         let shared = Rc::new(RefCell::new(record.host.clone()));
         let driver = Driver::new(&self.contract);
@@ -340,7 +342,12 @@ impl Server {
                 session_id: &id,
                 state: shared.clone(),
             };
-            let mut store = RecordStore::new(&self.checkpoints, &mut record, shared.clone());
+            let mut store = RecordStore::new(
+                &self.contract,
+                &self.checkpoints,
+                &mut record,
+                shared.clone(),
+            );
             let started = driver.start(
                 &mut host,
                 &mut store,
@@ -410,7 +417,12 @@ impl Server {
                 session_id: &session_id,
                 state: shared.clone(),
             };
-            let mut store = RecordStore::new(&self.checkpoints, &mut active.record, shared.clone());
+            let mut store = RecordStore::new(
+                &self.contract,
+                &self.checkpoints,
+                &mut active.record,
+                shared.clone(),
+            );
             Driver::new(&self.contract).advance(&mut host, &mut store, instance)
         };
         let reply = self.finish_turn(state, turn, shared, None);
@@ -562,7 +574,12 @@ impl Server {
                 session_id: &session_id,
                 state: shared.clone(),
             };
-            let mut store = RecordStore::new(&self.checkpoints, &mut active.record, shared.clone());
+            let mut store = RecordStore::new(
+                &self.contract,
+                &self.checkpoints,
+                &mut active.record,
+                shared.clone(),
+            );
             Driver::new(&self.contract).submit(
                 &mut host,
                 &mut store,
@@ -904,6 +921,7 @@ impl Server {
 /// The checkpoint store the driver saves through: every committed step updates the
 /// session record (instance, host state, tools called reset) and writes it.
 struct RecordStore<'a> {
+    contract: &'a Contract,
     checkpoints: &'a Checkpoints,
     record: &'a mut SessionRecord,
     shared: Rc<RefCell<HostState>>,
@@ -911,11 +929,13 @@ struct RecordStore<'a> {
 
 impl<'a> RecordStore<'a> {
     fn new(
+        contract: &'a Contract,
         checkpoints: &'a Checkpoints,
         record: &'a mut SessionRecord,
         shared: Rc<RefCell<HostState>>,
     ) -> RecordStore<'a> {
         RecordStore {
+            contract,
             checkpoints,
             record,
             shared,
@@ -932,6 +952,7 @@ impl CheckpointStore for RecordStore<'_> {
         self.record.instance = instance.clone();
         self.record.host = self.shared.borrow().clone();
         self.record.updated_at = now();
+        self.record.write_gate = write_gate(self.contract, instance);
         match self.checkpoints.save(self.record) {
             Ok(Some(reduced)) => {
                 *self.record = reduced;
@@ -942,6 +963,48 @@ impl CheckpointStore for RecordStore<'_> {
         }
     }
 }
+
+/// The write rule of the instance's state (see [`WriteGate`]).
+pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
+    let response = phase_response(contract, instance);
+    let writes_allowed = contract.state_id(&instance.state).is_some_and(|id| {
+        let state = contract.state(id);
+        state.kind == StateKind::External
+            && state
+                .allowed_tools
+                .iter()
+                .chain(&state.required_tools)
+                .any(|t| t == WRITE_CHECK_TOOL)
+    });
+    let args = |pairs: &[(&str, Value)]| -> Map<String, Value> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), v.clone()))
+            .collect()
+    };
+    WriteGate {
+        state: instance.state.clone(),
+        phase: response.phase.clone(),
+        writes_allowed,
+        phase_refusal: message(
+            contract,
+            "tool_errors.check_write_target.write_phase_blocked",
+            &args(&[("phase", Value::String(response.phase))]),
+            &instance.locale,
+        )
+        .text,
+        file_refusal: message(
+            contract,
+            "tool_errors.check_write_target.write_blocked",
+            &Map::new(),
+            &instance.locale,
+        )
+        .text,
+    }
+}
+
+/// The tool whose presence in a state's allowed tools grants writes there.
+pub const WRITE_CHECK_TOOL: &str = "check_write_target";
 
 /// `.code-intel/.gitignore`: the server's machine-local files (sessions, logs, the symbol
 /// index) never show up as changes of a task, nor get committed.

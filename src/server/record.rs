@@ -39,6 +39,27 @@ pub struct SessionRecord {
     pub host: HostState,
     /// How the session ended, once it has.
     pub outcome: Option<String>,
+    /// What the write hooks enforce now, decided from the contract on every save.
+    #[serde(default)]
+    pub write_gate: WriteGate,
+}
+
+/// The write rule of the session's current state, precomputed so that a hook process
+/// (one per client write, `code-intel hook`) decides from the sealed checkpoint alone,
+/// without loading the contract.
+///
+/// A state allows writes when the contract lets the agent call `check_write_target` in
+/// it: the tool that asks "may I write this file?" only makes sense where writing can be
+/// allowed. Then only explored (or added) files may be written, never `.code-intel/`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteGate {
+    pub state: String,
+    pub phase: String,
+    pub writes_allowed: bool,
+    /// The contract's message for a write in a state that allows none.
+    pub phase_refusal: String,
+    /// The contract's message for a write to a file that is not explored.
+    pub file_refusal: String,
 }
 
 /// What the server's host actions read and change: the enforcement data.
