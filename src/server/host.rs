@@ -27,21 +27,11 @@ pub struct CodeIntelHost<'a> {
 
 impl Host for CodeIntelHost<'_> {
     fn perform(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
-        let args = &effect.args;
-        match effect.action.as_str() {
-            "exploration.record" => self.record_explored(args),
-            "changes.require_explored" => self.require_explored().map(|()| Value::Null),
-            "git.resolve_stale_branches" => self.resolve_stale(args),
-            "git.ensure_task_branch" => self.ensure_task_branch(),
-            "git.commit" => self.commit(args, false),
-            "git.prepare_commit" => self.commit(args, true),
-            "git.commit_prepared" => self.commit_prepared(),
-            "git.discard_prepared" => self.discard_prepared(),
-            "git.merge" => self.merge(),
-            "checklist.verify_evidence" => self.verify_evidence(args),
-            other => Err(ActionFailure::new("failed").with(
+        match ACTIONS.iter().find(|(name, _)| *name == effect.action) {
+            Some((_, perform)) => perform(self, &effect.args),
+            None => Err(ActionFailure::new("failed").with(
                 "details",
-                format!("the code-intel server does not perform `{other}`"),
+                format!("the code-intel server does not perform `{}`", effect.action),
             )),
         }
     }
@@ -83,6 +73,26 @@ impl Host for CodeIntelHost<'_> {
         facts
     }
 }
+
+/// How the host performs one action, given its arguments.
+type Perform = fn(&mut CodeIntelHost<'_>, &Map<String, Value>) -> Result<Value, ActionFailure>;
+
+/// Every action this host performs: the dispatch table, and the list a test compares
+/// with the registry both ways.
+pub const ACTIONS: &[(&str, Perform)] = &[
+    ("exploration.record", |h, a| h.record_explored(a)),
+    ("changes.require_explored", |h, _| {
+        h.require_explored().map(|()| Value::Null)
+    }),
+    ("git.resolve_stale_branches", |h, a| h.resolve_stale(a)),
+    ("git.ensure_task_branch", |h, _| h.ensure_task_branch()),
+    ("git.commit", |h, a| h.commit(a, false)),
+    ("git.prepare_commit", |h, a| h.commit(a, true)),
+    ("git.commit_prepared", |h, _| h.commit_prepared()),
+    ("git.discard_prepared", |h, _| h.discard_prepared()),
+    ("git.merge", |h, _| h.merge()),
+    ("checklist.verify_evidence", |h, a| h.verify_evidence(a)),
+];
 
 /// The prompt whose presence turns the quality review on (`facts.quality_review_prompt_exists`).
 pub const QUALITY_PROMPT: &str = ".code-intel/review_prompts/quality_review.md";

@@ -17,5 +17,6 @@ mod matrix;
 mod mcp_server;
 mod properties;
 mod rust_source;
+mod server_registry;
 mod support;
 mod tidy;
