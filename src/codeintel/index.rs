@@ -53,6 +53,7 @@ pub struct Freshness {
 }
 
 const FRESHNESS_NOTE: &str = "every indexed file was checked against the index before answering; files created since the last `index` run are not included until the next one";
+const PARTIAL_NOTE: &str = "the full index is still being built: only the files asked about were tagged, in memory, for this answer";
 const IN_MEMORY_NOTE: &str = "there is no usable index on disk: every source file was tagged in memory for this answer; `code-intel index` saves that work";
 
 /// Where a live file or a tag is: a layer on disk, or the in-memory overlay.
@@ -199,6 +200,34 @@ impl Index {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         index.freshness.note = IN_MEMORY_NOTE;
+        Ok(index)
+    }
+
+    /// An index of just these files (client paths, confined to the root), tagged in
+    /// memory: what file-scoped questions answer from while the full index is being built.
+    pub fn for_files(root: &Root, files: &[&str]) -> Result<Index, Error> {
+        let mut jobs = Vec::new();
+        for file in files {
+            let abs = root.resolve(file)?;
+            if let Some((size, mtime_ns)) = stamp(&abs) {
+                jobs.push(Job {
+                    rel: root.relative(&abs),
+                    abs,
+                    size,
+                    mtime_ns,
+                    old: None,
+                });
+            }
+        }
+        let entries: Vec<FileEntry> = run_jobs(jobs)
+            .into_iter()
+            .filter_map(|o| match o {
+                Outcome::Tagged(e) | Outcome::Touched(e) => Some(e),
+                Outcome::Gone => None,
+            })
+            .collect();
+        let mut index = Index::assemble(None, None, entries, &BTreeSet::new());
+        index.freshness.note = PARTIAL_NOTE;
         Ok(index)
     }
 

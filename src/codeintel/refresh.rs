@@ -12,7 +12,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use super::error::Error;
 use super::index::{DELTA_FILE, INDEX_FILE, Index, TOMBSTONE, stale_files};
 use super::lock::WriteLock;
-use super::retag::{Job, Outcome, run_jobs, source_files, stamp};
+pub use super::retag::Progress;
+use super::retag::{Job, Outcome, run_jobs, run_jobs_with, source_files, stamp};
 use super::root::Root;
 use super::store::{self, FileEntry, Store};
 
@@ -46,10 +47,18 @@ pub struct UpdateReport {
 /// new and changed files, drops deleted ones, and writes the delta (or a new main index
 /// when the delta has grown large, or there was no index). What `code-intel index` does.
 pub fn refresh(root: &Root) -> Result<UpdateReport, Error> {
+    refresh_with_progress(root, None)
+}
+
+/// [`refresh`], counting tagged files into `progress` as it goes.
+pub fn refresh_with_progress(
+    root: &Root,
+    progress: Option<&Progress>,
+) -> Result<UpdateReport, Error> {
     let start = Instant::now();
     let _lock = WriteLock::acquire(root)?;
     clean_up(root);
-    refresh_tree(root, start)
+    refresh_tree(root, start, progress)
 }
 
 /// Re-tags the indexed files that changed and drops the deleted ones, without walking
@@ -62,7 +71,7 @@ pub(crate) fn refresh_changed(root: &Root) -> Result<Index, Error> {
     let _lock = WriteLock::acquire(root)?;
     clean_up(root);
     let Some(current) = Index::on_disk(root) else {
-        refresh_tree(root, start)?;
+        refresh_tree(root, start, None)?;
         return reopen(root);
     };
     let (changed, touched, deleted) = stale_files(root, &current);
@@ -118,7 +127,11 @@ fn clean_up(root: &Root) {
     }
 }
 
-fn refresh_tree(root: &Root, start: Instant) -> Result<UpdateReport, Error> {
+fn refresh_tree(
+    root: &Root,
+    start: Instant,
+    progress: Option<&Progress>,
+) -> Result<UpdateReport, Error> {
     let current = Index::on_disk(root);
     let mut report = UpdateReport {
         from_scratch: current.is_none(),
@@ -154,7 +167,7 @@ fn refresh_tree(root: &Root, start: Instant) -> Result<UpdateReport, Error> {
         .map(|(p, _)| p.clone())
         .collect();
     report.removed = removed.len();
-    let changes = run_jobs(jobs);
+    let changes = run_jobs_with(jobs, progress);
     for c in &changes {
         match c {
             Outcome::Touched(_) => report.touched += 1,

@@ -58,7 +58,24 @@ pub(crate) enum Outcome {
 }
 
 /// Reads, hashes and (when the content changed) tags the jobs on every core, in order.
+/// How far a long refresh has got: files tagged so far of the files to tag. Shared with
+/// whoever reports progress (the MCP server's progress notifications).
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub done: AtomicUsize,
+    pub total: AtomicUsize,
+}
+
 pub(crate) fn run_jobs(jobs: Vec<Job>) -> Vec<Outcome> {
+    run_jobs_with(jobs, None)
+}
+
+/// [`run_jobs`], counting finished jobs into `progress`.
+pub(crate) fn run_jobs_with(jobs: Vec<Job>, progress: Option<&Progress>) -> Vec<Outcome> {
+    if let Some(p) = progress {
+        p.total.store(jobs.len(), Ordering::Relaxed);
+        p.done.store(0, Ordering::Relaxed);
+    }
     let threads = std::thread::available_parallelism()
         .map_or(2, std::num::NonZero::get)
         .min(jobs.len().max(1));
@@ -73,6 +90,9 @@ pub(crate) fn run_jobs(jobs: Vec<Job>) -> Vec<Outcome> {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(job) = jobs.get(i) else { break };
                         out.push((i, process(&mut tagger, job)));
+                        if let Some(p) = progress {
+                            p.done.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                     out
                 })

@@ -2,16 +2,19 @@
 //! Schemas are the tools' input schemas) and one function per tool that answers with the
 //! `codeintel::wire` JSON. Paths go through `codeintel::root`, as for the CLI.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
+use super::index_cache::{IndexCache, Lookup, WALK_INTERVAL};
 use crate::codeintel::error::Error;
 use crate::codeintel::impact::analyze_impact;
 use crate::codeintel::index::Index;
+use crate::codeintel::languages;
 use crate::codeintel::page::Window;
 use crate::codeintel::query;
-use crate::codeintel::refresh::refresh_changed;
 use crate::codeintel::root::Root;
 use crate::codeintel::search::{Case, FileQuery, TextQuery, search_files, search_text};
 use crate::codeintel::symbols::{
@@ -191,26 +194,247 @@ pub struct QueryArgs {
     pub paging: Paging,
 }
 
-/// The index a symbol tool answers from: refreshed on disk when possible, otherwise
-/// re-tagged in memory for this answer, with the reason in its freshness.
-pub fn prepare_index(root: &Root) -> Result<Index, Error> {
-    match refresh_changed(root) {
-        Ok(index) => Ok(index),
-        Err(e) => {
-            let mut index = Index::open(root)?;
-            index.freshness.unsaved = Some(format!(
-                "the index could not be updated ({e}); changed files were re-tagged in memory for this answer"
-            ));
-            Ok(index)
+/// The code tools with what they answer from: the repository root and the shared index.
+pub struct CodeTools {
+    pub root: Root,
+    pub index: Arc<IndexCache>,
+}
+
+/// The text search a symbol tool falls back on while the index cannot answer, and why.
+fn text_fallback(root: &Root, names: &[String], paging: Paging, why: &str) -> Result<Value, Error> {
+    let q = TextQuery {
+        patterns: names.to_vec(),
+        word: true,
+        ..TextQuery::default()
+    };
+    let r = search_text(root, &q, paging.window())?;
+    Ok(json!({
+        "source": "text",
+        "note": format!("{why}; these are whole-word text matches, not resolved symbols"),
+        "matches": json(&wire::TextResult::from(&r)),
+    }))
+}
+
+fn not_ready(lookup: &Lookup) -> String {
+    match lookup {
+        Lookup::Building { done, total } => {
+            format!("the symbol index is still being built ({done} of {total} files tagged)")
+        }
+        Lookup::Failed(reason) => format!("the symbol index is unavailable ({reason})"),
+        Lookup::Ready(_) => String::new(),
+    }
+}
+
+/// Adds the index status to an answer made without the full index.
+fn with_status(mut value: Value, note: &str) -> Value {
+    if let Value::Object(map) = &mut value {
+        map.insert("index_status".into(), Value::String(note.to_string()));
+    }
+    value
+}
+
+impl CodeTools {
+    /// Runs the code tool `name`; `Ok(None)` when there is no such tool.
+    pub fn call(&self, name: &str, args: Map<String, Value>) -> Result<Option<Value>, ToolError> {
+        let root = &self.root;
+        let value = match name {
+            "search_text" => search_text_tool(root, parse(args)?)?,
+            "search_files" => search_files_tool(root, parse(args)?)?,
+            "find_definitions" => {
+                let a: DefinitionsArgs = parse(args)?;
+                match self.index.lookup() {
+                    Lookup::Ready(index) => {
+                        let mut answer = find_definitions(
+                            &index,
+                            &a.name,
+                            a.kind.as_deref(),
+                            a.paging.window(),
+                        )?;
+                        if answer.symbols.total == 0
+                            && let Lookup::Ready(index) = self.index.rescan()
+                        {
+                            // Maybe defined in a file created since the last walk.
+                            answer = find_definitions(
+                                &index,
+                                &a.name,
+                                a.kind.as_deref(),
+                                a.paging.window(),
+                            )?;
+                        }
+                        json(&wire::SymbolAnswer::from(&answer))
+                    }
+                    other => text_fallback(root, &[a.name], a.paging, &not_ready(&other))?,
+                }
+            }
+            "find_references" => {
+                let a: ReferencesArgs = parse(args)?;
+                match self.index.lookup() {
+                    Lookup::Ready(index) => {
+                        let answer = find_references(root, &index, &a.name, a.paging.window())?;
+                        json(&wire::SymbolAnswer::from(&answer))
+                    }
+                    other => text_fallback(root, &[a.name], a.paging, &not_ready(&other))?,
+                }
+            }
+            "get_symbols" => {
+                let a: FileArgs = parse(args)?;
+                let (index, note) = self.index_for(&a.file_path)?;
+                let answer = get_symbols(root, &index, &a.file_path, a.paging.window())?;
+                with_note(json(&wire::SymbolAnswer::from(&answer)), note)
+            }
+            "get_function_at_line" => {
+                let a: LineArgs = parse(args)?;
+                let (index, note) = self.index_for(&a.file_path)?;
+                let line = u32::try_from(a.line).unwrap_or(u32::MAX);
+                let answer = function_at_line(root, &index, &a.file_path, line)?;
+                with_note(json(&wire::FunctionAtLine::from(&answer)), note)
+            }
+            "analyze_structure" => {
+                let a: PathArgs = parse(args)?;
+                let lookup = self.index.lookup();
+                let (index, note) = match lookup {
+                    Lookup::Ready(index) => (index, None),
+                    other if root.resolve(&a.path).is_ok_and(|p| p.is_file()) => (
+                        Arc::new(Index::for_files(root, &[a.path.as_str()])?),
+                        Some(not_ready(&other)),
+                    ),
+                    other => {
+                        let q = FileQuery {
+                            globs: Vec::new(),
+                            types: Vec::new(),
+                            paths: vec![a.path.clone()],
+                        };
+                        let files = search_files(root, &q, a.paging.window())?;
+                        return Ok(Some(json!({
+                            "source": "files",
+                            "note": format!("{}; the files under {} are listed instead of their structure", not_ready(&other), a.path),
+                            "files": json(&wire::Page::<String>::from(&files)),
+                        })));
+                    }
+                };
+                let s = analyze_structure(root, &index, &a.path, a.paging.window())?;
+                with_note(json(&wire::Structure::from(&s)), note)
+            }
+            "analyze_impact" => {
+                let a: ImpactArgs = parse(args)?;
+                match self.index.lookup() {
+                    Lookup::Ready(index) => {
+                        let i = analyze_impact(root, &index, &a.targets, a.paging.window())?;
+                        json(&wire::Impact::from(&i))
+                    }
+                    other => text_fallback(root, &a.targets, a.paging, &not_ready(&other))?,
+                }
+            }
+            "query" => {
+                let a: QueryArgs = parse(args)?;
+                let route = query::route(root, &a.question)?;
+                if route.uses_index() {
+                    match self.index.lookup() {
+                        Lookup::Ready(index) => {
+                            let answer =
+                                query::answer(root, Some(&index), route, a.paging.window())?;
+                            json(&wire::QueryAnswer::from(&answer))
+                        }
+                        other => text_fallback(
+                            root,
+                            std::slice::from_ref(&route.subject),
+                            a.paging,
+                            &not_ready(&other),
+                        )?,
+                    }
+                } else {
+                    let answer = query::answer(root, None, route, a.paging.window())?;
+                    json(&wire::QueryAnswer::from(&answer))
+                }
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(server_freshness(value)))
+    }
+
+    /// The index for a file-scoped question: the shared one when ready, else that file
+    /// tagged on the spot, with the reason.
+    fn index_for(&self, file: &str) -> Result<(Arc<Index>, Option<String>), Error> {
+        match self.index.lookup() {
+            Lookup::Ready(index) => {
+                // Only a source file that exists but is missing is worth a walk; anything
+                // else gets the tools' own answer (not found, not a source file).
+                let missing_source = self.root.resolve(file).is_ok_and(|abs| {
+                    languages::for_path(&abs).is_some()
+                        && index.file_index(&self.root.relative(&abs)).is_none()
+                });
+                if !missing_source {
+                    return Ok((index, None));
+                }
+                // A file created since the last walk: walk now rather than answer that
+                // it is not indexed.
+                match self.index.rescan() {
+                    Lookup::Ready(index) => Ok((index, None)),
+                    other => Ok((
+                        Arc::new(Index::for_files(&self.root, &[file])?),
+                        Some(not_ready(&other)),
+                    )),
+                }
+            }
+            other => Ok((
+                Arc::new(Index::for_files(&self.root, &[file])?),
+                Some(not_ready(&other)),
+            )),
         }
     }
+}
+
+/// The server's own freshness note: unlike a CLI run, it walks for new files (at most
+/// every [`WALK_INTERVAL`], and at once before answering "not found").
+fn server_freshness(mut value: Value) -> Value {
+    let checked = FRESH_NOTE_PREFIX;
+    for freshness in [value.get_mut("freshness"), None].into_iter().flatten() {
+        if freshness["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with(checked))
+        {
+            freshness["note"] = Value::String(format!(
+                "every indexed file was checked before answering; new files are found by a walk at most every {} s, and at once before a lookup answers that nothing was found",
+                WALK_INTERVAL.as_secs()
+            ));
+        }
+    }
+    value
+}
+
+/// How the CLI's freshness note starts (`codeintel::index`).
+const FRESH_NOTE_PREFIX: &str = "every indexed file was checked";
+
+fn with_note(value: Value, note: Option<String>) -> Value {
+    match note {
+        Some(n) => with_status(value, &n),
+        None => value,
+    }
+}
+
+/// A code tool that could not answer: bad arguments, or the tool's own error.
+#[derive(Debug)]
+pub enum ToolError {
+    Arguments(String),
+    Tool(Error),
+}
+
+impl From<Error> for ToolError {
+    fn from(e: Error) -> ToolError {
+        ToolError::Tool(e)
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(args: Map<String, Value>) -> Result<T, ToolError> {
+    serde_json::from_value(Value::Object(args))
+        .map_err(|e| ToolError::Arguments(format!("invalid arguments: {e}")))
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-pub fn search_text_tool(root: &Root, a: SearchTextArgs) -> Result<Value, Error> {
+fn search_text_tool(root: &Root, a: SearchTextArgs) -> Result<Value, Error> {
     let q = TextQuery {
         patterns: a.patterns,
         regex: a.regex,
@@ -229,7 +453,7 @@ pub fn search_text_tool(root: &Root, a: SearchTextArgs) -> Result<Value, Error> 
     Ok(json(&wire::TextResult::from(&r)))
 }
 
-pub fn search_files_tool(root: &Root, a: SearchFilesArgs) -> Result<Value, Error> {
+fn search_files_tool(root: &Root, a: SearchFilesArgs) -> Result<Value, Error> {
     let q = FileQuery {
         globs: a.globs,
         types: a.types,
@@ -237,53 +461,6 @@ pub fn search_files_tool(root: &Root, a: SearchFilesArgs) -> Result<Value, Error
     };
     let p = search_files(root, &q, a.paging.window())?;
     Ok(json(&wire::Page::<String>::from(&p)))
-}
-
-pub fn definitions_tool(root: &Root, a: DefinitionsArgs) -> Result<Value, Error> {
-    let index = prepare_index(root)?;
-    let answer = find_definitions(&index, &a.name, a.kind.as_deref(), a.paging.window())?;
-    Ok(json(&wire::SymbolAnswer::from(&answer)))
-}
-
-pub fn references_tool(root: &Root, a: ReferencesArgs) -> Result<Value, Error> {
-    let index = prepare_index(root)?;
-    let answer = find_references(root, &index, &a.name, a.paging.window())?;
-    Ok(json(&wire::SymbolAnswer::from(&answer)))
-}
-
-pub fn symbols_tool(root: &Root, a: FileArgs) -> Result<Value, Error> {
-    let index = prepare_index(root)?;
-    let answer = get_symbols(root, &index, &a.file_path, a.paging.window())?;
-    Ok(json(&wire::SymbolAnswer::from(&answer)))
-}
-
-pub fn function_at_line_tool(root: &Root, a: LineArgs) -> Result<Value, Error> {
-    let index = prepare_index(root)?;
-    let line = u32::try_from(a.line).unwrap_or(u32::MAX);
-    let answer = function_at_line(root, &index, &a.file_path, line)?;
-    Ok(json(&wire::FunctionAtLine::from(&answer)))
-}
-
-pub fn structure_tool(root: &Root, a: PathArgs) -> Result<Value, Error> {
-    let index = prepare_index(root)?;
-    let s = analyze_structure(root, &index, &a.path, a.paging.window())?;
-    Ok(json(&wire::Structure::from(&s)))
-}
-
-pub fn impact_tool(root: &Root, a: ImpactArgs) -> Result<Value, Error> {
-    let index = prepare_index(root)?;
-    let i = analyze_impact(root, &index, &a.targets, a.paging.window())?;
-    Ok(json(&wire::Impact::from(&i)))
-}
-
-pub fn query_tool(root: &Root, a: QueryArgs) -> Result<Value, Error> {
-    let route = query::route(root, &a.question)?;
-    let index = route
-        .uses_index()
-        .then(|| prepare_index(root))
-        .transpose()?;
-    let answer = query::answer(root, index.as_ref(), route, a.paging.window())?;
-    Ok(json(&wire::QueryAnswer::from(&answer)))
 }
 
 /// The root-relative paths a tool's answer shows: every `path` field, and the items of

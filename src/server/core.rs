@@ -16,9 +16,10 @@ use super::args::{
     AddExploredArgs, EmptyArgs, Outcome, OutcomeArgs, StartArgs, SubmitArgs, WriteTargetArgs,
 };
 use super::checkpoint::{CheckpointError, Checkpoints, SealKey, new_session_id};
-use super::code_tools::{self, paths_in};
+use super::code_tools::{CodeTools, ToolError, paths_in};
 use super::git;
 use super::host::{CodeIntelHost, check_explorable};
+use super::index_cache::IndexCache;
 use super::log::{Log, now};
 use super::record::{HostState, RECORD_VERSION, SessionRecord, WriteGate};
 use super::reply::Reply;
@@ -35,6 +36,7 @@ use crate::session::{CheckpointStore, Driver, Stop, Turn};
 /// The server for one repository.
 pub struct Server {
     root: Root,
+    code: CodeTools,
     contract: Contract,
     checkpoints: Checkpoints,
     log: Log,
@@ -73,8 +75,13 @@ impl Server {
         })?;
         let checkpoints = Checkpoints::new(root.path(), key);
         let log = Log::new(root.path());
+        let code = CodeTools {
+            root: root.clone(),
+            index: IndexCache::start(root.clone()),
+        };
         Ok(Server {
             root,
+            code,
             contract,
             checkpoints,
             log,
@@ -88,6 +95,11 @@ impl Server {
 
     pub fn root(&self) -> &Path {
         self.root.path()
+    }
+
+    /// While the symbol index is first built: files tagged so far and files to tag.
+    pub fn index_building(&self) -> Option<(usize, usize)> {
+        self.code.index.building()
     }
 
     /// Remembers the client's name (from MCP `initialize`).
@@ -211,27 +223,11 @@ impl Server {
     }
 
     fn code_tool(&self, tool: &str, args: Map<String, Value>) -> Reply {
-        let root = &self.root;
-        let result = match tool {
-            "search_text" => parse(args).map(|a| code_tools::search_text_tool(root, a)),
-            "search_files" => parse(args).map(|a| code_tools::search_files_tool(root, a)),
-            "find_definitions" => parse(args).map(|a| code_tools::definitions_tool(root, a)),
-            "find_references" => parse(args).map(|a| code_tools::references_tool(root, a)),
-            "get_symbols" => parse(args).map(|a| code_tools::symbols_tool(root, a)),
-            "get_function_at_line" => {
-                parse(args).map(|a| code_tools::function_at_line_tool(root, a))
-            }
-            "analyze_structure" => parse(args).map(|a| code_tools::structure_tool(root, a)),
-            "analyze_impact" => parse(args).map(|a| code_tools::impact_tool(root, a)),
-            "query" => parse(args).map(|a| code_tools::query_tool(root, a)),
-            other => {
-                return Reply::error("unknown_tool", format!("`{other}` is not a code tool"));
-            }
-        };
-        match result {
-            Err(reply) => reply,
-            Ok(Ok(body)) => Reply::ok(body),
-            Ok(Err(e)) => Reply::error(e.key(), e.to_string()),
+        match self.code.call(tool, args) {
+            Ok(Some(body)) => Reply::ok(body),
+            Ok(None) => Reply::error("unknown_tool", format!("`{tool}` is not a code tool")),
+            Err(ToolError::Arguments(message)) => Reply::error("invalid_arguments", message),
+            Err(ToolError::Tool(e)) => Reply::error(e.key(), e.to_string()),
         }
     }
 

@@ -12,6 +12,7 @@ pub mod core;
 pub mod evidence;
 pub mod git;
 pub mod host;
+pub mod index_cache;
 pub mod init;
 pub mod log;
 pub mod record;

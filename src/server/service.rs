@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -71,8 +71,23 @@ impl ServerHandler for Service {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // A client that asked for progress hears how far the first index build is, since
+        // symbol answers are text matches until it finishes.
+        if let (Some(token), Some((done, total))) = (
+            context.meta.get_progress_token(),
+            self.server.index_building(),
+        ) {
+            let mut progress = ProgressNotificationParam::new(token, done as f64);
+            progress.total = Some(total as f64);
+            progress.message = Some(format!(
+                "building the symbol index: {done} of {total} files tagged"
+            ));
+            if let Err(e) = context.peer.notify_progress(progress).await {
+                tracing::debug!("progress notification not delivered: {e}");
+            }
+        }
         let server = Arc::clone(&self.server);
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();

@@ -17,6 +17,7 @@ mod matrix;
 mod mcp_server;
 mod properties;
 mod rust_source;
+mod server_index;
 mod server_registry;
 mod support;
 mod tidy;

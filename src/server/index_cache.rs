@@ -1,0 +1,206 @@
+//! The symbol index as the server holds it: loaded once, shared by every tool call, kept
+//! fresh by one writer.
+//!
+//! - At start a background thread brings the index on disk up to date (building it when
+//!   there is none) and loads it; until then symbol tools answer from a text search or a
+//!   file tagged on the spot, and say so ([`Lookup::Building`]).
+//! - Before each answer, the indexed files are checked by their stamps; changed or
+//!   deleted ones are re-tagged and saved first (`refresh_changed`, as the CLI does).
+//! - New files are picked up by a walk of the tree at most every [`WALK_INTERVAL`]; a
+//!   file created since is found by the next walk (text search sees it at once).
+//!
+//! Readers share an `Arc<Index>`; refreshing takes a mutex, so there is one writer and
+//! concurrent calls never block each other on reads.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use crate::codeintel::error::Error;
+use crate::codeintel::index::{Index, stale_files};
+use crate::codeintel::refresh::{Progress, refresh_changed, refresh_with_progress};
+use crate::codeintel::root::Root;
+
+/// How often a tool call may trigger a walk for files created since the last one.
+pub const WALK_INTERVAL: Duration = Duration::from_secs(2);
+
+/// What a symbol tool answers from.
+pub enum Lookup {
+    Ready(Arc<Index>),
+    /// The first build is running: `done` of `total` files tagged so far.
+    Building {
+        done: usize,
+        total: usize,
+    },
+    /// The index cannot be built (e.g. the walk failed); the reason.
+    Failed(String),
+}
+
+pub struct IndexCache {
+    root: Root,
+    current: RwLock<Option<Arc<Index>>>,
+    progress: Progress,
+    building: AtomicBool,
+    failed: Mutex<Option<String>>,
+    /// Held while refreshing: one writer.
+    writer: Mutex<Option<Instant>>,
+}
+
+impl IndexCache {
+    /// A cache whose index is not loaded yet: it answers [`Lookup::Building`] until
+    /// [`IndexCache::load_in_background`] has finished.
+    pub fn new(root: Root) -> Arc<IndexCache> {
+        Arc::new(IndexCache {
+            root,
+            current: RwLock::new(None),
+            progress: Progress::default(),
+            building: AtomicBool::new(true),
+            failed: Mutex::new(None),
+            writer: Mutex::new(None),
+        })
+    }
+
+    /// A cache that starts loading (or building) the index in the background at once.
+    pub fn start(root: Root) -> Arc<IndexCache> {
+        let cache = IndexCache::new(root);
+        IndexCache::load_in_background(&cache);
+        cache
+    }
+
+    /// Loads (or builds) the index on a background thread.
+    pub fn load_in_background(cache: &Arc<IndexCache>) {
+        let worker = Arc::clone(cache);
+        let spawned = std::thread::Builder::new()
+            .name("index-build".into())
+            .spawn(move || worker.build());
+        if let Err(e) = spawned {
+            cache.fail(format!("cannot start the index thread: {e}"));
+        }
+    }
+
+    fn fail(&self, reason: String) {
+        tracing::warn!("symbol index unavailable: {reason}");
+        *self.failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(reason);
+        self.building.store(false, Ordering::Release);
+    }
+
+    fn build(&self) {
+        let started = Instant::now();
+        let built = refresh_with_progress(&self.root, Some(&self.progress))
+            .and_then(|_| refresh_changed(&self.root))
+            // A read-only `.code-intel/`: answer from an index built in memory.
+            .or_else(|_| Index::open(&self.root));
+        match built {
+            Ok(index) => {
+                tracing::info!(
+                    "symbol index ready: {} files in {} ms",
+                    index.freshness.files_indexed,
+                    started.elapsed().as_millis()
+                );
+                self.set(index);
+                *self.writer.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+                self.building.store(false, Ordering::Release);
+            }
+            Err(e) => self.fail(e.to_string()),
+        }
+    }
+
+    fn set(&self, index: Index) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(index));
+    }
+
+    fn get(&self) -> Option<Arc<Index>> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// While the first build runs: files tagged so far and files to tag.
+    pub fn building(&self) -> Option<(usize, usize)> {
+        self.building.load(Ordering::Acquire).then(|| {
+            (
+                self.progress.done.load(Ordering::Relaxed),
+                self.progress.total.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    /// The index to answer from, refreshed for files that changed.
+    pub fn lookup(&self) -> Lookup {
+        if self.building.load(Ordering::Acquire) {
+            return Lookup::Building {
+                done: self.progress.done.load(Ordering::Relaxed),
+                total: self.progress.total.load(Ordering::Relaxed),
+            };
+        }
+        let Some(index) = self.get() else {
+            let reason = self
+                .failed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone()
+                .unwrap_or_else(|| "the index is not loaded".into());
+            return Lookup::Failed(reason);
+        };
+        match self.refreshed(index) {
+            Ok(index) => Lookup::Ready(index),
+            Err(e) => Lookup::Failed(e.to_string()),
+        }
+    }
+
+    /// The index after a walk for new files, whenever the last walk was: what a tool
+    /// calls before answering "not found", so a file created a moment ago is found.
+    pub fn rescan(&self) -> Lookup {
+        let Lookup::Ready(index) = self.lookup() else {
+            return self.lookup();
+        };
+        match self.refreshed_with(index, true) {
+            Ok(index) => Lookup::Ready(index),
+            Err(e) => Lookup::Failed(e.to_string()),
+        }
+    }
+
+    /// `index` after re-tagging changed files and, when the last walk is older than
+    /// [`WALK_INTERVAL`], picking up new ones.
+    fn refreshed(&self, index: Arc<Index>) -> Result<Arc<Index>, Error> {
+        self.refreshed_with(index, false)
+    }
+
+    fn refreshed_with(&self, index: Arc<Index>, force_walk: bool) -> Result<Arc<Index>, Error> {
+        let mut last_walk = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another caller may have refreshed while this one waited for the lock.
+        let index = self.get().unwrap_or(index);
+        let walk_due = force_walk || last_walk.is_none_or(|at| at.elapsed() >= WALK_INTERVAL);
+        if walk_due {
+            *last_walk = Some(Instant::now());
+            let report = refresh_with_progress(&self.root, None);
+            match report {
+                Ok(r) if r.tagged + r.touched + r.removed > 0 => {
+                    let fresh = refresh_changed(&self.root)?;
+                    self.set(fresh);
+                    return Ok(self.get().unwrap_or(index));
+                }
+                Ok(_) => {}
+                // Cannot write: fall through to the in-memory re-tagging below.
+                Err(e) => tracing::debug!("index walk failed: {e}"),
+            }
+        }
+        let (changed, touched, deleted) = stale_files(&self.root, &index);
+        if changed.is_empty() && touched.is_empty() && deleted.is_empty() {
+            return Ok(index);
+        }
+        let fresh = match refresh_changed(&self.root) {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                let mut fresh = Index::open(&self.root)?;
+                fresh.freshness.unsaved = Some(format!(
+                    "the index could not be updated ({e}); changed files were re-tagged in memory for this answer"
+                ));
+                return Ok(Arc::new(fresh));
+            }
+        };
+        self.set(fresh);
+        Ok(self.get().unwrap_or(index))
+    }
+}

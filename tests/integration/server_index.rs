@@ -1,0 +1,216 @@
+//! The server's shared symbol index: built in the background, text answers (that say so)
+//! until it is ready, changed and new files seen before answering, and concurrent calls
+//! answered correctly while files change.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use code_intel::codeintel::root::Root;
+use code_intel::server::code_tools::CodeTools;
+use code_intel::server::index_cache::{IndexCache, Lookup};
+use serde_json::{Map, Value, json};
+
+fn temp_repo(name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("code-intel-index-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (path, text) in files {
+        let abs = dir.join(path);
+        std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
+        std::fs::write(abs, text).unwrap();
+    }
+    dir
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+fn ready(cache: &IndexCache) {
+    let start = Instant::now();
+    while cache.building().is_some() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the index never became ready"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(matches!(cache.lookup(), Lookup::Ready(_)));
+}
+
+fn call(tools: &CodeTools, name: &str, a: Value) -> Value {
+    tools
+        .call(name, args(a))
+        .unwrap_or_else(|e| panic!("{name}: {e:?}"))
+        .unwrap()
+}
+
+fn paths(answer: &Value) -> Vec<String> {
+    answer["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no symbols in {answer}"))
+        .iter()
+        .map(|s| format!("{}:{}", s["path"].as_str().unwrap(), s["line"]))
+        .collect()
+}
+
+fn code_tools(dir: &Path, start: bool) -> CodeTools {
+    let root = Root::open(dir).unwrap();
+    let index = if start {
+        IndexCache::start(root.clone())
+    } else {
+        IndexCache::new(root.clone())
+    };
+    CodeTools { root, index }
+}
+
+#[test]
+fn until_the_index_is_ready_symbol_tools_answer_from_text_and_say_so() {
+    let dir = temp_repo(
+        "pending",
+        &[(
+            "app.py",
+            "def parse_config(path):\n    return path\n\nparse_config(1)\n",
+        )],
+    );
+    let tools = code_tools(&dir, false);
+    let defs = call(&tools, "find_definitions", json!({"name": "parse_config"}));
+    assert_eq!(defs["source"], "text", "{defs}");
+    assert!(
+        defs["note"].as_str().unwrap().contains("still being built"),
+        "{defs}"
+    );
+    assert_eq!(defs["matches"]["total"], 2, "{defs}");
+    // A file-scoped question tags that one file on the spot.
+    let outline = call(&tools, "get_symbols", json!({"file_path": "app.py"}));
+    assert_eq!(paths(&outline), ["app.py:1"], "{outline}");
+    assert!(
+        outline["index_status"]
+            .as_str()
+            .unwrap()
+            .contains("still being built")
+    );
+    let impact = call(
+        &tools,
+        "analyze_impact",
+        json!({"targets": ["parse_config"]}),
+    );
+    assert_eq!(impact["source"], "text", "{impact}");
+    let structure = call(&tools, "analyze_structure", json!({"path": "."}));
+    assert_eq!(structure["source"], "files", "{structure}");
+    // Once loaded, the same questions answer from the index.
+    IndexCache::load_in_background(&tools.index);
+    ready(&tools.index);
+    let defs = call(&tools, "find_definitions", json!({"name": "parse_config"}));
+    assert_eq!(paths(&defs), ["app.py:1"], "{defs}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn changed_and_new_files_are_seen_before_answering() {
+    let dir = temp_repo("fresh", &[("a.py", "def old_name():\n    pass\n")]);
+    let tools = code_tools(&dir, true);
+    ready(&tools.index);
+    assert_eq!(
+        paths(&call(
+            &tools,
+            "find_definitions",
+            json!({"name": "old_name"})
+        )),
+        ["a.py:1"]
+    );
+    // An edit is re-tagged before the next answer.
+    std::fs::write(dir.join("a.py"), "\n\ndef new_name():\n    pass\n").unwrap();
+    assert_eq!(
+        paths(&call(
+            &tools,
+            "find_definitions",
+            json!({"name": "new_name"})
+        )),
+        ["a.py:3"]
+    );
+    assert_eq!(
+        call(&tools, "find_definitions", json!({"name": "old_name"}))["total"],
+        0
+    );
+    // A file created a moment ago is found at once, not after the next periodic walk.
+    std::fs::create_dir_all(dir.join("pkg")).unwrap();
+    std::fs::write(dir.join("pkg/b.py"), "class Fresh:\n    pass\n").unwrap();
+    assert_eq!(
+        paths(&call(&tools, "find_definitions", json!({"name": "Fresh"}))),
+        ["pkg/b.py:1"]
+    );
+    std::fs::write(dir.join("pkg/c.py"), "def helper():\n    pass\n").unwrap();
+    assert_eq!(
+        paths(&call(
+            &tools,
+            "get_symbols",
+            json!({"file_path": "pkg/c.py"})
+        )),
+        ["pkg/c.py:1"]
+    );
+    // A deleted file disappears.
+    std::fs::remove_file(dir.join("pkg/b.py")).unwrap();
+    assert_eq!(
+        call(&tools, "find_definitions", json!({"name": "Fresh"}))["total"],
+        0
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn concurrent_calls_share_the_index_while_files_change() {
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("m{i}.py"), format!("def f{i}():\n    return {i}\n")))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let dir = temp_repo("concurrent", &refs);
+    let tools = Arc::new(code_tools(&dir, true));
+    ready(&tools.index);
+    std::thread::scope(|s| {
+        let writer = {
+            let dir = dir.clone();
+            s.spawn(move || {
+                for round in 0..20 {
+                    std::fs::write(
+                        dir.join("m0.py"),
+                        format!("def f0():\n    return {round}\n\n\ndef g{round}():\n    pass\n"),
+                    )
+                    .unwrap();
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+        };
+        let readers: Vec<_> = (0..6)
+            .map(|t| {
+                let tools = Arc::clone(&tools);
+                s.spawn(move || {
+                    for i in 0..30 {
+                        let n = (t * 7 + i) % 40;
+                        let defs =
+                            call(&tools, "find_definitions", json!({"name": format!("f{n}")}));
+                        assert_eq!(paths(&defs), [format!("m{n}.py:1")], "{defs}");
+                        let outline = call(
+                            &tools,
+                            "get_symbols",
+                            json!({"file_path": format!("m{n}.py")}),
+                        );
+                        assert!(outline["total"].as_u64().unwrap() >= 1, "{outline}");
+                    }
+                })
+            })
+            .collect();
+        writer.join().unwrap();
+        for r in readers {
+            r.join().unwrap();
+        }
+    });
+    assert_eq!(
+        paths(&call(&tools, "find_definitions", json!({"name": "g19"}))),
+        ["m0.py:5"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
