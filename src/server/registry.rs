@@ -10,10 +10,10 @@ fn string() -> Value {
     json!({"type": "string"})
 }
 
-/// Tools of the semantic layer: declared so the default contract can name them (its
+/// Tools of the semantic layer, pending: declared so the default contract can name them (its
 /// semantic phase requires `semantic_search`), but not served until the semantic index
 /// exists; until then `facts.semantic_available` is false and the flow skips them.
-pub const SEMANTIC_TOOLS: &[&str] = &[
+pub const PENDING_TOOLS: &[&str] = &[
     "semantic_search",
     "fetch_chunk_detail",
     "sync_index",

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use code_intel::contract::registry::BuiltinAction;
 use code_intel::server::host::ACTIONS;
-use code_intel::server::registry::{SEMANTIC_TOOLS, registry};
+use code_intel::server::registry::{PENDING_TOOLS, registry};
 use code_intel::server::tools::TOOLS;
 
 #[test]
@@ -15,7 +15,7 @@ fn every_declared_tool_is_served_and_every_served_tool_is_declared() {
     let registry = registry();
     let declared: BTreeSet<&str> = registry.tools.iter().copied().collect();
     let served: BTreeSet<&str> = TOOLS.iter().map(|t| t.name).collect();
-    let semantic: BTreeSet<&str> = SEMANTIC_TOOLS.iter().copied().collect();
+    let semantic: BTreeSet<&str> = PENDING_TOOLS.iter().copied().collect();
     let missing: Vec<_> = declared
         .difference(&served)
         .filter(|t| !semantic.contains(*t))
