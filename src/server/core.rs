@@ -244,10 +244,18 @@ impl Server {
     // --- sessions -----------------------------------------------------------------
 
     fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
-        let a: StartArgs = match parse(args) {
+        let mut a: StartArgs = match parse(args) {
             Ok(a) => a,
             Err(reply) => return reply,
         };
+        // `/code --resume` and `/code --clean` arrive as flags typed by the user; they are
+        // the server's options, not the contract's (unless the contract declares them).
+        if let Some(text) = a.flags.take() {
+            let (flags, resume, clean) = session_options(&self.contract, &text);
+            a.flags = Some(flags);
+            a.resume |= resume;
+            a.clean |= clean;
+        }
         if a.clean {
             if let Err(reply) = self.clean(state) {
                 return reply;
@@ -958,6 +966,27 @@ impl CheckpointStore for RecordStore<'_> {
             Err(e) => Err(std::io::Error::other(e.to_string())),
         }
     }
+}
+
+/// Splits the server's own options (`--resume`, `--clean`) off a flag string, unless the
+/// contract declares a flag by that name: (the contract's flags, resume, clean).
+fn session_options(contract: &Contract, text: &str) -> (String, bool, bool) {
+    let declared = |long: &str| {
+        contract
+            .flags
+            .iter()
+            .any(|f| f.long == long || f.aliases.iter().any(|a| a == long))
+    };
+    let (mut resume, mut clean) = (false, false);
+    let mut kept = Vec::new();
+    for word in text.split_whitespace() {
+        match word {
+            "--resume" if !declared("resume") => resume = true,
+            "--clean" if !declared("clean") => clean = true,
+            other => kept.push(other),
+        }
+    }
+    (kept.join(" "), resume, clean)
 }
 
 /// The write rule of the instance's state (see [`WriteGate`]).
