@@ -32,6 +32,8 @@ use crate::machine::response::{message, phase_response};
 use crate::machine::tools::{ToolGate, gate};
 use crate::machine::{Accepted, Instance};
 use crate::session::{CheckpointStore, Driver, Stop, Turn};
+use crate::source::Sources;
+use crate::yaml;
 
 /// The server for one repository.
 pub struct Server {
@@ -256,9 +258,11 @@ impl Server {
             a.resume |= resume;
             a.clean |= clean;
         }
+        let mut cleaned = Value::Null;
         if a.clean {
-            if let Err(reply) = self.clean(state) {
-                return reply;
+            match self.clean(state) {
+                Ok(c) => cleaned = c,
+                Err(reply) => return reply,
             }
         } else if let Some(active) = state.active.as_ref().filter(|a| !a.record.finished()) {
             if a.resume {
@@ -295,6 +299,12 @@ impl Server {
                 }
                 Ok(None) => {}
             }
+        }
+        // Task branches and the baseline of changes need a repository with a checked-out
+        // branch: a detached HEAD, an unborn branch, a bare or missing repository is
+        // refused now, with what to do, rather than at the first commit.
+        if let Err(e) = git::open(self.root.path()).and_then(|repo| repo.baseline()) {
+            return Reply::error(e.key(), e.to_string());
         }
         let id = match new_session_id() {
             Ok(id) => id,
@@ -380,9 +390,14 @@ impl Server {
             lock: Some(lock),
         });
         let reply = self.finish_turn(state, turn, shared, None);
+        let reply = if cleaned.is_null() {
+            reply
+        } else {
+            reply.with("cleaned", cleaned)
+        };
         reply
             .with("session_id", id)
-            .with("project_rules", self.project_rules())
+            .with("project_context", self.project_context())
     }
 
     /// The unfinished session named by the pointer, if any, verified.
@@ -438,7 +453,7 @@ impl Server {
         };
         self.status_reply(&active.record, reply.body.get("message").cloned())
             .with("resumed", true)
-            .with("project_rules", self.project_rules())
+            .with("project_context", self.project_context())
     }
 
     fn take_lock(&self, state: &mut State, id: &str) -> Result<SessionLock, Reply> {
@@ -473,20 +488,38 @@ impl Server {
     }
 
     /// `clean: true`: every checkpoint of this repository goes, and the session pointer.
-    fn clean(&self, state: &mut State) -> Result<(), Reply> {
+    /// `clean: true`: every task branch (unmerged work is listed, uncommitted work is
+    /// carried to the base, never overwritten) and every checkpoint of this repository
+    /// go, and the session pointer. Returns what was removed.
+    fn clean(&self, state: &mut State) -> Result<Value, Reply> {
         // Cleaning another server's live session would pull the floor from under it.
         let lock = self.take_lock(state, "cleaning")?;
-        for id in self.checkpoints.all_ids() {
-            if let Err(e) = self.checkpoints.remove(&id) {
+        let branches = match git::open(self.root.path()) {
+            Ok(repo) => {
+                let outcome = repo.resolve_stale(git::StaleChoice::Delete).map_err(|e| {
+                    Reply::error(e.key(), e.to_string()).with("files", e.files().to_vec())
+                })?;
+                json!({
+                    "deleted": outcome.deleted.iter().map(|d| json!({"name": d.name, "unmerged_commits": d.unmerged_commits})).collect::<Vec<_>>(),
+                    "kept": outcome.kept.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
+                })
+            }
+            // Not a usable repository: there are no task branches to delete.
+            Err(_) => Value::Null,
+        };
+        let sessions = self.checkpoints.all_ids();
+        for id in &sessions {
+            if let Err(e) = self.checkpoints.remove(id) {
                 return Err(Reply::error(e.key(), e.to_string()));
             }
         }
         self.checkpoints
             .set_current(None)
             .map_err(|e| Reply::error(e.key(), e.to_string()))?;
-        self.log.session("-", "cleaned", &json!({}));
+        let cleaned = json!({"task_branches": branches, "sessions": sessions});
+        self.log.session("-", "cleaned", &cleaned);
         drop(lock);
-        Ok(())
+        Ok(cleaned)
     }
 
     fn status(&self, state: &mut State) -> Reply {
@@ -912,12 +945,35 @@ impl Server {
         }))
     }
 
-    /// Project rules for the document research, from `.code-intel/context.yml` when present.
-    fn project_rules(&self) -> Value {
-        let path = self.root.path().join(".code-intel/context.yml");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Value::String(text),
-            Err(_) => Value::Null,
+    /// The project context for the document research, from `.code-intel/context.yml`:
+    /// its `project_rules`, `doc_research` (prompts, document globs) and
+    /// `document_search`, or why it could not be read. `null` when there is no file.
+    fn project_context(&self) -> Value {
+        let path = self.root.path().join(CONTEXT_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Value::Null,
+            Err(e) => return json!({"error": format!("{CONTEXT_FILE}: {e}")}),
+        };
+        let mut sources = Sources::default();
+        let file = sources.add(CONTEXT_FILE, text.clone());
+        match yaml::parse(file, &text) {
+            Ok((node, _)) => {
+                let value = node.to_json();
+                let mut context = Map::new();
+                for key in ["project_rules", "doc_research", "document_search"] {
+                    context.insert(key.into(), value.get(key).cloned().unwrap_or(Value::Null));
+                }
+                context.insert("source".into(), Value::String(CONTEXT_FILE.into()));
+                Value::Object(context)
+            }
+            Err(d) => {
+                let at = d
+                    .span
+                    .map(|s| format!("{}:{}", s.start.line, s.start.col))
+                    .unwrap_or_default();
+                json!({"error": format!("{CONTEXT_FILE}:{at}: {}", d.message)})
+            }
         }
     }
 }
@@ -988,6 +1044,9 @@ fn session_options(contract: &Contract, text: &str) -> (String, bool, bool) {
     }
     (kept.join(" "), resume, clean)
 }
+
+/// The project context file `code-intel init` writes.
+const CONTEXT_FILE: &str = ".code-intel/context.yml";
 
 /// The write rule of the instance's state (see [`WriteGate`]).
 pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
