@@ -1007,9 +1007,11 @@ pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
 pub const WRITE_CHECK_TOOL: &str = "check_write_target";
 
 /// `.code-intel/.gitignore`: the server's machine-local files (sessions, logs, the symbol
-/// index) never show up as changes of a task, nor get committed.
+/// index) never show up as changes of a task, nor get committed. It ignores itself too:
+/// untracked, it would be an unreviewed change that blocks merges (uncommitted) and slips
+/// into task commits.
 const GITIGNORE: &str = ".code-intel/.gitignore";
-const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\nsessions/\nlogs/\nsymbols.*\n*.lock\n*.tmp*\n";
+const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\n.gitignore\nsessions/\nlogs/\nsymbols.*\n*.lock\n*.tmp*\n";
 
 fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
     let path = root.join(GITIGNORE);
