@@ -27,7 +27,7 @@ use super::tools::{self, ToolKind};
 use crate::codeintel::root::Root;
 use crate::contract::Contract;
 use crate::contract::raw::StateKind;
-use crate::machine::response::{message, phase_response};
+use crate::machine::response::{message, phase_response, role_message};
 use crate::machine::tools::{ToolGate, gate};
 use crate::machine::{Accepted, Instance};
 use crate::session::{CheckpointStore, Driver, Stop, Turn};
@@ -548,6 +548,16 @@ impl Server {
                 "No active session. Call start_session first.",
             );
         };
+        if let Some(outcome) = &active.record.outcome {
+            // Ended, possibly by record_outcome in a phase that is not final: no more steps.
+            let m = role_message(
+                &self.contract,
+                "session_finished",
+                &[("state", json!(outcome))],
+                &active.record.instance.locale,
+            );
+            return Reply::refused(&m);
+        }
         let mut payload = a.data;
         let received_count = match payload.remove("compaction_count") {
             None | Some(Value::Null) => None,
