@@ -28,7 +28,7 @@ use super::tools::{self, ToolKind};
 use crate::codeintel::root::Root;
 use crate::contract::Contract;
 use crate::contract::raw::StateKind;
-use crate::machine::response::{message, phase_response};
+use crate::machine::response::{message, phase_response, role_message};
 use crate::machine::tools::{ToolGate, gate};
 use crate::machine::{Accepted, Instance};
 use crate::session::{CheckpointStore, Driver, Stop, Turn};
@@ -585,6 +585,16 @@ impl Server {
                 "No active session. Call start_session first.",
             );
         };
+        if let Some(outcome) = &active.record.outcome {
+            // Ended, possibly by record_outcome in a phase that is not final: no more steps.
+            let m = role_message(
+                &self.contract,
+                "session_finished",
+                &[("state", json!(outcome))],
+                &active.record.instance.locale,
+            );
+            return Reply::refused(&m);
+        }
         let mut payload = a.data;
         let received_count = match payload.remove("compaction_count") {
             None | Some(Value::Null) => None,
@@ -1091,9 +1101,11 @@ pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
 pub const WRITE_CHECK_TOOL: &str = "check_write_target";
 
 /// `.code-intel/.gitignore`: the server's machine-local files (sessions, logs, the symbol
-/// index) never show up as changes of a task, nor get committed.
+/// index) never show up as changes of a task, nor get committed. It ignores itself too:
+/// untracked, it would be an unreviewed change that blocks merges (uncommitted) and slips
+/// into task commits.
 const GITIGNORE: &str = ".code-intel/.gitignore";
-const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\nsessions/\nlogs/\nsymbols.*\n*.lock\n*.tmp*\n";
+const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\n.gitignore\nsessions/\nlogs/\nsymbols.*\n*.lock\n*.tmp*\n";
 
 fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
     let path = root.join(GITIGNORE);
