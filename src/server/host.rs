@@ -200,15 +200,26 @@ impl CodeIntelHost<'_> {
             .into_iter()
             .filter(|c| !c.path.starts_with(".code-intel/"))
             .collect();
-        let unexplored = self.unexplored_changes(&changes);
-        if !unexplored.is_empty() {
-            return Err(ActionFailure::new("unexplored").with("files", unexplored));
-        }
         let coverage = git::coverage(&changes, &reviewed);
         if !coverage.is_exact() {
             return Err(ActionFailure::new("review_incomplete")
                 .with("missing", coverage.missing)
                 .with("unknown", coverage.unknown));
+        }
+        // Files reviewed as `discard` are reverted, so only the kept ones must have been
+        // explored.
+        let discarded: BTreeSet<&str> = reviewed
+            .iter()
+            .filter(|r| r.decision == git::Decision::Discard)
+            .map(|r| r.path.as_str())
+            .collect();
+        let unexplored: Vec<String> = self
+            .unexplored_changes(&changes)
+            .into_iter()
+            .filter(|p| !discarded.contains(p.as_str()))
+            .collect();
+        if !unexplored.is_empty() {
+            return Err(ActionFailure::new("unexplored").with("files", unexplored));
         }
         if prepare {
             let prepared = repo
