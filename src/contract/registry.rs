@@ -122,13 +122,23 @@ impl Registry {
                     if placeholders.is_empty() {
                         format!("`{o}`")
                     } else {
-                        let p: Vec<String> = placeholders.iter().map(|p| format!("`{p}`")).collect();
+                        let p: Vec<String> =
+                            placeholders.iter().map(|p| format!("`{p}`")).collect();
                         format!("`{o}` ({})", p.join(", "))
                     }
                 })
                 .collect();
-            let or_dash = |v: Vec<String>| if v.is_empty() { "—".to_string() } else { v.join(", ") };
-            let result = a.result.as_ref().map_or("—".to_string(), |r| format!("`{r}`"));
+            let or_dash = |v: Vec<String>| {
+                if v.is_empty() {
+                    "—".to_string()
+                } else {
+                    v.join(", ")
+                }
+            };
+            let result = a
+                .result
+                .as_ref()
+                .map_or("—".to_string(), |r| format!("`{r}`"));
             out.push_str(&format!(
                 "| `{}` | {} | {} | {} | {} |\n",
                 a.name,
@@ -142,10 +152,18 @@ impl Registry {
             if items.is_empty() {
                 "none".to_string()
             } else {
-                items.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")
+                items
+                    .iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         };
-        out.push_str(&format!("\n### Tools\n\n{}.\n\nCallable in every state (session control): {}.\n", list(&self.tools), list(&self.ungated_tools)));
+        out.push_str(&format!(
+            "\n### Tools\n\n{}.\n\nCallable in every state (session control): {}.\n",
+            list(&self.tools),
+            list(&self.ungated_tools)
+        ));
         out.push_str("\n### Facts\n\n");
         if self.facts.is_empty() {
             out.push_str("None.\n");

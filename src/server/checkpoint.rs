@@ -196,28 +196,45 @@ impl SealKey {
     fn seal(&self, root: &Path, record: &str) -> String {
         // The seal covers the repository's path too, so a checkpoint copied into another
         // repository is refused there.
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
-            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
-        mac.update(FORMAT.as_bytes());
-        mac.update(&[0]);
-        mac.update(root.as_os_str().as_encoded_bytes());
-        mac.update(&[0]);
-        mac.update(record.as_bytes());
-        hex(&mac.finalize().into_bytes())
+        self.seal_parts(
+            FORMAT,
+            &[root.as_os_str().as_encoded_bytes(), record.as_bytes()],
+        )
     }
 
     fn verify(&self, root: &Path, record: &str, seal: &str) -> bool {
+        self.verify_parts(
+            FORMAT,
+            &[root.as_os_str().as_encoded_bytes(), record.as_bytes()],
+            seal,
+        )
+    }
+
+    /// The keyed hash (HMAC-SHA256, hex) of `parts` under `domain`: the domain, then each
+    /// part after a zero byte. Every seal of the crate is made here, so a seal made for
+    /// one purpose (a checkpoint, a line of a `.reads` file) never verifies for another.
+    pub fn seal_parts(&self, domain: &str, parts: &[&[u8]]) -> String {
+        hex(&self.mac(domain, parts).finalize().into_bytes())
+    }
+
+    /// Whether `seal` is [`SealKey::seal_parts`] of the same domain and parts
+    /// (compared in constant time).
+    pub fn verify_parts(&self, domain: &str, parts: &[&[u8]], seal: &str) -> bool {
         let Some(given) = unhex(seal) else {
             return false;
         };
+        self.mac(domain, parts).verify_slice(&given).is_ok()
+    }
+
+    fn mac(&self, domain: &str, parts: &[&[u8]]) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
             .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
-        mac.update(FORMAT.as_bytes());
-        mac.update(&[0]);
-        mac.update(root.as_os_str().as_encoded_bytes());
-        mac.update(&[0]);
-        mac.update(record.as_bytes());
-        mac.verify_slice(&given).is_ok()
+        mac.update(domain.as_bytes());
+        for part in parts {
+            mac.update(&[0]);
+            mac.update(part);
+        }
+        mac
     }
 }
 
@@ -273,6 +290,11 @@ impl Checkpoints {
 
     pub fn dir(&self) -> PathBuf {
         self.root.join(SESSIONS_DIR)
+    }
+
+    /// The key this store seals with (the server checks the `.reads` files with it).
+    pub fn key(&self) -> &SealKey {
+        &self.key
     }
 
     pub fn path_of(&self, id: &str) -> PathBuf {
@@ -390,8 +412,12 @@ impl Checkpoints {
         Ok(record)
     }
 
-    /// Deletes a session's checkpoint (a finished or cleaned session).
+    /// Deletes a session's checkpoint (a finished or cleaned session), and the reads its
+    /// client's hook recorded.
     pub fn remove(&self, id: &str) -> Result<(), CheckpointError> {
+        if valid_id(id) {
+            let _ = std::fs::remove_file(reads_path(&self.root, id));
+        }
         let path = self.path_of(id);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -463,6 +489,12 @@ impl Checkpoints {
 #[derive(Serialize, Deserialize)]
 struct Pointer {
     session: String,
+}
+
+/// Where the write hook records the files a session's client read with its own tools
+/// (`server::hook::reads`): `.code-intel/sessions/<id>.reads`, one sealed JSON line each.
+pub fn reads_path(root: &Path, id: &str) -> PathBuf {
+    root.join(SESSIONS_DIR).join(format!("{id}.reads"))
 }
 
 /// Session ids are 32 lowercase hex digits; anything else never reaches the file system.

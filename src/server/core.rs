@@ -18,7 +18,7 @@ use super::args::{
 use super::checkpoint::{CheckpointError, Checkpoints, SealKey, new_session_id};
 use super::code_tools::{CodeTools, ToolError, paths_in};
 use super::git;
-use super::host::{CodeIntelHost, check_explorable};
+use super::host::{CodeIntelHost, check_explorable, seen_paths};
 use super::index_cache::IndexCache;
 use super::log::{Log, now};
 use super::record::{HostState, RECORD_VERSION, SessionRecord, WriteGate};
@@ -355,6 +355,7 @@ impl Server {
                 root: &self.root,
                 session_id: &id,
                 state: shared.clone(),
+                key: self.checkpoints.key(),
             };
             let mut store = RecordStore::new(
                 &self.contract,
@@ -435,6 +436,7 @@ impl Server {
                 root: &self.root,
                 session_id: &session_id,
                 state: shared.clone(),
+                key: self.checkpoints.key(),
             };
             let mut store = RecordStore::new(
                 &self.contract,
@@ -620,6 +622,7 @@ impl Server {
                 root: &self.root,
                 session_id: &session_id,
                 state: shared.clone(),
+                key: self.checkpoints.key(),
             };
             let mut store = RecordStore::new(
                 &self.contract,
@@ -837,7 +840,13 @@ impl Server {
             );
             return Reply::refused(&m);
         }
-        match check_explorable(&self.root, &record.host.seen_paths, &a.files) {
+        let seen = seen_paths(
+            &self.root,
+            &record.id,
+            self.checkpoints.key(),
+            &record.host.seen_paths,
+        );
+        match check_explorable(&self.root, &seen, &a.files) {
             Ok(accepted) => {
                 record.host.explored.extend(accepted.iter().cloned());
                 Reply::ok(json!({"added": accepted, "explored_files": record.host.explored}))
