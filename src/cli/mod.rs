@@ -96,6 +96,16 @@ enum Command {
         #[arg(long)]
         contract: Option<PathBuf>,
     },
+    /// The write hook Claude Code and Codex run around file tools (registered by `init`).
+    ///
+    /// Reads the hook JSON on stdin. Before a write it prints a deny answer when the
+    /// session in progress does not allow the write, and nothing when it does; after a
+    /// read (Claude Code) it records the files read. Always exits 0.
+    Hook {
+        /// The client that runs the hook.
+        #[arg(value_enum)]
+        client: HookClient,
+    },
     /// Set a repository up for Claude Code and Codex: .code-intel/ prompts, the /code
     /// command and skill generated from the contract, MCP registration and hooks.
     Init {
@@ -112,6 +122,12 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum HookClient {
+    Claude,
+    Codex,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -228,6 +244,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Index(a) => Ok(tools::index(&a)),
         Command::Query(a) => Ok(tools::ask(&a)),
         Command::Serve { root, contract } => serve(&root, contract),
+        Command::Hook { client } => Ok(hook(client)),
         Command::Init {
             path,
             locale,
@@ -248,6 +265,40 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `hook`: one hook call, stdin to stdout. Exits 0 whatever happens: a client lets a
+/// write through when a hook fails with another status, so every failure is a deny answer
+/// (`server::hook` turns errors and panics into one), and a closed stdout is ignored.
+fn hook(client: HookClient) -> ExitCode {
+    use crate::server::hook::{self, Client};
+    use std::io::{Read as _, Write as _};
+    /// More hook input than any tool call sends; past it the write is refused.
+    const MAX_INPUT: u64 = 64 * 1024 * 1024;
+    let client = match client {
+        HookClient::Claude => Client::Claude,
+        HookClient::Codex => Client::Codex,
+    };
+    let mut stdin = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(MAX_INPUT + 1)
+        .read_to_end(&mut stdin);
+    let cwd = std::env::current_dir().ok();
+    let output = match read {
+        // An unreadable or oversized input goes in as garbage and comes out as a deny.
+        Err(_) => hook::run(client, b"", cwd.as_deref()),
+        Ok(n) if n as u64 > MAX_INPUT => hook::run(client, b"", cwd.as_deref()),
+        Ok(_) => hook::run(client, &stdin, cwd.as_deref()),
+    };
+    if let Some(text) = output.stderr {
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
+    }
+    if let Some(text) = output.stdout {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{text}").and_then(|()| out.flush());
+    }
+    ExitCode::SUCCESS
 }
 
 /// `serve`: loads the repository's contract, then runs the MCP server until the client

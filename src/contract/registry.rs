@@ -99,6 +99,95 @@ impl Registry {
         }
     }
 
+    /// The registry as Markdown, for `docs/hosts.md` (generated; a test keeps it fresh):
+    /// the host's own actions (the built-in task actions are documented once, in
+    /// `docs/contract-format.md`), tools, facts and host messages.
+    pub fn to_markdown(&self) -> String {
+        let builtin: Vec<&str> = BuiltinAction::ALL.iter().map(|b| b.name()).collect();
+        let mut out = format!("## `{}`\n\n### Actions\n\n", self.host);
+        out.push_str("| Action | What it does | Arguments | Failure outcomes (placeholders) | Result |\n|---|---|---|---|---|\n");
+        for a in self.actions.iter().filter(|a| !builtin.contains(&a.name)) {
+            let args: Vec<String> = a
+                .args
+                .iter()
+                .map(|(n, schema, required)| {
+                    let optional = if *required { "" } else { ", optional" };
+                    format!("`{n}` ({}{optional})", schema_text(schema))
+                })
+                .collect();
+            let outcomes: Vec<String> = a
+                .outcomes
+                .iter()
+                .map(|(o, placeholders)| {
+                    if placeholders.is_empty() {
+                        format!("`{o}`")
+                    } else {
+                        let p: Vec<String> =
+                            placeholders.iter().map(|p| format!("`{p}`")).collect();
+                        format!("`{o}` ({})", p.join(", "))
+                    }
+                })
+                .collect();
+            let or_dash = |v: Vec<String>| {
+                if v.is_empty() {
+                    "—".to_string()
+                } else {
+                    v.join(", ")
+                }
+            };
+            let result = a
+                .result
+                .as_ref()
+                .map_or("—".to_string(), |r| format!("`{r}`"));
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} |\n",
+                a.name,
+                a.summary,
+                or_dash(args),
+                or_dash(outcomes),
+                result.replace('|', "\\|")
+            ));
+        }
+        let list = |items: &[&str]| -> String {
+            if items.is_empty() {
+                "none".to_string()
+            } else {
+                items
+                    .iter()
+                    .map(|t| format!("`{t}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        out.push_str(&format!(
+            "\n### Tools\n\n{}.\n\nCallable in every state (session control): {}.\n",
+            list(&self.tools),
+            list(&self.ungated_tools)
+        ));
+        out.push_str("\n### Facts\n\n");
+        if self.facts.is_empty() {
+            out.push_str("None.\n");
+        } else {
+            out.push_str("| Fact | Type |\n|---|---|\n");
+            for (name, schema) in &self.facts {
+                out.push_str(&format!("| `{name}` | {} |\n", schema_text(schema)));
+            }
+        }
+        out.push_str("\n### Host messages\n\nThe host renders these keys itself, so a contract for it must define them:\n\n");
+        if self.messages.is_empty() {
+            out.push_str("None.\n");
+        }
+        for m in &self.messages {
+            if m.args.is_empty() {
+                out.push_str(&format!("- `{}`\n", m.key));
+            } else {
+                let p: Vec<String> = m.args.iter().map(|a| format!("`{a}`")).collect();
+                out.push_str(&format!("- `{}` ({})\n", m.key, p.join(", ")));
+            }
+        }
+        out
+    }
+
     pub fn action(&self, name: &str) -> Option<&ActionSpec> {
         self.actions.iter().find(|a| a.name == name)
     }
@@ -109,6 +198,23 @@ impl Registry {
                 .iter()
                 .map(|(n, s)| ((*n).to_string(), Ty::from_schema(s, &BTreeMap::new()))),
         )
+    }
+}
+
+/// A JSON Schema in a few words: its type(s), or its allowed values.
+fn schema_text(schema: &Value) -> String {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let v: Vec<String> = values.iter().map(ToString::to_string).collect();
+        return v.join(" \\| ");
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" or "),
+        _ => "any".to_string(),
     }
 }
 

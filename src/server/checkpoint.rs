@@ -196,28 +196,45 @@ impl SealKey {
     fn seal(&self, root: &Path, record: &str) -> String {
         // The seal covers the repository's path too, so a checkpoint copied into another
         // repository is refused there.
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
-            .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
-        mac.update(FORMAT.as_bytes());
-        mac.update(&[0]);
-        mac.update(root.as_os_str().as_encoded_bytes());
-        mac.update(&[0]);
-        mac.update(record.as_bytes());
-        hex(&mac.finalize().into_bytes())
+        self.seal_parts(
+            FORMAT,
+            &[root.as_os_str().as_encoded_bytes(), record.as_bytes()],
+        )
     }
 
     fn verify(&self, root: &Path, record: &str, seal: &str) -> bool {
+        self.verify_parts(
+            FORMAT,
+            &[root.as_os_str().as_encoded_bytes(), record.as_bytes()],
+            seal,
+        )
+    }
+
+    /// The keyed hash (HMAC-SHA256, hex) of `parts` under `domain`: the domain, then each
+    /// part after a zero byte. Every seal of the crate is made here, so a seal made for
+    /// one purpose (a checkpoint, a line of a `.reads` file) never verifies for another.
+    pub fn seal_parts(&self, domain: &str, parts: &[&[u8]]) -> String {
+        hex(&self.mac(domain, parts).finalize().into_bytes())
+    }
+
+    /// Whether `seal` is [`SealKey::seal_parts`] of the same domain and parts
+    /// (compared in constant time).
+    pub fn verify_parts(&self, domain: &str, parts: &[&[u8]], seal: &str) -> bool {
         let Some(given) = unhex(seal) else {
             return false;
         };
+        self.mac(domain, parts).verify_slice(&given).is_ok()
+    }
+
+    fn mac(&self, domain: &str, parts: &[&[u8]]) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
             .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
-        mac.update(FORMAT.as_bytes());
-        mac.update(&[0]);
-        mac.update(root.as_os_str().as_encoded_bytes());
-        mac.update(&[0]);
-        mac.update(record.as_bytes());
-        mac.verify_slice(&given).is_ok()
+        mac.update(domain.as_bytes());
+        for part in parts {
+            mac.update(&[0]);
+            mac.update(part);
+        }
+        mac
     }
 }
 
@@ -273,6 +290,11 @@ impl Checkpoints {
 
     pub fn dir(&self) -> PathBuf {
         self.root.join(SESSIONS_DIR)
+    }
+
+    /// The key this store seals with (the server checks the `.reads` files with it).
+    pub fn key(&self) -> &SealKey {
+        &self.key
     }
 
     pub fn path_of(&self, id: &str) -> PathBuf {
@@ -390,8 +412,12 @@ impl Checkpoints {
         Ok(record)
     }
 
-    /// Deletes a session's checkpoint (a finished or cleaned session).
+    /// Deletes a session's checkpoint (a finished or cleaned session), and the reads its
+    /// client's hook recorded.
     pub fn remove(&self, id: &str) -> Result<(), CheckpointError> {
+        if valid_id(id) {
+            let _ = std::fs::remove_file(reads_path(&self.root, id));
+        }
         let path = self.path_of(id);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -463,6 +489,12 @@ impl Checkpoints {
 #[derive(Serialize, Deserialize)]
 struct Pointer {
     session: String,
+}
+
+/// Where the write hook records the files a session's client read with its own tools
+/// (`server::hook::reads`): `.code-intel/sessions/<id>.reads`, one sealed JSON line each.
+pub fn reads_path(root: &Path, id: &str) -> PathBuf {
+    root.join(SESSIONS_DIR).join(format!("{id}.reads"))
 }
 
 /// Session ids are 32 lowercase hex digits; anything else never reaches the file system.
@@ -543,6 +575,127 @@ mod tests {
         assert!(!valid_id("../../etc/passwd"));
         assert!(!valid_id(&"A".repeat(32)));
         assert!(new_session_id().is_ok_and(|id| valid_id(&id)));
+    }
+
+    fn record(id: &str) -> SessionRecord {
+        use crate::contract::flags::FlagSet;
+        SessionRecord {
+            version: RECORD_VERSION,
+            id: id.to_string(),
+            created_at: 1,
+            updated_at: 1,
+            request: "fix it".into(),
+            flag_text: String::new(),
+            instance: crate::machine::Instance {
+                contract: "c".into(),
+                state: "S".into(),
+                flags: FlagSet::default(),
+                intent: "I".into(),
+                locale: "en".into(),
+                params: Default::default(),
+                counters: Default::default(),
+                tasks: Vec::new(),
+                vars: Default::default(),
+                summaries: Vec::new(),
+                steps_taken: 0,
+            },
+            compaction_count: 0,
+            tools_called: Vec::new(),
+            tool_history: Default::default(),
+            host: Default::default(),
+            outcome: None,
+            write_gate: Default::default(),
+        }
+    }
+
+    fn store(name: &str) -> (PathBuf, Checkpoints) {
+        let dir = std::env::temp_dir().join(format!("ci-checkpoint-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = Checkpoints::new(&dir, SealKey::from_bytes([3; 32]));
+        (dir, store)
+    }
+
+    #[test]
+    fn a_saved_record_loads_back_and_an_edited_one_is_refused() {
+        let (dir, store) = store("roundtrip");
+        let id = "0123456789abcdef0123456789abcdef";
+        let r = record(id);
+        assert!(store.save(&r).unwrap().is_none());
+        assert_eq!(store.load(id).unwrap(), Some(r));
+        let path = store.path_of(id);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("fix it", "fix that")).unwrap();
+        assert!(matches!(
+            store.load(id),
+            Err(CheckpointError::Tampered { .. })
+        ));
+        std::fs::write(&path, "{not json").unwrap();
+        assert!(matches!(
+            store.load(id),
+            Err(CheckpointError::Corrupt { .. })
+        ));
+        std::fs::write(
+            &path,
+            text.replace("\"version\":1,\"seal\"", "\"version\":99,\"seal\""),
+        )
+        .unwrap();
+        assert!(matches!(
+            store.load(id),
+            Err(CheckpointError::Version { found: 99, .. })
+        ));
+        // Another repository (root) with the same key refuses the file.
+        let other = Checkpoints::new(&dir.join("elsewhere"), SealKey::from_bytes([3; 32]));
+        std::fs::create_dir_all(other.dir()).unwrap();
+        std::fs::write(other.path_of(id), &text).unwrap();
+        assert!(matches!(
+            other.load(id),
+            Err(CheckpointError::Tampered { .. })
+        ));
+        assert!(store.load("../../etc/passwd").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_oversized_record_is_reduced_in_the_documented_order() {
+        let (dir, store) = store("reduce");
+        let id = "fedcba9876543210fedcba9876543210";
+        let mut r = record(id);
+        // Even cut to 100 characters, 3000 summaries are over the limit: only the last 10
+        // are kept, cut.
+        for i in 0..3000 {
+            r.instance
+                .summaries
+                .push(crate::machine::instance::Summary {
+                    key: format!("step_{i:04}"),
+                    text: "x".repeat(500),
+                });
+        }
+        r.host.explored.insert("kept.py".into());
+        let reduced = store.save(&r).unwrap().expect("reduced");
+        assert_eq!(reduced.instance.summaries.len(), 10);
+        assert_eq!(reduced.instance.summaries[9].key, "step_2999");
+        assert!(
+            reduced
+                .instance
+                .summaries
+                .iter()
+                .all(|s| s.text.chars().count() <= 103)
+        );
+        assert!(reduced.host.explored.contains("kept.py"));
+        assert!(
+            std::fs::metadata(store.path_of(id)).unwrap().len() as usize <= MAX_CHECKPOINT_BYTES
+        );
+        assert_eq!(store.load(id).unwrap(), Some(reduced));
+        // Nothing left to drop: refused, and the last good checkpoint stays.
+        let mut huge = record(id);
+        huge.request = "y".repeat(MAX_CHECKPOINT_BYTES + 1);
+        assert!(matches!(
+            store.save(&huge),
+            Err(CheckpointError::TooLarge { .. })
+        ));
+        assert!(store.load(id).unwrap().is_some());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

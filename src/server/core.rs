@@ -18,7 +18,7 @@ use super::args::{
 use super::checkpoint::{CheckpointError, Checkpoints, SealKey, new_session_id};
 use super::code_tools::{CodeTools, ToolError, paths_in};
 use super::git;
-use super::host::{CodeIntelHost, check_explorable};
+use super::host::{CodeIntelHost, check_explorable, seen_paths};
 use super::index_cache::IndexCache;
 use super::log::{Log, now};
 use super::record::{HostState, RECORD_VERSION, SessionRecord, WriteGate};
@@ -28,10 +28,12 @@ use super::tools::{self, ToolKind};
 use crate::codeintel::root::Root;
 use crate::contract::Contract;
 use crate::contract::raw::StateKind;
-use crate::machine::response::{message, phase_response};
+use crate::machine::response::{message, phase_response, role_message};
 use crate::machine::tools::{ToolGate, gate};
 use crate::machine::{Accepted, Instance};
 use crate::session::{CheckpointStore, Driver, Stop, Turn};
+use crate::source::Sources;
+use crate::yaml;
 
 /// The server for one repository.
 pub struct Server {
@@ -244,13 +246,23 @@ impl Server {
     // --- sessions -----------------------------------------------------------------
 
     fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
-        let a: StartArgs = match parse(args) {
+        let mut a: StartArgs = match parse(args) {
             Ok(a) => a,
             Err(reply) => return reply,
         };
+        // `/code --resume` and `/code --clean` arrive as flags typed by the user; they are
+        // the server's options, not the contract's (unless the contract declares them).
+        if let Some(text) = a.flags.take() {
+            let (flags, resume, clean) = session_options(&self.contract, &text);
+            a.flags = Some(flags);
+            a.resume |= resume;
+            a.clean |= clean;
+        }
+        let mut cleaned = Value::Null;
         if a.clean {
-            if let Err(reply) = self.clean(state) {
-                return reply;
+            match self.clean(state) {
+                Ok(c) => cleaned = c,
+                Err(reply) => return reply,
             }
         } else if let Some(active) = state.active.as_ref().filter(|a| !a.record.finished()) {
             if a.resume {
@@ -287,6 +299,12 @@ impl Server {
                 }
                 Ok(None) => {}
             }
+        }
+        // Task branches and the baseline of changes need a repository with a checked-out
+        // branch: a detached HEAD, an unborn branch, a bare or missing repository is
+        // refused now, with what to do, rather than at the first commit.
+        if let Err(e) = git::open(self.root.path()).and_then(|repo| repo.baseline()) {
+            return Reply::error(e.key(), e.to_string());
         }
         let id = match new_session_id() {
             Ok(id) => id,
@@ -337,6 +355,7 @@ impl Server {
                 root: &self.root,
                 session_id: &id,
                 state: shared.clone(),
+                key: self.checkpoints.key(),
             };
             let mut store = RecordStore::new(
                 &self.contract,
@@ -372,9 +391,14 @@ impl Server {
             lock: Some(lock),
         });
         let reply = self.finish_turn(state, turn, shared, None);
+        let reply = if cleaned.is_null() {
+            reply
+        } else {
+            reply.with("cleaned", cleaned)
+        };
         reply
             .with("session_id", id)
-            .with("project_rules", self.project_rules())
+            .with("project_context", self.project_context())
     }
 
     /// The unfinished session named by the pointer, if any, verified.
@@ -412,6 +436,7 @@ impl Server {
                 root: &self.root,
                 session_id: &session_id,
                 state: shared.clone(),
+                key: self.checkpoints.key(),
             };
             let mut store = RecordStore::new(
                 &self.contract,
@@ -430,7 +455,7 @@ impl Server {
         };
         self.status_reply(&active.record, reply.body.get("message").cloned())
             .with("resumed", true)
-            .with("project_rules", self.project_rules())
+            .with("project_context", self.project_context())
     }
 
     fn take_lock(&self, state: &mut State, id: &str) -> Result<SessionLock, Reply> {
@@ -465,20 +490,38 @@ impl Server {
     }
 
     /// `clean: true`: every checkpoint of this repository goes, and the session pointer.
-    fn clean(&self, state: &mut State) -> Result<(), Reply> {
+    /// `clean: true`: every task branch (unmerged work is listed, uncommitted work is
+    /// carried to the base, never overwritten) and every checkpoint of this repository
+    /// go, and the session pointer. Returns what was removed.
+    fn clean(&self, state: &mut State) -> Result<Value, Reply> {
         // Cleaning another server's live session would pull the floor from under it.
         let lock = self.take_lock(state, "cleaning")?;
-        for id in self.checkpoints.all_ids() {
-            if let Err(e) = self.checkpoints.remove(&id) {
+        let branches = match git::open(self.root.path()) {
+            Ok(repo) => {
+                let outcome = repo.resolve_stale(git::StaleChoice::Delete).map_err(|e| {
+                    Reply::error(e.key(), e.to_string()).with("files", e.files().to_vec())
+                })?;
+                json!({
+                    "deleted": outcome.deleted.iter().map(|d| json!({"name": d.name, "unmerged_commits": d.unmerged_commits})).collect::<Vec<_>>(),
+                    "kept": outcome.kept.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
+                })
+            }
+            // Not a usable repository: there are no task branches to delete.
+            Err(_) => Value::Null,
+        };
+        let sessions = self.checkpoints.all_ids();
+        for id in &sessions {
+            if let Err(e) = self.checkpoints.remove(id) {
                 return Err(Reply::error(e.key(), e.to_string()));
             }
         }
         self.checkpoints
             .set_current(None)
             .map_err(|e| Reply::error(e.key(), e.to_string()))?;
-        self.log.session("-", "cleaned", &json!({}));
+        let cleaned = json!({"task_branches": branches, "sessions": sessions});
+        self.log.session("-", "cleaned", &cleaned);
         drop(lock);
-        Ok(())
+        Ok(cleaned)
     }
 
     fn status(&self, state: &mut State) -> Reply {
@@ -544,6 +587,16 @@ impl Server {
                 "No active session. Call start_session first.",
             );
         };
+        if let Some(outcome) = &active.record.outcome {
+            // Ended, possibly by record_outcome in a phase that is not final: no more steps.
+            let m = role_message(
+                &self.contract,
+                "session_finished",
+                &[("state", json!(outcome))],
+                &active.record.instance.locale,
+            );
+            return Reply::refused(&m);
+        }
         let mut payload = a.data;
         let received_count = match payload.remove("compaction_count") {
             None | Some(Value::Null) => None,
@@ -569,6 +622,7 @@ impl Server {
                 root: &self.root,
                 session_id: &session_id,
                 state: shared.clone(),
+                key: self.checkpoints.key(),
             };
             let mut store = RecordStore::new(
                 &self.contract,
@@ -786,7 +840,13 @@ impl Server {
             );
             return Reply::refused(&m);
         }
-        match check_explorable(&self.root, &record.host.seen_paths, &a.files) {
+        let seen = seen_paths(
+            &self.root,
+            &record.id,
+            self.checkpoints.key(),
+            &record.host.seen_paths,
+        );
+        match check_explorable(&self.root, &seen, &a.files) {
             Ok(accepted) => {
                 record.host.explored.extend(accepted.iter().cloned());
                 Reply::ok(json!({"added": accepted, "explored_files": record.host.explored}))
@@ -904,12 +964,35 @@ impl Server {
         }))
     }
 
-    /// Project rules for the document research, from `.code-intel/context.yml` when present.
-    fn project_rules(&self) -> Value {
-        let path = self.root.path().join(".code-intel/context.yml");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Value::String(text),
-            Err(_) => Value::Null,
+    /// The project context for the document research, from `.code-intel/context.yml`:
+    /// its `project_rules`, `doc_research` (prompts, document globs) and
+    /// `document_search`, or why it could not be read. `null` when there is no file.
+    fn project_context(&self) -> Value {
+        let path = self.root.path().join(CONTEXT_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Value::Null,
+            Err(e) => return json!({"error": format!("{CONTEXT_FILE}: {e}")}),
+        };
+        let mut sources = Sources::default();
+        let file = sources.add(CONTEXT_FILE, text.clone());
+        match yaml::parse(file, &text) {
+            Ok((node, _)) => {
+                let value = node.to_json();
+                let mut context = Map::new();
+                for key in ["project_rules", "doc_research", "document_search"] {
+                    context.insert(key.into(), value.get(key).cloned().unwrap_or(Value::Null));
+                }
+                context.insert("source".into(), Value::String(CONTEXT_FILE.into()));
+                Value::Object(context)
+            }
+            Err(d) => {
+                let at = d
+                    .span
+                    .map(|s| format!("{}:{}", s.start.line, s.start.col))
+                    .unwrap_or_default();
+                json!({"error": format!("{CONTEXT_FILE}:{at}: {}", d.message)})
+            }
         }
     }
 }
@@ -960,6 +1043,30 @@ impl CheckpointStore for RecordStore<'_> {
     }
 }
 
+/// Splits the server's own options (`--resume`, `--clean`) off a flag string, unless the
+/// contract declares a flag by that name: (the contract's flags, resume, clean).
+fn session_options(contract: &Contract, text: &str) -> (String, bool, bool) {
+    let declared = |long: &str| {
+        contract
+            .flags
+            .iter()
+            .any(|f| f.long == long || f.aliases.iter().any(|a| a == long))
+    };
+    let (mut resume, mut clean) = (false, false);
+    let mut kept = Vec::new();
+    for word in text.split_whitespace() {
+        match word {
+            "--resume" if !declared("resume") => resume = true,
+            "--clean" if !declared("clean") => clean = true,
+            other => kept.push(other),
+        }
+    }
+    (kept.join(" "), resume, clean)
+}
+
+/// The project context file `code-intel init` writes.
+const CONTEXT_FILE: &str = ".code-intel/context.yml";
+
 /// The write rule of the instance's state (see [`WriteGate`]).
 pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
     let response = phase_response(contract, instance);
@@ -1003,9 +1110,11 @@ pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
 pub const WRITE_CHECK_TOOL: &str = "check_write_target";
 
 /// `.code-intel/.gitignore`: the server's machine-local files (sessions, logs, the symbol
-/// index) never show up as changes of a task, nor get committed.
+/// index) never show up as changes of a task, nor get committed. It ignores itself too:
+/// untracked, it would be an unreviewed change that blocks merges (uncommitted) and slips
+/// into task commits.
 const GITIGNORE: &str = ".code-intel/.gitignore";
-const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\nsessions/\nlogs/\nsymbols.*\n*.lock\n*.tmp*\n";
+const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\n.gitignore\nsessions/\nlogs/\nsymbols.*\n*.lock\n*.tmp*\n";
 
 fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
     let path = root.join(GITIGNORE);

@@ -10,8 +10,10 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value, json};
 
+use super::checkpoint::SealKey;
 use super::evidence;
 use super::git::{self, GitError, StaleChoice};
+use super::hook::reads::read_paths;
 use super::record::HostState;
 use crate::codeintel::root::{PathError, Root};
 use crate::machine::Effect;
@@ -23,6 +25,8 @@ pub struct CodeIntelHost<'a> {
     pub root: &'a Root,
     pub session_id: &'a str,
     pub state: Rc<RefCell<HostState>>,
+    /// The checkpoint key, to read the reads the client's hook recorded.
+    pub key: &'a SealKey,
 }
 
 impl Host for CodeIntelHost<'_> {
@@ -200,15 +204,26 @@ impl CodeIntelHost<'_> {
             .into_iter()
             .filter(|c| !c.path.starts_with(".code-intel/"))
             .collect();
-        let unexplored = self.unexplored_changes(&changes);
-        if !unexplored.is_empty() {
-            return Err(ActionFailure::new("unexplored").with("files", unexplored));
-        }
         let coverage = git::coverage(&changes, &reviewed);
         if !coverage.is_exact() {
             return Err(ActionFailure::new("review_incomplete")
                 .with("missing", coverage.missing)
                 .with("unknown", coverage.unknown));
+        }
+        // Files reviewed as `discard` are reverted, so only the kept ones must have been
+        // explored.
+        let discarded: BTreeSet<&str> = reviewed
+            .iter()
+            .filter(|r| r.decision == git::Decision::Discard)
+            .map(|r| r.path.as_str())
+            .collect();
+        let unexplored: Vec<String> = self
+            .unexplored_changes(&changes)
+            .into_iter()
+            .filter(|p| !discarded.contains(p.as_str()))
+            .collect();
+        if !unexplored.is_empty() {
+            return Err(ActionFailure::new("unexplored").with("files", unexplored));
         }
         if prepare {
             let prepared = repo
@@ -294,10 +309,24 @@ impl CodeIntelHost<'_> {
     fn record_explored(&mut self, args: &Map<String, Value>) -> Result<Value, ActionFailure> {
         let files = string_list(args.get("files"));
         let mut state = self.state.borrow_mut();
-        let accepted = check_explorable(self.root, &state.seen_paths, &files)?;
+        let seen = seen_paths(self.root, self.session_id, self.key, &state.seen_paths);
+        let accepted = check_explorable(self.root, &seen, &files)?;
         state.explored.extend(accepted);
         Ok(Value::Null)
     }
+}
+
+/// What a session may claim to have explored: the paths its code-intel tool calls showed
+/// (`seen`) and the files its client's own read tools opened, as the hook recorded them.
+pub fn seen_paths(
+    root: &Root,
+    session_id: &str,
+    key: &SealKey,
+    seen: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    let mut all = read_paths(root.path(), session_id, key);
+    all.extend(seen.iter().cloned());
+    all
 }
 
 /// Normalises client paths and checks them as exploration claims: inside the root, and,

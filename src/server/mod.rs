@@ -3,7 +3,8 @@
 //! [`registry`] is what it implements, [`core::Server`] decides every tool call,
 //! [`service`] speaks MCP over stdio, [`host`] performs the contract's actions,
 //! [`checkpoint`] and [`session_lock`] keep sessions durable and single, [`git`] runs
-//! the task branches, [`init`] sets a repository up for the clients.
+//! the task branches, [`init`] sets a repository up for the clients, [`hook`] is the
+//! clients' write hook.
 
 pub mod args;
 pub mod checkpoint;
@@ -11,6 +12,7 @@ pub mod code_tools;
 pub mod core;
 pub mod evidence;
 pub mod git;
+pub mod hook;
 pub mod host;
 pub mod index_cache;
 pub mod init;

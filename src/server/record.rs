@@ -66,8 +66,8 @@ pub struct WriteGate {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostState {
     /// Paths (root-relative) that appeared in the output of a code-intel tool call of
-    /// this session or that the client's own read tools opened: what an agent may claim
-    /// to have explored.
+    /// this session: with the files the client's own read tools opened (recorded apart
+    /// by the hook, `hook::reads`), what an agent may claim to have explored.
     #[serde(default)]
     pub seen_paths: BTreeSet<String>,
     /// Files the agent explored (accepted `explored_files`) or added with

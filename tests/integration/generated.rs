@@ -30,6 +30,11 @@ fn lint_docs_are_fresh() {
 }
 
 #[test]
+fn host_docs_are_fresh() {
+    check("docs/hosts.md", &code_intel::hosts::markdown());
+}
+
+#[test]
 fn every_shipped_contract_lints_clean() {
     for entry in std::fs::read_dir(repo().join("contracts")).unwrap() {
         let path = entry.unwrap().path();

@@ -10,6 +10,7 @@ mod evidence;
 mod generated;
 mod git_branches;
 mod guard_table;
+mod hook;
 mod index_concurrency;
 mod init;
 mod layering;

@@ -1,0 +1,228 @@
+//! The hook JSON the clients send on stdin, read into what the decision needs: the event,
+//! the tool, the working directory, the paths a write tool is about to write and the
+//! paths a read tool opened. Pure: text in, data out.
+//!
+//! Shapes (Claude Code 2.1.x, Codex 0.169): `{"hook_event_name", "tool_name", "cwd",
+//! "tool_input", "tool_response"?, ...}`. Claude sends absolute paths; Codex patches name
+//! paths relative to `cwd`.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+/// The hook event. A missing event name counts as a pre-tool-use call, the one that can
+/// refuse, so an odd input is gated rather than waved through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    PreToolUse,
+    PostToolUse,
+    Other(String),
+}
+
+/// One hook call.
+#[derive(Debug, Clone)]
+pub struct HookInput {
+    pub event: Event,
+    pub tool: String,
+    /// The client's working directory, when it sent an absolute one.
+    pub cwd: Option<PathBuf>,
+    pub tool_input: Value,
+    pub tool_response: Value,
+}
+
+/// Parses the hook JSON; the reason when it is not a hook input.
+pub fn parse(stdin: &[u8]) -> Result<HookInput, String> {
+    let value: Value = serde_json::from_slice(stdin).map_err(|e| format!("not JSON: {e}"))?;
+    let Value::Object(mut map) = value else {
+        return Err("not a JSON object".into());
+    };
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let event = match text(map.get("hook_event_name")).as_deref() {
+        None | Some("PreToolUse") => Event::PreToolUse,
+        Some("PostToolUse") => Event::PostToolUse,
+        Some(other) => Event::Other(other.to_string()),
+    };
+    let tool = text(map.get("tool_name")).unwrap_or_default();
+    let cwd = text(map.get("cwd"))
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    Ok(HookInput {
+        event,
+        tool,
+        cwd,
+        tool_input: map.remove("tool_input").unwrap_or(Value::Null),
+        tool_response: map.remove("tool_response").unwrap_or(Value::Null),
+    })
+}
+
+/// What a tool call is about to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Writes {
+    /// Not a tool that writes files.
+    Nothing,
+    /// The paths as the client gave them (absolute, or relative to its `cwd`).
+    Paths(Vec<String>),
+    /// A write tool whose input does not say which files it writes.
+    Unknown(String),
+}
+
+/// The files a write tool's input names: Claude Code's `Write`, `Edit` and `MultiEdit`
+/// (`file_path`) and `NotebookEdit` (`notebook_path`); Codex's `apply_patch` (every file
+/// marker of the patch text). Any other tool writes nothing the hook gates.
+pub fn write_targets(tool: &str, tool_input: &Value) -> Writes {
+    let field = |name: &str| -> Writes {
+        match tool_input.get(name).and_then(Value::as_str) {
+            Some(path) if !path.trim().is_empty() => Writes::Paths(vec![path.to_string()]),
+            _ => Writes::Unknown(format!("the {tool} call names no {name}")),
+        }
+    };
+    match tool {
+        "Write" | "Edit" | "MultiEdit" => field("file_path"),
+        "NotebookEdit" => field("notebook_path"),
+        "apply_patch" => {
+            let paths = patch_paths(&patch_text(tool_input));
+            if paths.is_empty() {
+                Writes::Unknown("cannot tell which files this patch writes".into())
+            } else {
+                Writes::Paths(paths)
+            }
+        }
+        _ => Writes::Nothing,
+    }
+}
+
+/// The patch text of an `apply_patch` input: `command` (a string, or the words of a
+/// command line), else `input` or `patch`. Every candidate is scanned, so a patch is
+/// never missed because it sat in an unexpected field.
+fn patch_text(tool_input: &Value) -> String {
+    let mut text = String::new();
+    for name in ["command", "input", "patch"] {
+        match tool_input.get(name) {
+            Some(Value::String(s)) => {
+                text.push_str(s);
+                text.push('\n');
+            }
+            Some(Value::Array(words)) => {
+                for word in words.iter().filter_map(Value::as_str) {
+                    text.push_str(word);
+                    text.push('\n');
+                }
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
+/// Every path a Codex patch adds, updates, deletes or moves to, in order, without
+/// repeats. Lines are trimmed, as Codex's own parser does.
+pub fn patch_paths(patch: &str) -> Vec<String> {
+    const MARKERS: [&str; 4] = [
+        "*** Add File:",
+        "*** Update File:",
+        "*** Delete File:",
+        "*** Move to:",
+    ];
+    let mut paths: Vec<String> = Vec::new();
+    for line in patch.lines() {
+        let line = line.trim();
+        for marker in MARKERS {
+            if let Some(rest) = line.strip_prefix(marker) {
+                let path = rest.trim().to_string();
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
+            }
+        }
+    }
+    paths
+}
+
+/// The files a Claude Code read tool opened: `Read` its `file_path` (else the response's
+/// `file.filePath`); `Grep` and `Glob` the response's `filenames` (relative to the
+/// client's working directory, or absolute). `files` is accepted as well. `Grep` in
+/// content or count mode lists no file names, so nothing is recorded for it.
+pub fn read_targets(tool: &str, tool_input: &Value, tool_response: &Value) -> Vec<String> {
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter(|s| !s.trim().is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    match tool {
+        "Read" => tool_input
+            .get("file_path")
+            .and_then(Value::as_str)
+            .or_else(|| {
+                tool_response
+                    .get("file")
+                    .and_then(|f| f.get("filePath"))
+                    .and_then(Value::as_str)
+            })
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| vec![s.to_string()])
+            .unwrap_or_default(),
+        "Grep" | "Glob" => {
+            let mut paths = strings(tool_response.get("filenames"));
+            paths.extend(strings(tool_response.get("files")));
+            paths
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn patches_name_every_file_they_touch() {
+        let patch = "*** Begin Patch\n*** Add File: a.py\n+x\n*** Update File: src/b.py\n*** Move to: src/c.py\n@@\n-x\n+y\n  *** Delete File:  d.py \n*** End Patch\n";
+        assert_eq!(patch_paths(patch), ["a.py", "src/b.py", "src/c.py", "d.py"]);
+        assert_eq!(
+            write_targets("apply_patch", &json!({"command": "echo hi"})),
+            Writes::Unknown("cannot tell which files this patch writes".into())
+        );
+        assert_eq!(
+            write_targets(
+                "apply_patch",
+                &json!({"command": ["apply_patch", "*** Add File: x\n"]})
+            ),
+            Writes::Paths(vec!["x".into()])
+        );
+    }
+
+    #[test]
+    fn inputs_are_read_leniently_but_gated_strictly() {
+        let input = parse(br#"{"tool_name": "Write", "cwd": "relative", "tool_input": {}}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(input.event, Event::PreToolUse);
+        assert_eq!(input.cwd, None);
+        assert!(matches!(
+            write_targets("Write", &input.tool_input),
+            Writes::Unknown(_)
+        ));
+        assert_eq!(write_targets("Bash", &json!({})), Writes::Nothing);
+        assert!(parse(b"[1]").is_err());
+        assert!(parse(b"\xff").is_err());
+        assert_eq!(
+            read_targets(
+                "Glob",
+                &json!({}),
+                &json!({"filenames": ["a.rs", ""], "files": ["b.rs"]})
+            ),
+            ["a.rs", "b.rs"]
+        );
+        assert_eq!(
+            read_targets("Read", &json!({}), &json!({"file": {"filePath": "/r/a"}})),
+            ["/r/a"]
+        );
+    }
+}

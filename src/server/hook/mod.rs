@@ -1,0 +1,296 @@
+//! `code-intel hook claude|codex`: the write gate where the agent writes. Claude Code and
+//! Codex run it before every file-writing tool call (and Claude Code after every read),
+//! one cold process per call, with the hook JSON on stdin.
+//!
+//! Before a write it finds the repository (the git work tree containing the client's
+//! `cwd`), the session in progress (`.code-intel/sessions/current.json`) and its sealed
+//! checkpoint, and decides from the checkpoint alone ([`decide::decide`]): the server
+//! precomputed there whether the current state allows writes and the contract's refusal
+//! texts ([`crate::server::record::WriteGate`]), so the hook never loads the contract,
+//! never builds the symbol index and never creates a key. It fails closed: once a session
+//! exists, a checkpoint it cannot verify, an input it cannot read, any error and even a
+//! panic refuse the write, always as a deny answer with exit status 0 (a client lets a
+//! write through when a hook exits otherwise).
+//!
+//! After a read ([`reads`]) it records the files the client's own read tools opened, so
+//! that the server accepts them as explored. That hook never refuses anything.
+
+pub mod decide;
+pub mod input;
+pub mod reads;
+
+use std::path::{Path, PathBuf};
+
+use decide::{Decision, Session, Target, Targets};
+use input::{Event, HookInput, Writes};
+
+use super::checkpoint::{CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey};
+use super::host::relative_path;
+use crate::codeintel::root::Root;
+
+/// The client calling the hook (both speak the same JSON for what the hook reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    Claude,
+    Codex,
+}
+
+impl Client {
+    fn name(self) -> &'static str {
+        match self {
+            Client::Claude => "Claude Code",
+            Client::Codex => "Codex",
+        }
+    }
+}
+
+/// What the command prints; it always exits 0.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HookOutput {
+    /// The deny answer, if the call is refused; nothing for an allowed call.
+    pub stdout: Option<String>,
+    /// Problems that did not refuse anything (a read that could not be recorded).
+    pub stderr: Option<String>,
+}
+
+impl HookOutput {
+    fn allow() -> HookOutput {
+        HookOutput::default()
+    }
+
+    fn deny(reason: &str) -> HookOutput {
+        let reason = serde_json::to_string(reason)
+            .unwrap_or_else(|_| "\"code-intel refused this write\"".to_string());
+        HookOutput {
+            stdout: Some(format!(
+                "{{\"hookSpecificOutput\": {{\"hookEventName\": \"PreToolUse\", \"permissionDecision\": \"deny\", \"permissionDecisionReason\": {reason}}}}}"
+            )),
+            stderr: None,
+        }
+    }
+
+    fn note(message: String) -> HookOutput {
+        HookOutput {
+            stdout: None,
+            stderr: Some(message),
+        }
+    }
+}
+
+/// Answers one hook call. `stdin` is the hook JSON, `process_cwd` the working directory
+/// to use when the input has none. Never panics: a panic inside becomes a deny.
+pub fn run(client: Client, stdin: &[u8], process_cwd: Option<&Path>) -> HookOutput {
+    let result =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer(stdin, process_cwd)));
+    match result {
+        Ok(output) => output,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_string());
+            HookOutput::deny(&format!(
+                "the code-intel {} hook failed ({what}), so the write is refused; report this as a code-intel bug",
+                client.name()
+            ))
+        }
+    }
+}
+
+fn answer(stdin: &[u8], process_cwd: Option<&Path>) -> HookOutput {
+    let input = match input::parse(stdin) {
+        Ok(input) => input,
+        Err(reason) => {
+            return HookOutput::deny(&format!(
+                "code-intel cannot read the hook input ({reason}), so the write is refused"
+            ));
+        }
+    };
+    let cwd = input
+        .cwd
+        .clone()
+        .or_else(|| process_cwd.map(Path::to_path_buf));
+    match input.event {
+        Event::PreToolUse => before_write(&input, cwd.as_deref()),
+        Event::PostToolUse => after_read(&input, cwd.as_deref()),
+        Event::Other(_) => HookOutput::allow(),
+    }
+}
+
+fn before_write(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
+    let writes = input::write_targets(&input.tool, &input.tool_input);
+    if writes == Writes::Nothing {
+        return HookOutput::allow();
+    }
+    let Some(cwd) = cwd else {
+        return HookOutput::deny(
+            "code-intel cannot tell which repository this write is in (no working directory)",
+        );
+    };
+    let root = match Root::open(&repository_root(cwd)) {
+        Ok(root) => root,
+        // No directory to look in means no session to find there.
+        Err(_) => return HookOutput::allow(),
+    };
+    let session = session(&root);
+    let targets = match writes {
+        Writes::Nothing => Targets::Nothing,
+        Writes::Unknown(reason) => Targets::Unknown(reason),
+        Writes::Paths(paths) => Targets::Paths(
+            paths
+                .iter()
+                .map(|p| confine(&root, cwd, p))
+                .collect::<Vec<_>>(),
+        ),
+    };
+    match decide::decide(&session, &targets) {
+        Decision::Allow => HookOutput::allow(),
+        Decision::Deny(reason) => HookOutput::deny(&reason),
+    }
+}
+
+fn after_read(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
+    let paths = input::read_targets(&input.tool, &input.tool_input, &input.tool_response);
+    let Some(cwd) = cwd.filter(|_| !paths.is_empty()) else {
+        return HookOutput::allow();
+    };
+    let Ok(root) = Root::open(&repository_root(cwd)) else {
+        return HookOutput::allow();
+    };
+    if !pointer_exists(&root) {
+        return HookOutput::allow();
+    }
+    let key = match SealKey::load() {
+        Ok(Some(key)) => key,
+        Ok(None) => {
+            return HookOutput::note(
+                "code-intel hook: no checkpoint key, so this read is not recorded".into(),
+            );
+        }
+        Err(e) => return HookOutput::note(format!("code-intel hook: {e}")),
+    };
+    let id = match Checkpoints::new(root.path(), key.clone()).current() {
+        Ok(Some(id)) => id,
+        Ok(None) => return HookOutput::allow(),
+        Err(e) => return HookOutput::note(format!("code-intel hook: {e}")),
+    };
+    let relative: Vec<String> = paths
+        .iter()
+        .filter_map(|p| match confine(&root, cwd, p) {
+            Target::Inside(rel) if !rel.is_empty() => Some(rel),
+            _ => None,
+        })
+        .collect();
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    match reads::append(root.path(), &id, &key, &input.tool, &relative, at) {
+        Ok(()) => HookOutput::allow(),
+        Err(e) => HookOutput::note(format!(
+            "code-intel hook: cannot record the read of {}: {e}",
+            relative.join(", ")
+        )),
+    }
+}
+
+/// The git work tree containing `cwd` (the nearest directory with a `.git` entry), else
+/// `cwd` itself.
+fn repository_root(cwd: &Path) -> PathBuf {
+    let start = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    start
+        .ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .map_or(start.clone(), Path::to_path_buf)
+}
+
+fn pointer_exists(root: &Root) -> bool {
+    // Anything but "not found" (a permission problem, say) counts as present, so the
+    // session is looked at and any problem refuses the write.
+    !matches!(
+        root.path().join(SESSIONS_DIR).join(CURRENT_FILE).symlink_metadata(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound
+    )
+}
+
+/// The session in progress, read and verified.
+fn session(root: &Root) -> Session {
+    if !pointer_exists(root) {
+        return Session::None;
+    }
+    let key = match SealKey::load() {
+        Ok(Some(key)) => key,
+        Ok(None) => {
+            let dir = SealKey::dir().map_or_else(|e| e.to_string(), |d| d.display().to_string());
+            return Session::Unreadable(format!(
+                "there is no checkpoint key in {dir}, so the session's checkpoint cannot be verified"
+            ));
+        }
+        Err(e) => return Session::Unreadable(e.to_string()),
+    };
+    let checkpoints = Checkpoints::new(root.path(), key);
+    let id = match checkpoints.current() {
+        Ok(Some(id)) => id,
+        Ok(None) => return Session::None,
+        Err(e) => return Session::Unreadable(e.to_string()),
+    };
+    match checkpoints.load(&id) {
+        Ok(Some(record)) => Session::Active(Box::new(record)),
+        Ok(None) => Session::Unreadable(format!(
+            "{} names session {id}, whose checkpoint {} is missing",
+            root.path().join(SESSIONS_DIR).join(CURRENT_FILE).display(),
+            checkpoints.path_of(&id).display()
+        )),
+        Err(e) => Session::Unreadable(e.to_string()),
+    }
+}
+
+/// A client path (absolute, or relative to `cwd`) confined to the root. Paths that reach
+/// the root through a symlinked prefix are first resolved, and a path that is itself a
+/// symlink must point inside the root and at something that exists (a dangling link would
+/// create its target wherever it points).
+fn confine(root: &Root, cwd: &Path, given: &str) -> Target {
+    let outside = || Target::Outside(given.to_string());
+    let trimmed = given.trim();
+    if trimmed.is_empty() {
+        return outside();
+    }
+    let path = Path::new(trimmed);
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
+    let absolute = canonical_prefix(&absolute);
+    let Some(text) = absolute.to_str() else {
+        return outside();
+    };
+    let Ok(rel) = relative_path(root, text) else {
+        return outside();
+    };
+    let on_disk = root.path().join(&rel);
+    if on_disk
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+        && !on_disk
+            .canonicalize()
+            .is_ok_and(|target| target.starts_with(root.path()))
+    {
+        return outside();
+    }
+    Target::Inside(rel)
+}
+
+/// `path` with its longest existing prefix canonicalised and the rest appended as given,
+/// so `/tmp/x/new.rs` under a symlinked `/tmp` compares with the canonical root.
+fn canonical_prefix(path: &Path) -> PathBuf {
+    for ancestor in path.ancestors() {
+        if let Ok(canonical) = ancestor.canonicalize() {
+            return match path.strip_prefix(ancestor) {
+                Ok(rest) if !rest.as_os_str().is_empty() => canonical.join(rest),
+                _ => canonical,
+            };
+        }
+    }
+    path.to_path_buf()
+}

@@ -1,0 +1,551 @@
+//! `code-intel hook claude|codex` through the real binary: recorded hook inputs of Claude
+//! Code 2.1.x and Codex 0.169 fed on stdin, in temporary git repositories whose session
+//! checkpoints the real server wrote (`Server::call`), sealed with a key the binary reads
+//! from `CODE_INTEL_STATE_DIR`.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use code_intel::server::checkpoint::SealKey;
+use code_intel::server::core::Server;
+use serde_json::{Map, Value, json};
+
+use crate::support::{binary, default_contract};
+
+const KEY: [u8; 32] = [42; 32];
+
+/// A temporary git repository with a state directory holding the test key.
+struct Repo {
+    root: PathBuf,
+    state: PathBuf,
+}
+
+impl Drop for Repo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
+impl Repo {
+    fn new(name: &str) -> Repo {
+        let base =
+            std::env::temp_dir().join(format!("code-intel-hook-{name}-{}", std::process::id()));
+        let root = base.join("repo");
+        let state = base.join("state");
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&state).unwrap();
+        let hex: String = KEY.iter().map(|b| format!("{b:02x}")).collect();
+        std::fs::write(state.join("checkpoint.key"), hex).unwrap();
+        let files = [
+            (
+                "app.py",
+                "def parse_config(path):\n    return open(path).read()\n\n\ndef main():\n    print(parse_config(\"x\"))\n",
+            ),
+            ("lib.py", "def helper():\n    return 1\n"),
+            ("README.md", "# demo\n"),
+        ];
+        let repository = git2::Repository::init_opts(
+            &root,
+            git2::RepositoryInitOptions::new().initial_head("main"),
+        )
+        .unwrap();
+        for (path, text) in files {
+            std::fs::write(root.join(path), text).unwrap();
+        }
+        let mut index = repository.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.write().unwrap();
+        let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
+        let who = git2::Signature::now("test", "test@example.com").unwrap();
+        repository
+            .commit(Some("HEAD"), &who, &who, "initial", &tree, &[])
+            .unwrap();
+        let mut config = repository.config().unwrap();
+        config.set_str("user.name", "test").unwrap();
+        config.set_str("user.email", "test@example.com").unwrap();
+        let root = root.canonicalize().unwrap();
+        Repo { root, state }
+    }
+
+    fn server(&self) -> Server {
+        Server::new(&self.root, default_contract(), SealKey::from_bytes(KEY)).unwrap()
+    }
+
+    fn abs(&self, path: &str) -> String {
+        self.root.join(path).to_string_lossy().into_owned()
+    }
+
+    /// Runs the hook binary with `stdin`; returns stdout (exit status 0 is asserted).
+    fn hook(&self, client: &str, stdin: &[u8]) -> String {
+        let mut child = Command::new(binary())
+            .args(["hook", client])
+            .current_dir(&self.root)
+            .env("CODE_INTEL_STATE_DIR", &self.state)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "the hook must always exit 0; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn pre(&self, tool: &str, tool_input: Value) -> Option<String> {
+        let input = json!({
+            "session_id": "abc", "transcript_path": "/tmp/t.jsonl",
+            "cwd": self.root, "permission_mode": "default",
+            "hook_event_name": "PreToolUse", "tool_name": tool,
+            "tool_input": tool_input, "tool_use_id": "toolu_1",
+        });
+        let client = if tool == "apply_patch" {
+            "codex"
+        } else {
+            "claude"
+        };
+        decision(&self.hook(client, input.to_string().as_bytes()))
+    }
+
+    fn write(&self, path: &str) -> Option<String> {
+        self.pre("Write", json!({"file_path": path, "content": "x = 1\n"}))
+    }
+
+    fn patch(&self, patch: &str) -> Option<String> {
+        self.pre(
+            "apply_patch",
+            json!({"command": format!("*** Begin Patch\n{patch}*** End Patch\n")}),
+        )
+    }
+
+    fn post(&self, tool: &str, tool_input: Value, tool_response: Value) {
+        let input = json!({
+            "session_id": "abc", "transcript_path": "/tmp/t.jsonl",
+            "cwd": self.root, "permission_mode": "default",
+            "hook_event_name": "PostToolUse", "tool_name": tool,
+            "tool_input": tool_input, "tool_response": tool_response,
+            "tool_use_id": "toolu_2",
+        });
+        assert_eq!(self.hook("claude", input.to_string().as_bytes()), "");
+    }
+
+    fn checkpoint(&self) -> PathBuf {
+        let current: Value = serde_json::from_str(
+            &std::fs::read_to_string(self.root.join(".code-intel/sessions/current.json")).unwrap(),
+        )
+        .unwrap();
+        let id = current["session"].as_str().unwrap();
+        self.root.join(format!(".code-intel/sessions/{id}.json"))
+    }
+}
+
+/// `None` for an allowed call (no output), else the deny reason; any other output fails.
+fn decision(stdout: &str) -> Option<String> {
+    if stdout.is_empty() {
+        return None;
+    }
+    let answer: Value = serde_json::from_str(stdout).unwrap();
+    let out = &answer["hookSpecificOutput"];
+    assert_eq!(out["hookEventName"], "PreToolUse", "{stdout}");
+    assert_eq!(out["permissionDecision"], "deny", "{stdout}");
+    let reason = out["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!reason.is_empty());
+    Some(reason)
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+fn call(server: &Server, tool: &str, a: Value) -> Value {
+    let reply = server.call(tool, args(a));
+    assert!(!reply.is_error, "{tool}: {}", reply.body);
+    reply.body
+}
+
+fn submit(server: &Server, data: Value) -> Value {
+    call(server, "submit_phase", json!({"data": data}))
+}
+
+/// Starts a session: the server's checkpoint now says writes are not allowed yet.
+fn start(server: &Server) {
+    call(
+        server,
+        "start_session",
+        json!({"query": "add a --json flag to main", "flags": ""}),
+    );
+}
+
+/// Drives the default flow from the start to the state where the plan's task is
+/// implemented, with `explored` accepted in exploration (`app.py` is shown by tools).
+fn to_implementation(server: &Server, explored: &[&str]) {
+    call(server, "search_files", json!({"globs": ["*.md"]}));
+    submit(
+        server,
+        json!({"documents_reviewed": ["README.md"], "tools_used": ["search_files"], "summary": "no rules", "compaction_count": 0}),
+    );
+    submit(
+        server,
+        json!({"target_feature": {"value": "main", "quote": "main"}, "desired_action": {"value": "add --json", "quote": "add a --json flag"}, "trigger_condition": null, "observed_issue": null, "tools_used": [], "summary": "frame", "compaction_count": 0}),
+    );
+    call(server, "get_symbols", json!({"file_path": "app.py"}));
+    call(server, "search_text", json!({"patterns": ["def main"]}));
+    submit(
+        server,
+        json!({"explored_files": explored, "findings": ["app.py:5 main prints the config"], "tools_used": ["get_symbols", "search_text"], "summary": "main is the entry", "compaction_count": 0}),
+    );
+    submit(
+        server,
+        json!({"needs_more_information": false, "reason": "the code is small and clear", "tools_used": [], "summary": "q1", "compaction_count": 0}),
+    );
+    submit(
+        server,
+        json!({"has_unverified_hypotheses": false, "reason": "nothing left to verify", "tools_used": [], "summary": "q2", "compaction_count": 0}),
+    );
+    submit(
+        server,
+        json!({"needs_impact_analysis": false, "reason": "a single entry point only", "tools_used": [], "summary": "q3", "compaction_count": 0}),
+    );
+    let body = submit(
+        server,
+        json!({"tasks": [{"id": "t1", "description": "add the flag", "status": "pending", "checklist": [{"item": "parse --json in main", "status": "pending"}]}], "tools_used": [], "summary": "one task", "compaction_count": 0}),
+    );
+    let allowed = call(server, "check_write_target", json!({"file_path": "app.py"}));
+    assert_eq!(allowed["allowed"], true, "{body}");
+}
+
+#[test]
+fn without_a_session_every_write_is_allowed() {
+    let repo = Repo::new("none");
+    assert_eq!(repo.write(&repo.abs("app.py")), None);
+    assert_eq!(repo.patch("*** Add File: new.py\n+x\n"), None);
+    // Tools that do not write are never gated.
+    assert_eq!(repo.pre("Bash", json!({"command": "ls"})), None);
+}
+
+#[test]
+fn writes_wait_for_the_state_that_allows_them() {
+    let repo = Repo::new("phase");
+    let server = repo.server();
+    start(&server);
+    let reason = repo.write(&repo.abs("app.py")).unwrap();
+    assert!(
+        reason.contains("Writing files is not allowed in phase"),
+        "{reason}"
+    );
+    let reason = repo.patch("*** Update File: app.py\n@@\n-a\n+b\n").unwrap();
+    assert!(
+        reason.contains("Writing files is not allowed in phase"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn in_the_implementation_only_explored_files_inside_the_root_are_written() {
+    let repo = Repo::new("impl");
+    let server = repo.server();
+    start(&server);
+    to_implementation(&server, &["app.py"]);
+
+    assert_eq!(repo.write(&repo.abs("app.py")), None);
+    assert_eq!(
+        repo.pre(
+            "Edit",
+            json!({"file_path": repo.abs("app.py"), "old_string": "a", "new_string": "b"})
+        ),
+        None
+    );
+    assert_eq!(
+        repo.pre(
+            "MultiEdit",
+            json!({"file_path": repo.abs("app.py"), "edits": []})
+        ),
+        None
+    );
+    let reason = repo.write(&repo.abs("lib.py")).unwrap();
+    assert!(
+        reason.starts_with("lib.py: This file is outside the explored files"),
+        "{reason}"
+    );
+    let reason = repo.write(&repo.abs("src/new.py")).unwrap();
+    assert!(reason.starts_with("src/new.py:"), "{reason}");
+
+    // NotebookEdit names its file in notebook_path.
+    assert_eq!(
+        repo.pre(
+            "NotebookEdit",
+            json!({"notebook_path": repo.abs("app.py"), "new_source": "x"})
+        ),
+        None
+    );
+    let reason = repo
+        .pre(
+            "NotebookEdit",
+            json!({"notebook_path": repo.abs("nb.ipynb"), "new_source": "x"}),
+        )
+        .unwrap();
+    assert!(reason.starts_with("nb.ipynb:"), "{reason}");
+    assert!(
+        repo.pre("NotebookEdit", json!({"new_source": "x"}))
+            .is_some()
+    );
+
+    // Paths that leave the root, however they do it.
+    for escape in ["../x.py", "/etc/passwd", "sub/../../x.py"] {
+        let reason = repo.write(escape).unwrap();
+        assert!(
+            reason.contains("outside the repository"),
+            "{escape}: {reason}"
+        );
+    }
+    #[cfg(unix)]
+    {
+        let outside = repo.state.join("outside.py");
+        std::fs::write(&outside, "secret\n").unwrap();
+        std::os::unix::fs::symlink(&outside, repo.root.join("link.py")).unwrap();
+        std::os::unix::fs::symlink(
+            repo.state.join("nothing-yet.py"),
+            repo.root.join("dangling.py"),
+        )
+        .unwrap();
+        for link in ["link.py", "dangling.py"] {
+            let reason = repo.write(&repo.abs(link)).unwrap();
+            assert!(
+                reason.contains("outside the repository"),
+                "{link}: {reason}"
+            );
+        }
+    }
+
+    // The session's own state is never written, even when "explored".
+    for state in [
+        ".code-intel/sessions/current.json",
+        ".code-intel/sessions",
+        ".code-intel",
+    ] {
+        let reason = repo.write(&repo.abs(state)).unwrap();
+        assert!(reason.contains("session state"), "{state}: {reason}");
+    }
+    let reason = repo
+        .patch("*** Add File: .code-intel/sessions/x.reads\n+{}\n")
+        .unwrap();
+    assert!(reason.contains("session state"), "{reason}");
+
+    // Codex patches: every file marker counts, relative to the client's cwd.
+    assert_eq!(repo.patch("*** Update File: app.py\n@@\n-a\n+b\n"), None);
+    let reason = repo.patch("*** Add File: new.py\n+x\n").unwrap();
+    assert!(reason.starts_with("new.py:"), "{reason}");
+    let reason = repo.patch("*** Delete File: README.md\n").unwrap();
+    assert!(reason.starts_with("README.md:"), "{reason}");
+    let reason = repo
+        .patch("*** Update File: app.py\n*** Move to: moved.py\n@@\n-a\n+b\n")
+        .unwrap();
+    assert!(reason.starts_with("moved.py:"), "{reason}");
+    let reason = repo
+        .patch("*** Update File: app.py\n@@\n*** Add File: ../out.py\n+x\n")
+        .unwrap();
+    assert!(
+        reason.contains("../out.py is outside the repository"),
+        "{reason}"
+    );
+    let reason = repo
+        .pre("apply_patch", json!({"command": "echo no patch here"}))
+        .unwrap();
+    assert!(
+        reason.contains("cannot tell which files this patch writes"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_session_the_hook_cannot_verify_refuses_every_write() {
+    let repo = Repo::new("tampered");
+    let server = repo.server();
+    start(&server);
+    to_implementation(&server, &["app.py"]);
+    assert_eq!(repo.write(&repo.abs("app.py")), None);
+
+    // The agent adds a file to the explored list by hand: the seal no longer matches.
+    let path = repo.checkpoint();
+    let original = std::fs::read_to_string(&path).unwrap();
+    let forged = original.replace(
+        "\"explored\":[\"app.py\"]",
+        "\"explored\":[\"app.py\",\"lib.py\"]",
+    );
+    assert_ne!(forged, original);
+    std::fs::write(&path, &forged).unwrap();
+    let reason = repo.write(&repo.abs("lib.py")).unwrap();
+    assert!(reason.contains("does not match its seal"), "{reason}");
+    assert!(repo.write(&repo.abs("app.py")).is_some());
+
+    // Another version's checkpoint.
+    std::fs::write(
+        &path,
+        original.replacen("\"version\":1", "\"version\":99", 1),
+    )
+    .unwrap();
+    let reason = repo.write(&repo.abs("app.py")).unwrap();
+    assert!(reason.contains("checkpoint format 99"), "{reason}");
+
+    // No key to verify with (the hook never creates one).
+    std::fs::write(&path, &original).unwrap();
+    assert_eq!(repo.write(&repo.abs("app.py")), None);
+    std::fs::remove_file(repo.state.join("checkpoint.key")).unwrap();
+    let reason = repo.write(&repo.abs("app.py")).unwrap();
+    assert!(reason.contains("no checkpoint key"), "{reason}");
+    assert!(!repo.state.join("checkpoint.key").exists());
+
+    // The pointer names a checkpoint that is gone.
+    let hex: String = KEY.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::write(repo.state.join("checkpoint.key"), hex).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let reason = repo.write(&repo.abs("app.py")).unwrap();
+    assert!(reason.contains("is missing"), "{reason}");
+}
+
+#[test]
+fn unreadable_input_is_a_deny_with_exit_status_zero() {
+    let repo = Repo::new("garbage");
+    for stdin in [
+        &b"garbage"[..],
+        b"",
+        b"[1, 2]",
+        b"\xff\xfe",
+        b"{\"tool_name\": ",
+    ] {
+        let reason = decision(&repo.hook("claude", stdin)).unwrap();
+        assert!(reason.contains("cannot read the hook input"), "{reason}");
+        assert!(decision(&repo.hook("codex", stdin)).is_some());
+    }
+}
+
+#[test]
+fn reads_recorded_by_the_hook_count_as_seen_and_forged_ones_do_not() {
+    let repo = Repo::new("reads");
+    let server = repo.server();
+    start(&server);
+    // Read by the client's own tool during exploration, never shown by a code-intel tool:
+    // accepted as explored.
+    repo.post(
+        "Read",
+        json!({"file_path": repo.abs("lib.py")}),
+        json!({"type": "text", "file": {"filePath": repo.abs("lib.py"), "content": "", "numLines": 2, "startLine": 1, "totalLines": 2}}),
+    );
+    to_implementation(&server, &["app.py", "lib.py"]);
+    assert_eq!(repo.write(&repo.abs("lib.py")), None);
+
+    // add_explored_files: refused before the read is recorded, accepted after.
+    std::fs::create_dir_all(repo.root.join("src")).unwrap();
+    std::fs::write(repo.root.join("src/util.py"), "x = 1\n").unwrap();
+    std::fs::write(repo.root.join("src/other.py"), "y = 2\n").unwrap();
+    std::fs::write(repo.root.join("secret.py"), "z = 3\n").unwrap();
+    let reply = server.call(
+        "add_explored_files",
+        args(json!({"files": ["src/util.py"]})),
+    );
+    assert!(reply.is_error, "{}", reply.body);
+    // Glob answers relative to the client's cwd.
+    repo.post(
+        "Glob",
+        json!({"pattern": "src/*.py"}),
+        json!({"filenames": ["src/util.py", "src/other.py"], "durationMs": 1, "numFiles": 2, "truncated": false}),
+    );
+    let body = call(
+        &server,
+        "add_explored_files",
+        json!({"files": ["src/util.py"]}),
+    );
+    assert_eq!(body["added"], json!(["src/util.py"]));
+    assert_eq!(repo.write(&repo.abs("src/util.py")), None);
+
+    // A line written by hand, and one sealed for another session, are ignored.
+    let reads = repo.checkpoint().with_extension("reads");
+    let text = std::fs::read_to_string(&reads).unwrap();
+    let sealed_line = text.lines().next().unwrap().to_string();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&reads)
+        .unwrap();
+    writeln!(
+        file,
+        "{}",
+        json!({"path": "secret.py", "tool": "Read", "at": 0, "seal": "00".repeat(32)})
+    )
+    .unwrap();
+    writeln!(file, "{}", sealed_line.replace("lib.py", "secret.py")).unwrap();
+    writeln!(file, "not json").unwrap();
+    drop(file);
+    let reply = server.call("add_explored_files", args(json!({"files": ["secret.py"]})));
+    assert!(reply.is_error, "{}", reply.body);
+    assert_eq!(reply.body["files"], json!(["secret.py"]));
+    // The valid lines still count after the junk.
+    let body = call(
+        &server,
+        "add_explored_files",
+        json!({"files": ["src/other.py"]}),
+    );
+    assert_eq!(body["added"], json!(["src/other.py"]));
+    // Reads outside the root are not recorded.
+    repo.post("Read", json!({"file_path": "/etc/hostname"}), json!({}));
+    assert!(
+        !std::fs::read_to_string(&reads)
+            .unwrap()
+            .contains("hostname")
+    );
+}
+
+#[test]
+fn the_hook_never_creates_a_key_or_session_state() {
+    let repo = Repo::new("nokey");
+    std::fs::remove_file(repo.state.join("checkpoint.key")).unwrap();
+    assert_eq!(repo.write(&repo.abs("app.py")), None);
+    repo.post("Read", json!({"file_path": repo.abs("app.py")}), json!({}));
+    assert!(!repo.state.join("checkpoint.key").exists());
+    assert!(!repo.root.join(".code-intel").exists());
+}
+
+#[test]
+fn the_hook_runs_from_a_subdirectory_and_survives_a_closed_stdout() {
+    let repo = Repo::new("subdir");
+    let server = repo.server();
+    start(&server);
+    std::fs::create_dir_all(repo.root.join("sub")).unwrap();
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "apply_patch", "cwd": repo.root.join("sub"), "tool_input": {"command": "*** Begin Patch\n*** Add File: ../app.py\n+x\n*** End Patch\n"}});
+    let reason = decision(&repo.hook("codex", input.to_string().as_bytes())).unwrap();
+    assert!(reason.contains("Writing files is not allowed"), "{reason}");
+    // Without a cwd in the input, the process's working directory is used.
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": "app.py"}});
+    assert!(decision(&repo.hook("claude", input.to_string().as_bytes())).is_some());
+
+    let mut child = Command::new(binary())
+        .args(["hook", "claude"])
+        .current_dir(&repo.root)
+        .env("CODE_INTEL_STATE_DIR", &repo.state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.stdin.take().unwrap().write_all(b"garbage").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
