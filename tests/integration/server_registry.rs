@@ -69,8 +69,10 @@ fn every_declared_fact_is_observed_and_nothing_else() {
     let dir = std::env::temp_dir().join(format!("code-intel-facts-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let root = code_intel::codeintel::root::Root::open(&dir).unwrap();
+    let key = code_intel::server::checkpoint::SealKey::from_bytes([7; 32]);
     let mut host = code_intel::server::host::CodeIntelHost {
         root: &root,
+        key: &key,
         session_id: "0123456789abcdef0123456789abcdef",
         state: Default::default(),
     };
