@@ -1,6 +1,7 @@
 //! The one integration-test binary: each module tests one feature at its boundary.
 
 mod agent_runner;
+mod claude_code;
 mod cli;
 mod codeintel;
 mod default_flow;

@@ -1,0 +1,501 @@
+//! The real Claude Code client end to end, offline: `code-intel init` sets up a fresh
+//! git repository (nothing else configures the client), `claude mcp list` must report the
+//! server connected, and `claude -p` runs a scripted model (`tests/claude/model_server.py`,
+//! a loopback Messages API) through a session: tool discovery, `start_session`, the phases
+//! up to implementation, then a write the hook must refuse and one it must let through.
+//! The assertions read what the client sent back to the model (the recorded `tool_result`
+//! blocks) and the repository.
+//!
+//! Claude Code comes from `tests/claude/node_modules` (pinned by its `package-lock.json`);
+//! when it is missing the test installs it as `.ci/run` does (`npm ci --prefix
+//! tests/claude`) and fails with the reason if that fails. The client runs with `HOME` in
+//! a temporary directory, so the user's configuration is neither read nor touched.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{binary, repo};
+
+/// Upper bounds, so a stuck client fails the test instead of hanging it.
+const MCP_LIST_TIMEOUT_S: u32 = 60;
+const RUN_TIMEOUT_S: u32 = 120;
+/// The user's request (`start_session` quotes are checked against it).
+const REQUEST: &str = "add a --json flag to the export command";
+const APP: &str = "def parse_config(path):\n    return open(path).read()\n\n\ndef main():\n    print(parse_config(\"x\"))\n";
+const APP_NEW: &str = "import sys\n\n\ndef parse_config(path):\n    return open(path).read()\n\n\ndef main():\n    if \"--json\" in sys.argv:\n        print('{\"config\": %r}' % parse_config(\"x\"))\n        return\n    print(parse_config(\"x\"))\n";
+const FINAL_TEXT: &str = "Scripted run finished.";
+/// Tool-use ids the model server gives turn N: `toolu_scripted_NNN`.
+const ID_PREFIX: &str = "toolu_scripted_";
+
+/// The `claude` executable, installed by `npm ci --prefix tests/claude` when missing.
+fn claude() -> &'static Result<PathBuf, String> {
+    static CLAUDE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    CLAUDE.get_or_init(|| {
+        let dir = repo().join("tests/claude");
+        let exe = dir.join("node_modules/.bin/claude");
+        if exe.is_file() {
+            return Ok(exe);
+        }
+        let out = Command::new("npm")
+            .args(["ci", "--prefix"])
+            .arg(&dir)
+            .args(["--no-audit", "--no-fund", "--loglevel=error"])
+            .output()
+            .map_err(|e| format!("Claude Code is not installed and npm cannot run: {e}"))?;
+        if !out.status.success() || !exe.is_file() {
+            return Err(format!(
+                "Claude Code is not installed and `npm ci --prefix tests/claude` failed ({}):\n{}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(exe)
+    })
+}
+
+/// A child process killed and reaped when dropped (the test fails or ends).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The scripted model server, listening on `port`.
+struct ModelServer {
+    _child: Reaped,
+    port: u16,
+    log: PathBuf,
+}
+
+impl ModelServer {
+    fn start(script: &Path, record: &Path, log: &Path) -> ModelServer {
+        let stderr = std::fs::File::create(log).unwrap();
+        let mut child = Command::new("python3")
+            .arg(repo().join("tests/claude/model_server.py"))
+            .arg(script)
+            .arg(record)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("python3 is needed for the model server: {e}"));
+        let stdout = child.stdout.take().unwrap();
+        let child = Reaped(child);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
+        let port = line
+            .strip_prefix("PORT ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| {
+                panic!(
+                    "the model server did not start (first line {line:?}):\n{}",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                )
+            });
+        ModelServer {
+            _child: child,
+            port,
+            log: log.to_path_buf(),
+        }
+    }
+}
+
+/// The test's directories, removed at the end (kept on failure for a look).
+struct Dirs {
+    base: PathBuf,
+    repo: PathBuf,
+    home: PathBuf,
+    state: PathBuf,
+}
+
+impl Dirs {
+    fn new() -> Dirs {
+        let base = std::env::temp_dir().join(format!("code-intel-claude-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dirs = Dirs {
+            repo: base.join("repo"),
+            home: base.join("home"),
+            state: base.join("state"),
+            base,
+        };
+        for d in [&dirs.repo, &dirs.home, &dirs.state] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        dirs
+    }
+}
+
+/// A git repository on `main` with `app.py` committed.
+fn git_repo(dir: &Path) {
+    let repository =
+        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))
+            .unwrap();
+    std::fs::write(dir.join("app.py"), APP).unwrap();
+    let mut index = repository.index().unwrap();
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap();
+    index.write().unwrap();
+    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
+    let who = git2::Signature::now("test", "test@example.com").unwrap();
+    repository
+        .commit(Some("HEAD"), &who, &who, "initial", &tree, &[])
+        .unwrap();
+    let mut config = repository.config().unwrap();
+    config.set_str("user.name", "test").unwrap();
+    config.set_str("user.email", "test@example.com").unwrap();
+}
+
+/// `claude ARGS` in the repository under `timeout`, with a clean environment: the
+/// temporary `HOME`, no telemetry, updates or other traffic, plus `extra`.
+fn run_claude(dirs: &Dirs, seconds: u32, args: &[&str], extra: &[(&str, String)]) -> Output {
+    let exe = claude().as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let mut cmd = Command::new("timeout");
+    // timeout signals the whole process group: the client, its MCP server and hooks.
+    cmd.args(["--kill-after=10", &seconds.to_string()])
+        .arg(exe)
+        .args(args)
+        .current_dir(&dirs.repo)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &dirs.home)
+        .env("CODE_INTEL_STATE_DIR", &dirs.state)
+        .env("CODE_INTEL_LOG", "warn")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null());
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()));
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "claude {args:?} did not finish within {seconds} s and was killed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The line `claude mcp list` prints for the code-intel server.
+fn mcp_list_line(dirs: &Dirs) -> String {
+    let out = run_claude(dirs, MCP_LIST_TIMEOUT_S, &["mcp", "list"], &[]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .find(|l| l.starts_with("code-intel:"))
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            panic!(
+                "`claude mcp list` lists no code-intel server:\n{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+/// Marks the repository trusted in the client's `~/.claude.json`, as answering the
+/// client's workspace-trust question does on the first interactive run.
+fn accept_trust(dirs: &Dirs) {
+    let path = dirs.home.join(".claude.json");
+    let mut config: Value = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| json!({}));
+    let repo_path = dirs.repo.canonicalize().unwrap();
+    config["projects"][repo_path.to_string_lossy().as_ref()] =
+        json!({"hasTrustDialogAccepted": true});
+    std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+}
+
+/// The model's turns: load the tools, run the flow to implementation, write twice.
+fn script(repo_dir: &Path) -> Value {
+    let mcp = |tool: &str| format!("mcp__code-intel__{tool}");
+    let call = |name: String, input: Value| json!({"tool_use": {"name": name, "input": input}});
+    let submit = |mut data: Value| {
+        data["compaction_count"] = json!(0);
+        call(mcp("submit_phase"), json!({ "data": data }))
+    };
+    let loaded: Vec<String> = [
+        "start_session",
+        "submit_phase",
+        "get_symbols",
+        "search_text",
+    ]
+    .iter()
+    .map(|t| mcp(t))
+    .collect();
+    let mut denied = call(
+        "Write".into(),
+        json!({"file_path": repo_dir.join("unexplored.py"), "content": "print('no')\n"}),
+    );
+    denied["expect_error"] = json!(true);
+    json!({"turns": [
+        // 0: MCP tools are deferred in 2.1.x: the model loads their schemas first.
+        call("ToolSearch".into(), json!({"query": format!("select:{}", loaded.join(",")), "max_results": 10})),
+        // 1
+        call(mcp("start_session"), json!({"query": REQUEST, "intent": "IMPLEMENT", "flags": "--no-doc"})),
+        // 2
+        submit(json!({"target_feature": {"value": "export command", "quote": "the export command"},
+                      "desired_action": {"value": "add --json", "quote": "add a --json flag"},
+                      "trigger_condition": null, "observed_issue": null, "tools_used": [], "summary": "frame"})),
+        // 3, 4
+        call(mcp("get_symbols"), json!({"file_path": "app.py"})),
+        call(mcp("search_text"), json!({"patterns": ["def main"]})),
+        // 5
+        submit(json!({"explored_files": ["app.py"], "findings": ["app.py:5 main prints the config"],
+                      "tools_used": ["get_symbols", "search_text"], "summary": "main is the entry"})),
+        // 6, 7, 8
+        submit(json!({"needs_more_information": false, "reason": "the code is small and clear", "tools_used": [], "summary": "q1"})),
+        submit(json!({"has_unverified_hypotheses": false, "reason": "nothing left to verify", "tools_used": [], "summary": "q2"})),
+        submit(json!({"needs_impact_analysis": false, "reason": "a single entry point only", "tools_used": [], "summary": "q3"})),
+        // 9
+        submit(json!({"tasks": [{"id": "t1", "description": "add the flag", "status": "pending",
+                                 "checklist": [{"item": "parse --json in main", "status": "pending"}]}],
+                      "tools_used": [], "summary": "one task"})),
+        // 10: a file outside the explored files (the hook must refuse it)
+        denied,
+        // 11: an explored file (allowed)
+        call("Write".into(), json!({"file_path": repo_dir.join("app.py"), "content": APP_NEW})),
+        {"text": FINAL_TEXT},
+    ]})
+}
+
+/// One `tool_result` the client sent back.
+#[derive(Debug)]
+struct ToolResult {
+    is_error: bool,
+    text: String,
+}
+
+/// Every recorded request body, in order.
+fn requests(record: &Path) -> Vec<Value> {
+    std::fs::read_to_string(record)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect()
+}
+
+/// The tool results of the scripted calls, by turn.
+fn tool_results(requests: &[Value]) -> HashMap<usize, ToolResult> {
+    let mut results = HashMap::new();
+    for request in requests {
+        let Some(messages) = request["body"]["messages"].as_array() else {
+            continue;
+        };
+        for block in messages
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+        {
+            let Some(turn) = block["tool_use_id"]
+                .as_str()
+                .and_then(|id| id.strip_prefix(ID_PREFIX))
+                .and_then(|n| n.parse().ok())
+            else {
+                continue;
+            };
+            let text = match &block["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(parts) => parts
+                    .iter()
+                    .map(|p| p["text"].as_str().unwrap_or_default())
+                    .collect(),
+                _ => String::new(),
+            };
+            results.insert(
+                turn,
+                ToolResult {
+                    is_error: block["is_error"] == true,
+                    text,
+                },
+            );
+        }
+    }
+    results
+}
+
+#[test]
+fn claude_code_runs_a_session_through_the_server_and_the_hook() {
+    if let Err(e) = claude() {
+        panic!("{e}");
+    }
+    let dirs = Dirs::new();
+    git_repo(&dirs.repo);
+
+    // 1. code-intel init is the only configuration the client gets.
+    let bin = binary();
+    let init = Command::new(&bin)
+        .arg("init")
+        .arg(&dirs.repo)
+        .arg("--command")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "code-intel init failed:\n{}{}",
+        String::from_utf8_lossy(&init.stdout),
+        String::from_utf8_lossy(&init.stderr)
+    );
+
+    // 2. The health check. Claude Code 2.1.x applies the approval in
+    // .claude/settings.local.json only once the workspace is trusted; until then the
+    // server is listed as pending. The exit status is 0 either way, so the text decides.
+    let line = mcp_list_line(&dirs);
+    assert!(
+        line.contains("Pending approval"),
+        "an untrusted workspace: expected the server pending approval, got: {line}"
+    );
+    accept_trust(&dirs);
+    let line = mcp_list_line(&dirs);
+    assert!(
+        line.contains("✔ Connected"),
+        "`claude mcp list` does not report code-intel connected: {line}"
+    );
+
+    // 3. A session driven by the scripted model.
+    let script_path = dirs.base.join("script.json");
+    std::fs::write(
+        &script_path,
+        serde_json::to_string_pretty(&script(&dirs.repo.canonicalize().unwrap())).unwrap(),
+    )
+    .unwrap();
+    let record = dirs.base.join("requests.jsonl");
+    let server = ModelServer::start(&script_path, &record, &dirs.base.join("model_server.log"));
+    let out = run_claude(
+        &dirs,
+        RUN_TIMEOUT_S,
+        &["-p", REQUEST, "--dangerously-skip-permissions"],
+        &[
+            ("IS_SANDBOX", "1".into()),
+            (
+                "ANTHROPIC_BASE_URL",
+                format!("http://127.0.0.1:{}", server.port),
+            ),
+            ("ANTHROPIC_API_KEY", "test".into()),
+            ("MCP_CONNECTION_NONBLOCKING", "false".into()),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let context = format!(
+        "claude exited with {}\nstdout:\n{stdout}\nstderr:\n{}\nmodel server log:\n{}\n(requests in {})",
+        out.status,
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(&server.log).unwrap_or_default(),
+        record.display()
+    );
+
+    let requests = requests(&record);
+    let main_loop: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r["body"]["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    assert!(
+        !main_loop.is_empty(),
+        "the client asked the model nothing\n{context}"
+    );
+    // With MCP_CONNECTION_NONBLOCKING=false the server is connected before the first
+    // request: its tools are offered (deferred, by name) from the start.
+    assert!(
+        main_loop[0]["body"]
+            .to_string()
+            .contains("mcp__code-intel__submit_phase"),
+        "the first model request does not mention code-intel's tools\n{context}"
+    );
+    let results = tool_results(&requests);
+    let result = |turn: usize| {
+        results
+            .get(&turn)
+            .unwrap_or_else(|| panic!("no tool_result for scripted turn {turn}\n{context}"))
+    };
+    let ok = |turn: usize, what: &str| {
+        let r = result(turn);
+        assert!(
+            !r.is_error,
+            "turn {turn} ({what}) failed: {}\n{context}",
+            r.text
+        );
+        r
+    };
+    ok(0, "ToolSearch");
+    assert!(
+        main_loop.last().unwrap()["body"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "mcp__code-intel__start_session"),
+        "after ToolSearch the client does not offer start_session's schema\n{context}"
+    );
+    let phases = [
+        (1, "start_session", "QUERY_FRAME"),
+        (2, "submit_phase QUERY_FRAME", "EXPLORATION"),
+        (5, "submit_phase EXPLORATION", "Q1"),
+        (6, "submit_phase Q1", "Q2"),
+        (7, "submit_phase Q2", "Q3"),
+        (8, "submit_phase Q3", "READY_PLAN"),
+        (9, "submit_phase READY_PLAN", "READY_IMPL"),
+    ];
+    for (turn, what, state) in phases {
+        let r = ok(turn, what);
+        let body: Value = serde_json::from_str(&r.text)
+            .unwrap_or_else(|e| panic!("turn {turn} ({what}): not JSON ({e}): {}", r.text));
+        assert_eq!(body["state"], state, "turn {turn} ({what}): {}", r.text);
+    }
+    ok(3, "get_symbols");
+    ok(4, "search_text");
+
+    // The hook: a file outside the explored files is refused, an explored one is written.
+    // (Depends on `code-intel hook claude`.)
+    let denied = result(10);
+    assert!(
+        denied.is_error
+            && denied.text.contains("hook")
+            && denied.text.contains("unexplored.py")
+            && denied.text.contains("add_explored_files"),
+        "the write to unexplored.py was not refused by the hook with the contract's reason: {denied:?}\n{context}"
+    );
+    assert!(
+        !dirs.repo.join("unexplored.py").exists(),
+        "unexplored.py was written despite the refusal\n{context}"
+    );
+    ok(11, "Write app.py");
+    assert_eq!(
+        std::fs::read_to_string(dirs.repo.join("app.py")).unwrap(),
+        APP_NEW,
+        "app.py does not have the new content\n{context}"
+    );
+    assert!(stdout.contains(FINAL_TEXT), "no final answer\n{context}");
+
+    // The session moved the work onto its task branch.
+    let repository = git2::Repository::open(&dirs.repo).unwrap();
+    let head = repository.head().unwrap();
+    let branch = head.shorthand().unwrap_or_default();
+    assert!(
+        branch.starts_with("llm_task_"),
+        "the session is not on a task branch: {branch}\n{context}"
+    );
+
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dirs.base);
+}
