@@ -175,11 +175,15 @@ fn concurrent_calls_share_the_index_while_files_change() {
             let dir = dir.clone();
             s.spawn(move || {
                 for round in 0..20 {
+                    // Saved as editors save: a temp file renamed over the old one, so a
+                    // reader never sees a half-written file.
+                    let tmp = dir.join(format!(".m0.py.{round}.tmp"));
                     std::fs::write(
-                        dir.join("m0.py"),
+                        &tmp,
                         format!("def f0():\n    return {round}\n\n\ndef g{round}():\n    pass\n"),
                     )
                     .unwrap();
+                    std::fs::rename(&tmp, dir.join("m0.py")).unwrap();
                     std::thread::sleep(Duration::from_millis(5));
                 }
             })
