@@ -351,6 +351,25 @@ pub fn search_files(root: &Root, query: &FileQuery, window: Window) -> Result<Pa
     Ok(Page::of(files, window))
 }
 
+/// Every directory under the root the walk visits (gitignore-aware, hidden ones skipped),
+/// the root included, as absolute paths: what a file watcher watches.
+pub fn walk_dirs(root: &Root) -> Result<Vec<PathBuf>, Error> {
+    walk_dirs_under(root, root.path())
+}
+
+/// [`walk_dirs`] for the subtree at `dir` (a directory under the root).
+pub fn walk_dirs_under(root: &Root, dir: &std::path::Path) -> Result<Vec<PathBuf>, Error> {
+    let walk = walker(root, &[dir.to_path_buf()], &[], &[])?;
+    let mut dirs: Vec<PathBuf> = walk
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_dir()))
+        .map(ignore::DirEntry::into_path)
+        .collect();
+    dirs.sort();
+    Ok(dirs)
+}
+
 /// Every file under the root the walk visits (gitignore-aware), as absolute paths.
 pub(crate) fn walk_files(root: &Root) -> Result<Vec<PathBuf>, Error> {
     let walk = walker(root, &[], &[], &[])?;

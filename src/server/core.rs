@@ -19,7 +19,7 @@ use super::checkpoint::{CheckpointError, Checkpoints, SealKey, new_session_id};
 use super::code_tools::{CodeTools, ToolError, paths_in};
 use super::git;
 use super::host::{CodeIntelHost, check_explorable, seen_paths};
-use super::index_cache::IndexCache;
+use super::index_cache::{ChangeSource, IndexCache};
 use super::log::{Log, now};
 use super::record::{HostState, RECORD_VERSION, SessionRecord, WriteGate};
 use super::reply::Reply;
@@ -79,7 +79,7 @@ impl Server {
         let log = Log::new(root.path());
         let code = CodeTools {
             root: root.clone(),
-            index: IndexCache::start(root.clone()),
+            index: IndexCache::start(root.clone(), ChangeSource::from_env()),
         };
         Ok(Server {
             root,

@@ -6,8 +6,11 @@
 //!   file tagged on the spot, and say so ([`Lookup::Building`]).
 //! - Before each answer, the indexed files are checked by their stamps; changed or
 //!   deleted ones are re-tagged and saved first (`refresh_changed`, as the CLI does).
-//! - New files are picked up by a walk of the tree at most every [`WALK_INTERVAL`]; a
-//!   file created since is found by the next walk (text search sees it at once).
+//! - With file events from the kernel (`watch`), an answer touches no file unless
+//!   something changed: modified files are re-tagged, created or removed ones trigger a
+//!   walk. Without them, indexed files are checked by their stamps before each answer and
+//!   new files are found by a walk at most every [`WALK_INTERVAL`], and before an answer
+//!   of "not found".
 //!
 //! Readers share an `Arc<Index>`; refreshing takes a mutex, so there is one writer and
 //! concurrent calls never block each other on reads.
@@ -16,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
+use super::watch::{Drained, Watch};
 use crate::codeintel::error::Error;
 use crate::codeintel::index::{Index, stale_files};
 use crate::codeintel::refresh::{Progress, refresh_changed, refresh_with_progress};
@@ -36,33 +40,67 @@ pub enum Lookup {
     Failed(String),
 }
 
+/// Whether a refresh walks the tree for new files.
+#[derive(Debug, Clone, Copy)]
+enum Walk {
+    Now,
+    IfDue,
+    Never,
+}
+
+/// How the cache learns that files changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeSource {
+    /// File events from the kernel where available (falls back to polling).
+    FileEvents,
+    /// Stamps before each answer and periodic walks: for file systems whose changes the
+    /// kernel does not report (network mounts), set with `CODE_INTEL_WATCH=0`.
+    Polling,
+}
+
+impl ChangeSource {
+    /// From the environment: `CODE_INTEL_WATCH=0` polls.
+    pub fn from_env() -> ChangeSource {
+        match std::env::var("CODE_INTEL_WATCH").as_deref() {
+            Ok("0" | "false" | "no") => ChangeSource::Polling,
+            _ => ChangeSource::FileEvents,
+        }
+    }
+}
+
 pub struct IndexCache {
     root: Root,
+    changes: ChangeSource,
     current: RwLock<Option<Arc<Index>>>,
     progress: Progress,
     building: AtomicBool,
     failed: Mutex<Option<String>>,
     /// Held while refreshing: one writer.
     writer: Mutex<Option<Instant>>,
+    /// File events from the kernel, when watching works; otherwise every answer checks
+    /// the indexed files' stamps and walks at most every [`WALK_INTERVAL`].
+    watch: Mutex<Option<Watch>>,
 }
 
 impl IndexCache {
     /// A cache whose index is not loaded yet: it answers [`Lookup::Building`] until
     /// [`IndexCache::load_in_background`] has finished.
-    pub fn new(root: Root) -> Arc<IndexCache> {
+    pub fn new(root: Root, changes: ChangeSource) -> Arc<IndexCache> {
         Arc::new(IndexCache {
             root,
+            changes,
             current: RwLock::new(None),
             progress: Progress::default(),
             building: AtomicBool::new(true),
             failed: Mutex::new(None),
             writer: Mutex::new(None),
+            watch: Mutex::new(None),
         })
     }
 
     /// A cache that starts loading (or building) the index in the background at once.
-    pub fn start(root: Root) -> Arc<IndexCache> {
-        let cache = IndexCache::new(root);
+    pub fn start(root: Root, changes: ChangeSource) -> Arc<IndexCache> {
+        let cache = IndexCache::new(root, changes);
         IndexCache::load_in_background(&cache);
         cache
     }
@@ -86,6 +124,11 @@ impl IndexCache {
 
     fn build(&self) {
         let started = Instant::now();
+        // Watching starts before the walk, so a file changed while the index is being
+        // built is seen by the first answer.
+        if self.changes == ChangeSource::FileEvents {
+            *self.watch.lock().unwrap_or_else(PoisonError::into_inner) = Watch::start(&self.root);
+        }
         let built = refresh_with_progress(&self.root, Some(&self.progress))
             .and_then(|_| refresh_changed(&self.root))
             // A read-only `.code-intel/`: answer from an index built in memory.
@@ -143,19 +186,46 @@ impl IndexCache {
                 .unwrap_or_else(|| "the index is not loaded".into());
             return Lookup::Failed(reason);
         };
-        match self.refreshed(index) {
+        let drained = self
+            .watch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+            .map(|w| w.drain(&self.root));
+        let refreshed = match drained {
+            // Watching, and nothing changed: answer at once, touching no file.
+            Some(Drained::Nothing) => Ok(index),
+            Some(Drained::Modified(_)) => self.refreshed_with(index, Walk::Never),
+            Some(Drained::Structure | Drained::Unknown) => self.refreshed_with(index, Walk::Now),
+            // Not watching: check every file (and walk now and then).
+            None => self.refreshed(index),
+        };
+        match refreshed {
             Ok(index) => Lookup::Ready(index),
             Err(e) => Lookup::Failed(e.to_string()),
         }
     }
 
+    /// Whether changes are learnt from file events (otherwise from stamps and walks).
+    pub fn watching(&self) -> bool {
+        self.watch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
     /// The index after a walk for new files, whenever the last walk was: what a tool
     /// calls before answering "not found", so a file created a moment ago is found.
     pub fn rescan(&self) -> Lookup {
-        let Lookup::Ready(index) = self.lookup() else {
-            return self.lookup();
+        let lookup = self.lookup();
+        // With file events, `lookup` has already seen every file created before the call.
+        if self.watching() {
+            return lookup;
+        }
+        let Lookup::Ready(index) = lookup else {
+            return lookup;
         };
-        match self.refreshed_with(index, true) {
+        match self.refreshed_with(index, Walk::Now) {
             Ok(index) => Lookup::Ready(index),
             Err(e) => Lookup::Failed(e.to_string()),
         }
@@ -164,14 +234,18 @@ impl IndexCache {
     /// `index` after re-tagging changed files and, when the last walk is older than
     /// [`WALK_INTERVAL`], picking up new ones.
     fn refreshed(&self, index: Arc<Index>) -> Result<Arc<Index>, Error> {
-        self.refreshed_with(index, false)
+        self.refreshed_with(index, Walk::IfDue)
     }
 
-    fn refreshed_with(&self, index: Arc<Index>, force_walk: bool) -> Result<Arc<Index>, Error> {
+    fn refreshed_with(&self, index: Arc<Index>, walk: Walk) -> Result<Arc<Index>, Error> {
         let mut last_walk = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         // Another caller may have refreshed while this one waited for the lock.
         let index = self.get().unwrap_or(index);
-        let walk_due = force_walk || last_walk.is_none_or(|at| at.elapsed() >= WALK_INTERVAL);
+        let walk_due = match walk {
+            Walk::Now => true,
+            Walk::IfDue => last_walk.is_none_or(|at| at.elapsed() >= WALK_INTERVAL),
+            Walk::Never => false,
+        };
         if walk_due {
             *last_walk = Some(Instant::now());
             let report = refresh_with_progress(&self.root, None);

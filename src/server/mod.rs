@@ -23,3 +23,4 @@ pub mod reply;
 pub mod service;
 pub mod session_lock;
 pub mod tools;
+pub mod watch;

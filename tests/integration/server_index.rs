@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use code_intel::codeintel::root::Root;
 use code_intel::server::code_tools::CodeTools;
-use code_intel::server::index_cache::{IndexCache, Lookup};
+use code_intel::server::index_cache::{ChangeSource, IndexCache, Lookup};
 use serde_json::{Map, Value, json};
 
 fn temp_repo(name: &str, files: &[(&str, &str)]) -> PathBuf {
@@ -55,11 +55,15 @@ fn paths(answer: &Value) -> Vec<String> {
 }
 
 fn code_tools(dir: &Path, start: bool) -> CodeTools {
+    code_tools_with(dir, start, ChangeSource::FileEvents)
+}
+
+fn code_tools_with(dir: &Path, start: bool, changes: ChangeSource) -> CodeTools {
     let root = Root::open(dir).unwrap();
     let index = if start {
-        IndexCache::start(root.clone())
+        IndexCache::start(root.clone(), changes)
     } else {
-        IndexCache::new(root.clone())
+        IndexCache::new(root.clone(), changes)
     };
     CodeTools { root, index }
 }
@@ -107,10 +111,24 @@ fn until_the_index_is_ready_symbol_tools_answer_from_text_and_say_so() {
 }
 
 #[test]
-fn changed_and_new_files_are_seen_before_answering() {
-    let dir = temp_repo("fresh", &[("a.py", "def old_name():\n    pass\n")]);
-    let tools = code_tools(&dir, true);
+fn changed_and_new_files_are_seen_before_answering_with_file_events() {
+    fresh_answers("events", ChangeSource::FileEvents);
+}
+
+#[test]
+fn changed_and_new_files_are_seen_before_answering_when_polling() {
+    fresh_answers("polling", ChangeSource::Polling);
+}
+
+fn fresh_answers(name: &str, changes: ChangeSource) {
+    let dir = temp_repo(name, &[("a.py", "def old_name():\n    pass\n")]);
+    let tools = code_tools_with(&dir, true, changes);
     ready(&tools.index);
+    assert_eq!(
+        tools.index.watching(),
+        changes == ChangeSource::FileEvents && cfg!(target_os = "linux"),
+        "which path this test exercises"
+    );
     assert_eq!(
         paths(&call(
             &tools,

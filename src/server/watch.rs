@@ -1,0 +1,223 @@
+//! What changed under the repository since the last look, from the kernel (inotify on
+//! Linux), so the symbol index is refreshed only when something changed instead of
+//! stat'ing every indexed file before each answer.
+//!
+//! The events are read without blocking when a tool asks (`Watch::drain`), not by a
+//! background thread: the kernel queues an event inside the write system call, so a
+//! file saved before a tool call is always seen by that call. Where watching is not
+//! possible (another OS, no inotify, the watch limit reached, a queue overflow) the
+//! caller falls back to checking every file: [`Drained::Unknown`] says so.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::codeintel::root::Root;
+
+/// What happened since the last drain.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Drained {
+    /// Nothing that could change the index.
+    #[default]
+    Nothing,
+    /// Only these root-relative files were written.
+    Modified(BTreeSet<String>),
+    /// Files or directories appeared, disappeared or moved: the tree must be walked.
+    Structure,
+    /// The watcher cannot tell (not watching, or events were lost): check everything.
+    Unknown,
+}
+
+impl Drained {
+    fn add(&mut self, other: Drained) {
+        *self = match (std::mem::take(self), other) {
+            (Drained::Unknown, _) | (_, Drained::Unknown) => Drained::Unknown,
+            (Drained::Structure, _) | (_, Drained::Structure) => Drained::Structure,
+            (Drained::Modified(mut a), Drained::Modified(b)) => {
+                a.extend(b);
+                Drained::Modified(a)
+            }
+            (Drained::Nothing, x) | (x, Drained::Nothing) => x,
+        };
+    }
+}
+
+/// A file watcher over the repository's (non-ignored, non-hidden) directories.
+pub struct Watch {
+    #[cfg(target_os = "linux")]
+    inner: Option<linux::Inner>,
+}
+
+impl Watch {
+    /// Starts watching every directory the index walk visits; `None` when the platform
+    /// or the system's limits do not allow it (the caller then polls).
+    pub fn start(root: &Root) -> Option<Watch> {
+        #[cfg(target_os = "linux")]
+        {
+            match linux::Inner::start(root) {
+                Ok(inner) => Some(Watch { inner: Some(inner) }),
+                Err(e) => {
+                    tracing::info!("not watching files ({e}); checking them before each answer");
+                    None
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = root;
+            None
+        }
+    }
+
+    /// What changed since the last call.
+    pub fn drain(&mut self, root: &Root) -> Drained {
+        #[cfg(target_os = "linux")]
+        {
+            match self.inner.as_mut() {
+                Some(inner) => inner.drain(root),
+                None => Drained::Unknown,
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = root;
+            Drained::Unknown
+        }
+    }
+}
+
+/// Whether a changed path can matter to the index: hidden names (`.git`, `.code-intel`,
+/// editor swap files) are never walked, so never indexed.
+fn relevant(name: &Path) -> bool {
+    !name
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with('.'))
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::collections::{BTreeSet, HashMap};
+    use std::path::PathBuf;
+
+    use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
+
+    use super::{Drained, relevant};
+    use crate::codeintel::languages;
+    use crate::codeintel::root::Root;
+    use crate::codeintel::search::walk_dirs_under;
+
+    pub(super) struct Inner {
+        inotify: Inotify,
+        dirs: HashMap<WatchDescriptor, PathBuf>,
+        buffer: Vec<u8>,
+    }
+
+    fn mask() -> WatchMask {
+        WatchMask::MODIFY
+            | WatchMask::CLOSE_WRITE
+            | WatchMask::CREATE
+            | WatchMask::DELETE
+            | WatchMask::MOVED_FROM
+            | WatchMask::MOVED_TO
+            | WatchMask::DELETE_SELF
+            | WatchMask::MOVE_SELF
+            | WatchMask::ONLYDIR
+    }
+
+    impl Inner {
+        pub(super) fn start(root: &Root) -> Result<Inner, String> {
+            let inotify = Inotify::init().map_err(|e| format!("inotify: {e}"))?;
+            let mut inner = Inner {
+                inotify,
+                dirs: HashMap::new(),
+                buffer: vec![0; 64 * 1024],
+            };
+            inner.watch_tree(root, root.path())?;
+            Ok(inner)
+        }
+
+        /// Watches `dir` and every directory under it.
+        fn watch_tree(&mut self, root: &Root, dir: &std::path::Path) -> Result<(), String> {
+            let dirs = walk_dirs_under(root, dir).map_err(|e| e.to_string())?;
+            for d in dirs {
+                let wd = self
+                    .inotify
+                    .watches()
+                    .add(&d, mask())
+                    .map_err(|e| format!("cannot watch {}: {e}", d.display()))?;
+                self.dirs.insert(wd, d);
+            }
+            Ok(())
+        }
+
+        pub(super) fn drain(&mut self, root: &Root) -> Drained {
+            let mut drained = Drained::Nothing;
+            loop {
+                let mut new_dirs = Vec::new();
+                let mut seen_any = false;
+                let events = match self.inotify.read_events(&mut self.buffer) {
+                    Ok(events) => events,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return drained,
+                    Err(e) => {
+                        tracing::warn!("reading file events failed: {e}");
+                        return Drained::Unknown;
+                    }
+                };
+                for event in events {
+                    seen_any = true;
+                    if event.mask.contains(EventMask::Q_OVERFLOW) {
+                        drained.add(Drained::Unknown);
+                        continue;
+                    }
+                    let Some(dir) = self.dirs.get(&event.wd) else {
+                        continue;
+                    };
+                    if event.mask.intersects(
+                        EventMask::DELETE_SELF | EventMask::MOVE_SELF | EventMask::IGNORED,
+                    ) {
+                        drained.add(Drained::Structure);
+                        continue;
+                    }
+                    let Some(name) = event.name else {
+                        continue;
+                    };
+                    let path = dir.join(name);
+                    if !relevant(&path) {
+                        continue;
+                    }
+                    let is_dir = event.mask.contains(EventMask::ISDIR);
+                    if event
+                        .mask
+                        .intersects(EventMask::CREATE | EventMask::MOVED_TO)
+                        && is_dir
+                    {
+                        new_dirs.push(path);
+                        drained.add(Drained::Structure);
+                    } else if event.mask.intersects(
+                        EventMask::CREATE
+                            | EventMask::DELETE
+                            | EventMask::MOVED_FROM
+                            | EventMask::MOVED_TO,
+                    ) {
+                        if is_dir || languages::for_path(&path).is_some() {
+                            drained.add(Drained::Structure);
+                        }
+                    } else if languages::for_path(&path).is_some() {
+                        drained.add(Drained::Modified(BTreeSet::from([root.relative(&path)])));
+                    }
+                }
+                for dir in new_dirs {
+                    // Files created in it before the watch was added are found by the walk
+                    // that `Structure` asks for.
+                    if let Err(e) = self.watch_tree(root, &dir) {
+                        tracing::info!("{e}; checking files before each answer from now on");
+                        drained.add(Drained::Unknown);
+                    }
+                }
+                if !seen_any {
+                    return drained;
+                }
+            }
+        }
+    }
+}
