@@ -371,9 +371,19 @@ pub fn relative_path(root: &Root, client: &str) -> Result<String, PathError> {
     match root.resolve(trimmed) {
         Ok(abs) => Ok(root.relative(&abs)),
         Err(PathError::NotFound(_)) => {
+            let given = Path::new(trimmed);
+            let joined = if given.is_absolute() {
+                given.to_path_buf()
+            } else {
+                root.path().join(given)
+            };
+            // A dangling symlink is not a file to be created: writing through it would
+            // create its target, wherever that is.
+            if std::fs::symlink_metadata(&joined).is_ok() {
+                return Err(PathError::OutsideRoot(client.to_string()));
+            }
             // A file to be created: its parent must resolve inside the root, and the
             // remaining components must be plain names.
-            let given = Path::new(trimmed);
             let mut missing = Vec::new();
             let mut parent = given;
             loop {
@@ -467,4 +477,40 @@ fn string_list(value: Option<&Value>) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_paths_stay_inside_the_root_existing_or_not() {
+        let dir = std::env::temp_dir().join(format!("ci-host-paths-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/a.py"), "x = 1\n").unwrap();
+        let root = Root::open(&dir).unwrap();
+        let rel = |p: &str| relative_path(&root, p);
+        assert_eq!(rel("src/a.py").unwrap(), "src/a.py");
+        assert_eq!(rel("./src/a.py").unwrap(), "src/a.py");
+        assert_eq!(
+            rel(&dir.join("src/a.py").to_string_lossy()).unwrap(),
+            "src/a.py"
+        );
+        assert_eq!(rel("src/new/b.py").unwrap(), "src/new/b.py");
+        assert_eq!(rel("c.py").unwrap(), "c.py");
+        assert!(rel("../x.py").is_err());
+        assert!(rel("src/../../x.py").is_err());
+        assert!(rel("/etc/passwd").is_err());
+        assert!(rel("new/..").is_err());
+        assert!(rel("").is_err());
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("/tmp", dir.join("out")).unwrap();
+            assert!(rel("out/x.py").is_err(), "through a symlink to outside");
+            std::os::unix::fs::symlink("/nonexistent/target.py", dir.join("dangling.py")).unwrap();
+            assert!(rel("dangling.py").is_err(), "a dangling symlink");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
