@@ -37,26 +37,8 @@ const ID_PREFIX: &str = "toolu_scripted_";
 fn claude() -> &'static Result<PathBuf, String> {
     static CLAUDE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     CLAUDE.get_or_init(|| {
-        let dir = repo().join("tests/claude");
-        let exe = dir.join("node_modules/.bin/claude");
-        if exe.is_file() {
-            return Ok(exe);
-        }
-        let out = Command::new("npm")
-            .args(["ci", "--prefix"])
-            .arg(&dir)
-            .args(["--no-audit", "--no-fund", "--loglevel=error"])
-            .output()
-            .map_err(|e| format!("Claude Code is not installed and npm cannot run: {e}"))?;
-        if !out.status.success() || !exe.is_file() {
-            return Err(format!(
-                "Claude Code is not installed and `npm ci --prefix tests/claude` failed ({}):\n{}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(exe)
+        crate::support::npm_package("claude", ".bin/claude")
+            .map_err(|e| format!("Claude Code is not installed: {e}"))
     })
 }
 

@@ -163,3 +163,40 @@ impl Driver {
         }
     }
 }
+
+/// Installs the npm packages of `tests/<name>` with `npm ci` unless `marker` (a path
+/// under its `node_modules`) exists, as `.ci/run` does, so `cargo test` works on a fresh
+/// clone. Once per test run and package; the error says what failed.
+pub(crate) fn npm_package(name: &str, marker: &str) -> Result<PathBuf, String> {
+    static INSTALLED: std::sync::Mutex<Vec<(String, Result<PathBuf, String>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut installed = INSTALLED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, result)) = installed.iter().find(|(n, _)| n == name) {
+        return result.clone();
+    }
+    let dir = repo().join("tests").join(name);
+    let target = dir.join("node_modules").join(marker);
+    let result = if target.exists() {
+        Ok(target)
+    } else {
+        match std::process::Command::new("npm")
+            .args(["ci", "--prefix"])
+            .arg(&dir)
+            .args(["--no-audit", "--no-fund", "--loglevel=error"])
+            .output()
+        {
+            Err(e) => Err(format!("tests/{name} needs npm: {e}")),
+            Ok(out) if !out.status.success() || !target.exists() => Err(format!(
+                "`npm ci --prefix tests/{name}` failed ({}):\n{}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )),
+            Ok(_) => Ok(target),
+        }
+    };
+    installed.push((name.to_string(), result.clone()));
+    result
+}
