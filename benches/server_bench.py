@@ -115,19 +115,27 @@ async def defs_on_django(binary, django, names, n=300):
         return ready, samples
 
 
-def hook_cold(binary, n=200):
+async def hook_cold(binary, n=200):
+    """The hook deciding a Write during an active session (it reads and verifies the
+    sealed checkpoint): the path every edit of an agent takes."""
+    from contextlib import AsyncExitStack
     root = git_repo({"a.py": "x = 1\n"})
     try:
         help_out = subprocess.run([binary, "hook", "--help"], capture_output=True, text=True)
         if help_out.returncode != 0:
             return None
+        async with AsyncExitStack() as stack:
+            session = await connect(stack, binary, root)
+            await session.call_tool("start_session", {"query": "bench", "flags": "--no-doc"})
         event = json.dumps({"session_id": "s", "cwd": root, "hook_event_name": "PreToolUse",
                             "tool_name": "Write", "tool_input": {"file_path": os.path.join(root, "a.py"), "content": "y"}})
         samples = []
         for _ in range(n):
             t = time.perf_counter()
-            subprocess.run([binary, "hook", "claude"], input=event, capture_output=True, text=True, check=True)
+            out = subprocess.run([binary, "hook", "claude"], input=event, capture_output=True, text=True, check=True)
             samples.append((time.perf_counter() - t) * 1000)
+        if "deny" not in out.stdout:
+            raise SystemExit(f"the hook did not deny a write before implementation: {out.stdout!r}")
         return samples
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -140,7 +148,7 @@ async def main(binary, scenario_path, django):
     names = ["QuerySet", "get_user_model", "ModelAdmin", "reverse", "HttpResponse", "slugify",
              "Field", "render", "csrf_exempt", "login_required"]
     ready, defs = await defs_on_django(binary, django, names)
-    hook = hook_cold(binary)
+    hook = await hook_cold(binary)
     calls = sum(1 for s in scenario["steps"] if "call" in s)
     rows = [
         ("session", f"{statistics.median(sessions):.0f} ms median of 5 ({calls} tool calls)", "< 500 ms", statistics.median(sessions) < 500),
@@ -150,7 +158,7 @@ async def main(binary, scenario_path, django):
     if hook is None:
         rows.append(("hook", "not available in this build", "< 10 ms p50", False))
     else:
-        rows.append(("hook", f"{pct(hook, 0.5):.2f} ms p50, {pct(hook, 0.9):.2f} ms p90 (cold process)", "< 10 ms p50", pct(hook, 0.5) < 10))
+        rows.append(("hook", f"{pct(hook, 0.5):.2f} ms p50, {pct(hook, 0.9):.2f} ms p90 (cold process, deny during a session)", "< 10 ms p50", pct(hook, 0.5) < 10))
     print(f"{'what':<8} {'measured':<60} {'goal':<12} met")
     for what, measured, goal, met in rows:
         print(f"{what:<8} {measured:<60} {goal:<12} {'yes' if met else 'NO'}")
