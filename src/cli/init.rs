@@ -30,7 +30,8 @@ pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
     let cmd = &options.command;
     println!();
     println!("Claude Code: the project's .mcp.json is picked up when you start `claude` here;");
-    println!("  check with:        claude mcp list");
+    println!("  first:             run `claude` here once and trust the folder when it asks");
+    println!("  check with:        claude mcp list   (code-intel: ... - ✔ Connected)");
     println!("  or register it:    claude mcp add --scope project code-intel -- {cmd} serve");
     println!("  then run:          /code <request>");
     println!("Codex: .codex/config.toml applies only when the project is trusted;");
