@@ -1,251 +1,30 @@
-//! The server's decisions, independent of MCP: one [`Server`] per repository answers
-//! tool calls by name with JSON. It owns the active session (its record, its lock), gates
-//! every tool through the contract, records what the agent called and saw, runs the
-//! session driver for `start_session` and `submit_phase`, and checkpoints every change.
-//! `service` adapts it to rmcp; tests may call it directly.
+//! The session tools: `start_session` (new, resumed or cleaned sessions, the lock),
+//! `get_session_status`, `submit_phase` through the session driver, and `record_outcome`.
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
-use std::path::Path;
 use std::rc::Rc;
-use std::sync::{Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
 
-use super::args::{
-    AddExploredArgs, EmptyArgs, Outcome, OutcomeArgs, StartArgs, SubmitArgs, WriteTargetArgs,
-};
-use super::checkpoint::{CheckpointError, Checkpoints, SealKey, new_session_id};
-use super::code_tools::{CodeTools, ToolError, paths_in};
-use super::git;
-use super::host::{CodeIntelHost, check_explorable, seen_paths};
-use super::index_cache::{ChangeSource, IndexCache};
-use super::log::{Log, now};
-use super::record::{HostState, RECORD_VERSION, SessionRecord, WriteGate};
-use super::reply::Reply;
-use super::session_lock::{Holder, LockError, SessionLock};
-use super::tools::{self, ToolKind};
-use crate::codeintel::root::Root;
 use crate::contract::Contract;
-use crate::contract::raw::StateKind;
-use crate::machine::response::{message, phase_response, role_message};
-use crate::machine::tools::{ToolGate, gate};
+use crate::machine::response::{phase_response, role_message};
 use crate::machine::{Accepted, Instance};
-use crate::session::{CheckpointStore, Driver, Stop, Turn};
+use crate::server::args::{Outcome, OutcomeArgs, StartArgs, SubmitArgs};
+use crate::server::checkpoint::{CheckpointError, new_session_id};
+use crate::server::git;
+use crate::server::host::CodeIntelHost;
+use crate::server::log::now;
+use crate::server::record::{HostState, RECORD_VERSION, SessionRecord};
+use crate::server::reply::Reply;
+use crate::server::session_lock::{Holder, LockError, SessionLock};
+use crate::session::{Driver, Stop, Turn};
 use crate::source::Sources;
 use crate::yaml;
 
-/// The server for one repository.
-pub struct Server {
-    root: Root,
-    code: CodeTools,
-    contract: Contract,
-    checkpoints: Checkpoints,
-    log: Log,
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
-    active: Option<Active>,
-    /// The MCP client's name, for the lock holder.
-    client: String,
-}
-
-/// The session this server runs, and the lock that makes it the only one.
-struct Active {
-    record: SessionRecord,
-    /// Released when the session ends or the server stops.
-    lock: Option<SessionLock>,
-}
+use super::{Active, RecordStore, Server, State, parse};
 
 impl Server {
-    /// A server for the repository at `root` running `contract` (a code-intel contract).
-    pub fn new(root: &Path, contract: Contract, key: SealKey) -> Result<Server, String> {
-        let root = Root::open(root).map_err(|e| e.to_string())?;
-        if contract.registry.host != "code-intel" {
-            return Err(format!(
-                "the contract `{}` is for the host `{}`, not code-intel",
-                contract.name, contract.registry.host
-            ));
-        }
-        ensure_gitignore(root.path()).map_err(|e| {
-            format!(
-                "cannot write {}: {e}",
-                root.path().join(GITIGNORE).display()
-            )
-        })?;
-        let checkpoints = Checkpoints::new(root.path(), key);
-        let log = Log::new(root.path());
-        let code = CodeTools {
-            root: root.clone(),
-            index: IndexCache::start(root.clone(), ChangeSource::from_env()),
-        };
-        Ok(Server {
-            root,
-            code,
-            contract,
-            checkpoints,
-            log,
-            state: Mutex::new(State::default()),
-        })
-    }
-
-    pub fn contract(&self) -> &Contract {
-        &self.contract
-    }
-
-    pub fn root(&self) -> &Path {
-        self.root.path()
-    }
-
-    /// While the symbol index is first built: files tagged so far and files to tag.
-    pub fn index_building(&self) -> Option<(usize, usize)> {
-        self.code.index.building()
-    }
-
-    /// Remembers the client's name (from MCP `initialize`).
-    pub fn set_client(&self, name: &str) {
-        self.lock_state().client = name.to_string();
-    }
-
-    fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Answers one tool call.
-    pub fn call(&self, tool: &str, args: Map<String, Value>) -> Reply {
-        let Some(spec) = tools::find(tool) else {
-            return Reply::error("unknown_tool", format!("there is no tool `{tool}`"));
-        };
-        let mut state = self.lock_state();
-        match spec.kind {
-            ToolKind::StartSession => self.start_session(&mut state, args),
-            ToolKind::Status => self.status(&mut state),
-            ToolKind::Submit => self.submit(&mut state, args),
-            ToolKind::RecordOutcome => self.record_outcome(&mut state, args),
-            ToolKind::Code | ToolKind::Control => {
-                if let Err(refusal) = self.gate(&state, tool) {
-                    return refusal;
-                }
-                let reply = match spec.kind {
-                    ToolKind::Code => {
-                        // Code tools read the repository only: run them without holding
-                        // the session, so parallel calls do not queue behind each other.
-                        drop(state);
-                        let reply = self.code_tool(tool, args);
-                        state = self.lock_state();
-                        reply
-                    }
-                    _ => self.control_tool(&mut state, tool, args),
-                };
-                if !reply.is_error {
-                    self.note_success(&mut state, tool, &reply.body);
-                }
-                reply
-            }
-        }
-    }
-
-    /// Refuses a tool the current phase does not allow (no refusal outside a session).
-    fn gate(&self, state: &State, tool: &str) -> Result<(), Reply> {
-        let Some(active) = state.active.as_ref().filter(|a| !a.record.finished()) else {
-            return Ok(());
-        };
-        let instance = &active.record.instance;
-        let refused = match gate(&self.contract, instance, tool) {
-            ToolGate::Allowed => return Ok(()),
-            ToolGate::Unknown => {
-                return Err(Reply::error(
-                    "unknown_tool",
-                    format!("`{tool}` is not a tool of this server"),
-                ));
-            }
-            ToolGate::UnknownState { state } => self.render(
-                "tool_errors.gate.not_allowed",
-                &[
-                    ("tool", json!(tool)),
-                    ("phase", json!(state)),
-                    ("allowed", json!([])),
-                ],
-                instance,
-            ),
-            ToolGate::NotAllowedHere { phase, allowed, .. } => self.render(
-                "tool_errors.gate.not_allowed",
-                &[
-                    ("tool", json!(tool)),
-                    ("phase", json!(phase)),
-                    ("allowed", json!(allowed)),
-                ],
-                instance,
-            ),
-        };
-        let phase = phase_response(&self.contract, instance);
-        Err(Reply::refused(&refused)
-            .with(
-                "hint",
-                self.render("hints.phase_blocked_hint", &[], instance).text,
-            )
-            .with_phase(&phase, active.record.compaction_count))
-    }
-
-    fn render(
-        &self,
-        key: &str,
-        args: &[(&str, Value)],
-        instance: &Instance,
-    ) -> crate::machine::response::RenderedMessage {
-        let args: Map<String, Value> = args
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), v.clone()))
-            .collect();
-        message(&self.contract, key, &args, &instance.locale)
-    }
-
-    /// After a gated tool succeeded: it counts as called in this phase, and the paths
-    /// its answer showed count as seen. Saved at once, so a restart keeps the evidence.
-    fn note_success(&self, state: &mut State, tool: &str, body: &Value) {
-        let Some(active) = state.active.as_mut().filter(|a| !a.record.finished()) else {
-            return;
-        };
-        let record = &mut active.record;
-        record.note_tool_call(tool);
-        let mut seen = BTreeSet::new();
-        paths_in(body, &mut seen);
-        if tool == "search_files"
-            && let Some(items) = body.get("items").and_then(Value::as_array)
-        {
-            seen.extend(items.iter().filter_map(Value::as_str).map(str::to_string));
-        }
-        record.host.seen_paths.extend(seen);
-        record.updated_at = now();
-        if let Err(e) = self.checkpoints.save(record) {
-            tracing::error!("checkpoint after {tool} failed: {e}");
-        }
-    }
-
-    fn code_tool(&self, tool: &str, args: Map<String, Value>) -> Reply {
-        match self.code.call(tool, args) {
-            Ok(Some(body)) => Reply::ok(body),
-            Ok(None) => Reply::error("unknown_tool", format!("`{tool}` is not a code tool")),
-            Err(ToolError::Arguments(message)) => Reply::error("invalid_arguments", message),
-            Err(ToolError::Tool(e)) => Reply::error(e.key(), e.to_string()),
-        }
-    }
-
-    fn control_tool(&self, state: &mut State, tool: &str, args: Map<String, Value>) -> Reply {
-        match tool {
-            "check_write_target" => self.check_write_target(state, args),
-            "add_explored_files" => self.add_explored_files(state, args),
-            "review_changes" => self.review_changes(state, args),
-            "cleanup_stale_branches" => self.cleanup_stale_branches(state, args),
-            other => Reply::error("unknown_tool", format!("`{other}` is not a control tool")),
-        }
-    }
-
-    // --- sessions -----------------------------------------------------------------
-
-    fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+    pub(super) fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
         let mut a: StartArgs = match parse(args) {
             Ok(a) => a,
             Err(reply) => return reply,
@@ -402,14 +181,14 @@ impl Server {
     }
 
     /// The unfinished session named by the pointer, if any, verified.
-    fn recoverable(&self) -> Result<Option<SessionRecord>, CheckpointError> {
+    pub(super) fn recoverable(&self) -> Result<Option<SessionRecord>, CheckpointError> {
         let Some(id) = self.checkpoints.current()? else {
             return Ok(None);
         };
         Ok(self.checkpoints.load(&id)?.filter(|r| !r.finished()))
     }
 
-    fn resume(&self, state: &mut State, record: SessionRecord) -> Reply {
+    pub(super) fn resume(&self, state: &mut State, record: SessionRecord) -> Reply {
         let lock = match self.take_lock(state, &record.id) {
             Ok(lock) => lock,
             Err(reply) => return reply,
@@ -458,7 +237,7 @@ impl Server {
             .with("project_context", self.project_context())
     }
 
-    fn take_lock(&self, state: &mut State, id: &str) -> Result<SessionLock, Reply> {
+    pub(super) fn take_lock(&self, state: &mut State, id: &str) -> Result<SessionLock, Reply> {
         // A finished session of this server still holds the lock: hand it over.
         if let Some(mut previous) = state.active.take()
             && let Some(lock) = previous.lock.take()
@@ -476,7 +255,7 @@ impl Server {
         })
     }
 
-    fn holder(&self, state: &State, id: &str) -> Holder {
+    pub(super) fn holder(&self, state: &State, id: &str) -> Holder {
         Holder {
             pid: std::process::id(),
             client: if state.client.is_empty() {
@@ -493,7 +272,7 @@ impl Server {
     /// `clean: true`: every task branch (unmerged work is listed, uncommitted work is
     /// carried to the base, never overwritten) and every checkpoint of this repository
     /// go, and the session pointer. Returns what was removed.
-    fn clean(&self, state: &mut State) -> Result<Value, Reply> {
+    pub(super) fn clean(&self, state: &mut State) -> Result<Value, Reply> {
         // Cleaning another server's live session would pull the floor from under it.
         let lock = self.take_lock(state, "cleaning")?;
         let branches = match git::open(self.root.path()) {
@@ -524,7 +303,7 @@ impl Server {
         Ok(cleaned)
     }
 
-    fn status(&self, state: &mut State) -> Reply {
+    pub(super) fn status(&self, state: &mut State) -> Reply {
         if state.active.is_none() {
             match self.recoverable() {
                 Err(e) => return Reply::error(e.key(), e.to_string()),
@@ -546,7 +325,7 @@ impl Server {
         }
     }
 
-    fn status_reply(&self, record: &SessionRecord, message: Option<Value>) -> Reply {
+    pub(super) fn status_reply(&self, record: &SessionRecord, message: Option<Value>) -> Reply {
         let phase = phase_response(&self.contract, &record.instance);
         let mut reply = Reply::ok(json!({"session_id": record.id}))
             .with_phase(&phase, record.compaction_count)
@@ -576,7 +355,7 @@ impl Server {
         reply
     }
 
-    fn submit(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+    pub(super) fn submit(&self, state: &mut State, args: Map<String, Value>) -> Reply {
         let a: SubmitArgs = match parse(args) {
             Ok(a) => a,
             Err(reply) => return reply,
@@ -642,7 +421,7 @@ impl Server {
     }
 
     /// Adopts a driver turn into the active session and answers with it.
-    fn finish_turn(
+    pub(super) fn finish_turn(
         &self,
         state: &mut State,
         turn: Turn,
@@ -745,7 +524,7 @@ impl Server {
         reply
     }
 
-    fn record_outcome(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+    pub(super) fn record_outcome(&self, state: &mut State, args: Map<String, Value>) -> Reply {
         let a: OutcomeArgs = match parse(args) {
             Ok(a) => a,
             Err(reply) => return reply,
@@ -785,189 +564,10 @@ impl Server {
         )
     }
 
-    // --- control tools ------------------------------------------------------------
-
-    fn check_write_target(&self, state: &mut State, args: Map<String, Value>) -> Reply {
-        let a: WriteTargetArgs = match parse(args) {
-            Ok(a) => a,
-            Err(reply) => return reply,
-        };
-        let Some(active) = state.active.as_ref() else {
-            return Reply::ok(json!({"allowed": true, "reason": "no active session"}));
-        };
-        let record = &active.record;
-        match super::host::relative_path(&self.root, &a.file_path) {
-            Err(e) => Reply::error("path.outside_root", e.to_string()),
-            Ok(rel) if rel.starts_with(".code-intel/") => {
-                let m = self.render(
-                    "tool_errors.check_write_target.write_blocked",
-                    &[],
-                    &record.instance,
-                );
-                Reply::refused(&m).with("file_path", rel)
-            }
-            Ok(rel) if record.host.explored.contains(&rel) => {
-                Reply::ok(json!({"allowed": true, "file_path": rel}))
-            }
-            Ok(rel) => {
-                let m = self.render(
-                    "tool_errors.check_write_target.write_blocked",
-                    &[],
-                    &record.instance,
-                );
-                Reply::refused(&m).with("file_path", rel)
-            }
-        }
-    }
-
-    fn add_explored_files(&self, state: &mut State, args: Map<String, Value>) -> Reply {
-        let a: AddExploredArgs = match parse(args) {
-            Ok(a) => a,
-            Err(reply) => return reply,
-        };
-        let Some(active) = state.active.as_mut() else {
-            return Reply::error(
-                "session.no_active_session",
-                "No active session. Call start_session first.",
-            );
-        };
-        let record = &mut active.record;
-        if a.files.is_empty() {
-            let m = self.render(
-                "tool_errors.add_explored_files.no_files",
-                &[],
-                &record.instance,
-            );
-            return Reply::refused(&m);
-        }
-        let seen = seen_paths(
-            &self.root,
-            &record.id,
-            self.checkpoints.key(),
-            &record.host.seen_paths,
-        );
-        match check_explorable(&self.root, &seen, &a.files) {
-            Ok(accepted) => {
-                record.host.explored.extend(accepted.iter().cloned());
-                Reply::ok(json!({"added": accepted, "explored_files": record.host.explored}))
-            }
-            Err(failure) => {
-                let key = if failure.outcome == "unseen" {
-                    "tool_errors.add_explored_files.unseen"
-                } else {
-                    "tool_errors.add_explored_files.outside_root"
-                };
-                let files = failure.args.get("files").cloned().unwrap_or(Value::Null);
-                let m = self.render(key, &[("files", files.clone())], &record.instance);
-                Reply::refused(&m).with("files", files)
-            }
-        }
-    }
-
-    /// Every change of the session against its baseline (the task branch's base, or
-    /// HEAD at the start), with diffs, and which changed files were never explored.
-    fn review_changes(&self, state: &mut State, args: Map<String, Value>) -> Reply {
-        if let Err(reply) = parse::<EmptyArgs>(args) {
-            return reply;
-        }
-        let Some(active) = state.active.as_ref() else {
-            return Reply::error(
-                "session.no_active_session",
-                "No active session. Call start_session first.",
-            );
-        };
-        let host = &active.record.host;
-        let Some(baseline) = host.baseline() else {
-            let m = self.render(
-                "tool_errors.review_changes.task_branch_not_enabled",
-                &[],
-                &active.record.instance,
-            );
-            return Reply::refused(&m);
-        };
-        let changes = match git::open(self.root.path()).and_then(|repo| repo.changes(baseline)) {
-            Ok(c) => c,
-            Err(e) => return Reply::error(e.key(), e.to_string()),
-        };
-        let changes: Vec<_> = changes
-            .into_iter()
-            .filter(|c| !c.path.starts_with(".code-intel/"))
-            .collect();
-        let unexplored: Vec<&str> = changes
-            .iter()
-            .map(|c| c.path.as_str())
-            .filter(|p| !host.explored.contains(*p))
-            .collect();
-        let listed: Vec<Value> = changes
-            .iter()
-            .map(|c| {
-                let (status, from) = match &c.status {
-                    git::ChangeStatus::Added => ("added", None),
-                    git::ChangeStatus::Modified => ("modified", None),
-                    git::ChangeStatus::Deleted => ("deleted", None),
-                    git::ChangeStatus::Renamed { from } => ("renamed", Some(from.clone())),
-                    git::ChangeStatus::TypeChange => ("type_changed", None),
-                };
-                json!({
-                    "path": c.path,
-                    "status": status,
-                    "renamed_from": from,
-                    "binary": c.binary,
-                    "size_bytes": c.size_bytes,
-                    "diff": c.diff,
-                    "diff_truncated": c.diff_truncated,
-                })
-            })
-            .collect();
-        Reply::ok(json!({
-            "task_branch": host.branch.as_ref().map(|b| b.name.clone()),
-            "base_branch": baseline.base_branch,
-            "base_commit": baseline.base_commit,
-            "changes": listed,
-            "unexplored": unexplored,
-        }))
-    }
-
-    /// Outside a session: deletes every task branch and every saved session.
-    fn cleanup_stale_branches(&self, state: &mut State, args: Map<String, Value>) -> Reply {
-        if let Err(reply) = parse::<EmptyArgs>(args) {
-            return reply;
-        }
-        if state.active.as_ref().is_some_and(|a| !a.record.finished()) {
-            return Reply::error(
-                "session.active",
-                "a session is active: finish it or record its outcome before cleaning up",
-            );
-        }
-        let lock = match self.take_lock(state, "cleaning") {
-            Ok(lock) => lock,
-            Err(reply) => return reply,
-        };
-        let outcome = match git::open(self.root.path())
-            .and_then(|repo| repo.resolve_stale(git::StaleChoice::Delete))
-        {
-            Ok(o) => o,
-            Err(e) => {
-                return Reply::error(e.key(), e.to_string()).with("files", e.files().to_vec());
-            }
-        };
-        let removed = self.checkpoints.all_ids();
-        for id in &removed {
-            let _ = self.checkpoints.remove(id);
-        }
-        let _ = self.checkpoints.set_current(None);
-        drop(lock);
-        Reply::ok(json!({
-            "deleted_branches": outcome.deleted.iter().map(|d| json!({"name": d.name, "unmerged_commits": d.unmerged_commits})).collect::<Vec<_>>(),
-            "kept_branches": outcome.kept.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
-            "removed_sessions": removed,
-        }))
-    }
-
     /// The project context for the document research, from `.code-intel/context.yml`:
     /// its `project_rules`, `doc_research` (prompts, document globs) and
     /// `document_search`, or why it could not be read. `null` when there is no file.
-    fn project_context(&self) -> Value {
+    pub(super) fn project_context(&self) -> Value {
         let path = self.root.path().join(CONTEXT_FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -997,52 +597,6 @@ impl Server {
     }
 }
 
-/// The checkpoint store the driver saves through: every committed step updates the
-/// session record (instance, host state, tools called reset) and writes it.
-struct RecordStore<'a> {
-    contract: &'a Contract,
-    checkpoints: &'a Checkpoints,
-    record: &'a mut SessionRecord,
-    shared: Rc<RefCell<HostState>>,
-}
-
-impl<'a> RecordStore<'a> {
-    fn new(
-        contract: &'a Contract,
-        checkpoints: &'a Checkpoints,
-        record: &'a mut SessionRecord,
-        shared: Rc<RefCell<HostState>>,
-    ) -> RecordStore<'a> {
-        RecordStore {
-            contract,
-            checkpoints,
-            record,
-            shared,
-        }
-    }
-}
-
-impl CheckpointStore for RecordStore<'_> {
-    fn save(&mut self, instance: &Instance) -> std::io::Result<()> {
-        if instance.steps_taken != self.record.instance.steps_taken {
-            // A step was taken: the tools called so far were evidence for it.
-            self.record.tools_called.clear();
-        }
-        self.record.instance = instance.clone();
-        self.record.host = self.shared.borrow().clone();
-        self.record.updated_at = now();
-        self.record.write_gate = write_gate(self.contract, instance);
-        match self.checkpoints.save(self.record) {
-            Ok(Some(reduced)) => {
-                *self.record = reduced;
-                Ok(())
-            }
-            Ok(None) => Ok(()),
-            Err(e) => Err(std::io::Error::other(e.to_string())),
-        }
-    }
-}
-
 /// Splits the server's own options (`--resume`, `--clean`) off a flag string, unless the
 /// contract declares a flag by that name: (the contract's flags, resume, clean).
 fn session_options(contract: &Contract, text: &str) -> (String, bool, bool) {
@@ -1067,63 +621,6 @@ fn session_options(contract: &Contract, text: &str) -> (String, bool, bool) {
 /// The project context file `code-intel init` writes.
 const CONTEXT_FILE: &str = ".code-intel/context.yml";
 
-/// The write rule of the instance's state (see [`WriteGate`]).
-pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
-    let response = phase_response(contract, instance);
-    let writes_allowed = contract.state_id(&instance.state).is_some_and(|id| {
-        let state = contract.state(id);
-        state.kind == StateKind::External
-            && state
-                .allowed_tools
-                .iter()
-                .chain(&state.required_tools)
-                .any(|t| t == WRITE_CHECK_TOOL)
-    });
-    let args = |pairs: &[(&str, Value)]| -> Map<String, Value> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), v.clone()))
-            .collect()
-    };
-    WriteGate {
-        state: instance.state.clone(),
-        phase: response.phase.clone(),
-        writes_allowed,
-        phase_refusal: message(
-            contract,
-            "tool_errors.check_write_target.write_phase_blocked",
-            &args(&[("phase", Value::String(response.phase))]),
-            &instance.locale,
-        )
-        .text,
-        file_refusal: message(
-            contract,
-            "tool_errors.check_write_target.write_blocked",
-            &Map::new(),
-            &instance.locale,
-        )
-        .text,
-    }
-}
-
-/// The tool whose presence in a state's allowed tools grants writes there.
-pub const WRITE_CHECK_TOOL: &str = "check_write_target";
-
-/// `.code-intel/.gitignore`: the server's machine-local files (sessions, logs, the symbol
-/// index) never show up as changes of a task, nor get committed. It ignores itself too:
-/// untracked, it would be an unreviewed change that blocks merges (uncommitted) and slips
-/// into task commits.
-const GITIGNORE: &str = ".code-intel/.gitignore";
-const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\n.gitignore\nsessions/\nlogs/\nsymbols.*\n*.lock\n*.tmp*\n";
-
-fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
-    let path = root.join(GITIGNORE);
-    if path.exists() {
-        return Ok(());
-    }
-    crate::codeintel::store::atomic_write(&path, GITIGNORE_TEXT.as_bytes())
-}
-
 fn summaries(instance: &Instance) -> Value {
     let map: Map<String, Value> = instance
         .summaries
@@ -1141,10 +638,4 @@ fn recoverable(record: &SessionRecord) -> Value {
         "flags": record.flag_text,
         "updated_at": record.updated_at,
     })
-}
-
-/// Parses tool arguments, or the refusal naming what was wrong.
-fn parse<T: serde::de::DeserializeOwned>(args: Map<String, Value>) -> Result<T, Reply> {
-    serde_json::from_value(Value::Object(args))
-        .map_err(|e| Reply::error("invalid_arguments", format!("invalid arguments: {e}")))
 }

@@ -1,0 +1,194 @@
+//! The control tools: `check_write_target`, `add_explored_files`, `review_changes` and
+//! `cleanup_stale_branches`.
+
+use serde_json::{Map, Value, json};
+
+use crate::server::args::{AddExploredArgs, EmptyArgs, WriteTargetArgs};
+use crate::server::git;
+use crate::server::host::{check_explorable, seen_paths};
+use crate::server::reply::Reply;
+
+use super::{Server, State, parse};
+
+impl Server {
+    pub(super) fn check_write_target(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+        let a: WriteTargetArgs = match parse(args) {
+            Ok(a) => a,
+            Err(reply) => return reply,
+        };
+        let Some(active) = state.active.as_ref() else {
+            return Reply::ok(json!({"allowed": true, "reason": "no active session"}));
+        };
+        let record = &active.record;
+        match crate::server::host::relative_path(&self.root, &a.file_path) {
+            Err(e) => Reply::error("path.outside_root", e.to_string()),
+            Ok(rel) if rel.starts_with(".code-intel/") => {
+                let m = self.render(
+                    "tool_errors.check_write_target.write_blocked",
+                    &[],
+                    &record.instance,
+                );
+                Reply::refused(&m).with("file_path", rel)
+            }
+            Ok(rel) if record.host.explored.contains(&rel) => {
+                Reply::ok(json!({"allowed": true, "file_path": rel}))
+            }
+            Ok(rel) => {
+                let m = self.render(
+                    "tool_errors.check_write_target.write_blocked",
+                    &[],
+                    &record.instance,
+                );
+                Reply::refused(&m).with("file_path", rel)
+            }
+        }
+    }
+
+    pub(super) fn add_explored_files(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+        let a: AddExploredArgs = match parse(args) {
+            Ok(a) => a,
+            Err(reply) => return reply,
+        };
+        let Some(active) = state.active.as_mut() else {
+            return Reply::error(
+                "session.no_active_session",
+                "No active session. Call start_session first.",
+            );
+        };
+        let record = &mut active.record;
+        if a.files.is_empty() {
+            let m = self.render(
+                "tool_errors.add_explored_files.no_files",
+                &[],
+                &record.instance,
+            );
+            return Reply::refused(&m);
+        }
+        let seen = seen_paths(
+            &self.root,
+            &record.id,
+            self.checkpoints.key(),
+            &record.host.seen_paths,
+        );
+        match check_explorable(&self.root, &seen, &a.files) {
+            Ok(accepted) => {
+                record.host.explored.extend(accepted.iter().cloned());
+                Reply::ok(json!({"added": accepted, "explored_files": record.host.explored}))
+            }
+            Err(failure) => {
+                let key = if failure.outcome == "unseen" {
+                    "tool_errors.add_explored_files.unseen"
+                } else {
+                    "tool_errors.add_explored_files.outside_root"
+                };
+                let files = failure.args.get("files").cloned().unwrap_or(Value::Null);
+                let m = self.render(key, &[("files", files.clone())], &record.instance);
+                Reply::refused(&m).with("files", files)
+            }
+        }
+    }
+
+    /// Every change of the session against its baseline (the task branch's base, or
+    /// HEAD at the start), with diffs, and which changed files were never explored.
+    pub(super) fn review_changes(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+        if let Err(reply) = parse::<EmptyArgs>(args) {
+            return reply;
+        }
+        let Some(active) = state.active.as_ref() else {
+            return Reply::error(
+                "session.no_active_session",
+                "No active session. Call start_session first.",
+            );
+        };
+        let host = &active.record.host;
+        let Some(baseline) = host.baseline() else {
+            let m = self.render(
+                "tool_errors.review_changes.task_branch_not_enabled",
+                &[],
+                &active.record.instance,
+            );
+            return Reply::refused(&m);
+        };
+        let changes = match git::open(self.root.path()).and_then(|repo| repo.changes(baseline)) {
+            Ok(c) => c,
+            Err(e) => return Reply::error(e.key(), e.to_string()),
+        };
+        let changes: Vec<_> = changes
+            .into_iter()
+            .filter(|c| !c.path.starts_with(".code-intel/"))
+            .collect();
+        let unexplored: Vec<&str> = changes
+            .iter()
+            .map(|c| c.path.as_str())
+            .filter(|p| !host.explored.contains(*p))
+            .collect();
+        let listed: Vec<Value> = changes
+            .iter()
+            .map(|c| {
+                let (status, from) = match &c.status {
+                    git::ChangeStatus::Added => ("added", None),
+                    git::ChangeStatus::Modified => ("modified", None),
+                    git::ChangeStatus::Deleted => ("deleted", None),
+                    git::ChangeStatus::Renamed { from } => ("renamed", Some(from.clone())),
+                    git::ChangeStatus::TypeChange => ("type_changed", None),
+                };
+                json!({
+                    "path": c.path,
+                    "status": status,
+                    "renamed_from": from,
+                    "binary": c.binary,
+                    "size_bytes": c.size_bytes,
+                    "diff": c.diff,
+                    "diff_truncated": c.diff_truncated,
+                })
+            })
+            .collect();
+        Reply::ok(json!({
+            "task_branch": host.branch.as_ref().map(|b| b.name.clone()),
+            "base_branch": baseline.base_branch,
+            "base_commit": baseline.base_commit,
+            "changes": listed,
+            "unexplored": unexplored,
+        }))
+    }
+
+    /// Outside a session: deletes every task branch and every saved session.
+    pub(super) fn cleanup_stale_branches(
+        &self,
+        state: &mut State,
+        args: Map<String, Value>,
+    ) -> Reply {
+        if let Err(reply) = parse::<EmptyArgs>(args) {
+            return reply;
+        }
+        if state.active.as_ref().is_some_and(|a| !a.record.finished()) {
+            return Reply::error(
+                "session.active",
+                "a session is active: finish it or record its outcome before cleaning up",
+            );
+        }
+        let lock = match self.take_lock(state, "cleaning") {
+            Ok(lock) => lock,
+            Err(reply) => return reply,
+        };
+        let outcome = match git::open(self.root.path())
+            .and_then(|repo| repo.resolve_stale(git::StaleChoice::Delete))
+        {
+            Ok(o) => o,
+            Err(e) => {
+                return Reply::error(e.key(), e.to_string()).with("files", e.files().to_vec());
+            }
+        };
+        let removed = self.checkpoints.all_ids();
+        for id in &removed {
+            let _ = self.checkpoints.remove(id);
+        }
+        let _ = self.checkpoints.set_current(None);
+        drop(lock);
+        Reply::ok(json!({
+            "deleted_branches": outcome.deleted.iter().map(|d| json!({"name": d.name, "unmerged_commits": d.unmerged_commits})).collect::<Vec<_>>(),
+            "kept_branches": outcome.kept.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
+            "removed_sessions": removed,
+        }))
+    }
+}

@@ -1,0 +1,351 @@
+//! The server's decisions, independent of MCP: one [`Server`] per repository answers
+//! tool calls by name with JSON. It owns the active session (its record, its lock), gates
+//! every tool through the contract, records what the agent called and saw, runs the
+//! session driver for `start_session` and `submit_phase`, and checkpoints every change.
+//! `service` adapts it to rmcp; tests may call it directly. The session tools are in
+//! `sessions`, the control tools in `control`.
+
+mod control;
+mod sessions;
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::{Map, Value, json};
+
+use super::checkpoint::{Checkpoints, SealKey};
+use super::code_tools::{CodeTools, ToolError, paths_in};
+use super::index_cache::{ChangeSource, IndexCache};
+use super::log::{Log, now};
+use super::record::{HostState, SessionRecord, WriteGate};
+use super::reply::Reply;
+use super::session_lock::SessionLock;
+use super::tools::{self, ToolKind};
+use crate::codeintel::root::Root;
+use crate::contract::Contract;
+use crate::contract::raw::StateKind;
+use crate::machine::Instance;
+use crate::machine::response::{message, phase_response};
+use crate::machine::tools::{ToolGate, gate};
+use crate::session::CheckpointStore;
+
+/// The server for one repository.
+pub struct Server {
+    root: Root,
+    code: CodeTools,
+    contract: Contract,
+    checkpoints: Checkpoints,
+    log: Log,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    active: Option<Active>,
+    /// The MCP client's name, for the lock holder.
+    client: String,
+}
+
+/// The session this server runs, and the lock that makes it the only one.
+struct Active {
+    record: SessionRecord,
+    /// Released when the session ends or the server stops.
+    lock: Option<SessionLock>,
+}
+
+impl Server {
+    /// A server for the repository at `root` running `contract` (a code-intel contract).
+    pub fn new(root: &Path, contract: Contract, key: SealKey) -> Result<Server, String> {
+        let root = Root::open(root).map_err(|e| e.to_string())?;
+        if contract.registry.host != "code-intel" {
+            return Err(format!(
+                "the contract `{}` is for the host `{}`, not code-intel",
+                contract.name, contract.registry.host
+            ));
+        }
+        ensure_gitignore(root.path()).map_err(|e| {
+            format!(
+                "cannot write {}: {e}",
+                root.path().join(GITIGNORE).display()
+            )
+        })?;
+        let checkpoints = Checkpoints::new(root.path(), key);
+        let log = Log::new(root.path());
+        let code = CodeTools {
+            root: root.clone(),
+            index: IndexCache::start(root.clone(), ChangeSource::from_env()),
+        };
+        Ok(Server {
+            root,
+            code,
+            contract,
+            checkpoints,
+            log,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    pub fn contract(&self) -> &Contract {
+        &self.contract
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// While the symbol index is first built: files tagged so far and files to tag.
+    pub fn index_building(&self) -> Option<(usize, usize)> {
+        self.code.index.building()
+    }
+
+    /// Remembers the client's name (from MCP `initialize`).
+    pub fn set_client(&self, name: &str) {
+        self.lock_state().client = name.to_string();
+    }
+
+    fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Answers one tool call.
+    pub fn call(&self, tool: &str, args: Map<String, Value>) -> Reply {
+        let Some(spec) = tools::find(tool) else {
+            return Reply::error("unknown_tool", format!("there is no tool `{tool}`"));
+        };
+        let mut state = self.lock_state();
+        match spec.kind {
+            ToolKind::StartSession => self.start_session(&mut state, args),
+            ToolKind::Status => self.status(&mut state),
+            ToolKind::Submit => self.submit(&mut state, args),
+            ToolKind::RecordOutcome => self.record_outcome(&mut state, args),
+            ToolKind::Code | ToolKind::Control => {
+                if let Err(refusal) = self.gate(&state, tool) {
+                    return refusal;
+                }
+                let reply = match spec.kind {
+                    ToolKind::Code => {
+                        // Code tools read the repository only: run them without holding
+                        // the session, so parallel calls do not queue behind each other.
+                        drop(state);
+                        let reply = self.code_tool(tool, args);
+                        state = self.lock_state();
+                        reply
+                    }
+                    _ => self.control_tool(&mut state, tool, args),
+                };
+                if !reply.is_error {
+                    self.note_success(&mut state, tool, &reply.body);
+                }
+                reply
+            }
+        }
+    }
+
+    /// Refuses a tool the current phase does not allow (no refusal outside a session).
+    fn gate(&self, state: &State, tool: &str) -> Result<(), Reply> {
+        let Some(active) = state.active.as_ref().filter(|a| !a.record.finished()) else {
+            return Ok(());
+        };
+        let instance = &active.record.instance;
+        let refused = match gate(&self.contract, instance, tool) {
+            ToolGate::Allowed => return Ok(()),
+            ToolGate::Unknown => {
+                return Err(Reply::error(
+                    "unknown_tool",
+                    format!("`{tool}` is not a tool of this server"),
+                ));
+            }
+            ToolGate::UnknownState { state } => self.render(
+                "tool_errors.gate.not_allowed",
+                &[
+                    ("tool", json!(tool)),
+                    ("phase", json!(state)),
+                    ("allowed", json!([])),
+                ],
+                instance,
+            ),
+            ToolGate::NotAllowedHere { phase, allowed, .. } => self.render(
+                "tool_errors.gate.not_allowed",
+                &[
+                    ("tool", json!(tool)),
+                    ("phase", json!(phase)),
+                    ("allowed", json!(allowed)),
+                ],
+                instance,
+            ),
+        };
+        let phase = phase_response(&self.contract, instance);
+        Err(Reply::refused(&refused)
+            .with(
+                "hint",
+                self.render("hints.phase_blocked_hint", &[], instance).text,
+            )
+            .with_phase(&phase, active.record.compaction_count))
+    }
+
+    fn render(
+        &self,
+        key: &str,
+        args: &[(&str, Value)],
+        instance: &Instance,
+    ) -> crate::machine::response::RenderedMessage {
+        let args: Map<String, Value> = args
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), v.clone()))
+            .collect();
+        message(&self.contract, key, &args, &instance.locale)
+    }
+
+    /// After a gated tool succeeded: it counts as called in this phase, and the paths
+    /// its answer showed count as seen. Saved at once, so a restart keeps the evidence.
+    fn note_success(&self, state: &mut State, tool: &str, body: &Value) {
+        let Some(active) = state.active.as_mut().filter(|a| !a.record.finished()) else {
+            return;
+        };
+        let record = &mut active.record;
+        record.note_tool_call(tool);
+        let mut seen = BTreeSet::new();
+        paths_in(body, &mut seen);
+        if tool == "search_files"
+            && let Some(items) = body.get("items").and_then(Value::as_array)
+        {
+            seen.extend(items.iter().filter_map(Value::as_str).map(str::to_string));
+        }
+        record.host.seen_paths.extend(seen);
+        record.updated_at = now();
+        if let Err(e) = self.checkpoints.save(record) {
+            tracing::error!("checkpoint after {tool} failed: {e}");
+        }
+    }
+
+    fn code_tool(&self, tool: &str, args: Map<String, Value>) -> Reply {
+        match self.code.call(tool, args) {
+            Ok(Some(body)) => Reply::ok(body),
+            Ok(None) => Reply::error("unknown_tool", format!("`{tool}` is not a code tool")),
+            Err(ToolError::Arguments(message)) => Reply::error("invalid_arguments", message),
+            Err(ToolError::Tool(e)) => Reply::error(e.key(), e.to_string()),
+        }
+    }
+
+    fn control_tool(&self, state: &mut State, tool: &str, args: Map<String, Value>) -> Reply {
+        match tool {
+            "check_write_target" => self.check_write_target(state, args),
+            "add_explored_files" => self.add_explored_files(state, args),
+            "review_changes" => self.review_changes(state, args),
+            "cleanup_stale_branches" => self.cleanup_stale_branches(state, args),
+            other => Reply::error("unknown_tool", format!("`{other}` is not a control tool")),
+        }
+    }
+}
+
+/// The checkpoint store the driver saves through: every committed step updates the
+/// session record (instance, host state, tools called reset) and writes it.
+struct RecordStore<'a> {
+    contract: &'a Contract,
+    checkpoints: &'a Checkpoints,
+    record: &'a mut SessionRecord,
+    shared: Rc<RefCell<HostState>>,
+}
+
+impl<'a> RecordStore<'a> {
+    fn new(
+        contract: &'a Contract,
+        checkpoints: &'a Checkpoints,
+        record: &'a mut SessionRecord,
+        shared: Rc<RefCell<HostState>>,
+    ) -> RecordStore<'a> {
+        RecordStore {
+            contract,
+            checkpoints,
+            record,
+            shared,
+        }
+    }
+}
+
+impl CheckpointStore for RecordStore<'_> {
+    fn save(&mut self, instance: &Instance) -> std::io::Result<()> {
+        if instance.steps_taken != self.record.instance.steps_taken {
+            // A step was taken: the tools called so far were evidence for it.
+            self.record.tools_called.clear();
+        }
+        self.record.instance = instance.clone();
+        self.record.host = self.shared.borrow().clone();
+        self.record.updated_at = now();
+        self.record.write_gate = write_gate(self.contract, instance);
+        match self.checkpoints.save(self.record) {
+            Ok(Some(reduced)) => {
+                *self.record = reduced;
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        }
+    }
+}
+
+/// The write rule of the instance's state (see [`WriteGate`]).
+pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
+    let response = phase_response(contract, instance);
+    let writes_allowed = contract.state_id(&instance.state).is_some_and(|id| {
+        let state = contract.state(id);
+        state.kind == StateKind::External
+            && state
+                .allowed_tools
+                .iter()
+                .chain(&state.required_tools)
+                .any(|t| t == WRITE_CHECK_TOOL)
+    });
+    let args = |pairs: &[(&str, Value)]| -> Map<String, Value> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), v.clone()))
+            .collect()
+    };
+    WriteGate {
+        state: instance.state.clone(),
+        phase: response.phase.clone(),
+        writes_allowed,
+        phase_refusal: message(
+            contract,
+            "tool_errors.check_write_target.write_phase_blocked",
+            &args(&[("phase", Value::String(response.phase))]),
+            &instance.locale,
+        )
+        .text,
+        file_refusal: message(
+            contract,
+            "tool_errors.check_write_target.write_blocked",
+            &Map::new(),
+            &instance.locale,
+        )
+        .text,
+    }
+}
+
+/// The tool whose presence in a state's allowed tools grants writes there.
+pub const WRITE_CHECK_TOOL: &str = "check_write_target";
+
+/// `.code-intel/.gitignore`: the server's machine-local files (sessions, logs, the symbol
+/// index) never show up as changes of a task, nor get committed. It ignores itself too:
+/// untracked, it would be an unreviewed change that blocks merges (uncommitted) and slips
+/// into task commits.
+const GITIGNORE: &str = ".code-intel/.gitignore";
+const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\n.gitignore\nsessions/\nlogs/\nsymbols.*\n*.lock\n*.tmp*\n";
+
+fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
+    let path = root.join(GITIGNORE);
+    if path.exists() {
+        return Ok(());
+    }
+    crate::codeintel::store::atomic_write(&path, GITIGNORE_TEXT.as_bytes())
+}
+
+/// Parses tool arguments, or the refusal naming what was wrong.
+fn parse<T: serde::de::DeserializeOwned>(args: Map<String, Value>) -> Result<T, Reply> {
+    serde_json::from_value(Value::Object(args))
+        .map_err(|e| Reply::error("invalid_arguments", format!("invalid arguments: {e}")))
+}
