@@ -13,10 +13,15 @@ A scenario is {"steps": [...]}; each step is one of
   {"git": ["commit", "-am", "msg"]}       run git in ROOT
   {"edit_checkpoint": [FIND, REPLACE]}    edit the current session's checkpoint (tampering)
   {"sh": "git log --format=%s", "stdout": "~text"}  run a shell command in ROOT; match its stdout
+  {"lock": PATH} / {"unlock": PATH}       hold / release an exclusive flock on ROOT/PATH
+A call step may add "progress": true (the progress notifications it received are matched
+as "progress": [{"progress", "total", "message"}, ...]) and "retry": N (repeat it, 0.1 s
+apart, up to N times until `expect` matches).
 Every step's outcome is printed; the first mismatch exits 1 with the difference.
 """
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
@@ -91,6 +96,7 @@ class Client:
 async def run(binary, root, scenario):
     steps = json.load(open(scenario))["steps"]
     clients = {}
+    locks = {}
 
     async def client(name):
         if name not in clients or clients[name].session is None:
@@ -104,18 +110,31 @@ async def run(binary, root, scenario):
             where = f"step {n}"
             if "call" in step:
                 c = await client(step.get("client", "a"))
-                result = await c.session.call_tool(step["call"], step.get("args", {}))
-                body = result.structured_content
-                if body is None:
-                    text = "".join(getattr(b, "text", "") for b in result.content)
-                    try:
-                        body = json.loads(text)
-                    except ValueError:
-                        body = {"text": text}
-                actual = {"is_error": bool(result.is_error), **body}
+                for attempt in range(step.get("retry", 0) + 1):
+                    notes = []
+
+                    async def on_progress(progress, total, message, notes=notes):
+                        notes.append({"progress": progress, "total": total, "message": message})
+
+                    result = await c.session.call_tool(
+                        step["call"], step.get("args", {}),
+                        progress_callback=on_progress if step.get("progress") else None)
+                    body = result.structured_content
+                    if body is None:
+                        text = "".join(getattr(b, "text", "") for b in result.content)
+                        try:
+                            body = json.loads(text)
+                        except ValueError:
+                            body = {"text": text}
+                    actual = {"is_error": bool(result.is_error), **body}
+                    if step.get("progress"):
+                        actual["progress"] = notes
+                    problem = matches(step.get("expect", {}), actual)
+                    if not problem:
+                        break
+                    await asyncio.sleep(0.1)
                 state = body.get("state", "")
                 print(f"{where}: {step['call']} -> {'error ' + str(body.get('error')) if result.is_error else 'ok'} {state}")
-                problem = matches(step.get("expect", {}), actual)
                 if problem:
                     print(f"{where} ({step['call']}): {problem}")
                     print(json.dumps(actual, indent=2, ensure_ascii=False)[:4000])
@@ -141,6 +160,16 @@ async def run(binary, root, scenario):
                 if problem:
                     print(f"{where} (sh {step['sh']!r}): {problem}\n{out.stdout}{out.stderr}")
                     return 1
+            elif "lock" in step:
+                path = os.path.join(root, step["lock"])
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                handle = open(path, "a")
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                locks[step["lock"]] = handle
+            elif "unlock" in step:
+                handle = locks.pop(step["unlock"])
+                fcntl.flock(handle, fcntl.LOCK_UN)
+                handle.close()
             elif "edit_checkpoint" in step:
                 sessions = os.path.join(root, ".code-intel", "sessions")
                 with open(os.path.join(sessions, "current.json")) as f:
