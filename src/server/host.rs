@@ -155,13 +155,19 @@ impl CodeIntelHost<'_> {
     }
 
     /// The changed files (against the baseline) that are neither explored nor added,
-    /// ignoring code-intel's own directory.
+    /// ignoring code-intel's own directory and the user's own uncommitted work from
+    /// before the session (while it is unchanged: the agent did not write it).
     fn unexplored_changes(&self, changes: &[git::Change]) -> Vec<String> {
         let state = self.state.borrow();
+        let root = self.root.path();
         changes
             .iter()
             .map(|c| c.path.clone())
-            .filter(|p| !p.starts_with(".code-intel/") && !state.explored.contains(p))
+            .filter(|p| {
+                !p.starts_with(".code-intel/")
+                    && !state.explored.contains(p)
+                    && !state.untouched_user_change(root, p)
+            })
             .collect()
     }
 
@@ -209,6 +215,18 @@ impl CodeIntelHost<'_> {
             return Err(ActionFailure::new("review_incomplete")
                 .with("missing", coverage.missing)
                 .with("unknown", coverage.unknown));
+        }
+        // The user's uncommitted work from before the session is theirs: never reverted.
+        let users: Vec<String> = reviewed
+            .iter()
+            .filter(|r| {
+                r.decision == git::Decision::Discard
+                    && self.state.borrow().start_dirty.contains_key(&r.path)
+            })
+            .map(|r| r.path.clone())
+            .collect();
+        if !users.is_empty() {
+            return Err(ActionFailure::new("discard_refused").with("files", users));
         }
         // Files reviewed as `discard` are reverted, so only the kept ones must have been
         // explored.

@@ -87,9 +87,23 @@ pub struct HostState {
     /// A commit prepared by `git.prepare_commit`, waiting for `git.commit_prepared`.
     #[serde(default)]
     pub prepared: Option<PreparedCommit>,
+    /// The user's uncommitted work when the session started: each changed path with the
+    /// sha256 of its content then (`None`: deleted). The agent did not write these, so
+    /// while unchanged they need no exploration, and they are never discarded.
+    #[serde(default)]
+    pub start_dirty: BTreeMap<String, Option<String>>,
 }
 
 impl HostState {
+    /// Whether `path` (root-relative) is the user's work from before the session,
+    /// untouched since: the same content (or still deleted) as at the start.
+    pub fn untouched_user_change(&self, root: &std::path::Path, path: &str) -> bool {
+        match self.start_dirty.get(path) {
+            None => false,
+            Some(recorded) => content_hash(&root.join(path)) == *recorded,
+        }
+    }
+
     /// What the session's changes are measured against: its task branch's base, else
     /// where HEAD was at the start.
     pub fn baseline(&self) -> Option<&TaskBranch> {
@@ -116,4 +130,16 @@ impl SessionRecord {
     pub fn finished(&self) -> bool {
         self.outcome.is_some()
     }
+}
+
+/// The sha256 (hex) of a file's content, `None` when it cannot be read (deleted).
+pub fn content_hash(path: &std::path::Path) -> Option<String> {
+    use sha2::Digest as _;
+    let bytes = std::fs::read(path).ok()?;
+    Some(
+        sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    )
 }

@@ -89,6 +89,7 @@ pub fn registry() -> Registry {
                 ("failed", &["details"]),
                 ("unexplored", &["files"]),
                 ("review_incomplete", &["missing", "unknown"]),
+                ("discard_refused", &["files"]),
             ],
         ),
         host_action(
@@ -103,6 +104,7 @@ pub fn registry() -> Registry {
                 ("failed", &["details"]),
                 ("unexplored", &["files"]),
                 ("review_incomplete", &["missing", "unknown"]),
+                ("discard_refused", &["files"]),
             ],
         ),
         host_action(

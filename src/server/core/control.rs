@@ -117,10 +117,11 @@ impl Server {
             .into_iter()
             .filter(|c| !c.path.starts_with(".code-intel/"))
             .collect();
+        let root = self.root.path();
         let unexplored: Vec<&str> = changes
             .iter()
             .map(|c| c.path.as_str())
-            .filter(|p| !host.explored.contains(*p))
+            .filter(|p| !host.explored.contains(*p) && !host.untouched_user_change(root, p))
             .collect();
         let listed: Vec<Value> = changes
             .iter()
@@ -140,6 +141,8 @@ impl Server {
                     "size_bytes": c.size_bytes,
                     "diff": c.diff,
                     "diff_truncated": c.diff_truncated,
+                    // Uncommitted before the session started: the user's work, kept.
+                    "before_session": host.start_dirty.contains_key(&c.path),
                 })
             })
             .collect();

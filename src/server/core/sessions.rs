@@ -14,7 +14,7 @@ use crate::server::checkpoint::{CheckpointError, new_session_id};
 use crate::server::git;
 use crate::server::host::CodeIntelHost;
 use crate::server::log::now;
-use crate::server::record::{HostState, RECORD_VERSION, SessionRecord};
+use crate::server::record::{HostState, RECORD_VERSION, SessionRecord, content_hash};
 use crate::server::reply::Reply;
 use crate::server::session_lock::{Holder, LockError, SessionLock};
 use crate::session::{Driver, Stop, Turn};
@@ -118,16 +118,12 @@ impl Server {
             compaction_count: 0,
             tools_called: Vec::new(),
             tool_history: Default::default(),
-            host: HostState {
-                start: git::open(self.root.path())
-                    .and_then(|repo| repo.baseline())
-                    .ok(),
-                ..HostState::default()
-            },
+            host: self.starting_point(),
             outcome: None,
             write_gate: Default::default(),
         };
         let shared = Rc::new(RefCell::new(record.host.clone()));
+        let branch_before = record.host.branch.as_ref().map(|b| b.name.clone());
         let driver = Driver::new(&self.contract);
         let turn = {
             let mut host = CodeIntelHost {
@@ -169,7 +165,7 @@ impl Server {
             record,
             lock: Some(lock),
         });
-        let reply = self.finish_turn(state, turn, shared, None);
+        let reply = self.finish_turn(state, turn, shared, None, branch_before);
         let reply = if cleaned.is_null() {
             reply
         } else {
@@ -178,6 +174,36 @@ impl Server {
         reply
             .with("session_id", id)
             .with("project_context", self.project_context())
+    }
+
+    /// Where the session starts: HEAD, and the user's uncommitted work at that moment.
+    fn starting_point(&self) -> HostState {
+        let Ok(repo) = git::open(self.root.path()) else {
+            return HostState::default();
+        };
+        let Ok(start) = repo.baseline() else {
+            return HostState::default();
+        };
+        let start_dirty = repo
+            .changes(&start)
+            .map(|changes| {
+                changes
+                    .iter()
+                    .filter(|c| !c.path.starts_with(".code-intel/"))
+                    .map(|c| {
+                        (
+                            c.path.clone(),
+                            content_hash(&self.root.path().join(&c.path)),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        HostState {
+            start: Some(start),
+            start_dirty,
+            ..HostState::default()
+        }
     }
 
     /// The unfinished session named by the pointer, if any, verified.
@@ -200,6 +226,7 @@ impl Server {
         );
         let id = record.id.clone();
         let shared = Rc::new(RefCell::new(record.host.clone()));
+        let branch_before = record.host.branch.as_ref().map(|b| b.name.clone());
         state.active = Some(Active {
             record,
             lock: Some(lock),
@@ -225,7 +252,7 @@ impl Server {
             );
             Driver::new(&self.contract).advance(&mut host, &mut store, instance)
         };
-        let reply = self.finish_turn(state, turn, shared, None);
+        let reply = self.finish_turn(state, turn, shared, None, branch_before);
         if reply.is_error {
             return reply.with("session_id", id);
         }
@@ -395,6 +422,7 @@ impl Server {
         let tools_called = active.record.tools_called.clone();
         let instance = active.record.instance.clone();
         let shared = Rc::new(RefCell::new(active.record.host.clone()));
+        let branch_before = active.record.host.branch.as_ref().map(|b| b.name.clone());
         let session_id = active.record.id.clone();
         let turn = {
             let mut host = CodeIntelHost {
@@ -417,7 +445,7 @@ impl Server {
                 tools_called,
             )
         };
-        self.finish_turn(state, turn, shared, mismatch)
+        self.finish_turn(state, turn, shared, mismatch, branch_before)
     }
 
     /// Adopts a driver turn into the active session and answers with it.
@@ -427,6 +455,7 @@ impl Server {
         turn: Turn,
         shared: Rc<RefCell<HostState>>,
         compaction_mismatch: Option<u64>,
+        branch_before: Option<String>,
     ) -> Reply {
         let Some(active) = state.active.as_mut() else {
             return Reply::error("session.no_active_session", "No active session.");
@@ -434,6 +463,25 @@ impl Server {
         let record = &mut active.record;
         record.instance = turn.instance.clone();
         record.host = shared.borrow().clone();
+        // A task branch created (or adopted) in this turn is announced, with the
+        // uncommitted files it carried over: the user's work moved, and they should know.
+        let new_branch = match (&branch_before, &record.host.branch) {
+            (None, Some(b)) => Some(json!({
+                "name": b.name,
+                "base_branch": b.base_branch,
+                "base_commit": b.base_commit,
+                "carried_uncommitted_files": record.host.carried,
+                "note": if record.host.carried.is_empty() {
+                    "the work of this session is on this branch".to_string()
+                } else {
+                    format!(
+                        "{} uncommitted file(s) of the working tree were carried onto the task branch, unchanged; they count as changes of this session",
+                        record.host.carried.len()
+                    )
+                },
+            })),
+            _ => None,
+        };
         for step in &turn.steps {
             self.log.step(&record.id, step);
         }
@@ -504,11 +552,14 @@ impl Server {
                 ),
             ),
         };
-        let reply = if summaries_due {
+        let mut reply = if summaries_due {
             reply.with("phase_summaries", summaries(&record.instance))
         } else {
             reply
         };
+        if let Some(branch) = new_branch {
+            reply = reply.with("task_branch", branch);
+        }
         if record.finished() {
             // The session is over: its checkpoint and pointer go, the lock is released.
             let _ = self.checkpoints.remove(&record.id);
