@@ -122,27 +122,6 @@ impl Dirs {
     }
 }
 
-/// A git repository on `main` with `app.py` committed.
-fn git_repo(dir: &Path) {
-    let repository =
-        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))
-            .unwrap();
-    std::fs::write(dir.join("app.py"), APP).unwrap();
-    let mut index = repository.index().unwrap();
-    index
-        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    index.write().unwrap();
-    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
-    let who = git2::Signature::now("test", "test@example.com").unwrap();
-    repository
-        .commit(Some("HEAD"), &who, &who, "initial", &tree, &[])
-        .unwrap();
-    let mut config = repository.config().unwrap();
-    config.set_str("user.name", "test").unwrap();
-    config.set_str("user.email", "test@example.com").unwrap();
-}
-
 /// `claude ARGS` in the repository under `timeout`, with a clean environment: the
 /// temporary `HOME`, no telemetry, updates or other traffic, plus `extra`.
 fn run_claude(dirs: &Dirs, seconds: u32, args: &[&str], extra: &[(&str, String)]) -> Output {
@@ -323,7 +302,7 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
         panic!("{e}");
     }
     let dirs = Dirs::new();
-    git_repo(&dirs.repo);
+    crate::support::git_repo(&dirs.repo, &[("app.py", APP)]);
 
     // 1. code-intel init is the only configuration the client gets.
     let bin = binary();

@@ -47,27 +47,7 @@ impl Repo {
             ("lib.py", "def helper():\n    return 1\n"),
             ("README.md", "# demo\n"),
         ];
-        let repository = git2::Repository::init_opts(
-            &root,
-            git2::RepositoryInitOptions::new().initial_head("main"),
-        )
-        .unwrap();
-        for (path, text) in files {
-            std::fs::write(root.join(path), text).unwrap();
-        }
-        let mut index = repository.index().unwrap();
-        index
-            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-            .unwrap();
-        index.write().unwrap();
-        let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
-        let who = git2::Signature::now("test", "test@example.com").unwrap();
-        repository
-            .commit(Some("HEAD"), &who, &who, "initial", &tree, &[])
-            .unwrap();
-        let mut config = repository.config().unwrap();
-        config.set_str("user.name", "test").unwrap();
-        config.set_str("user.email", "test@example.com").unwrap();
+        crate::support::git_repo(&root, &files);
         let root = root.canonicalize().unwrap();
         Repo { root, state }
     }

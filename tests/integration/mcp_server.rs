@@ -73,29 +73,11 @@ fn git_repo(name: &str, files: &serde_json::Map<String, Value>) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("code-intel-mcp-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let repository = git2::Repository::init_opts(
-        &dir,
-        git2::RepositoryInitOptions::new().initial_head("main"),
-    )
-    .unwrap();
-    for (path, text) in files {
-        let abs = dir.join(path);
-        std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
-        std::fs::write(&abs, text.as_str().unwrap()).unwrap();
-    }
-    let mut index = repository.index().unwrap();
-    index
-        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    index.write().unwrap();
-    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
-    let who = git2::Signature::now("test", "test@example.com").unwrap();
-    repository
-        .commit(Some("HEAD"), &who, &who, "initial", &tree, &[])
-        .unwrap();
-    let mut config = repository.config().unwrap();
-    config.set_str("user.name", "test").unwrap();
-    config.set_str("user.email", "test@example.com").unwrap();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str().unwrap_or_default()))
+        .collect();
+    crate::support::git_repo(&dir, &files);
     dir
 }
 

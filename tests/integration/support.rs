@@ -200,3 +200,29 @@ pub(crate) fn npm_package(name: &str, marker: &str) -> Result<PathBuf, String> {
     installed.push((name.to_string(), result.clone()));
     result
 }
+
+/// Makes `dir` a git repository on `main` with `files` (path, text) committed, and a
+/// user name and email configured for later commits.
+pub(crate) fn git_repo(dir: &std::path::Path, files: &[(&str, &str)]) {
+    let repository =
+        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))
+            .unwrap();
+    for (path, text) in files {
+        let abs = dir.join(path);
+        std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
+        std::fs::write(abs, text).unwrap();
+    }
+    let mut index = repository.index().unwrap();
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap();
+    index.write().unwrap();
+    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
+    let who = git2::Signature::now("test", "test@example.com").unwrap();
+    repository
+        .commit(Some("HEAD"), &who, &who, "initial", &tree, &[])
+        .unwrap();
+    let mut config = repository.config().unwrap();
+    config.set_str("user.name", "test").unwrap();
+    config.set_str("user.email", "test@example.com").unwrap();
+}

@@ -8,7 +8,7 @@ use crate::server::git;
 use crate::server::host::{check_explorable, seen_paths};
 use crate::server::reply::Reply;
 
-use super::{Server, State, parse};
+use super::{Server, State, no_session, parse};
 
 impl Server {
     pub(super) fn check_write_target(&self, state: &mut State, args: Map<String, Value>) -> Reply {
@@ -50,10 +50,7 @@ impl Server {
             Err(reply) => return reply,
         };
         let Some(active) = state.active.as_mut() else {
-            return Reply::error(
-                "session.no_active_session",
-                "No active session. Call start_session first.",
-            );
+            return no_session();
         };
         let record = &mut active.record;
         if a.files.is_empty() {
@@ -95,10 +92,7 @@ impl Server {
             return reply;
         }
         let Some(active) = state.active.as_ref() else {
-            return Reply::error(
-                "session.no_active_session",
-                "No active session. Call start_session first.",
-            );
+            return no_session();
         };
         let host = &active.record.host;
         let Some(baseline) = host.baseline() else {

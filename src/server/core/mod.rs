@@ -344,6 +344,14 @@ fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
     crate::codeintel::store::atomic_write(&path, GITIGNORE_TEXT.as_bytes())
 }
 
+/// The refusal of a session tool when there is no session.
+fn no_session() -> Reply {
+    Reply::error(
+        "session.no_active_session",
+        "No active session. Call start_session first.",
+    )
+}
+
 /// Parses tool arguments, or the refusal naming what was wrong.
 fn parse<T: serde::de::DeserializeOwned>(args: Map<String, Value>) -> Result<T, Reply> {
     serde_json::from_value(Value::Object(args))

@@ -21,7 +21,7 @@ use crate::session::{Driver, Stop, Turn};
 use crate::source::Sources;
 use crate::yaml;
 
-use super::{Active, RecordStore, Server, State, parse};
+use super::{Active, RecordStore, Server, State, no_session, parse};
 
 impl Server {
     pub(super) fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
@@ -336,19 +336,13 @@ impl Server {
                 Err(e) => return Reply::error(e.key(), e.to_string()),
                 Ok(Some(record)) => return self.resume(state, record),
                 Ok(None) => {
-                    return Reply::error(
-                        "session.no_active_session",
-                        "No active session. Call start_session first.",
-                    );
+                    return no_session();
                 }
             }
         }
         match state.active.as_ref() {
             Some(active) => self.status_reply(&active.record, None),
-            None => Reply::error(
-                "session.no_active_session",
-                "No active session. Call start_session first.",
-            ),
+            None => no_session(),
         }
     }
 
@@ -388,10 +382,7 @@ impl Server {
             Err(reply) => return reply,
         };
         let Some(active) = state.active.as_mut() else {
-            return Reply::error(
-                "session.no_active_session",
-                "No active session. Call start_session first.",
-            );
+            return no_session();
         };
         if let Some(outcome) = &active.record.outcome {
             // Ended, possibly by record_outcome in a phase that is not final: no more steps.
@@ -458,7 +449,7 @@ impl Server {
         branch_before: Option<String>,
     ) -> Reply {
         let Some(active) = state.active.as_mut() else {
-            return Reply::error("session.no_active_session", "No active session.");
+            return no_session();
         };
         let record = &mut active.record;
         record.instance = turn.instance.clone();
@@ -581,10 +572,7 @@ impl Server {
             Err(reply) => return reply,
         };
         let Some(active) = state.active.as_mut() else {
-            return Reply::error(
-                "session.no_active_session",
-                "No active session. Call start_session first.",
-            );
+            return no_session();
         };
         let record = &mut active.record;
         let outcome = a.outcome.as_str();

@@ -7,10 +7,10 @@ mod merge;
 mod render;
 mod report;
 mod rules;
-mod write;
 
 use std::path::Path;
 
+use crate::codeintel::store::atomic_write;
 use crate::contract::Contract;
 
 pub use merge::JsonProblem;
@@ -77,7 +77,7 @@ pub fn run(contract: &Contract, options: &Options) -> Result<Report, InitError> 
 
     for p in &plan {
         if let Some(text) = &p.write {
-            write::atomic(&root.join(&p.path), text.as_bytes()).map_err(|source| {
+            atomic_write(&root.join(&p.path), text.as_bytes()).map_err(|source| {
                 InitError::Write {
                     path: root.join(&p.path),
                     source,
@@ -87,7 +87,7 @@ pub fn run(contract: &Contract, options: &Options) -> Result<Report, InitError> 
     }
     if new_manifest != old_manifest {
         let path = root.join(manifest::PATH);
-        write::atomic(&path, new_manifest.to_text().as_bytes())
+        atomic_write(&path, new_manifest.to_text().as_bytes())
             .map_err(|source| InitError::Write { path, source })?;
     }
     Ok(Report {
