@@ -217,6 +217,41 @@ fn without_a_session_every_write_is_allowed() {
 }
 
 #[test]
+fn a_write_is_judged_by_the_session_of_its_own_repository_whatever_the_cwd() {
+    let repo = Repo::new("cwd");
+    let server = repo.server();
+    start(&server);
+    // The client works elsewhere (another checkout, /tmp) and writes into the repository.
+    let elsewhere = std::env::temp_dir();
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": elsewhere,
+                       "tool_input": {"file_path": repo.abs("app.py"), "content": "x"}});
+    let reason = decision(&repo.hook("claude", input.to_string().as_bytes())).unwrap();
+    assert!(
+        reason.contains("Writing files is not allowed in phase"),
+        "{reason}"
+    );
+    // A nested git repository inside the session's repository is governed by the session.
+    let nested = repo.root.join("vendor/lib");
+    std::fs::create_dir_all(nested.join(".git")).unwrap();
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": nested,
+                       "tool_input": {"file_path": nested.join("x.py"), "content": "x"}});
+    assert!(decision(&repo.hook("claude", input.to_string().as_bytes())).is_some());
+    // From inside the session's repository, a file outside it is refused.
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": repo.root,
+                       "tool_input": {"file_path": elsewhere.join("code-intel-unrelated.txt"), "content": "x"}});
+    let reason = decision(&repo.hook("claude", input.to_string().as_bytes())).unwrap();
+    assert!(reason.contains("outside the repository"), "{reason}");
+    // A file outside any session, written from outside any session, is not this hook's
+    // business.
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": elsewhere,
+                       "tool_input": {"file_path": elsewhere.join("code-intel-unrelated.txt"), "content": "x"}});
+    assert_eq!(
+        decision(&repo.hook("claude", input.to_string().as_bytes())),
+        None
+    );
+}
+
+#[test]
 fn writes_wait_for_the_state_that_allows_them() {
     let repo = Repo::new("phase");
     let server = repo.server();

@@ -128,26 +128,81 @@ fn before_write(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
             "code-intel cannot tell which repository this write is in (no working directory)",
         );
     };
-    let root = match Root::open(&repository_root(cwd)) {
+    let paths = match writes {
+        Writes::Nothing => return HookOutput::allow(),
+        Writes::Unknown(reason) => {
+            // Which files a patch writes is unknown: the session of the working
+            // directory's repository decides.
+            return decide_in(&governing_root(cwd), cwd, Err(reason));
+        }
+        Writes::Paths(paths) => paths,
+    };
+    // The session of the working directory's repository judges every file (one outside
+    // it is refused); and each file is also judged by the session of the repository it is
+    // in, so a client working in a sub-repository or elsewhere cannot write around it.
+    let cwd_root = governing_root(cwd);
+    let output = decide_in(&cwd_root, cwd, Ok(&paths));
+    if output.stdout.is_some() {
+        return output;
+    }
+    let mut by_root: std::collections::BTreeMap<PathBuf, Vec<String>> = Default::default();
+    for p in paths {
+        let trimmed = p.trim();
+        let absolute = if Path::new(trimmed).is_absolute() {
+            PathBuf::from(trimmed)
+        } else {
+            cwd.join(trimmed)
+        };
+        let dir = canonical_prefix(&absolute)
+            .parent()
+            .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf);
+        let root = governing_root(&dir);
+        if root != cwd_root {
+            by_root.entry(root).or_default().push(p);
+        }
+    }
+    for (root, paths) in by_root {
+        let output = decide_in(&root, cwd, Ok(&paths));
+        if output.stdout.is_some() {
+            return output;
+        }
+    }
+    HookOutput::allow()
+}
+
+/// The decision of the session at `root` (if any) on the files a write names, or on a
+/// write whose files are unknown (the reason).
+fn decide_in(root: &Path, cwd: &Path, paths: Result<&[String], String>) -> HookOutput {
+    let root = match Root::open(root) {
         Ok(root) => root,
         // No directory to look in means no session to find there.
         Err(_) => return HookOutput::allow(),
     };
-    let session = session(&root);
-    let targets = match writes {
-        Writes::Nothing => Targets::Nothing,
-        Writes::Unknown(reason) => Targets::Unknown(reason),
-        Writes::Paths(paths) => Targets::Paths(
-            paths
-                .iter()
-                .map(|p| confine(&root, cwd, p))
-                .collect::<Vec<_>>(),
-        ),
+    let targets = match paths {
+        Ok(paths) => Targets::Paths(paths.iter().map(|p| confine(&root, cwd, p)).collect()),
+        Err(reason) => Targets::Unknown(reason),
     };
-    match decide::decide(&session, &targets) {
+    match decide::decide(&session(&root), &targets) {
         Decision::Allow => HookOutput::allow(),
         Decision::Deny(reason) => HookOutput::deny(&reason),
     }
+}
+
+/// The repository whose session governs `dir`: the nearest ancestor with a session in
+/// progress (`.code-intel/sessions/current.json`), else the nearest git work tree,
+/// else `dir` itself.
+fn governing_root(dir: &Path) -> PathBuf {
+    let start = canonical_prefix(dir);
+    start
+        .ancestors()
+        .find(|d| {
+            d.join(SESSIONS_DIR)
+                .join(CURRENT_FILE)
+                .symlink_metadata()
+                .is_ok()
+        })
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| repository_root(&start))
 }
 
 fn after_read(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
