@@ -308,6 +308,13 @@ impl Checkpoints {
         let path = self.path_of(&record.id);
         let (text, reduced) = self.encode(record)?;
         atomic_write(&path, text.as_bytes()).map_err(|e| CheckpointError::io(&path, e))?;
+        // An unfinished session is the one in progress: the pointer names it, written
+        // again if something removed it (the write hook finds the session through it).
+        if !record.finished()
+            && self.current().ok().flatten().as_deref() != Some(record.id.as_str())
+        {
+            self.set_current(Some(&record.id))?;
+        }
         Ok(reduced)
     }
 

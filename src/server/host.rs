@@ -52,7 +52,8 @@ impl Host for CodeIntelHost<'_> {
         let mut facts = Map::new();
         facts.insert(
             "quality_review_prompt_exists".into(),
-            Value::Bool(root.join(QUALITY_PROMPT).is_file()),
+            // As it was when the session started (see `HostState::quality_prompt`).
+            Value::Bool(state.quality_prompt),
         );
         facts.insert("semantic_available".into(), Value::Bool(false));
         facts.insert("stale_branches_exist".into(), Value::Bool(stale));
@@ -428,7 +429,15 @@ pub fn relative_path(root: &Root, client: &str) -> Result<String, PathError> {
                         rel.push_str(&missing.join("/"));
                         return Ok(rel);
                     }
-                    Err(PathError::NotFound(_)) if !parent_text.is_empty() => {}
+                    Err(PathError::NotFound(_)) if !parent_text.is_empty() => {
+                        // A missing parent that is a dangling symlink would be created
+                        // wherever it points.
+                        if std::fs::symlink_metadata(root.path().join(parent)).is_ok()
+                            || (parent.is_absolute() && std::fs::symlink_metadata(parent).is_ok())
+                        {
+                            return Err(PathError::OutsideRoot(client.to_string()));
+                        }
+                    }
                     Err(e) => return Err(e),
                 }
             }
@@ -528,6 +537,11 @@ mod tests {
             assert!(rel("out/x.py").is_err(), "through a symlink to outside");
             std::os::unix::fs::symlink("/nonexistent/target.py", dir.join("dangling.py")).unwrap();
             assert!(rel("dangling.py").is_err(), "a dangling symlink");
+            std::os::unix::fs::symlink("/nonexistent/dir", dir.join("dang")).unwrap();
+            assert!(
+                rel("dang/new.py").is_err(),
+                "through a dangling symlinked directory"
+            );
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

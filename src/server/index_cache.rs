@@ -186,6 +186,10 @@ impl IndexCache {
                 .unwrap_or_else(|| "the index is not loaded".into());
             return Lookup::Failed(reason);
         };
+        // The writer lock is taken before draining, so a call that drains nothing cannot
+        // answer from before a refresh another call is making for what it drained.
+        let mut last_walk = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let index = self.get().unwrap_or(index);
         let drained = self
             .watch
             .lock()
@@ -195,10 +199,12 @@ impl IndexCache {
         let refreshed = match drained {
             // Watching, and nothing changed: answer at once, touching no file.
             Some(Drained::Nothing) => Ok(index),
-            Some(Drained::Modified(_)) => self.refreshed_with(index, Walk::Never),
-            Some(Drained::Structure | Drained::Unknown) => self.refreshed_with(index, Walk::Now),
+            Some(Drained::Modified(_)) => self.refresh_locked(&mut last_walk, index, Walk::Never),
+            Some(Drained::Structure | Drained::Unknown) => {
+                self.refresh_locked(&mut last_walk, index, Walk::Now)
+            }
             // Not watching: check every file (and walk now and then).
-            None => self.refreshed(index),
+            None => self.refresh_locked(&mut last_walk, index, Walk::IfDue),
         };
         match refreshed {
             Ok(index) => Lookup::Ready(index),
@@ -225,22 +231,21 @@ impl IndexCache {
         let Lookup::Ready(index) = lookup else {
             return lookup;
         };
-        match self.refreshed_with(index, Walk::Now) {
+        let mut last_walk = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        match self.refresh_locked(&mut last_walk, index, Walk::Now) {
             Ok(index) => Lookup::Ready(index),
             Err(e) => Lookup::Failed(e.to_string()),
         }
     }
 
-    /// `index` after re-tagging changed files and, when the last walk is older than
-    /// [`WALK_INTERVAL`], picking up new ones.
-    fn refreshed(&self, index: Arc<Index>) -> Result<Arc<Index>, Error> {
-        self.refreshed_with(index, Walk::IfDue)
-    }
-
-    fn refreshed_with(&self, index: Arc<Index>, walk: Walk) -> Result<Arc<Index>, Error> {
-        let mut last_walk = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        // Another caller may have refreshed while this one waited for the lock.
-        let index = self.get().unwrap_or(index);
+    /// `index` after re-tagging changed files and, as `walk` says, picking up new ones
+    /// with a walk. The caller holds the writer lock (`last_walk` is its content).
+    fn refresh_locked(
+        &self,
+        last_walk: &mut Option<Instant>,
+        index: Arc<Index>,
+        walk: Walk,
+    ) -> Result<Arc<Index>, Error> {
         let walk_due = match walk {
             Walk::Now => true,
             Walk::IfDue => last_walk.is_none_or(|at| at.elapsed() >= WALK_INTERVAL),
@@ -269,9 +274,12 @@ impl IndexCache {
             Err(e) => {
                 let mut fresh = Index::open(&self.root)?;
                 fresh.freshness.unsaved = Some(format!(
-                    "the index could not be updated ({e}); changed files were re-tagged in memory for this answer"
+                    "the index could not be updated ({e}); changed files were re-tagged in memory"
                 ));
-                return Ok(Arc::new(fresh));
+                // Kept for the next answers too: the file events are consumed, so an
+                // index from before them would answer stale.
+                self.set(fresh);
+                return Ok(self.get().unwrap_or(index));
             }
         };
         self.set(fresh);

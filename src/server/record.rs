@@ -92,6 +92,10 @@ pub struct HostState {
     /// while unchanged they need no exploration, and they are never discarded.
     #[serde(default)]
     pub start_dirty: BTreeMap<String, Option<String>>,
+    /// Whether the quality-review prompt existed when the session started: read then, so
+    /// deleting it later cannot switch the review off.
+    #[serde(default)]
+    pub quality_prompt: bool,
 }
 
 impl HostState {

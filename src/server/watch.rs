@@ -68,14 +68,21 @@ impl Watch {
         }
     }
 
-    /// What changed since the last call.
+    /// What changed since the last call. After a failure to watch, it answers
+    /// [`Drained::Unknown`] forever (check everything).
     pub fn drain(&mut self, root: &Root) -> Drained {
         #[cfg(target_os = "linux")]
         {
-            match self.inner.as_mut() {
-                Some(inner) => inner.drain(root),
-                None => Drained::Unknown,
+            let Some(inner) = self.inner.as_mut() else {
+                return Drained::Unknown;
+            };
+            let (drained, still_watching) = inner.drain(root);
+            if !still_watching {
+                // A directory could not be watched: events no longer cover the tree, so
+                // from now on every answer checks the files itself.
+                self.inner = None;
             }
+            drained
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -150,22 +157,25 @@ mod linux {
             Ok(())
         }
 
-        pub(super) fn drain(&mut self, root: &Root) -> Drained {
+        /// The changes, and whether the whole tree is still watched.
+        pub(super) fn drain(&mut self, root: &Root) -> (Drained, bool) {
             let mut drained = Drained::Nothing;
+            let mut overflowed = false;
             loop {
                 let mut new_dirs = Vec::new();
                 let mut seen_any = false;
                 let events = match self.inotify.read_events(&mut self.buffer) {
                     Ok(events) => events,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return drained,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     Err(e) => {
                         tracing::warn!("reading file events failed: {e}");
-                        return Drained::Unknown;
+                        return (Drained::Unknown, false);
                     }
                 };
                 for event in events {
                     seen_any = true;
                     if event.mask.contains(EventMask::Q_OVERFLOW) {
+                        overflowed = true;
                         drained.add(Drained::Unknown);
                         continue;
                     }
@@ -211,13 +221,22 @@ mod linux {
                     // that `Structure` asks for.
                     if let Err(e) = self.watch_tree(root, &dir) {
                         tracing::info!("{e}; checking files before each answer from now on");
-                        drained.add(Drained::Unknown);
+                        return (Drained::Unknown, false);
                     }
                 }
                 if !seen_any {
-                    return drained;
+                    break;
                 }
             }
+            if overflowed {
+                // Events were lost, directories created meanwhile among them: watch the
+                // whole tree again (existing watches are kept as they are).
+                if let Err(e) = self.watch_tree(root, root.path()) {
+                    tracing::info!("{e}; checking files before each answer from now on");
+                    return (Drained::Unknown, false);
+                }
+            }
+            (drained, true)
         }
     }
 }

@@ -164,6 +164,16 @@ impl Server {
                 "a session is active: finish it or record its outcome before cleaning up",
             );
         }
+        // After a restart the unfinished session is only on disk: it is not stale.
+        if let Ok(Some(record)) = self.recoverable() {
+            return Reply::error(
+                "session.recoverable",
+                format!(
+                    "session {} (phase {}) can still be resumed; resume it, or ask the user before start_session with clean: true, which deletes it with its branches",
+                    record.id, record.instance.state
+                ),
+            );
+        }
         let lock = match self.take_lock(state, "cleaning") {
             Ok(lock) => lock,
             Err(reply) => return reply,

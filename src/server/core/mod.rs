@@ -129,9 +129,15 @@ impl Server {
                     ToolKind::Code => {
                         // Code tools read the repository only: run them without holding
                         // the session, so parallel calls do not queue behind each other.
+                        let gated_in = step_of(&state);
                         drop(state);
                         let reply = self.code_tool(tool, args);
                         state = self.lock_state();
+                        if step_of(&state) != gated_in {
+                            // The session moved on meanwhile: the call was allowed, and is
+                            // evidence, for the step it was gated in, not for this one.
+                            return reply;
+                        }
                         reply
                     }
                     _ => self.control_tool(&mut state, tool, args),
@@ -342,6 +348,14 @@ fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
         return Ok(());
     }
     crate::codeintel::store::atomic_write(&path, GITIGNORE_TEXT.as_bytes())
+}
+
+/// Which session and step the server is at: a tool call is evidence for this step only.
+fn step_of(state: &State) -> Option<(String, u64)> {
+    state
+        .active
+        .as_ref()
+        .map(|a| (a.record.id.clone(), a.record.instance.steps_taken))
 }
 
 /// The refusal of a session tool when there is no session.

@@ -12,7 +12,7 @@ use crate::machine::{Accepted, Instance};
 use crate::server::args::{Outcome, OutcomeArgs, StartArgs, SubmitArgs};
 use crate::server::checkpoint::{CheckpointError, new_session_id};
 use crate::server::git;
-use crate::server::host::CodeIntelHost;
+use crate::server::host::{CodeIntelHost, QUALITY_PROMPT};
 use crate::server::log::now;
 use crate::server::record::{HostState, RECORD_VERSION, SessionRecord, content_hash};
 use crate::server::reply::Reply;
@@ -29,6 +29,15 @@ impl Server {
             Ok(a) => a,
             Err(reply) => return reply,
         };
+        if a.query.len() > MAX_REQUEST_BYTES {
+            return Reply::error(
+                "session.request_too_long",
+                format!(
+                    "the request is {} bytes; at most {MAX_REQUEST_BYTES} are kept with a session: summarise it, or put the details in a file and refer to it",
+                    a.query.len()
+                ),
+            );
+        }
         // `/code --resume` and `/code --clean` arrive as flags typed by the user; they are
         // the server's options, not the contract's (unless the contract declares them).
         if let Some(text) = a.flags.take() {
@@ -157,8 +166,14 @@ impl Server {
                 }
             }
         };
-        if let Err(e) = self.checkpoints.set_current(Some(&id)) {
-            return Reply::error(e.key(), e.to_string());
+        if let Stop::CheckpointFailed(e) = &turn.stop {
+            // Not durable, so not started: no pointer to a checkpoint that does not exist
+            // (the write hook would refuse every write for it), and the lock goes.
+            drop(lock);
+            return Reply::error(
+                "checkpoint.write_failed",
+                format!("the session could not be saved, so it was not started: {e}"),
+            );
         }
         self.log.session(&record.id, "started", &json!({"request": record.request, "flags": record.flag_text, "intent": record.instance.intent}));
         state.active = Some(Active {
@@ -178,11 +193,18 @@ impl Server {
 
     /// Where the session starts: HEAD, and the user's uncommitted work at that moment.
     fn starting_point(&self) -> HostState {
+        let quality_prompt = self.root.path().join(QUALITY_PROMPT).is_file();
         let Ok(repo) = git::open(self.root.path()) else {
-            return HostState::default();
+            return HostState {
+                quality_prompt,
+                ..HostState::default()
+            };
         };
         let Ok(start) = repo.baseline() else {
-            return HostState::default();
+            return HostState {
+                quality_prompt,
+                ..HostState::default()
+            };
         };
         let start_dirty = repo
             .changes(&start)
@@ -202,6 +224,7 @@ impl Server {
         HostState {
             start: Some(start),
             start_dirty,
+            quality_prompt,
             ..HostState::default()
         }
     }
@@ -484,9 +507,9 @@ impl Server {
             .map(|m| json!({"key": m.key, "text": m.text}));
         let phase = phase_response(&self.contract, &record.instance);
         let mut summaries_due = false;
-        if let Some(count) = compaction_mismatch
-            && !turn.steps.is_empty()
-        {
+        if let Some(count) = compaction_mismatch {
+            // The agent lost context: it gets the summaries whether or not this
+            // submission was accepted (a refusal is the likely answer right then).
             record.compaction_count = count;
             summaries_due = true;
         }
@@ -579,7 +602,21 @@ impl Server {
         self.log
             .outcome(&record.id, outcome, a.notes.as_deref(), &record.request);
         let mut branch_deleted = None;
+        let mut branch_kept = None;
+        // A branch with commits no other branch has holds work (the agent's commit, and
+        // the user's uncommitted files it carried): it is kept, and the user decides.
         if a.outcome != Outcome::Success
+            && let Some(branch) = record.host.branch.clone()
+            && let Ok(unmerged) =
+                git::open(self.root.path()).and_then(|repo| repo.unmerged_work(&branch))
+            && unmerged > 0
+        {
+            branch_kept = Some(json!({
+                "name": branch.name,
+                "unmerged_commits": unmerged,
+                "note": "kept: it has commits no other branch has; merge it or delete it yourself (git branch -D) once the user agrees",
+            }));
+        } else if a.outcome != Outcome::Success
             && let Some(branch) = record.host.branch.take()
         {
             // A failed task's branch goes; uncommitted work is carried to the base, never
@@ -599,7 +636,7 @@ impl Server {
             active.lock = None;
         }
         Reply::ok(
-            json!({"recorded": outcome, "session_id": active.record.id, "branch_deleted": branch_deleted}),
+            json!({"recorded": outcome, "session_id": active.record.id, "branch_deleted": branch_deleted, "branch_kept": branch_kept}),
         )
     }
 
@@ -656,6 +693,10 @@ fn session_options(contract: &Contract, text: &str) -> (String, bool, bool) {
     }
     (kept.join(" "), resume, clean)
 }
+
+/// The longest request a session keeps (it is checkpointed, and quotes are checked
+/// against it).
+const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
 /// The project context file `code-intel init` writes.
 const CONTEXT_FILE: &str = ".code-intel/context.yml";

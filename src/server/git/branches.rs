@@ -181,6 +181,15 @@ impl Repo {
         }
     }
 
+    /// How many commits of the task branch no other local branch has: the work deleting
+    /// it would lose (0 when the branch is gone).
+    pub fn unmerged_work(&self, branch: &TaskBranch) -> Result<usize, GitError> {
+        match self.branch_tip(&branch.name)? {
+            Some(tip) => self.unmerged_commits(tip),
+            None => Ok(0),
+        }
+    }
+
     /// Where HEAD is now, as a baseline to measure changes against when a session works
     /// without a task branch (`--quick`): the checked-out branch and its commit.
     pub fn baseline(&self) -> Result<TaskBranch, GitError> {
