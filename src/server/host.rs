@@ -329,7 +329,8 @@ impl CodeIntelHost<'_> {
         let files = string_list(args.get("files"));
         let mut state = self.state.borrow_mut();
         let seen = seen_paths(self.root, self.session_id, self.key, &state.seen_paths);
-        let accepted = check_explorable(self.root, &seen, &files)?;
+        let baseline = state.baseline().cloned();
+        let accepted = check_explorable(self.root, &seen, &files, baseline.as_ref())?;
         state.explored.extend(accepted);
         Ok(Value::Null)
     }
@@ -349,12 +350,21 @@ pub fn seen_paths(
 }
 
 /// Normalises client paths and checks them as exploration claims: inside the root, and,
-/// when the file exists, seen in this session. Returns the root-relative paths.
+/// when the file exists (or existed at the baseline), seen in this session. Returns the
+/// root-relative paths.
 pub fn check_explorable(
     root: &Root,
     seen: &BTreeSet<String>,
     files: &[String],
+    baseline: Option<&git::TaskBranch>,
 ) -> Result<Vec<String>, ActionFailure> {
+    // A file the baseline has but the tree does not was deleted: it existed, so claiming
+    // it needs it seen, like any other file.
+    let repo = baseline.and_then(|_| git::open(root.path()).ok());
+    let existed = |rel: &str| match (&repo, baseline) {
+        (Some(repo), Some(base)) => repo.existed_at_base(base, rel),
+        _ => false,
+    };
     let mut outside = Vec::new();
     let mut unseen = Vec::new();
     let mut accepted = Vec::new();
@@ -362,7 +372,8 @@ pub fn check_explorable(
         match relative_path(root, file) {
             Err(_) => outside.push(file.clone()),
             Ok(rel) => {
-                if root.path().join(&rel).exists() && !seen.contains(&rel) {
+                let exists = root.path().join(&rel).exists() || existed(&rel);
+                if exists && !seen.contains(&rel) {
                     unseen.push(rel);
                 } else {
                     accepted.push(rel);

@@ -67,7 +67,7 @@ impl Server {
             self.checkpoints.key(),
             &record.host.seen_paths,
         );
-        match check_explorable(&self.root, &seen, &a.files) {
+        match check_explorable(&self.root, &seen, &a.files, record.host.baseline()) {
             Ok(accepted) => {
                 record.host.explored.extend(accepted.iter().cloned());
                 Reply::ok(json!({"added": accepted, "explored_files": record.host.explored}))

@@ -181,6 +181,13 @@ impl Repo {
         Ok(diff)
     }
 
+    /// Whether `path` (root-relative) is a file of the base commit: a file that does not
+    /// exist now but did then was deleted, not "to be created".
+    pub fn existed_at_base(&self, branch: &TaskBranch, path: &str) -> bool {
+        self.base_tree(branch)
+            .is_ok_and(|tree| tree.get_path(std::path::Path::new(path)).is_ok())
+    }
+
     pub(super) fn base_tree(&self, branch: &TaskBranch) -> Result<git2::Tree<'_>, GitError> {
         Oid::from_str(&branch.base_commit)
             .and_then(|oid| self.repo.find_commit(oid))
