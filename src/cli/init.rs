@@ -1,6 +1,7 @@
 //! `code-intel init`: loads the contract the project will run, sets the project up through
 //! `server::init`, and prints the report and how to register the server with each client.
 
+use super::out::outln;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -14,7 +15,7 @@ pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
     let contract = project_contract(&options.root)?;
     let report = init::run(&contract, options).map_err(CliError::Init)?;
     let width = report.files.iter().map(|f| f.path.len()).max().unwrap_or(0);
-    println!("code-intel init {}", options.root.display());
+    outln!("code-intel init {}", options.root.display());
     for file in &report.files {
         let status = match file.status {
             Status::Created => "created",
@@ -25,19 +26,19 @@ pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
                 "kept (it already configures code-intel; not changed)"
             }
         };
-        println!("  {:width$}  {status}", file.path);
+        outln!("  {:width$}  {status}", file.path);
     }
     let cmd = &options.command;
-    println!();
-    println!("Claude Code: the project's .mcp.json is picked up when you start `claude` here;");
-    println!("  first:             run `claude` here once and trust the folder when it asks");
-    println!("  check with:        claude mcp list   (code-intel: ... - ✔ Connected)");
-    println!("  or register it:    claude mcp add --scope project code-intel -- {cmd} serve");
-    println!("  then run:          /code <request>");
-    println!("Codex: .codex/config.toml applies only when the project is trusted;");
-    println!("  or register it:    codex mcp add code-intel -- {cmd} serve");
-    println!("  review the hook:   /hooks (Codex runs a new project hook only once you trust it)");
-    println!("  then run:          $code <request>");
+    outln!();
+    outln!("Claude Code: the project's .mcp.json is picked up when you start `claude` here;");
+    outln!("  first:             run `claude` here once and trust the folder when it asks");
+    outln!("  check with:        claude mcp list   (code-intel: ... - ✔ Connected)");
+    outln!("  or register it:    claude mcp add --scope project code-intel -- {cmd} serve");
+    outln!("  then run:          /code <request>");
+    outln!("Codex: .codex/config.toml applies only when the project is trusted;");
+    outln!("  or register it:    codex mcp add code-intel -- {cmd} serve");
+    outln!("  review the hook:   /hooks (Codex runs a new project hook only once you trust it)");
+    outln!("  then run:          $code <request>");
     Ok(ExitCode::SUCCESS)
 }
 

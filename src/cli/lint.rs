@@ -1,5 +1,6 @@
 //! `code-intel lint`: finds contract files, loads and checks each, renders the findings.
 
+use super::out::out;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -67,7 +68,7 @@ pub(super) fn run(
         all.extend(load_file(&mut sources, file, text).diagnostics);
     }
     diagnostic::sort(&mut all);
-    print!("{}", render(format, &sources, &all));
+    out!("{}", render(format, &sources, &all));
     let threshold = if deny_errors_only {
         Severity::Error
     } else {

@@ -4,6 +4,7 @@
 mod error;
 mod init;
 mod lint;
+mod out;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use crate::contract::{self, Contract};
 use crate::diagnostic::render::{self, Format};
 use crate::source::Sources;
 use error::CliError;
+use out::{out, outln};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -217,7 +219,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 GraphFormat::Mermaid => diagram::Format::Mermaid,
                 GraphFormat::Dot => diagram::Format::Dot,
             };
-            print!(
+            out!(
                 "{}",
                 diagram::render(&contract, flag_set.as_ref(), &intent, format)
             );
@@ -227,9 +229,9 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             let contract = load_contract(&source)?;
             let m = matrix::compute(&contract).map_err(CliError::Matrix)?;
             match format {
-                MatrixFormat::Markdown => print!("{}", matrix::to_markdown(&contract, &m)),
+                MatrixFormat::Markdown => out!("{}", matrix::to_markdown(&contract, &m)),
                 MatrixFormat::Json => {
-                    println!("{}", serde_json::to_string_pretty(&m).unwrap_or_default());
+                    outln!("{}", serde_json::to_string_pretty(&m).unwrap_or_default());
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -261,7 +263,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             force,
         }),
         Command::Schema => {
-            print!("{}", contract::generated_schema());
+            out!("{}", contract::generated_schema());
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -2,7 +2,7 @@
 //! `structure`, `impact`, `index` and `query`. Human output by default (like `rg`), JSON
 //! with `--json`. Exit 0 when something was found, 1 when nothing was, 2 on error.
 
-use std::io::Write as _;
+use super::out::{finish, outln, putln};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -113,8 +113,9 @@ fn note_unsaved(f: &Freshness) {
 
 fn emit_json<T: Serialize>(value: &T) {
     let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer_pretty(&mut out, value);
-    let _ = writeln!(out);
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    putln!(out, "{text}");
+    finish(out);
 }
 
 fn found(any: bool) -> ExitCode {
@@ -173,18 +174,18 @@ pub(super) fn search(a: &SearchArgs) -> ExitCode {
                     for m in &f.matches {
                         let first_before = m.line.saturating_sub(m.before.len() as u64);
                         for (i, b) in m.before.iter().enumerate() {
-                            let _ = writeln!(out, "{}-{}-{}", f.path, first_before + i as u64, b);
+                            putln!(out, "{}-{}-{}", f.path, first_before + i as u64, b);
                         }
-                        let _ = writeln!(out, "{}:{}:{}", f.path, m.line, m.text);
+                        putln!(out, "{}:{}:{}", f.path, m.line, m.text);
                         for (i, b) in m.after.iter().enumerate() {
-                            let _ = writeln!(out, "{}-{}-{}", f.path, m.line + 1 + i as u64, b);
+                            putln!(out, "{}-{}-{}", f.path, m.line + 1 + i as u64, b);
                         }
                         if a.context > 0 {
-                            let _ = writeln!(out, "--");
+                            putln!(out, "--");
                         }
                     }
                 }
-                drop(out);
+                finish(out);
                 note_truncated(r.truncated, r.returned, r.total, r.next_offset);
             }
             found(r.total > 0)
@@ -220,9 +221,9 @@ pub(super) fn files(a: &FilesArgs) -> ExitCode {
             } else {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for f in &p.items {
-                    let _ = writeln!(out, "{f}");
+                    putln!(out, "{f}");
                 }
-                drop(out);
+                finish(out);
                 note_truncated(p.truncated, p.returned, p.total, p.next_offset);
             }
             found(p.total > 0)
@@ -252,13 +253,18 @@ fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
                 .as_ref()
                 .map(|sc| format!(" (in {sc})"))
                 .unwrap_or_default();
-            let _ = writeln!(
+            putln!(
                 out,
                 "{}:{}:{}: {} {}{scope}: {}",
-                s.path, s.line, s.column, s.kind, s.name, s.signature
+                s.path,
+                s.line,
+                s.column,
+                s.kind,
+                s.name,
+                s.signature
             );
         }
-        drop(out);
+        finish(out);
         if answer.source == "text" {
             eprintln!("note: found by text search (the index has no references for this name)");
         }
@@ -328,9 +334,14 @@ pub(super) fn symbols(a: &FileArgs) -> ExitCode {
                 } else {
                     note_unsaved(&f.freshness);
                     for e in &f.enclosing {
-                        println!(
+                        outln!(
                             "{}:{}-{}: {} {}: {}",
-                            e.path, e.line, e.end_line, e.kind, e.name, e.signature
+                            e.path,
+                            e.line,
+                            e.end_line,
+                            e.kind,
+                            e.name,
+                            e.signature
                         );
                     }
                 }
@@ -355,8 +366,8 @@ pub(super) struct PathArgs {
 
 fn print_outline(out: &mut impl std::io::Write, items: &[Outline], depth: usize) {
     for o in items {
-        let _ = writeln!(
-            out,
+        putln!(
+            *out,
             "{}{} {} ({}-{})",
             "  ".repeat(depth + 1),
             o.kind,
@@ -381,7 +392,7 @@ pub(super) fn structure(a: &PathArgs) -> ExitCode {
                 note_unsaved(&s.freshness);
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for f in &s.files.items {
-                    let _ = writeln!(
+                    putln!(
                         out,
                         "{} ({}): {} class-like, {} function-like, {} import(s)",
                         f.path,
@@ -391,13 +402,13 @@ pub(super) fn structure(a: &PathArgs) -> ExitCode {
                         f.imports.len()
                     );
                     for i in &f.imports {
-                        let _ = writeln!(out, "  import: {i}");
+                        putln!(out, "  import: {i}");
                     }
                     print_outline(&mut out, &f.outline, 0);
                 }
                 let kinds: Vec<String> = s.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
-                let _ = writeln!(out, "definitions: {}", kinds.join(", "));
-                drop(out);
+                putln!(out, "definitions: {}", kinds.join(", "));
+                finish(out);
                 note_truncated(
                     s.files.truncated,
                     s.files.returned,
@@ -430,15 +441,19 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
                 emit_json(&wire::Impact::from(&i));
             } else {
                 note_unsaved(&i.freshness);
-                println!("names: {}", i.names.join(", "));
-                println!("risk: {} ({})", i.risk.level, i.risk.reasons.join("; "));
+                outln!("names: {}", i.names.join(", "));
+                outln!("risk: {} ({})", i.risk.level, i.risk.reasons.join("; "));
                 for d in &i.definitions {
-                    println!("defined  {}:{}: {} {}", d.path, d.line, d.kind, d.name);
+                    outln!("defined  {}:{}: {} {}", d.path, d.line, d.kind, d.name);
                 }
                 for c in &i.callers.items {
-                    println!(
+                    outln!(
                         "caller   {}:{}: {} {} calls {}",
-                        c.path, c.line, c.kind, c.name, c.calls
+                        c.path,
+                        c.line,
+                        c.kind,
+                        c.name,
+                        c.calls
                     );
                 }
                 for (label, list) in [
@@ -447,10 +462,10 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
                     ("markup", &i.markup),
                 ] {
                     for t in &list.items {
-                        println!("{label:<8} {}:{}: {}", t.path, t.line, t.why);
+                        outln!("{label:<8} {}:{}: {}", t.path, t.line, t.why);
                     }
                 }
-                println!("references: {} in all", i.references.total);
+                outln!("references: {} in all", i.references.total);
             }
             found(
                 !i.definitions.is_empty()
@@ -474,7 +489,7 @@ pub(super) fn index(a: &IndexArgs) -> ExitCode {
             if a.common.json {
                 emit_json(&wire::UpdateReport::from(&r));
             } else {
-                println!(
+                outln!(
                     "indexed {} files ({} tags) in {} ms: {} tagged, {} unchanged, {} touched but unchanged, {} removed, {} too large{}",
                     r.files,
                     r.tags,
@@ -515,8 +530,8 @@ pub(super) fn ask(a: &QueryArgs) -> ExitCode {
             if a.common.json {
                 emit_json(&wire::QueryAnswer::from(&answer));
             } else {
-                println!("{} ({})", answer.tool, answer.why);
-                println!(
+                outln!("{} ({})", answer.tool, answer.why);
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&wire::QueryResult::from(&answer.result))
                         .unwrap_or_default()

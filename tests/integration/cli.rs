@@ -179,3 +179,57 @@ fn lint_formats_and_exit_codes() {
     let usage = run(&repo(), &["lint", "--format", "xml"]);
     assert_eq!(usage.status.code(), Some(2));
 }
+
+/// Every command whose reader goes away (`| head -c 1`) ends quietly: no panic ("failed
+/// printing to stdout"), no exit status 101. The read end is closed before the command
+/// writes, so every write meets a closed pipe.
+#[test]
+fn no_command_panics_on_a_closed_stdout() {
+    let dir = temp_dir("closed-pipe");
+    std::fs::write(
+        dir.join("app.py"),
+        "def parse_config(path):\n    return path\n\n\nparse_config(1)\n",
+    )
+    .unwrap();
+    let contracts = repo().join("contracts");
+    let contracts = contracts.to_str().unwrap();
+    let commands: &[&[&str]] = &[
+        &["lint", contracts],
+        &["lint", contracts, "--format", "sarif"],
+        &["matrix"],
+        &["matrix", "--format", "json"],
+        &["graph"],
+        &["schema"],
+        &["search", "parse"],
+        &["files", "*.py"],
+        &["index"],
+        &["defs", "parse_config"],
+        &["refs", "parse_config"],
+        &["refs", "parse_config", "--json"],
+        &["symbols", "app.py"],
+        &["symbols", "app.py", "--line", "2"],
+        &["structure"],
+        &["impact", "app.py"],
+        &["impact", "parse_config", "--json"],
+        &["query", "where is parse_config defined"],
+        &["init", "--help"],
+    ];
+    for args in commands {
+        let mut child = Command::new(binary())
+            .args(*args)
+            .current_dir(&dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() != Some(101) && !stderr.contains("panicked"),
+            "{args:?}: {:?}\n{stderr}",
+            out.status
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

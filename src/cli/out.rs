@@ -1,0 +1,62 @@
+//! Writing command output to stdout without panicking when the reader goes away
+//! (`code-intel impact X | head -1`): a closed pipe ends the command quietly with status
+//! 0, as ripgrep does; any other write error is reported on stderr with status 2.
+//! `println!` would panic ("failed printing to stdout") instead.
+
+use std::io::Write as _;
+
+/// Writes formatted text to stdout; see the module doc for errors.
+pub(super) fn write(args: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        fail(&e);
+    }
+}
+
+/// Writes to `out` (a buffered stdout); errors as for [`write`].
+pub(super) fn put(out: &mut impl std::io::Write, args: std::fmt::Arguments<'_>) {
+    if let Err(e) = out.write_fmt(args) {
+        fail(&e);
+    }
+}
+
+/// Flushes `out` (a buffered stdout) at the end; errors as for [`write`].
+pub(super) fn finish(mut out: impl std::io::Write) {
+    if let Err(e) = out.flush() {
+        fail(&e);
+    }
+}
+
+fn fail(e: &std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    let _ = writeln!(std::io::stderr(), "error: cannot write the output: {e}");
+    std::process::exit(2);
+}
+
+/// `print!` that survives a closed stdout.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::out::write(format_args!($($arg)*))
+    };
+}
+
+/// `println!` that survives a closed stdout.
+macro_rules! outln {
+    () => {
+        $crate::cli::out::write(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::out::write(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `writeln!` to a buffered stdout that survives a closed stdout.
+macro_rules! putln {
+    ($out:expr, $($arg:tt)*) => {
+        $crate::cli::out::put(&mut $out, format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+pub(super) use {out, outln, putln};
