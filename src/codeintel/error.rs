@@ -35,6 +35,9 @@ pub enum Error {
     /// The request names nothing to work on (`impact` with no target, a question with no
     /// identifier in it).
     NothingToLookFor(&'static str),
+    /// A name that is neither a file under the root nor known to the index, and that no
+    /// text in the repository mentions (`impact NoSuchThing`).
+    NotFound(String),
     /// A tags query does not compile against its grammar, or tagging failed.
     Tags {
         language: &'static str,
@@ -59,6 +62,7 @@ impl Error {
             Error::NotIndexed { .. } => "path.not_indexed",
             Error::IndexCorrupt { .. } => "index.corrupt",
             Error::NothingToLookFor(_) => "request.empty",
+            Error::NotFound(_) => "symbol.not_found",
             Error::Tags { .. } => "tags.failed",
             Error::Worker(_) => "internal.worker",
         }
@@ -95,6 +99,10 @@ impl std::fmt::Display for Error {
                 write!(f, "index {} is unusable: {reason}", path.display())
             }
             Error::NothingToLookFor(what) => f.write_str(what),
+            Error::NotFound(name) => write!(
+                f,
+                "`{name}` was not found: it is not a file under the root, not a symbol the index knows, and no file mentions it"
+            ),
             Error::Tags { language, message } => write!(f, "tagging {language}: {message}"),
             Error::Worker(what) => write!(f, "a {what} thread failed"),
         }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::error::Error;
+use super::error::{Error, PathError};
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
 use super::root::Root;
@@ -117,6 +117,18 @@ fn is_markup_style_or_script(path: &str) -> bool {
     )
 }
 
+/// Whether a target names a file rather than a symbol: it has a `/`, or ends in an
+/// extension (`app.py`), which no identifier does.
+fn looks_like_path(target: &str) -> bool {
+    target.contains('/')
+        || std::path::Path::new(target).extension().is_some_and(|e| {
+            !e.is_empty()
+                && e.to_string_lossy()
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric())
+        }) && !target.contains("::")
+}
+
 /// Analyses the impact of changing `targets`: root-relative file paths or symbol names.
 pub fn analyze_impact(
     root: &Root,
@@ -132,7 +144,19 @@ pub fn analyze_impact(
     let mut names: Vec<String> = Vec::new();
     let mut target_files: BTreeSet<String> = BTreeSet::new();
     for target in targets {
-        let as_file = root.resolve(target).ok().filter(|p| p.is_file());
+        let resolved = root.resolve(target);
+        // A target that leaves the root is an error, not a name to search for; one that
+        // looks like a path but does not exist is not found.
+        match &resolved {
+            Err(PathError::OutsideRoot(_)) => {
+                return Err(Error::Path(PathError::OutsideRoot(target.clone())));
+            }
+            Err(PathError::NotFound(_)) if looks_like_path(target) => {
+                return Err(Error::Path(PathError::NotFound(target.clone())));
+            }
+            _ => {}
+        }
+        let as_file = resolved.ok().filter(|p| p.is_file());
         match as_file {
             Some(abs) => {
                 let rel = root.relative(&abs);
@@ -254,6 +278,14 @@ pub fn analyze_impact(
         &config_and_docs,
         &markup,
     );
+    let nothing = definitions.is_empty()
+        && references.is_empty()
+        && tests.is_empty()
+        && config_and_docs.is_empty()
+        && markup.is_empty();
+    if nothing && target_files.is_empty() {
+        return Err(Error::NotFound(targets.join(", ")));
+    }
     Ok(Impact {
         names,
         definitions,

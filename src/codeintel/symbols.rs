@@ -156,6 +156,10 @@ pub fn find_references(
             });
         }
     }
+    if hits.is_empty() && definitions.is_empty() {
+        // Not defined, not referenced, not even mentioned: most likely a typo.
+        return Err(Error::NotFound(name.to_string()));
+    }
     Ok(SymbolAnswer {
         symbols: Page::of(hits, window),
         source: "text",

@@ -233,3 +233,37 @@ fn no_command_panics_on_a_closed_stdout() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `impact` and `refs` of something that does not exist, or lies outside the root, are
+/// errors (exit 2, saying which), not an empty answer with "risk: low".
+#[test]
+fn impact_and_refs_of_what_does_not_exist_are_errors() {
+    let dir = temp_dir("not-found");
+    std::fs::write(
+        dir.join("app.py"),
+        "def parse_config(path):\n    return path\n\n\nparse_config(1)\n",
+    )
+    .unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["impact", "NoSuchThing"], "was not found"),
+        (&["impact", "nope/missing.py"], "does not exist"),
+        (&["impact", "../x"], "outside the repository root"),
+        (&["impact", "/etc/passwd"], "outside the repository root"),
+        (&["refs", "NoSuchThing"], "was not found"),
+    ];
+    for (args, message) in cases {
+        let o = run(&dir, args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(!stdout(&o).contains("risk"), "{args:?}: {}", stdout(&o));
+    }
+    for args in [
+        &["impact", "parse_config"][..],
+        &["refs", "parse_config"],
+        &["impact", "app.py"],
+    ] {
+        assert_eq!(run(&dir, args).status.code(), Some(0), "{args:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
