@@ -430,6 +430,18 @@ pub(super) struct ImpactArgs {
     common: Common,
 }
 
+/// Under a section cut by `--limit`: how much is shown, and how to see the rest.
+fn section_note<T>(label: &str, page: &crate::codeintel::page::Page<T>) {
+    if page.truncated {
+        outln!(
+            "         … showing {} of {} {label} (--offset {} or --limit 0 for more)",
+            page.returned,
+            page.total,
+            page.next_offset.unwrap_or(0)
+        );
+    }
+}
+
 pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
         let index = prepare(&root)?;
@@ -456,6 +468,7 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
                         c.calls
                     );
                 }
+                section_note("callers", &i.callers);
                 for (label, list) in [
                     ("test", &i.tests),
                     ("config", &i.config_and_docs),
@@ -464,6 +477,7 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
                     for t in &list.items {
                         outln!("{label:<8} {}:{}: {}", t.path, t.line, t.why);
                     }
+                    section_note(label, list);
                 }
                 outln!("references: {} in all", i.references.total);
             }

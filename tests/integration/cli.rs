@@ -267,3 +267,31 @@ fn impact_and_refs_of_what_does_not_exist_are_errors() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A text section cut by `--limit` says how much it shows and how to see the rest.
+#[test]
+fn truncated_impact_sections_say_what_they_show() {
+    let dir = temp_dir("truncated");
+    std::fs::write(
+        dir.join("app.py"),
+        "def parse_config(path):\n    return path\n",
+    )
+    .unwrap();
+    for i in 0..5 {
+        std::fs::write(
+            dir.join(format!("c{i}.py")),
+            format!("def f{i}():\n    return parse_config({i})\n"),
+        )
+        .unwrap();
+    }
+    assert_eq!(run(&dir, &["index"]).status.code(), Some(0));
+    let o = run(&dir, &["impact", "parse_config", "--limit", "2"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("showing 2 of 5 callers (--offset 2 or --limit 0 for more)"),
+        "{text}"
+    );
+    let o = run(&dir, &["impact", "parse_config", "--limit", "0"]);
+    assert!(!stdout(&o).contains("showing"), "{}", stdout(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
