@@ -235,7 +235,9 @@ pub(super) fn files(a: &FilesArgs) -> ExitCode {
 pub(super) struct NameArgs {
     /// The symbol name, exactly as written in code.
     name: String,
-    /// Only definitions of this kind (`function`, `class`, `method`, ...).
+    /// Only definitions of this kind, as the language names it (`function`, `class`,
+    /// `method`; Rust: `struct`, `enum`, `trait`, `impl`, `fn`, ...); an unknown kind is an
+    /// error that lists them.
     #[arg(long)]
     kind: Option<String>,
     #[command(flatten)]

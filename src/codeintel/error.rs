@@ -38,6 +38,8 @@ pub enum Error {
     /// A name that is neither a file under the root nor known to the index, and that no
     /// text in the repository mentions (`impact NoSuchThing`).
     NotFound(String),
+    /// `--kind` names no kind any language has.
+    UnknownKind { kind: String, known: String },
     /// A tags query does not compile against its grammar, or tagging failed.
     Tags {
         language: &'static str,
@@ -63,6 +65,7 @@ impl Error {
             Error::IndexCorrupt { .. } => "index.corrupt",
             Error::NothingToLookFor(_) => "request.empty",
             Error::NotFound(_) => "symbol.not_found",
+            Error::UnknownKind { .. } => "kind.unknown",
             Error::Tags { .. } => "tags.failed",
             Error::Worker(_) => "internal.worker",
         }
@@ -99,6 +102,9 @@ impl std::fmt::Display for Error {
                 write!(f, "index {} is unusable: {reason}", path.display())
             }
             Error::NothingToLookFor(what) => f.write_str(what),
+            Error::UnknownKind { kind, known } => {
+                write!(f, "unknown kind `{kind}`; the kinds are: {known}")
+            }
             Error::NotFound(name) => write!(
                 f,
                 "`{name}` was not found: it is not a file under the root, not a symbol the index knows, and no file mentions it"

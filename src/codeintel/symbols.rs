@@ -95,13 +95,64 @@ pub(crate) fn fill_reference_lines(root: &Root, page: &mut Page<SymbolHit>) {
     }
 }
 
-/// Where `name` is defined, optionally only of one kind (`function`, `class`, ...).
+/// Every definition kind the tags queries produce (`@definition.KIND` in
+/// `src/codeintel/queries/`; a test keeps the two in step). Languages name their own
+/// things: Rust's are `struct`, `enum`, `union`, `type`, `trait`, `impl`, `fn`, `mod`,
+/// `const`, `static`, `macro`, and `method` for functions in `impl` and `trait` bodies.
+pub const DEFINITION_KINDS: &[&str] = &[
+    "class",
+    "const",
+    "constant",
+    "enum",
+    "field",
+    "fn",
+    "function",
+    "impl",
+    "interface",
+    "macro",
+    "method",
+    "mod",
+    "module",
+    "static",
+    "struct",
+    "trait",
+    "type",
+    "union",
+    "variable",
+];
+
+/// Kinds counted as class-like in a structure summary.
+const CLASS_KINDS: &[&str] = &[
+    "class",
+    "interface",
+    "struct",
+    "enum",
+    "union",
+    "trait",
+    "module",
+    "mod",
+    "type",
+];
+
+/// Kinds that have a body of code: what `function_at_line` looks for.
+const FUNCTION_KINDS: &[&str] = &["function", "fn", "method", "constructor", "macro"];
+
+/// Where `name` is defined, optionally only of one kind (`function`, `struct`, ...; see
+/// [`DEFINITION_KINDS`]; an unknown kind is an error listing them).
 pub fn find_definitions(
     index: &Index,
     name: &str,
     kind: Option<&str>,
     window: Window,
 ) -> Result<SymbolAnswer, Error> {
+    if let Some(k) = kind
+        && !DEFINITION_KINDS.contains(&k)
+    {
+        return Err(Error::UnknownKind {
+            kind: k.to_string(),
+            known: DEFINITION_KINDS.join(", "),
+        });
+    }
     let mut hits = occurrences(index, name, true);
     if let Some(k) = kind {
         hits.retain(|h| h.kind == k);
@@ -234,12 +285,7 @@ pub fn function_at_line(
     let function = enclosing
         .iter()
         .rev()
-        .find(|h| {
-            matches!(
-                h.kind.as_str(),
-                "function" | "method" | "constructor" | "macro"
-            )
-        })
+        .find(|h| FUNCTION_KINDS.contains(&h.kind.as_str()))
         .cloned();
     Ok(FunctionAtLine {
         path: rel,
@@ -383,21 +429,11 @@ pub fn analyze_structure(
             .unwrap_or_default();
         let classes = tags
             .iter()
-            .filter(|t| {
-                matches!(
-                    t.kind.as_str(),
-                    "class" | "interface" | "struct" | "enum" | "trait" | "module" | "type"
-                )
-            })
+            .filter(|t| CLASS_KINDS.contains(&t.kind.as_str()))
             .count();
         let functions = tags
             .iter()
-            .filter(|t| {
-                matches!(
-                    t.kind.as_str(),
-                    "function" | "method" | "constructor" | "macro"
-                )
-            })
+            .filter(|t| FUNCTION_KINDS.contains(&t.kind.as_str()))
             .count();
         files.push(FileStructure {
             path,

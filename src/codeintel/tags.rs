@@ -265,14 +265,14 @@ mod inner { fn free() {} }
         assert_eq!(
             defs(&tags),
             [
-                ("Point", "class", 2, 8),
-                ("Point", "implementation", 4, 6),
+                ("Point", "struct", 2, 8),
+                ("Point", "impl", 4, 6),
                 ("norm", "method", 5, 8),
-                ("Shape", "interface", 10, 7),
+                ("Shape", "trait", 10, 7),
                 ("area", "method", 10, 18),
-                ("helper", "function", 12, 4),
-                ("inner", "module", 14, 5),
-                ("free", "function", 14, 16),
+                ("helper", "fn", 12, 4),
+                ("inner", "mod", 14, 5),
+                ("free", "fn", 14, 16),
             ]
         );
         assert_call(&tags, "helper", 6);

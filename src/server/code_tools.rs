@@ -125,7 +125,9 @@ pub struct SearchFilesArgs {
 pub struct DefinitionsArgs {
     /// The symbol name exactly as written in code (`parse_config`, `UserForm`).
     pub name: String,
-    /// Only definitions of this kind (`function`, `class`, `method`, ...).
+    /// Only definitions of this kind, as the language names it (`function`, `class`,
+    /// `method`; Rust: `struct`, `enum`, `trait`, `impl`, `fn`, ...); an unknown kind is an
+    /// error that lists them.
     #[serde(default)]
     pub kind: Option<String>,
     #[serde(flatten)]

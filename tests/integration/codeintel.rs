@@ -322,10 +322,10 @@ fn definitions_references_and_outlines_across_languages() {
     assert_eq!(
         names,
         [
-            ("class", "Parser"),
-            ("implementation", "Parser"),
+            ("struct", "Parser"),
+            ("impl", "Parser"),
             ("method", "parse_config"),
-            ("function", "build")
+            ("fn", "build")
         ]
     );
     let at = function_at_line(&root, &Index::open(&root).unwrap(), "src/lib.rs", 9).unwrap();
@@ -621,4 +621,78 @@ fn updates_write_a_delta_and_fold_it_when_it_grows() {
             .total,
         1
     );
+}
+
+/// The kinds `--kind` accepts are exactly those the tags queries produce.
+#[test]
+fn definition_kinds_match_the_tags_queries() {
+    use code_intel::codeintel::symbols::DEFINITION_KINDS;
+    let dir = crate::support::repo().join("src/codeintel/queries");
+    let mut produced = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with(';')) {
+            for (at, _) in line.match_indices("@definition.") {
+                let kind: String = line[at + "@definition.".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect();
+                produced.insert(kind);
+            }
+        }
+    }
+    let known: std::collections::BTreeSet<String> =
+        DEFINITION_KINDS.iter().map(|k| (*k).to_string()).collect();
+    assert_eq!(produced, known);
+}
+
+/// Rust items are named as Rust names them, `--kind` selects by those names, and an
+/// unknown kind is an error listing the kinds.
+#[test]
+fn rust_kinds_are_rust_names_and_unknown_kinds_are_refused() {
+    let dir = repo("rust-kinds");
+    std::fs::write(
+        dir.join("lib.rs"),
+        "pub struct S;\npub enum E { A }\npub union U { a: u8 }\npub type T = u8;\npub trait Tr { fn m(&self); }\nimpl Tr for S { fn m(&self) {} }\npub fn f() {}\nmod inner {}\nconst C: u8 = 1;\nstatic X: u8 = 2;\nmacro_rules! mac { () => {} }\n",
+    )
+    .unwrap();
+    let root = Root::open(&dir).unwrap();
+    let index = Index::open(&root).unwrap();
+    let kind_of = |name: &str| {
+        let a = find_definitions(&index, name, None, all()).unwrap();
+        a.symbols
+            .items
+            .iter()
+            .map(|s| s.kind.clone())
+            .collect::<Vec<_>>()
+    };
+    for (name, kind) in [
+        ("S", "struct"),
+        ("E", "enum"),
+        ("U", "union"),
+        ("T", "type"),
+        ("Tr", "trait"),
+        ("f", "fn"),
+        ("inner", "mod"),
+        ("C", "const"),
+        ("X", "static"),
+        ("mac", "macro"),
+    ] {
+        assert!(
+            kind_of(name).contains(&kind.to_string()),
+            "{name}: {:?}",
+            kind_of(name)
+        );
+    }
+    assert!(
+        kind_of("S").contains(&"impl".to_string()),
+        "{:?}",
+        kind_of("S")
+    );
+    let structs = find_definitions(&index, "S", Some("struct"), all()).unwrap();
+    assert_eq!(structs.symbols.items.len(), 1);
+    let e = find_definitions(&index, "S", Some("structure"), all()).unwrap_err();
+    assert_eq!(e.key(), "kind.unknown");
+    assert!(e.to_string().contains("struct, trait"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,27 +1,29 @@
 ; Tags query for Rust.
 ; Origin: tree-sitter-rust 0.24.2, queries/tags.scm (MIT licence, see that crate).
 ; Changes for code-intel:
+; - kinds as Rust names them: struct, enum, union, type, trait, impl, fn, mod, const,
+;   static, macro (functions in `impl` and `trait` bodies stay `method`);
 ; - methods are only functions inside `impl` and `trait` bodies (the shipped query also
 ;   tagged functions of inline `mod { }` blocks as methods);
 ; - added: trait method signatures, const/static items, `impl` blocks as
-;   @definition.implementation (so methods get the impl's type as their scope),
+;   @definition.impl (so methods get the impl's type as their scope),
 ;   scoped calls (`Foo::new()`), generic calls (`f::<T>()`), scoped macros.
 
 ; ADT definitions
 
 (struct_item
-    name: (type_identifier) @name) @definition.class
+    name: (type_identifier) @name) @definition.struct
 
 (enum_item
-    name: (type_identifier) @name) @definition.class
+    name: (type_identifier) @name) @definition.enum
 
 (union_item
-    name: (type_identifier) @name) @definition.class
+    name: (type_identifier) @name) @definition.union
 
 ; type aliases
 
 (type_item
-    name: (type_identifier) @name) @definition.class
+    name: (type_identifier) @name) @definition.type
 
 ; method definitions (impl and trait bodies only)
 
@@ -42,15 +44,15 @@
 ; function definitions
 
 (function_item
-    name: (identifier) @name) @definition.function
+    name: (identifier) @name) @definition.fn
 
 ; trait definitions
 (trait_item
-    name: (type_identifier) @name) @definition.interface
+    name: (type_identifier) @name) @definition.trait
 
 ; module definitions
 (mod_item
-    name: (identifier) @name) @definition.module
+    name: (identifier) @name) @definition.mod
 
 ; macro definitions
 
@@ -60,10 +62,10 @@
 ; constants and statics
 
 (const_item
-    name: (identifier) @name) @definition.constant
+    name: (identifier) @name) @definition.const
 
 (static_item
-    name: (identifier) @name) @definition.constant
+    name: (identifier) @name) @definition.static
 
 ; impl blocks: the implementing type (added)
 
@@ -72,7 +74,7 @@
       (type_identifier) @name
       (generic_type type: (type_identifier) @name)
       (scoped_type_identifier name: (type_identifier) @name)
-    ]) @definition.implementation
+    ]) @definition.impl
 
 ; references
 
