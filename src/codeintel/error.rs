@@ -38,6 +38,10 @@ pub enum Error {
     /// A name that is neither a file under the root nor known to the index, and that no
     /// text in the repository mentions (`impact NoSuchThing`).
     NotFound(String),
+    /// A directory where a file was needed.
+    IsDirectory(String),
+    /// A source file over the indexing size limit.
+    TooLarge { path: String, size: u64, limit: u64 },
     /// `--kind` names no kind any language has.
     UnknownKind { kind: String, known: String },
     /// A tags query does not compile against its grammar, or tagging failed.
@@ -66,6 +70,8 @@ impl Error {
             Error::NothingToLookFor(_) => "request.empty",
             Error::NotFound(_) => "symbol.not_found",
             Error::UnknownKind { .. } => "kind.unknown",
+            Error::TooLarge { .. } => "path.too_large",
+            Error::IsDirectory(_) => "path.is_directory",
             Error::Tags { .. } => "tags.failed",
             Error::Worker(_) => "internal.worker",
         }
@@ -102,6 +108,14 @@ impl std::fmt::Display for Error {
                 write!(f, "index {} is unusable: {reason}", path.display())
             }
             Error::NothingToLookFor(what) => f.write_str(what),
+            Error::IsDirectory(path) => write!(
+                f,
+                "`{path}` is a directory: give a file (the structure of a directory is `structure`)"
+            ),
+            Error::TooLarge { path, size, limit } => write!(
+                f,
+                "`{path}` is {size} bytes, over the {limit}-byte limit for indexing: search it with search_text"
+            ),
             Error::UnknownKind { kind, known } => {
                 write!(f, "unknown kind `{kind}`; the kinds are: {known}")
             }

@@ -223,8 +223,33 @@ fn file_index(index: &Index, root: &Root, file: &str) -> Result<(usize, String),
     let rel = root.relative(&abs);
     match index.file_index(&rel) {
         Some(i) => Ok((i, rel)),
-        None => Err(not_indexed(rel)),
+        None => Err(why_not_indexed(&abs, rel)),
     }
+}
+
+/// Why a file is not in the index, as precisely as the file says: a directory, a file
+/// that cannot be read, one over the size limit, or one of a language the index does not
+/// cover.
+fn why_not_indexed(abs: &std::path::Path, rel: String) -> Error {
+    let meta = match std::fs::metadata(abs) {
+        Ok(meta) => meta,
+        Err(e) => return Error::io(abs, e),
+    };
+    if meta.is_dir() {
+        return Error::IsDirectory(rel);
+    }
+    if let Err(e) = std::fs::File::open(abs) {
+        return Error::io(abs, e);
+    }
+    let limit = super::retag::MAX_FILE_BYTES;
+    if super::languages::for_path(abs).is_some() && meta.len() > limit {
+        return Error::TooLarge {
+            path: rel,
+            size: meta.len(),
+            limit,
+        };
+    }
+    not_indexed(rel)
 }
 
 fn not_indexed(path: String) -> Error {

@@ -295,3 +295,24 @@ fn truncated_impact_sections_say_what_they_show() {
     assert!(!stdout(&o).contains("showing"), "{}", stdout(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A file that is not indexed says why: too large, a directory, or not a source file.
+#[test]
+fn symbols_of_a_file_not_indexed_say_why() {
+    let dir = temp_dir("why-not");
+    std::fs::write(dir.join("big.py"), "x = 1\n".repeat(400_000)).unwrap();
+    std::fs::create_dir_all(dir.join("pkg")).unwrap();
+    std::fs::write(dir.join("pkg/a.py"), "def a():\n    pass\n").unwrap();
+    std::fs::write(dir.join("notes.txt"), "hello\n").unwrap();
+    for (file, message) in [
+        ("big.py", "over the 2097152-byte limit"),
+        ("pkg", "is a directory"),
+        ("notes.txt", "is not an indexed source file"),
+    ] {
+        let o = run(&dir, &["symbols", file]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{file}: {stderr}");
+        assert!(stderr.contains(message), "{file}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
