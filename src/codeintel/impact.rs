@@ -263,7 +263,9 @@ pub fn analyze_impact(
                     config_and_docs.push(item(format!(
                         "configuration or documentation names `{name}`"
                     )));
-                } else if is_markup_style_or_script(&file.path) && markup_use(&m.text, name) {
+                } else if is_markup_style_or_script(&file.path)
+                    && markup_use(&file.path, &m.text, name)
+                {
                     markup.push(item(format!("markup uses `{name}` as a class or id")));
                 }
             }
@@ -315,17 +317,102 @@ fn contains_word(text: &str, word: &str) -> bool {
 /// Whether a line uses `name` as an HTML/CSS/JS class or id (the original's v1.3 markup
 /// cross-reference): `class="... name"`, `id="name"`, `.name {`, `#name`, `getElementById`,
 /// `querySelector`, `classList`.
-fn markup_use(line: &str, name: &str) -> bool {
-    let l = line.to_ascii_lowercase();
-    let n = name.to_ascii_lowercase();
-    (l.contains("class")
-        || l.contains("id=")
-        || l.contains(&format!(".{n}"))
-        || l.contains(&format!("#{n}"))
-        || l.contains("getelementbyid")
-        || l.contains("queryselector")
-        || l.contains("classlist"))
-        && contains_word(&l, &n)
+fn markup_use(path: &str, line: &str, name: &str) -> bool {
+    let trimmed = line.trim_start();
+    // A comment that happens to say "class" and the name is not a use.
+    if ["//", "/*", "*", "<!--", "{#", "{{!--"]
+        .iter()
+        .any(|c| trimmed.starts_with(c))
+    {
+        return false;
+    }
+    let stylesheet = matches!(
+        path.rsplit('.').next(),
+        Some("css" | "scss" | "sass" | "less")
+    );
+    in_attribute(line, name) || in_dom_call(line, name) || (stylesheet && in_selector(line, name))
+}
+
+/// `class="a NAME b"`, `className='NAME'`, `id="NAME"` (also `:class`, `v-bind:class`).
+fn in_attribute(line: &str, name: &str) -> bool {
+    for attr in ["class", "classname", "id"] {
+        let lower = line.to_ascii_lowercase();
+        for (at, _) in lower.match_indices(attr) {
+            let before = lower[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+                continue;
+            }
+            let rest = line[at + attr.len()..].trim_start();
+            let Some(rest) = rest.strip_prefix('=') else {
+                continue;
+            };
+            let rest = rest.trim_start();
+            let Some(quote) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                continue;
+            };
+            let value = &rest[1..];
+            let value = &value[..value.find(quote).unwrap_or(value.len())];
+            if value.split_whitespace().any(|v| v == name) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// `getElementById("NAME")`, `classList.add("NAME")`, `querySelector(".NAME")` and the
+/// like.
+fn in_dom_call(line: &str, name: &str) -> bool {
+    for call in [
+        "getElementById(",
+        "classList.add(",
+        "classList.remove(",
+        "classList.toggle(",
+        "classList.contains(",
+        "getElementsByClassName(",
+    ] {
+        for (at, _) in line.match_indices(call) {
+            let rest = line[at + call.len()..].trim_start();
+            if let Some(value) = quoted(rest)
+                && value.split_whitespace().any(|v| v == name)
+            {
+                return true;
+            }
+        }
+    }
+    for call in ["querySelector(", "querySelectorAll(", "$("] {
+        for (at, _) in line.match_indices(call) {
+            if let Some(value) = quoted(line[at + call.len()..].trim_start())
+                && in_selector(value, name)
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The text of a string literal at the start of `text`.
+fn quoted(text: &str) -> Option<&str> {
+    let quote = text
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '"' | '\'' | '`'))?;
+    let value = &text[1..];
+    Some(&value[..value.find(quote)?])
+}
+
+/// `.NAME` or `#NAME` in a selector (stylesheet lines and selector strings only, where a
+/// compound like `div.NAME` is a selector too): not followed by a name character, so
+/// `.NAMEs` is another class.
+fn in_selector(text: &str, name: &str) -> bool {
+    ['.', '#'].iter().any(|sigil| {
+        let needle = format!("{sigil}{name}");
+        text.match_indices(&needle).any(|(at, _)| {
+            let after = text[at + needle.len()..].chars().next();
+            !after.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        })
+    })
 }
 
 /// Class and id names a markup or stylesheet file defines.
@@ -410,4 +497,42 @@ fn risk(
         _ => "high",
     };
     Risk { level, reasons }
+}
+
+#[cfg(test)]
+mod markup_tests {
+    use super::markup_use;
+
+    #[test]
+    fn only_class_and_id_uses_count_as_markup() {
+        let table = [
+            ("page.html", r#"<div class="card active">"#, true),
+            ("page.html", r#"<section id="card">"#, true),
+            ("page.html", r#"<div class="cards">"#, false),
+            (
+                "page.html",
+                "<!-- the card class is styled below -->",
+                false,
+            ),
+            ("app.jsx", r#"return <div className="card" />;"#, true),
+            ("app.js", "// the card class is styled below", false),
+            (
+                "app.js",
+                r#"document.getElementById("card").focus();"#,
+                true,
+            ),
+            ("app.js", "el.classList.add('card');", true),
+            ("app.js", r#"document.querySelector(".card > a")"#, true),
+            ("app.js", r##"$("#card").hide();"##, true),
+            ("app.js", "const x = obj.card;", false),
+            ("style.css", ".card { color: red }", true),
+            ("style.css", ".cards { color: red }", false),
+            ("style.css", "a.card:hover {}", true),
+            ("app.js", r#"document.querySelector("div.card")"#, true),
+            ("page.html", "{{ value|card }}", false),
+        ];
+        for (path, line, expected) in table {
+            assert_eq!(markup_use(path, line, "card"), expected, "{path}: {line}");
+        }
+    }
 }
