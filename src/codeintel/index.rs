@@ -468,6 +468,7 @@ fn empty_tag() -> Tag {
         line: 0,
         column: 0,
         end_line: 0,
+        start_line: 0,
         signature: String::new(),
         scope: None,
     }

@@ -7,13 +7,13 @@
 //!
 //! Layout (all integers little-endian; a str is u32 offset + u32 length into a blob):
 //! ```text
-//! magic "CIIDX006" | u32 files | u32 tags | u32 names | u32 postings | u32 paths_len | u32 blob_len | u64 built_unix | u64 generation
+//! magic "CIIDX007" | u32 files | u32 tags | u32 names | u32 postings | u32 paths_len | u32 blob_len | u64 built_unix | u64 generation
 //! files    × FILE (path str in paths, u64 size, u64 mtime_ns, [u8;32] sha256, lang str, u32 first_tag, u32 tag_count)
 //! paths    the bytes of every file path
 //! names    × NAME (name str, u32 first_posting, u32 posting_count), sorted by name bytes
 //! postings × u32 tag index, grouped by name, definitions first
 //! tags     × TAG  (name str, kind str, scope str, signature str (definitions only),
-//!                  u32 line, u32 column, u32 end_line, u32 file, u32 is_def)
+//!                  u32 line, u32 column, u32 end_line, u32 file, u32 is_def, u32 start_line)
 //! blob     the bytes of every other str
 //! ```
 //!
@@ -31,10 +31,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::error::Error;
 use super::tags::Tag;
 
-const MAGIC: &[u8; 8] = b"CIIDX006";
+const MAGIC: &[u8; 8] = b"CIIDX007";
 const HEADER: usize = 8 + 6 * 4 + 8 + 8;
 const FILE_REC: usize = 8 + 8 + 8 + 32 + 8 + 4 + 4;
-const TAG_REC: usize = 4 * 8 + 5 * 4;
+const TAG_REC: usize = 4 * 8 + 6 * 4;
 const NAME_REC: usize = 8 + 4 + 4;
 
 /// One indexed file, in memory.
@@ -105,6 +105,7 @@ pub(crate) fn write(
                 t.end_line,
                 to_u32(file_index),
                 u32::from(t.is_definition),
+                t.start_line,
             ] {
                 tag_bytes.extend_from_slice(&n.to_le_bytes());
             }
@@ -422,6 +423,7 @@ impl Store {
                 column: le32(r, 36),
                 end_line: le32(r, 40),
                 is_definition: le32(r, 48) != 0,
+                start_line: le32(r, 52),
             },
             file: le32(r, 44) as usize,
         }

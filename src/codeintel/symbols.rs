@@ -299,14 +299,25 @@ pub fn function_at_line(
     line: u32,
 ) -> Result<FunctionAtLine, Error> {
     let (i, rel) = file_index(index, root, file)?;
-    let mut enclosing: Vec<SymbolHit> = index
+    // A definition holds the lines of its whole node, decorators and attributes before
+    // its name included (`start_line`); indexes of older tags have no start and use the
+    // name's line.
+    let start = |t: &Tag| {
+        if t.start_line == 0 {
+            t.line
+        } else {
+            t.start_line.min(t.line)
+        }
+    };
+    let mut enclosing: Vec<(u32, SymbolHit)> = index
         .file_tags(i)
         .into_iter()
-        .filter(|t| t.is_definition && t.line <= line && line <= t.end_line)
-        .map(|t| hit(&rel, t))
+        .filter(|t| t.is_definition && start(t) <= line && line <= t.end_line)
+        .map(|t| (start(&t), hit(&rel, t)))
         .collect();
     // Outermost first: the wider range, then the earlier start.
-    enclosing.sort_by_key(|h| (std::cmp::Reverse(h.end_line - h.line), h.line));
+    enclosing.sort_by_key(|(s, h)| (std::cmp::Reverse(h.end_line - s), *s));
+    let enclosing: Vec<SymbolHit> = enclosing.into_iter().map(|(_, h)| h).collect();
     let function = enclosing
         .iter()
         .rev()

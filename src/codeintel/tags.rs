@@ -28,6 +28,9 @@ pub(crate) struct Tag {
     pub(crate) column: u32,
     /// Last line of the tagged node (a definition's whole body), 1-based.
     pub(crate) end_line: u32,
+    /// First line of the tagged node, 1-based: before `line` when decorators or a
+    /// definition keyword on an earlier line belong to it.
+    pub(crate) start_line: u32,
     /// The first line of the tagged node's text, trimmed, at most 200 characters.
     pub(crate) signature: String,
     /// Name of the innermost other definition of the same file whose range holds this tag.
@@ -106,7 +109,11 @@ impl Tagger {
                     line: to_u32(tag.span.start.row + 1),
                     column: to_u32(column),
                     end_line: to_u32(lines.line_of(last_byte) + 1),
-                    signature: signature(&source[tag.range.clone()]),
+                    start_line: to_u32(lines.line_of(tag.range.start) + 1),
+                    // The line of the name, not of a decorator before it.
+                    signature: signature(
+                        &source[line_start.max(tag.range.start)..tag.range.end.max(line_start)],
+                    ),
                     scope: None,
                 },
                 range: tag.range,

@@ -696,3 +696,35 @@ fn rust_kinds_are_rust_names_and_unknown_kinds_are_refused() {
     assert!(e.to_string().contains("struct, trait"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A decorator line belongs to the function it decorates, however long the decorator;
+/// the signature stays the definition's own line.
+#[test]
+fn decorator_lines_belong_to_the_decorated_function() {
+    let dir = repo("decorators");
+    std::fs::write(
+        dir.join("m.py"),
+        "import functools\n\n\n@functools.lru_cache(\n    maxsize=3,\n)\ndef cached(x):\n    return x\n\n\nclass A:\n    @property\n    def p(self):\n        return 1\n",
+    )
+    .unwrap();
+    let root = Root::open(&dir).unwrap();
+    let index = Index::open(&root).unwrap();
+    for (line, expected) in [
+        (4, "cached"),
+        (5, "cached"),
+        (7, "cached"),
+        (12, "p"),
+        (13, "p"),
+    ] {
+        let f = function_at_line(&root, &index, "m.py", line).unwrap();
+        assert_eq!(
+            f.function.map(|h| h.name),
+            Some(expected.to_string()),
+            "line {line}"
+        );
+    }
+    let defs = find_definitions(&index, "cached", None, all()).unwrap();
+    assert_eq!(defs.symbols.items[0].line, 7);
+    assert_eq!(defs.symbols.items[0].signature, "def cached(x):");
+    let _ = std::fs::remove_dir_all(&dir);
+}

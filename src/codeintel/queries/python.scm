@@ -2,23 +2,34 @@
 ; Origin: tree-sitter-python 0.25.0, queries/tags.scm (MIT licence, see that crate).
 ; Changes for code-intel:
 ; - added: functions defined directly in a class body (plain or decorated) are
-;   @definition.method (listed first, so they win over @definition.function); for a
-;   decorated method the tagged node is the function_definition, without decorators.
+;   @definition.method (listed first, so they win over @definition.function);
+; - a decorated function or class is tagged on its decorated_definition node, so its
+;   range starts at the first decorator (a line of a decorator belongs to what it
+;   decorates). Those patterns come before the plain ones: tree-sitter-tags keeps one tag
+;   per name, from the earliest pattern.
 
 (class_definition
   body: (block
     [
-      (function_definition
-        name: (identifier) @name) @definition.method
       (decorated_definition
         definition: (function_definition
-          name: (identifier) @name) @definition.method)
+          name: (identifier) @name)) @definition.method
+      (function_definition
+        name: (identifier) @name) @definition.method
     ]))
 
 (module (expression_statement (assignment left: (identifier) @name) @definition.constant))
 
+(decorated_definition
+  definition: (class_definition
+    name: (identifier) @name)) @definition.class
+
 (class_definition
   name: (identifier) @name) @definition.class
+
+(decorated_definition
+  definition: (function_definition
+    name: (identifier) @name)) @definition.function
 
 (function_definition
   name: (identifier) @name) @definition.function
