@@ -361,6 +361,46 @@ pub struct Structure {
     pub freshness: Freshness,
 }
 
+/// The imports of a file, each whole: an import whose brackets open on its first line
+/// (`from x import (`, `use a::{`, `import {`, Go's `import (`) runs until they close,
+/// and is given as one line with its whitespace collapsed.
+fn imports_of(language: &str, text: &str) -> Vec<String> {
+    const MAX_IMPORT_CHARS: usize = 2000;
+    let depth_of = |line: &str| -> i64 {
+        line.chars()
+            .map(|c| match c {
+                '(' | '{' | '[' => 1,
+                ')' | '}' | ']' => -1,
+                _ => 0,
+            })
+            .sum()
+    };
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if !is_import(language, line) {
+            continue;
+        }
+        let mut whole = line.trim().to_string();
+        let mut depth = depth_of(line);
+        while depth > 0 {
+            let Some(next) = lines.next() else { break };
+            whole.push(' ');
+            whole.push_str(next.trim());
+            depth += depth_of(next);
+        }
+        let collapsed: String = whole
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .take(MAX_IMPORT_CHARS)
+            .collect();
+        out.push(collapsed);
+    }
+    out
+}
+
 /// Lines that import other code, per language (text patterns: imports are simple enough).
 fn is_import(language: &str, line: &str) -> bool {
     let l = line.trim_start();
@@ -456,12 +496,7 @@ pub fn analyze_structure(
         let path = index.file_path(i).to_string();
         let language = index.file_language(i).to_string();
         let imports = std::fs::read_to_string(root.path().join(&path))
-            .map(|text| {
-                text.lines()
-                    .filter(|l| is_import(&language, l))
-                    .map(|l| l.trim().chars().take(200).collect())
-                    .collect()
-            })
+            .map(|text| imports_of(&language, &text))
             .unwrap_or_default();
         let classes = tags
             .iter()

@@ -728,3 +728,50 @@ fn decorator_lines_belong_to_the_decorated_function() {
     assert_eq!(defs.symbols.items[0].signature, "def cached(x):");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Multi-line imports are shown whole, one entry each, in every language that has them.
+#[test]
+fn multi_line_imports_are_whole() {
+    let dir = repo("imports");
+    std::fs::write(
+        dir.join("m.py"),
+        "from os.path import (\n    join,\n    exists,\n)\nimport sys\n\n\ndef f():\n    return join(sys.argv[0], 'x')\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("m.rs"),
+        "use std::collections::{\n    BTreeMap,\n    HashMap,\n};\nuse std::fmt;\n\nfn f() {}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("m.ts"),
+        "import {\n  a,\n  b,\n} from './x';\n\nexport function f() { return a + b; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("m.go"),
+        "package m\n\nimport (\n\t\"fmt\"\n\t\"os\"\n)\n\nfunc F() { fmt.Println(os.Args) }\n",
+    )
+    .unwrap();
+    let root = Root::open(&dir).unwrap();
+    let index = Index::open(&root).unwrap();
+    for (file, expected) in [
+        (
+            "m.py",
+            vec!["from os.path import ( join, exists, )", "import sys"],
+        ),
+        (
+            "m.rs",
+            vec![
+                "use std::collections::{ BTreeMap, HashMap, };",
+                "use std::fmt;",
+            ],
+        ),
+        ("m.ts", vec!["import { a, b, } from './x';"]),
+        ("m.go", vec!["import ( \"fmt\" \"os\" )"]),
+    ] {
+        let s = analyze_structure(&root, &index, file, all()).unwrap();
+        assert_eq!(s.files.items[0].imports, expected, "{file}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
