@@ -7,7 +7,7 @@
 //!
 //! Layout (all integers little-endian; a str is u32 offset + u32 length into a blob):
 //! ```text
-//! magic "CIIDX007" | u32 files | u32 tags | u32 names | u32 postings | u32 paths_len | u32 blob_len | u64 built_unix | u64 generation
+//! magic "CIIDX008" | u32 files | u32 tags | u32 names | u32 postings | u32 paths_len | u32 blob_len | u64 built_unix | u64 generation
 //! files    × FILE (path str in paths, u64 size, u64 mtime_ns, [u8;32] sha256, lang str, u32 first_tag, u32 tag_count)
 //! paths    the bytes of every file path
 //! names    × NAME (name str, u32 first_posting, u32 posting_count), sorted by name bytes
@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::error::Error;
 use super::tags::Tag;
 
-const MAGIC: &[u8; 8] = b"CIIDX007";
+const MAGIC: &[u8; 8] = b"CIIDX008";
 const HEADER: usize = 8 + 6 * 4 + 8 + 8;
 const FILE_REC: usize = 8 + 8 + 8 + 32 + 8 + 4 + 4;
 const TAG_REC: usize = 4 * 8 + 6 * 4;

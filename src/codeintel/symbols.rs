@@ -98,7 +98,8 @@ pub(crate) fn fill_reference_lines(root: &Root, page: &mut Page<SymbolHit>) {
 /// Every definition kind the tags queries produce (`@definition.KIND` in
 /// `src/codeintel/queries/`; a test keeps the two in step). Languages name their own
 /// things: Rust's are `struct`, `enum`, `union`, `type`, `trait`, `impl`, `fn`, `mod`,
-/// `const`, `static`, `macro`, and `method` for functions in `impl` and `trait` bodies.
+/// `const`, `static`, `macro`, `variant`, `field`, and `method` for functions in `impl`
+/// and `trait` bodies.
 pub const DEFINITION_KINDS: &[&str] = &[
     "class",
     "const",
@@ -119,6 +120,7 @@ pub const DEFINITION_KINDS: &[&str] = &[
     "type",
     "union",
     "variable",
+    "variant",
 ];
 
 /// Kinds counted as class-like in a structure summary.

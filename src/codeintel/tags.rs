@@ -273,6 +273,7 @@ mod inner { fn free() {} }
             defs(&tags),
             [
                 ("Point", "struct", 2, 8),
+                ("x", "field", 2, 16),
                 ("Point", "impl", 4, 6),
                 ("norm", "method", 5, 8),
                 ("Shape", "trait", 10, 7),

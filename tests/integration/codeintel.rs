@@ -323,6 +323,7 @@ fn definitions_references_and_outlines_across_languages() {
         names,
         [
             ("struct", "Parser"),
+            ("field", "depth"),
             ("impl", "Parser"),
             ("method", "parse_config"),
             ("fn", "build")
@@ -653,7 +654,7 @@ fn rust_kinds_are_rust_names_and_unknown_kinds_are_refused() {
     let dir = repo("rust-kinds");
     std::fs::write(
         dir.join("lib.rs"),
-        "pub struct S;\npub enum E { A }\npub union U { a: u8 }\npub type T = u8;\npub trait Tr { fn m(&self); }\nimpl Tr for S { fn m(&self) {} }\npub fn f() {}\nmod inner {}\nconst C: u8 = 1;\nstatic X: u8 = 2;\nmacro_rules! mac { () => {} }\n",
+        "pub struct S;\npub enum E { A }\npub union U { a: u8 }\npub type T = u8;\npub trait Tr { type Item; fn m(&self); }\nimpl Tr for S { type Item = u8; fn m(&self) {} }\npub fn f() {}\nmod inner {}\nconst C: u8 = 1;\nstatic X: u8 = 2;\nmacro_rules! mac { () => {} }\nextern \"C\" { fn c_abs(x: i32) -> i32; }\npub struct P { pub len: usize }\n",
     )
     .unwrap();
     let root = Root::open(&dir).unwrap();
@@ -677,6 +678,10 @@ fn rust_kinds_are_rust_names_and_unknown_kinds_are_refused() {
         ("C", "const"),
         ("X", "static"),
         ("mac", "macro"),
+        ("c_abs", "fn"),
+        ("Item", "type"),
+        ("A", "variant"),
+        ("len", "field"),
     ] {
         assert!(
             kind_of(name).contains(&kind.to_string()),

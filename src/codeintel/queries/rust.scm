@@ -2,7 +2,7 @@
 ; Origin: tree-sitter-rust 0.24.2, queries/tags.scm (MIT licence, see that crate).
 ; Changes for code-intel:
 ; - kinds as Rust names them: struct, enum, union, type, trait, impl, fn, mod, const,
-;   static, macro (functions in `impl` and `trait` bodies stay `method`);
+;   static, macro, variant, field (functions in `impl` and `trait` bodies stay `method`);
 ; - methods are only functions inside `impl` and `trait` bodies (the shipped query also
 ;   tagged functions of inline `mod { }` blocks as methods);
 ; - added: trait method signatures, const/static items, `impl` blocks as
@@ -45,6 +45,28 @@
 
 (function_item
     name: (identifier) @name) @definition.fn
+
+; functions declared in `extern "C" { ... }` blocks (added)
+
+(foreign_mod_item
+  body: (declaration_list
+    (function_signature_item
+        name: (identifier) @name) @definition.fn))
+
+; associated types of traits, with or without a default (added)
+
+(trait_item
+  body: (declaration_list
+    (associated_type
+        name: (type_identifier) @name) @definition.type))
+
+; enum variants and struct fields (added)
+
+(enum_variant
+    name: (identifier) @name) @definition.variant
+
+(field_declaration
+    name: (field_identifier) @name) @definition.field
 
 ; trait definitions
 (trait_item
