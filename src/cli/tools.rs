@@ -287,9 +287,22 @@ fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
     found(answer.symbols.total > 0)
 }
 
+/// The index a name lookup answers from: with no index yet, the files that mention the
+/// name, tagged now (the same answer, without waiting for a full index).
+fn index_for_name(root: &Root, name: &str) -> Result<Index, Error> {
+    if Index::exists(root) {
+        prepare(root)
+    } else {
+        // A writer killed before its first index leaves temp files; nothing else would
+        // remove them until the next refresh.
+        crate::codeintel::refresh::clean_up_if_idle(root);
+        Index::for_names(root, &[name.to_string()])
+    }
+}
+
 pub(super) fn defs(a: &NameArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
-        let index = prepare(&root)?;
+        let index = index_for_name(&root, &a.name)?;
         find_definitions(&index, &a.name, a.kind.as_deref(), a.common.window())
     }) {
         Ok(answer) => print_symbols(&a.common, &answer),
@@ -299,7 +312,7 @@ pub(super) fn defs(a: &NameArgs) -> ExitCode {
 
 pub(super) fn refs(a: &NameArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
-        let index = prepare(&root)?;
+        let index = index_for_name(&root, &a.name)?;
         find_references(&root, &index, &a.name, a.common.window())
     }) {
         Ok(answer) => print_symbols(&a.common, &answer),

@@ -53,6 +53,7 @@ pub struct Freshness {
 }
 
 const FRESHNESS_NOTE: &str = "every indexed file was checked against the index before answering; files created since the last `index` run are not included until the next one";
+const CANDIDATES_NOTE: &str = "there is no index yet: the files that mention the name were found by text search and tagged in memory, which gives the same answer as a full index; `code-intel index` (or the server, in the background) builds it";
 const PARTIAL_NOTE: &str = "the full index is still being built: only the files asked about were tagged, in memory, for this answer";
 const IN_MEMORY_NOTE: &str = "there is no usable index on disk: every source file was tagged in memory for this answer; `code-intel index` saves that work";
 
@@ -200,6 +201,28 @@ impl Index {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         index.freshness.note = IN_MEMORY_NOTE;
+        Ok(index)
+    }
+
+    /// Whether an index has been written under the root (usable or not).
+    pub fn exists(root: &Root) -> bool {
+        root.path().join(INDEX_FILE).is_file()
+    }
+
+    /// An index of the source files that mention any of `names` as a word, tagged in
+    /// memory: every definition and reference of those names is in one of them, so it
+    /// answers `defs` and `refs` for them exactly as the full index would, long before a
+    /// full index of a large repository exists.
+    pub fn for_names(root: &Root, names: &[String]) -> Result<Index, Error> {
+        let found = super::search::search_words(root, names)?;
+        let files: Vec<&str> = found
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .filter(|p| super::languages::for_path(std::path::Path::new(p)).is_some())
+            .collect();
+        let mut index = Index::for_files(root, &files)?;
+        index.freshness.note = CANDIDATES_NOTE;
         Ok(index)
     }
 

@@ -56,6 +56,30 @@ impl WriteLock {
     }
 }
 
+impl WriteLock {
+    /// The lock if nobody holds it now, without waiting; `None` when a writer (in this
+    /// process or another) holds it or the lock file cannot be opened.
+    pub(crate) fn try_acquire(root: &Root) -> Option<WriteLock> {
+        let key = root.path().to_path_buf();
+        {
+            let (held, _) = &*HELD;
+            let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
+            if held.contains(&key) {
+                return None;
+            }
+            held.insert(key.clone());
+        }
+        let mut lock = WriteLock {
+            root: key,
+            file: None,
+        };
+        let file = open_lock_file(&root.path().join(LOCK_FILE)).ok()?;
+        file.try_lock().ok()?;
+        lock.file = Some(file);
+        Some(lock)
+    }
+}
+
 fn open_lock_file(path: &Path) -> std::io::Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;

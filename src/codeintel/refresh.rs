@@ -106,6 +106,18 @@ fn reopen(root: &Root) -> Result<Index, Error> {
     })
 }
 
+/// Removes what dead writers left, if no writer is at work now (never waits): for readers
+/// that do not refresh, such as a name lookup before any index exists.
+pub(crate) fn clean_up_if_idle(root: &Root) {
+    // No `.code-intel/`, nothing to clean: a read must not create it (or a lock file).
+    if !root.path().join(".code-intel").is_dir() {
+        return;
+    }
+    if let Some(_lock) = WriteLock::try_acquire(root) {
+        clean_up(root);
+    }
+}
+
 /// Removes what dead writers left: temp files (`symbols.*.tmp*`), and a delta of another
 /// generation than the main index (a writer killed between a fold's rename and its
 /// removal of the delta). Called with the lock held, so no live writer owns them.

@@ -74,11 +74,9 @@ fn occurrences(index: &Index, name: &str, definitions: bool) -> Vec<SymbolHit> {
 pub(crate) fn fill_reference_lines(root: &Root, page: &mut Page<SymbolHit>) {
     let mut cache: std::collections::HashMap<String, Vec<String>> =
         std::collections::HashMap::new();
-    for h in page
-        .items
-        .iter_mut()
-        .filter(|h| !h.definition && h.signature.is_empty())
-    {
+    // Every reference shows its source line, whichever layer it came from (the disk
+    // index stores no text for references; tags made in memory carry the call's text).
+    for h in page.items.iter_mut().filter(|h| !h.definition) {
         let lines = cache.entry(h.path.clone()).or_insert_with(|| {
             std::fs::read(root.path().join(&h.path))
                 .map(|b| {

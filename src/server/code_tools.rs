@@ -265,7 +265,18 @@ impl CodeTools {
                         }
                         json(&wire::SymbolAnswer::from(&answer))
                     }
-                    other => text_fallback(root, &[a.name], a.paging, &not_ready(&other))?,
+                    other => {
+                        // The files that mention the name, tagged now: the answer the
+                        // full index will give.
+                        let index = Index::for_names(root, std::slice::from_ref(&a.name))?;
+                        let answer = find_definitions(
+                            &index,
+                            &a.name,
+                            a.kind.as_deref(),
+                            a.paging.window(),
+                        )?;
+                        with_status(json(&wire::SymbolAnswer::from(&answer)), &not_ready(&other))
+                    }
                 }
             }
             "find_references" => {
@@ -275,7 +286,11 @@ impl CodeTools {
                         let answer = find_references(root, &index, &a.name, a.paging.window())?;
                         json(&wire::SymbolAnswer::from(&answer))
                     }
-                    other => text_fallback(root, &[a.name], a.paging, &not_ready(&other))?,
+                    other => {
+                        let index = Index::for_names(root, std::slice::from_ref(&a.name))?;
+                        let answer = find_references(root, &index, &a.name, a.paging.window())?;
+                        with_status(json(&wire::SymbolAnswer::from(&answer)), &not_ready(&other))
+                    }
                 }
             }
             "get_symbols" => {

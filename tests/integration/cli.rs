@@ -316,3 +316,49 @@ fn symbols_of_a_file_not_indexed_say_why() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With no index yet, `defs` and `refs` answer from the files that mention the name,
+/// tagged on the spot: the same answer as after `index`, without building one first.
+#[test]
+fn names_are_answered_before_an_index_exists() {
+    let dir = temp_dir("no-index");
+    std::fs::create_dir_all(dir.join("pkg")).unwrap();
+    std::fs::write(dir.join("pkg/forms.py"), "class UserForm:\n    pass\n").unwrap();
+    std::fs::write(
+        dir.join("views.py"),
+        "from pkg.forms import UserForm\n\n\ndef view():\n    return UserForm()\n",
+    )
+    .unwrap();
+    for i in 0..30 {
+        std::fs::write(
+            dir.join(format!("other{i}.py")),
+            format!("def f{i}():\n    pass\n"),
+        )
+        .unwrap();
+    }
+    let before: Vec<String> = ["defs", "refs"]
+        .iter()
+        .map(|cmd| stdout(&run(&dir, &[cmd, "UserForm"])))
+        .collect();
+    assert!(
+        !dir.join(".code-intel/symbols.idx").exists(),
+        "answering a name does not build the whole index"
+    );
+    assert!(
+        before[0].contains("pkg/forms.py:1:7: class UserForm"),
+        "{}",
+        before[0]
+    );
+    assert!(
+        before[1].contains("views.py:5:12: call UserForm"),
+        "{}",
+        before[1]
+    );
+    assert_eq!(run(&dir, &["index"]).status.code(), Some(0));
+    let after: Vec<String> = ["defs", "refs"]
+        .iter()
+        .map(|cmd| stdout(&run(&dir, &[cmd, "UserForm"])))
+        .collect();
+    assert_eq!(before, after);
+    let _ = std::fs::remove_dir_all(&dir);
+}

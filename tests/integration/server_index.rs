@@ -69,7 +69,7 @@ fn code_tools_with(dir: &Path, start: bool, changes: ChangeSource) -> CodeTools 
 }
 
 #[test]
-fn until_the_index_is_ready_symbol_tools_answer_from_text_and_say_so() {
+fn until_the_index_is_ready_symbol_tools_answer_without_it_and_say_so() {
     let dir = temp_repo(
         "pending",
         &[(
@@ -78,13 +78,19 @@ fn until_the_index_is_ready_symbol_tools_answer_from_text_and_say_so() {
         )],
     );
     let tools = code_tools(&dir, false);
+    // Names are answered from the files that mention them, tagged on the spot: the
+    // answer the full index will give, and it says the index is not ready.
     let defs = call(&tools, "find_definitions", json!({"name": "parse_config"}));
-    assert_eq!(defs["source"], "text", "{defs}");
+    assert_eq!(paths(&defs), ["app.py:1"], "{defs}");
     assert!(
-        defs["note"].as_str().unwrap().contains("still being built"),
+        defs["index_status"]
+            .as_str()
+            .unwrap()
+            .contains("still being built"),
         "{defs}"
     );
-    assert_eq!(defs["matches"]["total"], 2, "{defs}");
+    let refs = call(&tools, "find_references", json!({"name": "parse_config"}));
+    assert_eq!(paths(&refs), ["app.py:4"], "{refs}");
     // A file-scoped question tags that one file on the spot.
     let outline = call(&tools, "get_symbols", json!({"file_path": "app.py"}));
     assert_eq!(paths(&outline), ["app.py:1"], "{outline}");
