@@ -189,6 +189,15 @@ impl Index {
     /// Every source file under the root, tagged in memory.
     fn in_memory(root: &Root) -> Result<Index, Error> {
         let (jobs, _too_large) = source_files(root)?;
+        let mut index = Index::tagged(jobs, IN_MEMORY_NOTE);
+        index.freshness.indexed_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Ok(index)
+    }
+
+    /// An index of `jobs` tagged in memory, with no disk layer.
+    fn tagged(jobs: Vec<Job>, note: &'static str) -> Index {
         let entries: Vec<FileEntry> = run_jobs(jobs)
             .into_iter()
             .filter_map(|o| match o {
@@ -197,11 +206,8 @@ impl Index {
             })
             .collect();
         let mut index = Index::assemble(None, None, entries, &BTreeSet::new());
-        index.freshness.indexed_at = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        index.freshness.note = IN_MEMORY_NOTE;
-        Ok(index)
+        index.freshness.note = note;
+        index
     }
 
     /// Whether an index has been written under the root (usable or not).
@@ -242,16 +248,7 @@ impl Index {
                 });
             }
         }
-        let entries: Vec<FileEntry> = run_jobs(jobs)
-            .into_iter()
-            .filter_map(|o| match o {
-                Outcome::Tagged(e) | Outcome::Touched(e) => Some(e),
-                Outcome::Gone => None,
-            })
-            .collect();
-        let mut index = Index::assemble(None, None, entries, &BTreeSet::new());
-        index.freshness.note = PARTIAL_NOTE;
-        Ok(index)
+        Ok(Index::tagged(jobs, PARTIAL_NOTE))
     }
 
     /// Merges the layers: for each path the newest layer wins (overlay, delta, main);
