@@ -133,28 +133,17 @@ impl Server {
         };
         let shared = Rc::new(RefCell::new(record.host.clone()));
         let branch_before = record.host.branch.as_ref().map(|b| b.name.clone());
-        let driver = Driver::new(&self.contract);
         let turn = {
-            let mut host = CodeIntelHost {
-                root: &self.root,
-                session_id: &id,
-                state: shared.clone(),
-                key: self.checkpoints.key(),
-            };
-            let mut store = RecordStore::new(
-                &self.contract,
-                &self.checkpoints,
-                &mut record,
-                shared.clone(),
-            );
-            let started = driver.start(
-                &mut host,
-                &mut store,
-                &flag_text,
-                a.intent.as_deref(),
-                a.locale.as_deref(),
-                &params,
-            );
+            let started = self.drive(&mut record, &shared, |driver, host, store| {
+                driver.start(
+                    host,
+                    store,
+                    &flag_text,
+                    a.intent.as_deref(),
+                    a.locale.as_deref(),
+                    &params,
+                )
+            });
             match started {
                 Ok(turn) => turn,
                 Err(e) => {
@@ -257,23 +246,12 @@ impl Server {
         // An engine state whose action failed before the restart runs again now.
         let turn = {
             let Some(active) = state.active.as_mut() else {
-                return Reply::error("session.none", "no session");
+                return no_session();
             };
             let instance = active.record.instance.clone();
-            let session_id = active.record.id.clone();
-            let mut host = CodeIntelHost {
-                root: &self.root,
-                session_id: &session_id,
-                state: shared.clone(),
-                key: self.checkpoints.key(),
-            };
-            let mut store = RecordStore::new(
-                &self.contract,
-                &self.checkpoints,
-                &mut active.record,
-                shared.clone(),
-            );
-            Driver::new(&self.contract).advance(&mut host, &mut store, instance)
+            self.drive(&mut active.record, &shared, |driver, host, store| {
+                driver.advance(host, store, instance)
+            })
         };
         let reply = self.finish_turn(state, turn, shared, None, branch_before);
         if reply.is_error {
@@ -437,29 +415,31 @@ impl Server {
         let instance = active.record.instance.clone();
         let shared = Rc::new(RefCell::new(active.record.host.clone()));
         let branch_before = active.record.host.branch.as_ref().map(|b| b.name.clone());
-        let session_id = active.record.id.clone();
-        let turn = {
-            let mut host = CodeIntelHost {
-                root: &self.root,
-                session_id: &session_id,
-                state: shared.clone(),
-                key: self.checkpoints.key(),
-            };
-            let mut store = RecordStore::new(
-                &self.contract,
-                &self.checkpoints,
-                &mut active.record,
-                shared.clone(),
-            );
-            Driver::new(&self.contract).submit(
-                &mut host,
-                &mut store,
-                instance,
-                Value::Object(payload),
-                tools_called,
-            )
-        };
+        let turn = self.drive(&mut active.record, &shared, |driver, host, store| {
+            driver.submit(host, store, instance, Value::Object(payload), tools_called)
+        });
         self.finish_turn(state, turn, shared, mismatch, branch_before)
+    }
+
+    /// Runs the session driver on `record` with this server's host and checkpoint store.
+    /// The two share `shared` (the host state), so what an action records is saved with
+    /// the step it belongs to.
+    fn drive<T>(
+        &self,
+        record: &mut SessionRecord,
+        shared: &Rc<RefCell<HostState>>,
+        run: impl FnOnce(&Driver<'_>, &mut CodeIntelHost<'_>, &mut RecordStore<'_>) -> T,
+    ) -> T {
+        let session_id = record.id.clone();
+        let mut host = CodeIntelHost {
+            root: &self.root,
+            session_id: &session_id,
+            state: Rc::clone(shared),
+            key: self.checkpoints.key(),
+        };
+        let mut store =
+            RecordStore::new(&self.contract, &self.checkpoints, record, Rc::clone(shared));
+        run(&Driver::new(&self.contract), &mut host, &mut store)
     }
 
     /// Adopts a driver turn into the active session and answers with it.
