@@ -9,6 +9,8 @@ use crate::server::host::{check_explorable, seen_paths};
 use crate::server::reply::Reply;
 
 use super::{Server, State, no_session, parse};
+use crate::server::hook::decide::{Decision, Target, Targets, decide_in_session};
+use crate::server::host::relative_path;
 
 impl Server {
     pub(super) fn check_write_target(&self, state: &mut State, args: Map<String, Value>) -> Reply {
@@ -19,27 +21,18 @@ impl Server {
         let Some(active) = state.active.as_ref() else {
             return Reply::ok(json!({"allowed": true, "reason": "no active session"}));
         };
-        let record = &active.record;
-        match crate::server::host::relative_path(&self.root, &a.file_path) {
-            Err(e) => Reply::error("path.outside_root", e.to_string()),
-            Ok(rel) if rel.starts_with(".code-intel/") => {
-                let m = self.render(
-                    "tool_errors.check_write_target.write_blocked",
-                    &[],
-                    &record.instance,
-                );
-                Reply::refused(&m).with("file_path", rel)
-            }
-            Ok(rel) if record.host.explored.contains(&rel) => {
-                Reply::ok(json!({"allowed": true, "file_path": rel}))
-            }
-            Ok(rel) => {
-                let m = self.render(
-                    "tool_errors.check_write_target.write_blocked",
-                    &[],
-                    &record.instance,
-                );
-                Reply::refused(&m).with("file_path", rel)
+        // The same rule as the write hook's, so a client without hooks is held to it too.
+        let target = match relative_path(&self.root, &a.file_path) {
+            Ok(rel) => Target::Inside(rel),
+            Err(_) => Target::Outside(a.file_path.clone()),
+        };
+        let file_path = match &target {
+            Target::Inside(rel) | Target::Outside(rel) => rel.clone(),
+        };
+        match decide_in_session(&active.record, &Targets::Paths(vec![target])) {
+            Decision::Allow => Reply::ok(json!({"allowed": true, "file_path": file_path})),
+            Decision::Deny(reason) => {
+                Reply::error("write_blocked", reason).with("file_path", file_path)
             }
         }
     }

@@ -70,6 +70,12 @@ pub fn decide(session: &Session, targets: &Targets) -> Decision {
         }
         Session::Active(record) => record,
     };
+    decide_in_session(record, targets)
+}
+
+/// The decision for an unfinished session's record: the rule the hook and the server's
+/// `check_write_target` share.
+pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision {
     let paths = match targets {
         Targets::Unknown(reason) => {
             return Decision::Deny(format!(
