@@ -5,7 +5,8 @@ Usage: scenario.py BINARY ROOT SCENARIO.json
 A scenario is {"steps": [...]}; each step is one of
   {"call": TOOL, "args": {...}, "expect": {...}, "client": "a"}
       call a tool; `expect` is matched as a subset of {"is_error": bool, **structured content}
-      (strings starting with "~" match as substrings; lists match item by item).
+      (strings starting with "~" match as substrings; lists match item by item;
+      null matches a key that is absent or null).
   {"write": PATH, "text": "..."}          write a file under ROOT (the agent editing code)
   {"kill": "a"}                           kill -9 that client's server process
   {"close": "a"}                          disconnect that client (the server exits)
@@ -40,6 +41,8 @@ def matches(expected, actual, path="$"):
         if not isinstance(actual, dict):
             return f"{path}: expected an object, got {json.dumps(actual)[:300]}"
         for k, v in expected.items():
+            if v is None and actual.get(k) is None:
+                continue
             if k not in actual:
                 return f"{path}.{k}: missing (keys: {sorted(actual)})"
             problem = matches(v, actual[k], f"{path}.{k}")
