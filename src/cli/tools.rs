@@ -235,9 +235,10 @@ pub(super) fn files(a: &FilesArgs) -> ExitCode {
 pub(super) struct NameArgs {
     /// The symbol name, exactly as written in code.
     name: String,
-    /// Only definitions of this kind, as the language names it (`function`, `class`,
-    /// `method`; Rust: `struct`, `enum`, `trait`, `impl`, `fn`, ...); an unknown kind is an
-    /// error that lists them.
+    /// `defs`: only definitions of this kind, as the language names it (`function`,
+    /// `class`, `method`; Rust: `struct`, `enum`, `trait`, `impl`, `fn`, ...). `refs`: only
+    /// uses of this kind (`call`, `inherit`, `import`, `type`, `decorator`, `read`). An
+    /// unknown kind is an error that lists them.
     #[arg(long)]
     kind: Option<String>,
     #[command(flatten)]
@@ -255,9 +256,14 @@ fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
                 .as_ref()
                 .map(|sc| format!(" (in {sc})"))
                 .unwrap_or_default();
+            let only_name = if s.resolution == Some("name") && answer.source == "syntax" {
+                " (name match)"
+            } else {
+                ""
+            };
             putln!(
                 out,
-                "{}:{}:{}: {} {}{scope}: {}",
+                "{}:{}:{}: {} {}{scope}{only_name}: {}",
                 s.path,
                 s.line,
                 s.column,
@@ -268,7 +274,20 @@ fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
         }
         finish(out);
         if answer.source == "text" {
-            eprintln!("note: found by text search (the index has no references for this name)");
+            eprintln!("note: found by text search (no parsed source file uses this name)");
+        }
+        if let Some(uses) = &answer.uses {
+            let total: usize = uses.by_kind.values().sum();
+            let kinds: Vec<String> = uses
+                .by_kind
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            let name_only = uses.by_resolution.get("name").copied().unwrap_or(0);
+            eprintln!(
+                "note: {total} use(s): {}; {name_only} match(es) by name only (the file does not say what they are reached through), listed last",
+                kinds.join(", ")
+            );
         }
         note_unsaved(&answer.freshness);
         if !answer.freshness.reindexed.is_empty() {
@@ -313,7 +332,7 @@ pub(super) fn defs(a: &NameArgs) -> ExitCode {
 pub(super) fn refs(a: &NameArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
         let index = index_for_name(&root, &a.name)?;
-        find_references(&root, &index, &a.name, a.common.window())
+        find_references(&root, &index, &a.name, a.kind.as_deref(), a.common.window())
     }) {
         Ok(answer) => print_symbols(&a.common, &answer),
         Err(e) => fail(&e),
@@ -473,14 +492,44 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
                 for d in &i.definitions {
                     outln!("defined  {}:{}: {} {}", d.path, d.line, d.kind, d.name);
                 }
-                for c in &i.callers.items {
+                let only_name = |c: &crate::codeintel::impact::Caller| {
+                    if c.resolution == "name" {
+                        " (name match)"
+                    } else {
+                        ""
+                    }
+                };
+                for c in &i.subclasses.items {
                     outln!(
-                        "caller   {}:{}: {} {} calls {}",
+                        "subclass {}:{}: {} {} inherits {}{}",
                         c.path,
                         c.line,
                         c.kind,
                         c.name,
-                        c.calls
+                        c.uses,
+                        only_name(c)
+                    );
+                }
+                section_note("subclasses", &i.subclasses);
+                for m in &i.importers.items {
+                    outln!("importer {}:{}: {}", m.path, m.line, m.why);
+                }
+                section_note("importers", &i.importers);
+                for c in &i.callers.items {
+                    let verb = match c.via.as_str() {
+                        "call" => "calls",
+                        "type" => "names the type",
+                        "decorator" => "is decorated by",
+                        _ => "uses",
+                    };
+                    outln!(
+                        "caller   {}:{}: {} {} {verb} {}{}",
+                        c.path,
+                        c.line,
+                        c.kind,
+                        c.name,
+                        c.uses,
+                        only_name(c)
                     );
                 }
                 section_note("callers", &i.callers);
@@ -494,7 +543,22 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
                     }
                     section_note(label, list);
                 }
-                outln!("references: {} in all", i.references.total);
+                let kinds: Vec<String> = i
+                    .uses
+                    .by_kind
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect();
+                let name_only = i.uses.by_resolution.get("name").copied().unwrap_or(0);
+                outln!(
+                    "references: {} in all ({}); {name_only} by name only",
+                    i.references.total,
+                    if kinds.is_empty() {
+                        "none".to_string()
+                    } else {
+                        kinds.join(", ")
+                    }
+                );
             }
             found(
                 !i.definitions.is_empty()

@@ -1,15 +1,19 @@
 //! `analyze_impact`: what a change to some files or symbols may touch, each item with the
-//! reason it is listed, and a short risk summary. Reproducible: the same tree gives the
-//! same answer, in the same order.
+//! reason it is listed, and a short risk summary: subclasses and implementations first,
+//! then importers, then the definitions that use the names otherwise (calls, reads, types,
+//! decorators), then tests, configuration, documentation and markup. Reproducible: the
+//! same tree gives the same answer, in the same order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::{Error, PathError};
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
+use super::references::{self, Use, UseCounts};
 use super::root::Root;
 use super::search::search_words;
 use super::symbols::SymbolHit;
+use super::tags::Tag;
 
 /// One place the change may touch, and why it is listed.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -20,14 +24,22 @@ pub struct ImpactItem {
     pub why: String,
 }
 
+/// A definition that uses one of the names: a subclass, an implementation, or a function,
+/// method or class whose body calls or reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// The definition that contains a reference.
+    /// The definition that contains the use.
     pub name: String,
     pub kind: String,
     pub path: String,
     pub line: u32,
-    pub calls: String,
+    /// The name it uses.
+    pub uses: String,
+    /// How: `inherit`, `call`, `read`, `type`, `decorator`.
+    pub via: String,
+    /// How far the file says the use is of this name (see `references::Resolution`);
+    /// `name` when only the name matches.
+    pub resolution: &'static str,
 }
 
 #[derive(Debug, Clone)]
@@ -42,7 +54,15 @@ pub struct Impact {
     /// The symbol names analysed (a file target contributes its definitions).
     pub names: Vec<String>,
     pub definitions: Vec<SymbolHit>,
+    /// Every use, what the files say first (see `references`).
     pub references: Page<SymbolHit>,
+    /// Uses by kind and resolution.
+    pub uses: UseCounts,
+    /// Classes that inherit from a name, types that implement it.
+    pub subclasses: Page<Caller>,
+    /// Files that import a name.
+    pub importers: Page<ImpactItem>,
+    /// Definitions that use a name in any other way.
     pub callers: Page<Caller>,
     pub tests: Page<ImpactItem>,
     pub config_and_docs: Page<ImpactItem>,
@@ -192,57 +212,44 @@ pub fn analyze_impact(
         }
     }
     let mut definitions = Vec::new();
-    let mut references = Vec::new();
     for name in &names {
         for t in index.lookup(name) {
             let (tag, file) = index.tag(t);
-            let path = index.file_path(file).to_string();
-            let h = super::symbols::hit(&path, tag);
-            if h.definition {
-                definitions.push(h)
-            } else if !target_files.contains(&h.path) {
-                references.push(h)
+            if tag.is_definition {
+                definitions.push(super::symbols::hit(index.file_path(file), tag));
             }
         }
     }
-    // Callers: the definition around each reference, found by line ranges.
-    let mut callers = Vec::new();
-    let mut seen = BTreeSet::new();
-    let mut file_defs: BTreeMap<String, Vec<super::tags::Tag>> = BTreeMap::new();
-    for r in &references {
-        let defs = file_defs.entry(r.path.clone()).or_insert_with(|| {
-            index
-                .file_index(&r.path)
-                .map(|i| {
-                    index
-                        .file_tags(i)
-                        .into_iter()
-                        .filter(|t| t.is_definition)
-                        .collect()
-                })
-                .unwrap_or_default()
-        });
-        if let Some(d) = defs
-            .iter()
-            .filter(|d| d.line <= r.line && r.line <= d.end_line)
-            .min_by_key(|d| d.end_line - d.line)
-            && seen.insert((r.path.clone(), d.line, r.name.clone()))
-        {
-            callers.push(Caller {
-                name: d.name.clone(),
-                kind: d.kind.clone(),
-                path: r.path.clone(),
-                line: d.line,
-                calls: r.name.clone(),
-            });
-        }
-    }
+    // One text search finds both the files to parse for uses and the mentions in tests,
+    // configuration, documentation and markup.
+    let found = if names.is_empty() {
+        None
+    } else {
+        Some(search_words(root, &names)?)
+    };
+    let files: Vec<references::TaggedFile> = found
+        .as_ref()
+        .map(|f| references::tag_found(root, f))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| !target_files.contains(&f.path))
+        .collect();
+    let mut uses = references::uses_in(&files, &names);
+    references::sort_for_reading(&mut uses);
+    let counts = UseCounts::of(&uses);
+    let (subclasses, importers, callers) = dependents(&files, &uses);
+    let references: Vec<SymbolHit> = uses
+        .iter()
+        .map(|u| SymbolHit {
+            resolution: Some(u.resolution.as_str()),
+            ..super::symbols::hit(&u.path, u.tag.clone())
+        })
+        .collect();
     // Text mentions outside the code index: tests, configuration, documentation, markup.
     let mut tests = Vec::new();
     let mut config_and_docs = Vec::new();
     let mut markup = Vec::new();
-    if !names.is_empty() {
-        let found = search_words(root, &names)?;
+    if let Some(found) = found {
         for file in found.files {
             if target_files.contains(&file.path) {
                 continue;
@@ -271,11 +278,17 @@ pub fn analyze_impact(
             }
         }
     }
-    let referencing_files: BTreeSet<&str> = references.iter().map(|r| r.path.as_str()).collect();
+    // Name matches say nothing about this code: they do not count towards the risk.
+    let referencing_files: BTreeSet<&str> = uses
+        .iter()
+        .filter(|u| u.resolution.is_bound())
+        .map(|u| u.path.as_str())
+        .collect();
     let risk = risk(
         &names,
         &definitions,
         &referencing_files,
+        subclasses.len(),
         &tests,
         &config_and_docs,
         &markup,
@@ -296,6 +309,9 @@ pub fn analyze_impact(
             super::symbols::fill_reference_lines(root, &mut page);
             page
         },
+        uses: counts,
+        subclasses: Page::of(subclasses, window),
+        importers: Page::of(importers, window),
         callers: Page::of(callers, window),
         tests: Page::of(tests, window),
         config_and_docs: Page::of(config_and_docs, window),
@@ -303,6 +319,68 @@ pub fn analyze_impact(
         risk,
         freshness: index.freshness.clone(),
     })
+}
+
+/// Splits uses into subclasses (inherit), importers (import) and callers (any other use),
+/// each caller being the innermost definition around its use, once per definition and
+/// name. Bound uses come before name matches, as `uses` is sorted.
+fn dependents(
+    files: &[references::TaggedFile],
+    uses: &[Use],
+) -> (Vec<Caller>, Vec<ImpactItem>, Vec<Caller>) {
+    let definitions: BTreeMap<&str, Vec<&Tag>> = files
+        .iter()
+        .map(|f| {
+            let defs = f.tags.iter().filter(|t| t.is_definition).collect();
+            (f.path.as_str(), defs)
+        })
+        .collect();
+    let mut subclasses = Vec::new();
+    let mut importers = Vec::new();
+    let mut callers = Vec::new();
+    let mut seen = BTreeSet::new();
+    for u in uses {
+        if u.tag.kind == "import" {
+            importers.push(ImpactItem {
+                path: u.path.clone(),
+                line: u64::from(u.tag.line),
+                name: u.tag.name.clone(),
+                why: format!("imports `{}`", u.tag.name),
+            });
+            continue;
+        }
+        let line = u.tag.line;
+        let around = definitions.get(u.path.as_str()).and_then(|defs| {
+            defs.iter()
+                .filter(|d| d.start_line.min(d.line) <= line && line <= d.end_line)
+                .filter(|d| !(d.line == line && d.column == u.tag.column))
+                .min_by_key(|d| d.end_line - d.start_line.min(d.line))
+        });
+        let Some(d) = around else { continue };
+        if !seen.insert((
+            u.path.clone(),
+            d.line,
+            u.tag.name.clone(),
+            u.tag.kind == "inherit",
+        )) {
+            continue;
+        }
+        let caller = Caller {
+            name: d.name.clone(),
+            kind: d.kind.clone(),
+            path: u.path.clone(),
+            line: d.line,
+            uses: u.tag.name.clone(),
+            via: u.tag.kind.clone(),
+            resolution: u.resolution.as_str(),
+        };
+        if u.tag.kind == "inherit" {
+            subclasses.push(caller);
+        } else {
+            callers.push(caller);
+        }
+    }
+    (subclasses, importers, callers)
 }
 
 fn contains_word(text: &str, word: &str) -> bool {
@@ -450,6 +528,7 @@ fn risk(
     names: &[String],
     definitions: &[SymbolHit],
     referencing: &BTreeSet<&str>,
+    subclasses: usize,
     tests: &[ImpactItem],
     config: &[ImpactItem],
     markup: &[ImpactItem],
@@ -466,6 +545,12 @@ fn risk(
             score += 2;
             reasons.push(format!("{n} other source files refer to it"));
         }
+    }
+    if subclasses > 0 {
+        score += 1;
+        reasons.push(format!(
+            "{subclasses} subclass(es) or implementation(s) inherit its behaviour"
+        ));
     }
     if definitions.len() > names.len() {
         score += 1;

@@ -491,6 +491,7 @@ fn empty_tag() -> Tag {
         start_line: 0,
         signature: String::new(),
         scope: None,
+        qualifier: None,
     }
 }
 

@@ -1,5 +1,6 @@
-//! The language registry: which grammar and which tags query serve a file, chosen by its
-//! extension. The queries are data, kept in `queries/<name>.scm` and compiled in.
+//! The language registry: which grammar and which tags queries serve a file, chosen by its
+//! extension. The queries are data, kept in `queries/<name>.scm` (definitions) and
+//! `queries/<name>.refs.scm` (references), and compiled in.
 
 use std::path::Path;
 
@@ -11,6 +12,7 @@ pub(crate) struct Language {
     pub(crate) extensions: &'static [&'static str],
     grammar: fn() -> tree_sitter::Language,
     tags_query: &'static str,
+    references_query: &'static str,
     locals_query: &'static str,
 }
 
@@ -20,10 +22,17 @@ impl Language {
         (self.grammar)()
     }
 
-    /// The tags query (tree-sitter-tags conventions: `@name` with `@definition.<kind>` or
-    /// `@reference.<kind>`, optional `@doc`).
+    /// The definitions query (tree-sitter-tags conventions: `@name` with
+    /// `@definition.<kind>`, optional `@doc`): what the index stores.
     pub(crate) fn tags_query(&self) -> &'static str {
         self.tags_query
+    }
+
+    /// The references query (`@reference.<kind>`, and `@ignore` for names that are bound
+    /// rather than used), which follows the definitions query when a question about uses
+    /// tags the files that mention a name.
+    pub(crate) fn references_query(&self) -> &'static str {
+        self.references_query
     }
 
     /// The locals query that goes with the tags query; empty for most languages.
@@ -55,6 +64,7 @@ static LANGUAGES: [Language; 12] = [
         extensions: &["rs"],
         grammar: || tree_sitter_rust::LANGUAGE.into(),
         tags_query: include_str!("queries/rust.scm"),
+        references_query: include_str!("queries/rust.refs.scm"),
         locals_query: "",
     },
     Language {
@@ -62,6 +72,7 @@ static LANGUAGES: [Language; 12] = [
         extensions: &["py", "pyi"],
         grammar: || tree_sitter_python::LANGUAGE.into(),
         tags_query: include_str!("queries/python.scm"),
+        references_query: include_str!("queries/python.refs.scm"),
         locals_query: "",
     },
     Language {
@@ -71,6 +82,12 @@ static LANGUAGES: [Language; 12] = [
         tags_query: concat!(
             include_str!("queries/ecmascript.scm"),
             include_str!("queries/javascript.scm")
+        ),
+        references_query: concat!(
+            include_str!("queries/ecmascript.refs.scm"),
+            include_str!("queries/javascript.refs.scm"),
+            include_str!("queries/jsx.refs.scm"),
+            include_str!("queries/ecmascript.reads.scm")
         ),
         locals_query: "",
     },
@@ -82,6 +99,11 @@ static LANGUAGES: [Language; 12] = [
             include_str!("queries/ecmascript.scm"),
             include_str!("queries/typescript.scm")
         ),
+        references_query: concat!(
+            include_str!("queries/ecmascript.refs.scm"),
+            include_str!("queries/typescript.refs.scm"),
+            include_str!("queries/ecmascript.reads.scm")
+        ),
         locals_query: "",
     },
     Language {
@@ -92,6 +114,12 @@ static LANGUAGES: [Language; 12] = [
             include_str!("queries/ecmascript.scm"),
             include_str!("queries/typescript.scm")
         ),
+        references_query: concat!(
+            include_str!("queries/ecmascript.refs.scm"),
+            include_str!("queries/typescript.refs.scm"),
+            include_str!("queries/jsx.refs.scm"),
+            include_str!("queries/ecmascript.reads.scm")
+        ),
         locals_query: "",
     },
     Language {
@@ -99,6 +127,7 @@ static LANGUAGES: [Language; 12] = [
         extensions: &["go"],
         grammar: || tree_sitter_go::LANGUAGE.into(),
         tags_query: include_str!("queries/go.scm"),
+        references_query: include_str!("queries/go.refs.scm"),
         locals_query: "",
     },
     Language {
@@ -106,6 +135,7 @@ static LANGUAGES: [Language; 12] = [
         extensions: &["java"],
         grammar: || tree_sitter_java::LANGUAGE.into(),
         tags_query: include_str!("queries/java.scm"),
+        references_query: include_str!("queries/java.refs.scm"),
         locals_query: "",
     },
     Language {
@@ -113,6 +143,7 @@ static LANGUAGES: [Language; 12] = [
         extensions: &["c", "h"],
         grammar: || tree_sitter_c::LANGUAGE.into(),
         tags_query: include_str!("queries/c.scm"),
+        references_query: include_str!("queries/c.refs.scm"),
         locals_query: "",
     },
     Language {
@@ -120,6 +151,7 @@ static LANGUAGES: [Language; 12] = [
         extensions: &["cc", "cpp", "cxx", "hpp", "hh", "hxx"],
         grammar: || tree_sitter_cpp::LANGUAGE.into(),
         tags_query: include_str!("queries/cpp.scm"),
+        references_query: include_str!("queries/cpp.refs.scm"),
         locals_query: "",
     },
     Language {
@@ -127,6 +159,7 @@ static LANGUAGES: [Language; 12] = [
         extensions: &["php"],
         grammar: || tree_sitter_php::LANGUAGE_PHP.into(),
         tags_query: include_str!("queries/php.scm"),
+        references_query: include_str!("queries/php.refs.scm"),
         locals_query: "",
     },
     Language {
@@ -134,6 +167,7 @@ static LANGUAGES: [Language; 12] = [
         extensions: &["rb"],
         grammar: || tree_sitter_ruby::LANGUAGE.into(),
         tags_query: include_str!("queries/ruby.scm"),
+        references_query: include_str!("queries/ruby.refs.scm"),
         locals_query: include_str!("queries/ruby.locals.scm"),
     },
     Language {
@@ -141,6 +175,7 @@ static LANGUAGES: [Language; 12] = [
         extensions: &["cs"],
         grammar: || tree_sitter_c_sharp::LANGUAGE.into(),
         tags_query: include_str!("queries/c_sharp.scm"),
+        references_query: include_str!("queries/c_sharp.refs.scm"),
         locals_query: "",
     },
 ];

@@ -10,6 +10,7 @@ pub(crate) mod languages;
 pub(crate) mod lock;
 pub mod page;
 pub mod query;
+pub(crate) mod references;
 pub mod refresh;
 pub(crate) mod retag;
 pub mod root;

@@ -253,7 +253,7 @@ pub(crate) fn answer(
             tool,
             why.into(),
             "name",
-            Routed::Symbols(find_references(root, index, &subject, window)?),
+            Routed::Symbols(find_references(root, index, &subject, None, window)?),
         ),
         ("analyze_structure", Some(index)) => answer(
             tool,

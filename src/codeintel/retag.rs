@@ -72,6 +72,15 @@ pub(crate) fn run_jobs(jobs: Vec<Job>) -> Vec<Outcome> {
 
 /// [`run_jobs`], counting finished jobs into `progress`.
 pub(crate) fn run_jobs_with(jobs: Vec<Job>, progress: Option<&Progress>) -> Vec<Outcome> {
+    run(jobs, progress, Tagger::new)
+}
+
+/// [`run_jobs`] with references as well as definitions: what questions about uses read.
+pub(crate) fn run_reference_jobs(jobs: Vec<Job>) -> Vec<Outcome> {
+    run(jobs, None, Tagger::with_references)
+}
+
+fn run(jobs: Vec<Job>, progress: Option<&Progress>, tagger: fn() -> Tagger) -> Vec<Outcome> {
     if let Some(p) = progress {
         p.total.store(jobs.len(), Ordering::Relaxed);
         p.done.store(0, Ordering::Relaxed);
@@ -84,12 +93,13 @@ pub(crate) fn run_jobs_with(jobs: Vec<Job>, progress: Option<&Progress>) -> Vec<
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut tagger = Tagger::new();
+                    let tagger_kind = tagger;
+                    let mut tagger = tagger();
                     let mut out = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(job) = jobs.get(i) else { break };
-                        out.push((i, process(&mut tagger, job)));
+                        out.push((i, process(&mut tagger, tagger_kind, job)));
                         if let Some(p) = progress {
                             p.done.fetch_add(1, Ordering::Relaxed);
                         }
@@ -107,7 +117,7 @@ pub(crate) fn run_jobs_with(jobs: Vec<Job>, progress: Option<&Progress>) -> Vec<
     results.into_iter().map(|(_, o)| o).collect()
 }
 
-fn process(tagger: &mut Tagger, job: &Job) -> Outcome {
+fn process(tagger: &mut Tagger, fresh: fn() -> Tagger, job: &Job) -> Outcome {
     let Ok(bytes) = std::fs::read(&job.abs) else {
         return Outcome::Gone;
     };
@@ -126,7 +136,15 @@ fn process(tagger: &mut Tagger, job: &Job) -> Outcome {
     };
     // A file that does not parse still yields what tree-sitter recovers; a tagging error
     // leaves the file indexed with no tags rather than failing the whole update.
-    let tags = tagger.tag(language, &bytes).unwrap_or_default();
+    // A panic inside tree-sitter or a query must not take the other files of this
+    // worker with it: the file keeps no tags and the worker a fresh tagger.
+    let tags = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        tagger.tag(language, &bytes).unwrap_or_default()
+    }))
+    .unwrap_or_else(|_| {
+        *tagger = fresh();
+        Vec::new()
+    });
     Outcome::Tagged(FileEntry {
         path: job.rel.clone(),
         size: job.size,

@@ -424,6 +424,8 @@ impl Store {
                 end_line: le32(r, 40),
                 is_definition: le32(r, 48) != 0,
                 start_line: le32(r, 52),
+                // The index stores definitions, which have none.
+                qualifier: None,
             },
             file: le32(r, 44) as usize,
         }

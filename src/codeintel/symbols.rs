@@ -1,12 +1,14 @@
-//! Symbol queries over the index: definitions, references (index first, text search as
-//! the fallback, and the answer says which), a file's outline, the function at a line,
-//! and the structure of a file or directory.
+//! Symbol queries: definitions (from the index), references (parsed from the files that
+//! mention the name, see `references`; text search as the fallback, and the answer says
+//! which), a file's outline, the function at a line, and the structure of a file or
+//! directory.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::Error;
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
+use super::references::{self, REFERENCE_KINDS, Use, UseCounts};
 use super::root::Root;
 use super::search::search_words;
 use super::tags::Tag;
@@ -23,15 +25,23 @@ pub struct SymbolHit {
     pub scope: Option<String>,
     pub signature: String,
     pub definition: bool,
+    /// For a reference: how far its file says it is a use of this name (`import`, `local`,
+    /// `module`, `self`, or `name` when only the name matches).
+    pub resolution: Option<&'static str>,
+    /// For a reference: what its name is reached through (`admin` in `admin.ModelAdmin`).
+    pub qualifier: Option<String>,
 }
 
 /// A list of symbols, how it was found, and how fresh the index was.
 #[derive(Debug, Clone)]
 pub struct SymbolAnswer {
     pub symbols: Page<SymbolHit>,
-    /// `index` (tree-sitter tags) or `text` (word search, for languages or names the
-    /// index has no references for).
+    /// `index` (definitions from the symbol index), `syntax` (uses parsed from the files
+    /// that mention the name) or `text` (word search, for names no parsed file uses).
     pub source: &'static str,
+    /// For references: how many uses of each kind and resolution, before `--kind` and
+    /// paging.
+    pub uses: Option<UseCounts>,
     pub freshness: Freshness,
 }
 
@@ -46,6 +56,15 @@ pub(crate) fn hit(path: &str, tag: Tag) -> SymbolHit {
         scope: tag.scope,
         signature: tag.signature,
         definition: tag.is_definition,
+        resolution: None,
+        qualifier: tag.qualifier,
+    }
+}
+
+fn use_hit(u: Use) -> SymbolHit {
+    SymbolHit {
+        resolution: Some(u.resolution.as_str()),
+        ..hit(&u.path, u.tag)
     }
 }
 
@@ -160,25 +179,47 @@ pub fn find_definitions(
     Ok(SymbolAnswer {
         symbols: Page::of(hits, window),
         source: "index",
+        uses: None,
         freshness: index.freshness.clone(),
     })
 }
 
-/// Where `name` is used. Uses the index's reference tags; when the index has none for the
-/// name, falls back to a whole-word text search that leaves out the definition lines.
+/// Where `name` is used: calls, subclasses and implementations, imports, type uses,
+/// decorators and reads, parsed from the files that mention it, what the files say about
+/// each use first (see [`references::Resolution`]), name matches last. Optionally only one
+/// kind of use (see [`REFERENCE_KINDS`]; an unknown kind is an error listing them). When no
+/// parsed file uses the name, falls back to a whole-word text search that leaves out the
+/// definition lines (documentation, configuration, languages without a grammar).
 pub fn find_references(
     root: &Root,
     index: &Index,
     name: &str,
+    kind: Option<&str>,
     window: Window,
 ) -> Result<SymbolAnswer, Error> {
-    let hits = occurrences(index, name, false);
-    if !hits.is_empty() {
-        let mut symbols = Page::of(hits, window);
+    if let Some(k) = kind
+        && !REFERENCE_KINDS.contains(&k)
+    {
+        return Err(Error::UnknownKind {
+            kind: k.to_string(),
+            known: REFERENCE_KINDS.join(", "),
+        });
+    }
+    let names = [name.to_string()];
+    let files = references::files_mentioning(root, &names)?;
+    let mut uses = references::uses_in(&files, &names);
+    if !uses.is_empty() {
+        let counts = UseCounts::of(&uses);
+        if let Some(k) = kind {
+            uses.retain(|u| u.tag.kind == k);
+        }
+        references::sort_for_reading(&mut uses);
+        let mut symbols = Page::of(uses.into_iter().map(use_hit).collect(), window);
         fill_reference_lines(root, &mut symbols);
         return Ok(SymbolAnswer {
             symbols,
-            source: "index",
+            source: "syntax",
+            uses: Some(counts),
             freshness: index.freshness.clone(),
         });
     }
@@ -186,7 +227,7 @@ pub fn find_references(
         .into_iter()
         .map(|h| (h.path, h.line))
         .collect();
-    let found = search_words(root, &[name.to_string()])?;
+    let found = search_words(root, &names)?;
     let mut hits = Vec::new();
     for file in found.files {
         for m in file.matches {
@@ -204,6 +245,8 @@ pub fn find_references(
                 scope: None,
                 signature: m.text.trim().to_string(),
                 definition: false,
+                resolution: Some(references::Resolution::Name.as_str()),
+                qualifier: None,
             });
         }
     }
@@ -211,9 +254,14 @@ pub fn find_references(
         // Not defined, not referenced, not even mentioned: most likely a typo.
         return Err(Error::NotFound(name.to_string()));
     }
+    if kind.is_some() {
+        // Text matches have no kind of use.
+        hits.clear();
+    }
     Ok(SymbolAnswer {
         symbols: Page::of(hits, window),
         source: "text",
+        uses: None,
         freshness: index.freshness.clone(),
     })
 }
@@ -277,6 +325,7 @@ pub fn get_symbols(
     Ok(SymbolAnswer {
         symbols: Page::of(hits, window),
         source: "index",
+        uses: None,
         freshness: index.freshness.clone(),
     })
 }

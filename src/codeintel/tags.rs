@@ -35,13 +35,19 @@ pub(crate) struct Tag {
     pub(crate) signature: String,
     /// Name of the innermost other definition of the same file whose range holds this tag.
     pub(crate) scope: Option<String>,
+    /// For a reference, what its name is reached through, as written: `admin` in
+    /// `admin.ModelAdmin`, `self` in `self.save()`, `std::fmt` in `use std::fmt::Display`.
+    /// None for definitions and bare names.
+    pub(crate) qualifier: Option<String>,
 }
 
 /// Tags files. Holds a parser and, built on first use, one compiled tags configuration per
-/// language, so keep one per thread and reuse it.
+/// language, so keep one per thread and reuse it. [`Tagger::new`] finds definitions (what
+/// the index stores); [`Tagger::with_references`] also every use of a name, with its kind.
 #[derive(Default)]
 pub(crate) struct Tagger {
     context: TagsContext,
+    with_references: bool,
     configs: HashMap<&'static str, Result<TagsConfiguration, String>>,
 }
 
@@ -50,6 +56,7 @@ impl std::fmt::Debug for Tagger {
         let mut built: Vec<_> = self.configs.keys().collect();
         built.sort_unstable();
         f.debug_struct("Tagger")
+            .field("with_references", &self.with_references)
             .field("configs", &built)
             .finish_non_exhaustive()
     }
@@ -64,8 +71,17 @@ struct RawTag {
 }
 
 impl Tagger {
+    /// A tagger of definitions.
     pub(crate) fn new() -> Tagger {
         Tagger::default()
+    }
+
+    /// A tagger of definitions and references.
+    pub(crate) fn with_references() -> Tagger {
+        Tagger {
+            with_references: true,
+            ..Tagger::default()
+        }
     }
 
     /// The definitions and references in `source`, sorted by (line, column). A source with
@@ -75,7 +91,11 @@ impl Tagger {
         lang: &'static Language,
         source: &[u8],
     ) -> Result<Vec<Tag>, Error> {
-        let Tagger { context, configs } = self;
+        let Tagger {
+            context,
+            with_references,
+            configs,
+        } = self;
         let failed = |message: String| Error::Tags {
             language: lang.name,
             message,
@@ -83,7 +103,13 @@ impl Tagger {
         let config = configs
             .entry(lang.name)
             .or_insert_with(|| {
-                TagsConfiguration::new(lang.grammar(), lang.tags_query(), lang.locals_query())
+                let query = if *with_references {
+                    // Definitions first: tree-sitter-tags keeps the earliest pattern's tag.
+                    format!("{}\n{}", lang.tags_query(), lang.references_query())
+                } else {
+                    lang.tags_query().to_owned()
+                };
+                TagsConfiguration::new(lang.grammar(), &query, lang.locals_query())
                     .map_err(|e| format!("tags query: {e}"))
             })
             .as_ref()
@@ -97,6 +123,11 @@ impl Tagger {
         let mut raw = Vec::new();
         for tag in iter {
             let tag = tag.map_err(|e| failed(e.to_string()))?;
+            // tree-sitter-tags 0.27 yields the placeholders of `@ignore` captures when it
+            // drains its queue at the end of a file; they have no range.
+            if tag.range.start == usize::MAX {
+                continue;
+            }
             let name_range = tag.name_range.clone();
             let line_start = name_range.start - tag.span.start.column;
             let column = char_count(&source[line_start..name_range.start]) + 1;
@@ -115,6 +146,11 @@ impl Tagger {
                         &source[line_start.max(tag.range.start)..tag.range.end.max(line_start)],
                     ),
                     scope: None,
+                    qualifier: if tag.is_definition {
+                        None
+                    } else {
+                        qualifier(&source[tag.range.start.min(name_range.start)..name_range.start])
+                    },
                 },
                 range: tag.range,
                 name_range,
@@ -160,6 +196,44 @@ fn assign_scopes(raw: &mut [RawTag]) {
             open.push(i);
         }
     }
+}
+
+/// What a reference's name is reached through: the expression right before the name and
+/// its separator (`.`, `::`, `->`, `?.`, `\\`) in the tagged node, without a decorator's
+/// `@`, runs of white space made one space. None when the name is not reached through
+/// anything (a bare name, or a keyword before it as in `impl Display for`).
+fn qualifier(before: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(before);
+    let text = text.trim_end();
+    let stripped = ["::", "->", "?.", ".", "\\"]
+        .iter()
+        .find_map(|sep| text.strip_suffix(sep))?
+        .trim_end();
+    // Walk back over one expression: stop at white space, a separator of arguments or an
+    // unbalanced opening bracket, outside brackets.
+    let mut depth = 0usize;
+    let mut start = stripped.len();
+    for (at, c) in stripped.char_indices().rev() {
+        match c {
+            ')' | ']' | '}' | '>' => depth += 1,
+            '(' | '[' | '{' | '<' if depth > 0 => depth -= 1,
+            '(' | '[' | '{' | '<' | ',' | '=' | ';' | '!' | '&' | '|' | '*' | '+' if depth == 0 => {
+                break;
+            }
+            c if c.is_whitespace() && depth == 0 => break,
+            _ => {}
+        }
+        start = at;
+    }
+    let expression = stripped[start..].trim_start_matches('@');
+    if expression.is_empty() {
+        return None;
+    }
+    let collapsed: String = expression.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(match collapsed.char_indices().nth(MAX_SIGNATURE_CHARS) {
+        Some((cut, _)) => collapsed[..cut].to_owned(),
+        None => collapsed,
+    })
 }
 
 /// The first line of `text`, trimmed, cut to [`MAX_SIGNATURE_CHARS`].
@@ -210,9 +284,12 @@ mod tests {
     use super::*;
     use crate::codeintel::languages::{all, by_name};
 
+    /// Definitions and references.
     fn tag(lang: &str, source: &str) -> Vec<Tag> {
         let lang = by_name(lang).unwrap();
-        Tagger::new().tag(lang, source.as_bytes()).unwrap()
+        Tagger::with_references()
+            .tag(lang, source.as_bytes())
+            .unwrap()
     }
 
     /// (name, kind, line, column) of the definitions.
@@ -236,12 +313,103 @@ mod tests {
 
     #[test]
     fn every_configuration_builds() {
-        let mut tagger = Tagger::new();
-        for lang in all() {
-            let tags = tagger.tag(lang, b"").unwrap();
-            assert!(tags.is_empty(), "{}", lang.name);
+        for mut tagger in [Tagger::new(), Tagger::with_references()] {
+            for lang in all() {
+                let tags = tagger
+                    .tag(lang, b"")
+                    .unwrap_or_else(|e| panic!("{}: {e}", lang.name));
+                assert!(tags.is_empty(), "{}", lang.name);
+            }
+            assert_eq!(tagger.configs.len(), all().len());
         }
-        assert_eq!(tagger.configs.len(), all().len());
+    }
+
+    /// (name, kind, qualifier, line) of the references to `name`.
+    fn uses<'a>(tags: &'a [Tag], name: &str) -> Vec<(&'a str, Option<&'a str>, u32)> {
+        tags.iter()
+            .filter(|t| !t.is_definition && t.name == name)
+            .map(|t| (t.kind.as_str(), t.qualifier.as_deref(), t.line))
+            .collect()
+    }
+
+    /// tree-sitter-tags hands out `@ignore` placeholders (no range) when a file ends in
+    /// bindings; they used to panic the tagger.
+    #[test]
+    fn a_file_that_ends_in_bindings_tags_cleanly() {
+        for src in [
+            "def f(a):\n    b = a\n",
+            "def f(a, b):\n    pass\n",
+            "x = 1\nfor i in x: y = i\n",
+        ] {
+            let tags = tag("python", src);
+            assert!(
+                tags.iter().all(|t| t.line >= 1 && !t.name.is_empty()),
+                "{tags:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn python_references_carry_their_kind_and_qualifier() {
+        let src = "\
+from django.contrib.auth.forms import UserCreationForm
+from django.contrib import admin
+import django.contrib.admin as dj
+
+
+@admin.register(User)
+class UserAdmin(admin.ModelAdmin):
+    add_form = UserCreationForm
+
+    @property
+    def is_measured(self) -> UserCreationForm:
+        return self.form.is_measured
+
+
+class Form(UserCreationForm, metaclass=Meta):
+    def items(self, items):
+        d.items()
+        return make(UserCreationForm, items=3).is_measured
+";
+        let tags = tag("python", src);
+        assert_eq!(
+            uses(&tags, "UserCreationForm"),
+            [
+                ("import", None, 1),
+                ("read", None, 8),
+                ("type", None, 11),
+                ("inherit", None, 15),
+                ("read", None, 18),
+            ]
+        );
+        assert_eq!(uses(&tags, "ModelAdmin"), [("inherit", Some("admin"), 7)]);
+        assert_eq!(uses(&tags, "register"), [("decorator", Some("admin"), 6)]);
+        assert_eq!(uses(&tags, "property"), [("decorator", None, 10)]);
+        assert_eq!(
+            uses(&tags, "is_measured"),
+            [
+                ("read", Some("self.form"), 12),
+                ("read", Some("make(UserCreationForm, items=3)"), 18)
+            ]
+        );
+        // The parameter and the keyword argument bind `items`; only the call uses it.
+        assert_eq!(uses(&tags, "items"), [("call", Some("d"), 17)]);
+        assert_eq!(
+            uses(&tags, "admin"),
+            [
+                ("import", None, 2),
+                ("import", Some("django.contrib"), 3),
+                ("read", None, 6),
+                ("read", None, 7),
+            ]
+        );
+        // The definitions are the same as the index's.
+        let defs_only = Tagger::new()
+            .tag(by_name("python").unwrap(), src.as_bytes())
+            .unwrap();
+        let with_refs: Vec<&Tag> = tags.iter().filter(|t| t.is_definition).collect();
+        assert_eq!(with_refs, defs_only.iter().collect::<Vec<_>>());
+        assert!(defs_only.iter().all(|t| t.is_definition));
     }
 
     #[test]
@@ -358,7 +526,7 @@ const make = () => new Widget();
         assert_call(&tags, "log", 5);
         assert_eq!(find(&tags, "log", false).signature, "console.log(el)");
         assert_eq!(find(&tags, "render", true).scope.as_deref(), Some("Widget"));
-        assert_eq!(find(&tags, "Widget", false).kind, "class");
+        assert_eq!(find(&tags, "Widget", false).kind, "call");
     }
 
     const TS_SOURCE: &str = "\
@@ -389,7 +557,7 @@ function square(x: number): number { return Math.pow(x, 2); }
             assert_call(&tags, "square", 4);
             assert_call(&tags, "pow", 6);
             let shape = tags.iter().find(|t| t.name == "Shape" && t.line == 3);
-            assert_eq!(shape.map(|t| t.kind.as_str()), Some("implementation"));
+            assert_eq!(shape.map(|t| t.kind.as_str()), Some("inherit"));
             let area = tags.iter().find(|t| t.name == "area" && t.line == 4);
             assert_eq!(area.and_then(|t| t.scope.as_deref()), Some("Square"));
         }
@@ -464,7 +632,7 @@ public class Cart implements Priced {
             find(&tags, "compute", false).signature,
             "helper.compute(total)"
         );
-        assert_eq!(find(&tags, "Priced", false).kind, "implementation");
+        assert_eq!(find(&tags, "Priced", false).kind, "inherit");
         assert_eq!(find(&tags, "price", true).scope.as_deref(), Some("Cart"));
     }
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{impact, index, page, query, refresh, search, symbols};
+use super::{impact, index, page, query, references, refresh, search, symbols};
 
 /// One page of a longer list.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -191,6 +191,15 @@ pub(crate) struct SymbolHit {
     pub(crate) scope: Option<String>,
     pub(crate) signature: String,
     pub(crate) definition: bool,
+    /// For a use: how far its file says it is a use of this name: `import` (imported
+    /// there, or the import itself), `local` (defined there), `module` (reached through an
+    /// imported or defined module or type), `self` (through self/this/cls/Self), or `name`
+    /// (only the name matches: the receiver's type is not known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) resolution: Option<String>,
+    /// For a use: what its name is reached through (`admin` in `admin.ModelAdmin`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) qualifier: Option<String>,
 }
 
 impl From<&symbols::SymbolHit> for SymbolHit {
@@ -205,6 +214,8 @@ impl From<&symbols::SymbolHit> for SymbolHit {
             scope: h.scope.clone(),
             signature: h.signature.clone(),
             definition: h.definition,
+            resolution: h.resolution.map(str::to_string),
+            qualifier: h.qualifier.clone(),
         }
     }
 }
@@ -219,10 +230,34 @@ pub(crate) struct SymbolAnswer {
     pub(crate) offset: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) next_offset: Option<usize>,
-    /// `index` (tree-sitter tags) or `text` (word search, for languages or names the
-    /// index has no references for).
+    /// `index` (definitions from the symbol index), `syntax` (uses parsed from the files
+    /// that mention the name) or `text` (word search, for names no parsed file uses).
     pub(crate) source: String,
+    /// For references: how many uses of each kind and resolution, before `kind` and
+    /// paging.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) uses: Option<UseCounts>,
     pub(crate) freshness: Freshness,
+}
+
+/// Uses of a name by kind and by resolution.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct UseCounts {
+    pub(crate) by_kind: BTreeMap<String, usize>,
+    pub(crate) by_resolution: BTreeMap<String, usize>,
+}
+
+impl From<&references::UseCounts> for UseCounts {
+    fn from(c: &references::UseCounts) -> UseCounts {
+        UseCounts {
+            by_kind: c.by_kind.clone(),
+            by_resolution: c
+                .by_resolution
+                .iter()
+                .map(|(k, n)| (k.to_string(), *n))
+                .collect(),
+        }
+    }
 }
 
 impl From<&symbols::SymbolAnswer> for SymbolAnswer {
@@ -236,6 +271,7 @@ impl From<&symbols::SymbolAnswer> for SymbolAnswer {
             offset: p.offset,
             next_offset: p.next_offset,
             source: a.source.to_string(),
+            uses: a.uses.as_ref().map(UseCounts::from),
             freshness: Freshness::from(&a.freshness),
         }
     }
@@ -359,7 +395,13 @@ pub(crate) struct Caller {
     pub(crate) kind: String,
     pub(crate) path: String,
     pub(crate) line: u32,
-    pub(crate) calls: String,
+    /// The name it uses.
+    pub(crate) uses: String,
+    /// How: `inherit`, `call`, `read`, `type` or `decorator`.
+    pub(crate) via: String,
+    /// How far the file says the use is of this name: `import`, `local`, `module`,
+    /// `self`, or `name` when only the name matches.
+    pub(crate) resolution: String,
 }
 
 impl From<&impact::Caller> for Caller {
@@ -369,7 +411,9 @@ impl From<&impact::Caller> for Caller {
             kind: c.kind.clone(),
             path: c.path.clone(),
             line: c.line,
-            calls: c.calls.clone(),
+            uses: c.uses.clone(),
+            via: c.via.clone(),
+            resolution: c.resolution.to_string(),
         }
     }
 }
@@ -397,7 +441,15 @@ pub(crate) struct Impact {
     /// The symbol names analysed (a file target contributes its definitions).
     pub(crate) names: Vec<String>,
     pub(crate) definitions: Vec<SymbolHit>,
+    /// Every use, what the files say first, name matches last.
     pub(crate) references: Page<SymbolHit>,
+    /// Uses by kind and resolution.
+    pub(crate) uses: UseCounts,
+    /// Classes that inherit from a name, types that implement it.
+    pub(crate) subclasses: Page<Caller>,
+    /// Files that import a name.
+    pub(crate) importers: Page<ImpactItem>,
+    /// Definitions that use a name in any other way (call, read, type, decorator).
     pub(crate) callers: Page<Caller>,
     pub(crate) tests: Page<ImpactItem>,
     pub(crate) config_and_docs: Page<ImpactItem>,
@@ -413,6 +465,9 @@ impl From<&impact::Impact> for Impact {
             names: i.names.clone(),
             definitions: i.definitions.iter().map(SymbolHit::from).collect(),
             references: Page::from(&i.references),
+            uses: UseCounts::from(&i.uses),
+            subclasses: Page::from(&i.subclasses),
+            importers: Page::from(&i.importers),
             callers: Page::from(&i.callers),
             tests: Page::from(&i.tests),
             config_and_docs: Page::from(&i.config_and_docs),

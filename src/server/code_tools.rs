@@ -139,6 +139,10 @@ pub struct DefinitionsArgs {
 pub struct ReferencesArgs {
     /// The symbol name exactly as written in code.
     pub name: String,
+    /// Only uses of this kind: `call`, `inherit` (subclasses, implementations), `import`,
+    /// `type`, `decorator` or `read` (any other use as a value).
+    #[serde(default)]
+    pub kind: Option<String>,
     #[serde(flatten)]
     pub paging: Paging,
 }
@@ -283,12 +287,24 @@ impl CodeTools {
                 let a: ReferencesArgs = parse(args)?;
                 match self.index.lookup() {
                     Lookup::Ready(index) => {
-                        let answer = find_references(root, &index, &a.name, a.paging.window())?;
+                        let answer = find_references(
+                            root,
+                            &index,
+                            &a.name,
+                            a.kind.as_deref(),
+                            a.paging.window(),
+                        )?;
                         json(&wire::SymbolAnswer::from(&answer))
                     }
                     other => {
                         let index = Index::for_names(root, std::slice::from_ref(&a.name))?;
-                        let answer = find_references(root, &index, &a.name, a.paging.window())?;
+                        let answer = find_references(
+                            root,
+                            &index,
+                            &a.name,
+                            a.kind.as_deref(),
+                            a.paging.window(),
+                        )?;
                         with_status(json(&wire::SymbolAnswer::from(&answer)), &not_ready(&other))
                     }
                 }

@@ -86,7 +86,7 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "find_references",
         kind: ToolKind::Code,
-        description: "Where a symbol is used (index first, text search as the fallback). Use it to find callers before changing a signature.",
+        description: "Where a symbol is used, parsed from the files that mention it: calls, subclasses and implementations (inherit), imports, type uses, decorators and reads, each with how far its file says it is this symbol (resolution; `name` = only the name matches, listed last). Optionally one `kind`. Text search is the fallback. Use it to find callers before changing a signature.",
         schema: schema::<ReferencesArgs>,
     },
     ToolSpec {
@@ -110,7 +110,7 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "analyze_impact",
         kind: ToolKind::Code,
-        description: "What a change to files or symbols may affect: definitions, callers, tests, configuration and docs, with a risk summary. Call it on everything you plan to change; the impact-analysis phase requires it.",
+        description: "What a change to files or symbols may affect: definitions, subclasses and implementations, importers, callers, tests, configuration and docs, with a risk summary. Call it on everything you plan to change; the impact-analysis phase requires it.",
         schema: schema::<ImpactArgs>,
     },
     ToolSpec {

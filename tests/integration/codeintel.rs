@@ -283,15 +283,16 @@ fn definitions_references_and_outlines_across_languages() {
             d.symbols.items
         );
     }
-    let refs = find_references(&root, &Index::open(&root).unwrap(), "get_user", all()).unwrap();
-    assert_eq!(refs.source, "index");
+    let refs =
+        find_references(&root, &Index::open(&root).unwrap(), "get_user", None, all()).unwrap();
+    assert_eq!(refs.source, "syntax");
     let ref_paths: Vec<&str> = refs.symbols.items.iter().map(|h| h.path.as_str()).collect();
     assert!(
         ref_paths.contains(&"app/views.py") && ref_paths.contains(&"tests/test_models.py"),
         "{ref_paths:?}"
     );
     assert!(
-        find_references(&root, &Index::open(&root).unwrap(), "add", all())
+        find_references(&root, &Index::open(&root).unwrap(), "add", None, all())
             .unwrap()
             .symbols
             .items
@@ -300,8 +301,14 @@ fn definitions_references_and_outlines_across_languages() {
         "C calls are references"
     );
     // Never called in code: the text fallback finds the mentions and says so.
-    let fallback =
-        find_references(&root, &Index::open(&root).unwrap(), "unused_helper", all()).unwrap();
+    let fallback = find_references(
+        &root,
+        &Index::open(&root).unwrap(),
+        "unused_helper",
+        None,
+        all(),
+    )
+    .unwrap();
     assert_eq!(fallback.source, "text");
     assert!(fallback.symbols.items.iter().any(|h| h.path == "notes.txt"));
     assert!(

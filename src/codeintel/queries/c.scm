@@ -30,13 +30,3 @@
 (preproc_function_def name: (identifier) @name) @definition.macro
 
 ; references (added)
-
-(call_expression
-  function: (identifier) @name) @reference.call
-
-(call_expression
-  function: (field_expression
-    field: (field_identifier) @name)) @reference.call
-
-(call_expression
-  function: (parenthesized_expression (identifier) @name)) @reference.call

@@ -20,11 +20,7 @@
 
 (enum_declaration name: (identifier) @name) @definition.class
 
-(class_declaration (base_list (_) @name)) @reference.class
-
 (interface_declaration name: (identifier) @name) @definition.interface
-
-(interface_declaration (base_list (_) @name)) @reference.interface
 
 (method_declaration name: (identifier) @name) @definition.method
 
@@ -35,30 +31,6 @@
 (property_declaration name: (identifier) @name) @definition.field
 
 (delegate_declaration name: (identifier) @name) @definition.type
-
-(object_creation_expression type: (identifier) @name) @reference.class
-
-(object_creation_expression type: (generic_name (identifier) @name)) @reference.class
-
-(type_parameter_constraints_clause (identifier) @name) @reference.class
-
-(type_parameter_constraint (type type: (identifier) @name)) @reference.class
-
-(variable_declaration type: (identifier) @name) @reference.class
-
-(parameter type: (identifier) @name) @reference.type
-
-(property_declaration type: (identifier) @name) @reference.type
-
-(method_declaration returns: (identifier) @name) @reference.type
-
-(invocation_expression
-  function: [
-    (identifier) @name
-    (generic_name (identifier) @name)
-    (member_access_expression name: (identifier) @name)
-    (member_access_expression name: (generic_name (identifier) @name))
-  ]) @reference.call
 
 (namespace_declaration name: [(identifier) (qualified_name)] @name) @definition.module
 

@@ -10,7 +10,7 @@
 ;   body;
 ; - added: references, which the shipped query lacks: calls by name, through a field
 ;   (`o.f()`, `p->f()`), qualified up to three levels (`ns::f()`, `a::b::c::f()`), and
-;   templated (`f<T>()`) as @reference.call; `new T` as @reference.class.
+;   templated (`f<T>()`) as @reference.call; `new T` as @reference.call (now in cpp.refs.scm).
 
 (function_definition
   declarator: [
@@ -53,22 +53,3 @@
 (preproc_function_def name: (identifier) @name) @definition.macro
 
 ; references (added)
-
-(call_expression
-  function: [
-    (identifier) @name
-    (field_expression field: (field_identifier) @name)
-    (qualified_identifier name: (identifier) @name)
-    (qualified_identifier name: (qualified_identifier name: (identifier) @name))
-    (qualified_identifier name: (qualified_identifier name: (qualified_identifier name: (identifier) @name)))
-    (template_function name: (identifier) @name)
-    (qualified_identifier name: (template_function name: (identifier) @name))
-    (field_expression field: (template_method name: (field_identifier) @name))
-  ]) @reference.call
-
-(new_expression
-  type: [
-    (type_identifier) @name
-    (qualified_identifier name: (type_identifier) @name)
-    (template_type name: (type_identifier) @name)
-  ]) @reference.class

@@ -80,19 +80,6 @@
   key: (property_identifier) @name
   value: [(arrow_function) (function_expression)]) @definition.function
 
-(
-  (call_expression
-    function: (identifier) @name) @reference.call
-  (#not-match? @name "^(require)$")
-)
-
-(call_expression
-  function: (member_expression
-    property: (property_identifier) @name)) @reference.call
-
-(new_expression
-  constructor: (_) @name) @reference.class
-
 (export_statement value: (assignment_expression left: (identifier) @name right: ([
  (number)
  (string)

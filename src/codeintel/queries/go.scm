@@ -29,14 +29,6 @@
   (#select-adjacent! @doc @definition.method)
 )
 
-(call_expression
-  function: [
-    (identifier) @name
-    (parenthesized_expression (identifier) @name)
-    (selector_expression field: (field_identifier) @name)
-    (parenthesized_expression (selector_expression field: (field_identifier) @name))
-  ]) @reference.call
-
 (type_spec
   name: (type_identifier) @name
   type: (interface_type)) @definition.interface
@@ -56,8 +48,6 @@
 
 (method_elem
   name: (field_identifier) @name) @definition.method
-
-(type_identifier) @name @reference.type
 
 (package_clause (package_identifier) @name) @definition.module
 

@@ -29,22 +29,5 @@
   declarator: (variable_declarator
     name: (identifier) @name)) @definition.field
 
-(method_invocation
-  name: (identifier) @name
-  arguments: (argument_list)) @reference.call
-
 (interface_declaration
   name: (identifier) @name) @definition.interface
-
-(type_list
-  (type_identifier) @name) @reference.implementation
-
-(object_creation_expression
-  type: (type_identifier) @name) @reference.class
-
-(object_creation_expression
-  type: (generic_type (type_identifier) @name)) @reference.class
-
-(superclass (type_identifier) @name) @reference.class
-
-(type_identifier) @name @reference.type

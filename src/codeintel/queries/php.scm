@@ -21,8 +21,6 @@
 (enum_declaration
   name: (name) @name) @definition.class
 
-(class_interface_clause [(name) (qualified_name)] @name) @reference.implementation
-
 (property_declaration
   (property_element (variable_name (name) @name))) @definition.field
 
@@ -34,26 +32,3 @@
 
 (method_declaration
   name: (name) @name) @definition.method
-
-(object_creation_expression
-  [
-    (name) @name
-    (qualified_name (name) @name)
-    (variable_name (name) @name)
-  ]) @reference.class
-
-(function_call_expression
-  function: [
-    (name) @name
-    (qualified_name (name) @name)
-    (variable_name (name)) @name
-  ]) @reference.call
-
-(scoped_call_expression
-  name: (name) @name) @reference.call
-
-(member_call_expression
-  name: (name) @name) @reference.call
-
-(nullsafe_member_call_expression
-  name: (name) @name) @reference.call

@@ -33,10 +33,3 @@
 
 (function_definition
   name: (identifier) @name) @definition.function
-
-(call
-  function: [
-      (identifier) @name
-      (attribute
-        attribute: (identifier) @name)
-  ]) @reference.call

@@ -59,11 +59,3 @@
 )
 
 ; Calls
-
-(call method: (identifier) @name) @reference.call
-
-(
-  [(identifier) (constant)] @name @reference.call
-  (#is-not? local)
-  (#not-match? @name "^(lambda|load|require|require_relative|__FILE__|__LINE__)$")
-)

@@ -98,38 +98,3 @@
       (scoped_type_identifier name: (type_identifier) @name)
     ]) @definition.impl
 
-; references
-
-(call_expression
-    function: (identifier) @name) @reference.call
-
-(call_expression
-    function: (field_expression
-        field: (field_identifier) @name)) @reference.call
-
-(call_expression
-    function: (scoped_identifier
-        name: (identifier) @name)) @reference.call
-
-(call_expression
-    function: (generic_function
-        function: [
-          (identifier) @name
-          (field_expression field: (field_identifier) @name)
-          (scoped_identifier name: (identifier) @name)
-        ])) @reference.call
-
-(macro_invocation
-    macro: [
-      (identifier) @name
-      (scoped_identifier name: (identifier) @name)
-    ]) @reference.call
-
-; implementations
-
-(impl_item
-    trait: [
-      (type_identifier) @name
-      (generic_type type: (type_identifier) @name)
-      (scoped_type_identifier name: (type_identifier) @name)
-    ]) @reference.implementation

@@ -4,8 +4,7 @@
 ; see that crate). The TS and TSX grammars share these nodes, so both use this file.
 ; Added for code-intel: class fields holding a function (public_field_definition) as
 ; @definition.method, type aliases and enums as @definition.type, `namespace X {}`
-; (internal_module) as @definition.module, `implements` types as
-; @reference.implementation and `extends` classes as @reference.class.
+; (internal_module) as @definition.module. The references are in typescript.refs.scm.
 
 ; ---- TypeScript patterns (tree-sitter-typescript) ----
 
@@ -27,14 +26,6 @@
 (interface_declaration
   name: (type_identifier) @name) @definition.interface
 
-(type_annotation
-  (type_identifier) @name) @reference.type
-
-(new_expression
-  constructor: (identifier) @name) @reference.class
-
-; ---- added for code-intel ----
-
 (public_field_definition
   name: (property_identifier) @name
   value: [(arrow_function) (function_expression)]) @definition.method
@@ -47,12 +38,3 @@
 
 (internal_module
   name: (identifier) @name) @definition.module
-
-(implements_clause
-  [
-    (type_identifier) @name
-    (generic_type name: (type_identifier) @name)
-  ]) @reference.implementation
-
-(extends_clause
-  value: (identifier) @name) @reference.class
