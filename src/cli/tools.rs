@@ -516,7 +516,7 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
                 }
                 section_note("importers", &i.importers);
                 for c in &i.callers.items {
-                    let verb = match c.via.as_str() {
+                    let verb = match c.via.split(", ").next().unwrap_or_default() {
                         "call" => "calls",
                         "type" => "names the type",
                         "decorator" => "is decorated by",

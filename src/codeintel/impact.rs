@@ -35,7 +35,8 @@ pub struct Caller {
     pub line: u32,
     /// The name it uses.
     pub uses: String,
-    /// How: `inherit`, `call`, `read`, `type`, `decorator`.
+    /// How, strongest first when the definition uses the name in several ways: `inherit`,
+    /// `call`, `read`, `type`, `decorator` (`call, type`).
     pub via: String,
     /// How far the file says the use is of this name (see `references::Resolution`);
     /// `name` when only the name matches.
@@ -321,6 +322,9 @@ pub fn analyze_impact(
     })
 }
 
+/// The order in which a caller's ways of using a name are listed: the strongest first.
+const VIA_ORDER: &[&str] = &["inherit", "call", "read", "type", "decorator"];
+
 /// Splits uses into subclasses (inherit), importers (import) and callers (any other use),
 /// each caller being the innermost definition around its use, once per definition and
 /// name. Bound uses come before name matches, as `uses` is sorted.
@@ -338,7 +342,7 @@ fn dependents(
     let mut subclasses = Vec::new();
     let mut importers = Vec::new();
     let mut callers = Vec::new();
-    let mut seen = BTreeSet::new();
+    let mut seen = BTreeMap::new();
     for u in uses {
         if u.tag.kind == "import" {
             importers.push(ImpactItem {
@@ -357,14 +361,24 @@ fn dependents(
                 .min_by_key(|d| d.end_line - d.start_line.min(d.line))
         });
         let Some(d) = around else { continue };
-        if !seen.insert((
-            u.path.clone(),
-            d.line,
-            u.tag.name.clone(),
-            u.tag.kind == "inherit",
-        )) {
+        let is_inherit = u.tag.kind == "inherit";
+        let list: &mut Vec<Caller> = if is_inherit {
+            &mut subclasses
+        } else {
+            &mut callers
+        };
+        let key = (u.path.clone(), d.line, u.tag.name.clone(), is_inherit);
+        if let Some(&at) = seen.get(&key) {
+            // One entry per definition and name: add this way of using it.
+            let c: &mut Caller = &mut list[at];
+            if !c.via.split(", ").any(|v| v == u.tag.kind) {
+                let mut kinds: Vec<&str> = c.via.split(", ").chain([u.tag.kind.as_str()]).collect();
+                kinds.sort_by_key(|k| VIA_ORDER.iter().position(|o| o == k));
+                c.via = kinds.join(", ");
+            }
             continue;
         }
+        seen.insert(key, list.len());
         let caller = Caller {
             name: d.name.clone(),
             kind: d.kind.clone(),

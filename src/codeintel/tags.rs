@@ -350,6 +350,57 @@ mod tests {
     }
 
     #[test]
+    fn ecmascript_references_carry_their_kind() {
+        let js = "\
+import { Base, helper } from './base';
+import * as lib from 'lib';
+export { helper };
+class Widget extends Base {
+  draw(el) { return helper(el, Base.size, lib.Base); }
+}
+const w = new Widget(<Base />);
+";
+        let tags = tag("javascript", js);
+        assert_eq!(
+            uses(&tags, "Base"),
+            [
+                ("import", None, 1),
+                ("inherit", None, 4),
+                ("read", None, 5),
+                ("read", Some("lib"), 5),
+                ("call", None, 7),
+            ]
+        );
+        assert_eq!(
+            uses(&tags, "helper"),
+            [("import", None, 1), ("import", None, 3), ("call", None, 5)]
+        );
+        // `el` is a parameter where it is bound, a read where it is passed on.
+        assert_eq!(uses(&tags, "el"), [("read", None, 5)]);
+        let ts = "\
+import { Shape } from './shape';
+interface Round extends Shape {}
+class Circle implements Shape {
+  area(s: Shape): number { return s.area(); }
+}
+";
+        for lang in ["typescript", "tsx"] {
+            let tags = tag(lang, ts);
+            assert_eq!(
+                uses(&tags, "Shape"),
+                [
+                    ("import", None, 1),
+                    ("inherit", None, 2),
+                    ("inherit", None, 3),
+                    ("type", None, 4),
+                ],
+                "{lang}"
+            );
+            assert_eq!(uses(&tags, "area"), [("call", Some("s"), 4)], "{lang}");
+        }
+    }
+
+    #[test]
     fn python_references_carry_their_kind_and_qualifier() {
         let src = "\
 from django.contrib.auth.forms import UserCreationForm

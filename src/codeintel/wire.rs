@@ -397,7 +397,8 @@ pub(crate) struct Caller {
     pub(crate) line: u32,
     /// The name it uses.
     pub(crate) uses: String,
-    /// How: `inherit`, `call`, `read`, `type` or `decorator`.
+    /// How, strongest first when the definition uses the name in several ways (`call, type`):
+    /// `inherit`, `call`, `read`, `type`, `decorator`.
     pub(crate) via: String,
     /// How far the file says the use is of this name: `import`, `local`, `module`,
     /// `self`, or `name` when only the name matches.

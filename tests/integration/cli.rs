@@ -362,3 +362,124 @@ fn names_are_answered_before_an_index_exists() {
     assert_eq!(before, after);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A Python project where a class is subclassed, imported, assigned, annotated, called
+/// and decorated, and where another `items` is only reached through values.
+fn uses_fixture(name: &str) -> std::path::PathBuf {
+    let dir = temp_dir(name);
+    std::fs::create_dir_all(dir.join("pkg")).unwrap();
+    std::fs::write(
+        dir.join("pkg/forms.py"),
+        "class BaseForm:\n    def items(self):\n        return self.fields.items()\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("pkg/admin.py"),
+        "from pkg.forms import BaseForm\nfrom pkg import forms\n\n\n\
+         class UserForm(BaseForm):\n    pass\n\n\n\
+         class GroupForm(forms.BaseForm):\n    form_class = BaseForm\n\n    \
+         def build(self, d) -> BaseForm:\n        d.items()\n        return BaseForm()\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("README.md"),
+        "BaseForm is the base of every form.\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn references_carry_their_kind_and_name_matches_come_last() {
+    let dir = uses_fixture("refs-kinds");
+    let o = run(&dir, &["refs", "BaseForm"]);
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "pkg/admin.py:1:23: import BaseForm: from pkg.forms import BaseForm",
+            "pkg/admin.py:5:16: inherit BaseForm (in UserForm): class UserForm(BaseForm):",
+            "pkg/admin.py:9:23: inherit BaseForm (in GroupForm): class GroupForm(forms.BaseForm):",
+            "pkg/admin.py:10:18: read BaseForm (in GroupForm): form_class = BaseForm",
+            "pkg/admin.py:12:27: type BaseForm (in build): def build(self, d) -> BaseForm:",
+            "pkg/admin.py:14:16: call BaseForm (in build): return BaseForm()",
+        ],
+        "{text}"
+    );
+    let o = run(&dir, &["refs", "BaseForm", "--kind", "inherit", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let items = v["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2, "{v}");
+    assert_eq!(items[1]["qualifier"], "forms");
+    assert_eq!(items[1]["resolution"], "module");
+    assert_eq!(v["uses"]["by_kind"]["inherit"], 2);
+    assert_eq!(v["uses"]["by_kind"]["import"], 1);
+    assert_eq!(v["source"], "syntax");
+
+    // `self.items()` is this class's; `d.items()` and `self.fields.items()` are only the
+    // name, and come last, marked.
+    let text = stdout(&run(&dir, &["refs", "items"]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "pkg/admin.py:13:11: call items (in build) (name match): d.items()",
+            "pkg/forms.py:3:28: call items (in items) (name match): return self.fields.items()",
+        ],
+        "{text}"
+    );
+
+    let o = run(&dir, &["refs", "BaseForm", "--kind", "subclass"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "unknown kind `subclass`; the kinds are: call, decorator, import, inherit, read, type"
+        ),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn impact_lists_subclasses_and_importers_before_callers() {
+    let dir = uses_fixture("impact-kinds");
+    assert_eq!(run(&dir, &["index"]).status.code(), Some(0));
+    let text = stdout(&run(&dir, &["impact", "BaseForm"]));
+    let sections: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| ["subclass", "importer", "caller", "config"].contains(w))
+        .collect();
+    assert_eq!(
+        sections,
+        [
+            "subclass", "subclass", "importer", "caller", "caller", "config"
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains("subclass pkg/admin.py:5: class UserForm inherits BaseForm"),
+        "{text}"
+    );
+    assert!(
+        text.contains("importer pkg/admin.py:1: imports `BaseForm`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("caller   pkg/admin.py:12: method build calls BaseForm"),
+        "{text}"
+    );
+    assert!(
+        text.contains("caller   pkg/admin.py:9: class GroupForm uses BaseForm"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "references: 6 in all (call 1, import 1, inherit 2, read 1, type 1); 0 by name only"
+        ),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
