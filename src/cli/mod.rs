@@ -74,7 +74,8 @@ enum Command {
     Files(tools::FilesArgs),
     /// Find where a symbol is defined (tree-sitter index).
     Defs(tools::NameArgs),
-    /// Find where a symbol is used (index first, text search as the fallback).
+    /// Find where a symbol is used: calls, subclasses, imports, types, decorators, reads, each
+    /// with its kind and how far its file says it is this symbol (text search as the fallback).
     Refs(tools::NameArgs),
     /// A file's outline, or with --line the function containing that line.
     Symbols(tools::FileArgs),

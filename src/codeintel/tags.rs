@@ -517,6 +517,33 @@ mod inner { fn free() {} }
     }
 
     #[test]
+    fn rust_impls_of_types_that_are_not_plain_paths() {
+        let src = "\
+impl<'a, A: Automaton + ?Sized> Automaton for &'a A {}
+impl Cmov for u128 {}
+impl<T> Factory for std::sync::Arc<T> {}
+impl<T> Pointer for *const T {}
+impl<A: Array> ToSmallVec<A> for [A::Item] {}
+impl std::fmt::Debug for dyn EventStore {}
+impl A for () {}
+extern \"C\" { pub type JsArray; }
+";
+        let tags = tag("rust", src);
+        assert_eq!(
+            defs(&tags),
+            [
+                ("A", "impl", 1, 51),
+                ("u128", "impl", 2, 15),
+                ("Arc", "impl", 3, 32),
+                ("T", "impl", 4, 28),
+                ("Item", "impl", 5, 38),
+                ("EventStore", "impl", 6, 30),
+                ("JsArray", "type", 8, 23),
+            ]
+        );
+    }
+
+    #[test]
     fn python() {
         let src = "\
 LIMIT = 3

@@ -46,12 +46,22 @@
 (function_item
     name: (identifier) @name) @definition.fn
 
-; functions declared in `extern "C" { ... }` blocks (added)
+; functions and opaque types declared in `extern "C" { ... }` blocks (added; wasm-bindgen
+; declares JavaScript classes as `pub type Array;` there).
 
 (foreign_mod_item
   body: (declaration_list
     (function_signature_item
         name: (identifier) @name) @definition.fn))
+
+; tree-sitter-rust 0.24 does not know `type X;` there: it is an ERROR node holding the
+; `type` keyword and the name.
+(foreign_mod_item
+  body: (declaration_list
+    (ERROR
+      "type"
+      .
+      (identifier) @name) @definition.type))
 
 ; associated types of traits, with or without a default (added)
 
@@ -89,12 +99,49 @@
 (static_item
     name: (identifier) @name) @definition.static
 
-; impl blocks: the implementing type (added)
+; impl blocks: the implementing type (added), also when it is a path (`io::Cursor<T>`), a
+; primitive (`u128`), or reached through a reference, pointer, slice, array or `dyn`
+; (`&'a A`, `*const T`, `[A::Item]`, `dyn Store`), named as ctags names them: the last
+; segment of the inner type's path. Unit, tuple and never types have no name and are not
+; tagged.
 
 (impl_item
     type: [
       (type_identifier) @name
+      (primitive_type) @name
       (generic_type type: (type_identifier) @name)
+      (generic_type type: (scoped_type_identifier name: (type_identifier) @name))
       (scoped_type_identifier name: (type_identifier) @name)
+    ]) @definition.impl
+
+(impl_item
+    type: [
+      (reference_type type: [
+        (type_identifier) @name
+        (primitive_type) @name
+        (generic_type type: (type_identifier) @name)
+        (generic_type type: (scoped_type_identifier name: (type_identifier) @name))
+        (scoped_type_identifier name: (type_identifier) @name)
+        (dynamic_type trait: (type_identifier) @name)
+        (array_type element: (type_identifier) @name)
+        (array_type element: (scoped_type_identifier name: (type_identifier) @name))
+        (array_type element: (primitive_type) @name)
+      ])
+      (pointer_type type: [
+        (type_identifier) @name
+        (primitive_type) @name
+        (generic_type type: (type_identifier) @name)
+      ])
+      (array_type element: [
+        (type_identifier) @name
+        (primitive_type) @name
+        (generic_type type: (type_identifier) @name)
+        (scoped_type_identifier name: (type_identifier) @name)
+      ])
+      (dynamic_type trait: [
+        (type_identifier) @name
+        (generic_type type: (type_identifier) @name)
+        (scoped_type_identifier name: (type_identifier) @name)
+      ])
     ]) @definition.impl
 
