@@ -162,7 +162,7 @@ pub fn analyze_impact(
                 let rel = root.relative(&abs);
                 if let Some(i) = index.file_index(&rel) {
                     for t in index
-                        .file_tags(i)
+                        .file_tags(i)?
                         .into_iter()
                         .filter(|t| t.is_definition && t.scope.is_none())
                         .take(MAX_NAMES)
@@ -194,8 +194,8 @@ pub fn analyze_impact(
     let mut definitions = Vec::new();
     let mut references = Vec::new();
     for name in &names {
-        for t in index.lookup(name) {
-            let (tag, file) = index.tag(t);
+        for t in index.lookup(name)? {
+            let (tag, file) = index.tag(t)?;
             let path = index.file_path(file).to_string();
             let h = super::symbols::hit(&path, tag);
             if h.definition {
@@ -210,18 +210,18 @@ pub fn analyze_impact(
     let mut seen = BTreeSet::new();
     let mut file_defs: BTreeMap<String, Vec<super::tags::Tag>> = BTreeMap::new();
     for r in &references {
-        let defs = file_defs.entry(r.path.clone()).or_insert_with(|| {
-            index
-                .file_index(&r.path)
-                .map(|i| {
-                    index
-                        .file_tags(i)
-                        .into_iter()
-                        .filter(|t| t.is_definition)
-                        .collect()
-                })
-                .unwrap_or_default()
-        });
+        if !file_defs.contains_key(&r.path) {
+            let defs = match index.file_index(&r.path) {
+                Some(i) => index
+                    .file_tags(i)?
+                    .into_iter()
+                    .filter(|t| t.is_definition)
+                    .collect(),
+                None => Vec::new(),
+            };
+            file_defs.insert(r.path.clone(), defs);
+        }
+        let defs = file_defs.get(&r.path).map_or(&[][..], Vec::as_slice);
         if let Some(d) = defs
             .iter()
             .filter(|d| d.line <= r.line && r.line <= d.end_line)
