@@ -14,7 +14,7 @@ use crate::codeintel::impact::analyze_impact;
 use crate::codeintel::index::{Freshness, Index};
 use crate::codeintel::page::Window;
 use crate::codeintel::query;
-use crate::codeintel::refresh::{refresh, refresh_changed};
+use crate::codeintel::refresh::{refresh, refresh_changed, repair};
 use crate::codeintel::root::Root;
 use crate::codeintel::search::{Case, FileQuery, TextQuery, search_files, search_text};
 use crate::codeintel::symbols::{
@@ -104,8 +104,39 @@ fn prepare(root: &Root) -> Result<Index, Error> {
     }
 }
 
-/// In human output, says (on stderr) when the index could not be saved.
+/// Answers `question` from `index`. The index on disk is checked piece by piece as
+/// questions read it (`codeintel::store`); when a piece does not match its checksum, the
+/// index is repaired (checked whole, rebuilt) and the question asked again, once; when
+/// `.code-intel/` cannot be written, it is asked of every source file tagged in memory.
+/// Either way the answer's freshness says what was wrong (`recovered`).
+fn answer_checked<T>(
+    root: &Root,
+    index: Index,
+    question: impl Fn(&Index) -> Result<T, Error>,
+) -> Result<T, Error> {
+    match question(&index) {
+        Err(problem @ Error::IndexCorrupt { .. }) => {
+            drop(index);
+            let index = match repair(root) {
+                Ok(index) => index,
+                Err(e) => {
+                    let mut index = Index::without_disk(root, &problem)?;
+                    index.freshness.unsaved = Some(format!("the index could not be rebuilt ({e})"));
+                    index
+                }
+            };
+            question(&index)
+        }
+        other => other,
+    }
+}
+
+/// In human output, says (on stderr) when the index on disk was unusable, and when it
+/// could not be saved.
 fn note_unsaved(f: &Freshness) {
+    if let Some(what) = &f.recovered {
+        eprintln!("warning: {what}");
+    }
     if let Some(why) = &f.unsaved {
         eprintln!("note: {why}");
     }
@@ -322,7 +353,9 @@ fn index_for_name(root: &Root, name: &str) -> Result<Index, Error> {
 pub(super) fn defs(a: &NameArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
         let index = index_for_name(&root, &a.name)?;
-        find_definitions(&index, &a.name, a.kind.as_deref(), a.common.window())
+        answer_checked(&root, index, |index| {
+            find_definitions(index, &a.name, a.kind.as_deref(), a.common.window())
+        })
     }) {
         Ok(answer) => print_symbols(&a.common, &answer),
         Err(e) => fail(&e),
@@ -332,7 +365,9 @@ pub(super) fn defs(a: &NameArgs) -> ExitCode {
 pub(super) fn refs(a: &NameArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
         let index = index_for_name(&root, &a.name)?;
-        find_references(&root, &index, &a.name, a.kind.as_deref(), a.common.window())
+        answer_checked(&root, index, |index| {
+            find_references(&root, index, &a.name, a.kind.as_deref(), a.common.window())
+        })
     }) {
         Ok(answer) => print_symbols(&a.common, &answer),
         Err(e) => fail(&e),
@@ -360,7 +395,9 @@ pub(super) fn symbols(a: &FileArgs) -> ExitCode {
         Err(e) => return fail(&e),
     };
     if let Some(line) = a.line {
-        return match function_at_line(&root, &index, &a.file, line) {
+        return match answer_checked(&root, index, |index| {
+            function_at_line(&root, index, &a.file, line)
+        }) {
             Err(e) => fail(&e),
             Ok(f) => {
                 if a.common.json {
@@ -383,7 +420,9 @@ pub(super) fn symbols(a: &FileArgs) -> ExitCode {
             }
         };
     }
-    match get_symbols(&root, &index, &a.file, a.common.window()) {
+    match answer_checked(&root, index, |index| {
+        get_symbols(&root, index, &a.file, a.common.window())
+    }) {
         Ok(answer) => print_symbols(&a.common, &answer),
         Err(e) => fail(&e),
     }
@@ -416,7 +455,9 @@ fn print_outline(out: &mut impl std::io::Write, items: &[Outline], depth: usize)
 pub(super) fn structure(a: &PathArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
         let index = prepare(&root)?;
-        analyze_structure(&root, &index, &a.path, a.common.window())
+        answer_checked(&root, index, |index| {
+            analyze_structure(&root, index, &a.path, a.common.window())
+        })
     }) {
         Err(e) => fail(&e),
         Ok(s) => {
@@ -479,7 +520,9 @@ fn section_note<T>(label: &str, page: &crate::codeintel::page::Page<T>) {
 pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
         let index = prepare(&root)?;
-        analyze_impact(&root, &index, &a.targets, a.common.window())
+        answer_checked(&root, index, |index| {
+            analyze_impact(&root, index, &a.targets, a.common.window())
+        })
     }) {
         Err(e) => fail(&e),
         Ok(i) => {
@@ -598,6 +641,9 @@ pub(super) fn index(a: &IndexArgs) -> ExitCode {
                         ""
                     }
                 );
+                if let Some(what) = &r.recovered {
+                    eprintln!("warning: {what}");
+                }
             }
             ExitCode::SUCCESS
         }
@@ -615,8 +661,12 @@ pub(super) struct QueryArgs {
 pub(super) fn ask(a: &QueryArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
         let route = query::route(&root, &a.question)?;
-        let index = route.uses_index().then(|| prepare(&root)).transpose()?;
-        query::answer(&root, index.as_ref(), route, a.common.window())
+        if !route.uses_index() {
+            return query::answer(&root, None, route, a.common.window());
+        }
+        answer_checked(&root, prepare(&root)?, |index| {
+            query::answer(&root, Some(index), route.clone(), a.common.window())
+        })
     }) {
         Err(e) => fail(&e),
         Ok(answer) => {

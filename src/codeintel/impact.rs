@@ -183,7 +183,7 @@ pub fn analyze_impact(
                 let rel = root.relative(&abs);
                 if let Some(i) = index.file_index(&rel) {
                     for t in index
-                        .file_tags(i)
+                        .file_tags(i)?
                         .into_iter()
                         .filter(|t| t.is_definition && t.scope.is_none())
                         .take(MAX_NAMES)
@@ -214,8 +214,8 @@ pub fn analyze_impact(
     }
     let mut definitions = Vec::new();
     for name in &names {
-        for t in index.lookup(name) {
-            let (tag, file) = index.tag(t);
+        for t in index.lookup(name)? {
+            let (tag, file) = index.tag(t)?;
             if tag.is_definition {
                 definitions.push(super::symbols::hit(index.file_path(file), tag));
             }

@@ -50,6 +50,9 @@ pub struct Freshness {
     /// Why the index on disk could not be brought up to date, when a caller tried to and
     /// failed (the answer then comes from the in-memory overlay).
     pub unsaved: Option<String>,
+    /// Why the index on disk was unusable (damaged, truncated, another format) and what
+    /// was done instead: rebuilt, or every file tagged in memory for this answer.
+    pub recovered: Option<String>,
 }
 
 const FRESHNESS_NOTE: &str = "every indexed file was checked against the index before answering; files created since the last `index` run are not included until the next one";
@@ -132,10 +135,24 @@ impl Index {
     /// Opens the index for a query. Never writes: files that changed since they were
     /// indexed are re-tagged in memory for this answer, deleted ones are hidden, and with
     /// no usable index on disk the whole tree is tagged in memory.
+    ///
+    /// An unusable index on disk (see [`Index::on_disk`]) is not an error here: the tree
+    /// is tagged in memory, and the freshness says why (`recovered`).
     pub fn open(root: &Root) -> Result<Index, Error> {
-        let Some(disk) = Index::on_disk(root) else {
-            return Index::in_memory(root);
+        let disk = match Index::on_disk(root) {
+            Ok(disk) => disk,
+            Err(e) if is_missing(&e) => return Index::in_memory(root),
+            Err(e) => return Index::without_disk(root, &e),
         };
+        match Index::over_disk(root, disk) {
+            Err(e @ Error::IndexCorrupt { .. }) => Index::without_disk(root, &e),
+            other => other,
+        }
+    }
+
+    /// The disk layers with the files that changed since they were indexed re-tagged in
+    /// memory and the deleted ones hidden.
+    fn over_disk(root: &Root, disk: Index) -> Result<Index, Error> {
         // Touched files (stamp moved, content not) answer from disk as they are; only a
         // refresh records their new stamps.
         let (changed, _touched, deleted) = stale_files(root, &disk);
@@ -153,7 +170,7 @@ impl Index {
                     rel: rel.clone(),
                     size,
                     mtime_ns,
-                    old: Some(disk.entry(i)),
+                    old: Some(disk.entry(i)?),
                 });
             }
         }
@@ -168,36 +185,54 @@ impl Index {
             }
         }
         let Index { main, delta, .. } = disk;
-        let mut index = Index::assemble(main, delta, overlay, &hidden);
+        let mut index = Index::assemble(main, delta, overlay, &hidden)?;
         index.freshness.reindexed = changed;
         index.freshness.deleted = deleted.len();
         Ok(index)
     }
 
-    /// The layers on disk as one consistent snapshot, without checking files; None when
-    /// there is no usable index.
-    pub(crate) fn on_disk(root: &Root) -> Option<Index> {
+    /// The layers on disk as one consistent snapshot, without checking files. An error
+    /// when there is no usable index: `Error::Io` (not found when there is none yet) or
+    /// `Error::IndexCorrupt`. The parts of the files every query reads are checked here;
+    /// the rest is checked as it is read, so a later read can still fail with
+    /// `Error::IndexCorrupt` (see `store`).
+    pub(crate) fn on_disk(root: &Root) -> Result<Index, Error> {
         let (main, delta) = read_snapshot(root)?;
-        Some(Index::assemble(
-            Some(main),
-            delta,
-            Vec::new(),
-            &BTreeSet::new(),
-        ))
+        Index::assemble(Some(main), delta, Vec::new(), &BTreeSet::new())
+    }
+
+    /// Checks every piece of the layers on disk against its checksum, which queries only
+    /// do for the pieces they read.
+    pub(crate) fn verify(&self) -> Result<(), Error> {
+        for store in [&self.main, &self.delta].into_iter().flatten() {
+            store.verify()?;
+        }
+        Ok(())
     }
 
     /// Every source file under the root, tagged in memory.
     fn in_memory(root: &Root) -> Result<Index, Error> {
         let (jobs, _too_large) = source_files(root)?;
-        let mut index = Index::tagged(jobs, IN_MEMORY_NOTE);
+        let mut index = Index::tagged(jobs, IN_MEMORY_NOTE)?;
         index.freshness.indexed_at = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         Ok(index)
     }
 
+    /// Every source file under the root tagged in memory, ignoring the index on disk,
+    /// which `problem` (an [`Error::IndexCorrupt`]) says is unusable: what a reader that
+    /// may not write answers from. The freshness says why (`recovered`).
+    pub(crate) fn without_disk(root: &Root, problem: &Error) -> Result<Index, Error> {
+        let mut index = Index::in_memory(root)?;
+        index.freshness.recovered = Some(format!(
+            "{problem}; every source file was tagged in memory for this answer"
+        ));
+        Ok(index)
+    }
+
     /// An index of `jobs` tagged in memory, with no disk layer.
-    fn tagged(jobs: Vec<Job>, note: &'static str) -> Index {
+    fn tagged(jobs: Vec<Job>, note: &'static str) -> Result<Index, Error> {
         let entries: Vec<FileEntry> = run_jobs(jobs)
             .into_iter()
             .filter_map(|o| match o {
@@ -205,9 +240,9 @@ impl Index {
                 Outcome::Gone => None,
             })
             .collect();
-        let mut index = Index::assemble(None, None, entries, &BTreeSet::new());
+        let mut index = Index::assemble(None, None, entries, &BTreeSet::new())?;
         index.freshness.note = note;
-        index
+        Ok(index)
     }
 
     /// Whether an index has been written under the root (usable or not).
@@ -248,17 +283,18 @@ impl Index {
                 });
             }
         }
-        Ok(Index::tagged(jobs, PARTIAL_NOTE))
+        Index::tagged(jobs, PARTIAL_NOTE)
     }
 
     /// Merges the layers: for each path the newest layer wins (overlay, delta, main);
-    /// `hidden` paths and tombstones are dropped.
+    /// `hidden` paths and tombstones are dropped. Fails only when the delta's languages
+    /// (which mark tombstones) cannot be read.
     fn assemble(
         main: Option<Store>,
         delta: Option<Store>,
         overlay: Vec<FileEntry>,
         hidden: &BTreeSet<String>,
-    ) -> Index {
+    ) -> Result<Index, Error> {
         let overlay = Overlay::new(overlay);
         let mut files: Vec<(Layer, usize)> = (0..overlay.files.len())
             .map(|i| (Layer::Overlay, i))
@@ -267,7 +303,7 @@ impl Index {
         shadowed.extend(overlay.files.iter().map(|f| f.path.as_str()));
         if let Some(d) = &delta {
             for j in 0..d.file_count() {
-                if !shadowed.contains(d.file_path(j)) && d.file_language(j) != TOMBSTONE {
+                if !shadowed.contains(d.file_path(j)) && d.file_language(j)? != TOMBSTONE {
                     files.push((Layer::Delta, j));
                 }
             }
@@ -311,15 +347,16 @@ impl Index {
             deleted: 0,
             note: FRESHNESS_NOTE,
             unsaved: None,
+            recovered: None,
         };
-        Index {
+        Ok(Index {
             main,
             delta,
             overlay,
             files,
             live,
             freshness,
-        }
+        })
     }
 
     fn store(&self, layer: Layer) -> Option<&Store> {
@@ -346,19 +383,21 @@ impl Index {
         }
     }
 
-    pub(crate) fn file_language(&self, i: usize) -> String {
+    pub(crate) fn file_language(&self, i: usize) -> Result<String, Error> {
         match self.files[i] {
-            (Layer::Overlay, j) => self.overlay.files[j].language.clone(),
+            (Layer::Overlay, j) => Ok(self.overlay.files[j].language.clone()),
             (layer, j) => self
                 .store(layer)
-                .map_or_else(String::new, |s| s.file_language(j)),
+                .map_or_else(|| Ok(String::new()), |s| s.file_language(j)),
         }
     }
 
-    pub(crate) fn file_tags(&self, i: usize) -> Vec<Tag> {
+    pub(crate) fn file_tags(&self, i: usize) -> Result<Vec<Tag>, Error> {
         match self.files[i] {
-            (Layer::Overlay, j) => self.overlay.files[j].tags.clone(),
-            (layer, j) => self.store(layer).map_or_else(Vec::new, |s| s.file_tags(j)),
+            (Layer::Overlay, j) => Ok(self.overlay.files[j].tags.clone()),
+            (layer, j) => self
+                .store(layer)
+                .map_or_else(|| Ok(Vec::new()), |s| s.file_tags(j)),
         }
     }
 
@@ -390,17 +429,19 @@ impl Index {
     }
 
     /// File `i`, decoded with its tags.
-    pub(crate) fn entry(&self, i: usize) -> FileEntry {
+    pub(crate) fn entry(&self, i: usize) -> Result<FileEntry, Error> {
         match self.files[i] {
-            (Layer::Overlay, j) => self.overlay.files[j].clone(),
+            (Layer::Overlay, j) => Ok(self.overlay.files[j].clone()),
             (layer, j) => self.store(layer).map_or_else(
-                || FileEntry {
-                    path: String::new(),
-                    size: 0,
-                    mtime_ns: 0,
-                    hash: [0; 32],
-                    language: String::new(),
-                    tags: Vec::new(),
+                || {
+                    Ok(FileEntry {
+                        path: String::new(),
+                        size: 0,
+                        mtime_ns: 0,
+                        hash: [0; 32],
+                        language: String::new(),
+                        tags: Vec::new(),
+                    })
                 },
                 |s| s.entry(j),
             ),
@@ -418,25 +459,29 @@ impl Index {
     }
 
     /// Every entry of the main layer (for a fold).
-    pub(crate) fn main_entries(&self) -> Vec<FileEntry> {
-        self.main.as_ref().map_or_else(Vec::new, Store::entries)
+    pub(crate) fn main_entries(&self) -> Result<Vec<FileEntry>, Error> {
+        self.main
+            .as_ref()
+            .map_or_else(|| Ok(Vec::new()), Store::entries)
     }
 
     /// Every entry of the delta layer, tombstones included (for the next delta).
-    pub(crate) fn delta_entries(&self) -> Vec<FileEntry> {
-        self.delta.as_ref().map_or_else(Vec::new, Store::entries)
+    pub(crate) fn delta_entries(&self) -> Result<Vec<FileEntry>, Error> {
+        self.delta
+            .as_ref()
+            .map_or_else(|| Ok(Vec::new()), Store::entries)
     }
 
     /// The live tags named `name`: definitions first, then references, each in path order
     /// and, within a file, in source order, whatever layer they come from.
-    pub(crate) fn lookup(&self, name: &str) -> Vec<TagRef> {
+    pub(crate) fn lookup(&self, name: &str) -> Result<Vec<TagRef>, Error> {
         let mut found: Vec<(bool, usize, TagRef)> = Vec::new();
         for layer in [Layer::Main, Layer::Delta] {
             let Some(store) = self.store(layer) else {
                 continue;
             };
-            for t in store.lookup(name) {
-                let (file, def) = store.tag_file_and_kind(t);
+            for t in store.lookup(name)? {
+                let (file, def) = store.tag_file_and_kind(t)?;
                 if let Some(pos) = self.live[layer as usize].get(file).copied().flatten() {
                     found.push((def, pos, TagRef { layer, tag: t }));
                 }
@@ -453,31 +498,38 @@ impl Index {
             }
         }
         found.sort_by_key(|&(def, pos, r)| (!def, pos, r.tag));
-        found.into_iter().map(|(_, _, r)| r).collect()
+        Ok(found.into_iter().map(|(_, _, r)| r).collect())
     }
 
-    pub(crate) fn is_definition(&self, r: TagRef) -> bool {
+    pub(crate) fn is_definition(&self, r: TagRef) -> Result<bool, Error> {
         match r.layer {
-            Layer::Overlay => self.overlay.tag(r.tag).is_definition,
-            layer => self.store(layer).is_some_and(|s| s.is_definition(r.tag)),
+            Layer::Overlay => Ok(self.overlay.tag(r.tag).is_definition),
+            layer => self
+                .store(layer)
+                .map_or(Ok(false), |s| s.is_definition(r.tag)),
         }
     }
 
     /// A tag and the position of its file among the live files.
-    pub(crate) fn tag(&self, r: TagRef) -> (Tag, usize) {
+    pub(crate) fn tag(&self, r: TagRef) -> Result<(Tag, usize), Error> {
         let (tag, file) = match r.layer {
             Layer::Overlay => (self.overlay.tag(r.tag).clone(), self.overlay.tags[r.tag].0),
             layer => {
                 let Some(store) = self.store(layer) else {
-                    return (empty_tag(), 0);
+                    return Ok((empty_tag(), 0));
                 };
-                let stored = store.tag(r.tag);
+                let stored = store.tag(r.tag)?;
                 (stored.tag, stored.file)
             }
         };
         let live = &self.live[r.layer as usize];
-        (tag, live.get(file).copied().flatten().unwrap_or(0))
+        Ok((tag, live.get(file).copied().flatten().unwrap_or(0)))
     }
+}
+
+/// Whether opening the index failed only because there is none yet.
+pub(crate) fn is_missing(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
 }
 
 fn empty_tag() -> Tag {
@@ -495,8 +547,8 @@ fn empty_tag() -> Tag {
     }
 }
 
-/// Opens the main index and the delta as a consistent pair, or None when there is no
-/// usable index (missing, corrupt, older format).
+/// Opens the main index and the delta as a consistent pair, or why there is no usable
+/// index (missing, corrupt, older format).
 ///
 /// A fold renames a new main index over the old one and then removes the delta, so a
 /// reader can open the old main and then find no delta, or the new main and then the old
@@ -505,33 +557,39 @@ fn empty_tag() -> Tag {
 /// opened: if not, a fold happened in between and it starts again. A delta of another
 /// generation than a current main is a leftover of a fold whose files the main already
 /// holds (a writer killed between the rename and the removal), so it is ignored.
-fn read_snapshot(root: &Root) -> Option<(Store, Option<Store>)> {
+fn read_snapshot(root: &Root) -> Result<(Store, Option<Store>), Error> {
     read_snapshot_with(root, || {})
 }
 
 /// [`read_snapshot`], running `between` after opening the main index and before opening
 /// the delta: where a concurrent fold does harm, so tests can put one there.
-fn read_snapshot_with(root: &Root, mut between: impl FnMut()) -> Option<(Store, Option<Store>)> {
+fn read_snapshot_with(
+    root: &Root,
+    mut between: impl FnMut(),
+) -> Result<(Store, Option<Store>), Error> {
     let main_path = root.path().join(INDEX_FILE);
     let delta_path = root.path().join(DELTA_FILE);
     for attempt in 0..SNAPSHOT_ATTEMPTS {
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let main = Store::open(&main_path).ok()?;
+        let main = Store::open(&main_path)?;
         between();
         let delta = match Store::open(&delta_path) {
             Ok(d) => Some(d),
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => None,
-            Err(_) => return None,
+            Err(e) if is_missing(&e) => None,
+            Err(e) => return Err(e),
         };
         if Store::generation_at(&main_path) != Some(main.generation) {
             continue;
         }
         let delta = delta.filter(|d| d.generation == main.generation);
-        return Some((main, delta));
+        return Ok((main, delta));
     }
-    None
+    Err(Error::IndexCorrupt {
+        path: main_path,
+        reason: format!("it was replaced {SNAPSHOT_ATTEMPTS} times while being opened"),
+    })
 }
 
 /// Indexed files whose content changed (stamp moved and hash differs), files whose stamp
@@ -639,7 +697,7 @@ mod tests {
             Store::generation_at(&dir.join(INDEX_FILE))
         );
         assert!(delta.is_none());
-        let index = Index::assemble(Some(main), delta, Vec::new(), &BTreeSet::new());
+        let index = Index::assemble(Some(main), delta, Vec::new(), &BTreeSet::new()).unwrap();
         assert!(
             index.file_index("new.rs").is_some(),
             "the delta's file is in the new main"
@@ -664,7 +722,7 @@ mod tests {
         std::fs::write(dir.join(DELTA_FILE), delta).unwrap();
         let (main, delta) = read_snapshot(&root).unwrap();
         assert!(delta.is_none());
-        let index = Index::assemble(Some(main), None, Vec::new(), &BTreeSet::new());
+        let index = Index::assemble(Some(main), None, Vec::new(), &BTreeSet::new()).unwrap();
         assert!(index.file_index("g99.rs").is_some());
     }
 }

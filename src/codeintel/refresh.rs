@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::error::Error;
-use super::index::{DELTA_FILE, INDEX_FILE, Index, TOMBSTONE, stale_files};
+use super::index::{DELTA_FILE, INDEX_FILE, Index, TOMBSTONE, is_missing, stale_files};
 use super::lock::WriteLock;
 pub use super::retag::Progress;
 use super::retag::{Job, Outcome, run_jobs, run_jobs_with, source_files, stamp};
@@ -41,6 +41,9 @@ pub struct UpdateReport {
     pub elapsed_ms: u64,
     /// Whether there was no usable index before.
     pub from_scratch: bool,
+    /// When the index on disk was unusable (damaged, truncated, another format) and was
+    /// rebuilt: what was wrong with it.
+    pub recovered: Option<String>,
 }
 
 /// Brings the index up to date with the files under the root: walks the tree, re-tags
@@ -58,7 +61,7 @@ pub fn refresh_with_progress(
     let start = Instant::now();
     let _lock = WriteLock::acquire(root)?;
     clean_up(root);
-    refresh_tree(root, start, progress)
+    refresh_tree(root, start, progress, Index::on_disk(root))
 }
 
 /// Re-tags the indexed files that changed and drops the deleted ones, without walking
@@ -67,13 +70,57 @@ pub fn refresh_with_progress(
 /// lock, so it needs no second look (its freshness lists what this refresh re-tagged).
 /// What the CLI's query commands do before answering.
 pub(crate) fn refresh_changed(root: &Root) -> Result<Index, Error> {
+    refresh_changed_checking(root, Check::AsRead)
+}
+
+/// [`refresh_changed`] after a query found a part of the index on disk that does not
+/// match its checksum: every part is checked first, and an index that fails is rebuilt
+/// from the source files (one another writer rebuilt meanwhile passes, and is kept). The
+/// index returned says what was wrong (`freshness.recovered`).
+pub(crate) fn repair(root: &Root) -> Result<Index, Error> {
+    refresh_changed_checking(root, Check::Whole)
+}
+
+/// How much of the index on disk a refresh checks before building on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// What opening checks, then each piece as it is read.
+    AsRead,
+    /// Every piece first.
+    Whole,
+}
+
+fn refresh_changed_checking(root: &Root, check: Check) -> Result<Index, Error> {
     let start = Instant::now();
     let _lock = WriteLock::acquire(root)?;
     clean_up(root);
-    let Some(current) = Index::on_disk(root) else {
-        refresh_tree(root, start, None)?;
-        return reopen(root);
+    let current = Index::on_disk(root).and_then(|index| match check {
+        Check::AsRead => Ok(index),
+        Check::Whole => index.verify().map(|()| index),
+    });
+    let current = match current {
+        Ok(current) => current,
+        Err(e) => return rebuilt(root, start, Err(e)),
     };
+    match update_changed(root, current) {
+        // A piece of the index read only now does not match its checksum.
+        Err(e @ Error::IndexCorrupt { .. }) => rebuilt(root, start, Err(e)),
+        other => other,
+    }
+}
+
+/// The whole tree refreshed over `current` (from scratch when it is an error), and the
+/// index written, saying what was wrong with the old one.
+fn rebuilt(root: &Root, start: Instant, current: Result<Index, Error>) -> Result<Index, Error> {
+    let report = refresh_tree(root, start, None, current)?;
+    let mut index = reopen(root)?;
+    index.freshness.recovered = report.recovered;
+    Ok(index)
+}
+
+/// Re-tags the files of `current` that changed and writes the result (the lock is held);
+/// `current` itself when nothing changed.
+fn update_changed(root: &Root, current: Index) -> Result<Index, Error> {
     let (changed, touched, deleted) = stale_files(root, &current);
     if changed.is_empty() && touched.is_empty() && deleted.is_empty() {
         return Ok(current);
@@ -87,7 +134,7 @@ pub(crate) fn refresh_changed(root: &Root) -> Result<Index, Error> {
                 rel: rel.clone(),
                 size,
                 mtime_ns,
-                old: Some(current.entry(i)),
+                old: Some(current.entry(i)?),
             });
         }
     }
@@ -100,9 +147,9 @@ pub(crate) fn refresh_changed(root: &Root) -> Result<Index, Error> {
 
 /// The index just written, read back.
 fn reopen(root: &Root) -> Result<Index, Error> {
-    Index::on_disk(root).ok_or_else(|| Error::IndexCorrupt {
+    Index::on_disk(root).map_err(|e| Error::IndexCorrupt {
         path: root.path().join(INDEX_FILE),
-        reason: "unreadable right after it was written".into(),
+        reason: format!("unreadable right after it was written ({e})"),
     })
 }
 
@@ -139,14 +186,38 @@ fn clean_up(root: &Root) {
     }
 }
 
+/// Refreshes the whole tree over `current`, the layers on disk (or why there are none
+/// usable: then from scratch). When a piece of `current` read only now does not match its
+/// checksum, starts again from scratch.
 fn refresh_tree(
     root: &Root,
     start: Instant,
     progress: Option<&Progress>,
+    current: Result<Index, Error>,
 ) -> Result<UpdateReport, Error> {
-    let current = Index::on_disk(root);
+    if current.is_err() {
+        return refresh_tree_over(root, start, progress, current);
+    }
+    match refresh_tree_over(root, start, progress, current) {
+        Err(e @ Error::IndexCorrupt { .. }) => refresh_tree_over(root, start, progress, Err(e)),
+        other => other,
+    }
+}
+
+fn refresh_tree_over(
+    root: &Root,
+    start: Instant,
+    progress: Option<&Progress>,
+    current: Result<Index, Error>,
+) -> Result<UpdateReport, Error> {
+    let recovered = match &current {
+        Err(e) if !is_missing(e) => Some(format!("{e}; it was rebuilt from the source files")),
+        _ => None,
+    };
+    let current = current.ok();
     let mut report = UpdateReport {
         from_scratch: current.is_none(),
+        recovered,
         ..UpdateReport::default()
     };
     let known: HashMap<String, usize> = current
@@ -169,7 +240,7 @@ fn refresh_tree(
                 report.unchanged += 1;
                 continue;
             }
-            job.old = Some(ix.entry(i));
+            job.old = Some(ix.entry(i)?);
         }
         jobs.push(job);
     }
@@ -207,6 +278,7 @@ fn write_changes(
     let delta_path = root.path().join(DELTA_FILE);
     let mut delta: BTreeMap<String, FileEntry> = current
         .map(Index::delta_entries)
+        .transpose()?
         .unwrap_or_default()
         .into_iter()
         .map(|e| (e.path.clone(), e))
@@ -238,6 +310,7 @@ fn write_changes(
         // A new main index: every current file, with the delta applied, in path order.
         let mut all: BTreeMap<String, FileEntry> = current
             .map(|ix| main_entries(&main_path, ix))
+            .transpose()?
             .unwrap_or_default()
             .into_iter()
             .map(|e| (e.path.clone(), e))
@@ -263,10 +336,10 @@ fn write_changes(
         .map_err(|e| Error::io(&delta_path, e))
 }
 
-/// Every file of the current main index, read whole into memory when the file at its path
-/// is still the one `current` opened (it is, under the lock, unless someone else edits
-/// `.code-intel/`), else decoded piece by piece from the open file.
-fn main_entries(main_path: &Path, current: &Index) -> Vec<FileEntry> {
+/// Every file of the current main index, read whole into memory (and checked whole) when
+/// the file at its path is still the one `current` opened (it is, under the lock, unless
+/// someone else edits `.code-intel/`), else decoded piece by piece from the open file.
+fn main_entries(main_path: &Path, current: &Index) -> Result<Vec<FileEntry>, Error> {
     match Store::read(main_path) {
         Ok(store) if store.generation == current.generation() => store.entries(),
         _ => current.main_entries(),

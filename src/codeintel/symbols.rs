@@ -68,14 +68,17 @@ fn use_hit(u: Use) -> SymbolHit {
     }
 }
 
-fn occurrences(index: &Index, name: &str, definitions: bool) -> Vec<SymbolHit> {
+fn occurrences(index: &Index, name: &str, definitions: bool) -> Result<Vec<SymbolHit>, Error> {
     // Postings list definitions first, so reading stops or starts at the boundary without
     // decoding the strings of tags that are not wanted.
-    let ids = index.lookup(name);
-    let boundary = ids
-        .iter()
-        .position(|t| !index.is_definition(*t))
-        .unwrap_or(ids.len());
+    let ids = index.lookup(name)?;
+    let mut boundary = ids.len();
+    for (k, t) in ids.iter().enumerate() {
+        if !index.is_definition(*t)? {
+            boundary = k;
+            break;
+        }
+    }
     let wanted = if definitions {
         &ids[..boundary]
     } else {
@@ -83,8 +86,10 @@ fn occurrences(index: &Index, name: &str, definitions: bool) -> Vec<SymbolHit> {
     };
     wanted
         .iter()
-        .map(|t| index.tag(*t))
-        .map(|(tag, file)| hit(index.file_path(file), tag))
+        .map(|t| {
+            let (tag, file) = index.tag(*t)?;
+            Ok(hit(index.file_path(file), tag))
+        })
         .collect()
 }
 
@@ -172,7 +177,7 @@ pub fn find_definitions(
             known: DEFINITION_KINDS.join(", "),
         });
     }
-    let mut hits = occurrences(index, name, true);
+    let mut hits = occurrences(index, name, true)?;
     if let Some(k) = kind {
         hits.retain(|h| h.kind == k);
     }
@@ -223,7 +228,7 @@ pub fn find_references(
             freshness: index.freshness.clone(),
         });
     }
-    let definitions: BTreeSet<(String, u32)> = occurrences(index, name, true)
+    let definitions: BTreeSet<(String, u32)> = occurrences(index, name, true)?
         .into_iter()
         .map(|h| (h.path, h.line))
         .collect();
@@ -317,7 +322,7 @@ pub fn get_symbols(
 ) -> Result<SymbolAnswer, Error> {
     let (i, rel) = file_index(index, root, file)?;
     let hits: Vec<SymbolHit> = index
-        .file_tags(i)
+        .file_tags(i)?
         .into_iter()
         .filter(|t| t.is_definition)
         .map(|t| hit(&rel, t))
@@ -359,7 +364,7 @@ pub fn function_at_line(
         }
     };
     let mut enclosing: Vec<(u32, SymbolHit)> = index
-        .file_tags(i)
+        .file_tags(i)?
         .into_iter()
         .filter(|t| t.is_definition && start(t) <= line && line <= t.end_line)
         .map(|t| (start(&t), hit(&rel, t)))
@@ -535,7 +540,7 @@ pub fn analyze_structure(
     let mut files = Vec::new();
     for i in selected {
         let tags: Vec<Tag> = index
-            .file_tags(i)
+            .file_tags(i)?
             .into_iter()
             .filter(|t| t.is_definition)
             .collect();
@@ -543,7 +548,7 @@ pub fn analyze_structure(
             *kinds.entry(t.kind.clone()).or_default() += 1;
         }
         let path = index.file_path(i).to_string();
-        let language = index.file_language(i).to_string();
+        let language = index.file_language(i)?;
         let imports = std::fs::read_to_string(root.path().join(&path))
             .map(|text| imports_of(&language, &text))
             .unwrap_or_default();

@@ -126,6 +126,11 @@ pub(crate) struct Freshness {
     /// changed files were re-tagged in memory for this answer only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) unsaved: Option<String>,
+    /// Present when the index on disk was unusable (damaged, truncated, another format):
+    /// what was wrong, and whether it was rebuilt or the answer comes from every source
+    /// file tagged in memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) recovered: Option<String>,
 }
 
 impl From<&index::Freshness> for Freshness {
@@ -137,6 +142,7 @@ impl From<&index::Freshness> for Freshness {
             deleted: f.deleted,
             note: f.note.to_string(),
             unsaved: f.unsaved.clone(),
+            recovered: f.recovered.clone(),
         }
     }
 }
@@ -160,6 +166,10 @@ pub(crate) struct UpdateReport {
     pub(crate) elapsed_ms: u64,
     /// Whether there was no usable index before.
     pub(crate) from_scratch: bool,
+    /// Present when the index on disk was unusable (damaged, truncated, another format)
+    /// and was rebuilt: what was wrong with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) recovered: Option<String>,
 }
 
 impl From<&refresh::UpdateReport> for UpdateReport {
@@ -174,6 +184,7 @@ impl From<&refresh::UpdateReport> for UpdateReport {
             tags: r.tags,
             elapsed_ms: r.elapsed_ms,
             from_scratch: r.from_scratch,
+            recovered: r.recovered.clone(),
         }
     }
 }

@@ -240,8 +240,20 @@ fn with_status(mut value: Value, note: &str) -> Value {
 }
 
 impl CodeTools {
-    /// Runs the code tool `name`; `Ok(None)` when there is no such tool.
+    /// Runs the code tool `name`; `Ok(None)` when there is no such tool. The index on disk
+    /// is checked piece by piece as tools read it (`codeintel::store`): when a piece does
+    /// not match its checksum, the index is repaired and the tool runs again, once.
     pub fn call(&self, name: &str, args: Map<String, Value>) -> Result<Option<Value>, ToolError> {
+        match self.call_once(name, args.clone()) {
+            Err(ToolError::Tool(problem @ Error::IndexCorrupt { .. })) => {
+                self.index.repair(&problem);
+                self.call_once(name, args)
+            }
+            other => other,
+        }
+    }
+
+    fn call_once(&self, name: &str, args: Map<String, Value>) -> Result<Option<Value>, ToolError> {
         let root = &self.root;
         let value = match name {
             "search_text" => search_text_tool(root, parse(args)?)?,

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use super::watch::{Drained, Watch};
 use crate::codeintel::error::Error;
 use crate::codeintel::index::{Index, stale_files};
-use crate::codeintel::refresh::{Progress, refresh_changed, refresh_with_progress};
+use crate::codeintel::refresh::{Progress, refresh_changed, refresh_with_progress, repair};
 use crate::codeintel::root::Root;
 
 /// How often a tool call may trigger a walk for files created since the last one.
@@ -130,7 +130,12 @@ impl IndexCache {
             *self.watch.lock().unwrap_or_else(PoisonError::into_inner) = Watch::start(&self.root);
         }
         let built = refresh_with_progress(&self.root, Some(&self.progress))
-            .and_then(|_| refresh_changed(&self.root))
+            .and_then(|report| {
+                if let Some(what) = report.recovered {
+                    tracing::warn!("{what}");
+                }
+                refresh_changed(&self.root)
+            })
             // A read-only `.code-intel/`: answer from an index built in memory.
             .or_else(|_| Index::open(&self.root));
         match built {
@@ -148,8 +153,31 @@ impl IndexCache {
         }
     }
 
-    fn set(&self, index: Index) {
+    /// Keeps `index` for the next answers. What was wrong with the index it replaced
+    /// (`freshness.recovered`) is logged, not kept: every later answer would repeat it.
+    fn set(&self, mut index: Index) {
+        if let Some(what) = index.freshness.recovered.take() {
+            tracing::warn!("{what}");
+        }
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(index));
+    }
+
+    /// After a tool found a piece of the index on disk that does not match its checksum
+    /// (`problem`, read only then): checks the index whole and rebuilds it, or, when
+    /// `.code-intel/` cannot be written, tags every source file in memory; the next
+    /// lookup answers from the result.
+    pub fn repair(&self, problem: &Error) {
+        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        tracing::warn!("{problem}; repairing the symbol index");
+        let repaired = repair(&self.root).or_else(|e| {
+            let mut index = Index::without_disk(&self.root, problem)?;
+            index.freshness.unsaved = Some(format!("the index could not be rebuilt ({e})"));
+            Ok::<_, Error>(index)
+        });
+        match repaired {
+            Ok(index) => self.set(index),
+            Err(e) => tracing::warn!("the symbol index could not be repaired: {e}"),
+        }
     }
 
     fn get(&self) -> Option<Arc<Index>> {

@@ -372,3 +372,160 @@ fn when_the_index_cannot_be_written_the_cli_answers_from_memory_and_says_so() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("index.lock"));
 }
+
+/// Questions whose answers the damage tests compare: a definition, an outline and the
+/// structure of every file (which reads nearly all of the index).
+const QUESTIONS: [&[&str]; 3] = [
+    &["defs", "stable_42", "--json"],
+    &["symbols", "src/m7.rs", "--json"],
+    &["structure", "src", "--json"],
+];
+
+/// The CLI's JSON answer to `args` without its freshness, and the freshness.
+fn answer(dir: &Path, args: &[&str]) -> (Value, Value) {
+    let out = spawn(dir, args).wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let freshness = v
+        .as_object_mut()
+        .and_then(|o| o.remove("freshness"))
+        .unwrap_or(Value::Null);
+    (v, freshness)
+}
+
+/// `good` with three bytes at `at` overwritten.
+fn damaged(good: &[u8], at: usize) -> Vec<u8> {
+    let mut bad = good.to_vec();
+    for b in bad.iter_mut().skip(at).take(3) {
+        *b ^= 0xA5;
+    }
+    bad
+}
+
+/// Three bytes overwritten at 50 places of a real index, each answer from a fresh copy:
+/// the answer is the undamaged one, either because the damage was not in what it read, or
+/// because the damage was found and the index rebuilt, which the answer says. Never a
+/// damaged name, kind or file list, never a panic.
+#[test]
+fn damaged_bytes_anywhere_in_the_index_are_caught_or_harmless() {
+    let dir = repo("damaged");
+    let root = Root::open(&dir).unwrap();
+    refresh(&root).unwrap();
+    let index = dir.join(INDEX_FILE);
+    let good = std::fs::read(&index).unwrap();
+    let expected: Vec<Value> = QUESTIONS.iter().map(|q| answer(&dir, q).0).collect();
+    assert_eq!(expected[0]["items"][0]["name"], "stable_42");
+    assert_eq!(expected[1]["items"][0]["kind"], "fn");
+    assert_eq!(expected[2]["files"]["total"], FILES);
+    assert_eq!(
+        std::fs::read(&index).unwrap(),
+        good,
+        "answering wrote nothing"
+    );
+    let mut rebuilt = 0;
+    for k in 0..50 {
+        // Spread over the whole file, header to last byte, across record boundaries.
+        let at = k * (good.len() - 3) / 49;
+        let bad = damaged(&good, at);
+        for (question, want) in QUESTIONS.iter().zip(&expected) {
+            std::fs::write(&index, &bad).unwrap();
+            let (got, freshness) = answer(&dir, question);
+            assert_eq!(&got, want, "byte {at}, {question:?}");
+            let Some(what) = freshness["recovered"].as_str() else {
+                // The damage was in no part this answer read: nothing was rebuilt.
+                assert!(
+                    std::fs::read(&index).unwrap() == bad,
+                    "byte {at}, {question:?}: the index was rewritten without a word"
+                );
+                continue;
+            };
+            rebuilt += 1;
+            assert!(
+                what.contains("is unusable") && what.contains("rebuilt"),
+                "byte {at}, {question:?}: {what}"
+            );
+            let (again, freshness) = answer(&dir, question);
+            assert_eq!(&again, want, "byte {at}, {question:?}, after the rebuild");
+            assert!(freshness.get("recovered").is_none(), "{freshness}");
+        }
+        // A read that may not write (the library's `Index::open`) never answers from
+        // damaged bytes either: the same answer, or an error that says the index is corrupt.
+        std::fs::write(&index, &bad).unwrap();
+        match find_definitions(&Index::open(&root).unwrap(), "stable_42", None, all()) {
+            Ok(a) => assert_eq!(
+                (a.symbols.total, a.symbols.items[0].kind.as_str()),
+                (1, "fn"),
+                "byte {at}"
+            ),
+            Err(e) => assert_eq!(e.key(), "index.corrupt", "byte {at}: {e}"),
+        }
+    }
+    // The structure reads nearly every part of the index, so most damage is found.
+    assert!(
+        rebuilt >= 40,
+        "only {rebuilt} of 150 answers found the damage"
+    );
+}
+
+/// A damaged index in a `.code-intel/` nobody may write, with a source file changed since
+/// it was indexed: the answer comes from the files tagged in memory and says why, whether
+/// the damage is found when the index is opened or only when a query reads it.
+#[test]
+fn a_damaged_index_that_cannot_be_rebuilt_is_answered_from_memory() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = repo("damaged-readonly");
+    let root = Root::open(&dir).unwrap();
+    refresh(&root).unwrap();
+    let index = dir.join(INDEX_FILE);
+    let good = std::fs::read(&index).unwrap();
+    std::fs::write(dir.join("src/m9.rs"), "pub fn moved_9() {}\n").unwrap();
+    // The answer with the changed file, from a writable index (then put back as it was).
+    let expected = answer(&dir, QUESTIONS[2]).0;
+    let _ = std::fs::remove_file(dir.join(DELTA_FILE));
+    std::fs::write(&index, &good).unwrap();
+    // Tests may run as root, which ignores permissions: a directory where the lock file
+    // should be makes the index just as unwritable.
+    let code_intel = dir.join(".code-intel");
+    std::fs::remove_file(code_intel.join("index.lock")).unwrap();
+    std::fs::create_dir(code_intel.join("index.lock")).unwrap();
+    std::fs::set_permissions(&code_intel, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // The last bytes are the blob's, read only by a query (here, for the structure); byte
+    // 10 is in the header, checked when the index is opened.
+    for at in [good.len() - 3, 10] {
+        let bad = damaged(&good, at);
+        std::fs::set_permissions(&code_intel, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(&index, &bad).unwrap();
+        std::fs::set_permissions(&code_intel, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let (got, freshness) = answer(&dir, QUESTIONS[2]);
+        assert_eq!(got, expected, "byte {at}");
+        assert!(
+            freshness["recovered"]
+                .as_str()
+                .is_some_and(|s| s.contains("is unusable") && s.contains("tagged in memory")),
+            "byte {at}: {freshness}"
+        );
+        assert!(freshness["unsaved"].is_string(), "byte {at}: {freshness}");
+        let (got, _) = answer(&dir, &["defs", "moved_9", "--json"]);
+        assert_eq!(got["items"][0]["path"], "src/m9.rs");
+        let out = spawn(&dir, &["structure", "src/m9.rs"])
+            .wait_with_output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("warning: index "),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            std::fs::read(&index).unwrap() == bad,
+            "byte {at}: the index was written"
+        );
+        assert!(!dir.join(DELTA_FILE).exists());
+    }
+    std::fs::set_permissions(&code_intel, std::fs::Permissions::from_mode(0o755)).unwrap();
+}

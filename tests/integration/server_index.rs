@@ -242,3 +242,49 @@ fn concurrent_calls_share_the_index_while_files_change() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A piece of the index on disk that does not match its checksum, found only when a tool
+/// reads it: the server rebuilds the index and the tool answers as if nothing happened.
+#[test]
+fn a_damaged_piece_of_the_index_found_by_a_tool_is_repaired() {
+    use code_intel::codeintel::index::INDEX_FILE;
+    use code_intel::codeintel::refresh::refresh;
+    let files: Vec<(String, String)> = (0..30)
+        .map(|k| {
+            (
+                format!("src/m{k:02}.py"),
+                format!("def f_{k}():\n    return {k}\n"),
+            )
+        })
+        .collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let dir = temp_repo("damaged", &files);
+    refresh(&Root::open(&dir).unwrap()).unwrap();
+    // The last bytes of the index are the strings of the last file's tags: read only when
+    // a question needs them, not when the index is opened.
+    let index = dir.join(INDEX_FILE);
+    let mut bytes = std::fs::read(&index).unwrap();
+    let n = bytes.len();
+    for b in &mut bytes[n - 3..] {
+        *b ^= 0xA5;
+    }
+    std::fs::write(&index, &bytes).unwrap();
+    let tools = code_tools(&dir, true);
+    ready(&tools.index);
+    assert!(
+        std::fs::read(&index).unwrap() == bytes,
+        "opening the index did not find the damage"
+    );
+    let answer = call(&tools, "get_symbols", json!({"file_path": "src/m29.py"}));
+    assert_eq!(answer["items"][0]["name"], "f_29", "{answer}");
+    assert_eq!(answer["items"][0]["signature"], "def f_29():", "{answer}");
+    assert!(
+        std::fs::read(&index).unwrap() != bytes,
+        "the index was rebuilt"
+    );
+    let answer = call(&tools, "find_definitions", json!({"name": "f_29"}));
+    assert_eq!(paths(&answer), ["src/m29.py:1"]);
+}
