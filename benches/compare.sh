@@ -13,6 +13,11 @@
 #               `code-intel index` (walks the whole tree), and separately the next
 #               `code-intel defs`, which re-tags the changed file before answering: goal < 50 ms
 #   defs        warm `code-intel defs NAME` (index up to date): goal < 10 ms at the median
+#   noindex     `code-intel defs NAME` on the corpus never indexed (no .code-intel/): it tags
+#               only the files that mention the name: goal < 300 ms
+#   refs        warm `code-intel refs NAME` (uses are parsed from the files that mention the
+#               name, not read from the index): goal < 500 ms; prints the uses by kind and
+#               resolution, and the subclasses `impact NAME` finds
 #
 # on two corpora: Django's source (the PyPI sdist, ~490k lines of Python) and a copy of the
 # Rust sources under ~/.cargo/registry/src/*/ (this crate's dependencies).
@@ -40,7 +45,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BENCH_DIR="${BENCH_DIR:-/tmp/code-intel-bench}"
 CORPORA="${BENCH_CORPORA:-django cargo}"
-PARTS="${BENCH_PARTS:-search cold incremental defs}"
+PARTS="${BENCH_PARTS:-search cold incremental defs noindex refs}"
 WARMUP="${BENCH_WARMUP:-3}"
 RUNS="${BENCH_RUNS:-30}"
 SLOW_RUNS="${BENCH_SLOW_RUNS:-5}"
@@ -118,6 +123,7 @@ setup_corpus() {
             C_EDIT="django/db/models/query.py"
             C_COMMENT="#"
             C_DEF="ModelAdmin"
+            C_REF="UserCreationForm"
             ;;
         cargo)
             cargo_corpus
@@ -130,6 +136,7 @@ setup_corpus() {
                 find . -path '*/src/lib.rs' | sed 's|^\./||' | sort; } | sed -n 1p)"
             C_COMMENT="//"
             C_DEF="parse_args"
+            C_REF="parse_args"
             ;;
         *)
             echo "error: unknown corpus '$1' (django, cargo)" >&2
@@ -224,7 +231,7 @@ measure_cold() {
         -n "code-intel index (cold)" --prepare "rm -rf $C_DIR/.code-intel" \
         "$CODE_INTEL index --root $C_DIR"
     row "$corpus: cold index" "$corpus-cold-index.json#1" "$corpus-cold-index.json#0" ratio 1.0 \
-        "ctags tags every language it knows, definitions only; code-intel its languages, definitions and references"
+        "ctags tags every language it knows, code-intel its eleven; both definitions only"
 }
 
 measure_incremental() {
@@ -261,6 +268,39 @@ measure_defs() {
     row "$corpus: defs $C_DEF ($n_defs defs, warm)" "$corpus-defs.json#0" - ms 10 ""
 }
 
+measure_noindex() {
+    local corpus="$1"
+    log "$corpus: defs $C_DEF with no index (.code-intel/ removed before every run)"
+    rm -rf "$C_DIR/.code-intel"
+    echo "  $("$CODE_INTEL" defs "$C_DEF" --root "$C_DIR" --limit 0 | wc -l) definitions"
+    bench "$corpus-defs-noindex" -N --warmup "$WARMUP" --runs "$RUNS" --output=null \
+        --prepare "rm -rf $C_DIR/.code-intel" -n "code-intel defs $C_DEF (no index)" \
+        "$CODE_INTEL defs $C_DEF --root $C_DIR"
+    row "$corpus: defs $C_DEF, never indexed" "$corpus-defs-noindex.json#0" - ms 300 ""
+}
+
+measure_refs() {
+    local corpus="$1"
+    log "$corpus: warm refs $C_REF (uses by kind and resolution), impact $C_DEF subclasses"
+    "$CODE_INTEL" index --root "$C_DIR" >/dev/null
+    "$CODE_INTEL" refs "$C_REF" --root "$C_DIR" --json --limit 0 | python3 -c '
+import json, sys
+a = json.load(sys.stdin)
+u = a.get("uses") or {}
+print("  " + str(a["total"]) + " uses; by kind:", u.get("by_kind"), "by resolution:", u.get("by_resolution"))'
+    "$CODE_INTEL" impact "$C_DEF" --root "$C_DIR" --json --limit 0 | python3 -c '
+import json, sys
+i = json.load(sys.stdin)
+subs = i["subclasses"]["items"]
+print("  impact: " + str(len(subs)) + " subclasses/implementations, " + str(i["importers"]["total"])
+      + " importers, " + str(i["callers"]["total"]) + " callers; uses by kind:", i["uses"]["by_kind"])
+for s in [s for s in subs if "test" not in s["path"]][:12]:
+    print("    " + s["path"] + ":" + str(s["line"]) + " " + s["kind"] + " " + s["name"])'
+    bench "$corpus-refs" -N --warmup "$WARMUP" --runs "$RUNS" --output=null \
+        -n "code-intel refs $C_REF" "$CODE_INTEL refs $C_REF --root $C_DIR"
+    row "$corpus: refs $C_REF (warm)" "$corpus-refs.json#0" - ms 500 ""
+}
+
 run_corpus() {
     local corpus="$1" part
     setup_corpus "$corpus"
@@ -268,8 +308,8 @@ run_corpus() {
     corpus_stats "$corpus"
     for part in $PARTS; do
         case "$part" in
-            search | cold | incremental | defs) "measure_$part" "$corpus" ;;
-            *) echo "error: unknown part '$part' (search, cold, incremental, defs)" >&2; exit 2 ;;
+            search | cold | incremental | defs | noindex | refs) "measure_$part" "$corpus" ;;
+            *) echo "error: unknown part '$part' (search, cold, incremental, defs, noindex, refs)" >&2; exit 2 ;;
         esac
     done
 }
