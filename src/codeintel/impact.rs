@@ -230,7 +230,7 @@ pub fn analyze_impact(
     };
     let files: Vec<references::TaggedFile> = found
         .as_ref()
-        .map(|f| references::tag_found(root, f))
+        .map(|f| references::tag_found(root, f, &names))
         .unwrap_or_default()
         .into_iter()
         .filter(|f| !target_files.contains(&f.path))

@@ -78,11 +78,12 @@ pub(crate) struct TaggedFile {
 /// The source files that mention any of `names` as a whole word, tagged with definitions
 /// and references (on every core). Files that vanish meanwhile are left out.
 pub(crate) fn files_mentioning(root: &Root, names: &[String]) -> Result<Vec<TaggedFile>, Error> {
-    Ok(tag_found(root, &search_words(root, names)?))
+    Ok(tag_found(root, &search_words(root, names)?, names))
 }
 
-/// The source files of a text search's result, tagged with definitions and references.
-pub(crate) fn tag_found(root: &Root, found: &TextResult) -> Vec<TaggedFile> {
+/// The source files of a text search's result, tagged with definitions, imports and the
+/// references to `names`.
+pub(crate) fn tag_found(root: &Root, found: &TextResult, names: &[String]) -> Vec<TaggedFile> {
     let mut jobs = Vec::new();
     for file in &found.files {
         let abs = root.path().join(&file.path);
@@ -100,7 +101,7 @@ pub(crate) fn tag_found(root: &Root, found: &TextResult) -> Vec<TaggedFile> {
             old: None,
         });
     }
-    run_reference_jobs(jobs)
+    run_reference_jobs(jobs, names)
         .into_iter()
         .filter_map(|outcome| match outcome {
             Outcome::Tagged(entry) | Outcome::Touched(entry) => Some(TaggedFile {

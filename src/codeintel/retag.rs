@@ -72,15 +72,20 @@ pub(crate) fn run_jobs(jobs: Vec<Job>) -> Vec<Outcome> {
 
 /// [`run_jobs`], counting finished jobs into `progress`.
 pub(crate) fn run_jobs_with(jobs: Vec<Job>, progress: Option<&Progress>) -> Vec<Outcome> {
-    run(jobs, progress, Tagger::new)
+    run(jobs, progress, &Tagger::new)
 }
 
-/// [`run_jobs`] with references as well as definitions: what questions about uses read.
-pub(crate) fn run_reference_jobs(jobs: Vec<Job>) -> Vec<Outcome> {
-    run(jobs, None, Tagger::with_references)
+/// [`run_jobs`] with the imports and the references to `names` as well as definitions:
+/// what questions about uses read.
+pub(crate) fn run_reference_jobs(jobs: Vec<Job>, names: &[String]) -> Vec<Outcome> {
+    run(jobs, None, &|| Tagger::with_references_to(names))
 }
 
-fn run(jobs: Vec<Job>, progress: Option<&Progress>, tagger: fn() -> Tagger) -> Vec<Outcome> {
+fn run(
+    jobs: Vec<Job>,
+    progress: Option<&Progress>,
+    tagger: &(dyn Fn() -> Tagger + Sync),
+) -> Vec<Outcome> {
     if let Some(p) = progress {
         p.total.store(jobs.len(), Ordering::Relaxed);
         p.done.store(0, Ordering::Relaxed);
@@ -117,7 +122,7 @@ fn run(jobs: Vec<Job>, progress: Option<&Progress>, tagger: fn() -> Tagger) -> V
     results.into_iter().map(|(_, o)| o).collect()
 }
 
-fn process(tagger: &mut Tagger, fresh: fn() -> Tagger, job: &Job) -> Outcome {
+fn process(tagger: &mut Tagger, fresh: &dyn Fn() -> Tagger, job: &Job) -> Outcome {
     let Ok(bytes) = std::fs::read(&job.abs) else {
         return Outcome::Gone;
     };

@@ -1,7 +1,7 @@
 //! Symbol tags (definitions and references) of one source file, from the language's
 //! tree-sitter tags query, with positions, a one-line signature and the enclosing scope.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use tree_sitter_tags::{TagsConfiguration, TagsContext};
@@ -43,11 +43,15 @@ pub(crate) struct Tag {
 
 /// Tags files. Holds a parser and, built on first use, one compiled tags configuration per
 /// language, so keep one per thread and reuse it. [`Tagger::new`] finds definitions (what
-/// the index stores); [`Tagger::with_references`] also every use of a name, with its kind.
+/// the index stores); [`Tagger::with_references_to`] also the uses of names, with their kind.
 #[derive(Default)]
 pub(crate) struct Tagger {
     context: TagsContext,
     with_references: bool,
+    /// With references: keep only the uses of these names (and every import, which says
+    /// what the file binds). A question about one name then builds no tags for the
+    /// thousands of other names in a file.
+    only_uses_of: Option<HashSet<Vec<u8>>>,
     configs: HashMap<&'static str, Result<TagsConfiguration, String>>,
 }
 
@@ -76,10 +80,20 @@ impl Tagger {
         Tagger::default()
     }
 
-    /// A tagger of definitions and references.
+    /// A tagger of definitions and every reference (tests look at all of them).
+    #[cfg(test)]
     pub(crate) fn with_references() -> Tagger {
         Tagger {
             with_references: true,
+            ..Tagger::default()
+        }
+    }
+
+    /// A tagger of definitions, imports, and the other references to `names` only.
+    pub(crate) fn with_references_to(names: &[String]) -> Tagger {
+        Tagger {
+            with_references: true,
+            only_uses_of: Some(names.iter().map(|n| n.as_bytes().to_vec()).collect()),
             ..Tagger::default()
         }
     }
@@ -94,6 +108,7 @@ impl Tagger {
         let Tagger {
             context,
             with_references,
+            only_uses_of,
             configs,
         } = self;
         let failed = |message: String| Error::Tags {
@@ -126,6 +141,15 @@ impl Tagger {
             // tree-sitter-tags 0.27 yields the placeholders of `@ignore` captures when it
             // drains its queue at the end of a file; they have no range.
             if tag.range.start == usize::MAX {
+                continue;
+            }
+            if let Some(wanted) = only_uses_of.as_ref()
+                && !tag.is_definition
+                && !source
+                    .get(tag.name_range.clone())
+                    .is_some_and(|name| wanted.contains(name))
+                && config.syntax_type_name(tag.syntax_type_id) != "import"
+            {
                 continue;
             }
             let name_range = tag.name_range.clone();
