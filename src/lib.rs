@@ -16,6 +16,7 @@ pub mod hosts;
 pub mod lint;
 pub mod machine;
 pub mod runner;
+pub mod scenario;
 pub mod server;
 pub mod session;
 pub mod source;

@@ -33,7 +33,10 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), CliError> {
     for entry in entries {
         if entry.is_dir() {
             collect(&entry, out)?;
-        } else if entry.extension().is_some_and(|e| e == "yml" || e == "yaml") {
+        } else if entry.extension().is_some_and(|e| e == "yml" || e == "yaml")
+            && !crate::scenario::is_scenario_file(&entry)
+        {
+            // Scenario files sit next to their contract; `code-intel test` checks them.
             out.push(entry);
         }
     }

@@ -5,6 +5,7 @@ mod error;
 mod init;
 mod lint;
 mod out;
+mod test;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -66,8 +67,25 @@ enum Command {
         #[arg(long, value_enum, default_value_t = MatrixFormat::Markdown)]
         format: MatrixFormat,
     },
-    /// Print the JSON Schema of contract files.
-    Schema,
+    /// Print the JSON Schema of contract files (or, with --scenarios, of scenario files).
+    Schema {
+        /// The schema of scenario files (`code-intel test`) instead.
+        #[arg(long)]
+        scenarios: bool,
+    },
+    /// Run scenario files (*.scenarios.yml): sessions driven step by step through a
+    /// contract, each step's state, message, refusal or finish checked.
+    ///
+    /// Exit status: 0 every scenario passed, 1 a scenario failed or a file could not be
+    /// run, 2 no scenario file found or IO error.
+    Test {
+        /// Scenario files or directories to search for *.scenarios.yml; default: `.`.
+        paths: Vec<PathBuf>,
+        /// Also print, per contract, the transitions and counter limit redirects no
+        /// scenario exercised.
+        #[arg(long)]
+        coverage: bool,
+    },
     /// Search file contents (literal by default; --regex), gitignore-aware, in parallel.
     Search(tools::SearchArgs),
     /// List files whose paths match globs.
@@ -263,10 +281,15 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             command,
             force,
         }),
-        Command::Schema => {
-            out!("{}", contract::generated_schema());
+        Command::Schema { scenarios } => {
+            if scenarios {
+                out!("{}", crate::scenario::generated_schema());
+            } else {
+                out!("{}", contract::generated_schema());
+            }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Test { paths, coverage } => test::run(&paths, coverage),
     }
 }
 

@@ -26,7 +26,8 @@ pub struct Code {
     pub severity: Severity,
     /// One line: what the code flags.
     pub summary: &'static str,
-    /// Which stage reports it: `yaml`, `schema` or `lint`.
+    /// Which stage reports it: `yaml`, `schema` or `lint` for contracts, `scenario` for
+    /// the scenario files of `code-intel test`.
     pub stage: &'static str,
 }
 
@@ -168,6 +169,12 @@ pub const ALL: &[Code] = &[
         Error,
         "lint",
         "a flag set, matrix column or conflict names a flag or value that is not declared",
+    ),
+    code(
+        "scenario-invalid",
+        Error,
+        "scenario",
+        "a scenario file (for `code-intel test`) does not have the shape of the scenario schema",
     ),
 ];
 

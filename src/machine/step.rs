@@ -71,6 +71,11 @@ pub struct Accepted {
     pub message: Option<RenderedMessage>,
     /// Which counter limits redirected the step, if any.
     pub limit_reached: Option<String>,
+    /// The rule that fired: an index into the state's `transitions`, or `None` for its
+    /// `otherwise` (what scenario coverage counts).
+    pub transition: Option<usize>,
+    /// With `limit_reached`: the index of the counter's `on_limit` redirect that won.
+    pub redirect: Option<usize>,
 }
 
 /// A refused step: the message, and the current phase again so the agent can retry.
@@ -179,18 +184,19 @@ pub fn step(
     }
 
     let mut chosen = None;
-    for t in &state.transitions {
+    for (index, t) in state.transitions.iter().enumerate() {
         let Some(g) = &t.guard else { continue };
         match holds(g, ctx) {
             Ok(true) => {
-                chosen = Some(t);
+                chosen = Some((index, t));
                 break;
             }
             Ok(false) => {}
             Err(e) => return Err(reject(guard_failed(contract, &e, locale))),
         }
     }
-    let Some(t) = chosen.or(state.otherwise.as_ref()) else {
+    let transition = chosen.map(|(index, _)| index);
+    let Some(t) = chosen.map(|(_, t)| t).or(state.otherwise.as_ref()) else {
         return Err(reject(guard_failed(
             contract,
             &format!(
@@ -219,6 +225,7 @@ pub fn step(
     let mut target = t.to;
     let mut msg_ref = t.message.as_ref();
     let mut limit_reached = None;
+    let mut redirect = None;
     let after = next.guard_roots();
     let mut after_roots = roots.clone();
     after_roots.extend(after);
@@ -231,7 +238,7 @@ pub fn step(
         if !limit_reached_now(contract, *counter_id, tasks_touched.as_ref(), &next) {
             continue;
         }
-        for r in &counter.on_limit {
+        for (index, r) in counter.on_limit.iter().enumerate() {
             let matches = match &r.guard {
                 None => true,
                 Some(g) => {
@@ -242,6 +249,7 @@ pub fn step(
                 target = r.to;
                 msg_ref = r.message.as_ref().or(msg_ref);
                 limit_reached = Some(counter.name.clone());
+                redirect = Some(index);
                 // The transition's side effects were meant for its own target; a redirect
                 // replaces them with its own.
                 effects.clear();
@@ -272,6 +280,8 @@ pub fn step(
         effects,
         message,
         limit_reached,
+        transition,
+        redirect,
     })
 }
 

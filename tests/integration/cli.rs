@@ -483,3 +483,69 @@ fn impact_lists_subclasses_and_importers_before_callers() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn scenario_tests_report_failures_at_their_step_and_coverage() {
+    let dir = temp_dir("scenarios");
+    std::fs::write(
+        dir.join("flow.scenarios.yml"),
+        "contract: builtin\n\
+         scenarios:\n\
+         \x20 - name: starts with the documents\n\
+         \x20   params: {request: fix login}\n\
+         \x20   facts: {stale_branches_exist: false}\n\
+         \x20   steps:\n\
+         \x20     - expect: {state: DOCUMENT_RESEARCH}\n\
+         \x20 - name: expects the wrong state\n\
+         \x20   params: {request: fix login}\n\
+         \x20   facts: {stale_branches_exist: false}\n\
+         \x20   steps:\n\
+         \x20     - expect: {state: DOCUMENT_RESEARCH}\n\
+         \x20     - submit: {documents_reviewed: [a.md], tools_used: [], summary: read}\n\
+         \x20       expect: {state: EXPLORATION}\n",
+    )
+    .unwrap();
+    let o = run(&dir, &["test", ".", "--coverage"]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("scenario starts with the documents ... ok"),
+        "{text}"
+    );
+    assert!(
+        text.contains("scenario expects the wrong state ... FAILED"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "flow.scenarios.yml:13:9: step 2: expected state `EXPLORATION`, got `QUERY_FRAME`"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("test result: FAILED. 1 passed; 1 failed"),
+        "{text}"
+    );
+    assert!(text.contains("coverage of builtin: 2 of "), "{text}");
+    assert!(
+        text.contains("not exercised: <built-in>/contracts/phase_contract.yml:"),
+        "{text}"
+    );
+
+    // A file that is not a scenario file is reported with its place and not run.
+    std::fs::write(dir.join("bad.scenarios.yml"), "scenarios:\n  - nme: x\n").unwrap();
+    let o = run(&dir, &["test", "bad.scenarios.yml"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("unknown key `nme` in `scenarios.0`") && err.contains("bad.scenarios.yml:2:5"),
+        "{err}"
+    );
+
+    let empty = temp_dir("scenarios-none");
+    let o = run(&empty, &["test"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no scenario files"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&empty);
+}

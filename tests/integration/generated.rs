@@ -25,6 +25,14 @@ fn contract_schema_is_fresh() {
 }
 
 #[test]
+fn scenario_schema_is_fresh() {
+    check(
+        "schemas/scenario.schema.json",
+        &code_intel::scenario::generated_schema(),
+    );
+}
+
+#[test]
 fn lint_docs_are_fresh() {
     check("docs/lints.md", &code_intel::diagnostic::codes::markdown());
 }
@@ -34,10 +42,31 @@ fn host_docs_are_fresh() {
     check("docs/hosts.md", &code_intel::hosts::markdown());
 }
 
+/// The scenario files next to the shipped contracts pass (`code-intel test contracts/`).
+#[test]
+fn every_shipped_scenario_passes() {
+    let o = std::process::Command::new(crate::support::binary())
+        .args(["test", "contracts/"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("test result: ok."), "{stdout}");
+}
+
 #[test]
 fn every_shipped_contract_lints_clean() {
     for entry in std::fs::read_dir(repo().join("contracts")).unwrap() {
         let path = entry.unwrap().path();
+        if code_intel::scenario::is_scenario_file(&path) {
+            continue;
+        }
         let relative = format!("contracts/{}", path.file_name().unwrap().to_string_lossy());
         let text = std::fs::read_to_string(&path).unwrap();
         let mut sources = code_intel::source::Sources::default();
