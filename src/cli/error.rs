@@ -25,6 +25,8 @@ pub(super) enum CliError {
     Serve(String),
     /// `init` refused to set the project up and wrote nothing (exit 2).
     Init(InitError),
+    /// An argument names something the contract does not have (exit 2).
+    Usage(String),
 }
 
 impl CliError {
@@ -38,9 +40,11 @@ impl CliError {
     /// 1 for a problem in the contract, 2 for usage and IO errors, as documented.
     pub(super) fn exit_code(&self) -> u8 {
         match self {
-            CliError::Read { .. } | CliError::Flags(_) | CliError::Serve(_) | CliError::Init(_) => {
-                2
-            }
+            CliError::Read { .. }
+            | CliError::Flags(_)
+            | CliError::Serve(_)
+            | CliError::Init(_)
+            | CliError::Usage(_) => 2,
             CliError::InvalidContract { .. } | CliError::Matrix(_) => 1,
         }
     }
@@ -57,6 +61,7 @@ impl fmt::Display for CliError {
             CliError::Matrix(e) => e.fmt(f),
             CliError::Serve(e) => f.write_str(e),
             CliError::Init(e) => e.fmt(f),
+            CliError::Usage(e) => f.write_str(e),
         }
     }
 }

@@ -5,6 +5,7 @@ mod error;
 mod init;
 mod lint;
 mod out;
+mod show;
 mod test;
 mod tools;
 
@@ -59,6 +60,27 @@ enum Command {
         intent: Option<String>,
         #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
         format: GraphFormat,
+    },
+    /// Print the effective contract after overlays: per state the instruction as rendered
+    /// for the flags, the tools, the payload expected and the transitions, per counter
+    /// the limit in force, each with where it is written (built-in or overlay file:line).
+    Show {
+        #[command(flatten)]
+        source: ContractSource,
+        /// Flags as a user would type them, e.g. "--quick -ni".
+        #[arg(long, allow_hyphen_values = true, default_value = "")]
+        flags: String,
+        /// The intent; default: the contract's default intent.
+        #[arg(long)]
+        intent: Option<String>,
+        /// The locale of the instructions; default: the contract's first.
+        #[arg(long)]
+        locale: Option<String>,
+        /// Only this state.
+        state: Option<String>,
+        /// Leave out the states that cannot run under these flags and intent.
+        #[arg(long)]
+        only_running: bool,
     },
     /// Print the phase × flag matrix computed from the contract.
     Matrix {
@@ -255,6 +277,25 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Show {
+            source,
+            flags: flag_text,
+            intent,
+            locale,
+            state,
+            only_running,
+        } => {
+            let (contract, sources) = load_contract_with_sources(&source)?;
+            show::run(
+                &contract,
+                &sources,
+                &flag_text,
+                intent.as_deref(),
+                locale.as_deref(),
+                state.as_deref(),
+                only_running,
+            )
+        }
         Command::Search(a) => Ok(tools::search(&a)),
         Command::Files(a) => Ok(tools::files(&a)),
         Command::Defs(a) => Ok(tools::defs(&a)),
@@ -363,6 +404,18 @@ fn load_contract(source: &ContractSource) -> Result<Contract, CliError> {
 
 /// [`load_contract`] for the repository at `root`.
 fn load_contract_at(root: &Path, file: Option<&Path>) -> Result<Contract, CliError> {
+    load_contract_and_sources(root, file).map(|(contract, _)| contract)
+}
+
+/// [`load_contract`], keeping the sources, whose names say where each span comes from.
+fn load_contract_with_sources(source: &ContractSource) -> Result<(Contract, Sources), CliError> {
+    load_contract_and_sources(Path::new("."), source.contract.as_deref())
+}
+
+fn load_contract_and_sources(
+    root: &Path,
+    file: Option<&Path>,
+) -> Result<(Contract, Sources), CliError> {
     let mut sources = Sources::default();
     let loaded = match file {
         Some(path) => lint::load_file(&mut sources, path, read(path)?),
@@ -379,7 +432,7 @@ fn load_contract_at(root: &Path, file: Option<&Path>) -> Result<Contract, CliErr
     };
     let diagnostics = loaded.diagnostics.clone();
     match loaded.ok() {
-        Ok(contract) => Ok(contract),
+        Ok(contract) => Ok((contract, sources)),
         Err(_) => Err(CliError::InvalidContract {
             rendered: render::human(&sources, &diagnostics),
         }),

@@ -131,6 +131,8 @@ pub struct Counter {
     pub limit: LimitValue,
     pub on_limit: Vec<Redirect>,
     pub span: Span,
+    /// Where the limit in force is written (an overlay's place when it changed it).
+    pub limit_span: Span,
 }
 
 #[derive(Debug, Clone)]
@@ -159,6 +161,9 @@ pub struct State {
     pub substep: Option<String>,
     pub label: String,
     pub has_instruction: bool,
+    /// Where the instruction is written (the overlay's place when an overlay replaced
+    /// it), for `code-intel show`.
+    pub instruction_span: Option<Span>,
     /// The payload schema as written (with shared definitions inlined) and its validator.
     pub payload_schema: Option<Value>,
     pub validator: Option<jsonschema::Validator>,

@@ -549,3 +549,60 @@ fn scenario_tests_report_failures_at_their_step_and_coverage() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&empty);
 }
+
+#[test]
+fn show_prints_the_effective_contract_with_origins() {
+    let dir = temp_dir("show");
+    std::fs::create_dir_all(dir.join(".code-intel")).unwrap();
+    std::fs::write(
+        dir.join(".code-intel/phase_contract.yml"),
+        "extends: builtin\ncounters:\n  failure_count:\n    limit: 5\nstates:\n  EXPLORATION:\n    instruction:\n      en: \"Explore {{ state }} with two tools.\"\n      ja: \"探索してください。\"\n",
+    )
+    .unwrap();
+    let text = stdout(&run(&dir, &["show", "EXPLORATION"]));
+    assert!(
+        text.contains("instruction (from .code-intel/phase_contract.yml:8:11):"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  | Explore EXPLORATION with two tools."),
+        "{text}"
+    );
+    assert!(
+        text.contains("  -> Q1 otherwise — <built-in>/contracts/phase_contract.yml:"),
+        "{text}"
+    );
+    let text = stdout(&run(&dir, &["show", "--locale", "ja", "EXPLORATION"]));
+    assert!(text.contains("  | 探索してください。"), "{text}");
+    let text = stdout(&run(&dir, &["show"]));
+    assert!(
+        text.contains("failure_count: limit 5 (from .code-intel/phase_contract.yml:4:12)"),
+        "{text}"
+    );
+    let text = stdout(&run(
+        &dir,
+        &["show", "--flags", "--quick", "--only-running"],
+    ));
+    assert!(
+        !text.contains("## EXPLORATION"),
+        "--quick skips exploration: {text}"
+    );
+    assert!(text.contains("flags: quick=true"), "{text}");
+    for (args, expected) in [
+        (
+            &["show", "--intent", "NOPE"][..],
+            "unknown intent `NOPE`; the contract's intents are: IMPLEMENT",
+        ),
+        (
+            &["show", "NOPE"][..],
+            "unknown state `NOPE`; the contract's states are:",
+        ),
+        (&["show", "--locale", "fr"][..], "unknown locale `fr`"),
+    ] {
+        let o = run(&dir, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -37,6 +37,7 @@ impl Lowerer<'_> {
                     limit,
                     on_limit: Vec::new(),
                     span: self.key_span(&format!("/counters/{name}")),
+                    limit_span: self.value_span(&format!("/counters/{name}/limit")),
                 }
             })
             .collect();

@@ -104,6 +104,12 @@ impl Lowerer<'_> {
             phase,
             substep: s.substep.clone(),
             has_instruction,
+            // The default locale's text: an overlay may replace one locale's text and keep
+            // the others, and the merged mapping keeps the built-in file's place.
+            instruction_span: s.instruction.is_some().then(|| {
+                let locale = self.locales.first().map_or("en", String::as_str);
+                self.value_span(&format!("{p}/instruction/{locale}"))
+            }),
             payload_schema: payload.schema,
             validator: payload.validator,
             expected_payload: payload.expected,
