@@ -18,7 +18,7 @@ use crate::contract::{self, Contract};
 use crate::diagnostic::render::{self, Format};
 use crate::source::Sources;
 use error::CliError;
-use out::{out, outln};
+use out::{err, errln, out, outln};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -178,11 +178,11 @@ pub fn run(cli: Cli) -> ExitCode {
     match dispatch(cli) {
         Ok(code) => code,
         Err(CliError::InvalidContract { rendered }) => {
-            eprint!("{rendered}");
+            err!("{rendered}");
             ExitCode::from(1)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             ExitCode::from(e.exit_code())
         }
     }
@@ -295,7 +295,7 @@ fn hook(client: HookClient) -> ExitCode {
         Ok(_) => hook::run(client, &stdin, cwd.as_deref()),
     };
     if let Some(text) = output.stderr {
-        let _ = writeln!(std::io::stderr().lock(), "{text}");
+        errln!("{text}");
     }
     if let Some(text) = output.stdout {
         let mut out = std::io::stdout().lock();

@@ -180,9 +180,11 @@ fn lint_formats_and_exit_codes() {
     assert_eq!(usage.status.code(), Some(2));
 }
 
-/// Every command whose reader goes away (`| head -c 1`) ends quietly: no panic ("failed
-/// printing to stdout"), no exit status 101. The read end is closed before the command
-/// writes, so every write meets a closed pipe.
+/// Every command whose reader goes away ends quietly: no panic ("failed printing to
+/// stdout"), no exit status 101. Each command runs three ways: its stdout closed before it
+/// writes; its stdout read for one byte and then closed (`| head -c 1`), so a later write
+/// fails; and stdout and stderr sharing that pipe (`2>&1 | head -c 1`), so its messages
+/// on stderr meet the closed pipe too.
 #[test]
 fn no_command_panics_on_a_closed_stdout() {
     let dir = temp_dir("closed-pipe");
@@ -191,21 +193,41 @@ fn no_command_panics_on_a_closed_stdout() {
         "def parse_config(path):\n    return path\n\n\nparse_config(1)\n",
     )
     .unwrap();
+    std::fs::create_dir_all(dir.join("flows")).unwrap();
+    std::fs::write(dir.join("flows/bad.yml"), b"name: caf\xe9\n").unwrap();
+    std::fs::write(dir.join("flows/broken.yml"), "states: [\n").unwrap();
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
     let contracts = repo().join("contracts");
     let contracts = contracts.to_str().unwrap();
-    let commands: &[&[&str]] = &[
-        &["lint", contracts],
-        &["lint", contracts, "--format", "sarif"],
+    let agent = repo().join("contracts/agent_runner_task.yml");
+    let agent = agent.to_str().unwrap();
+    let mut commands: Vec<Vec<&str>> = Vec::new();
+    for format in ["human", "json", "sarif", "github"] {
+        commands.push(vec!["lint", contracts, "flows", "--format", format]);
+        commands.push(vec!["lint", "empty", "--format", format]);
+        commands.push(vec!["lint", "--format", format]);
+    }
+    let rest: &[&[&str]] = &[
+        &["lint", "no/such/file.yml"],
+        &["lint", "--help"],
         &["matrix"],
         &["matrix", "--format", "json"],
+        &["matrix", "--contract", agent],
         &["graph"],
+        &["graph", "--format", "dot", "--flags", "--fast"],
+        &["graph", "--intent", "QUESTION"],
+        &["graph", "--intent", "NOPE"],
+        &["graph", "--contract", "flows/broken.yml"],
         &["schema"],
         &["search", "parse"],
+        &["search", "parse", "--json"],
         &["files", "*.py"],
         &["index"],
         &["defs", "parse_config"],
+        &["defs", "parse_config", "--json"],
         &["refs", "parse_config"],
         &["refs", "parse_config", "--json"],
+        &["refs", "NoSuchThing"],
         &["symbols", "app.py"],
         &["symbols", "app.py", "--line", "2"],
         &["structure"],
@@ -213,25 +235,71 @@ fn no_command_panics_on_a_closed_stdout() {
         &["impact", "parse_config", "--json"],
         &["query", "where is parse_config defined"],
         &["init", "--help"],
+        &["hook", "claude"],
+        &["serve", "--help"],
+        &["--help"],
+        &["--version"],
+        &["no-such-command"],
     ];
-    for args in commands {
-        let mut child = Command::new(binary())
-            .args(*args)
-            .current_dir(&dir)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.code() != Some(101) && !stderr.contains("panicked"),
-            "{args:?}: {:?}\n{stderr}",
-            out.status
-        );
+    commands.extend(rest.iter().map(|c| c.to_vec()));
+    let mut failures = Vec::new();
+    for args in &commands {
+        for mode in ["closed", "head -c 1", "2>&1 | head -c 1"] {
+            let (status, stderr) = run_into_closing_pipe(&dir, args, mode);
+            if status.code() == Some(101) || status.code().is_none() || stderr.contains("panicked")
+            {
+                failures.push(format!("{args:?} ({mode}): {status:?}\n{stderr}"));
+            }
+        }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the binary with stdin empty and its stdout going to a reader that goes away:
+/// `closed` before the command writes, or (`head -c 1`) after reading one byte; in the
+/// `2>&1` mode stderr goes to that pipe as well. Returns the exit status and what the
+/// command wrote to stderr when stderr is its own pipe.
+fn run_into_closing_pipe(
+    dir: &Path,
+    args: &[&str],
+    mode: &str,
+) -> (std::process::ExitStatus, String) {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let mut command = Command::new(binary());
+    command
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    if mode == "2>&1 | head -c 1" {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        command.stdout(writer.try_clone().unwrap()).stderr(writer);
+        let mut child = command.spawn().unwrap();
+        // Only the child holds the write end now, so the read ends when it exits.
+        drop(command);
+        let mut byte = [0u8; 1];
+        let _ = reader.read(&mut byte);
+        drop(reader);
+        return (child.wait().unwrap(), String::new());
+    }
+    command.stdout(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    if mode == "head -c 1" {
+        let mut byte = [0u8; 1];
+        let _ = stdout.read(&mut byte);
+    }
+    drop(stdout);
+    let status = child.wait().unwrap();
+    (status, errors.join().unwrap())
 }
 
 /// `impact` and `refs` of something that does not exist, or lies outside the root, are
