@@ -174,6 +174,8 @@ fn lint_formats_and_exit_codes() {
     let sarif: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(sarif["version"], "2.1.0");
     assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]));
+    // Columns count characters (code points), and SARIF's default is UTF-16 code units.
+    assert_eq!(sarif["runs"][0]["columnKind"], "unicodeCodePoints");
     let missing = run(&repo(), &["lint", "does/not/exist.yml"]);
     assert_eq!(missing.status.code(), Some(2));
     let usage = run(&repo(), &["lint", "--format", "xml"]);
