@@ -35,7 +35,12 @@ pub struct Cli {
 enum Command {
     /// Check contract files: YAML syntax, then the contract schema, then meaning.
     ///
-    /// Exit status: 0 clean, 1 findings, 2 usage or IO error.
+    /// A file that cannot be read or is not UTF-8 is a `file-unreadable` finding and the
+    /// other files are still checked. A one-line summary goes to stderr.
+    ///
+    /// Exit status: 0 clean; 1 findings (at or above --deny); 2 usage or IO error: a file
+    /// could not be read, or a directory holds no contract file (the findings are still
+    /// printed, in a valid document for every --format).
     Lint {
         /// Contract files or directories to search for *.yml / *.yaml; default: the project's
         /// .code-intel/phase_contract.yml if present, else the built-in contract.
@@ -201,7 +206,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 OutputFormat::Sarif => Format::Sarif,
                 OutputFormat::Github => Format::Github,
             };
-            lint::run(&paths, format, deny == DenyLevel::Error)
+            Ok(lint::run(&paths, format, deny == DenyLevel::Error))
         }
         Command::Graph {
             source,
@@ -328,8 +333,8 @@ fn serve(root: &Path, contract_file: Option<PathBuf>) -> Result<ExitCode, CliErr
     Ok(ExitCode::SUCCESS)
 }
 
-fn read(path: &Path) -> Result<String, CliError> {
-    std::fs::read_to_string(path).map_err(|e| CliError::read(path, e))
+fn read(path: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| CliError::read(path, e))
 }
 
 /// Loads and lints the contract named by `source` (the project's, or the built-in one);
@@ -347,7 +352,15 @@ fn load_contract_at(root: &Path, file: Option<&Path>) -> Result<Contract, CliErr
             let project = root.join(contract::PROJECT_CONTRACT);
             let project = project.as_path();
             let overlay = if project.is_file() {
-                Some((contract::PROJECT_CONTRACT.to_string(), read(project)?))
+                let name = contract::PROJECT_CONTRACT;
+                match crate::lint::decode(&mut sources, name, read(project)?) {
+                    Ok(text) => Some((name.to_string(), text)),
+                    Err(d) => {
+                        return Err(CliError::InvalidContract {
+                            rendered: render::human(&sources, &[d]),
+                        });
+                    }
+                }
             } else {
                 None
             };

@@ -182,6 +182,161 @@ fn lint_formats_and_exit_codes() {
     assert_eq!(usage.status.code(), Some(2));
 }
 
+/// A directory of contracts in which some files cannot be read: each one is a
+/// `file-unreadable` finding at its path, and every other file is still linted.
+fn partly_unreadable_dir(name: &str) -> std::path::PathBuf {
+    let dir = temp_dir(name);
+    std::fs::copy(
+        repo().join("contracts/agent_runner_task.yml"),
+        dir.join("a_good.yml"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("b_broken.yml"), "states: [\n").unwrap();
+    // Latin-1, not UTF-8: the byte 0xE9 is at line 2, column 10.
+    std::fs::write(dir.join("c_latin1.yml"), b"# caf\xe9?\nname: caf\xe9\n").unwrap();
+    std::os::unix::fs::symlink("nowhere.yml", dir.join("d_dangling.yml")).unwrap();
+    // A loop of symlinks between directories is walked once.
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::os::unix::fs::symlink("..", dir.join("sub/up")).unwrap();
+    dir
+}
+
+#[test]
+fn one_unreadable_file_does_not_sink_the_run() {
+    let dir = partly_unreadable_dir("unreadable");
+    let o = run(&dir, &["lint", ".", "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let found: Vec<(String, String, u64, u64)> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["file"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want = |code: &str, file: &str, line: u64, col: u64| {
+        (code.to_string(), file.to_string(), line, col)
+    };
+    assert_eq!(
+        found,
+        [
+            want("yaml-syntax", "./b_broken.yml", 2, 1),
+            want("file-unreadable", "./c_latin1.yml", 1, 6),
+            want("file-unreadable", "./d_dangling.yml", 1, 1),
+        ],
+        "{doc}"
+    );
+    assert!(
+        stderr.contains("checked 4 contract files: 3 errors, 0 warnings (2 could not be read)"),
+        "{stderr}"
+    );
+    // Every format says the same, validly, and a named file that is missing is one more
+    // finding rather than the end of the run.
+    for format in ["human", "sarif", "github"] {
+        let o = run(&dir, &["lint", ".", "missing.yml", "--format", format]);
+        assert_eq!(o.status.code(), Some(2), "{format}");
+        let text = stdout(&o);
+        for file in [
+            "b_broken.yml",
+            "c_latin1.yml",
+            "d_dangling.yml",
+            "missing.yml",
+        ] {
+            assert!(text.contains(file), "{format}: {file} missing from\n{text}");
+        }
+        match format {
+            "sarif" => {
+                let sarif: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 4);
+            }
+            "github" => assert!(
+                text.lines().all(|l| l.starts_with("::error ")) && text.lines().count() == 4,
+                "{text}"
+            ),
+            _ => assert!(text.contains("error[file-unreadable]: "), "{text}"),
+        }
+    }
+    // The human form shows the line with the bad byte and points at it.
+    let o = run(&dir, &["lint", "c_latin1.yml"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("--> c_latin1.yml:1:6") && text.contains("1 | # caf\u{fffd}?"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A run that finds no contract file says so and fails (a CI pointed at the wrong
+/// directory notices), and still prints a valid empty document in every format.
+#[test]
+fn a_directory_with_no_contract_is_an_error_with_valid_output() {
+    let dir = temp_dir("no-contract");
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    std::fs::write(dir.join("empty/notes.txt"), "hello\n").unwrap();
+    for format in ["human", "json", "sarif", "github"] {
+        let o = run(&dir, &["lint", "empty", "--format", format]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{format}: {stderr}");
+        assert!(
+            stderr.contains("no contract file (*.yml, *.yaml) in empty"),
+            "{format}: {stderr}"
+        );
+        let text = stdout(&o);
+        match format {
+            "json" => {
+                let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(doc["diagnostics"], serde_json::json!([]));
+            }
+            "sarif" => {
+                let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(doc["version"], "2.1.0");
+                assert_eq!(doc["runs"][0]["results"], serde_json::json!([]));
+            }
+            _ => assert_eq!(text, "", "{format}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `lint` ends with a one-line summary on stderr, clean or not.
+#[test]
+fn lint_prints_a_summary_on_stderr() {
+    let o = run(&repo(), &["lint", "contracts/"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "checked 2 contract files: 0 errors, 0 warnings\n"
+    );
+    let o = run(
+        &repo(),
+        &[
+            "lint",
+            "tests/fixtures/lint/unused-message.yml",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "checked 1 contract file: 0 errors, 1 warning\n"
+    );
+    let dir = temp_dir("summary-builtin");
+    let o = run(&dir, &["lint"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "checked the built-in contract: 0 errors, 0 warnings\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Every command whose reader goes away ends quietly: no panic ("failed printing to
 /// stdout"), no exit status 101. Each command runs three ways: its stdout closed before it
 /// writes; its stdout read for one byte and then closed (`| head -c 1`), so a later write
