@@ -58,7 +58,9 @@ enum Command {
         /// Flags as a user would type them, e.g. "--fast -ni"; only what can run is drawn.
         #[arg(long, allow_hyphen_values = true)]
         flags: Option<String>,
-        /// The intent to draw the flow for (with --flags).
+        /// Draw only what can run for this intent, one the contract declares (with the
+        /// flags of --flags, or none given). Without --intent and --flags every state is
+        /// drawn; --flags alone uses the contract's default intent.
         #[arg(long)]
         intent: Option<String>,
         #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
@@ -215,6 +217,17 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             format,
         } => {
             let contract = load_contract(&source)?;
+            if let Some(intent) = &intent
+                && !contract.intents.contains(intent)
+            {
+                return Err(CliError::UnknownIntent {
+                    intent: intent.clone(),
+                    known: contract.intents.clone(),
+                });
+            }
+            // An intent alone draws the flow for it with no flags given, rather than
+            // being ignored: only a diagram under some flag set depends on the intent.
+            let flag_text = flag_text.or_else(|| intent.as_ref().map(|_| String::new()));
             let intent = intent.unwrap_or_else(|| contract.default_intent.clone());
             let flag_set = flag_text
                 .as_deref()

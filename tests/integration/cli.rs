@@ -337,6 +337,41 @@ fn lint_prints_a_summary_on_stderr() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--intent` draws the flow for that intent, with or without `--flags`; an intent the
+/// contract does not declare is a usage error that lists the ones it does.
+#[test]
+fn graph_intent_is_checked_and_applies_without_flags() {
+    let bad = run(&repo(), &["graph", "--intent", "NOPE"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(stdout(&bad), "");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("unknown intent `NOPE`; the contract's intents are: IMPLEMENT, MODIFY, INVESTIGATE, QUESTION"),
+        "{stderr}"
+    );
+    let whole = stdout(&run(&repo(), &["graph"]));
+    let question = run(&repo(), &["graph", "--intent", "QUESTION"]);
+    assert_eq!(question.status.code(), Some(0));
+    let question = stdout(&question);
+    assert_ne!(question, whole, "--intent without --flags is not ignored");
+    assert_eq!(
+        question,
+        stdout(&run(
+            &repo(),
+            &["graph", "--intent", "QUESTION", "--flags", ""]
+        ))
+    );
+    let with_flags = stdout(&run(
+        &repo(),
+        &["graph", "--intent", "IMPLEMENT", "--flags", "--fast"],
+    ));
+    assert_eq!(
+        with_flags,
+        stdout(&run(&repo(), &["graph", "--flags", "--fast"])),
+        "IMPLEMENT is the default intent"
+    );
+}
+
 /// Every command whose reader goes away ends quietly: no panic ("failed printing to
 /// stdout"), no exit status 101. Each command runs three ways: its stdout closed before it
 /// writes; its stdout read for one byte and then closed (`| head -c 1`), so a later write
