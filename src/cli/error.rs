@@ -17,6 +17,8 @@ pub(super) enum CliError {
     },
     /// A flag string given on the command line that the contract refuses (exit 2).
     Flags(FlagError),
+    /// An `--intent` the contract does not declare; `known` lists its intents (exit 2).
+    UnknownIntent { intent: String, known: Vec<String> },
     /// The contract has errors; its diagnostics, already rendered (exit 1).
     InvalidContract { rendered: String },
     /// The matrix of a contract whose columns do not parse (exit 1).
@@ -42,6 +44,7 @@ impl CliError {
         match self {
             CliError::Read { .. }
             | CliError::Flags(_)
+            | CliError::UnknownIntent { .. }
             | CliError::Serve(_)
             | CliError::Init(_)
             | CliError::Usage(_) => 2,
@@ -57,6 +60,11 @@ impl fmt::Display for CliError {
                 write!(f, "cannot read {}: {source}", path.display())
             }
             CliError::Flags(e) => e.fmt(f),
+            CliError::UnknownIntent { intent, known } => write!(
+                f,
+                "unknown intent `{intent}`; the contract's intents are: {}",
+                known.join(", ")
+            ),
             CliError::InvalidContract { rendered } => f.write_str(rendered),
             CliError::Matrix(e) => e.fmt(f),
             CliError::Serve(e) => f.write_str(e),

@@ -20,7 +20,7 @@ use crate::contract::{self, Contract};
 use crate::diagnostic::render::{self, Format};
 use crate::source::Sources;
 use error::CliError;
-use out::{out, outln};
+use out::{err, errln, out, outln};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,7 +37,12 @@ pub struct Cli {
 enum Command {
     /// Check contract files: YAML syntax, then the contract schema, then meaning.
     ///
-    /// Exit status: 0 clean, 1 findings, 2 usage or IO error.
+    /// A file that cannot be read or is not UTF-8 is a `file-unreadable` finding and the
+    /// other files are still checked. A one-line summary goes to stderr.
+    ///
+    /// Exit status: 0 clean; 1 findings (at or above --deny); 2 usage or IO error: a file
+    /// could not be read, or a directory holds no contract file (the findings are still
+    /// printed, in a valid document for every --format).
     Lint {
         /// Contract files or directories to search for *.yml / *.yaml; default: the project's
         /// .code-intel/phase_contract.yml if present, else the built-in contract.
@@ -55,7 +60,9 @@ enum Command {
         /// Flags as a user would type them, e.g. "--fast -ni"; only what can run is drawn.
         #[arg(long, allow_hyphen_values = true)]
         flags: Option<String>,
-        /// The intent to draw the flow for (with --flags).
+        /// Draw only what can run for this intent, one the contract declares (with the
+        /// flags of --flags, or none given). Without --intent and --flags every state is
+        /// drawn; --flags alone uses the contract's default intent.
         #[arg(long)]
         intent: Option<String>,
         #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
@@ -218,11 +225,11 @@ pub fn run(cli: Cli) -> ExitCode {
     match dispatch(cli) {
         Ok(code) => code,
         Err(CliError::InvalidContract { rendered }) => {
-            eprint!("{rendered}");
+            err!("{rendered}");
             ExitCode::from(1)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             ExitCode::from(e.exit_code())
         }
     }
@@ -241,7 +248,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                 OutputFormat::Sarif => Format::Sarif,
                 OutputFormat::Github => Format::Github,
             };
-            lint::run(&paths, format, deny == DenyLevel::Error)
+            Ok(lint::run(&paths, format, deny == DenyLevel::Error))
         }
         Command::Graph {
             source,
@@ -250,6 +257,17 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             format,
         } => {
             let contract = load_contract(&source)?;
+            if let Some(intent) = &intent
+                && !contract.intents.contains(intent)
+            {
+                return Err(CliError::UnknownIntent {
+                    intent: intent.clone(),
+                    known: contract.intents.clone(),
+                });
+            }
+            // An intent alone draws the flow for it with no flags given, rather than
+            // being ignored: only a diagram under some flag set depends on the intent.
+            let flag_text = flag_text.or_else(|| intent.as_ref().map(|_| String::new()));
             let intent = intent.unwrap_or_else(|| contract.default_intent.clone());
             let flag_set = flag_text
                 .as_deref()
@@ -359,7 +377,7 @@ fn hook(client: HookClient) -> ExitCode {
         Ok(_) => hook::run(client, &stdin, cwd.as_deref()),
     };
     if let Some(text) = output.stderr {
-        let _ = writeln!(std::io::stderr().lock(), "{text}");
+        errln!("{text}");
     }
     if let Some(text) = output.stdout {
         let mut out = std::io::stdout().lock();
@@ -392,8 +410,8 @@ fn serve(root: &Path, contract_file: Option<PathBuf>) -> Result<ExitCode, CliErr
     Ok(ExitCode::SUCCESS)
 }
 
-fn read(path: &Path) -> Result<String, CliError> {
-    std::fs::read_to_string(path).map_err(|e| CliError::read(path, e))
+fn read(path: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| CliError::read(path, e))
 }
 
 /// Loads and lints the contract named by `source` (the project's, or the built-in one);
@@ -423,7 +441,15 @@ fn load_contract_and_sources(
             let project = root.join(contract::PROJECT_CONTRACT);
             let project = project.as_path();
             let overlay = if project.is_file() {
-                Some((contract::PROJECT_CONTRACT.to_string(), read(project)?))
+                let name = contract::PROJECT_CONTRACT;
+                match crate::lint::decode(&mut sources, name, read(project)?) {
+                    Ok(text) => Some((name.to_string(), text)),
+                    Err(d) => {
+                        return Err(CliError::InvalidContract {
+                            rendered: render::human(&sources, &[d]),
+                        });
+                    }
+                }
             } else {
                 None
             };

@@ -1,7 +1,9 @@
 //! Writing command output to stdout without panicking when the reader goes away
 //! (`code-intel impact X | head -1`): a closed pipe ends the command quietly with status
 //! 0, as ripgrep does; any other write error is reported on stderr with status 2.
-//! `println!` would panic ("failed printing to stdout") instead.
+//! `println!` would panic ("failed printing to stdout") instead. Messages for stderr go
+//! through [`warn`] (`errln!`), which ignores a closed stderr (`2>&1 | head -1`): there
+//! is nowhere left to report it, and `eprintln!` would panic.
 
 use std::io::Write as _;
 
@@ -27,11 +29,17 @@ pub(super) fn finish(mut out: impl std::io::Write) {
     }
 }
 
+/// Writes formatted text to stderr; a failed write is ignored (see the module doc).
+pub(super) fn warn(args: std::fmt::Arguments<'_>) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(args).and_then(|()| err.flush());
+}
+
 fn fail(e: &std::io::Error) -> ! {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         std::process::exit(0);
     }
-    let _ = writeln!(std::io::stderr(), "error: cannot write the output: {e}");
+    warn(format_args!("error: cannot write the output: {e}\n"));
     std::process::exit(2);
 }
 
@@ -59,4 +67,18 @@ macro_rules! putln {
     };
 }
 
-pub(super) use {out, outln, putln};
+/// `eprint!` that survives a closed stderr.
+macro_rules! err {
+    ($($arg:tt)*) => {
+        $crate::cli::out::warn(format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` that survives a closed stderr.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cli::out::warn(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+pub(super) use {err, errln, out, outln, putln};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::error::CliError;
-use super::out::outln;
+use super::out::{err, errln, outln};
 use crate::contract::Contract;
 use crate::diagnostic::render;
 use crate::scenario::{self, ContractRef, Coverage, Taken};
@@ -63,7 +63,7 @@ pub(super) fn run(paths: &[PathBuf], coverage: bool) -> Result<ExitCode, CliErro
         collect(path, &mut files)?;
     }
     if files.is_empty() {
-        eprintln!("no scenario files (*.scenarios.yml) found");
+        errln!("no scenario files (*.scenarios.yml) found");
         return Ok(ExitCode::from(2));
     }
     let mut sources = Sources::default();
@@ -75,7 +75,7 @@ pub(super) fn run(paths: &[PathBuf], coverage: bool) -> Result<ExitCode, CliErro
         let loaded = match scenario::load(file, &text) {
             Ok(l) => l,
             Err(diagnostics) => {
-                eprint!("{}", render::human(&sources, &diagnostics));
+                err!("{}", render::human(&sources, &diagnostics));
                 broken += 1;
                 continue;
             }
@@ -102,7 +102,7 @@ pub(super) fn run(paths: &[PathBuf], coverage: bool) -> Result<ExitCode, CliErro
                     );
                 }
                 Err(e) => {
-                    eprintln!(
+                    errln!(
                         "{}: the contract `{key}` does not load:\n{e}",
                         path.display()
                     );
@@ -178,7 +178,7 @@ fn load_contract(
         ContractRef::Builtin => lint::load_layered_and_lint(sources, None, &hosts::all()),
         ContractRef::Path(_) => {
             let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-            super::lint::load_file(sources, Path::new(path), text)
+            super::lint::load_file(sources, Path::new(path), text.into_bytes())
         }
     };
     let diagnostics = loaded.diagnostics.clone();

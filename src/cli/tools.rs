@@ -2,7 +2,7 @@
 //! `structure`, `impact`, `index` and `query`. Human output by default (like `rg`), JSON
 //! with `--json`. Exit 0 when something was found, 1 when nothing was, 2 on error.
 
-use super::out::{finish, outln, putln};
+use super::out::{errln, finish, outln, putln};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -135,10 +135,10 @@ fn answer_checked<T>(
 /// could not be saved.
 fn note_unsaved(f: &Freshness) {
     if let Some(what) = &f.recovered {
-        eprintln!("warning: {what}");
+        errln!("warning: {what}");
     }
     if let Some(why) = &f.unsaved {
-        eprintln!("note: {why}");
+        errln!("note: {why}");
     }
 }
 
@@ -159,13 +159,13 @@ fn found(any: bool) -> ExitCode {
 
 /// Every error exits 2; the message is the error's, the key is for machines, not people.
 fn fail(error: &Error) -> ExitCode {
-    eprintln!("error: {error}");
+    errln!("error: {error}");
     ExitCode::from(2)
 }
 
 fn note_truncated(truncated: bool, returned: usize, total: usize, next: Option<usize>) {
     if truncated {
-        eprintln!(
+        errln!(
             "note: showing {returned} of {total}; use --offset {} (or --limit 0) for more",
             next.unwrap_or(0)
         );
@@ -305,7 +305,7 @@ fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
         }
         finish(out);
         if answer.source == "text" {
-            eprintln!("note: found by text search (no parsed source file uses this name)");
+            errln!("note: found by text search (no parsed source file uses this name)");
         }
         if let Some(uses) = &answer.uses {
             let total: usize = uses.by_kind.values().sum();
@@ -315,14 +315,14 @@ fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
                 .map(|(k, n)| format!("{k} {n}"))
                 .collect();
             let name_only = uses.by_resolution.get("name").copied().unwrap_or(0);
-            eprintln!(
+            errln!(
                 "note: {total} use(s): {}; {name_only} match(es) by name only (the file does not say what they are reached through), listed last",
                 kinds.join(", ")
             );
         }
         note_unsaved(&answer.freshness);
         if !answer.freshness.reindexed.is_empty() {
-            eprintln!(
+            errln!(
                 "note: re-indexed {} changed file(s) first",
                 answer.freshness.reindexed.len()
             );
@@ -642,7 +642,7 @@ pub(super) fn index(a: &IndexArgs) -> ExitCode {
                     }
                 );
                 if let Some(what) = &r.recovered {
-                    eprintln!("warning: {what}");
+                    errln!("warning: {what}");
                 }
             }
             ExitCode::SUCCESS

@@ -51,7 +51,12 @@ pub fn human(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
                 span.start.line,
                 span.start.col
             );
-            if let Some(line) = sources.get(span.file).and_then(|f| f.line(span.start.line)) {
+            // A file with no text (one that could not be read) has no snippet to show.
+            if let Some(line) = sources
+                .get(span.file)
+                .filter(|f| !f.text.is_empty())
+                .and_then(|f| f.line(span.start.line))
+            {
                 let number = span.start.line.to_string();
                 let pad = " ".repeat(number.len());
                 let start = span.start.col.saturating_sub(1) as usize;
@@ -149,14 +154,17 @@ pub fn sarif(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
             }
             let mut result = json!({
                 "ruleId": d.code,
-                "ruleIndex": codes::ALL.iter().position(|c| c.code == d.code),
                 "level": level(d.severity),
                 "message": {"text": text},
             });
+            // An unregistered code has no rule to point at (`null` is not valid SARIF).
+            if let Some(index) = codes::ALL.iter().position(|c| c.code == d.code) {
+                result["ruleIndex"] = json!(index);
+            }
             if let Some(span) = d.span {
                 result["locations"] = json!([{
                     "physicalLocation": {
-                        "artifactLocation": {"uri": sources.name(span.file)},
+                        "artifactLocation": {"uri": uri_reference(sources.name(span.file))},
                         "region": {
                             "startLine": span.start.line,
                             "startColumn": span.start.col,
@@ -174,12 +182,29 @@ pub fn sarif(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": "code-intel", "version": env!("CARGO_PKG_VERSION"), "rules": rules}},
+            // Columns are counted in characters; SARIF's default is UTF-16 code units.
+            "columnKind": "unicodeCodePoints",
             "results": results,
         }]
     });
     let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into());
     s.push('\n');
     s
+}
+
+/// A file name as a SARIF `uri` (an RFC 3986 URI reference): bytes other than unreserved
+/// characters, `/` and a few safe delimiters are percent-encoded, so a path with a space,
+/// `%`, `#` or non-ASCII text stays a valid reference to the same file.
+fn uri_reference(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=@".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
 }
 
 fn level(severity: super::Severity) -> &'static str {
@@ -225,4 +250,53 @@ fn escape_data(s: &str) -> String {
 
 fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{Pos, Span};
+
+    #[test]
+    fn sarif_uris_are_uri_references() {
+        assert_eq!(uri_reference("contracts/a_b-c.yml"), "contracts/a_b-c.yml");
+        assert_eq!(
+            uri_reference("my flows/100%#1:日.yml"),
+            "my%20flows/100%25%231%3A%E6%97%A5.yml"
+        );
+    }
+
+    #[test]
+    fn every_format_is_valid_with_nothing_to_report() {
+        let sources = Sources::default();
+        let sarif: Value = serde_json::from_str(&sarif(&sources, &[])).unwrap();
+        assert_eq!(sarif["version"], "2.1.0");
+        assert_eq!(sarif["runs"][0]["results"], json!([]));
+        assert_eq!(sarif["runs"][0]["columnKind"], "unicodeCodePoints");
+        let doc: Value = serde_json::from_str(&json(&sources, &[])).unwrap();
+        assert_eq!(doc, json!({"diagnostics": []}));
+        assert_eq!(github(&sources, &[]), "");
+        assert_eq!(human(&sources, &[]), "");
+    }
+
+    #[test]
+    fn an_unregistered_code_has_no_rule_index_and_an_empty_file_no_snippet() {
+        let mut sources = Sources::default();
+        let file = sources.add("gone.yml", "");
+        let d = Diagnostic::new(
+            "not-a-registered-code",
+            "x",
+            Some(Span::point(file, Pos::START)),
+        );
+        let sarif: Value =
+            serde_json::from_str(&sarif(&sources, std::slice::from_ref(&d))).unwrap();
+        let result = &sarif["runs"][0]["results"][0];
+        assert!(result.get("ruleIndex").is_none(), "{result}");
+        assert_eq!(result["ruleId"], "not-a-registered-code");
+        let text = human(&sources, &[d]);
+        assert!(
+            text.contains("--> gone.yml:1:1") && !text.contains(" | "),
+            "{text}"
+        );
+    }
 }

@@ -230,17 +230,38 @@ impl Checker<'_> {
                     (Ty::Number | Ty::Any, Ty::Number | Ty::Any)
                         | (Ty::Str(_) | Ty::Any, Ty::Str(_) | Ty::Any)
                 );
+                let orderable =
+                    |t: &Ty| matches!(t.strip_optional(), Ty::Number | Ty::Str(_) | Ty::Any);
                 if !ordered {
-                    self.errors.push(type_error(
-                        format!(
-                            "`{}` orders numbers or strings, not {l} and {r}",
-                            op.symbol()
+                    // Blame the side that can never be ordered; when both can (a number
+                    // and a string), the pair is wrong, not one side.
+                    let (message, range) = match (orderable(&l), orderable(&r)) {
+                        (false, true) => (
+                            format!(
+                                "`{}` orders numbers or strings, but its left side is {l}",
+                                op.symbol()
+                            ),
+                            lhs.range,
                         ),
-                        Range {
-                            start: lhs.range.start,
-                            end: rhs.range.end,
-                        },
-                    ));
+                        (true, false) => (
+                            format!(
+                                "`{}` orders numbers or strings, but its right side is {r}",
+                                op.symbol()
+                            ),
+                            rhs.range,
+                        ),
+                        _ => (
+                            format!(
+                                "`{}` orders numbers or strings, not {l} and {r}",
+                                op.symbol()
+                            ),
+                            Range {
+                                start: lhs.range.start,
+                                end: rhs.range.end,
+                            },
+                        ),
+                    };
+                    self.errors.push(type_error(message, range));
                 }
             }
             BinaryOp::In | BinaryOp::NotIn => match r.strip_optional() {
@@ -260,6 +281,16 @@ impl Checker<'_> {
                     }
                 }
                 Ty::Str(_) if matches!(l.strip_optional(), Ty::Str(_) | Ty::Any) => {}
+                // A string on the right is fine; the left side is what is wrong.
+                Ty::Str(_) => {
+                    self.errors.push(type_error(
+                        format!(
+                            "`{}` with a string on its right looks for a substring, so its left side must be a string, but it is {l}",
+                            op.symbol()
+                        ),
+                        lhs.range,
+                    ));
+                }
                 Ty::Any => {}
                 other => {
                     self.errors.push(type_error(

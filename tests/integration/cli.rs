@@ -174,15 +174,209 @@ fn lint_formats_and_exit_codes() {
     let sarif: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(sarif["version"], "2.1.0");
     assert_eq!(sarif["runs"][0]["results"], serde_json::json!([]));
+    // Columns count characters (code points), and SARIF's default is UTF-16 code units.
+    assert_eq!(sarif["runs"][0]["columnKind"], "unicodeCodePoints");
     let missing = run(&repo(), &["lint", "does/not/exist.yml"]);
     assert_eq!(missing.status.code(), Some(2));
     let usage = run(&repo(), &["lint", "--format", "xml"]);
     assert_eq!(usage.status.code(), Some(2));
 }
 
-/// Every command whose reader goes away (`| head -c 1`) ends quietly: no panic ("failed
-/// printing to stdout"), no exit status 101. The read end is closed before the command
-/// writes, so every write meets a closed pipe.
+/// A directory of contracts in which some files cannot be read: each one is a
+/// `file-unreadable` finding at its path, and every other file is still linted.
+fn partly_unreadable_dir(name: &str) -> std::path::PathBuf {
+    let dir = temp_dir(name);
+    std::fs::copy(
+        repo().join("contracts/agent_runner_task.yml"),
+        dir.join("a_good.yml"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("b_broken.yml"), "states: [\n").unwrap();
+    // Latin-1, not UTF-8: the byte 0xE9 is at line 2, column 10.
+    std::fs::write(dir.join("c_latin1.yml"), b"# caf\xe9?\nname: caf\xe9\n").unwrap();
+    std::os::unix::fs::symlink("nowhere.yml", dir.join("d_dangling.yml")).unwrap();
+    // A loop of symlinks between directories is walked once.
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::os::unix::fs::symlink("..", dir.join("sub/up")).unwrap();
+    dir
+}
+
+#[test]
+fn one_unreadable_file_does_not_sink_the_run() {
+    let dir = partly_unreadable_dir("unreadable");
+    let o = run(&dir, &["lint", ".", "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let found: Vec<(String, String, u64, u64)> = doc["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["file"].as_str().unwrap().to_string(),
+                d["line"].as_u64().unwrap(),
+                d["column"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want = |code: &str, file: &str, line: u64, col: u64| {
+        (code.to_string(), file.to_string(), line, col)
+    };
+    assert_eq!(
+        found,
+        [
+            want("yaml-syntax", "./b_broken.yml", 2, 1),
+            want("file-unreadable", "./c_latin1.yml", 1, 6),
+            want("file-unreadable", "./d_dangling.yml", 1, 1),
+        ],
+        "{doc}"
+    );
+    assert!(
+        stderr.contains("checked 4 contract files: 3 errors, 0 warnings (2 could not be read)"),
+        "{stderr}"
+    );
+    // Every format says the same, validly, and a named file that is missing is one more
+    // finding rather than the end of the run.
+    for format in ["human", "sarif", "github"] {
+        let o = run(&dir, &["lint", ".", "missing.yml", "--format", format]);
+        assert_eq!(o.status.code(), Some(2), "{format}");
+        let text = stdout(&o);
+        for file in [
+            "b_broken.yml",
+            "c_latin1.yml",
+            "d_dangling.yml",
+            "missing.yml",
+        ] {
+            assert!(text.contains(file), "{format}: {file} missing from\n{text}");
+        }
+        match format {
+            "sarif" => {
+                let sarif: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 4);
+            }
+            "github" => assert!(
+                text.lines().all(|l| l.starts_with("::error ")) && text.lines().count() == 4,
+                "{text}"
+            ),
+            _ => assert!(text.contains("error[file-unreadable]: "), "{text}"),
+        }
+    }
+    // The human form shows the line with the bad byte and points at it.
+    let o = run(&dir, &["lint", "c_latin1.yml"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("--> c_latin1.yml:1:6") && text.contains("1 | # caf\u{fffd}?"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A run that finds no contract file says so and fails (a CI pointed at the wrong
+/// directory notices), and still prints a valid empty document in every format.
+#[test]
+fn a_directory_with_no_contract_is_an_error_with_valid_output() {
+    let dir = temp_dir("no-contract");
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    std::fs::write(dir.join("empty/notes.txt"), "hello\n").unwrap();
+    for format in ["human", "json", "sarif", "github"] {
+        let o = run(&dir, &["lint", "empty", "--format", format]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{format}: {stderr}");
+        assert!(
+            stderr.contains("no contract file (*.yml, *.yaml) in empty"),
+            "{format}: {stderr}"
+        );
+        let text = stdout(&o);
+        match format {
+            "json" => {
+                let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(doc["diagnostics"], serde_json::json!([]));
+            }
+            "sarif" => {
+                let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(doc["version"], "2.1.0");
+                assert_eq!(doc["runs"][0]["results"], serde_json::json!([]));
+            }
+            _ => assert_eq!(text, "", "{format}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `lint` ends with a one-line summary on stderr, clean or not.
+#[test]
+fn lint_prints_a_summary_on_stderr() {
+    let o = run(&repo(), &["lint", "contracts/"]);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "checked 2 contract files: 0 errors, 0 warnings\n"
+    );
+    let o = run(
+        &repo(),
+        &[
+            "lint",
+            "tests/fixtures/lint/unused-message.yml",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "checked 1 contract file: 0 errors, 1 warning\n"
+    );
+    let dir = temp_dir("summary-builtin");
+    let o = run(&dir, &["lint"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "checked the built-in contract: 0 errors, 0 warnings\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--intent` draws the flow for that intent, with or without `--flags`; an intent the
+/// contract does not declare is a usage error that lists the ones it does.
+#[test]
+fn graph_intent_is_checked_and_applies_without_flags() {
+    let bad = run(&repo(), &["graph", "--intent", "NOPE"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(stdout(&bad), "");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("unknown intent `NOPE`; the contract's intents are: IMPLEMENT, MODIFY, INVESTIGATE, QUESTION"),
+        "{stderr}"
+    );
+    let whole = stdout(&run(&repo(), &["graph"]));
+    let question = run(&repo(), &["graph", "--intent", "QUESTION"]);
+    assert_eq!(question.status.code(), Some(0));
+    let question = stdout(&question);
+    assert_ne!(question, whole, "--intent without --flags is not ignored");
+    assert_eq!(
+        question,
+        stdout(&run(
+            &repo(),
+            &["graph", "--intent", "QUESTION", "--flags", ""]
+        ))
+    );
+    let with_flags = stdout(&run(
+        &repo(),
+        &["graph", "--intent", "IMPLEMENT", "--flags", "--fast"],
+    ));
+    assert_eq!(
+        with_flags,
+        stdout(&run(&repo(), &["graph", "--flags", "--fast"])),
+        "IMPLEMENT is the default intent"
+    );
+}
+
+/// Every command whose reader goes away ends quietly: no panic ("failed printing to
+/// stdout"), no exit status 101. Each command runs three ways: its stdout closed before it
+/// writes; its stdout read for one byte and then closed (`| head -c 1`), so a later write
+/// fails; and stdout and stderr sharing that pipe (`2>&1 | head -c 1`), so its messages
+/// on stderr meet the closed pipe too.
 #[test]
 fn no_command_panics_on_a_closed_stdout() {
     let dir = temp_dir("closed-pipe");
@@ -191,21 +385,41 @@ fn no_command_panics_on_a_closed_stdout() {
         "def parse_config(path):\n    return path\n\n\nparse_config(1)\n",
     )
     .unwrap();
+    std::fs::create_dir_all(dir.join("flows")).unwrap();
+    std::fs::write(dir.join("flows/bad.yml"), b"name: caf\xe9\n").unwrap();
+    std::fs::write(dir.join("flows/broken.yml"), "states: [\n").unwrap();
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
     let contracts = repo().join("contracts");
     let contracts = contracts.to_str().unwrap();
-    let commands: &[&[&str]] = &[
-        &["lint", contracts],
-        &["lint", contracts, "--format", "sarif"],
+    let agent = repo().join("contracts/agent_runner_task.yml");
+    let agent = agent.to_str().unwrap();
+    let mut commands: Vec<Vec<&str>> = Vec::new();
+    for format in ["human", "json", "sarif", "github"] {
+        commands.push(vec!["lint", contracts, "flows", "--format", format]);
+        commands.push(vec!["lint", "empty", "--format", format]);
+        commands.push(vec!["lint", "--format", format]);
+    }
+    let rest: &[&[&str]] = &[
+        &["lint", "no/such/file.yml"],
+        &["lint", "--help"],
         &["matrix"],
         &["matrix", "--format", "json"],
+        &["matrix", "--contract", agent],
         &["graph"],
+        &["graph", "--format", "dot", "--flags", "--fast"],
+        &["graph", "--intent", "QUESTION"],
+        &["graph", "--intent", "NOPE"],
+        &["graph", "--contract", "flows/broken.yml"],
         &["schema"],
         &["search", "parse"],
+        &["search", "parse", "--json"],
         &["files", "*.py"],
         &["index"],
         &["defs", "parse_config"],
+        &["defs", "parse_config", "--json"],
         &["refs", "parse_config"],
         &["refs", "parse_config", "--json"],
+        &["refs", "NoSuchThing"],
         &["symbols", "app.py"],
         &["symbols", "app.py", "--line", "2"],
         &["structure"],
@@ -213,25 +427,71 @@ fn no_command_panics_on_a_closed_stdout() {
         &["impact", "parse_config", "--json"],
         &["query", "where is parse_config defined"],
         &["init", "--help"],
+        &["hook", "claude"],
+        &["serve", "--help"],
+        &["--help"],
+        &["--version"],
+        &["no-such-command"],
     ];
-    for args in commands {
-        let mut child = Command::new(binary())
-            .args(*args)
-            .current_dir(&dir)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.code() != Some(101) && !stderr.contains("panicked"),
-            "{args:?}: {:?}\n{stderr}",
-            out.status
-        );
+    commands.extend(rest.iter().map(|c| c.to_vec()));
+    let mut failures = Vec::new();
+    for args in &commands {
+        for mode in ["closed", "head -c 1", "2>&1 | head -c 1"] {
+            let (status, stderr) = run_into_closing_pipe(&dir, args, mode);
+            if status.code() == Some(101) || status.code().is_none() || stderr.contains("panicked")
+            {
+                failures.push(format!("{args:?} ({mode}): {status:?}\n{stderr}"));
+            }
+        }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the binary with stdin empty and its stdout going to a reader that goes away:
+/// `closed` before the command writes, or (`head -c 1`) after reading one byte; in the
+/// `2>&1` mode stderr goes to that pipe as well. Returns the exit status and what the
+/// command wrote to stderr when stderr is its own pipe.
+fn run_into_closing_pipe(
+    dir: &Path,
+    args: &[&str],
+    mode: &str,
+) -> (std::process::ExitStatus, String) {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let mut command = Command::new(binary());
+    command
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped());
+    if mode == "2>&1 | head -c 1" {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        command.stdout(writer.try_clone().unwrap()).stderr(writer);
+        let mut child = command.spawn().unwrap();
+        // Only the child holds the write end now, so the read ends when it exits.
+        drop(command);
+        let mut byte = [0u8; 1];
+        let _ = reader.read(&mut byte);
+        drop(reader);
+        return (child.wait().unwrap(), String::new());
+    }
+    command.stdout(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    if mode == "head -c 1" {
+        let mut byte = [0u8; 1];
+        let _ = stdout.read(&mut byte);
+    }
+    drop(stdout);
+    let status = child.wait().unwrap();
+    (status, errors.join().unwrap())
 }
 
 /// `impact` and `refs` of something that does not exist, or lies outside the root, are

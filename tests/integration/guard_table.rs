@@ -232,3 +232,54 @@ fn static_checker() {
         );
     }
 }
+
+/// A type error points at the operand whose type is wrong, and its message names that
+/// side; when neither side alone is wrong (a number ordered against a string), it points
+/// at both.
+#[test]
+fn type_errors_blame_the_wrong_operand() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "payload.passed in \"abc\"",
+            "payload.passed",
+            "its left side must be a string, but it is bool",
+        ),
+        (
+            "payload.passed not in \"abc\"",
+            "payload.passed",
+            "its left side must be a string",
+        ),
+        ("\"x\" in payload.n", "payload.n", "needs a list"),
+        (
+            "payload.passed < 3",
+            "payload.passed",
+            "its left side is bool",
+        ),
+        (
+            "3 >= payload.passed",
+            "payload.passed",
+            "its right side is bool",
+        ),
+        (
+            "payload.n < \"3\"",
+            "payload.n < \"3\"",
+            "not number and string",
+        ),
+    ];
+    for (guard, blamed, needle) in cases {
+        let errors = check_condition(&parse(guard).unwrap(), &env()).expect_err(guard);
+        assert_eq!(errors.len(), 1, "{guard}: {errors:?}");
+        let range = errors[0].range;
+        let shown: String = guard
+            .chars()
+            .skip(range.start)
+            .take(range.end - range.start)
+            .collect();
+        assert_eq!(&shown, blamed, "{guard}: {errors:?}");
+        assert!(
+            errors[0].message.contains(needle),
+            "{guard}: {}",
+            errors[0].message
+        );
+    }
+}

@@ -105,6 +105,37 @@ fn only_the_cli_prints() {
     );
 }
 
+/// The CLI writes through `cli::out` only: `println!` and `eprintln!` panic when the
+/// reader of stdout or stderr has gone away (`code-intel lint | head -1`).
+#[test]
+fn the_cli_prints_through_its_output_module() {
+    let mut found = Vec::new();
+    for file in src_files() {
+        if !file.starts_with(repo().join("src/cli")) && !file.ends_with("main.rs") {
+            continue;
+        }
+        let code = crate::rust_source::code_without_tests(&std::fs::read_to_string(&file).unwrap());
+        for (number, line) in code.lines().enumerate() {
+            for needle in [
+                "println!",
+                "eprintln!",
+                "print!(",
+                "eprint!(",
+                "std::io::stderr()",
+            ] {
+                if line.contains(needle) && !file.ends_with("cli/out.rs") {
+                    found.push(format!("{}:{}: {needle}", file.display(), number + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "write with out!, outln!, putln!, err! or errln! (src/cli/out.rs):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn pest_stays_inside_the_guard_parser() {
     for file in src_files() {
