@@ -42,11 +42,12 @@ fn host_docs_are_fresh() {
     check("docs/hosts.md", &code_intel::hosts::markdown());
 }
 
-/// The scenario files next to the shipped contracts pass (`code-intel test contracts/`).
+/// The scenario files next to the shipped contracts pass (`code-intel test contracts/`)
+/// and cover every rule of both contracts.
 #[test]
 fn every_shipped_scenario_passes() {
     let o = std::process::Command::new(crate::support::binary())
-        .args(["test", "contracts/"])
+        .args(["test", "contracts/", "--coverage"])
         .current_dir(repo())
         .output()
         .unwrap();
@@ -58,6 +59,16 @@ fn every_shipped_scenario_passes() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(stdout.contains("test result: ok."), "{stdout}");
+    // Every transition and limit redirect of both shipped contracts is exercised.
+    for contract in ["builtin", "contracts/agent_runner_task.yml"] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("coverage of {contract}: "))
+                    && l.ends_with("(100.0 %)")),
+            "{contract}: {stdout}"
+        );
+    }
 }
 
 #[test]
