@@ -29,6 +29,8 @@ pub struct Edge {
     pub consumes_task: bool,
     /// The edge registers a new task list, which refills what `consumes_task` used up.
     pub registers_tasks: bool,
+    /// The transition increments a counter that lowering could not resolve.
+    pub counter_dropped: bool,
 }
 
 /// Whether one of the transition's actions has this effect on the pending tasks.
@@ -67,6 +69,7 @@ pub fn edges(contract: &Contract) -> Vec<Edge> {
                 resets: t.reset.clone(),
                 consumes_task: has_task_effect(contract, t, TaskEffect::Consumes),
                 registers_tasks: has_task_effect(contract, t, TaskEffect::Refills),
+                counter_dropped: t.counter_dropped,
             };
             out.push(edge);
             for counter in &increments {
@@ -83,6 +86,7 @@ pub fn edges(contract: &Contract) -> Vec<Edge> {
                         resets: t.reset.clone(),
                         consumes_task: false,
                         registers_tasks: has_task_effect(contract, t, TaskEffect::Refills),
+                        counter_dropped: t.counter_dropped,
                     });
                 }
             }

@@ -211,6 +211,9 @@ pub struct Transition {
     pub set: Vec<(String, Guard)>,
     pub message: Option<MessageRef>,
     pub span: Span,
+    /// The file increments a counter lowering could not resolve (reported there): the
+    /// author meant a bound, so whole-flow rules do not call the loop unbounded too.
+    pub counter_dropped: bool,
 }
 
 /// Who carries out an action call.

@@ -25,7 +25,7 @@ impl Lowerer<'_> {
             .map(|w| self.condition(w, &format!("{p}/when"), env));
         let to = self.target(&t.to, &format!("{p}/to"));
         let actions = self.actions(&t.actions, &format!("{p}/actions"), env);
-        let increment = t
+        let increment: Vec<_> = t
             .increment
             .iter()
             .enumerate()
@@ -44,7 +44,7 @@ impl Lowerer<'_> {
             .enumerate()
             .filter_map(|(i, c)| self.counter_id(c, &format!("{p}/reset/{i}"), None, counters))
             .collect();
-        let increment_tasks = t
+        let increment_tasks: Vec<_> = t
             .increment_tasks
             .iter()
             .filter_map(|(c, ids)| {
@@ -55,6 +55,8 @@ impl Lowerer<'_> {
                 Some((id, guard))
             })
             .collect();
+        let counter_dropped =
+            increment.len() < t.increment.len() || increment_tasks.len() < t.increment_tasks.len();
         let set = self.set(t, p, env);
         let message = t
             .message
@@ -70,6 +72,7 @@ impl Lowerer<'_> {
             set,
             message,
             span: self.value_span(p),
+            counter_dropped,
         })
     }
 

@@ -66,8 +66,11 @@ pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {
             let registers = remaining.iter().any(|e| inside(e) && e.registers_tasks);
             let before = remaining.len();
             remaining.retain(|e| {
+                // An edge incrementing an unknown counter is taken as bounded: lowering
+                // reported the name, and the loop is not unbounded by intent.
                 !(inside(e)
-                    && (e.increments.iter().any(|c| bounding.contains(c))
+                    && (e.counter_dropped
+                        || e.increments.iter().any(|c| bounding.contains(c))
                         || (e.consumes_task && !registers)))
             });
             if remaining.len() < before {
