@@ -38,6 +38,38 @@ pub fn render(format: Format, sources: &Sources, diagnostics: &[Diagnostic]) -> 
     }
 }
 
+/// Terminal cells a character takes: 2 for East Asian wide and full-width characters
+/// (and most emoji), 0 for combining marks and zero-width characters, else 1. A table of
+/// the main Unicode ranges, enough to keep carets under the right text.
+fn display_width(c: char) -> usize {
+    let u = u32::from(c);
+    let zero = matches!(u, 0x0300..=0x036F | 0x200B..=0x200F | 0xFE00..=0xFE0F | 0x20D0..=0x20FF);
+    let wide = matches!(
+        u,
+        0x1100..=0x115F
+            | 0x2E80..=0x303E
+            | 0x3041..=0x33FF
+            | 0x3400..=0x4DBF
+            | 0x4E00..=0x9FFF
+            | 0xA000..=0xA4CF
+            | 0xAC00..=0xD7A3
+            | 0xF900..=0xFAFF
+            | 0xFE30..=0xFE4F
+            | 0xFF00..=0xFF60
+            | 0xFFE0..=0xFFE6
+            | 0x1F300..=0x1F64F
+            | 0x1F900..=0x1F9FF
+            | 0x20000..=0x3FFFD
+    );
+    if zero {
+        0
+    } else if wide {
+        2
+    } else {
+        1
+    }
+}
+
 /// `error[code]: message` / `--> file:line:col` / snippet with carets / help.
 pub fn human(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
     let mut out = String::new();
@@ -67,14 +99,26 @@ pub fn human(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
                     line_len.saturating_sub(start).max(1)
                 };
                 let width = width.min(line_len.saturating_sub(start).max(1));
+                // Columns count characters; a terminal shows wide (CJK, full-width) ones
+                // in two cells, so the carets follow display width.
                 let indent: String = line
                     .chars()
                     .take(start)
-                    .map(|c| if c == '\t' { '\t' } else { ' ' })
+                    .map(|c| match c {
+                        '\t' => "\t".to_string(),
+                        c => " ".repeat(display_width(c)),
+                    })
                     .collect();
+                let carets: usize = line
+                    .chars()
+                    .skip(start)
+                    .take(width)
+                    .map(display_width)
+                    .sum::<usize>()
+                    .max(1);
                 let _ = writeln!(out, "{pad} |");
                 let _ = writeln!(out, "{number} | {line}");
-                let _ = writeln!(out, "{pad} | {indent}{}", "^".repeat(width));
+                let _ = writeln!(out, "{pad} | {indent}{}", "^".repeat(carets));
             }
         }
         for note in &d.notes {
@@ -256,6 +300,43 @@ fn escape_property(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::source::{Pos, Span};
+
+    #[test]
+    fn carets_sit_under_wide_text_by_display_width() {
+        let mut sources = Sources::default();
+        let file = sources.add("flow.yml", "  label: \"日本語\" then bad\n");
+        // `bad` is at character column 20; the three wide characters before it take six
+        // cells, so the carets start three cells further right than the column says.
+        let d = Diagnostic::new(
+            "schema-violation",
+            "x",
+            Some(Span {
+                file,
+                start: Pos { line: 1, col: 20 },
+                end: Pos { line: 1, col: 23 },
+            }),
+        );
+        let text = human(&sources, std::slice::from_ref(&d));
+        let caret_line = text.lines().find(|l| l.contains('^')).unwrap();
+        assert_eq!(caret_line, format!("  | {}^^^", " ".repeat(22)), "{text}");
+        let wide = Diagnostic::new(
+            "schema-violation",
+            "x",
+            Some(Span {
+                file,
+                start: Pos { line: 1, col: 11 },
+                end: Pos { line: 1, col: 14 },
+            }),
+        );
+        let text = human(&sources, std::slice::from_ref(&wide));
+        let caret_line = text.lines().find(|l| l.contains('^')).unwrap();
+        // 日本語 itself: three characters, six cells.
+        assert_eq!(
+            caret_line,
+            format!("  | {}^^^^^^", " ".repeat(10)),
+            "{text}"
+        );
+    }
 
     #[test]
     fn sarif_uris_are_uri_references() {
