@@ -9,6 +9,7 @@ pub mod expected;
 pub mod flags;
 pub mod lower;
 pub mod model;
+mod overlay;
 pub mod raw;
 pub mod registry;
 pub(crate) mod roles;
@@ -87,12 +88,16 @@ pub fn load(sources: &mut Sources, file: FileId, hosts: &[Registry]) -> Loaded {
                 Ok(b) => b,
                 Err(d) => return Loaded::failed(d),
             };
+            diagnostics.extend(overlay::near_misses(&base, &node));
             yaml::merge(&mut base, node);
             base
         }
         Some((name, span)) => {
-            let shown = name.unwrap_or_else(|| "…".to_string());
-            let d = Diagnostic::new("schema-violation", format!("`extends: {shown}` is not supported"), Some(span))
+            let found = match name {
+                Some(name) => format!("`{name}`"),
+                None => "something that is not a name (a list or a mapping)".to_string(),
+            };
+            let d = Diagnostic::new("schema-violation", format!("`extends` takes the name `builtin`; found {found}"), Some(span))
                 .with_help("use `extends: builtin` to overlay the built-in contract, or remove `extends` for a complete custom flow");
             return Loaded::failed(d);
         }

@@ -177,6 +177,12 @@ pub const ALL: &[Code] = &[
         "a flag set, matrix column or conflict names a flag or value that is not declared",
     ),
     code(
+        "overlay-unknown-name",
+        Warning,
+        "lint",
+        "an overlay names a state, counter, message, flag, param or variable the contract it extends does not have but nearly has (a typo that would add a new one)",
+    ),
+    code(
         "scenario-invalid",
         Error,
         "scenario",
