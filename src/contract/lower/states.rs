@@ -173,10 +173,21 @@ impl Lowerer<'_> {
         {
             Ok(v) => Some(v),
             Err(e) => {
+                // The error is about a place inside the schema: point there (the property
+                // whose schema is wrong), not at the payload as a whole.
+                let inside = e.instance_path().as_str().to_string();
+                let message = if inside.ends_with("/type") {
+                    format!(
+                        "payload schema of `{name}`: {} is not a JSON Schema type; the types are: array, boolean, integer, null, number, object, string",
+                        e.instance()
+                    )
+                } else {
+                    format!("payload schema of `{name}` is invalid: {e}")
+                };
                 self.report(
                     "invalid-payload-schema",
-                    format!("payload schema of `{name}` is invalid: {e}"),
-                    &format!("{p}/payload"),
+                    message,
+                    &format!("{p}/payload{inside}"),
                     Some("write a JSON Schema (draft 2020-12) object".into()),
                 );
                 None
@@ -358,7 +369,7 @@ mod tests {
             found(&diagnostics),
             [
                 "11:22 unknown-tool",
-                "14:39 invalid-payload-schema",
+                "14:46 invalid-payload-schema",
                 "16:3 invalid-payload-schema",
             ]
         );
