@@ -99,7 +99,12 @@ fn threads_refresh_and_query_one_index_at_once() {
                 let batch = if round % 5 == 0 { 70 } else { 1 };
                 for j in 0..batch {
                     let k = (round + j) % FILES;
-                    std::fs::write(dir.join(format!("src/m{k}.rs")), module(k, round)).unwrap();
+                    // Atomically, as editors save: a reader re-tagging a file that is
+                    // half written would see `stable_k` missing for a moment, which says
+                    // nothing about the index.
+                    let tmp = dir.join(format!("m{k}.rs.tmp"));
+                    std::fs::write(&tmp, module(k, round)).unwrap();
+                    std::fs::rename(&tmp, dir.join(format!("src/m{k}.rs"))).unwrap();
                 }
                 std::fs::write(
                     dir.join(format!("src/extra_{round}.rs")),
