@@ -82,6 +82,9 @@ pub fn load(file: FileId, text: &str) -> Result<ScenarioFile, Vec<Diagnostic>> {
                     finished: step.expect.finished,
                     action_failed: step.expect.action_failed,
                     limit: step.expect.limit,
+                    start_error: step.expect.start_error,
+                    counters: step.expect.counters,
+                    vars: step.expect.vars,
                 },
                 span: at(format!("/scenarios/{i}/steps/{j}")),
             })

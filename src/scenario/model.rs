@@ -51,6 +51,12 @@ pub struct Expect {
     pub action_failed: Option<String>,
     /// This counter's limit redirected the step.
     pub limit: Option<String>,
+    /// The session did not start, with this error key.
+    pub start_error: Option<String>,
+    /// Counters that must have these values.
+    pub counters: Map<String, Value>,
+    /// Session variables that must have these values.
+    pub vars: Map<String, Value>,
 }
 
 /// The contract a scenario file runs against, as the file names it.

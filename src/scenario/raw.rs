@@ -37,7 +37,8 @@ pub struct RawScenario {
     #[serde(default)]
     pub facts: Map<String, Value>,
     /// Results of host actions for every step, by action name: a value (read as
-    /// `result.BIND`), or `{fail: OUTCOME}` for a failure. Actions not listed succeed with
+    /// `result.BIND`), `{fail: OUTCOME}` for a failure, or `{sequence: [...]}` for one
+    /// such result per call, in order (the last repeats). Actions not listed succeed with
     /// `null`.
     #[serde(default)]
     pub results: Map<String, Value>,
@@ -88,4 +89,14 @@ pub struct RawExpect {
     /// This counter's limit redirected the step.
     #[serde(default)]
     pub limit: Option<String>,
+    /// The session did not start, with this error key (`flags.conflict`, ...); only on
+    /// the first step.
+    #[serde(default)]
+    pub start_error: Option<String>,
+    /// Session counters that must have these values (`{verify_failures: 2}`).
+    #[serde(default)]
+    pub counters: Map<String, Value>,
+    /// Session variables that must have these values.
+    #[serde(default)]
+    pub vars: Map<String, Value>,
 }

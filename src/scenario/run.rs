@@ -41,16 +41,35 @@ pub struct Report {
 struct ScriptedHost {
     facts: Map<String, Value>,
     results: Map<String, Value>,
+    /// How many times each action was performed, for `{sequence: [...]}` results.
+    calls: std::collections::HashMap<String, usize>,
+}
+
+/// One scripted result: `{fail: OUTCOME}` is a failure, anything else the value.
+fn scripted(v: &Value) -> Result<Value, ActionFailure> {
+    match v {
+        Value::Object(o) if o.len() == 1 && o.contains_key("fail") => {
+            let outcome = o.get("fail").and_then(Value::as_str).unwrap_or("failed");
+            Err(ActionFailure::new(outcome))
+        }
+        v => Ok(v.clone()),
+    }
 }
 
 impl Host for ScriptedHost {
     fn perform(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        let call = self.calls.entry(effect.action.clone()).or_default();
+        let n = *call;
+        *call += 1;
         match self.results.get(&effect.action) {
-            Some(Value::Object(o)) if o.len() == 1 && o.contains_key("fail") => {
-                let outcome = o.get("fail").and_then(Value::as_str).unwrap_or("failed");
-                Err(ActionFailure::new(outcome))
+            Some(Value::Object(o)) if o.len() == 1 && o.contains_key("sequence") => {
+                let list = o.get("sequence").and_then(Value::as_array);
+                match list.and_then(|l| l.get(n).or(l.last())) {
+                    Some(v) => scripted(v),
+                    None => Ok(Value::Null),
+                }
             }
-            Some(v) => Ok(v.clone()),
+            Some(v) => scripted(v),
             None => Ok(Value::Null),
         }
     }
@@ -199,6 +218,7 @@ pub fn run(contract: &Contract, scenario: &Scenario) -> Report {
         ScriptedHost {
             facts: all_facts,
             results: all_results,
+            calls: std::collections::HashMap::new(),
         }
     };
     let first = scenario.steps.first();
@@ -216,14 +236,35 @@ pub fn run(contract: &Contract, scenario: &Scenario) -> Report {
     ) {
         Ok(turn) => turn,
         Err(e) => {
-            report.failure = Some(Failure {
-                step: 0,
-                span: scenario.span,
-                message: format!("the session did not start: {e}"),
-            });
+            let key = match &e {
+                crate::session::StartFailure::Flags(f) => f.key(),
+                crate::session::StartFailure::Start(s) => s.key(),
+            };
+            let expected = first.and_then(|s| s.expect.start_error.as_deref());
+            report.failure = match expected {
+                Some(want) if want == key => None,
+                Some(want) => Some(Failure {
+                    step: 1,
+                    span: first.map_or(scenario.span, |s| s.span),
+                    message: format!("expected the start to fail with `{want}`, got `{key}`: {e}"),
+                }),
+                None => Some(Failure {
+                    step: 0,
+                    span: scenario.span,
+                    message: format!("the session did not start ({key}): {e}"),
+                }),
+            };
             return report;
         }
     };
+    if let Some(want) = first.and_then(|s| s.expect.start_error.as_ref()) {
+        report.failure = Some(Failure {
+            step: 1,
+            span: first.map_or(scenario.span, |s| s.span),
+            message: format!("expected the start to fail with `{want}`, but the session started"),
+        });
+        return report;
+    }
     record(&turn, contract, &mut report.taken);
     let mut instance: Instance = turn.instance.clone();
     let mut last = outcome(&turn);
@@ -241,7 +282,23 @@ pub fn run(contract: &Contract, scenario: &Scenario) -> Report {
             last = outcome(&turn);
             instance = turn.instance;
         }
-        let problems = check(&step.expect, &last);
+        let mut problems = check(&step.expect, &last);
+        for (name, want) in &step.expect.counters {
+            let have = instance
+                .counters
+                .get(name)
+                .copied()
+                .map_or(Value::Null, Value::from);
+            if &have != want {
+                problems.push(format!("expected counter `{name}` = {want}, got {have}"));
+            }
+        }
+        for (name, want) in &step.expect.vars {
+            let have = instance.vars.get(name).cloned().unwrap_or(Value::Null);
+            if &have != want {
+                problems.push(format!("expected var `{name}` = {want}, got {have}"));
+            }
+        }
         if !problems.is_empty() {
             report.failure = Some(Failure {
                 step: n + 1,

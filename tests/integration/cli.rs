@@ -866,3 +866,42 @@ fn show_prints_the_effective_contract_with_origins() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn scenario_expectations_on_counters_and_start_errors() {
+    let dir = temp_dir("scenario-more");
+    std::fs::write(
+        dir.join("more.scenarios.yml"),
+        "scenarios:\n\
+         \x20 - name: counters are compared\n\
+         \x20   params: {request: fix login}\n\
+         \x20   steps:\n\
+         \x20     - expect: {counters: {verify_failures: 7}}\n\
+         \x20 - name: a start that fails as expected passes\n\
+         \x20   flags: --only-verify --fast\n\
+         \x20   steps:\n\
+         \x20     - expect: {start_error: flags.conflict}\n\
+         \x20 - name: a start that fails otherwise is reported\n\
+         \x20   flags: --only-verify --fast\n\
+         \x20   steps:\n\
+         \x20     - expect: {start_error: flags.unknown}\n",
+    )
+    .unwrap();
+    let text = stdout(&run(&dir, &["test", "."]));
+    assert!(
+        text.contains("expected counter `verify_failures` = 7, got"),
+        "{text}"
+    );
+    assert!(
+        text.contains("scenario a start that fails as expected passes ... ok"),
+        "{text}"
+    );
+    assert!(
+        text.contains("expected the start to fail with `flags.unknown`, got `flags.conflict`"),
+        "{text}"
+    );
+    // Result sequences: contracts/agent_runner_task.scenarios.yml ("the worker runs
+    // once, then the planner marks the task complete") needs one, and
+    // `generated::every_shipped_scenario_passes` runs it.
+    let _ = std::fs::remove_dir_all(&dir);
+}
