@@ -102,6 +102,21 @@ enum Command {
         #[arg(long)]
         scenarios: bool,
     },
+    /// Turn a session the MCP server recorded into a scenario file (printed), whose steps
+    /// expect what the server decided then; with --check, also run it against the
+    /// contract as it is now.
+    Replay {
+        /// The decision log; default: .code-intel/logs/decisions.jsonl.
+        #[arg(long, default_value = ".code-intel/logs/decisions.jsonl")]
+        log: PathBuf,
+        /// The session id; default: the last session the log saw start.
+        #[arg(long)]
+        session: Option<String>,
+        /// Run the replayed scenario against the repository's contract and report where
+        /// it now decides differently (exit 1).
+        #[arg(long)]
+        check: bool,
+    },
     /// Run scenario files (*.scenarios.yml): sessions driven step by step through a
     /// contract, each step's state, message, refusal or finish checked.
     ///
@@ -349,6 +364,27 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Test { paths, coverage } => test::run(&paths, coverage),
+        Command::Replay {
+            log,
+            session,
+            check,
+        } => {
+            let text = std::fs::read_to_string(&log).map_err(|e| CliError::read(&log, e))?;
+            let project = Path::new(contract::PROJECT_CONTRACT).is_file();
+            let named = if project {
+                format!("../{}", contract::PROJECT_CONTRACT)
+            } else {
+                "builtin".to_string()
+            };
+            let scenario = crate::scenario::from_log(&text, session.as_deref(), &named)
+                .map_err(|e| CliError::Usage(format!("{}: {e}", log.display())))?;
+            out!("{scenario}");
+            if !check {
+                return Ok(ExitCode::SUCCESS);
+            }
+            let contract = load_contract(&ContractSource { contract: None })?;
+            test::check_text(&contract, &scenario)
+        }
     }
 }
 

@@ -169,6 +169,39 @@ pub(super) fn run(paths: &[PathBuf], coverage: bool) -> Result<ExitCode, CliErro
     })
 }
 
+/// Runs the scenarios of `text` (a replay) against `contract`, printing like `run`.
+pub(super) fn check_text(contract: &Contract, text: &str) -> Result<ExitCode, CliError> {
+    let mut sources = Sources::default();
+    let file = sources.add("<replay>", text.to_string());
+    let loaded = scenario::load(file, text).map_err(|d| CliError::InvalidContract {
+        rendered: render::human(&sources, &d),
+    })?;
+    let mut failed = 0;
+    for s in &loaded.scenarios {
+        let report = scenario::run(contract, s);
+        match &report.failure {
+            None => errln!(
+                "replay {} ... ok: the contract decides as it did",
+                report.name
+            ),
+            Some(f) => {
+                failed += 1;
+                errln!(
+                    "replay {} ... DIFFERS at step {}: {}",
+                    report.name,
+                    f.step,
+                    f.message
+                );
+            }
+        }
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
 fn load_contract(
     sources: &mut Sources,
     contract: &ContractRef,

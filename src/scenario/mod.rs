@@ -9,10 +9,12 @@ mod coverage;
 mod load;
 mod model;
 mod raw;
+mod replay;
 mod run;
 
 pub use coverage::{Coverage, Rule};
 pub use load::{SUFFIXES, generated_schema, is_scenario_file, load};
 pub use model::{ContractRef, Expect, Scenario, ScenarioFile, Step};
 pub use raw::RawScenarioFile;
+pub use replay::{ReplayError, from_log};
 pub use run::{Failure, Report, Taken, run};

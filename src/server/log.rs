@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::machine::Accepted;
+use crate::server::recorder::Recorded;
+use crate::session::{Stop, Turn};
 
 pub const LOG_DIR: &str = ".code-intel/logs";
 
@@ -44,6 +46,38 @@ impl Log {
                 "limit_reached": step.limit_reached,
                 "actions": step.effects.iter().map(|e| e.action.clone()).collect::<Vec<_>>(),
                 "message": step.message.as_ref().map(|m| m.key.clone()),
+            }),
+        );
+    }
+
+    /// One driver turn, with everything a replay needs: the input (a start or a
+    /// submission), the facts and action results the host gave, and where it ended.
+    pub fn turn(&self, session: &str, input: &Value, recorded: &Recorded, turn: &Turn) {
+        let stop = match &turn.stop {
+            Stop::Waiting => json!({"waiting": true}),
+            Stop::Finished(o) => json!({"finished": o.map(|o| format!("{o:?}").to_lowercase())}),
+            Stop::Refused(r) => json!({"rejected": r.message.key}),
+            Stop::ActionFailed(f) => {
+                json!({"action_failed": f.failure.outcome, "action": f.action, "message": f.message.key})
+            }
+            Stop::CheckpointFailed(e) => json!({"checkpoint_failed": e.to_string()}),
+            Stop::WrongContract { expected, found } => {
+                json!({"wrong_contract": {"expected": expected, "found": found}})
+            }
+            Stop::EngineLoop { limit } => json!({"engine_loop": limit}),
+        };
+        self.append(
+            "decisions.jsonl",
+            &json!({
+                "at": now(),
+                "session": session,
+                "event": "turn",
+                "input": input,
+                "facts": recorded.facts,
+                "actions": recorded.actions,
+                "state": turn.instance.state,
+                "message": turn.steps.iter().rev().find_map(|s| s.message.as_ref().map(|m| m.key.clone())),
+                "stop": stop,
             }),
         );
     }

@@ -18,6 +18,7 @@ pub mod index_cache;
 pub mod init;
 pub mod log;
 pub mod record;
+pub mod recorder;
 pub mod registry;
 pub mod reply;
 pub mod service;

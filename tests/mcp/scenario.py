@@ -14,6 +14,7 @@ A scenario is {"steps": [...]}; each step is one of
   {"git": ["commit", "-am", "msg"]}       run git in ROOT
   {"edit_checkpoint": [FIND, REPLACE]}    edit the current session's checkpoint (tampering)
   {"sh": "git log --format=%s", "stdout": "~text"}  run a shell command in ROOT; match its stdout
+                                          ($CODE_INTEL is the binary under test)
   {"lock": PATH} / {"unlock": PATH}       hold / release an exclusive flock on ROOT/PATH
 A call step may add "progress": true (the progress notifications it received are matched
 as "progress": [{"progress", "total", "message"}, ...]) and "retry": N (repeat it, 0.1 s
@@ -156,7 +157,8 @@ async def run(binary, root, scenario):
             elif "git" in step:
                 subprocess.run(["git", *step["git"]], cwd=root, check=True, capture_output=True)
             elif "sh" in step:
-                out = subprocess.run(["sh", "-c", step["sh"]], cwd=root, capture_output=True, text=True)
+                out = subprocess.run(["sh", "-c", step["sh"]], cwd=root, capture_output=True, text=True,
+                                     env={**os.environ, "CODE_INTEL": binary})
                 problem = matches(step.get("stdout", out.stdout), out.stdout) or (
                     None if out.returncode == step.get("status", 0) else f"exit status {out.returncode}")
                 print(f"{where}: sh {step['sh']!r} -> {out.returncode}")

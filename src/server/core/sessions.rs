@@ -15,6 +15,7 @@ use crate::server::git;
 use crate::server::host::{CodeIntelHost, QUALITY_PROMPT};
 use crate::server::log::now;
 use crate::server::record::{HostState, RECORD_VERSION, SessionRecord, content_hash};
+use crate::server::recorder::{Recorded, Recorder};
 use crate::server::reply::Reply;
 use crate::server::session_lock::{Holder, LockError, SessionLock};
 use crate::session::{Driver, Stop, Turn};
@@ -134,7 +135,7 @@ impl Server {
         let shared = Rc::new(RefCell::new(record.host.clone()));
         let branch_before = record.host.branch.as_ref().map(|b| b.name.clone());
         let turn = {
-            let started = self.drive(&mut record, &shared, |driver, host, store| {
+            let (started, recorded) = self.drive(&mut record, &shared, |driver, host, store| {
                 driver.start(
                     host,
                     store,
@@ -145,7 +146,15 @@ impl Server {
                 )
             });
             match started {
-                Ok(turn) => turn,
+                Ok(turn) => {
+                    self.log.turn(
+                        &record.id,
+                        &json!({"start": {"flags": flag_text, "intent": a.intent, "locale": a.locale, "params": params}}),
+                        &recorded,
+                        &turn,
+                    );
+                    turn
+                }
                 Err(e) => {
                     let key = match &e {
                         crate::session::StartFailure::Flags(f) => f.key(),
@@ -252,6 +261,7 @@ impl Server {
             self.drive(&mut active.record, &shared, |driver, host, store| {
                 driver.advance(host, store, instance)
             })
+            .0
         };
         let reply = self.finish_turn(state, turn, shared, None, branch_before);
         if reply.is_error {
@@ -415,9 +425,11 @@ impl Server {
         let instance = active.record.instance.clone();
         let shared = Rc::new(RefCell::new(active.record.host.clone()));
         let branch_before = active.record.host.branch.as_ref().map(|b| b.name.clone());
-        let turn = self.drive(&mut active.record, &shared, |driver, host, store| {
+        let input = json!({"submit": payload, "tools": tools_called});
+        let (turn, recorded) = self.drive(&mut active.record, &shared, |driver, host, store| {
             driver.submit(host, store, instance, Value::Object(payload), tools_called)
         });
+        self.log.turn(&active.record.id, &input, &recorded, &turn);
         self.finish_turn(state, turn, shared, mismatch, branch_before)
     }
 
@@ -428,8 +440,8 @@ impl Server {
         &self,
         record: &mut SessionRecord,
         shared: &Rc<RefCell<HostState>>,
-        run: impl FnOnce(&Driver<'_>, &mut CodeIntelHost<'_>, &mut RecordStore<'_>) -> T,
-    ) -> T {
+        run: impl FnOnce(&Driver<'_>, &mut Recorder<'_, CodeIntelHost<'_>>, &mut RecordStore<'_>) -> T,
+    ) -> (T, Recorded) {
         let session_id = record.id.clone();
         let mut host = CodeIntelHost {
             root: &self.root,
@@ -439,7 +451,12 @@ impl Server {
         };
         let mut store =
             RecordStore::new(&self.contract, &self.checkpoints, record, Rc::clone(shared));
-        run(&Driver::new(&self.contract), &mut host, &mut store)
+        let mut recorder = Recorder {
+            inner: &mut host,
+            recorded: Recorded::default(),
+        };
+        let out = run(&Driver::new(&self.contract), &mut recorder, &mut store);
+        (out, recorder.recorded)
     }
 
     /// Adopts a driver turn into the active session and answers with it.
