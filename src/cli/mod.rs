@@ -102,6 +102,22 @@ enum Command {
         #[arg(long)]
         scenarios: bool,
     },
+    /// Search a shortest payload sequence to each state by running the contract (payloads
+    /// generated from the schemas and guards) and print them as a scenario file to start
+    /// tests from; states no generated sequence reaches are listed at the top.
+    Paths {
+        #[command(flatten)]
+        source: ContractSource,
+        /// Flags as a user would type them, e.g. "--quick".
+        #[arg(long, allow_hyphen_values = true, default_value = "")]
+        flags: String,
+        /// The intent; default: the contract's default intent.
+        #[arg(long)]
+        intent: Option<String>,
+        /// Host facts as a JSON object; default: each declared fact's smallest value.
+        #[arg(long)]
+        facts: Option<String>,
+    },
     /// Turn a session the MCP server recorded into a scenario file (printed), whose steps
     /// expect what the server decided then; with --check, also run it against the
     /// contract as it is now.
@@ -364,6 +380,33 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Test { paths, coverage } => test::run(&paths, coverage),
+        Command::Paths {
+            source,
+            flags: flag_text,
+            intent,
+            facts,
+        } => {
+            let contract = load_contract(&source)?;
+            let facts = match facts {
+                None => None,
+                Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+                    Ok(serde_json::Value::Object(map)) => Some(map),
+                    _ => {
+                        return Err(CliError::Usage(format!(
+                            "--facts must be a JSON object, not {text}"
+                        )));
+                    }
+                },
+            };
+            let paths = crate::scenario::shortest(&contract, &flag_text, intent.as_deref(), facts)
+                .map_err(CliError::Usage)?;
+            let named = source
+                .contract
+                .as_ref()
+                .map_or("builtin".to_string(), |p| p.display().to_string());
+            out!("{}", crate::scenario::to_scenarios(&paths, &named));
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Replay {
             log,
             session,

@@ -8,6 +8,7 @@
 mod coverage;
 mod load;
 mod model;
+mod paths;
 mod raw;
 mod replay;
 mod run;
@@ -15,6 +16,7 @@ mod run;
 pub use coverage::{Coverage, Rule};
 pub use load::{SUFFIXES, generated_schema, is_scenario_file, load};
 pub use model::{ContractRef, Expect, Scenario, ScenarioFile, Step};
+pub use paths::{Found, PathStep, Paths, shortest, to_scenarios};
 pub use raw::RawScenarioFile;
 pub use replay::{ReplayError, from_log};
 pub use run::{Failure, Report, Taken, run};

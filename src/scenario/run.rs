@@ -38,11 +38,21 @@ pub struct Report {
 }
 
 /// A host whose facts and action results are the scenario's.
-struct ScriptedHost {
+pub(super) struct ScriptedHost {
     facts: Map<String, Value>,
     results: Map<String, Value>,
     /// How many times each action was performed, for `{sequence: [...]}` results.
     calls: std::collections::HashMap<String, usize>,
+}
+
+impl ScriptedHost {
+    pub(super) fn new(facts: Map<String, Value>, results: Map<String, Value>) -> ScriptedHost {
+        ScriptedHost {
+            facts,
+            results,
+            calls: std::collections::HashMap::new(),
+        }
+    }
 }
 
 /// One scripted result: `{fail: OUTCOME}` is a failure, anything else the value.

@@ -905,3 +905,39 @@ fn scenario_expectations_on_counters_and_start_errors() {
     // `generated::every_shipped_scenario_passes` runs it.
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `paths` finds a payload sequence to every state the flags let run, and what it prints
+/// is a scenario file that passes.
+#[test]
+fn paths_reach_every_state_and_print_passing_scenarios() {
+    let dir = temp_dir("paths");
+    let o = run(&dir, &["paths"]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    let unreached: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# not reached by any generated payload sequence: "))
+        .collect();
+    // VERIFY_FAILED runs only under --only-verify.
+    assert_eq!(unreached, ["VERIFY_FAILED"], "{text}");
+    for state in [
+        "BRANCH_INTERVENTION",
+        "SEMANTIC",
+        "QUALITY_REVIEW",
+        "USER_ESCALATION",
+        "SESSION_ABORTED",
+    ] {
+        assert!(
+            text.contains(&format!("name: \"reach {state}\"")),
+            "{state}: {text}"
+        );
+    }
+    std::fs::write(dir.join("generated.scenarios.yml"), &text).unwrap();
+    let o = run(&dir, &["test", "generated.scenarios.yml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let text = stdout(&run(&dir, &["paths", "--flags", "--only-verify"]));
+    assert!(text.contains("name: \"reach VERIFY_FAILED\""), "{text}");
+    let o = run(&dir, &["paths", "--facts", "[1]"]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
