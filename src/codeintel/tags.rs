@@ -425,6 +425,23 @@ class Circle implements Shape {
     }
 
     #[test]
+    fn python_class_attributes_are_fields_and_guarded_module_names_constants() {
+        let src = "class Model:\n    pk = property(get_pk)\n    limit: int = 3\n\n    def save(self):\n        local = 1\n\ntry:\n    import x\nexcept ImportError:\n    Fallback = None\n";
+        let tags = tag("python", src);
+        assert_eq!(
+            defs(&tags),
+            [
+                ("Model", "class", 1, 7),
+                ("pk", "field", 2, 5),
+                ("limit", "field", 3, 5),
+                ("save", "method", 5, 9),
+                ("Fallback", "constant", 11, 5),
+            ]
+        );
+        assert_eq!(find(&tags, "pk", true).scope.as_deref(), Some("Model"));
+    }
+
+    #[test]
     fn python_references_carry_their_kind_and_qualifier() {
         let src = "\
 from django.contrib.auth.forms import UserCreationForm
