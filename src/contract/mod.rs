@@ -76,7 +76,7 @@ pub fn load(sources: &mut Sources, file: FileId, hosts: &[Registry]) -> Loaded {
     let extends = node
         .get("extends")
         .map(|n| (n.as_str().map(str::to_string), n.span));
-    let node = match extends {
+    let mut node = match extends {
         None => node,
         Some((Some(name), _)) if name == "builtin" => {
             if let NodeKind::Map(entries) = &mut node.kind {
@@ -97,6 +97,7 @@ pub fn load(sources: &mut Sources, file: FileId, hosts: &[Registry]) -> Loaded {
             return Loaded::failed(d);
         }
     };
+    strip_extensions(&mut node);
     let mut loaded = load_node(&node, hosts);
     diagnostics.append(&mut loaded.diagnostics);
     diagnostic::sort(&mut diagnostics);
@@ -141,17 +142,14 @@ fn schema_validator() -> Option<&'static jsonschema::Validator> {
 
 /// Top-level keys starting with `x-` are ignored, so a contract can keep YAML anchors
 /// (shared lists, message maps) in one place.
-fn strip_extensions(node: &Node) -> Node {
-    let mut node = node.clone();
+fn strip_extensions(node: &mut Node) {
     if let NodeKind::Map(entries) = &mut node.kind {
         entries.retain(|(k, _)| !k.name.starts_with("x-"));
     }
-    node
 }
 
-/// Runs the schema and lowering stages on a parsed tree.
+/// Runs the schema and lowering stages on a parsed tree (without its `x-` keys).
 fn load_node(node: &Node, hosts: &[Registry]) -> Loaded {
-    let node = &strip_extensions(node);
     let instance = node.to_json();
     let mut diagnostics = Vec::new();
     let Some(validator) = schema_validator() else {
