@@ -280,7 +280,7 @@ pub struct RawState {
     pub transitions: Vec<RawTransition>,
     /// The transition taken when no guarded transition matches (it has no `when`).
     #[serde(default)]
-    pub otherwise: Option<RawTransition>,
+    pub otherwise: Option<Box<RawTransition>>,
     /// For terminal states: how the session ended.
     #[serde(default)]
     pub outcome: Option<Outcome>,
