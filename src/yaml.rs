@@ -6,7 +6,6 @@
 //! turns a JSON pointer from either of those back into a [`Span`].
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use serde_json::{Map, Number, Value};
@@ -26,13 +25,16 @@ pub enum NodeKind {
     Map(Mapping),
 }
 
-/// A mapping's entries in file order, looked up by key through a hash index for mappings
-/// large enough to need one (built on the first lookup), so finding every key of a
-/// mapping with n keys costs O(n), not O(n²).
+/// A mapping's entries in file order. A mapping large enough to need one has a hash index
+/// from key to entry, so finding every key of a mapping with n keys costs O(n), not O(n²).
 #[derive(Debug, Clone, Default)]
 pub struct Mapping {
     entries: Vec<(Key, Node)>,
-    index: OnceLock<HashMap<String, usize>>,
+    #[expect(
+        clippy::box_collection,
+        reason = "a mapping without an index costs 8 bytes, not 48: most are small"
+    )]
+    index: Option<Box<HashMap<String, usize>>>,
 }
 
 /// Below this many entries a linear search is faster than hashing.
@@ -46,10 +48,23 @@ impl PartialEq for Mapping {
 
 impl Mapping {
     pub fn new(entries: Vec<(Key, Node)>) -> Mapping {
-        Mapping {
+        let mut mapping = Mapping {
             entries,
-            index: OnceLock::new(),
-        }
+            index: None,
+        };
+        mapping.reindex();
+        mapping
+    }
+
+    /// Builds the index when the mapping is large enough; the first entry of a key wins.
+    fn reindex(&mut self) {
+        self.index = (self.entries.len() >= INDEXED_FROM).then(|| {
+            let mut index = HashMap::with_capacity(self.entries.len());
+            for (i, (k, _)) in self.entries.iter().enumerate() {
+                index.entry(k.name.clone()).or_insert(i);
+            }
+            Box::new(index)
+        });
     }
 
     pub fn entries(&self) -> &[(Key, Node)] {
@@ -76,33 +91,30 @@ impl Mapping {
     }
 
     fn position(&self, name: &str) -> Option<usize> {
-        if self.entries.len() < INDEXED_FROM {
-            return self.entries.iter().position(|(k, _)| k.name == name);
+        match &self.index {
+            Some(index) => index.get(name).copied(),
+            None => self.entries.iter().position(|(k, _)| k.name == name),
         }
-        self.index
-            .get_or_init(|| {
-                let mut index = HashMap::with_capacity(self.entries.len());
-                for (i, (k, _)) in self.entries.iter().enumerate() {
-                    index.entry(k.name.clone()).or_insert(i);
-                }
-                index
-            })
-            .get(name)
-            .copied()
     }
 
     /// Keeps the entries for which `keep` holds.
     pub fn retain(&mut self, keep: impl FnMut(&(Key, Node)) -> bool) {
+        let before = self.entries.len();
         self.entries.retain(keep);
-        self.index = OnceLock::new();
+        if self.entries.len() != before {
+            self.reindex();
+        }
     }
 
     /// Appends an entry; the caller makes sure its key is new.
     fn push(&mut self, key: Key, node: Node) {
-        if let Some(index) = self.index.get_mut() {
+        if let Some(index) = &mut self.index {
             index.entry(key.name.clone()).or_insert(self.entries.len());
         }
         self.entries.push((key, node));
+        if self.index.is_none() && self.entries.len() >= INDEXED_FROM {
+            self.reindex();
+        }
     }
 }
 
@@ -374,11 +386,12 @@ impl Builder<'_> {
             }
             Event::SequenceEnd => match self.stack.pop() {
                 Some(Frame::Seq {
-                    items,
+                    mut items,
                     span: start,
                     anchor,
                     size,
                 }) => {
+                    items.shrink_to_fit();
                     let node = Node {
                         kind: NodeKind::Seq(items),
                         span: Span {
@@ -400,13 +413,17 @@ impl Builder<'_> {
             Event::MappingEnd => match self.stack.pop() {
                 Some(Frame::Map {
                     entries,
+                    index,
                     span: start,
                     anchor,
                     size,
                     ..
                 }) => {
+                    // The index holds exactly the entries that were not replaced.
+                    let mut live = Vec::with_capacity(index.len());
+                    live.extend(entries.into_iter().flatten());
                     let node = Node {
-                        kind: NodeKind::Map(Mapping::new(entries.into_iter().flatten().collect())),
+                        kind: NodeKind::Map(Mapping::new(live)),
                         span: Span {
                             end: span.end,
                             ..start
