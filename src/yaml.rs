@@ -721,6 +721,9 @@ impl Builder<'_> {
     }
 }
 
+/// The largest magnitude below which every whole f64 is exact (2^53).
+const MAX_EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
+
 /// YAML 1.2 core-schema resolution of a plain scalar.
 fn resolve_plain(text: &str) -> NodeKind {
     match text {
@@ -766,6 +769,13 @@ impl Node {
             NodeKind::Null => Value::Null,
             NodeKind::Bool(b) => Value::Bool(*b),
             NodeKind::Int(i) => Value::Number((*i).into()),
+            // A float with no fraction is an integer to JSON Schema (`type: integer`
+            // accepts `2.0`), so it is one for serde too; otherwise the schema would pass
+            // `limit: 2.0` and serde's u32 refuse it.
+            // (A whole number below 2^53 converts exactly.)
+            NodeKind::Float(f) if f.fract() == 0.0 && f.abs() <= MAX_EXACT_INTEGER => {
+                Value::Number((*f as i64).into())
+            }
             NodeKind::Float(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
             NodeKind::Str(s) => Value::String(s.clone()),
             NodeKind::Seq(items) => Value::Array(items.iter().map(Node::to_json).collect()),
@@ -900,6 +910,17 @@ mod tests {
         assert_eq!(v["a"], 3);
         assert_eq!(warnings[0].code, "yaml-duplicate-key");
         assert_eq!(warnings[0].span.unwrap().start, Pos { line: 3, col: 1 });
+    }
+
+    #[test]
+    fn whole_floats_are_integers_in_json_as_in_json_schema() {
+        let (v, _) = load("a: 2.0\nb: 1e3\nc: 2.5\nd: -0.0\ne: 1e300\n");
+        assert_eq!(v["a"], serde_json::json!(2));
+        assert!(v["a"].is_u64());
+        assert_eq!(v["b"], serde_json::json!(1000));
+        assert_eq!(v["c"], serde_json::json!(2.5));
+        assert!(v["d"].is_i64());
+        assert!(v["e"].is_f64());
     }
 
     #[test]

@@ -305,5 +305,12 @@ mod tests {
             .replace("-1", "0")
             .replace("99999999999", "1");
         assert!(load_text(&text).is_empty());
+        // Whole numbers written as floats are integers, as JSON Schema says: serde's u32
+        // refused them after the schema had accepted them ("internal error").
+        let floats = text
+            .replace("version: 1", "version: 1.0")
+            .replace("limit: 4294967295", "limit: 3.0")
+            .replace("step: 1", "step: 2e0");
+        assert!(load_text(&floats).is_empty(), "{:?}", load_text(&floats));
     }
 }
