@@ -65,16 +65,22 @@ pub struct SourceFile {
     /// The name shown to users: the path as given, or `<built-in>/...` for compiled-in files.
     pub name: String,
     pub text: String,
+    /// The byte offset where each line starts, so [`SourceFile::line`] costs O(1) and
+    /// rendering a finding per line of a large file stays linear.
+    line_starts: Vec<usize>,
 }
 
 impl SourceFile {
     /// The text of a 1-based line without its line terminator, if it exists.
     pub fn line(&self, line: u32) -> Option<&str> {
         let index = usize::try_from(line).ok()?.checked_sub(1)?;
-        self.text
-            .split('\n')
-            .nth(index)
-            .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        let start = *self.line_starts.get(index)?;
+        let end = self
+            .line_starts
+            .get(index + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        let line = self.text.get(start..end)?;
+        Some(line.strip_suffix('\r').unwrap_or(line))
     }
 }
 
@@ -86,9 +92,14 @@ pub struct Sources {
 
 impl Sources {
     pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
+        let text = text.into();
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
         self.files.push(SourceFile {
             name: name.into(),
-            text: text.into(),
+            text,
+            line_starts,
         });
         FileId(u32::try_from(self.files.len() - 1).unwrap_or(u32::MAX))
     }
@@ -105,5 +116,26 @@ impl Sources {
 impl fmt::Display for Pos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.line, self.col)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sources;
+
+    #[test]
+    fn lines_are_found_by_number_without_their_terminators() {
+        let mut sources = Sources::default();
+        let id = sources.add("f", "a\r\nb\n\nlast");
+        let file = sources.get(id).unwrap();
+        let lines: Vec<Option<&str>> = (0..=5).map(|n| file.line(n)).collect();
+        assert_eq!(
+            lines,
+            [None, Some("a"), Some("b"), Some(""), Some("last"), None]
+        );
+        let id = sources.add("g", "ends with a newline\n");
+        let file = sources.get(id).unwrap();
+        assert_eq!(file.line(2), Some(""));
+        assert_eq!(file.line(3), None);
     }
 }

@@ -1,6 +1,7 @@
 //! The phase × flag-set matrix computed from the contract: one row per step, one column per
 //! flag set declared under `matrix.columns`, a cell true when the step can run.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::Serialize;
@@ -9,6 +10,7 @@ use serde_json::{Map, Value};
 use super::reach::reachable;
 use crate::contract::Contract;
 use crate::contract::flags::{self, FlagError};
+use crate::contract::model::StateId;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Matrix {
@@ -52,17 +54,16 @@ pub fn compute(contract: &Contract) -> Result<Matrix, MatrixError> {
             .unwrap_or_else(|| contract.default_intent.clone());
         reach_per_column.push(reachable(contract, &set, &intent));
     }
-    let mut steps: Vec<u32> = contract.states.iter().filter_map(|s| s.step).collect();
-    steps.sort_unstable();
-    steps.dedup();
-    let rows = steps
+    // The states of each step, in flow order (which sorts by step first).
+    let mut by_step: BTreeMap<u32, Vec<StateId>> = BTreeMap::new();
+    for id in contract.states_in_flow_order() {
+        if let Some(step) = contract.state(id).step {
+            by_step.entry(step).or_default().push(id);
+        }
+    }
+    let rows = by_step
         .into_iter()
-        .map(|step| {
-            let ids: Vec<_> = contract
-                .states_in_flow_order()
-                .into_iter()
-                .filter(|id| contract.state(*id).step == Some(step))
-                .collect();
+        .map(|(step, ids)| {
             let phase = ids
                 .first()
                 .map(|id| contract.state(*id).label.clone())

@@ -78,8 +78,13 @@ pub(crate) fn possible_transitions<'c>(
         if let Some(expr) = t.guard.as_ref().and_then(|g| g.expr.as_ref()) {
             collect_atoms(expr, ctx, &mut atoms);
         }
+        if atoms.len() > MAX_ATOMS {
+            break;
+        }
     }
-    if atoms.len() > MAX_ATOMS {
+    // Every assignment of the atoms is tried on every transition, so the work is bounded
+    // too; past it, treating guards independently over-approximates, as analysis may.
+    if atoms.len() > MAX_ATOMS || s.transitions.len() << atoms.len() > MAX_EVALUATIONS {
         return possible_transitions_independent(contract, state, roots);
     }
     let mut possible = vec![false; s.transitions.len() + 1];
@@ -124,6 +129,8 @@ pub(crate) fn possible_transitions<'c>(
 
 /// Above this many distinct unknown atoms in one state, atoms are treated independently.
 const MAX_ATOMS: usize = 12;
+/// Above this many transitions times assignments of the atoms, likewise.
+const MAX_EVALUATIONS: usize = 1 << 20;
 
 fn possible_transitions_independent<'c>(
     contract: &'c Contract,
@@ -158,6 +165,8 @@ fn collect_atoms(expr: &Expr, ctx: Context<'_>, out: &mut Vec<String>) {
             collect_atoms(l, ctx, out);
             collect_atoms(r, ctx, out);
         }
+        // Past the limit the caller gives up on atoms; stop collecting.
+        _ if out.len() > MAX_ATOMS => {}
         _ => {
             if eval_condition(expr, ctx).ok().flatten().is_none() {
                 let key = atom_key(expr);

@@ -28,7 +28,8 @@ pub struct ImpactItem {
 /// method or class whose body calls or reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// The definition that contains the use.
+    /// The definition that contains the use, qualified by the definition around it
+    /// (`GroupForm.form_class`).
     pub name: String,
     pub kind: String,
     pub path: String,
@@ -380,7 +381,12 @@ fn dependents(
         }
         seen.insert(key, list.len());
         let caller = Caller {
-            name: d.name.clone(),
+            // `GroupForm.form_class`, `UserAdmin.save`: the enclosing definition names
+            // which of the file's same-named members it is.
+            name: match &d.scope {
+                Some(scope) => format!("{scope}.{}", d.name),
+                None => d.name.clone(),
+            },
             kind: d.kind.clone(),
             path: u.path.clone(),
             line: d.line,

@@ -77,7 +77,7 @@ pub fn load(sources: &mut Sources, file: FileId, hosts: &[Registry]) -> Loaded {
     let extends = node
         .get("extends")
         .map(|n| (n.as_str().map(str::to_string), n.span));
-    let node = match extends {
+    let mut node = match extends {
         None => node,
         Some((Some(name), _)) if name == "builtin" => {
             if let NodeKind::Map(entries) = &mut node.kind {
@@ -102,6 +102,7 @@ pub fn load(sources: &mut Sources, file: FileId, hosts: &[Registry]) -> Loaded {
             return Loaded::failed(d);
         }
     };
+    strip_extensions(&mut node);
     let mut loaded = load_node(&node, hosts);
     diagnostics.append(&mut loaded.diagnostics);
     diagnostic::sort(&mut diagnostics);
@@ -146,17 +147,14 @@ fn schema_validator() -> Option<&'static jsonschema::Validator> {
 
 /// Top-level keys starting with `x-` are ignored, so a contract can keep YAML anchors
 /// (shared lists, message maps) in one place.
-fn strip_extensions(node: &Node) -> Node {
-    let mut node = node.clone();
+fn strip_extensions(node: &mut Node) {
     if let NodeKind::Map(entries) = &mut node.kind {
         entries.retain(|(k, _)| !k.name.starts_with("x-"));
     }
-    node
 }
 
-/// Runs the schema and lowering stages on a parsed tree.
+/// Runs the schema and lowering stages on a parsed tree (without its `x-` keys).
 fn load_node(node: &Node, hosts: &[Registry]) -> Loaded {
-    let node = &strip_extensions(node);
     let instance = node.to_json();
     let mut diagnostics = Vec::new();
     let Some(validator) = schema_validator() else {
@@ -206,6 +204,9 @@ fn load_node(node: &Node, hosts: &[Registry]) -> Loaded {
 
 fn schema_diagnostic(root: &Node, error: &jsonschema::ValidationError<'_>) -> Diagnostic {
     use jsonschema::error::ValidationErrorKind as K;
+    if let Some(specific) = specific_alternative(error) {
+        return schema_diagnostic(root, specific);
+    }
     let path = error.instance_path().as_str().to_string();
     let (key, node) = root.locate(&path);
     let display = if path.is_empty() {
@@ -237,8 +238,84 @@ fn schema_diagnostic(root: &Node, error: &jsonschema::ValidationError<'_>) -> Di
     }
 }
 
+/// For an `anyOf` failure (an untagged type like `limit`, an integer or a param name),
+/// the first error of the one alternative the value failed for another reason than its
+/// type: `4294967296 is greater than the maximum of 4294967295` says more than "not valid
+/// under any of the schemas".
+fn specific_alternative<'e>(
+    error: &'e jsonschema::ValidationError<'_>,
+) -> Option<&'e jsonschema::ValidationError<'static>> {
+    use jsonschema::error::ValidationErrorKind as K;
+    let K::AnyOf { context } = error.kind() else {
+        return None;
+    };
+    let mut specific = context.iter().filter(|errors| {
+        !errors.iter().all(|e| {
+            matches!(e.kind(), K::Type { .. }) && e.instance_path() == error.instance_path()
+        })
+    });
+    let one = specific.next()?;
+    if specific.next().is_some() {
+        return None;
+    }
+    one.first()
+}
+
 /// `anyOf` failures repeat one problem several times; keep one per location and message.
 fn dedup_schema(diagnostics: &mut Vec<Diagnostic>) {
     diagnostic::sort(diagnostics);
     diagnostics.dedup_by(|a, b| a.span == b.span && a.message == b.message);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Vec<Diagnostic> {
+        let mut sources = Sources::default();
+        let id = sources.add("t.yml", text);
+        load(&mut sources, id, &crate::hosts::all()).diagnostics
+    }
+
+    #[test]
+    fn numbers_beyond_a_count_are_schema_errors_that_state_the_range() {
+        let text = "contract: t\nversion: 1\nhost: agent-runner\nlocales: [en]\ninitial: A\ncounters:\n  c: {scope: session, limit: 4294967296}\n  d: {scope: session, limit: -1}\nstates: {A: {kind: terminal, step: 99999999999}}\n";
+        let diagnostics = load_text(text);
+        let found: Vec<(String, String)> = diagnostics
+            .iter()
+            .map(|d| (d.span.unwrap().start.to_string(), d.message.clone()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "7:30".to_string(),
+                    "`counters.c.limit`: 4294967296 is greater than the maximum of 4294967295"
+                        .to_string()
+                ),
+                (
+                    "8:30".to_string(),
+                    "`counters.d.limit`: -1 is less than the minimum of 0".to_string()
+                ),
+                (
+                    "9:36".to_string(),
+                    "`states.A.step`: 99999999999 is greater than the maximum of 4294967295"
+                        .to_string()
+                ),
+            ]
+        );
+        // The largest count is accepted.
+        let text = text
+            .replace("4294967296", "4294967295")
+            .replace("-1", "0")
+            .replace("99999999999", "1");
+        assert!(load_text(&text).is_empty());
+        // Whole numbers written as floats are integers, as JSON Schema says: serde's u32
+        // refused them after the schema had accepted them ("internal error").
+        let floats = text
+            .replace("version: 1", "version: 1.0")
+            .replace("limit: 4294967295", "limit: 3.0")
+            .replace("step: 1", "step: 2e0");
+        assert!(load_text(&floats).is_empty(), "{:?}", load_text(&floats));
+    }
 }

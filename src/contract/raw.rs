@@ -20,6 +20,7 @@ pub struct RawContract {
     /// A dotted identifier of this flow, for example `code-intel.phase-flow`.
     pub contract: String,
     /// The format version; only `1` exists.
+    #[schemars(range(max = u32::MAX))]
     pub version: u32,
     /// Which host runs this contract; selects the registry of actions, tools and facts.
     pub host: String,
@@ -176,7 +177,7 @@ pub enum CounterScope {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Limit {
-    Fixed(u32),
+    Fixed(#[schemars(range(max = u32::MAX))] u32),
     Param(String),
 }
 
@@ -233,6 +234,7 @@ pub struct RawState {
     pub kind: StateKind,
     /// The step number in the documented flow (rows of the phase matrix).
     #[serde(default)]
+    #[schemars(range(max = u32::MAX))]
     pub step: Option<u32>,
     /// The phase name shown to agents; defaults to the state id. Sub-steps share a phase.
     #[serde(default)]
@@ -254,6 +256,7 @@ pub struct RawState {
     pub required_tools: Vec<String>,
     /// The minimum number of distinct tools called in this state.
     #[serde(default)]
+    #[schemars(range(max = u32::MAX))]
     pub min_distinct_tools: u32,
     /// Tools the agent may call while in this state; anything else is refused.
     #[serde(default)]
@@ -277,7 +280,7 @@ pub struct RawState {
     pub transitions: Vec<RawTransition>,
     /// The transition taken when no guarded transition matches (it has no `when`).
     #[serde(default)]
-    pub otherwise: Option<RawTransition>,
+    pub otherwise: Option<Box<RawTransition>>,
     /// For terminal states: how the session ended.
     #[serde(default)]
     pub outcome: Option<Outcome>,

@@ -63,6 +63,18 @@ pub const ALL: &[Code] = &[
         "a mapping repeats a key; YAML loaders would silently keep only one",
     ),
     code(
+        "yaml-alias-budget",
+        Error,
+        "yaml",
+        "aliases would expand the file beyond its budget (10 nodes per node written plus 10,000, 10 bytes per byte plus 1 MiB), as a \"billion laughs\" file does",
+    ),
+    code(
+        "yaml-nesting-depth",
+        Error,
+        "yaml",
+        "sequences and mappings are nested more than 128 levels deep",
+    ),
+    code(
         "schema-violation",
         Error,
         "schema",

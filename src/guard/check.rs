@@ -92,7 +92,7 @@ impl Checker<'_> {
             ExprKind::ItemPath(segments) => {
                 match item {
                     Some(item_ty) => self.walk(
-                        item_ty.clone(),
+                        item_ty,
                         segments,
                         if segments.is_empty() {
                             "it".into()
@@ -149,17 +149,22 @@ impl Checker<'_> {
             });
             return Ty::Any;
         };
-        self.walk(root_ty.clone(), &segments[1..], root.clone(), range)
+        self.walk(root_ty, &segments[1..], root.clone(), range)
     }
 
-    fn walk(&mut self, mut ty: Ty, segments: &[String], mut so_far: String, range: Range) -> Ty {
+    /// The type of `segments` read from a value of type `ty`. Walks by reference and
+    /// clones only the result: a root like `flags` may have thousands of fields.
+    fn walk(&mut self, mut ty: &Ty, segments: &[String], mut so_far: String, range: Range) -> Ty {
+        static ANY: Ty = Ty::Any;
+        // Whether a step so far may be null, which makes the result optional.
+        let mut optional = false;
         for segment in segments {
-            let optional = ty.is_nullable() && ty != Ty::Any;
+            optional = (optional || ty.is_nullable()) && *ty != Ty::Any;
             let next = match ty.strip_optional() {
-                Ty::Any => Ty::Any,
+                Ty::Any => &ANY,
                 Ty::Object { fields, open } => match fields.get(segment) {
-                    Some(t) => t.clone(),
-                    None if *open => Ty::Any,
+                    Some(t) => t,
+                    None if *open => &ANY,
                     None => {
                         let mut known: Vec<&str> = fields.keys().map(String::as_str).collect();
                         known.sort_unstable();
@@ -184,10 +189,14 @@ impl Checker<'_> {
                     return Ty::Any;
                 }
             };
-            ty = if optional { next.optional() } else { next };
+            ty = next;
             so_far = format!("{so_far}.{segment}");
         }
-        ty
+        if optional {
+            ty.clone().optional()
+        } else {
+            ty.clone()
+        }
     }
 
     fn binary(&mut self, op: BinaryOp, lhs: &Expr, rhs: &Expr, item: Option<&Ty>) -> Ty {

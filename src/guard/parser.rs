@@ -195,6 +195,16 @@ fn build_primary(pair: Pair<'_, Rule>, offsets: &CharOffsets<'_>) -> Result<Expr
             let text = pair.as_str();
             let value = if let Ok(i) = text.parse::<i64>() {
                 Value::from(i)
+            } else if !text.contains('.') {
+                // Would silently become an inexact float.
+                return Err(SyntaxError {
+                    message: format!(
+                        "the integer `{text}` is out of range: guard integers are from {} to {}",
+                        i64::MIN,
+                        i64::MAX
+                    ),
+                    range,
+                });
             } else {
                 text.parse::<f64>()
                     .ok()

@@ -661,7 +661,7 @@ fn references_carry_their_kind_and_name_matches_come_last() {
             "pkg/admin.py:1:23: import BaseForm: from pkg.forms import BaseForm",
             "pkg/admin.py:5:16: inherit BaseForm (in UserForm): class UserForm(BaseForm):",
             "pkg/admin.py:9:23: inherit BaseForm (in GroupForm): class GroupForm(forms.BaseForm):",
-            "pkg/admin.py:10:18: read BaseForm (in GroupForm): form_class = BaseForm",
+            "pkg/admin.py:10:18: read BaseForm (in form_class): form_class = BaseForm",
             "pkg/admin.py:12:27: type BaseForm (in build): def build(self, d) -> BaseForm:",
             "pkg/admin.py:14:16: call BaseForm (in build): return BaseForm()",
         ],
@@ -728,11 +728,11 @@ fn impact_lists_subclasses_and_importers_before_callers() {
         "{text}"
     );
     assert!(
-        text.contains("caller   pkg/admin.py:12: method build calls BaseForm"),
+        text.contains("caller   pkg/admin.py:12: method GroupForm.build calls BaseForm"),
         "{text}"
     );
     assert!(
-        text.contains("caller   pkg/admin.py:9: class GroupForm uses BaseForm"),
+        text.contains("caller   pkg/admin.py:10: field GroupForm.form_class uses BaseForm"),
         "{text}"
     );
     assert!(

@@ -66,6 +66,7 @@ fn evaluation() {
         ),
         ("\"b c\" in normalize_space(payload.spaced)", json!(true)),
         ("-1 < 0", json!(true)),
+        ("9223372036854775807 > -9223372036854775808", json!(true)),
     ];
     for (guard, expected) in table {
         give(guard, expected.clone());
@@ -124,6 +125,10 @@ fn syntax_errors_point_at_the_problem() {
         ("len(a, b)", 0),
         ("max(a)", 0),
         ("a # b", 2),
+        // Integers beyond i64 are refused, not rounded to a float.
+        ("payload.n == 9223372036854775808", 13),
+        ("-9223372036854775809 < payload.n", 0),
+        ("payload.n < 99999999999999999999999", 12),
     ];
     for (guard, column) in table {
         let err = parse(guard).expect_err(guard);
@@ -136,6 +141,11 @@ fn syntax_errors_point_at_the_problem() {
             .message
             .contains("expected an operand")
     );
+    let err = parse("payload.n == 9223372036854775808").unwrap_err();
+    assert_eq!((err.range.start, err.range.end), (13, 32));
+    assert!(err.message.contains("out of range"), "{}", err.message);
+    // Decimals are floats, whatever their size.
+    assert!(parse("payload.n < 99999999999999999999999.5").is_ok());
 }
 
 fn env() -> TypeEnv {

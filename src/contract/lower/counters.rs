@@ -43,6 +43,20 @@ impl Lowerer<'_> {
             .collect();
         for c in &counters {
             if let LimitValue::Param(p) = &c.limit
+                && let Some((ValueType::Int, default)) = params.get(p)
+                && default.as_u64().is_none_or(|n| u32::try_from(n).is_err())
+            {
+                self.report(
+                    "schema-violation",
+                    format!(
+                        "param `{p}` is the limit of counter `{}`, but its default {default} is not a count",
+                        c.name
+                    ),
+                    &format!("/params/{p}/default"),
+                    Some(format!("a limit is a whole number from 0 to {}", u32::MAX)),
+                );
+            }
+            if let LimitValue::Param(p) = &c.limit
                 && !matches!(params.get(p), Some((ValueType::Int, _)))
             {
                 let ptr = format!("/counters/{}/limit", c.name);
@@ -170,6 +184,38 @@ mod tests {
         assert_eq!(
             check(&text),
             ["7:30 guard-unknown-path", "8:30 guard-unknown-path"]
+        );
+    }
+
+    #[test]
+    fn a_param_limit_defaults_to_a_count() {
+        let text = format!(
+            "{HEADER}{}",
+            concat!(
+                "params:\n",
+                "  low: {type: int, default: -1}\n",
+                "  high: {type: int, default: 4294967296}\n",
+                "  fine: {type: int, default: 4294967295}\n",
+                "counters:\n",
+                "  a: {scope: session, limit: params.low}\n",
+                "  b: {scope: session, limit: params.high}\n",
+                "  c: {scope: session, limit: params.fine}\n",
+                "initial: A\n",
+                "states: {A: {kind: terminal}}\n",
+            )
+        );
+        let (_, diagnostics) = lower_yaml(&text);
+        assert_eq!(
+            found(&diagnostics),
+            ["6:29 schema-violation", "7:30 schema-violation"]
+        );
+        assert!(diagnostics[1].message.contains("default 4294967296"));
+        assert!(
+            diagnostics[1]
+                .help
+                .as_deref()
+                .unwrap()
+                .contains("4294967295")
         );
     }
 

@@ -4,7 +4,7 @@
 //! Flag strings themselves are parsed by `contract::flags` against the lowered [`Flag`]s;
 //! matrix columns are checked against the flags by `lint`, which can parse them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
@@ -82,8 +82,13 @@ impl Lowerer<'_> {
     /// Pairs of flags that may not be set together, as indices into `flags`.
     pub(super) fn conflicts(&mut self, raw: &RawContract, flags: &[Flag]) -> Vec<(usize, usize)> {
         let mut conflicts = Vec::new();
+        let index: HashMap<&str, usize> = flags
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.as_str(), i))
+            .collect();
         for (i, [a, b]) in raw.conflicts.iter().enumerate() {
-            let find = |n: &str| flags.iter().position(|f| f.name == n);
+            let find = |n: &str| index.get(n).copied();
             match (find(a), find(b)) {
                 (Some(x), Some(y)) => conflicts.push((x, y)),
                 _ => self.report(

@@ -59,9 +59,12 @@ impl Lowerer<'_> {
             );
             return None;
         }
-        let mut states = Vec::new();
+        // One environment for every state, with its `payload` and `result` swapped in:
+        // cloning the base per state would copy every flag, counter and param each time.
+        let mut env = base_env.clone();
+        let mut states = Vec::with_capacity(raw.states.len());
         for (name, s) in &raw.states {
-            states.push(self.state(name, s, raw, base_env, counters, templates));
+            states.push(self.state(name, s, raw, &mut env, counters, templates));
         }
         Some(states)
     }
@@ -71,21 +74,24 @@ impl Lowerer<'_> {
         name: &str,
         s: &RawState,
         raw: &RawContract,
-        base_env: &TypeEnv,
+        env: &mut TypeEnv,
         counters: &[Counter],
         templates: &mut minijinja::Environment<'static>,
     ) -> State {
         let p = format!("/states/{name}");
         let phase = s.phase.clone().unwrap_or_else(|| name.to_string());
         let payload = self.payload(name, s, raw);
-        let (run, result_ty) = self.run(&p, s, base_env);
-        let mut env = base_env.clone().with("payload", payload.ty);
+        // `env` is the base environment here: `run:` arguments see no payload or result.
+        let (run, result_ty) = self.run(&p, s, env);
+        env.roots.insert("payload".into(), payload.ty);
         if s.kind == StateKind::Engine {
-            env = env.with("result", result_ty);
+            env.roots.insert("result".into(), result_ty);
         }
         self.check_tools(&p, s, raw.call.as_deref());
-        let checks = self.checks(&p, s, &env);
-        let (transitions, otherwise) = self.transitions(&p, s, &env, counters);
+        let checks = self.checks(&p, s, env);
+        let (transitions, otherwise) = self.transitions(&p, s, env, counters);
+        env.roots.remove("payload");
+        env.roots.remove("result");
         if s.kind == StateKind::Terminal && (!s.transitions.is_empty() || s.otherwise.is_some()) {
             self.report_key(
                 "schema-violation",

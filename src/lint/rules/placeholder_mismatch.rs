@@ -15,7 +15,7 @@
 //!   ja: "失敗しました"          # {count} missing
 //! ```
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::contract::Contract;
 use crate::contract::lower::placeholders;
@@ -23,6 +23,10 @@ use crate::diagnostic::Diagnostic;
 use crate::lint::usage::Usage;
 
 pub(crate) fn check(contract: &Contract, usages: &[Usage]) -> Vec<Diagnostic> {
+    let mut uses: HashMap<&str, Vec<&Usage>> = HashMap::new();
+    for u in usages {
+        uses.entry(u.key.as_str()).or_default().push(u);
+    }
     let mut out = Vec::new();
     for m in contract.messages.values() {
         let mut sets = m.text.texts.iter().map(|(l, t)| (l, placeholders(t)));
@@ -52,7 +56,7 @@ pub(crate) fn check(contract: &Contract, usages: &[Usage]) -> Vec<Diagnostic> {
             .values()
             .flat_map(|t| placeholders(t))
             .collect();
-        for u in usages.iter().filter(|u| u.key == m.key) {
+        for u in uses.get(m.key.as_str()).into_iter().flatten() {
             let missing: BTreeSet<&String> =
                 needed.iter().filter(|p| !u.provided.contains(*p)).collect();
             if !missing.is_empty() {

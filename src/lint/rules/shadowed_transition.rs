@@ -4,6 +4,8 @@
 //! Flags a transition that can never fire because an earlier transition of the same state
 //! always matches: its guard holds under every flag set and intent whatever the payload,
 //! or it repeats an earlier guard word for word. A shadowed `otherwise` is flagged too.
+//! A guard is tried under every combination of the flags and intent it reads, up to 256
+//! combinations (8 boolean flags); a guard that reads more is not judged.
 //!
 //! ## Why is this bad?
 //! Transitions are tried in order and the first match wins, so a shadowed transition is
@@ -16,21 +18,41 @@
 //!   - {when: payload.ok, to: B}    # never taken
 //! ```
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
 use crate::analysis::reach::{decide, static_roots};
 use crate::contract::Contract;
-use crate::contract::model::Guard;
+use crate::contract::model::{Flag, Guard};
 use crate::contract::raw::FlagType;
 use crate::diagnostic::Diagnostic;
 use crate::guard::ast::{Expr, ExprKind};
 
-/// Every combination of values of the flags (and the intent) a guard reads; other flags
-/// cannot change its value, so they stay at their defaults. Enumerating only what is read
-/// keeps the rule cheap: guards read a handful of flags at most.
-fn flag_sets(contract: &Contract, guard: &Expr) -> Vec<(Map<String, Value>, String)> {
+/// The most combinations of flag values and intents one guard is evaluated under. A guard
+/// that reads more flags than that (2⁸ for booleans) is not judged: the rule only warns,
+/// and the enumeration would grow exponentially with the flags it reads.
+const MAX_COMBINATIONS: usize = 256;
+
+/// One combination of the flags (and the intent) a guard reads; other flags cannot change
+/// its value, so they stay at their defaults.
+struct Assignment {
+    flags: Vec<(String, Value)>,
+    intent: Option<String>,
+}
+
+/// What the rule looks up once for every guard.
+struct Setting<'c> {
+    contract: &'c Contract,
+    flags: HashMap<&'c str, &'c Flag>,
+    /// The static roots with every flag at its default and the default intent; a guard is
+    /// evaluated with the flags it reads changed in place and then restored.
+    roots: Map<String, Value>,
+}
+
+/// Every combination of values of the flags (and the intent) a guard reads, or `None`
+/// when there are more than [`MAX_COMBINATIONS`].
+fn assignments(setting: &Setting<'_>, guard: &Expr) -> Option<Vec<Assignment>> {
     let mut read_flags = BTreeSet::new();
     let mut reads_intent = false;
     visit(guard, &mut |segments| match segments {
@@ -40,35 +62,47 @@ fn flag_sets(contract: &Contract, guard: &Expr) -> Vec<(Map<String, Value>, Stri
         [root, ..] if root == "intent" => reads_intent = true,
         _ => {}
     });
-    let mut sets: Vec<Map<String, Value>> = vec![crate::contract::flags::defaults(contract)];
-    for f in contract
-        .flags
+    let mut sets: Vec<Vec<(String, Value)>> = vec![Vec::new()];
+    for f in read_flags
         .iter()
-        .filter(|f| read_flags.contains(&f.name))
+        .filter_map(|name| setting.flags.get(name.as_str()))
     {
         let values: Vec<Value> = match f.kind {
             FlagType::Bool => vec![Value::Bool(false), Value::Bool(true)],
             FlagType::Enum => f.values.iter().map(|v| Value::String(v.clone())).collect(),
         };
+        if sets.len().saturating_mul(values.len()) > MAX_COMBINATIONS {
+            return None;
+        }
         sets = sets
             .into_iter()
             .flat_map(|s| {
                 values.iter().map(move |v| {
                     let mut s = s.clone();
-                    s.insert(f.name.clone(), v.clone());
+                    s.push((f.name.clone(), v.clone()));
                     s
                 })
             })
             .collect();
     }
-    let intents: Vec<String> = if reads_intent {
-        contract.intents.clone()
+    let intents: Vec<Option<String>> = if reads_intent {
+        setting.contract.intents.iter().cloned().map(Some).collect()
     } else {
-        vec![contract.default_intent.clone()]
+        vec![None]
     };
-    sets.into_iter()
-        .flat_map(|s| intents.iter().map(move |i| (s.clone(), i.clone())))
-        .collect()
+    if sets.len().saturating_mul(intents.len()) > MAX_COMBINATIONS {
+        return None;
+    }
+    Some(
+        sets.into_iter()
+            .flat_map(|flags| {
+                intents.iter().map(move |intent| Assignment {
+                    flags: flags.clone(),
+                    intent: intent.clone(),
+                })
+            })
+            .collect(),
+    )
 }
 
 /// Calls `f` with the segments of every root path in `expr`.
@@ -85,13 +119,43 @@ fn visit(expr: &Expr, f: &mut dyn FnMut(&[String])) {
     }
 }
 
-fn always_true(contract: &Contract, guard: &Guard) -> bool {
+/// Sets the flags and intent of an assignment in `roots`, or (`restore`) puts the
+/// defaults back.
+fn apply(setting: &mut Setting<'_>, a: &Assignment, restore: bool) {
+    if let Some(Value::Object(flags)) = setting.roots.get_mut("flags") {
+        for (name, value) in &a.flags {
+            let value = match (restore, setting.flags.get(name.as_str())) {
+                (true, Some(f)) => f.default.clone(),
+                _ => value.clone(),
+            };
+            flags.insert(name.clone(), value);
+        }
+    }
+    if let Some(intent) = &a.intent {
+        let intent = if restore {
+            &setting.contract.default_intent
+        } else {
+            intent
+        };
+        setting
+            .roots
+            .insert("intent".into(), Value::String(intent.clone()));
+    }
+}
+
+fn always_true(setting: &mut Setting<'_>, guard: &Guard) -> bool {
     let Some(expr) = &guard.expr else {
         return false;
     };
-    flag_sets(contract, expr)
-        .iter()
-        .all(|(flags, intent)| decide(guard, &static_roots(contract, flags, intent)) == Some(true))
+    let Some(assignments) = assignments(setting, expr) else {
+        return false;
+    };
+    assignments.iter().all(|a| {
+        apply(setting, a, false);
+        let holds = decide(guard, &setting.roots) == Some(true);
+        apply(setting, a, true);
+        holds
+    })
 }
 
 fn normalized(source: &str) -> String {
@@ -99,24 +163,39 @@ fn normalized(source: &str) -> String {
 }
 
 pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {
+    let mut setting = Setting {
+        contract,
+        flags: contract
+            .flags
+            .iter()
+            .map(|f| (f.name.as_str(), f))
+            .collect(),
+        roots: static_roots(
+            contract,
+            &crate::contract::flags::defaults(contract),
+            &contract.default_intent,
+        ),
+    };
     let mut out = Vec::new();
     for state in &contract.states {
         let mut shadowing: Option<&Guard> = None;
-        for (i, t) in state.transitions.iter().enumerate() {
+        // The first guard of this state with each text, whitespace aside.
+        let mut earlier: HashMap<String, &Guard> = HashMap::new();
+        for t in &state.transitions {
             let Some(guard) = &t.guard else { continue };
             if let Some(earlier) = shadowing {
                 out.push(shadowed(guard.span, &earlier.source, "always matches"));
                 continue;
             }
-            let duplicate = state.transitions[..i]
-                .iter()
-                .filter_map(|e| e.guard.as_ref())
-                .find(|e| e.expr.is_some() && normalized(&e.source) == normalized(&guard.source));
-            if let Some(earlier) = duplicate {
-                out.push(shadowed(guard.span, &earlier.source, "has the same guard"));
+            let text = normalized(&guard.source);
+            if let Some(first) = earlier.get(&text) {
+                out.push(shadowed(guard.span, &first.source, "has the same guard"));
                 continue;
             }
-            if always_true(contract, guard) {
+            if guard.expr.is_some() {
+                earlier.insert(text, guard);
+            }
+            if always_true(&mut setting, guard) {
                 shadowing = Some(guard);
             }
         }

@@ -16,8 +16,6 @@
 //!   DONE: {kind: terminal, outcome: success}
 //! ```
 
-use std::collections::BTreeSet;
-
 use crate::analysis::graph::edges;
 use crate::contract::Contract;
 use crate::contract::model::StateId;
@@ -28,17 +26,26 @@ pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {
     if !contract.initial_known {
         return Vec::new();
     }
-    let all = edges(contract);
-    let mut seen = BTreeSet::new();
-    let mut work = vec![contract.initial];
-    while let Some(s) = work.pop() {
-        if seen.insert(s) {
-            work.extend(all.iter().filter(|e| e.from == s).map(|e| e.to));
+    let n = contract.states.len();
+    let mut successors = vec![Vec::new(); n];
+    for e in edges(contract) {
+        if let Some(next) = successors.get_mut(e.from.0) {
+            next.push(e.to.0);
         }
     }
-    (0..contract.states.len())
+    let mut seen = vec![false; n];
+    let mut work = vec![contract.initial.0];
+    while let Some(s) = work.pop() {
+        if let Some(seen) = seen.get_mut(s)
+            && !*seen
+        {
+            *seen = true;
+            work.extend(successors[s].iter().copied());
+        }
+    }
+    (0..n)
+        .filter(|i| !seen[*i])
         .map(StateId)
-        .filter(|id| !seen.contains(id))
         .map(|id| {
             let s = contract.state(id);
             Diagnostic::new(
