@@ -208,6 +208,18 @@ fn schema_diagnostic(root: &Node, error: &jsonschema::ValidationError<'_>) -> Di
         return schema_diagnostic(root, specific);
     }
     let path = error.instance_path().as_str().to_string();
+    if let Some(allowed) = allowed_alternatives(error) {
+        let (_, node) = root.locate(&path);
+        let display = format!("`{}`", path.trim_start_matches('/').replace('/', "."));
+        return Diagnostic::new(
+            "schema-violation",
+            format!(
+                "{display}: {} is not allowed here; it takes {allowed}",
+                error.instance()
+            ),
+            Some(node.span),
+        );
+    }
     let (key, node) = root.locate(&path);
     let display = if path.is_empty() {
         "the file".to_string()
@@ -242,6 +254,44 @@ fn schema_diagnostic(root: &Node, error: &jsonschema::ValidationError<'_>) -> Di
 /// the first error of the one alternative the value failed for another reason than its
 /// type: `4294967296 is greater than the maximum of 4294967295` says more than "not valid
 /// under any of the schemas".
+/// For an `anyOf` whose every alternative refused the value's type or value outright, what
+/// the alternatives allow, in words: `an integer or a string`, `one of "a", "b"`.
+fn allowed_alternatives(error: &jsonschema::ValidationError<'_>) -> Option<String> {
+    use jsonschema::error::ValidationErrorKind as K;
+    let K::AnyOf { context } = error.kind() else {
+        return None;
+    };
+    let mut allowed: Vec<String> = Vec::new();
+    for errors in context {
+        let [only] = errors.as_slice() else {
+            return None;
+        };
+        if only.instance_path() != error.instance_path() {
+            return None;
+        }
+        let text = only.to_string();
+        let what = match only.kind() {
+            K::Type { .. } => {
+                let ty = text.rsplit("is not of type ").next()?.trim_matches('"');
+                match ty {
+                    "integer" => "an integer (a whole number)".to_string(),
+                    "object" => "a mapping".to_string(),
+                    "array" => "a list".to_string(),
+                    other => format!("a {other}"),
+                }
+            }
+            K::Enum { .. } | K::Constant { .. } => text
+                .split_once("is not ")
+                .map(|(_, rest)| rest.to_string())?,
+            _ => return None,
+        };
+        if !allowed.contains(&what) {
+            allowed.push(what);
+        }
+    }
+    (!allowed.is_empty()).then(|| allowed.join(" or "))
+}
+
 fn specific_alternative<'e>(
     error: &'e jsonschema::ValidationError<'_>,
 ) -> Option<&'e jsonschema::ValidationError<'static>> {
@@ -275,6 +325,19 @@ mod tests {
         let mut sources = Sources::default();
         let id = sources.add("t.yml", text);
         load(&mut sources, id, &crate::hosts::all()).diagnostics
+    }
+
+    #[test]
+    fn a_value_no_alternative_takes_says_what_they_take() {
+        let text = "contract: t\nversion: 1\nhost: agent-runner\nlocales: [en]\ninitial: A\ncounters:\n  c: {scope: session, limit: 2.5}\nstates: {A: {kind: terminal, outcome: successs}}\n";
+        let messages: Vec<String> = load_text(text).iter().map(|d| d.message.clone()).collect();
+        assert_eq!(
+            messages,
+            [
+                "`counters.c.limit`: 2.5 is not allowed here; it takes an integer (a whole number) or a string",
+                "`states.A.outcome`: \"successs\" is not one of \"success\", \"failure\" or \"aborted\"",
+            ]
+        );
     }
 
     #[test]
