@@ -328,6 +328,18 @@ mod tests {
     }
 
     #[test]
+    fn an_extends_that_is_not_a_name_is_one_error() {
+        let diagnostics = load_text("extends: [builtin]\ncounters:\n  failure_count: {limit: 5}\n");
+        let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "`extends` takes the name `builtin`; found something that is not a name (a list or a mapping)"
+            ]
+        );
+    }
+
+    #[test]
     fn a_value_no_alternative_takes_says_what_they_take() {
         let text = "contract: t\nversion: 1\nhost: agent-runner\nlocales: [en]\ninitial: A\ncounters:\n  c: {scope: session, limit: 2.5}\nstates: {A: {kind: terminal, outcome: successs}}\n";
         let messages: Vec<String> = load_text(text).iter().map(|d| d.message.clone()).collect();
