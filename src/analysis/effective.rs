@@ -38,9 +38,12 @@ pub struct EffectiveState {
     pub instruction: Option<String>,
     pub instruction_origin: Option<Span>,
     pub allowed_tools: Vec<String>,
+    pub allowed_tools_origin: Option<Span>,
     pub required_tools: Vec<String>,
+    pub required_tools_origin: Option<Span>,
     pub min_distinct_tools: u32,
     pub expected_payload: Value,
+    pub payload_origin: Option<Span>,
     pub transitions: Vec<EffectiveTransition>,
     pub origin: Span,
 }
@@ -103,9 +106,12 @@ pub fn compute(
                 instruction: s.has_instruction.then(|| instruction(contract, &entered)),
                 instruction_origin: s.instruction_span,
                 allowed_tools: s.allowed_tools.clone(),
+                allowed_tools_origin: s.allowed_tools_span,
                 required_tools: s.required_tools.clone(),
+                required_tools_origin: s.required_tools_span,
                 min_distinct_tools: s.min_distinct_tools,
                 expected_payload: s.expected_payload.clone(),
+                payload_origin: s.payload_span,
                 transitions: s
                     .transitions
                     .iter()

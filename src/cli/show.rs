@@ -128,14 +128,19 @@ fn print_state(sources: &Sources, s: &EffectiveState) {
             outln!("  | {line}");
         }
     }
+    let from = |span: Option<Span>| {
+        span.map(|s| format!(" (from {})", origin(sources, s)))
+            .unwrap_or_default()
+    };
     if s.kind == StateKind::External {
         outln!(
-            "allowed tools: {}",
+            "allowed tools: {}{}",
             if s.allowed_tools.is_empty() {
                 "any".to_string()
             } else {
                 s.allowed_tools.join(", ")
-            }
+            },
+            from(s.allowed_tools_origin)
         );
         if !s.required_tools.is_empty() || s.min_distinct_tools > 0 {
             outln!(
@@ -149,10 +154,13 @@ fn print_state(sources: &Sources, s: &EffectiveState) {
                     format!(" (at least {} distinct)", s.min_distinct_tools)
                 } else {
                     String::new()
-                }
+                },
             );
+            if let Some(span) = s.required_tools_origin {
+                outln!("  (required tools from {})", origin(sources, span));
+            }
         }
-        outln!("payload: {}", s.expected_payload);
+        outln!("payload: {}{}", s.expected_payload, from(s.payload_origin));
     }
     for t in &s.transitions {
         let when = match &t.guard {

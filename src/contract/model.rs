@@ -164,6 +164,11 @@ pub struct State {
     /// Where the instruction is written (the overlay's place when an overlay replaced
     /// it), for `code-intel show`.
     pub instruction_span: Option<Span>,
+    /// Where the payload schema, the allowed tools and the required tools are written,
+    /// when they are (for `code-intel show`).
+    pub payload_span: Option<Span>,
+    pub allowed_tools_span: Option<Span>,
+    pub required_tools_span: Option<Span>,
     /// The payload schema as written (with shared definitions inlined) and its validator.
     pub payload_schema: Option<Value>,
     pub validator: Option<jsonschema::Validator>,

@@ -116,6 +116,14 @@ impl Lowerer<'_> {
                 let locale = self.locales.first().map_or("en", String::as_str);
                 self.value_span(&format!("{p}/instruction/{locale}"))
             }),
+            payload_span: s
+                .payload
+                .is_some()
+                .then(|| self.value_span(&format!("{p}/payload"))),
+            allowed_tools_span: (!s.allowed_tools.is_empty())
+                .then(|| self.value_span(&format!("{p}/allowed_tools"))),
+            required_tools_span: (!s.required_tools.is_empty())
+                .then(|| self.value_span(&format!("{p}/required_tools"))),
             payload_schema: payload.schema,
             validator: payload.validator,
             expected_payload: payload.expected,
