@@ -829,6 +829,17 @@ fn show_prints_the_effective_contract_with_origins() {
         "{text}"
     );
     assert!(
+        text.lines()
+            .any(|l| l.starts_with("allowed tools: search_text")
+                && l.contains("(from <built-in>/contracts/phase_contract.yml:")),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("payload: {")
+            && l.contains("(from <built-in>/contracts/phase_contract.yml:")),
+        "{text}"
+    );
+    assert!(
         text.contains("  -> Q1 otherwise — <built-in>/contracts/phase_contract.yml:"),
         "{text}"
     );
