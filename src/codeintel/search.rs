@@ -1,6 +1,9 @@
 //! `search_text` and `search_files`: a gitignore-aware parallel walk (`ignore`) with
-//! `grep-searcher` per walker thread, collecting into memory. Nothing here prints.
+//! `grep-searcher` and a matcher of its own per walker thread, collecting into memory.
+//! Nothing here prints.
 
+use std::borrow::Cow;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -159,23 +162,86 @@ fn resolve_paths(root: &Root, paths: &[String]) -> Result<Vec<PathBuf>, Error> {
         .collect()
 }
 
-/// Collects the matches of one file.
-struct Collector<'m> {
-    matcher: &'m RegexMatcher,
-    matches: Vec<LineMatch>,
-    pending_before: Vec<String>,
-}
-
-fn line_text(bytes: &[u8]) -> String {
+/// A line as results show it: without its line terminator, lossily decoded, and cut
+/// after [`MAX_LINE_CHARS`] characters (with `…`). Borrowed when nothing changes, which
+/// is nearly always.
+fn clip(bytes: &[u8]) -> Cow<'_, str> {
+    let mut end = bytes.len();
+    while end > 0 && matches!(bytes[end - 1], b'\n' | b'\r') {
+        end -= 1;
+    }
+    let bytes = &bytes[..end];
+    // A line of at most MAX_LINE_CHARS bytes has at most as many characters.
+    if let Ok(text) = std::str::from_utf8(bytes)
+        && (bytes.len() <= MAX_LINE_CHARS || text.chars().count() <= MAX_LINE_CHARS)
+    {
+        return Cow::Borrowed(text);
+    }
     let text = String::from_utf8_lossy(bytes);
-    let text = text.trim_end_matches(['\n', '\r']);
     if text.chars().count() > MAX_LINE_CHARS {
         let mut cut: String = text.chars().take(MAX_LINE_CHARS).collect();
         cut.push('…');
-        cut
+        Cow::Owned(cut)
     } else {
-        text.to_string()
+        Cow::Owned(text.into_owned())
     }
+}
+
+fn line_text(bytes: &[u8]) -> String {
+    clip(bytes).into_owned()
+}
+
+/// A sink that gathers what one file gave, reused from file to file by a walker thread.
+trait FileSink: Sink<Error = std::io::Error> + Send {
+    /// What a file with matches gave.
+    type Out: Send;
+    /// Starts a file.
+    fn start(&mut self, path: &Path);
+    /// The file's root-relative path, how many matching lines it had, and what it gave;
+    /// None when it had no match. Leaves the sink ready for the next file.
+    fn take(&mut self) -> Option<(String, usize, Self::Out)>;
+}
+
+/// The file a sink is at, with its root-relative path made only when needed.
+struct Current<'r> {
+    root: &'r Root,
+    path: PathBuf,
+    rel: Option<String>,
+}
+
+impl<'r> Current<'r> {
+    fn new(root: &'r Root) -> Current<'r> {
+        Current {
+            root,
+            path: PathBuf::new(),
+            rel: None,
+        }
+    }
+
+    fn start(&mut self, path: &Path) {
+        path.clone_into(&mut self.path);
+        self.rel = None;
+    }
+
+    fn rel(&mut self) -> &str {
+        self.rel
+            .get_or_insert_with(|| self.root.relative(&self.path))
+            .as_str()
+    }
+
+    fn take_rel(&mut self) -> String {
+        self.rel();
+        self.rel.take().unwrap_or_default()
+    }
+}
+
+/// Collects the matches of one file as [`LineMatch`]es.
+struct Collector<'r> {
+    file: Current<'r>,
+    /// For columns: the search reports lines, not where on them the match is.
+    matcher: RegexMatcher,
+    matches: Vec<LineMatch>,
+    pending_before: Vec<String>,
 }
 
 impl Sink for Collector<'_> {
@@ -217,15 +283,190 @@ impl Sink for Collector<'_> {
     }
 }
 
-/// Searches the files under the root for the query; results are sorted by path and line.
-pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<TextResult, Error> {
-    let matcher = build_matcher(query)?;
+impl FileSink for Collector<'_> {
+    type Out = Vec<LineMatch>;
+
+    fn start(&mut self, path: &Path) {
+        self.file.start(path);
+        self.pending_before.clear();
+    }
+
+    fn take(&mut self) -> Option<(String, usize, Vec<LineMatch>)> {
+        if self.matches.is_empty() {
+            return None;
+        }
+        let matches = std::mem::take(&mut self.matches);
+        Some((self.file.take_rel(), matches.len(), matches))
+    }
+}
+
+/// One file's matching lines as the CLI prints them, and where each match's block ends.
+struct Rendered {
+    text: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+/// Renders the matches of one file as text on the walker thread, so the formatting is
+/// spread over every core rather than done after the walk: `path:line:text` for a
+/// match, `path-line-text` for context, and `--` after each match's block when there
+/// is context (the format of `code-intel search`, like `rg -n --no-heading`).
+struct Renderer<'r> {
+    file: Current<'r>,
+    context: bool,
+    text: Vec<u8>,
+    ends: Vec<usize>,
+    /// A match's block is open (its after-context may follow).
+    open: bool,
+}
+
+impl Renderer<'_> {
+    fn close(&mut self) {
+        if self.open {
+            if self.context {
+                self.text.extend_from_slice(b"--\n");
+            }
+            self.ends.push(self.text.len());
+            self.open = false;
+        }
+    }
+
+    fn line(&mut self, separator: u8, number: Option<u64>, bytes: &[u8]) {
+        let Current { root, path, rel } = &mut self.file;
+        let rel = rel.get_or_insert_with(|| root.relative(path));
+        self.text.extend_from_slice(rel.as_bytes());
+        self.text.push(separator);
+        push_decimal(&mut self.text, number.unwrap_or(0));
+        self.text.push(separator);
+        self.text.extend_from_slice(clip(bytes).as_bytes());
+        self.text.push(b'\n');
+    }
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        // n % 10 < 10: the cast cannot truncate.
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+impl Sink for Renderer<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        self.close();
+        let first_line = mat.lines().next().unwrap_or(mat.bytes());
+        self.line(b':', mat.line_number(), first_line);
+        self.open = true;
+        Ok(true)
+    }
+
+    fn context(
+        &mut self,
+        _searcher: &Searcher,
+        ctx: &SinkContext<'_>,
+    ) -> Result<bool, Self::Error> {
+        match ctx.kind() {
+            SinkContextKind::Before => {
+                self.close();
+                self.line(b'-', ctx.line_number(), ctx.bytes());
+            }
+            SinkContextKind::After => self.line(b'-', ctx.line_number(), ctx.bytes()),
+            SinkContextKind::Other => {}
+        }
+        Ok(true)
+    }
+}
+
+impl FileSink for Renderer<'_> {
+    type Out = Rendered;
+
+    fn start(&mut self, path: &Path) {
+        self.file.start(path);
+        self.text.clear();
+        self.ends.clear();
+        self.open = false;
+    }
+
+    fn take(&mut self) -> Option<(String, usize, Rendered)> {
+        self.close();
+        if self.ends.is_empty() {
+            return None;
+        }
+        let rendered = Rendered {
+            text: std::mem::take(&mut self.text),
+            ends: std::mem::take(&mut self.ends),
+        };
+        Some((self.file.take_rel(), rendered.ends.len(), rendered))
+    }
+}
+
+/// What the walk gave: per file with matches, its path, match count and sink output,
+/// sorted by path.
+struct Walked<T> {
+    files: Vec<(String, usize, T)>,
+}
+
+impl<T> Walked<T> {
+    fn total(&self) -> usize {
+        self.files.iter().map(|(_, n, _)| n).sum()
+    }
+
+    /// The files with matches inside `window` (matches counted across files, in path
+    /// order), each with the range of its own matches that falls inside.
+    fn cut(self, window: Window) -> Cut<T> {
+        let total = self.total();
+        let range = window.range(total);
+        let mut kept = Vec::new();
+        let mut base = 0;
+        for (path, n, out) in self.files {
+            let (start, end) = (range.start.max(base), range.end.min(base + n));
+            if start < end {
+                kept.push((path, out, start - base..end - base));
+            }
+            base += n;
+            if base >= range.end {
+                break;
+            }
+        }
+        Cut {
+            files: kept,
+            page: Page::cut(vec![(); range.len()], total, window),
+        }
+    }
+}
+
+/// The part of a walk that a window keeps.
+struct Cut<T> {
+    /// Per file: its path, its sink's output, and the range of its matches kept.
+    files: Vec<(String, T, Range<usize>)>,
+    /// The page's numbers (its items are the kept matches, counted).
+    page: Page<()>,
+}
+
+/// Searches the query's files on every core with one `S` (made by `sink`), searcher and
+/// matcher per walker thread.
+fn search_walk<S: FileSink>(
+    root: &Root,
+    query: &TextQuery,
+    matcher: &RegexMatcher,
+    sink: impl Fn() -> S + Sync,
+) -> Result<Walked<S::Out>, Error> {
     let paths = resolve_paths(root, &query.paths)?;
     let walk = walker(root, &paths, &query.globs, &query.types)?;
-    let found: Mutex<Vec<(String, Vec<LineMatch>)>> = Mutex::new(Vec::new());
+    let found: Mutex<Vec<(String, usize, S::Out)>> = Mutex::new(Vec::new());
     walk.build_parallel().run(|| {
-        let matcher = &matcher;
-        let found = &found;
+        let (found, sink) = (&found, &sink);
+        // A matcher per thread: threads sharing one contend for its scratch space.
+        let matcher = matcher.clone();
+        let mut sink = sink();
         let mut searcher = SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
@@ -239,51 +480,97 @@ pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<Tex
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            let mut sink = Collector {
-                matcher,
-                matches: Vec::new(),
-                pending_before: Vec::new(),
-            };
-            if searcher
-                .search_path(matcher, entry.path(), &mut sink)
-                .is_ok()
-                && !sink.matches.is_empty()
+            sink.start(entry.path());
+            // An unreadable file is skipped; what it gave before failing is kept.
+            let _ = searcher.search_path(&matcher, entry.path(), &mut sink);
+            if let Some(file) = sink.take()
+                && let Ok(mut f) = found.lock()
             {
-                let path = root.relative(entry.path());
-                if let Ok(mut f) = found.lock() {
-                    f.push((path, sink.matches));
-                }
+                f.push(file);
             }
             WalkState::Continue
         })
     });
     let mut files = found.into_inner().map_err(|_| Error::Worker("search"))?;
     files.sort_by(|a, b| a.0.cmp(&b.0));
-    let files_with_matches = files.len();
-    let flat: Vec<(usize, LineMatch)> = files
-        .iter_mut()
-        .enumerate()
-        .flat_map(|(i, (_, m))| std::mem::take(m).into_iter().map(move |m| (i, m)))
+    Ok(Walked { files })
+}
+
+/// Searches the files under the root for the query; results are sorted by path and line.
+pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<TextResult, Error> {
+    let matcher = build_matcher(query)?;
+    let walked = search_walk(root, query, &matcher, || Collector {
+        file: Current::new(root),
+        matcher: matcher.clone(),
+        matches: Vec::new(),
+        pending_before: Vec::new(),
+    })?;
+    let files_with_matches = walked.files.len();
+    let Cut { files, page } = walked.cut(window);
+    let files = files
+        .into_iter()
+        .map(|(path, mut matches, range)| {
+            matches.truncate(range.end);
+            matches.drain(..range.start);
+            FileMatches { path, matches }
+        })
         .collect();
-    let page = Page::of(flat, window);
-    let mut grouped: Vec<FileMatches> = Vec::new();
-    for (i, m) in page.items {
-        match grouped.last_mut() {
-            Some(g) if g.path == files[i].0 => g.matches.push(m),
-            _ => grouped.push(FileMatches {
-                path: files[i].0.clone(),
-                matches: vec![m],
-            }),
-        }
-    }
     Ok(TextResult {
-        files: grouped,
+        files,
         total: page.total,
         returned: page.returned,
         truncated: page.truncated,
         offset: page.offset,
         next_offset: page.next_offset,
         files_with_matches,
+    })
+}
+
+/// [`search_text`]'s page rendered as `code-intel search` prints it (`path:line:text`,
+/// context lines as `path-line-text`, `--` after each match when there is context), in
+/// one chunk of text per file, in path order. Rendered on the walker threads: no line is
+/// held as a value of its own, and no column is computed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderedText {
+    pub chunks: Vec<Vec<u8>>,
+    pub total: usize,
+    pub returned: usize,
+    pub truncated: bool,
+    pub offset: usize,
+    pub next_offset: Option<usize>,
+}
+
+/// [`search_text`], rendered as text ([`RenderedText`]).
+pub fn search_text_rendered(
+    root: &Root,
+    query: &TextQuery,
+    window: Window,
+) -> Result<RenderedText, Error> {
+    let matcher = build_matcher(query)?;
+    let walked = search_walk(root, query, &matcher, || Renderer {
+        file: Current::new(root),
+        context: query.context > 0,
+        text: Vec::new(),
+        ends: Vec::new(),
+        open: false,
+    })?;
+    let Cut { files, page } = walked.cut(window);
+    let chunks = files
+        .into_iter()
+        .map(|(_, mut r, range)| {
+            let start = range.start.checked_sub(1).map_or(0, |i| r.ends[i]);
+            r.text.truncate(r.ends[range.end - 1]);
+            r.text.drain(..start);
+            r.text
+        })
+        .collect();
+    Ok(RenderedText {
+        chunks,
+        total: page.total,
+        returned: page.returned,
+        truncated: page.truncated,
+        offset: page.offset,
+        next_offset: page.next_offset,
     })
 }
 
@@ -389,4 +676,27 @@ pub(crate) fn walk_files(root: &Root) -> Result<Vec<PathBuf>, Error> {
     let mut files = found.into_inner().map_err(|_| Error::Worker("walker"))?;
     files.sort();
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_shown_without_terminators_decoded_and_cut() {
+        assert_eq!(clip(b"abc\r\n"), "abc");
+        assert!(matches!(clip(b"abc\n"), Cow::Borrowed("abc")));
+        assert_eq!(clip(b"a\xffb\n"), "a\u{fffd}b");
+        // Over MAX_LINE_CHARS bytes but not characters: whole.
+        let short = "é".repeat(MAX_LINE_CHARS);
+        assert_eq!(clip(short.as_bytes()), short.as_str());
+        let long = "é".repeat(MAX_LINE_CHARS + 1);
+        assert_eq!(clip(long.as_bytes()), format!("{short}…"));
+        let mut decimal = Vec::new();
+        for n in [0, 7, 10, 1234, u64::MAX] {
+            push_decimal(&mut decimal, n);
+            decimal.push(b' ');
+        }
+        assert_eq!(decimal, format!("0 7 10 1234 {} ", u64::MAX).as_bytes());
+    }
 }
