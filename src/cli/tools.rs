@@ -3,6 +3,7 @@
 //! with `--json`. Exit 0 when something was found, 1 when nothing was, 2 on error.
 
 use super::out::{finish, outln, put_bytes, putln};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -17,7 +18,7 @@ use crate::codeintel::query;
 use crate::codeintel::refresh::{refresh, refresh_changed};
 use crate::codeintel::root::Root;
 use crate::codeintel::search::{
-    Case, FileQuery, TextQuery, search_files, search_text, search_text_rendered,
+    Case, FileQuery, Skipped, TextQuery, search_files, search_text, search_text_rendered,
 };
 use crate::codeintel::symbols::{
     Outline, SymbolAnswer, analyze_structure, find_definitions, find_references, function_at_line,
@@ -143,6 +144,20 @@ fn note_truncated(truncated: bool, returned: usize, total: usize, next: Option<u
     }
 }
 
+/// On stderr: a line for each file or directory that could not be read, as `rg` prints
+/// them, then what was left out and why (`--json` lists the first few).
+fn note_skipped(skipped: &Skipped, what: &str) {
+    if skipped.is_empty() {
+        return;
+    }
+    let mut err = std::io::stderr().lock();
+    for p in skipped.paths.iter().filter(|p| p.reason.is_error()) {
+        let path = if p.path.is_empty() { "." } else { &p.path };
+        let _ = writeln!(err, "code-intel: {path}: {}", p.message);
+    }
+    let _ = writeln!(err, "note: {what}: {}", skipped.summary());
+}
+
 pub(super) fn search(a: &SearchArgs) -> ExitCode {
     let root = match open(&a.common) {
         Ok(r) => r,
@@ -183,6 +198,7 @@ pub(super) fn search(a: &SearchArgs) -> ExitCode {
                 put_bytes(&mut out, chunk);
             }
             finish(out);
+            note_skipped(&r.skipped, "not searched");
             note_truncated(r.truncated, r.returned, r.total, r.next_offset);
             found(r.total > 0)
         }
@@ -211,15 +227,17 @@ pub(super) fn files(a: &FilesArgs) -> ExitCode {
     };
     match search_files(&root, &q, a.common.window()) {
         Err(e) => fail(&e),
-        Ok(p) => {
+        Ok(list) => {
+            let p = &list.files;
             if a.common.json {
-                emit_json(&wire::Page::<String>::from(&p));
+                emit_json(&wire::FileList::from(&list));
             } else {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for f in &p.items {
                     putln!(out, "{f}");
                 }
                 finish(out);
+                note_skipped(&list.skipped, "not listed");
                 note_truncated(p.truncated, p.returned, p.total, p.next_offset);
             }
             found(p.total > 0)

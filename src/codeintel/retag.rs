@@ -142,7 +142,8 @@ fn process(tagger: &mut Tagger, job: &Job) -> Outcome {
 pub(crate) fn source_files(root: &Root) -> Result<(Vec<Job>, usize), Error> {
     let mut jobs = Vec::new();
     let mut too_large = 0;
-    for abs in walk_files(root)? {
+    let (files, _skipped) = walk_files(root)?;
+    for abs in files {
         if languages::for_path(&abs).is_none() {
             continue;
         }

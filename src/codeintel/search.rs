@@ -1,8 +1,10 @@
 //! `search_text` and `search_files`: a gitignore-aware parallel walk (`ignore`) with
 //! `grep-searcher` and a matcher of its own per walker thread, collecting into memory.
-//! Nothing here prints.
+//! Nothing here prints. What the walk could not read, or chose not to (binary files,
+//! FIFOs), is collected too ([`Skipped`]), so every answer can say what it did not see.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -10,11 +12,12 @@ use std::sync::Mutex;
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{
-    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
+    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkFinish,
+    SinkMatch,
 };
 use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
-use ignore::{WalkBuilder, WalkState};
+use ignore::{DirEntry, WalkBuilder, WalkState};
 
 use super::error::Error;
 use super::page::{Page, Window};
@@ -22,6 +25,167 @@ use super::root::Root;
 
 /// Lines longer than this are cut in results, so one minified file cannot flood a client.
 pub(crate) const MAX_LINE_CHARS: usize = 400;
+
+/// Why a file or directory under the root was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SkipReason {
+    /// The system refused to open or list it.
+    PermissionDenied,
+    /// Any other I/O error: it vanished during the walk, a read failed, ...
+    Unreadable,
+    /// It has a NUL byte: binary files are not searched (as ripgrep does).
+    Binary,
+    /// A FIFO, socket or device: only regular files are read (symbolic links are not
+    /// followed, and not reported).
+    NotARegularFile,
+    /// Larger than the index's size limit (indexing only).
+    TooLarge,
+}
+
+impl SkipReason {
+    /// The stable name clients see (`permission_denied`, `binary`, ...).
+    pub fn key(self) -> &'static str {
+        match self {
+            SkipReason::PermissionDenied => "permission_denied",
+            SkipReason::Unreadable => "unreadable",
+            SkipReason::Binary => "binary",
+            SkipReason::NotARegularFile => "not_a_regular_file",
+            SkipReason::TooLarge => "too_large",
+        }
+    }
+
+    /// Whether reading failed (an error, which the CLI prints a line for, as `rg` does),
+    /// rather than the walk choosing not to read it.
+    pub fn is_error(self) -> bool {
+        matches!(self, SkipReason::PermissionDenied | SkipReason::Unreadable)
+    }
+
+    /// Why an I/O error kept a path from being read.
+    pub(crate) fn of(e: &std::io::Error) -> SkipReason {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            SkipReason::PermissionDenied
+        } else {
+            SkipReason::Unreadable
+        }
+    }
+}
+
+/// One file or directory that was not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedPath {
+    /// Root-relative.
+    pub path: String,
+    pub reason: SkipReason,
+    /// What went wrong, as the system said it (`Permission denied (os error 13)`).
+    pub message: String,
+}
+
+/// Everything a walk did not read, sorted by path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Skipped {
+    pub paths: Vec<SkippedPath>,
+}
+
+impl Skipped {
+    pub fn count(&self) -> usize {
+        self.paths.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    pub fn by_reason(&self) -> BTreeMap<SkipReason, usize> {
+        let mut counts = BTreeMap::new();
+        for p in &self.paths {
+            *counts.entry(p.reason).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// `2 binary, 1 permission denied`.
+    pub fn summary(&self) -> String {
+        self.by_reason()
+            .into_iter()
+            .map(|(reason, n)| format!("{n} {}", reason.key().replace('_', " ")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    pub(crate) fn push(&mut self, path: String, reason: SkipReason, message: String) {
+        self.paths.push(SkippedPath {
+            path,
+            reason,
+            message,
+        });
+    }
+
+    pub(crate) fn sort(&mut self) {
+        self.paths.sort_by(|a, b| a.path.cmp(&b.path));
+    }
+}
+
+/// Collects what walker threads skipped.
+#[derive(Default)]
+struct SkipLog(Mutex<Skipped>);
+
+impl SkipLog {
+    fn add(&self, path: String, reason: SkipReason, message: String) {
+        if let Ok(mut s) = self.0.lock() {
+            s.push(path, reason, message);
+        }
+    }
+
+    /// A walk error (a directory that cannot be listed, an entry that vanished).
+    fn walk_error(&self, root: &Root, e: &ignore::Error) {
+        let (path, message, reason) = describe_walk_error(e);
+        let path = path.map_or_else(String::new, |p| root.relative(p));
+        self.add(path, reason, message);
+    }
+
+    /// Notes `entry` when it is a FIFO, socket or device; true when it is a regular file.
+    fn regular_file(&self, root: &Root, entry: &DirEntry) -> bool {
+        match entry.file_type() {
+            Some(t) if t.is_file() => true,
+            Some(t) if !t.is_dir() && !t.is_symlink() => {
+                self.add(
+                    root.relative(entry.path()),
+                    SkipReason::NotARegularFile,
+                    "not a regular file (a FIFO, socket or device)".into(),
+                );
+                false
+            }
+            _ => false,
+        }
+    }
+
+    fn finish(self) -> Skipped {
+        let mut skipped = self.0.into_inner().unwrap_or_else(|e| e.into_inner());
+        skipped.sort();
+        skipped
+    }
+}
+
+/// The path, message and reason of a walk error (`ignore` wraps the I/O error in the
+/// path and depth it happened at).
+fn describe_walk_error(e: &ignore::Error) -> (Option<&Path>, String, SkipReason) {
+    let mut path = None;
+    let mut inner = e;
+    loop {
+        match inner {
+            ignore::Error::WithPath { path: p, err } => {
+                path = Some(p.as_path());
+                inner = err;
+            }
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+                inner = err;
+            }
+            _ => break,
+        }
+    }
+    let reason = e.io_error().map_or(SkipReason::Unreadable, SkipReason::of);
+    (path, inner.to_string(), reason)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Case {
@@ -78,6 +242,8 @@ pub struct TextResult {
     pub offset: usize,
     pub next_offset: Option<usize>,
     pub files_with_matches: usize,
+    /// Files and directories not searched, and why.
+    pub skipped: Skipped,
 }
 
 fn build_matcher(query: &TextQuery) -> Result<RegexMatcher, Error> {
@@ -408,10 +574,46 @@ impl FileSink for Renderer<'_> {
     }
 }
 
+/// Passes everything on to `sink` and notes where binary data stopped the search.
+struct Watch<'s, S> {
+    sink: &'s mut S,
+    binary_at: Option<u64>,
+}
+
+impl<S: Sink> Sink for Watch<'_, S> {
+    type Error = S::Error;
+
+    fn matched(&mut self, searcher: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, S::Error> {
+        self.sink.matched(searcher, mat)
+    }
+
+    fn context(&mut self, searcher: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, S::Error> {
+        self.sink.context(searcher, ctx)
+    }
+
+    fn context_break(&mut self, searcher: &Searcher) -> Result<bool, S::Error> {
+        self.sink.context_break(searcher)
+    }
+
+    fn binary_data(&mut self, searcher: &Searcher, offset: u64) -> Result<bool, S::Error> {
+        self.sink.binary_data(searcher, offset)
+    }
+
+    fn begin(&mut self, searcher: &Searcher) -> Result<bool, S::Error> {
+        self.sink.begin(searcher)
+    }
+
+    fn finish(&mut self, searcher: &Searcher, finish: &SinkFinish) -> Result<(), S::Error> {
+        self.binary_at = finish.binary_byte_offset();
+        self.sink.finish(searcher, finish)
+    }
+}
+
 /// What the walk gave: per file with matches, its path, match count and sink output,
-/// sorted by path.
+/// sorted by path; and what it skipped.
 struct Walked<T> {
     files: Vec<(String, usize, T)>,
+    skipped: Skipped,
 }
 
 impl<T> Walked<T> {
@@ -439,6 +641,7 @@ impl<T> Walked<T> {
         Cut {
             files: kept,
             page: Page::cut(vec![(); range.len()], total, window),
+            skipped: self.skipped,
         }
     }
 }
@@ -449,6 +652,7 @@ struct Cut<T> {
     files: Vec<(String, T, Range<usize>)>,
     /// The page's numbers (its items are the kept matches, counted).
     page: Page<()>,
+    skipped: Skipped,
 }
 
 /// Searches the query's files on every core with one `S` (made by `sink`), searcher and
@@ -462,8 +666,9 @@ fn search_walk<S: FileSink>(
     let paths = resolve_paths(root, &query.paths)?;
     let walk = walker(root, &paths, &query.globs, &query.types)?;
     let found: Mutex<Vec<(String, usize, S::Out)>> = Mutex::new(Vec::new());
+    let skipped = SkipLog::default();
     walk.build_parallel().run(|| {
-        let (found, sink) = (&found, &sink);
+        let (found, skipped, sink) = (&found, &skipped, &sink);
         // A matcher per thread: threads sharing one contend for its scratch space.
         let matcher = matcher.clone();
         let mut sink = sink();
@@ -474,15 +679,39 @@ fn search_walk<S: FileSink>(
             .after_context(query.context)
             .build();
         Box::new(move |entry| {
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    skipped.walk_error(root, &e);
+                    return WalkState::Continue;
+                }
             };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
+            if !skipped.regular_file(root, &entry) {
                 return WalkState::Continue;
             }
             sink.start(entry.path());
-            // An unreadable file is skipped; what it gave before failing is kept.
-            let _ = searcher.search_path(&matcher, entry.path(), &mut sink);
+            let mut watch = Watch {
+                sink: &mut sink,
+                binary_at: None,
+            };
+            let result = searcher.search_path(&matcher, entry.path(), &mut watch);
+            let binary_at = watch.binary_at;
+            match result {
+                Err(e) => skipped.add(
+                    root.relative(entry.path()),
+                    SkipReason::of(&e),
+                    e.to_string(),
+                ),
+                Ok(()) => {
+                    if let Some(offset) = binary_at {
+                        skipped.add(
+                            root.relative(entry.path()),
+                            SkipReason::Binary,
+                            format!("binary file (a NUL byte at offset {offset})"),
+                        );
+                    }
+                }
+            }
             if let Some(file) = sink.take()
                 && let Ok(mut f) = found.lock()
             {
@@ -493,7 +722,10 @@ fn search_walk<S: FileSink>(
     });
     let mut files = found.into_inner().map_err(|_| Error::Worker("search"))?;
     files.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Walked { files })
+    Ok(Walked {
+        files,
+        skipped: skipped.finish(),
+    })
 }
 
 /// Searches the files under the root for the query; results are sorted by path and line.
@@ -506,7 +738,11 @@ pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<Tex
         pending_before: Vec::new(),
     })?;
     let files_with_matches = walked.files.len();
-    let Cut { files, page } = walked.cut(window);
+    let Cut {
+        files,
+        page,
+        skipped,
+    } = walked.cut(window);
     let files = files
         .into_iter()
         .map(|(path, mut matches, range)| {
@@ -523,6 +759,7 @@ pub fn search_text(root: &Root, query: &TextQuery, window: Window) -> Result<Tex
         offset: page.offset,
         next_offset: page.next_offset,
         files_with_matches,
+        skipped,
     })
 }
 
@@ -538,6 +775,7 @@ pub struct RenderedText {
     pub truncated: bool,
     pub offset: usize,
     pub next_offset: Option<usize>,
+    pub skipped: Skipped,
 }
 
 /// [`search_text`], rendered as text ([`RenderedText`]).
@@ -554,7 +792,11 @@ pub fn search_text_rendered(
         ends: Vec::new(),
         open: false,
     })?;
-    let Cut { files, page } = walked.cut(window);
+    let Cut {
+        files,
+        page,
+        skipped,
+    } = walked.cut(window);
     let chunks = files
         .into_iter()
         .map(|(_, mut r, range)| {
@@ -571,6 +813,7 @@ pub fn search_text_rendered(
         truncated: page.truncated,
         offset: page.offset,
         next_offset: page.next_offset,
+        skipped,
     })
 }
 
@@ -595,8 +838,15 @@ pub struct FileQuery {
     pub paths: Vec<String>,
 }
 
+/// The answer of `search_files`: a page of paths, and what the walk could not read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileList {
+    pub files: Page<String>,
+    pub skipped: Skipped,
+}
+
 /// Lists the files under the root whose path matches any glob, sorted.
-pub fn search_files(root: &Root, query: &FileQuery, window: Window) -> Result<Page<String>, Error> {
+pub fn search_files(root: &Root, query: &FileQuery, window: Window) -> Result<FileList, Error> {
     let paths = resolve_paths(root, &query.paths)?;
     let mut set = globset::GlobSetBuilder::new();
     for g in &query.globs {
@@ -615,14 +865,18 @@ pub fn search_files(root: &Root, query: &FileQuery, window: Window) -> Result<Pa
     let set = set.build().map_err(|e| glob_error("", &e))?;
     let walk = walker(root, &paths, &[], &query.types)?;
     let found: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let skipped = SkipLog::default();
     walk.build_parallel().run(|| {
-        let found = &found;
-        let set = &set;
+        let (found, skipped, set) = (&found, &skipped, &set);
         Box::new(move |entry| {
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    skipped.walk_error(root, &e);
+                    return WalkState::Continue;
+                }
             };
-            if entry.file_type().is_some_and(|t| t.is_file()) {
+            if skipped.regular_file(root, &entry) {
                 let rel = root.relative(entry.path());
                 if (query.globs.is_empty() || set.is_match(Path::new(&rel)))
                     && let Ok(mut f) = found.lock()
@@ -635,7 +889,10 @@ pub fn search_files(root: &Root, query: &FileQuery, window: Window) -> Result<Pa
     });
     let mut files = found.into_inner().map_err(|_| Error::Worker("walker"))?;
     files.sort();
-    Ok(Page::of(files, window))
+    Ok(FileList {
+        files: Page::of(files, window),
+        skipped: skipped.finish(),
+    })
 }
 
 /// Every directory under the root the walk visits (gitignore-aware, hidden ones skipped),
@@ -657,25 +914,31 @@ pub fn walk_dirs_under(root: &Root, dir: &std::path::Path) -> Result<Vec<PathBuf
     Ok(dirs)
 }
 
-/// Every file under the root the walk visits (gitignore-aware), as absolute paths.
-pub(crate) fn walk_files(root: &Root) -> Result<Vec<PathBuf>, Error> {
+/// Every regular file under the root the walk visits (gitignore-aware), as absolute
+/// paths, and what the walk could not read (directories it could not list, FIFOs, ...).
+pub(crate) fn walk_files(root: &Root) -> Result<(Vec<PathBuf>, Skipped), Error> {
     let walk = walker(root, &[], &[], &[])?;
     let found: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let skipped = SkipLog::default();
     walk.build_parallel().run(|| {
-        let found = &found;
+        let (found, skipped) = (&found, &skipped);
         Box::new(move |entry| {
-            if let Ok(entry) = entry
-                && entry.file_type().is_some_and(|t| t.is_file())
-                && let Ok(mut f) = found.lock()
-            {
-                f.push(entry.into_path());
+            match entry {
+                Err(e) => skipped.walk_error(root, &e),
+                Ok(entry) => {
+                    if skipped.regular_file(root, &entry)
+                        && let Ok(mut f) = found.lock()
+                    {
+                        f.push(entry.into_path());
+                    }
+                }
             }
             WalkState::Continue
         })
     });
     let mut files = found.into_inner().map_err(|_| Error::Worker("walker"))?;
     files.sort();
-    Ok(files)
+    Ok((files, skipped.finish()))
 }
 
 #[cfg(test)]

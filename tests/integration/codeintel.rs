@@ -254,7 +254,8 @@ fn lists_are_bounded_and_say_so() {
             limit: 2,
         },
     )
-    .unwrap();
+    .unwrap()
+    .files;
     assert_eq!((files.total, files.returned, files.truncated), (3, 2, true));
     assert_eq!(files.items, ["app/models.py", "app/views.py"]);
 }
