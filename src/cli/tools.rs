@@ -548,6 +548,7 @@ pub(super) fn index(a: &IndexArgs) -> ExitCode {
                         ""
                     }
                 );
+                note_skipped(&r.skipped, "not indexed");
             }
             ExitCode::SUCCESS
         }

@@ -232,6 +232,10 @@ pub(crate) struct UpdateReport {
     pub(crate) elapsed_ms: u64,
     /// Whether there was no usable index before.
     pub(crate) from_scratch: bool,
+    /// What was not indexed and why: files over the size limit, and what could not be
+    /// read (present only when something was skipped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) skipped: Option<Skipped>,
 }
 
 impl From<&refresh::UpdateReport> for UpdateReport {
@@ -246,6 +250,7 @@ impl From<&refresh::UpdateReport> for UpdateReport {
             tags: r.tags,
             elapsed_ms: r.elapsed_ms,
             from_scratch: r.from_scratch,
+            skipped: Skipped::of(&r.skipped),
         }
     }
 }

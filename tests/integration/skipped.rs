@@ -1,6 +1,6 @@
 //! What the walk does not read is reported, never dropped silently: `code-intel search`
-//! (text and JSON) and the `search_text` and `search_files` tools say which files and
-//! directories they skipped and why.
+//! (text and JSON), the `search_text` and `search_files` tools and `code-intel index`
+//! say which files and directories they skipped and why.
 //!
 //! Tests run as root, where a mode of 000 stops nothing: binary files and FIFOs are
 //! skipped whoever runs the walk, and the permission cases run the binary under
@@ -190,6 +190,34 @@ fn search_tools_report_what_they_skipped() {
     assert_eq!(files["skipped"]["first"][0]["location"], "pipe.py");
 }
 
+#[test]
+fn index_reports_fifos_and_files_too_large_by_path() {
+    let dir = temp_repo("index");
+    std::fs::write(dir.join("big.py"), "x = 1\n".repeat(400_000)).unwrap();
+    let (code, out, err) = run(&mut Command::new(binary()), &dir, &["index"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("1 too large"), "{out}");
+    assert!(
+        err.contains("note: not indexed: 1 not a regular file, 1 too large"),
+        "{err}"
+    );
+    let (code, out, _) = run(&mut Command::new(binary()), &dir, &["index", "--json"]);
+    assert_eq!(code, Some(0));
+    let v = json_of(&out);
+    assert_eq!(
+        v["skipped"]["by_reason"],
+        json!({"not_a_regular_file": 1, "too_large": 1}),
+        "{out}"
+    );
+    let first: Vec<&str> = v["skipped"]["first"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["location"].as_str().unwrap())
+        .collect();
+    assert_eq!(first, ["big.py", "pipe.py"]);
+}
+
 /// A command that runs the binary with file modes applying to it, or None (and why on
 /// stderr) when there is no way to: this process reads a mode-000 file (root) and
 /// `setpriv` cannot drop the capabilities that let it.
@@ -224,7 +252,7 @@ fn binary_bound_by_file_modes(probe_dir: &Path) -> Option<Command> {
 }
 
 #[test]
-fn search_reports_files_and_directories_it_cannot_read() {
+fn search_and_index_report_files_and_directories_they_cannot_read() {
     let dir = temp_repo("denied");
     std::fs::create_dir_all(dir.join("secret")).unwrap();
     std::fs::write(dir.join("secret/hidden.py"), "needle = 1\n").unwrap();
@@ -265,5 +293,20 @@ fn search_reports_files_and_directories_it_cannot_read() {
         "{out}"
     );
 
+    let mut command = binary_bound_by_file_modes(&dir).unwrap();
+    let (code, out, err) = run(&mut command, &dir, &["index", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v = json_of(&out);
+    assert_eq!(
+        v["skipped"]["by_reason"],
+        json!({"permission_denied": 2, "not_a_regular_file": 1}),
+        "{out}"
+    );
+    let mut command = binary_bound_by_file_modes(&dir).unwrap();
+    let (_, _, err) = run(&mut command, &dir, &["index"]);
+    assert!(
+        err.contains("code-intel: src/locked.py: Permission denied (os error 13)\n"),
+        "{err}"
+    );
     make_readable(&dir);
 }
