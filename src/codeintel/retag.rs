@@ -29,7 +29,8 @@ fn try_stamp(path: &Path) -> std::io::Result<(u64, u64)> {
     let mtime = meta
         .modified()?
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
+        .map_err(|_| std::io::Error::other("modified before 1970"))?
+        .as_nanos();
     Ok((meta.len(), u64::try_from(mtime).unwrap_or(u64::MAX)))
 }
 
