@@ -152,8 +152,7 @@ fn note_skipped(skipped: &Skipped, what: &str) {
     }
     let mut err = std::io::stderr().lock();
     for p in skipped.paths.iter().filter(|p| p.reason.is_error()) {
-        let path = if p.path.is_empty() { "." } else { &p.path };
-        let _ = writeln!(err, "code-intel: {path}: {}", p.message);
+        let _ = writeln!(err, "code-intel: {}: {}", p.path, p.message);
     }
     let _ = writeln!(err, "note: {what}: {}", skipped.summary());
 }

@@ -139,7 +139,9 @@ impl SkipLog {
     /// A walk error (a directory that cannot be listed, an entry that vanished).
     fn walk_error(&self, root: &Root, e: &ignore::Error) {
         let (path, message, reason) = describe_walk_error(e);
-        let path = path.map_or_else(String::new, |p| root.relative(p));
+        let path = path.map(|p| root.relative(p)).unwrap_or_default();
+        // The root itself (or an error with no path).
+        let path = if path.is_empty() { ".".into() } else { path };
         self.add(path, reason, message);
     }
 
