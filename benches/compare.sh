@@ -31,6 +31,8 @@
 #   BENCH_WARMUP     hyperfine warmup runs (default 3)
 #   BENCH_RUNS       timed runs of the fast commands: search, incremental, defs (default 30)
 #   BENCH_SLOW_RUNS  timed runs of the cold index and ctags (default 5)
+#   BENCH_RESULTS    where this run's hyperfine JSON goes (default $BENCH_DIR/results; it is
+#                    emptied first, so two runs sharing a BENCH_DIR need one each)
 #   DJANGO_SPEC      the pip requirement for the Django corpus (default django==5.2.19)
 #   RG               the ripgrep binary to compare with (default: $BENCH_DIR/rg/bin/rg,
 #                    built by `cargo install ripgrep --locked` when missing; delete
@@ -50,7 +52,7 @@ RUNS="${BENCH_RUNS:-30}"
 SLOW_RUNS="${BENCH_SLOW_RUNS:-5}"
 DJANGO_SPEC="${DJANGO_SPEC:-django==5.2.19}"
 RG="${RG:-}"
-RESULTS="$BENCH_DIR/results"
+RESULTS="${BENCH_RESULTS:-$BENCH_DIR/results}"
 TMP="$BENCH_DIR/tmp"
 ROWS="$RESULTS/rows.tsv"
 
@@ -357,9 +359,11 @@ main() {
     (cd "$REPO" && cargo build --release --locked)
     local built="${CARGO_TARGET_DIR:-$REPO/target}/release/code-intel"
     [[ -x $built ]] || { echo "error: $built was not built" >&2; exit 2; }
-    # Measure a copy, so a rebuild in the work tree during the run cannot swap the binary.
+    # Measure a copy, so a rebuild in the work tree during the run cannot swap the binary;
+    # one per run, so runs sharing a BENCH_DIR do not swap each other's either.
     mkdir -p "$BENCH_DIR/bin" "$TMP"
-    CODE_INTEL="$BENCH_DIR/bin/code-intel"
+    CODE_INTEL="$BENCH_DIR/bin/code-intel.$$"
+    trap 'rm -f "$CODE_INTEL"' EXIT
     cp "$built" "$CODE_INTEL"
 
     rm -rf "$RESULTS"
