@@ -121,7 +121,8 @@ impl Skipped {
     }
 
     pub(crate) fn sort(&mut self) {
-        self.paths.sort_by(|a, b| a.path.cmp(&b.path));
+        self.paths
+            .sort_unstable_by(|a, b| (&a.path, a.reason).cmp(&(&b.path, b.reason)));
     }
 }
 
@@ -723,7 +724,8 @@ fn search_walk<S: FileSink>(
         })
     });
     let mut files = found.into_inner().map_err(|_| Error::Worker("search"))?;
-    files.sort_by(|a, b| a.0.cmp(&b.0));
+    // Paths are unique: an unstable sort orders them all the same.
+    files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(Walked {
         files,
         skipped: skipped.finish(),
