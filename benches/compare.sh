@@ -3,7 +3,9 @@
 # same run on the same machine, and prints ratios against the goals of issue 3:
 #
 #   search      `code-intel search --limit 0` vs `rg -n --no-heading` (literal, regex,
-#               case-insensitive whole word), both writing to /dev/null: goal <= 1.1x rg.
+#               case-insensitive whole word), both writing to /dev/null: goal <= 1.0x rg,
+#               the current ripgrep release built from crates.io (not a distribution's
+#               older package).
 #               rg gets --no-require-git, as code-intel honours .gitignore files outside
 #               git repositories too; each query first checks that both print the same
 #               number of lines, and a difference is a note under the table.
@@ -23,8 +25,9 @@
 # Rust sources under ~/.cargo/registry/src/*/ (this crate's dependencies).
 #
 # Run:   bash benches/compare.sh
-# Needs: root for `apt-get install` of ripgrep, universal-ctags and hyperfine when missing;
-#        pip (PyPI) for Django; python3 to read hyperfine's JSON; cargo.
+# Needs: root for `apt-get install` of universal-ctags and hyperfine when missing; cargo and
+#        crates.io for ripgrep (`cargo install ripgrep --locked`, once, into $BENCH_DIR/rg);
+#        pip (PyPI) for Django; python3 to read hyperfine's JSON.
 # Knobs (environment):
 #   BENCH_DIR        where corpora and results are cached (default /tmp/code-intel-bench);
 #                    delete $BENCH_DIR/django or $BENCH_DIR/cargo-src* to fetch them anew
@@ -33,9 +36,12 @@
 #   BENCH_WARMUP     hyperfine warmup runs (default 3)
 #   BENCH_RUNS       timed runs of the fast commands: search, incremental, defs (default 30)
 #   BENCH_SLOW_RUNS  timed runs of the cold index and ctags (default 5)
+#   BENCH_RESULTS    where this run's hyperfine JSON goes (default $BENCH_DIR/results; it is
+#                    emptied first, so two runs sharing a BENCH_DIR need one each)
 #   DJANGO_SPEC      the pip requirement for the Django corpus (default django==5.2.19)
-#   RG               the ripgrep binary to compare with (default: rg on PATH, installed by
-#                    apt-get when missing)
+#   RG               the ripgrep binary to compare with (default: $BENCH_DIR/rg/bin/rg,
+#                    built by `cargo install ripgrep --locked` when missing; delete
+#                    $BENCH_DIR/rg to build the newest release again)
 #
 # Times in the final table are hyperfine medians; ratios are code-intel / reference medians.
 # The means, deviations and ranges follow in the details table. This script is not part of
@@ -50,8 +56,8 @@ WARMUP="${BENCH_WARMUP:-3}"
 RUNS="${BENCH_RUNS:-30}"
 SLOW_RUNS="${BENCH_SLOW_RUNS:-5}"
 DJANGO_SPEC="${DJANGO_SPEC:-django==5.2.19}"
-RG="${RG:-rg}"
-RESULTS="$BENCH_DIR/results"
+RG="${RG:-}"
+RESULTS="${BENCH_RESULTS:-$BENCH_DIR/results}"
 TMP="$BENCH_DIR/tmp"
 ROWS="$RESULTS/rows.tsv"
 
@@ -59,21 +65,30 @@ log() { printf '\n== %s\n' "$*"; }
 
 # ---------------------------------------------------------------------------- tools
 have_tools() {
-    command -v rg >/dev/null && command -v hyperfine >/dev/null &&
+    command -v hyperfine >/dev/null &&
         command -v ctags >/dev/null && ctags --version 2>/dev/null | grep 'Universal Ctags' >/dev/null
 }
 
 install_tools() {
-    if have_tools; then
-        return
+    if ! have_tools; then
+        log "installing universal-ctags and hyperfine"
+        export DEBIAN_FRONTEND=noninteractive
+        if ! apt-get install -y universal-ctags hyperfine; then
+            apt-get update
+            apt-get install -y universal-ctags hyperfine
+        fi
+        have_tools || { echo "error: the reference tools are still missing" >&2; exit 2; }
     fi
-    log "installing ripgrep, universal-ctags and hyperfine"
-    export DEBIAN_FRONTEND=noninteractive
-    if ! apt-get install -y ripgrep universal-ctags hyperfine; then
-        apt-get update
-        apt-get install -y ripgrep universal-ctags hyperfine
+    # ripgrep: the current release from crates.io, built once and kept in $BENCH_DIR (a
+    # distribution's package can be years behind, and rg got faster since).
+    if [[ -z $RG ]]; then
+        RG="$BENCH_DIR/rg/bin/rg"
+        if [[ ! -x $RG ]]; then
+            log "building ripgrep from crates.io (cargo install ripgrep --locked)"
+            cargo install ripgrep --locked --root "$BENCH_DIR/rg"
+        fi
     fi
-    have_tools || { echo "error: the reference tools are still missing" >&2; exit 2; }
+    command -v "$RG" >/dev/null || { echo "error: no ripgrep at '$RG'" >&2; exit 2; }
 }
 
 # ---------------------------------------------------------------------------- corpora
@@ -155,10 +170,10 @@ setup_corpus() {
 
 corpus_stats() {
     local name="$1" files lines bytes src_files src_lines
-    files="$(cd "$C_DIR" && rg --files --no-require-git | wc -l)"
-    read -r lines bytes < <(cd "$C_DIR" && rg --files --no-require-git -0 | xargs -0 cat | wc -lc)
-    src_files="$(cd "$C_DIR" && rg --files --no-require-git -t "$C_TYPE" | wc -l)"
-    src_lines="$(cd "$C_DIR" && rg --files --no-require-git -t "$C_TYPE" -0 | xargs -0 cat | wc -l)"
+    files="$(cd "$C_DIR" && "$RG" --files --no-require-git | wc -l)"
+    read -r lines bytes < <(cd "$C_DIR" && "$RG" --files --no-require-git -0 | xargs -0 cat | wc -lc)
+    src_files="$(cd "$C_DIR" && "$RG" --files --no-require-git -t "$C_TYPE" | wc -l)"
+    src_lines="$(cd "$C_DIR" && "$RG" --files --no-require-git -t "$C_TYPE" -0 | xargs -0 cat | wc -l)"
     printf 'corpus %-7s %s\n  searched files: %s, lines: %s, MiB: %s; %s files: %s, lines: %s\n' \
         "$name" "$C_DIR" "$files" "$lines" "$((bytes / 1048576))" "$C_TYPE" "$src_files" "$src_lines"
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$files" "$lines" "$C_TYPE" "$src_files" "$src_lines" \
@@ -208,7 +223,7 @@ search_case() {
     bench "$corpus-search-$label" -N --warmup "$WARMUP" --runs "$RUNS" --output=null \
         -n "rg $label" "$q_rg" -n "code-intel $label" "$q_ci"
     row "$corpus: search $label ($n_ci lines)" "$corpus-search-$label.json#1" \
-        "$corpus-search-$label.json#0" ratio 1.1 "$note"
+        "$corpus-search-$label.json#0" ratio 1.0 "$note"
 }
 
 measure_search() {
@@ -384,9 +399,11 @@ main() {
     (cd "$REPO" && cargo build --release --locked)
     local built="${CARGO_TARGET_DIR:-$REPO/target}/release/code-intel"
     [[ -x $built ]] || { echo "error: $built was not built" >&2; exit 2; }
-    # Measure a copy, so a rebuild in the work tree during the run cannot swap the binary.
+    # Measure a copy, so a rebuild in the work tree during the run cannot swap the binary;
+    # one per run, so runs sharing a BENCH_DIR do not swap each other's either.
     mkdir -p "$BENCH_DIR/bin" "$TMP"
-    CODE_INTEL="$BENCH_DIR/bin/code-intel"
+    CODE_INTEL="$BENCH_DIR/bin/code-intel.$$"
+    trap 'rm -f "$CODE_INTEL"' EXIT
     cp "$built" "$CODE_INTEL"
 
     rm -rf "$RESULTS"
@@ -406,6 +423,7 @@ main() {
     done
 
     log "results (medians; cores: $(nproc); load average now: $(cut -d' ' -f1-3 /proc/loadavg))"
+    echo "reference: $("$RG" --version | sed -n 1p) ($RG)"
     local name files lines type src_files src_lines
     while IFS=$'\t' read -r name files lines type src_files src_lines; do
         echo "corpus $name: $files files, $lines lines ($src_files $type files, $src_lines lines)"

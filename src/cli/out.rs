@@ -22,6 +22,13 @@ pub(super) fn put(out: &mut impl std::io::Write, args: std::fmt::Arguments<'_>) 
     }
 }
 
+/// Writes bytes to `out` (a buffered stdout); errors as for [`write`].
+pub(super) fn put_bytes(out: &mut impl std::io::Write, bytes: &[u8]) {
+    if let Err(e) = out.write_all(bytes) {
+        fail(&e);
+    }
+}
+
 /// Flushes `out` (a buffered stdout) at the end; errors as for [`write`].
 pub(super) fn finish(mut out: impl std::io::Write) {
     if let Err(e) = out.flush() {

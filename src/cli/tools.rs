@@ -2,7 +2,7 @@
 //! `structure`, `impact`, `index` and `query`. Human output by default (like `rg`), JSON
 //! with `--json`. Exit 0 when something was found, 1 when nothing was, 2 on error.
 
-use super::out::{errln, finish, outln, putln};
+use super::out::{errln, finish, outln, put_bytes, putln};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,7 +16,9 @@ use crate::codeintel::page::Window;
 use crate::codeintel::query;
 use crate::codeintel::refresh::{refresh, refresh_changed, repair};
 use crate::codeintel::root::Root;
-use crate::codeintel::search::{Case, FileQuery, TextQuery, search_files, search_text};
+use crate::codeintel::search::{
+    Case, FileQuery, Skipped, TextQuery, search_files, search_text, search_text_rendered,
+};
 use crate::codeintel::symbols::{
     Outline, SymbolAnswer, analyze_structure, find_definitions, find_references, function_at_line,
     get_symbols,
@@ -172,6 +174,18 @@ fn note_truncated(truncated: bool, returned: usize, total: usize, next: Option<u
     }
 }
 
+/// On stderr: a line for each file or directory that could not be read, as `rg` prints
+/// them, then what was left out and why (`--json` lists the first few).
+fn note_skipped(skipped: &Skipped, what: &str) {
+    if skipped.is_empty() {
+        return;
+    }
+    for p in skipped.paths.iter().filter(|p| p.reason.is_error()) {
+        errln!("code-intel: {}: {}", p.path, p.message);
+    }
+    errln!("note: {what}: {}", skipped.summary());
+}
+
 pub(super) fn search(a: &SearchArgs) -> ExitCode {
     let root = match open(&a.common) {
         Ok(r) => r,
@@ -194,32 +208,31 @@ pub(super) fn search(a: &SearchArgs) -> ExitCode {
         context: a.context,
         paths: a.paths.clone(),
     };
-    match search_text(&root, &q, a.common.window()) {
+    if a.common.json {
+        return match search_text(&root, &q, a.common.window()) {
+            Err(e) => fail(&e),
+            Ok(r) => {
+                emit_json(&wire::TextResult::from(&r));
+                found(r.total > 0)
+            }
+        };
+    }
+    // Text: the lines are rendered on the walker threads; this only writes them out.
+    match search_text_rendered(&root, &q, a.common.window()) {
         Err(e) => fail(&e),
         Ok(r) => {
-            if a.common.json {
-                emit_json(&wire::TextResult::from(&r));
-            } else {
-                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-                for f in &r.files {
-                    for m in &f.matches {
-                        let first_before = m.line.saturating_sub(m.before.len() as u64);
-                        for (i, b) in m.before.iter().enumerate() {
-                            putln!(out, "{}-{}-{}", f.path, first_before + i as u64, b);
-                        }
-                        putln!(out, "{}:{}:{}", f.path, m.line, m.text);
-                        for (i, b) in m.after.iter().enumerate() {
-                            putln!(out, "{}-{}-{}", f.path, m.line + 1 + i as u64, b);
-                        }
-                        if a.context > 0 {
-                            putln!(out, "--");
-                        }
-                    }
-                }
-                finish(out);
-                note_truncated(r.truncated, r.returned, r.total, r.next_offset);
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            for chunk in &r.chunks {
+                put_bytes(&mut out, chunk);
             }
-            found(r.total > 0)
+            finish(out);
+            note_skipped(&r.skipped, "not searched");
+            note_truncated(r.truncated, r.returned, r.total, r.next_offset);
+            let code = found(r.total > 0);
+            // The process ends next: freeing a buffer per file and a path per skipped
+            // file first would be the last serial work of the run, for nothing.
+            std::mem::forget(r);
+            code
         }
     }
 }
@@ -246,15 +259,17 @@ pub(super) fn files(a: &FilesArgs) -> ExitCode {
     };
     match search_files(&root, &q, a.common.window()) {
         Err(e) => fail(&e),
-        Ok(p) => {
+        Ok(list) => {
+            let p = &list.files;
             if a.common.json {
-                emit_json(&wire::Page::<String>::from(&p));
+                emit_json(&wire::FileList::from(&list));
             } else {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 for f in &p.items {
                     putln!(out, "{f}");
                 }
                 finish(out);
+                note_skipped(&list.skipped, "not listed");
                 note_truncated(p.truncated, p.returned, p.total, p.next_offset);
             }
             found(p.total > 0)
@@ -644,6 +659,7 @@ pub(super) fn index(a: &IndexArgs) -> ExitCode {
                 if let Some(what) = &r.recovered {
                     errln!("warning: {what}");
                 }
+                note_skipped(&r.skipped, "not indexed");
             }
             ExitCode::SUCCESS
         }

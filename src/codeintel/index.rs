@@ -179,7 +179,7 @@ impl Index {
         for (rel, outcome) in rels.into_iter().zip(run_jobs(jobs)) {
             match outcome {
                 Outcome::Touched(e) | Outcome::Tagged(e) => overlay.push(e),
-                Outcome::Gone => {
+                Outcome::Gone | Outcome::Unreadable(_) => {
                     hidden.insert(rel);
                 }
             }
@@ -212,8 +212,7 @@ impl Index {
 
     /// Every source file under the root, tagged in memory.
     fn in_memory(root: &Root) -> Result<Index, Error> {
-        let (jobs, _too_large) = source_files(root)?;
-        let mut index = Index::tagged(jobs, IN_MEMORY_NOTE)?;
+        let mut index = Index::tagged(source_files(root)?.jobs, IN_MEMORY_NOTE)?;
         index.freshness.indexed_at = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -237,7 +236,7 @@ impl Index {
             .into_iter()
             .filter_map(|o| match o {
                 Outcome::Tagged(e) | Outcome::Touched(e) => Some(e),
-                Outcome::Gone => None,
+                Outcome::Gone | Outcome::Unreadable(_) => None,
             })
             .collect();
         let mut index = Index::assemble(None, None, entries, &BTreeSet::new())?;

@@ -31,6 +31,19 @@ impl Window {
     };
 }
 
+impl Window {
+    /// The indices of a list of `total` items that this window keeps.
+    pub(crate) fn range(self, total: usize) -> std::ops::Range<usize> {
+        let start = self.offset.min(total);
+        let end = if self.limit == 0 {
+            total
+        } else {
+            start.saturating_add(self.limit).min(total)
+        };
+        start..end
+    }
+}
+
 impl Default for Window {
     fn default() -> Self {
         Window {
@@ -44,14 +57,18 @@ impl<T> Page<T> {
     /// Cuts `all` to `window`.
     pub(crate) fn of(all: Vec<T>, window: Window) -> Page<T> {
         let total = all.len();
-        let items: Vec<T> = if window.limit == 0 {
-            all.into_iter().skip(window.offset).collect()
-        } else {
-            all.into_iter()
-                .skip(window.offset)
-                .take(window.limit)
-                .collect()
-        };
+        let range = window.range(total);
+        let items: Vec<T> = all
+            .into_iter()
+            .skip(range.start)
+            .take(range.len())
+            .collect();
+        Page::cut(items, total, window)
+    }
+
+    /// A page of `items`, the part of a list of `total` items that `window` keeps
+    /// ([`Window::range`]), cut by the caller.
+    pub(crate) fn cut(items: Vec<T>, total: usize, window: Window) -> Page<T> {
         let returned = items.len();
         let end = window.offset.saturating_add(returned);
         let truncated = end < total;

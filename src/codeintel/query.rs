@@ -5,9 +5,9 @@
 use super::error::Error;
 use super::impact::{Impact, analyze_impact};
 use super::index::Index;
-use super::page::{Page, Window};
+use super::page::Window;
 use super::root::Root;
-use super::search::{Case, FileQuery, TextQuery, TextResult, search_files, search_text};
+use super::search::{Case, FileList, FileQuery, TextQuery, TextResult, search_files, search_text};
 use super::symbols::{
     Structure, SymbolAnswer, analyze_structure, find_definitions, find_references, get_symbols,
 };
@@ -31,7 +31,7 @@ pub enum Routed {
     /// Boxed: an impact is several times larger than the other answers.
     Impact(Box<Impact>),
     Structure(Structure),
-    Files(Page<String>),
+    Files(FileList),
     Text(TextResult),
 }
 
@@ -41,7 +41,7 @@ impl Routed {
     pub(crate) fn total(&self) -> Option<usize> {
         match self {
             Routed::Symbols(a) => Some(a.symbols.total),
-            Routed::Files(p) => Some(p.total),
+            Routed::Files(p) => Some(p.files.total),
             Routed::Text(t) => Some(t.total),
             Routed::Impact(_) | Routed::Structure(_) => None,
         }

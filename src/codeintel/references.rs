@@ -108,7 +108,7 @@ pub(crate) fn tag_found(root: &Root, found: &TextResult, names: &[String]) -> Ve
                 path: entry.path,
                 tags: entry.tags,
             }),
-            Outcome::Gone => None,
+            Outcome::Gone | Outcome::Unreadable(_) => None,
         })
         .collect()
 }

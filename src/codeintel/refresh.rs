@@ -15,6 +15,7 @@ use super::lock::WriteLock;
 pub use super::retag::Progress;
 use super::retag::{Job, Outcome, run_jobs, run_jobs_with, source_files, stamp};
 use super::root::Root;
+use super::search::Skipped;
 use super::store::{self, FileEntry, Store};
 
 /// The delta is folded into the main index once it holds this share of the files (1/8).
@@ -37,6 +38,9 @@ pub struct UpdateReport {
     pub removed: usize,
     /// Files skipped for being larger than the size limit.
     pub too_large: usize,
+    /// What was not indexed and why: those files, and what could not be read (a
+    /// directory that cannot be listed, a file that cannot be opened), by path.
+    pub skipped: Skipped,
     pub tags: usize,
     pub elapsed_ms: u64,
     /// Whether there was no usable index before.
@@ -229,10 +233,11 @@ fn refresh_tree_over(
         })
         .unwrap_or_default();
     let mut seen = vec![false; known.len()];
-    let (candidates, too_large) = source_files(root)?;
-    report.too_large = too_large;
+    let sources = source_files(root)?;
+    report.too_large = sources.too_large;
+    report.skipped = sources.skipped;
     let mut jobs = Vec::new();
-    for mut job in candidates {
+    for mut job in sources.jobs {
         if let (Some(&i), Some(ix)) = (known.get(&job.rel), current.as_ref()) {
             seen[i] = true;
             let (size, mtime_ns, _) = ix.file_stamp(i);
@@ -256,8 +261,10 @@ fn refresh_tree_over(
             Outcome::Touched(_) => report.touched += 1,
             Outcome::Tagged(_) => report.tagged += 1,
             Outcome::Gone => {}
+            Outcome::Unreadable(p) => report.skipped.paths.push(p.clone()),
         }
     }
+    report.skipped.sort();
     write_changes(root, current.as_ref(), changes, &removed)?;
     let now = reopen(root)?;
     report.files = now.file_count();

@@ -3,7 +3,7 @@
 //!
 //! Nothing here writes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::UNIX_EPOCH;
 
@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use super::error::Error;
 use super::languages;
 use super::root::Root;
-use super::search::walk_files;
+use super::search::{SkipReason, Skipped, SkippedPath, walk_files};
 use super::store::FileEntry;
 use super::tags::Tagger;
 
@@ -20,15 +20,26 @@ use super::tags::Tagger;
 pub(crate) const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 
 /// `(size, mtime in ns)` of a file, or None when it cannot be read.
-pub(crate) fn stamp(path: &std::path::Path) -> Option<(u64, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
+pub(crate) fn stamp(path: &Path) -> Option<(u64, u64)> {
+    try_stamp(path).ok()
+}
+
+fn try_stamp(path: &Path) -> std::io::Result<(u64, u64)> {
+    let meta = std::fs::metadata(path)?;
     let mtime = meta
-        .modified()
-        .ok()?
+        .modified()?
         .duration_since(UNIX_EPOCH)
-        .ok()?
+        .map_err(|_| std::io::Error::other("modified before 1970"))?
         .as_nanos();
-    Some((meta.len(), u64::try_from(mtime).unwrap_or(u64::MAX)))
+    Ok((meta.len(), u64::try_from(mtime).unwrap_or(u64::MAX)))
+}
+
+fn unreadable(rel: &str, e: &std::io::Error) -> SkippedPath {
+    SkippedPath {
+        path: rel.to_string(),
+        reason: SkipReason::of(e),
+        message: e.to_string(),
+    }
 }
 
 pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
@@ -53,8 +64,10 @@ pub(crate) enum Outcome {
     Touched(FileEntry),
     /// New or changed content, tagged.
     Tagged(FileEntry),
-    /// Unreadable now (deleted meanwhile) or no longer a source file.
+    /// Deleted meanwhile, or no longer a source file.
     Gone,
+    /// It could not be read (treated as gone, and reported).
+    Unreadable(SkippedPath),
 }
 
 /// Reads, hashes and (when the content changed) tags the jobs on every core, in order.
@@ -123,8 +136,10 @@ fn run(
 }
 
 fn process(tagger: &mut Tagger, fresh: &dyn Fn() -> Tagger, job: &Job) -> Outcome {
-    let Ok(bytes) = std::fs::read(&job.abs) else {
-        return Outcome::Gone;
+    let bytes = match std::fs::read(&job.abs) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Outcome::Gone,
+        Err(e) => return Outcome::Unreadable(unreadable(&job.rel, &e)),
     };
     let hash = sha256(&bytes);
     if let Some(old) = &job.old
@@ -160,23 +175,50 @@ fn process(tagger: &mut Tagger, fresh: &dyn Fn() -> Tagger, job: &Job) -> Outcom
     })
 }
 
-/// The source files under the root the index covers, as jobs with no old entry, and how
-/// many were skipped for their size.
-pub(crate) fn source_files(root: &Root) -> Result<(Vec<Job>, usize), Error> {
+/// The source files under the root the index covers, as jobs with no old entry, and what
+/// was left out.
+pub(crate) struct Sources {
+    pub(crate) jobs: Vec<Job>,
+    /// Files over [`MAX_FILE_BYTES`].
+    pub(crate) too_large: usize,
+    /// Those files, the directories the walk could not list, source files it could not
+    /// stat, and FIFOs, sockets and devices named like source files.
+    pub(crate) skipped: Skipped,
+}
+
+pub(crate) fn source_files(root: &Root) -> Result<Sources, Error> {
+    let (files, walked) = walk_files(root)?;
+    let mut skipped = Skipped::default();
+    for p in walked.paths {
+        if p.reason.is_error() || languages::for_path(Path::new(&p.path)).is_some() {
+            skipped.paths.push(p);
+        }
+    }
     let mut jobs = Vec::new();
     let mut too_large = 0;
-    for abs in walk_files(root)? {
+    for abs in files {
         if languages::for_path(&abs).is_none() {
             continue;
         }
-        let Some((size, mtime_ns)) = stamp(&abs) else {
-            continue;
+        let rel = root.relative(&abs);
+        let (size, mtime_ns) = match try_stamp(&abs) {
+            Ok(stamp) => stamp,
+            // Deleted since the walk saw it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                skipped.paths.push(unreadable(&rel, &e));
+                continue;
+            }
         };
         if size > MAX_FILE_BYTES {
             too_large += 1;
+            skipped.push(
+                rel,
+                SkipReason::TooLarge,
+                format!("{size} bytes, over the {MAX_FILE_BYTES}-byte limit for indexing"),
+            );
             continue;
         }
-        let rel = root.relative(&abs);
         jobs.push(Job {
             abs,
             rel,
@@ -185,5 +227,9 @@ pub(crate) fn source_files(root: &Root) -> Result<(Vec<Job>, usize), Error> {
             old: None,
         });
     }
-    Ok((jobs, too_large))
+    Ok(Sources {
+        jobs,
+        too_large,
+        skipped,
+    })
 }

@@ -42,6 +42,55 @@ impl<'a, D, T: From<&'a D>> From<&'a page::Page<D>> for Page<T> {
     }
 }
 
+/// What a walk did not read (present only when something was skipped).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Skipped {
+    /// How many files and directories were not read.
+    pub(crate) count: usize,
+    /// How many for each reason: `permission_denied`, `unreadable` (another I/O error),
+    /// `binary` (has a NUL byte; not searched), `not_a_regular_file` (a FIFO, socket or
+    /// device), `too_large` (over the index's size limit).
+    pub(crate) by_reason: BTreeMap<String, usize>,
+    /// The first few: those that could not be read, then the others, each by path.
+    pub(crate) first: Vec<SkippedPath>,
+}
+
+/// How many skipped paths an answer lists; `count` says how many there were.
+pub(crate) const SKIPPED_LISTED: usize = 10;
+
+/// One file or directory that was not read.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct SkippedPath {
+    /// Its root-relative path (named so it does not count as a file the client has seen).
+    pub(crate) location: String,
+    pub(crate) reason: String,
+    /// What the system said (`Permission denied (os error 13)`).
+    pub(crate) error: String,
+}
+
+impl Skipped {
+    /// None when nothing was skipped.
+    pub(crate) fn of(s: &search::Skipped) -> Option<Skipped> {
+        (!s.is_empty()).then(|| Skipped {
+            count: s.count(),
+            by_reason: s
+                .by_reason()
+                .into_iter()
+                .map(|(reason, n)| (reason.key().to_string(), n))
+                .collect(),
+            first: (s.paths.iter().filter(|p| p.reason.is_error()))
+                .chain(s.paths.iter().filter(|p| !p.reason.is_error()))
+                .take(SKIPPED_LISTED)
+                .map(|p| SkippedPath {
+                    location: p.path.clone(),
+                    reason: p.reason.key().to_string(),
+                    error: p.message.clone(),
+                })
+                .collect(),
+        })
+    }
+}
+
 /// A matching line.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub(crate) struct LineMatch {
@@ -95,6 +144,9 @@ pub(crate) struct TextResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) next_offset: Option<usize>,
     pub(crate) files_with_matches: usize,
+    /// Files and directories not searched, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) skipped: Option<Skipped>,
 }
 
 impl From<&search::TextResult> for TextResult {
@@ -107,6 +159,26 @@ impl From<&search::TextResult> for TextResult {
             offset: r.offset,
             next_offset: r.next_offset,
             files_with_matches: r.files_with_matches,
+            skipped: Skipped::of(&r.skipped),
+        }
+    }
+}
+
+/// The answer of `search_files`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct FileList {
+    #[serde(flatten)]
+    pub(crate) files: Page<String>,
+    /// Files and directories the walk could not read or did not list, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) skipped: Option<Skipped>,
+}
+
+impl From<&search::FileList> for FileList {
+    fn from(l: &search::FileList) -> FileList {
+        FileList {
+            files: Page::from(&l.files),
+            skipped: Skipped::of(&l.skipped),
         }
     }
 }
@@ -170,6 +242,10 @@ pub(crate) struct UpdateReport {
     /// and was rebuilt: what was wrong with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) recovered: Option<String>,
+    /// What was not indexed and why: files over the size limit, and what could not be
+    /// read (present only when something was skipped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) skipped: Option<Skipped>,
 }
 
 impl From<&refresh::UpdateReport> for UpdateReport {
@@ -185,6 +261,7 @@ impl From<&refresh::UpdateReport> for UpdateReport {
             elapsed_ms: r.elapsed_ms,
             from_scratch: r.from_scratch,
             recovered: r.recovered.clone(),
+            skipped: Skipped::of(&r.skipped),
         }
     }
 }
@@ -497,7 +574,7 @@ pub(crate) enum QueryResult {
     Symbols(SymbolAnswer),
     Impact(Box<Impact>),
     Structure(Structure),
-    Files(Page<String>),
+    Files(FileList),
     Text(TextResult),
 }
 

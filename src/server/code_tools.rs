@@ -353,7 +353,7 @@ impl CodeTools {
                         return Ok(Some(json!({
                             "source": "files",
                             "note": format!("{}; the files under {} are listed instead of their structure", not_ready(&other), a.path),
-                            "files": json(&wire::Page::<String>::from(&files)),
+                            "files": json(&wire::FileList::from(&files)),
                         })));
                     }
                 };
@@ -505,7 +505,7 @@ fn search_files_tool(root: &Root, a: SearchFilesArgs) -> Result<Value, Error> {
         paths: Vec::new(),
     };
     let p = search_files(root, &q, a.paging.window())?;
-    Ok(json(&wire::Page::<String>::from(&p)))
+    Ok(json(&wire::FileList::from(&p)))
 }
 
 /// The root-relative paths a tool's answer shows: every `path` field, and the items of

@@ -254,7 +254,8 @@ fn lists_are_bounded_and_say_so() {
             limit: 2,
         },
     )
-    .unwrap();
+    .unwrap()
+    .files;
     assert_eq!((files.total, files.returned, files.truncated), (3, 2, true));
     assert_eq!(files.items, ["app/models.py", "app/views.py"]);
 }
@@ -786,4 +787,57 @@ fn multi_line_imports_are_whole() {
         assert_eq!(s.files.items[0].imports, expected, "{file}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `code-intel search` prints lines rendered on the walker threads; they must say what
+/// the collected matches say, page for page, with and without context.
+#[test]
+fn search_rendered_text_matches_the_collected_matches() {
+    use code_intel::codeintel::search::search_text_rendered;
+    let dir = repo("rendered");
+    let root = Root::open(&dir).unwrap();
+    for context in [0, 1, 3] {
+        for (offset, limit) in [(0, 0), (0, 1), (1, 2), (2, 0), (3, 100), (50, 1)] {
+            let q = TextQuery {
+                context,
+                ..text(&["get_user", "def ", "fn "])
+            };
+            let window = Window { offset, limit };
+            let r = search_text(&root, &q, window).unwrap();
+            let mut expected = String::new();
+            for f in &r.files {
+                for m in &f.matches {
+                    let first_before = m.line - m.before.len() as u64;
+                    for (i, b) in m.before.iter().enumerate() {
+                        expected += &format!("{}-{}-{b}\n", f.path, first_before + i as u64);
+                    }
+                    expected += &format!("{}:{}:{}\n", f.path, m.line, m.text);
+                    for (i, a) in m.after.iter().enumerate() {
+                        expected += &format!("{}-{}-{a}\n", f.path, m.line + 1 + i as u64);
+                    }
+                    if context > 0 {
+                        expected += "--\n";
+                    }
+                }
+            }
+            let rendered = search_text_rendered(&root, &q, window).unwrap();
+            let got: Vec<u8> = rendered.chunks.concat();
+            assert_eq!(
+                String::from_utf8(got).unwrap(),
+                expected,
+                "context {context}, window {window:?}"
+            );
+            assert_eq!(
+                (
+                    rendered.total,
+                    rendered.returned,
+                    rendered.truncated,
+                    rendered.next_offset
+                ),
+                (r.total, r.returned, r.truncated, r.next_offset),
+                "context {context}, window {window:?}"
+            );
+            assert!(r.total > 8, "{}", r.total);
+        }
+    }
 }

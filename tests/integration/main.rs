@@ -21,5 +21,7 @@ mod properties;
 mod rust_source;
 mod server_index;
 mod server_registry;
+#[cfg(unix)]
+mod skipped;
 mod support;
 mod tidy;
