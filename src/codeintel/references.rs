@@ -8,11 +8,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::error::Error;
 use super::languages;
 use super::retag::{Job, Outcome, run_reference_jobs, stamp};
 use super::root::Root;
-use super::search::{TextResult, search_words};
+use super::search::TextResult;
 use super::tags::Tag;
 
 /// Every reference kind the references queries produce (`@reference.KIND`; a test keeps
@@ -75,14 +74,9 @@ pub(crate) struct TaggedFile {
     pub(crate) tags: Vec<Tag>,
 }
 
-/// The source files that mention any of `names` as a whole word, tagged with definitions
-/// and references (on every core). Files that vanish meanwhile are left out.
-pub(crate) fn files_mentioning(root: &Root, names: &[String]) -> Result<Vec<TaggedFile>, Error> {
-    Ok(tag_found(root, &search_words(root, names)?, names))
-}
-
-/// The source files of a text search's result, tagged with definitions, imports and the
-/// references to `names`.
+/// The source files of a whole-word text search for `names` (`search::search_words`),
+/// tagged with definitions, imports and the references to `names`, on every core. Files
+/// that vanish meanwhile are left out.
 pub(crate) fn tag_found(root: &Root, found: &TextResult, names: &[String]) -> Vec<TaggedFile> {
     let mut jobs = Vec::new();
     for file in &found.files {

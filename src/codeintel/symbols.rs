@@ -211,7 +211,9 @@ pub fn find_references(
         });
     }
     let names = [name.to_string()];
-    let files = references::files_mentioning(root, &names)?;
+    // One text search: its files are parsed for uses, and are the fallback's matches.
+    let found = search_words(root, &names)?;
+    let files = references::tag_found(root, &found, &names);
     let mut uses = references::uses_in(&files, &names);
     if !uses.is_empty() {
         let counts = UseCounts::of(&uses);
@@ -232,7 +234,6 @@ pub fn find_references(
         .into_iter()
         .map(|h| (h.path, h.line))
         .collect();
-    let found = search_words(root, &names)?;
     let mut hits = Vec::new();
     for file in found.files {
         for m in file.matches {

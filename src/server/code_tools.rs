@@ -297,28 +297,21 @@ impl CodeTools {
             }
             "find_references" => {
                 let a: ReferencesArgs = parse(args)?;
-                match self.index.lookup() {
-                    Lookup::Ready(index) => {
-                        let answer = find_references(
-                            root,
-                            &index,
-                            &a.name,
-                            a.kind.as_deref(),
-                            a.paging.window(),
-                        )?;
-                        json(&wire::SymbolAnswer::from(&answer))
-                    }
-                    other => {
-                        let index = Index::for_names(root, std::slice::from_ref(&a.name))?;
-                        let answer = find_references(
-                            root,
-                            &index,
-                            &a.name,
-                            a.kind.as_deref(),
-                            a.paging.window(),
-                        )?;
-                        with_status(json(&wire::SymbolAnswer::from(&answer)), &not_ready(&other))
-                    }
+                // Uses are parsed from the files that mention the name either way; the
+                // index only gives the definitions the text fallback leaves out.
+                let (index, status) = match self.index.lookup() {
+                    Lookup::Ready(index) => (index, None),
+                    other => (
+                        Arc::new(Index::for_names(root, std::slice::from_ref(&a.name))?),
+                        Some(not_ready(&other)),
+                    ),
+                };
+                let answer =
+                    find_references(root, &index, &a.name, a.kind.as_deref(), a.paging.window())?;
+                let value = json(&wire::SymbolAnswer::from(&answer));
+                match status {
+                    Some(note) => with_status(value, &note),
+                    None => value,
                 }
             }
             "get_symbols" => {
