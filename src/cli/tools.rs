@@ -574,7 +574,7 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
                 }
                 section_note("importers", &i.importers);
                 for c in &i.callers.items {
-                    let verb = match c.via.split(", ").next().unwrap_or_default() {
+                    let verb = match c.via.first().map_or("", String::as_str) {
                         "call" => "calls",
                         "type" => "names the type",
                         "decorator" => "is decorated by",

@@ -37,8 +37,8 @@ pub struct Caller {
     /// The name it uses.
     pub uses: String,
     /// How, strongest first when the definition uses the name in several ways: `inherit`,
-    /// `call`, `read`, `type`, `decorator` (`call, type`).
-    pub via: String,
+    /// `call`, `read`, `type`, `decorator` (`["call", "type"]`).
+    pub via: Vec<String>,
     /// How far the file says the use is of this name (see `references::Resolution`);
     /// `name` when only the name matches.
     pub resolution: &'static str,
@@ -372,10 +372,9 @@ fn dependents(
         if let Some(&at) = seen.get(&key) {
             // One entry per definition and name: add this way of using it.
             let c: &mut Caller = &mut list[at];
-            if !c.via.split(", ").any(|v| v == u.tag.kind) {
-                let mut kinds: Vec<&str> = c.via.split(", ").chain([u.tag.kind.as_str()]).collect();
-                kinds.sort_by_key(|k| VIA_ORDER.iter().position(|o| o == k));
-                c.via = kinds.join(", ");
+            if !c.via.contains(&u.tag.kind) {
+                c.via.push(u.tag.kind.clone());
+                c.via.sort_by_key(|k| VIA_ORDER.iter().position(|o| o == k));
             }
             continue;
         }
@@ -391,7 +390,7 @@ fn dependents(
             path: u.path.clone(),
             line: d.line,
             uses: u.tag.name.clone(),
-            via: u.tag.kind.clone(),
+            via: vec![u.tag.kind.clone()],
             resolution: u.resolution.as_str(),
         };
         if u.tag.kind == "inherit" {

@@ -485,9 +485,9 @@ pub(crate) struct Caller {
     pub(crate) line: u32,
     /// The name it uses.
     pub(crate) uses: String,
-    /// How, strongest first when the definition uses the name in several ways (`call, type`):
+    /// How, strongest first when the definition uses the name in several ways (`["call", "type"]`):
     /// `inherit`, `call`, `read`, `type`, `decorator`.
-    pub(crate) via: String,
+    pub(crate) via: Vec<String>,
     /// How far the file says the use is of this name: `import`, `local`, `module`,
     /// `self`, or `name` when only the name matches.
     pub(crate) resolution: String,
