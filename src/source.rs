@@ -111,6 +111,11 @@ impl Sources {
     pub fn name(&self, id: FileId) -> &str {
         self.get(id).map_or("<unknown>", |f| f.name.as_str())
     }
+
+    /// Where a span starts, as editors and terminals link it: `file:line:col`.
+    pub fn location(&self, span: Span) -> String {
+        format!("{}:{}", self.name(span.file), span.start)
+    }
 }
 
 impl fmt::Display for Pos {

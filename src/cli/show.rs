@@ -10,15 +10,6 @@ use crate::contract::raw::StateKind;
 use crate::contract::{Contract, flags};
 use crate::source::{Sources, Span};
 
-fn origin(sources: &Sources, span: Span) -> String {
-    format!(
-        "{}:{}:{}",
-        sources.name(span.file),
-        span.start.line,
-        span.start.col
-    )
-}
-
 fn kind(k: StateKind) -> &'static str {
     match k {
         StateKind::External => "external",
@@ -97,7 +88,7 @@ pub(super) fn run(
                 "  {}: limit {} (from {}); on the limit -> {}",
                 c.name,
                 c.limit,
-                origin(sources, c.limit_origin),
+                sources.location(c.limit_origin),
                 if c.redirects.is_empty() {
                     "nothing".to_string()
                 } else {
@@ -120,16 +111,16 @@ fn print_state(sources: &Sources, s: &EffectiveState) {
         } else {
             ", does not run under these flags"
         },
-        origin(sources, s.origin)
+        sources.location(s.origin)
     );
     if let (Some(text), Some(from)) = (&s.instruction, s.instruction_origin) {
-        outln!("instruction (from {}):", origin(sources, from));
+        outln!("instruction (from {}):", sources.location(from));
         for line in text.trim_end().lines() {
             outln!("  | {line}");
         }
     }
     let from = |span: Option<Span>| {
-        span.map(|s| format!(" (from {})", origin(sources, s)))
+        span.map(|s| format!(" (from {})", sources.location(s)))
             .unwrap_or_default()
     };
     if s.kind == StateKind::External {
@@ -157,7 +148,7 @@ fn print_state(sources: &Sources, s: &EffectiveState) {
                 },
             );
             if let Some(span) = s.required_tools_origin {
-                outln!("  (required tools from {})", origin(sources, span));
+                outln!("  (required tools from {})", sources.location(span));
             }
         }
         outln!("payload: {}{}", s.expected_payload, from(s.payload_origin));
@@ -175,7 +166,7 @@ fn print_state(sources: &Sources, s: &EffectiveState) {
         outln!(
             "  -> {} {when}{decided} — {}",
             t.to,
-            origin(sources, t.origin)
+            sources.location(t.origin)
         );
     }
 }

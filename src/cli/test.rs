@@ -11,7 +11,7 @@ use super::out::{err, errln, outln};
 use crate::contract::Contract;
 use crate::diagnostic::render;
 use crate::scenario::{self, ContractRef, Coverage, Taken};
-use crate::source::{Sources, Span};
+use crate::source::Sources;
 use crate::{hosts, lint};
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), CliError> {
@@ -41,15 +41,6 @@ struct Loaded {
     label: String,
     contract: Contract,
     taken: BTreeSet<Taken>,
-}
-
-fn where_(sources: &Sources, span: Span) -> String {
-    format!(
-        "{}:{}:{}",
-        sources.name(span.file),
-        span.start.line,
-        span.start.col
-    )
 }
 
 pub(super) fn run(paths: &[PathBuf], coverage: bool) -> Result<ExitCode, CliError> {
@@ -127,7 +118,7 @@ pub(super) fn run(paths: &[PathBuf], coverage: bool) -> Result<ExitCode, CliErro
                     outln!("scenario {} ... FAILED", report.name);
                     outln!(
                         "  {}: {}: {}",
-                        where_(&sources, f.span),
+                        sources.location(f.span),
                         if f.step == 0 {
                             "start".to_string()
                         } else {
@@ -156,7 +147,7 @@ pub(super) fn run(paths: &[PathBuf], coverage: bool) -> Result<ExitCode, CliErro
             for rule in c.missed() {
                 outln!(
                     "  not exercised: {}: {}",
-                    where_(&sources, rule.span),
+                    sources.location(rule.span),
                     rule.label
                 );
             }

@@ -76,13 +76,7 @@ pub fn human(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
     for d in diagnostics {
         let _ = writeln!(out, "{}[{}]: {}", d.severity.as_str(), d.code, d.message);
         if let Some(span) = d.span {
-            let _ = writeln!(
-                out,
-                "  --> {}:{}:{}",
-                sources.name(span.file),
-                span.start.line,
-                span.start.col
-            );
+            let _ = writeln!(out, "  --> {}", sources.location(span));
             // A file with no text (one that could not be read) has no snippet to show.
             if let Some(line) = sources
                 .get(span.file)
