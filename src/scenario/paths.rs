@@ -64,18 +64,18 @@ pub fn shortest(
             .map(|(name, schema)| (name.to_string(), example(schema, &Map::new(), 0)))
             .collect()
     });
-    // Generated strings are runs of "x": a request of 64 of them lets quote checks find
-    // any of them.
-    let mut params = Map::new();
-    params.insert("request".into(), json!("x".repeat(64)));
+    // Generated strings are runs of "x": a string param of 64 of them (the user's request,
+    // say) lets checks that quote it find any of them.
     let params: Map<String, Value> = contract
         .params
         .iter()
         .map(|(k, (_, v))| {
-            (
-                k.clone(),
-                params.get(k).cloned().unwrap_or_else(|| v.clone()),
-            )
+            let value = if v.is_string() {
+                json!("x".repeat(64))
+            } else {
+                v.clone()
+            };
+            (k.clone(), value)
         })
         .collect();
     let mut reached: BTreeMap<String, Found> = BTreeMap::new();
@@ -369,18 +369,23 @@ fn resolve<'a>(schema: &'a Value, defs: &'a Map<String, Value>) -> &'a Value {
 }
 
 /// The smallest value a schema accepts, as far as a generator without a solver can tell:
-/// every property, strings of `x`, the minimum number, one list item.
+/// its first example or enum value, else every property, strings of `x`, the minimum
+/// number, one list item.
 fn example(schema: &Value, defs: &Map<String, Value>, depth: usize) -> Value {
     if depth > 8 {
         return Value::Null;
     }
     let schema = resolve(schema, defs);
-    if let Some(first) = schema
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
-        return first.clone();
+    // A schema that shows an example (a format the engine checks, like evidence's
+    // `file:line`) says best what a valid value looks like.
+    for key in ["examples", "enum"] {
+        if let Some(first) = schema
+            .get(key)
+            .and_then(Value::as_array)
+            .and_then(|e| e.first())
+        {
+            return first.clone();
+        }
     }
     if let Some(c) = schema.get("const") {
         return c.clone();
@@ -407,14 +412,7 @@ fn example(schema: &Value, defs: &Map<String, Value>, depth: usize) -> Value {
                 .and_then(Value::as_object)
                 .into_iter()
                 .flatten()
-                .map(|(k, v)| {
-                    // The engine's built-in task actions read evidence as `path:line`.
-                    let value = match example(v, defs, depth + 1) {
-                        Value::String(_) if k == "evidence" => json!("x:1"),
-                        other => other,
-                    };
-                    (k.clone(), value)
-                })
+                .map(|(k, v)| (k.clone(), example(v, defs, depth + 1)))
                 .collect(),
         ),
         "array" => {
