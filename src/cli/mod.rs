@@ -74,12 +74,8 @@ enum Command {
     Show {
         #[command(flatten)]
         source: ContractSource,
-        /// Flags as a user would type them, e.g. "--quick -ni".
-        #[arg(long, allow_hyphen_values = true, default_value = "")]
-        flags: String,
-        /// The intent; default: the contract's default intent.
-        #[arg(long)]
-        intent: Option<String>,
+        #[command(flatten)]
+        session: SessionSource,
         /// The locale of the instructions; default: the contract's first.
         #[arg(long)]
         locale: Option<String>,
@@ -108,12 +104,8 @@ enum Command {
     Paths {
         #[command(flatten)]
         source: ContractSource,
-        /// Flags as a user would type them, e.g. "--quick".
-        #[arg(long, allow_hyphen_values = true, default_value = "")]
-        flags: String,
-        /// The intent; default: the contract's default intent.
-        #[arg(long)]
-        intent: Option<String>,
+        #[command(flatten)]
+        session: SessionSource,
         /// Host facts as a JSON object; default: each declared fact's smallest value.
         #[arg(long)]
         facts: Option<String>,
@@ -225,6 +217,17 @@ struct ContractSource {
     contract: Option<PathBuf>,
 }
 
+/// The flags and intent a session would start with (`show`, `paths`).
+#[derive(Debug, clap::Args)]
+struct SessionSource {
+    /// Flags as a user would type them, e.g. "--quick -ni".
+    #[arg(long, allow_hyphen_values = true, default_value = "")]
+    flags: String,
+    /// The intent; default: the contract's default intent.
+    #[arg(long)]
+    intent: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum OutputFormat {
     Human,
@@ -328,8 +331,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Show {
             source,
-            flags: flag_text,
-            intent,
+            session:
+                SessionSource {
+                    flags: flag_text,
+                    intent,
+                },
             locale,
             state,
             only_running,
@@ -382,8 +388,11 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Test { paths, coverage } => test::run(&paths, coverage),
         Command::Paths {
             source,
-            flags: flag_text,
-            intent,
+            session:
+                SessionSource {
+                    flags: flag_text,
+                    intent,
+                },
             facts,
         } => {
             let contract = load_contract(&source)?;
