@@ -37,8 +37,9 @@ pub struct Report {
     pub taken: Vec<Taken>,
 }
 
-/// A host whose facts and action results are the scenario's.
-pub(super) struct ScriptedHost {
+/// A host whose facts and action results are a scenario's (`results` by action name;
+/// `{fail: OUTCOME}` fails the action, `{sequence: [...]}` answers call by call).
+pub struct ScriptedHost {
     facts: Map<String, Value>,
     results: Map<String, Value>,
     /// How many times each action was performed, for `{sequence: [...]}` results.
@@ -46,7 +47,7 @@ pub(super) struct ScriptedHost {
 }
 
 impl ScriptedHost {
-    pub(super) fn new(facts: Map<String, Value>, results: Map<String, Value>) -> ScriptedHost {
+    pub fn new(facts: Map<String, Value>, results: Map<String, Value>) -> ScriptedHost {
         ScriptedHost {
             facts,
             results,
@@ -225,11 +226,7 @@ pub fn run(contract: &Contract, scenario: &Scenario) -> Report {
         all_facts.extend(facts.clone());
         let mut all_results = scenario.results.clone();
         all_results.extend(results.clone());
-        ScriptedHost {
-            facts: all_facts,
-            results: all_results,
-            calls: std::collections::HashMap::new(),
-        }
+        ScriptedHost::new(all_facts, all_results)
     };
     let first = scenario.steps.first();
     let mut host = host_for(
