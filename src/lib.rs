@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod cli;
 pub mod codeintel;
+pub mod config;
 pub mod contract;
 pub mod diagnostic;
 pub mod guard;
@@ -17,6 +18,7 @@ pub mod lint;
 pub mod machine;
 pub mod runner;
 pub mod scenario;
+pub mod semantic;
 pub mod server;
 pub mod session;
 pub mod source;

@@ -5,6 +5,7 @@ mod error;
 mod init;
 mod lint;
 mod out;
+mod semantic;
 mod show;
 mod test;
 mod tools;
@@ -153,8 +154,12 @@ enum Command {
     Structure(tools::PathArgs),
     /// What a change to files or symbols may affect, and a risk summary.
     Impact(tools::ImpactArgs),
-    /// Build or update the symbol index under .code-intel/ and print what it did.
+    /// Build or update the symbol index and the semantic index under .code-intel/ and
+    /// print what they did (embedding chunks needs a model: see docs/semantic-model.md).
     Index(tools::IndexArgs),
+    /// Search by meaning: chunks of code and docs ranked by their words (BM25) and, with a
+    /// model, by embedding similarity, fused; syncs the semantic index first when it is stale.
+    Semantic(semantic::SemanticArgs),
     /// Ask in plain words; the question is routed to one of the tools above.
     Query(tools::QueryArgs),
     /// Run the MCP stdio server for coding agents (Claude Code, Codex) in a repository.
@@ -359,6 +364,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Structure(a) => Ok(tools::structure(&a)),
         Command::Impact(a) => Ok(tools::impact(&a)),
         Command::Index(a) => Ok(tools::index(&a)),
+        Command::Semantic(a) => Ok(semantic::semantic(&a)),
         Command::Query(a) => Ok(tools::ask(&a)),
         Command::Serve { root, contract } => serve(&root, contract),
         Command::Hook { client } => Ok(hook(client)),

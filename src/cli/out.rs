@@ -36,6 +36,12 @@ pub(super) fn finish(mut out: impl std::io::Write) {
     }
 }
 
+/// Whether stderr is a terminal (a progress bar may redraw its line there).
+pub(super) fn stderr_is_terminal() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stderr().is_terminal()
+}
+
 /// Writes formatted text to stderr; a failed write is ignored (see the module doc).
 pub(super) fn warn(args: std::fmt::Arguments<'_>) {
     let mut err = std::io::stderr().lock();

@@ -629,41 +629,64 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
 
 #[derive(Debug, Args)]
 pub(super) struct IndexArgs {
+    /// Only the symbol index: leave the semantic index as it is.
+    #[arg(long)]
+    no_semantic: bool,
+    /// Drop the semantic index and build it again, vectors included.
+    #[arg(long, conflicts_with = "no_semantic")]
+    rebuild: bool,
     #[command(flatten)]
     common: Common,
 }
 
 pub(super) fn index(a: &IndexArgs) -> ExitCode {
-    match open(&a.common).and_then(|root| refresh(&root)) {
-        Err(e) => fail(&e),
-        Ok(r) => {
-            if a.common.json {
-                emit_json(&wire::UpdateReport::from(&r));
-            } else {
-                outln!(
-                    "indexed {} files ({} tags) in {} ms: {} tagged, {} unchanged, {} touched but unchanged, {} removed, {} too large{}",
-                    r.files,
-                    r.tags,
-                    r.elapsed_ms,
-                    r.tagged,
-                    r.unchanged,
-                    r.touched,
-                    r.removed,
-                    r.too_large,
-                    if r.from_scratch {
-                        " (built from scratch)"
-                    } else {
-                        ""
-                    }
-                );
-                if let Some(what) = &r.recovered {
-                    errln!("warning: {what}");
-                }
-                note_skipped(&r.skipped, "not indexed");
+    let (root, r) = match open(&a.common).and_then(|root| refresh(&root).map(|r| (root, r))) {
+        Err(e) => return fail(&e),
+        Ok(done) => done,
+    };
+    let semantic = if a.no_semantic {
+        None
+    } else {
+        match super::semantic::index(&root, a.rebuild) {
+            Ok(report) => Some(report),
+            Err(message) => {
+                errln!("error: {message}");
+                return ExitCode::from(2);
             }
-            ExitCode::SUCCESS
         }
+    };
+    if a.common.json {
+        let mut v = serde_json::to_value(wire::UpdateReport::from(&r)).unwrap_or_default();
+        if let (Some(map), Some(report)) = (v.as_object_mut(), &semantic) {
+            map.insert("semantic".into(), super::semantic::report_json(report));
+        }
+        emit_json(&v);
+        return ExitCode::SUCCESS;
     }
+    outln!(
+        "indexed {} files ({} tags) in {} ms: {} tagged, {} unchanged, {} touched but unchanged, {} removed, {} too large{}",
+        r.files,
+        r.tags,
+        r.elapsed_ms,
+        r.tagged,
+        r.unchanged,
+        r.touched,
+        r.removed,
+        r.too_large,
+        if r.from_scratch {
+            " (built from scratch)"
+        } else {
+            ""
+        }
+    );
+    if let Some(what) = &r.recovered {
+        errln!("warning: {what}");
+    }
+    note_skipped(&r.skipped, "not indexed");
+    if let Some(report) = &semantic {
+        outln!("{}", super::semantic::describe(report));
+    }
+    ExitCode::SUCCESS
 }
 
 #[derive(Debug, Args)]

@@ -2,7 +2,7 @@
 //! processes (a CLI run and an MCP server may refresh the same index at once).
 //!
 //! Two layers, because neither is enough alone: an exclusive `File::lock` on
-//! `.code-intel/index.lock` serialises processes, and an in-process set of held roots
+//! `.code-intel/index.lock` serialises processes, and an in-process set of held lock files
 //! serialises threads. The file lock alone would do on Linux (`flock` locks belong to the
 //! open file description, so two handles conflict), but std leaves a second lock from the
 //! same process unspecified (it "may deadlock"), and where it is emulated with `fcntl`
@@ -19,14 +19,15 @@ use super::root::Root;
 /// Where the lock file lives, relative to the root.
 pub(crate) const LOCK_FILE: &str = ".code-intel/index.lock";
 
-/// Roots whose lock a thread of this process holds, and a condition to wait for one.
+/// Lock files a thread of this process holds, and a condition to wait for one.
 static HELD: LazyLock<(Mutex<HashSet<PathBuf>>, Condvar)> =
     LazyLock::new(|| (Mutex::new(HashSet::new()), Condvar::new()));
 
-/// The write lock of one root, held until dropped.
+/// The write lock of one root (or of another store, by its lock file), held until dropped.
 #[derive(Debug)]
 pub(crate) struct WriteLock {
-    root: PathBuf,
+    /// The lock file: the key of the in-process lock too.
+    file_path: PathBuf,
     file: Option<File>,
 }
 
@@ -34,7 +35,13 @@ impl WriteLock {
     /// Blocks until this thread holds the root's lock. Fails when the lock file cannot be
     /// created or opened for writing (a read-only `.code-intel/`): then nothing may write.
     pub(crate) fn acquire(root: &Root) -> Result<WriteLock, Error> {
-        let key = root.path().to_path_buf();
+        WriteLock::acquire_at(&root.path().join(LOCK_FILE))
+    }
+
+    /// Blocks until this thread holds the lock of the file at `path` (another store's
+    /// lock, such as the semantic index's), as [`WriteLock::acquire`].
+    pub(crate) fn acquire_at(path: &Path) -> Result<WriteLock, Error> {
+        let key = path.to_path_buf();
         {
             let (held, freed) = &*HELD;
             let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
@@ -45,12 +52,11 @@ impl WriteLock {
         }
         // From here on `Drop` releases the in-process lock, whatever fails below.
         let mut lock = WriteLock {
-            root: key,
+            file_path: key,
             file: None,
         };
-        let path = root.path().join(LOCK_FILE);
-        let file = open_lock_file(&path).map_err(|e| Error::io(&path, e))?;
-        file.lock().map_err(|e| Error::io(&path, e))?;
+        let file = open_lock_file(path).map_err(|e| Error::io(path, e))?;
+        file.lock().map_err(|e| Error::io(path, e))?;
         lock.file = Some(file);
         Ok(lock)
     }
@@ -60,7 +66,12 @@ impl WriteLock {
     /// The lock if nobody holds it now, without waiting; `None` when a writer (in this
     /// process or another) holds it or the lock file cannot be opened.
     pub(crate) fn try_acquire(root: &Root) -> Option<WriteLock> {
-        let key = root.path().to_path_buf();
+        WriteLock::try_acquire_at(&root.path().join(LOCK_FILE))
+    }
+
+    /// [`WriteLock::try_acquire`] for the lock file at `path`.
+    pub(crate) fn try_acquire_at(path: &Path) -> Option<WriteLock> {
+        let key = path.to_path_buf();
         {
             let (held, _) = &*HELD;
             let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
@@ -70,10 +81,10 @@ impl WriteLock {
             held.insert(key.clone());
         }
         let mut lock = WriteLock {
-            root: key,
+            file_path: key,
             file: None,
         };
-        let file = open_lock_file(&root.path().join(LOCK_FILE)).ok()?;
+        let file = open_lock_file(path).ok()?;
         file.try_lock().ok()?;
         lock.file = Some(file);
         Some(lock)
@@ -103,7 +114,7 @@ impl Drop for WriteLock {
         let (held, freed) = &*HELD;
         held.lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.root);
+            .remove(&self.file_path);
         freed.notify_all();
     }
 }

@@ -19,6 +19,7 @@ mod matrix;
 mod mcp_server;
 mod properties;
 mod rust_source;
+mod semantic;
 mod server_index;
 mod server_registry;
 #[cfg(unix)]

@@ -1,0 +1,251 @@
+//! `code-intel semantic "query"` and the semantic half of `code-intel index`: settings and
+//! model from the repository's config, a sync with a progress bar on stderr, hits printed
+//! like search results.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use clap::Args;
+
+use super::out::{err, errln, outln};
+use crate::codeintel::root::Root;
+use crate::config::Config;
+use crate::semantic::{
+    self, Embedder, Error, ModelError, Phase, SemanticIndex, SyncOptions, SyncReport,
+};
+
+#[derive(Debug, Args)]
+pub(super) struct SemanticArgs {
+    /// What you look for, in your own words ("where are passwords hashed").
+    query: String,
+    /// How many results.
+    #[arg(short = 'k', long, default_value_t = 10)]
+    k: usize,
+    /// Answer from the index as it is, without syncing it first.
+    #[arg(long)]
+    no_sync: bool,
+    /// The repository root.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The model the config names, or why there is none. A model that is configured but
+/// cannot be loaded is an error; one that is not configured is a note (lexical only).
+pub(super) fn load_model(root: &Root, config: &Config) -> Result<Option<Embedder>, ModelError> {
+    match semantic::model_spec(root.path(), &config.semantic) {
+        Err(e @ ModelError::NotConfigured { .. }) => {
+            errln!("note: {e}");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+        Ok(spec) => Embedder::load(&spec).map(Some),
+    }
+}
+
+/// A progress line on stderr: redrawn in place on a terminal, a line per phase otherwise.
+struct ProgressBar {
+    terminal: bool,
+    last: Mutex<Option<(Phase, usize)>>,
+}
+
+impl ProgressBar {
+    fn new() -> ProgressBar {
+        ProgressBar {
+            terminal: super::out::stderr_is_terminal(),
+            last: Mutex::new(None),
+        }
+    }
+
+    fn update(&self, phase: Phase, done: usize, total: usize) {
+        let Ok(mut last) = self.last.lock() else {
+            return;
+        };
+        let what = match phase {
+            Phase::Chunking => "chunking files",
+            Phase::Embedding => "embedding chunks",
+        };
+        if self.terminal {
+            let width = 30;
+            let filled = (done * width).checked_div(total).unwrap_or(width);
+            err!(
+                "\r{what:<16} [{}{}] {done}/{total}\x1b[K",
+                "#".repeat(filled),
+                ".".repeat(width - filled)
+            );
+            if done >= total {
+                err!("\n");
+            }
+        } else if last.is_none_or(|(p, _)| p != phase) && total > 0 {
+            errln!("{what}: {total}");
+        }
+        *last = Some((phase, done));
+    }
+}
+
+pub(super) fn run_sync(
+    root: &Root,
+    config: &Config,
+    embedder: Option<&Embedder>,
+    rebuild: bool,
+) -> Result<SyncReport, Error> {
+    let bar = ProgressBar::new();
+    let progress = |phase, done, total| bar.update(phase, done, total);
+    let options = SyncOptions {
+        chunk_max_tokens: config.semantic.chunk_max_tokens,
+        rebuild,
+        progress: &progress,
+        stop: &|| false,
+    };
+    semantic::sync(root, embedder, &options)
+}
+
+pub(super) fn describe(report: &SyncReport) -> String {
+    format!(
+        "semantic index: {} files, {} chunks in {} ms: {} files chunked, {} unchanged, {} removed; {} chunks embedded{}{}",
+        report.files,
+        report.chunks,
+        report.elapsed_ms,
+        report.chunked,
+        report.unchanged,
+        report.removed,
+        report.embedded,
+        if report.unembedded > 0 {
+            format!(", {} without a vector", report.unembedded)
+        } else {
+            String::new()
+        },
+        if report.rebuilt { " (rebuilt)" } else { "" }
+    )
+}
+
+/// The semantic half of `code-intel index`.
+pub(super) fn index(root: &Root, rebuild: bool) -> Result<SyncReport, String> {
+    let config = Config::load(root.path()).map_err(|e| e.to_string())?;
+    let embedder = load_model(root, &config).map_err(|e| e.to_string())?;
+    run_sync(root, &config, embedder.as_ref(), rebuild).map_err(|e| e.to_string())
+}
+
+pub(super) fn report_json(r: &SyncReport) -> serde_json::Value {
+    serde_json::json!({
+        "files": r.files,
+        "chunks": r.chunks,
+        "chunked": r.chunked,
+        "unchanged": r.unchanged,
+        "removed": r.removed,
+        "chunks_added": r.chunks_added,
+        "embedded": r.embedded,
+        "unembedded": r.unembedded,
+        "rebuilt": r.rebuilt,
+        "model": r.model,
+        "elapsed_ms": r.elapsed_ms,
+    })
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn fail(e: &dyn std::fmt::Display) -> ExitCode {
+    errln!("error: {e}");
+    ExitCode::from(2)
+}
+
+pub(super) fn semantic(a: &SemanticArgs) -> ExitCode {
+    let root = match Root::open(&a.root) {
+        Ok(root) => root,
+        Err(e) => return fail(&e),
+    };
+    let config = match Config::load(root.path()) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let embedder = match load_model(&root, &config) {
+        Ok(e) => e,
+        Err(e) => return fail(&e),
+    };
+    let mut index = match SemanticIndex::open(&root, embedder.as_ref()) {
+        Ok(index) => index,
+        Err(e) => return fail(&e),
+    };
+    let ttl_secs = (config.semantic.sync_ttl_hours * 3600.0).max(0.0) as u64;
+    let stale = index.as_ref().is_none_or(|i| {
+        now().saturating_sub(i.synced_at()) >= ttl_secs || i.unembedded(embedder.as_ref()) > 0
+    });
+    if stale && !a.no_sync {
+        match run_sync(&root, &config, embedder.as_ref(), false) {
+            Ok(report) => errln!("{}", describe(&report)),
+            Err(e) => return fail(&e),
+        }
+        index = match SemanticIndex::open(&root, embedder.as_ref()) {
+            Ok(index) => index,
+            Err(e) => return fail(&e),
+        };
+    }
+    let Some(index) = index else {
+        return fail(&"there is no semantic index yet: run `code-intel index` (or drop --no-sync)");
+    };
+    let note = embedder
+        .is_none()
+        .then_some("no embedding model is configured: results are lexical only");
+    let result = match index.search(embedder.as_ref(), note, &a.query, a.k) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&result).unwrap_or_default()
+        );
+    } else {
+        for (n, hit) in result.hits.iter().enumerate() {
+            let mut signals = Vec::new();
+            if hit.name.is_some() {
+                signals.push("name".to_string());
+            }
+            if let Some(s) = hit.lexical {
+                signals.push(format!("lexical #{}", s.rank));
+            }
+            if let Some(s) = hit.vector {
+                signals.push(format!("vector #{} ({:.2})", s.rank, s.score));
+            }
+            let stale = match hit.freshness {
+                semantic::search::Freshness::Fresh => "",
+                semantic::search::Freshness::Changed => "  [changed since the last sync]",
+                semantic::search::Freshness::Deleted => "  [deleted since the last sync]",
+            };
+            outln!(
+                "{}. {}:{}-{}  {} ({})  [{}]{stale}",
+                n + 1,
+                hit.path,
+                hit.start_line,
+                hit.end_line,
+                if hit.symbol.is_empty() {
+                    "-"
+                } else {
+                    &hit.symbol
+                },
+                hit.kind,
+                signals.join(", ")
+            );
+            for line in hit.preview.lines().take(3) {
+                outln!("    {line}");
+            }
+        }
+        // Without a model, load_model has said so already.
+        if let (Some(note), Some(_)) = (&result.vector.note, &embedder) {
+            errln!("note: {note}");
+        }
+    }
+    if result.hits.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

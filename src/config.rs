@@ -1,0 +1,181 @@
+//! The repository's settings, `.code-intel/config.yml` (written by `code-intel init`):
+//! read once, checked strictly (an unknown key or a wrong type is an error at its
+//! line:col, never ignored), every key with a documented default.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::source::Sources;
+use crate::yaml;
+
+/// Where the settings live, relative to the root.
+pub const CONFIG_FILE: &str = ".code-intel/config.yml";
+
+/// The settings; `Config::default()` when there is no file.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// The language of the flow's texts (`en`, `ja`); the contract's default when unset.
+    pub locale: Option<String>,
+    pub index: IndexSettings,
+    pub semantic: SemanticSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct IndexSettings {
+    /// Gitignore-style globs left out of search, the symbol index and semantic search.
+    pub exclude: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SemanticSettings {
+    /// The model's name, recorded with its vectors.
+    pub embedding_model: String,
+    /// A directory holding `model.onnx` and the tokenizer files, relative to the root or
+    /// absolute (`CODE_INTEL_EMBEDDING_MODEL_PATH` overrides it).
+    pub embedding_model_path: Option<PathBuf>,
+    /// The ONNX Runtime library (`CODE_INTEL_ORT_DYLIB` overrides it).
+    pub onnxruntime_path: Option<PathBuf>,
+    /// The token budget of one chunk.
+    pub chunk_max_tokens: usize,
+    /// A semantic search syncs first when the last sync is older than this (0: always).
+    pub sync_ttl_hours: f64,
+}
+
+impl Default for SemanticSettings {
+    fn default() -> SemanticSettings {
+        SemanticSettings {
+            embedding_model: "all-minilm-l6-v2".into(),
+            embedding_model_path: None,
+            onnxruntime_path: None,
+            chunk_max_tokens: 512,
+            sync_ttl_hours: 24.0,
+        }
+    }
+}
+
+/// Why the settings could not be read: `file:line:col: message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub line: u32,
+    pub col: u32,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.path.display(),
+            self.line,
+            self.col,
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// The settings of the repository at `root`.
+    pub fn load(root: &Path) -> Result<Config, ConfigError> {
+        let path = root.join(CONFIG_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => {
+                return Err(ConfigError {
+                    path,
+                    line: 1,
+                    col: 1,
+                    message: e.to_string(),
+                });
+            }
+        };
+        Config::parse(&path, &text)
+    }
+
+    /// Settings from the text of a config file at `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        let mut sources = Sources::default();
+        let file = sources.add(path.to_string_lossy(), text.to_string());
+        let at = |span: Option<crate::source::Span>, message: String| ConfigError {
+            path: path.to_path_buf(),
+            line: span.map_or(1, |s| s.start.line),
+            col: span.map_or(1, |s| s.start.col),
+            message,
+        };
+        let (node, _) = yaml::parse(file, text).map_err(|d| at(d.span, d.message))?;
+        if matches!(node.kind, yaml::NodeKind::Null) {
+            return Ok(Config::default());
+        }
+        serde_json::from_value(node.to_json()).map_err(|e| {
+            // serde names the key or the expectation; find where the first quoted name in
+            // its message is written, so the error points at the line to fix.
+            let message = e.to_string();
+            let span = message
+                .split('`')
+                .nth(1)
+                .and_then(|name| find_key(&node, name))
+                .or(Some(node.span));
+            at(span, message)
+        })
+    }
+}
+
+/// Where a key of this name is written, anywhere in the tree (depth first).
+fn find_key(node: &yaml::Node, name: &str) -> Option<crate::source::Span> {
+    match &node.kind {
+        yaml::NodeKind::Map(entries) => entries.iter().find_map(|(k, v)| {
+            if k.name == name {
+                Some(k.span)
+            } else {
+                find_key(v, name)
+            }
+        }),
+        yaml::NodeKind::Seq(items) => items.iter().find_map(|n| find_key(n, name)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(Path::new(".code-intel/config.yml"), text)
+    }
+
+    #[test]
+    fn the_file_init_writes_is_the_defaults_with_its_locale() {
+        let text =
+            include_str!("../templates/code-intel/config.yml.j2").replace("{{ locale }}", "ja");
+        let config = parse(&text).unwrap();
+        assert_eq!(config.locale.as_deref(), Some("ja"));
+        assert_eq!(config.semantic, SemanticSettings::default());
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_where_it_is_written() {
+        let e = parse("index:\n  exclude: []\nsemantic:\n  chunk_max_token: 5\n").unwrap_err();
+        assert_eq!((e.line, e.col), (4, 3), "{e}");
+        assert!(e.message.contains("chunk_max_token"), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_type_is_an_error() {
+        let e = parse("semantic:\n  chunk_max_tokens: lots\n").unwrap_err();
+        assert!(e.message.contains("expected usize"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_file_is_the_defaults() {
+        assert_eq!(parse("").unwrap(), Config::default());
+        assert_eq!(parse("# nothing\n").unwrap(), Config::default());
+    }
+}

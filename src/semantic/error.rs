@@ -1,0 +1,104 @@
+//! Why a semantic-search call failed, with a stable key per failure mode.
+
+use std::path::{Path, PathBuf};
+
+use super::embed::ModelError;
+use crate::codeintel;
+
+/// A failed semantic-search call. No model is not an error (search is lexical then, and
+/// says so); a model that is configured but broken is.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// From the code-intelligence layer: the root, a path, the walk.
+    Code(codeintel::error::Error),
+    /// A file under `.code-intel/semantic/` could not be read or written.
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The lexical index failed.
+    Lexical { path: PathBuf, reason: String },
+    /// The embedding model failed.
+    Model(ModelError),
+    /// The query is empty.
+    EmptyQuery,
+    /// No chunk has this id (`fetch_chunk_detail`).
+    UnknownChunk(String),
+    /// `--collection` names no collection.
+    UnknownCollection(String),
+}
+
+impl Error {
+    pub fn key(&self) -> &'static str {
+        match self {
+            Error::Code(e) => e.key(),
+            Error::Io { .. } => "semantic.io",
+            Error::Lexical { .. } => "semantic.lexical_index",
+            Error::Model(e) => e.key(),
+            Error::EmptyQuery => "semantic.empty_query",
+            Error::UnknownChunk(_) => "semantic.unknown_chunk",
+            Error::UnknownCollection(_) => "semantic.unknown_collection",
+        }
+    }
+
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    pub(crate) fn lexical(path: &Path, e: impl std::fmt::Display) -> Error {
+        Error::Lexical {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        }
+    }
+
+    pub(crate) fn lexical_query(e: impl std::fmt::Display) -> Error {
+        Error::Lexical {
+            path: PathBuf::from(super::layout::LEXICAL_DIR),
+            reason: e.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Code(e) => e.fmt(f),
+            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::Lexical { path, reason } => {
+                write!(
+                    f,
+                    "the lexical index in {} failed: {reason}",
+                    path.display()
+                )
+            }
+            Error::Model(e) => e.fmt(f),
+            Error::EmptyQuery => write!(f, "the query is empty: describe what you look for"),
+            Error::UnknownChunk(id) => write!(
+                f,
+                "no chunk has the id `{id}`: ids come from semantic_search results and change when their file is re-synced"
+            ),
+            Error::UnknownCollection(c) => {
+                write!(f, "unknown collection `{c}`: use forest, map or both")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<codeintel::error::Error> for Error {
+    fn from(e: codeintel::error::Error) -> Error {
+        Error::Code(e)
+    }
+}
+
+impl From<ModelError> for Error {
+    fn from(e: ModelError) -> Error {
+        Error::Model(e)
+    }
+}

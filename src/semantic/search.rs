@@ -1,0 +1,384 @@
+//! Answering a query: lexical (BM25) and vector rankings over the same chunks, fused by
+//! reciprocal rank, each hit saying which rankings found it and whether its file is still
+//! as it was synced.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::catalog::Catalog;
+use super::embed::Embedder;
+use super::error::Error;
+use super::layout::{Layout, unhex};
+use super::lexical::{Lexical, StoredChunk};
+use super::vectors::{Hash, Vectors};
+use crate::codeintel::retag::stamp;
+use crate::codeintel::root::Root;
+
+/// The constant of reciprocal rank fusion (Cormack et al.): a hit ranked r by a ranking
+/// scores 1 / (K + r). 60 is the usual value; it keeps one ranking's top from drowning
+/// the other's.
+const RRF_K: f32 = 60.0;
+/// Lines of a chunk shown with a hit.
+const PREVIEW_LINES: usize = 8;
+/// Lexical hits scoring under this fraction of the best one are dropped.
+const LEXICAL_FLOOR: f32 = 0.05;
+
+/// One ranking's opinion of a hit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Signal {
+    /// 1-based rank in that ranking.
+    pub rank: usize,
+    /// BM25 score (lexical) or cosine similarity (vector).
+    pub score: f32,
+}
+
+/// Whether a hit's file is as it was when it was synced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Freshness {
+    Fresh,
+    /// Changed since the last sync: lines may have moved.
+    Changed,
+    /// Deleted since the last sync.
+    Deleted,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    pub id: String,
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub symbol: String,
+    pub kind: String,
+    /// The fused score: the sum of 1 / (60 + rank) over the rankings that found it.
+    pub score: f32,
+    /// `name`, `lexical`, `vector`: the rankings that found it.
+    pub found_by: Vec<&'static str>,
+    /// The query names this chunk's symbol (or the symbol it belongs to).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<Signal>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lexical: Option<Signal>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector: Option<Signal>,
+    pub freshness: Freshness,
+    /// The chunk's first lines.
+    pub preview: String,
+}
+
+/// What the vector ranking could do for this answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VectorStatus {
+    /// Whether a vector ranking took part.
+    pub used: bool,
+    /// The model, when one is loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Chunks with a vector, of all chunks.
+    pub embedded: usize,
+    pub chunks: usize,
+    /// Why it did not take part, or took part on only some chunks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResult {
+    pub query: String,
+    pub hits: Vec<Hit>,
+    pub vector: VectorStatus,
+    pub files: usize,
+    /// Unix seconds of the last sync.
+    pub synced_at: u64,
+}
+
+/// An opened semantic index: catalog, lexical index and (with a model) vectors.
+pub struct SemanticIndex {
+    root: Root,
+    catalog: Catalog,
+    lexical: Lexical,
+    vectors: Option<Vectors>,
+    /// Content hash → the chunks with that text.
+    by_hash: HashMap<Hash, Vec<String>>,
+}
+
+impl std::fmt::Debug for SemanticIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SemanticIndex")
+            .field("generation", &self.catalog.generation)
+            .field("files", &self.catalog.files.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SemanticIndex {
+    /// Opens the index of `root`; `None` when no sync has run yet (or its files do not
+    /// agree: a sync repairs that).
+    pub fn open(root: &Root, embedder: Option<&Embedder>) -> Result<Option<SemanticIndex>, Error> {
+        let layout = Layout::of(root);
+        let Some(catalog) = Catalog::load(&layout.catalog) else {
+            return Ok(None);
+        };
+        let Some(lexical) = Lexical::open(&layout.lexical)? else {
+            return Ok(None);
+        };
+        if lexical.generation() != Some(catalog.generation) {
+            return Ok(None);
+        }
+        let vectors = match embedder {
+            Some(e) => Some(Vectors::load(&layout.vectors, e.id(), e.dimensions())?),
+            None => None,
+        };
+        let mut by_hash: HashMap<Hash, Vec<String>> = HashMap::new();
+        for file in catalog.files.values() {
+            for c in &file.chunks {
+                if let Some(h) = unhex(&c.hash) {
+                    by_hash.entry(h).or_default().push(c.id.clone());
+                }
+            }
+        }
+        Ok(Some(SemanticIndex {
+            root: root.clone(),
+            catalog,
+            lexical,
+            vectors,
+            by_hash,
+        }))
+    }
+
+    /// Unix seconds of the last sync.
+    pub fn synced_at(&self) -> u64 {
+        self.catalog.synced_at
+    }
+
+    /// Chunks that `embedder` could give a vector and has not yet (0 without a model).
+    pub fn unembedded(&self, embedder: Option<&Embedder>) -> usize {
+        match embedder {
+            Some(_) => self.chunk_count() - self.embedded_count(),
+            None => 0,
+        }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.catalog.generation
+    }
+
+    pub fn chunk_count(&self) -> usize {
+        self.catalog.chunk_count()
+    }
+
+    /// Chunks that have a vector.
+    pub fn embedded_count(&self) -> usize {
+        match &self.vectors {
+            Some(v) => self
+                .by_hash
+                .iter()
+                .filter(|(h, _)| v.contains(h))
+                .map(|(_, ids)| ids.len())
+                .sum(),
+            None => 0,
+        }
+    }
+
+    fn freshness(&self, path: &str) -> Freshness {
+        let Some(record) = self.catalog.files.get(path) else {
+            return Freshness::Changed;
+        };
+        match stamp(&self.root.path().join(path)) {
+            None => Freshness::Deleted,
+            Some((size, mtime)) if size == record.size && mtime == record.mtime_ns => {
+                Freshness::Fresh
+            }
+            Some(_) => Freshness::Changed,
+        }
+    }
+
+    /// The `k` best chunks for `query`. `embedder` must be the model the index was opened
+    /// with; without one, or before any vector exists, the answer is lexical and says so.
+    pub fn search(
+        &self,
+        embedder: Option<&Embedder>,
+        model_note: Option<&str>,
+        query: &str,
+        k: usize,
+    ) -> Result<SearchResult, Error> {
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(Error::EmptyQuery);
+        }
+        let k = k.clamp(1, 100);
+        let pool = (k * 5).max(50);
+        let mut lexical = self.lexical.search(query, pool)?;
+        // BM25 scores far below the best match are chunks that share only a common word
+        // with the query; in a rank fusion they would count like real matches.
+        if let Some(best) = lexical.first().map(|(_, s)| *s) {
+            lexical.retain(|(_, s)| *s >= best * LEXICAL_FLOOR);
+        }
+        let named = self
+            .lexical
+            .by_name(&super::tokens::query_identifiers(query), pool)?;
+
+        let chunks = self.chunk_count();
+        let embedded = self.embedded_count();
+        let mut vector_hits: Vec<(String, f32)> = Vec::new();
+        let mut status = VectorStatus {
+            used: false,
+            model: embedder.map(|e| e.id().to_string()),
+            embedded,
+            chunks,
+            note: None,
+        };
+        match (embedder, &self.vectors) {
+            (Some(embedder), Some(vectors)) if vectors.len() > 0 => {
+                let q = embedder.embed(&[query])?;
+                let q = q.into_iter().next().unwrap_or_default();
+                for (hash, score) in vectors.nearest(&q, self.by_hash.keys(), pool) {
+                    for id in self.by_hash.get(&hash).into_iter().flatten() {
+                        vector_hits.push((id.clone(), score));
+                    }
+                }
+                status.used = true;
+                if embedded < chunks {
+                    status.note = Some(format!(
+                        "{embedded} of {chunks} chunks have vectors so far; the others are found by their words only until the sync embeds them"
+                    ));
+                }
+            }
+            (Some(_), _) => {
+                status.note = Some(
+                    "no chunk has a vector yet (the sync embeds them in the background): results are lexical only"
+                        .into(),
+                );
+            }
+            (None, _) => {
+                status.note = Some(model_note.map_or_else(
+                    || "no embedding model: results are lexical only".to_string(),
+                    str::to_string,
+                ));
+            }
+        }
+
+        // Fuse.
+        #[derive(Default)]
+        struct Fused {
+            score: f32,
+            name: Option<Signal>,
+            lexical: Option<Signal>,
+            vector: Option<Signal>,
+        }
+        let signal = |rank: usize, score: f32| Signal {
+            rank: rank + 1,
+            score,
+        };
+        let rrf = |rank: usize| 1.0 / (RRF_K + (rank + 1) as f32);
+        let mut fused: HashMap<String, Fused> = HashMap::new();
+        let mut stored: HashMap<String, StoredChunk> = HashMap::new();
+        for (rank, chunk) in named.into_iter().enumerate() {
+            let entry = fused.entry(chunk.id.clone()).or_default();
+            entry.score += rrf(rank);
+            entry.name = Some(signal(rank, 1.0));
+            stored.insert(chunk.id.clone(), chunk);
+        }
+        for (rank, (chunk, score)) in lexical.into_iter().enumerate() {
+            let entry = fused.entry(chunk.id.clone()).or_default();
+            entry.score += rrf(rank);
+            entry.lexical = Some(signal(rank, score));
+            stored.insert(chunk.id.clone(), chunk);
+        }
+        for (rank, (id, score)) in vector_hits.into_iter().enumerate() {
+            let entry = fused.entry(id).or_default();
+            entry.score += rrf(rank);
+            entry.vector = Some(signal(rank, score));
+        }
+        let mut ranked: Vec<(String, Fused)> = fused.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then_with(|| a.0.cmp(&b.0)));
+        ranked.truncate(k);
+
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (id, f) in ranked {
+            let Fused {
+                score,
+                name,
+                lexical,
+                vector,
+            } = f;
+            let chunk = match stored.remove(&id) {
+                Some(c) => c,
+                None => match self.lexical.get(&id)? {
+                    Some(c) => c,
+                    None => continue,
+                },
+            };
+            let mut found_by = Vec::new();
+            if name.is_some() {
+                found_by.push("name");
+            }
+            if lexical.is_some() {
+                found_by.push("lexical");
+            }
+            if vector.is_some() {
+                found_by.push("vector");
+            }
+            hits.push(Hit {
+                freshness: self.freshness(&chunk.path),
+                preview: chunk
+                    .text
+                    .lines()
+                    .take(PREVIEW_LINES)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                id: chunk.id,
+                path: chunk.path,
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                symbol: chunk.symbol,
+                kind: chunk.kind,
+                score,
+                found_by,
+                name,
+                lexical,
+                vector,
+            });
+        }
+        Ok(SearchResult {
+            query: query.to_string(),
+            hits,
+            vector: status,
+            files: self.catalog.files.len(),
+            synced_at: self.catalog.synced_at,
+        })
+    }
+
+    /// A chunk by id, with its whole text.
+    pub fn chunk(&self, id: &str) -> Result<ChunkDetail, Error> {
+        let chunk = self
+            .lexical
+            .get(id)?
+            .ok_or_else(|| Error::UnknownChunk(id.to_string()))?;
+        Ok(ChunkDetail {
+            freshness: self.freshness(&chunk.path),
+            id: chunk.id,
+            path: chunk.path,
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            symbol: chunk.symbol,
+            kind: chunk.kind,
+            text: chunk.text,
+        })
+    }
+}
+
+/// A chunk in full (`fetch_chunk_detail`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChunkDetail {
+    pub id: String,
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub symbol: String,
+    pub kind: String,
+    pub freshness: Freshness,
+    pub text: String,
+}

@@ -1,0 +1,300 @@
+//! Bringing the semantic index up to date: per-file SHA-256, re-chunking only what
+//! changed, then embedding only the chunks whose text has no vector yet.
+//!
+//! Two phases, each durable on its own. First the catalog and the lexical index (fast:
+//! reading and chunking), so lexical search covers every file within seconds. Then the
+//! vectors (slow: the model), appended batch by batch; a sync killed there leaves every
+//! finished batch on disk, and the next sync embeds only what is still missing.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use super::catalog::{Catalog, ChunkRef, FileRecord};
+use super::chunk::{Chunk, Chunker};
+use super::chunk::{embedding_input, file_kind};
+use super::embed::{BATCH, Embedder};
+use super::error::Error;
+use super::layout::{Layout, hex, unhex};
+use super::lexical::Lexical;
+use super::vectors::{Hash, Vectors};
+use crate::codeintel::lock::WriteLock;
+use crate::codeintel::retag::{MAX_FILE_BYTES, sha256, stamp};
+use crate::codeintel::root::Root;
+use crate::codeintel::search::walk_files;
+
+/// Where a sync is, for progress bars and status fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Reading, hashing and chunking files.
+    Chunking,
+    /// Embedding chunks that have no vector.
+    Embedding,
+}
+
+/// What a sync did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SyncReport {
+    /// Files the index covers now.
+    pub files: usize,
+    /// Files whose content had not changed (by SHA-256).
+    pub unchanged: usize,
+    /// Files chunked in this sync (new or changed).
+    pub chunked: usize,
+    /// Files that disappeared.
+    pub removed: usize,
+    /// Chunks in the index now.
+    pub chunks: usize,
+    /// Chunks made by this sync.
+    pub chunks_added: usize,
+    /// Chunks embedded by this sync.
+    pub embedded: usize,
+    /// Chunks still without a vector (no model, or the sync was stopped).
+    pub unembedded: usize,
+    /// Whether everything was dropped and rebuilt (`--rebuild`, another chunk budget, or
+    /// a lexical index that did not match the catalog).
+    pub rebuilt: bool,
+    /// The model's id, when one embedded.
+    pub model: Option<String>,
+    pub elapsed_ms: u64,
+}
+
+/// How a sync is run.
+pub struct SyncOptions<'a> {
+    pub chunk_max_tokens: usize,
+    pub rebuild: bool,
+    /// Called with (phase, done, total) as work proceeds.
+    pub progress: &'a (dyn Fn(Phase, usize, usize) + Sync),
+    /// Checked between batches: true stops the sync, keeping what is done.
+    pub stop: &'a (dyn Fn() -> bool + Sync),
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Brings the index of `root` up to date. Holds the semantic lock while it runs: one sync
+/// per repository at a time, across processes.
+pub fn sync(
+    root: &Root,
+    embedder: Option<&Embedder>,
+    options: &SyncOptions<'_>,
+) -> Result<SyncReport, Error> {
+    let started = Instant::now();
+    let layout = Layout::of(root);
+    std::fs::create_dir_all(&layout.dir).map_err(|e| Error::io(&layout.dir, e))?;
+    let _lock = WriteLock::acquire_at(&layout.lock)?;
+
+    let mut report = SyncReport::default();
+    let mut catalog = Catalog::load(&layout.catalog)
+        .filter(|c| c.chunk_max_tokens == options.chunk_max_tokens && !options.rebuild)
+        .unwrap_or_else(|| {
+            report.rebuilt = true;
+            let generation = Catalog::load(&layout.catalog).map_or(0, |c| c.generation);
+            Catalog {
+                generation,
+                ..Catalog::empty(options.chunk_max_tokens)
+            }
+        });
+    let mut lexical = Lexical::open_or_create(&layout.lexical)?;
+    let clear = report.rebuilt || lexical.generation() != Some(catalog.generation);
+    if clear {
+        report.rebuilt = true;
+        catalog.files.clear();
+    }
+
+    // Phase 1: files → chunks → catalog and lexical index.
+    let (files, _skipped) = walk_files(root)?;
+    let candidates: Vec<(PathBuf, String, super::chunk::FileKind)> = files
+        .into_iter()
+        .filter_map(|abs| {
+            let kind = file_kind(&abs)?;
+            let rel = root.relative(&abs);
+            Some((abs, rel, kind))
+        })
+        .collect();
+    let total = candidates.len();
+    let mut chunker = Chunker::new(options.chunk_max_tokens);
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut replaced: Vec<String> = Vec::new();
+    let mut added: Vec<(Chunk, String)> = Vec::new();
+    for (n, (abs, rel, kind)) in candidates.into_iter().enumerate() {
+        if n % 64 == 0 {
+            (options.progress)(Phase::Chunking, n, total);
+        }
+        let Some((size, mtime_ns)) = stamp(&abs) else {
+            continue;
+        };
+        if size > MAX_FILE_BYTES {
+            continue;
+        }
+        seen.insert(rel.clone());
+        if let Some(old) = catalog.files.get(&rel)
+            && old.size == size
+            && old.mtime_ns == mtime_ns
+        {
+            report.unchanged += 1;
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&abs) else {
+            seen.remove(&rel);
+            continue;
+        };
+        let digest = hex(&sha256(&bytes));
+        if let Some(old) = catalog.files.get_mut(&rel)
+            && old.sha256 == digest
+        {
+            old.size = size;
+            old.mtime_ns = mtime_ns;
+            report.unchanged += 1;
+            continue;
+        }
+        // Not UTF-8: a binary file with a text extension, left out.
+        let Ok(text) = String::from_utf8(bytes) else {
+            seen.remove(&rel);
+            continue;
+        };
+        let chunks = chunker.chunks(&rel, &text, kind);
+        let refs = chunks
+            .iter()
+            .map(|c| ChunkRef {
+                id: c.id.clone(),
+                hash: hex(&sha256(embedding_input(c).as_bytes())),
+            })
+            .collect::<Vec<_>>();
+        if catalog.files.contains_key(&rel) {
+            replaced.push(rel.clone());
+        }
+        for (c, r) in chunks.into_iter().zip(&refs) {
+            added.push((c, r.hash.clone()));
+        }
+        catalog.files.insert(
+            rel,
+            FileRecord {
+                size,
+                mtime_ns,
+                sha256: digest,
+                chunks: refs,
+            },
+        );
+        report.chunked += 1;
+    }
+    (options.progress)(Phase::Chunking, total, total);
+    let gone: Vec<String> = catalog
+        .files
+        .keys()
+        .filter(|p| !seen.contains(*p))
+        .cloned()
+        .collect();
+    for p in &gone {
+        catalog.files.remove(p);
+    }
+    report.removed = gone.len();
+    replaced.extend(gone);
+    report.chunks_added = added.len();
+    if clear || !replaced.is_empty() || !added.is_empty() || catalog.synced_at == 0 {
+        catalog.generation += 1;
+        lexical.update(
+            &layout.lexical,
+            clear,
+            &replaced,
+            &added,
+            catalog.generation,
+        )?;
+    }
+    catalog.synced_at = now();
+    catalog.save(&layout.catalog)?;
+    report.files = catalog.files.len();
+    report.chunks = catalog.chunk_count();
+
+    // Phase 2: vectors for the chunks that have none.
+    let live: HashMap<Hash, String> = catalog
+        .files
+        .values()
+        .flat_map(|f| f.chunks.iter())
+        .filter_map(|c| Some((unhex(&c.hash)?, c.id.clone())))
+        .collect();
+    match embedder {
+        None => {
+            report.unembedded = report.chunks;
+        }
+        Some(embedder) => {
+            report.model = Some(embedder.id().to_string());
+            if options.rebuild {
+                match std::fs::remove_file(&layout.vectors) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io(&layout.vectors, e)),
+                }
+            }
+            let mut vectors = Vectors::load(&layout.vectors, embedder.id(), embedder.dimensions())?;
+            let texts: HashMap<&str, &Chunk> =
+                added.iter().map(|(c, _)| (c.id.as_str(), c)).collect();
+            let mut missing: Vec<(&Hash, &String)> =
+                live.iter().filter(|(h, _)| !vectors.contains(h)).collect();
+            missing.sort_by(|a, b| a.1.cmp(b.1));
+            let total = missing.len();
+            for (done, batch) in missing.chunks(BATCH).enumerate() {
+                (options.progress)(Phase::Embedding, done * BATCH, total);
+                if (options.stop)() {
+                    break;
+                }
+                let mut inputs = Vec::with_capacity(batch.len());
+                for (_, id) in batch {
+                    let input = match texts.get(id.as_str()) {
+                        Some(c) => embedding_input(c),
+                        None => match lexical.get(id)? {
+                            Some(stored) => embedding_input(&stored.as_chunk()),
+                            None => String::new(),
+                        },
+                    };
+                    inputs.push(input);
+                }
+                let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+                let embedded = embedder.embed(&refs)?;
+                let records: Vec<(Hash, Vec<f32>)> = batch
+                    .iter()
+                    .zip(embedded)
+                    .map(|((h, _), v)| (**h, v))
+                    .collect();
+                vectors.append(&layout.vectors, &records)?;
+                report.embedded += records.len();
+            }
+            (options.progress)(Phase::Embedding, report.embedded, total);
+            report.unembedded = catalog
+                .files
+                .values()
+                .flat_map(|f| f.chunks.iter())
+                .filter(|c| unhex(&c.hash).is_none_or(|h| !vectors.contains(&h)))
+                .count();
+            let live_set: HashSet<Hash> = live.keys().copied().collect();
+            vectors.compact(&layout.vectors, &live_set)?;
+        }
+    }
+    report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(report)
+}
+
+/// Drops the semantic index of `root` (a `--rebuild` does this first).
+pub fn drop_index(root: &Root) -> Result<(), Error> {
+    let layout = Layout::of(root);
+    let _lock = WriteLock::acquire_at(&layout.lock)?;
+    for path in [&layout.catalog, &layout.vectors] {
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
+    }
+    remove_dir(&layout.lexical)
+}
+
+fn remove_dir(path: &Path) -> Result<(), Error> {
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}

@@ -1,0 +1,339 @@
+//! Chunk vectors on disk and the exact nearest-neighbour search over them.
+//!
+//! Vectors are keyed by the content hash of what was embedded, not by chunk id: a chunk
+//! that did not change keeps its vector whatever else moved, and two syncs never embed the
+//! same text twice. The file is an append-only log (`vectors.bin`): a header naming the
+//! model, then records of `hash, vector, checksum`. A sync appends a batch and fsyncs it,
+//! so a kill loses at most the batch in flight; a torn or damaged tail is ignored on
+//! reading and cut off before the next append. A log that names another model is
+//! discarded. When most records are dead (their chunks are gone), the writer rewrites
+//! the log with the live ones only (atomically).
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use super::error::Error;
+use crate::codeintel::store::{atomic_write, checksum};
+
+const MAGIC: &[u8; 8] = b"CIVEC001";
+
+/// A content hash: sha256 of the text that was embedded.
+pub(crate) type Hash = [u8; 32];
+
+/// The vectors of one model, in memory.
+#[derive(Debug, Default)]
+pub(crate) struct Vectors {
+    model: String,
+    dimensions: usize,
+    hashes: Vec<Hash>,
+    /// Row-major, `dimensions` floats per row.
+    data: Vec<f32>,
+    rows: HashMap<Hash, usize>,
+    /// Where the last good record ends in the file (the next append goes there).
+    good_len: u64,
+}
+
+fn header(model: &str, dimensions: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + model.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&u32::try_from(dimensions).unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(&u32::try_from(model.len()).unwrap_or(0).to_le_bytes());
+    out.extend_from_slice(model.as_bytes());
+    out
+}
+
+fn record(hash: &Hash, vector: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32 + vector.len() * 4 + 8);
+    out.extend_from_slice(hash);
+    for x in vector {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+impl Vectors {
+    /// An empty set for `model`.
+    pub(crate) fn empty(model: &str, dimensions: usize) -> Vectors {
+        Vectors {
+            model: model.to_string(),
+            dimensions,
+            good_len: header(model, dimensions).len() as u64,
+            ..Vectors::default()
+        }
+    }
+
+    /// The vectors in `path` if they were made by `model` with `dimensions`; an empty set
+    /// otherwise (no file, another model, a damaged header).
+    pub(crate) fn load(path: &Path, model: &str, dimensions: usize) -> Result<Vectors, Error> {
+        let mut bytes = Vec::new();
+        match std::fs::File::open(path) {
+            Ok(mut f) => {
+                f.read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Vectors::empty(model, dimensions));
+            }
+            Err(e) => return Err(Error::io(path, e)),
+        }
+        let head = header(model, dimensions);
+        if !bytes.starts_with(&head) {
+            return Ok(Vectors::empty(model, dimensions));
+        }
+        let mut v = Vectors::empty(model, dimensions);
+        let size = 32 + dimensions * 4 + 8;
+        let mut at = head.len();
+        while at + size <= bytes.len() {
+            let rec = &bytes[at..at + size];
+            let (body, sum) = rec.split_at(size - 8);
+            let mut stored = [0u8; 8];
+            stored.copy_from_slice(sum);
+            if checksum(body) != u64::from_le_bytes(stored) {
+                break;
+            }
+            let mut hash = [0u8; 32];
+            hash.copy_from_slice(&body[..32]);
+            let vector: Vec<f32> = body[32..]
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            v.insert(hash, &vector);
+            at += size;
+        }
+        v.good_len = at as u64;
+        Ok(v)
+    }
+
+    fn insert(&mut self, hash: Hash, vector: &[f32]) {
+        match self.rows.get(&hash) {
+            Some(&row) => {
+                self.data[row * self.dimensions..(row + 1) * self.dimensions]
+                    .copy_from_slice(vector);
+            }
+            None => {
+                self.rows.insert(hash, self.hashes.len());
+                self.hashes.push(hash);
+                self.data.extend_from_slice(vector);
+            }
+        }
+    }
+
+    pub(crate) fn contains(&self, hash: &Hash) -> bool {
+        self.rows.contains_key(hash)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn vector(&self, hash: &Hash) -> Option<&[f32]> {
+        let row = *self.rows.get(hash)?;
+        Some(&self.data[row * self.dimensions..(row + 1) * self.dimensions])
+    }
+
+    /// Appends vectors to the log at `path` and fsyncs, then adds them here. A file of
+    /// another model is replaced; a torn tail is cut first.
+    pub(crate) fn append(&mut self, path: &Path, batch: &[(Hash, Vec<f32>)]) -> Result<(), Error> {
+        let head = header(&self.model, self.dimensions);
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        let mut start = vec![0u8; head.len()];
+        let has_header = file.read_exact(&mut start).is_ok() && start == head;
+        if !has_header {
+            file.set_len(0).map_err(|e| Error::io(path, e))?;
+            file.seek(SeekFrom::Start(0))
+                .map_err(|e| Error::io(path, e))?;
+            file.write_all(&head).map_err(|e| Error::io(path, e))?;
+            self.hashes.clear();
+            self.data.clear();
+            self.rows.clear();
+            self.good_len = head.len() as u64;
+        }
+        file.set_len(self.good_len)
+            .map_err(|e| Error::io(path, e))?;
+        file.seek(SeekFrom::Start(self.good_len))
+            .map_err(|e| Error::io(path, e))?;
+        let mut bytes = Vec::new();
+        for (hash, vector) in batch {
+            bytes.extend_from_slice(&record(hash, vector));
+        }
+        file.write_all(&bytes).map_err(|e| Error::io(path, e))?;
+        file.sync_data().map_err(|e| Error::io(path, e))?;
+        self.good_len += bytes.len() as u64;
+        for (hash, vector) in batch {
+            self.insert(*hash, vector);
+        }
+        Ok(())
+    }
+
+    /// Rewrites the log with only the vectors of `live` hashes, when the dead ones are the
+    /// majority (and there are enough to matter). Returns whether it did.
+    pub(crate) fn compact(
+        &mut self,
+        path: &Path,
+        live: &std::collections::HashSet<Hash>,
+    ) -> Result<bool, Error> {
+        let dead = self.hashes.iter().filter(|h| !live.contains(*h)).count();
+        if dead < 1024 || dead * 2 < self.hashes.len() {
+            return Ok(false);
+        }
+        let mut kept = Vectors::empty(&self.model, self.dimensions);
+        let mut bytes = header(&self.model, self.dimensions);
+        for (row, hash) in self.hashes.iter().enumerate() {
+            if live.contains(hash) {
+                let vector = &self.data[row * self.dimensions..(row + 1) * self.dimensions];
+                bytes.extend_from_slice(&record(hash, vector));
+                kept.insert(*hash, vector);
+            }
+        }
+        kept.good_len = bytes.len() as u64;
+        atomic_write(path, &bytes).map_err(|e| Error::io(path, e))?;
+        *self = kept;
+        Ok(true)
+    }
+
+    /// The `k` rows among `candidates` nearest to `query` (highest dot product), best
+    /// first, as (hash, score).
+    pub(crate) fn nearest<'a>(
+        &'a self,
+        query: &[f32],
+        candidates: impl Iterator<Item = &'a Hash>,
+        k: usize,
+    ) -> Vec<(Hash, f32)> {
+        let mut best: Vec<(f32, usize)> = Vec::with_capacity(k + 1);
+        for hash in candidates {
+            let Some(&row) = self.rows.get(hash) else {
+                continue;
+            };
+            let score = dot(
+                query,
+                &self.data[row * self.dimensions..(row + 1) * self.dimensions],
+            );
+            if best.len() < k || best.last().is_some_and(|(s, _)| score > *s) {
+                let at = best.partition_point(|(s, _)| *s >= score);
+                best.insert(at, (score, row));
+                best.truncate(k);
+            }
+        }
+        best.into_iter()
+            .map(|(score, row)| (self.hashes[row], score))
+            .collect()
+    }
+}
+
+/// The dot product, written so the compiler vectorises it: sixteen independent
+/// accumulators (a plain `zip().sum()` is several times slower, its additions chained).
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0f32; 16];
+    let mut ca = a.chunks_exact(16);
+    let mut cb = b.chunks_exact(16);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for i in 0..16 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut sum: f32 = acc.iter().sum();
+    for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
+        sum += x * y;
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("ci-vectors-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("vectors.bin")
+    }
+
+    fn h(n: u8) -> Hash {
+        [n; 32]
+    }
+
+    #[test]
+    fn appended_vectors_survive_a_reload_and_a_torn_tail_is_ignored() {
+        let path = temp("torn");
+        let mut v = Vectors::empty("m@1", 3);
+        v.append(
+            &path,
+            &[(h(1), vec![1.0, 0.0, 0.0]), (h(2), vec![0.0, 1.0, 0.0])],
+        )
+        .unwrap();
+        let good = std::fs::metadata(&path).unwrap().len();
+        // A kill mid-append: half a record at the end.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&[7u8; 20]).unwrap();
+        drop(f);
+        let mut back = Vectors::load(&path, "m@1", 3).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back.vector(&h(2)).unwrap(), [0.0, 1.0, 0.0]);
+        back.append(&path, &[(h(3), vec![0.0, 0.0, 1.0])]).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            good + (32 + 12 + 8)
+        );
+        assert_eq!(Vectors::load(&path, "m@1", 3).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_damaged_record_ends_the_log_and_another_model_starts_over() {
+        let path = temp("damaged");
+        let mut v = Vectors::empty("m@1", 2);
+        v.append(&path, &[(h(1), vec![1.0, 0.0]), (h(2), vec![0.0, 1.0])])
+            .unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 3;
+        bytes[last] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(Vectors::load(&path, "m@1", 2).unwrap().len(), 1);
+        assert_eq!(Vectors::load(&path, "m@2", 2).unwrap().len(), 0);
+        let mut other = Vectors::load(&path, "m@2", 2).unwrap();
+        other.append(&path, &[(h(9), vec![0.5, 0.5])]).unwrap();
+        assert_eq!(Vectors::load(&path, "m@2", 2).unwrap().len(), 1);
+        assert_eq!(Vectors::load(&path, "m@1", 2).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn nearest_ranks_by_dot_product_among_the_candidates() {
+        let path = temp("nearest");
+        let mut v = Vectors::empty("m", 2);
+        v.append(
+            &path,
+            &[
+                (h(1), vec![1.0, 0.0]),
+                (h(2), vec![0.6, 0.8]),
+                (h(3), vec![0.0, 1.0]),
+            ],
+        )
+        .unwrap();
+        let all = [h(1), h(2), h(3)];
+        let got = v.nearest(&[0.0, 1.0], all.iter(), 2);
+        assert_eq!(got.iter().map(|(x, _)| x[0]).collect::<Vec<_>>(), [3, 2]);
+        let some = [h(1), h(2)];
+        let got = v.nearest(&[0.0, 1.0], some.iter(), 5);
+        assert_eq!(got.iter().map(|(x, _)| x[0]).collect::<Vec<_>>(), [2, 1]);
+    }
+
+    #[test]
+    fn the_dot_product_matches_the_plain_sum() {
+        let a: Vec<f32> = (0..389).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..389).map(|i| (i as f32 * 0.11).cos()).collect();
+        let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert!((dot(&a, &b) - plain).abs() < 1e-3);
+    }
+}

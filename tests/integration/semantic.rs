@@ -1,0 +1,340 @@
+//! Semantic search with the real embedding model (all-MiniLM-L6-v2 through ONNX Runtime,
+//! both from PyPI, see docs/semantic-model.md): the known answer, a search over a fixture
+//! repository, incremental sync, and a sync killed mid-way.
+//!
+//! The model comes from `CODE_INTEL_ORT_DYLIB` and `CODE_INTEL_EMBEDDING_MODEL_PATH` (set
+//! by `.ci/run`), else from `target/model`, which this test fills with
+//! `tests/model/fetch.sh` the first time, so `cargo test` works on a fresh clone.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use code_intel::codeintel::root::Root;
+use code_intel::semantic::{Embedder, ModelSpec, SemanticIndex, SyncOptions, SyncReport, sync};
+use serde_json::Value;
+
+use crate::support::{binary, repo};
+
+/// The runtime library and the model directory, fetched if needed, or why not.
+fn model_files() -> &'static Result<(PathBuf, PathBuf), String> {
+    static FILES: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
+    FILES.get_or_init(|| {
+        let env = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        if let (Some(runtime), Some(model)) = (
+            env("CODE_INTEL_ORT_DYLIB"),
+            env("CODE_INTEL_EMBEDDING_MODEL_PATH"),
+        ) {
+            return Ok((runtime, model));
+        }
+        let dest = repo().join("target/model");
+        let out = Command::new("bash")
+            .arg(repo().join("tests/model/fetch.sh"))
+            .arg(&dest)
+            .output()
+            .map_err(|e| format!("running tests/model/fetch.sh: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "tests/model/fetch.sh failed; the semantic tests need the model from PyPI:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok((
+            dest.join("libonnxruntime.so"),
+            dest.join("all-minilm-l6-v2"),
+        ))
+    })
+}
+
+fn embedder() -> &'static Embedder {
+    static EMBEDDER: OnceLock<Embedder> = OnceLock::new();
+    EMBEDDER.get_or_init(|| {
+        let (runtime, dir) = model_files().as_ref().unwrap_or_else(|e| panic!("{e}"));
+        Embedder::load(&ModelSpec {
+            name: "all-minilm-l6-v2".into(),
+            dir: dir.clone(),
+            runtime: runtime.clone(),
+        })
+        .unwrap_or_else(|e| panic!("the model does not load: {e}"))
+    })
+}
+
+fn fresh(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ci-semantic-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &Path, path: &str, text: &str) {
+    let p = dir.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+fn run_sync(dir: &Path, embedder: Option<&Embedder>) -> SyncReport {
+    let root = Root::open(dir).unwrap();
+    sync(
+        &root,
+        embedder,
+        &SyncOptions {
+            chunk_max_tokens: 512,
+            rebuild: false,
+            progress: &|_, _, _| {},
+            stop: &|| false,
+        },
+    )
+    .unwrap()
+}
+
+/// A small project: each file does one thing a user would describe in other words.
+fn project(dir: &Path) {
+    write(
+        dir,
+        "app/auth.py",
+        "import hashlib\nimport os\n\n\ndef make_password_digest(raw: str, salt: bytes) -> str:\n    \"\"\"Store credentials safely.\"\"\"\n    return hashlib.pbkdf2_hmac('sha256', raw.encode(), salt, 600_000).hex()\n\n\ndef check_login(user, raw):\n    return make_password_digest(raw, user.salt) == user.digest\n",
+    );
+    write(
+        dir,
+        "app/dates.py",
+        "from datetime import datetime\n\n\ndef parse_timestamp(text):\n    \"\"\"Turn an ISO 8601 string into a datetime.\"\"\"\n    return datetime.fromisoformat(text)\n",
+    );
+    write(
+        dir,
+        "app/mail.py",
+        "import smtplib\n\n\nclass Mailer:\n    def deliver(self, to, subject, body):\n        with smtplib.SMTP('localhost') as s:\n            s.sendmail('noreply@example.com', [to], f'Subject: {subject}\\n\\n{body}')\n",
+    );
+    write(
+        dir,
+        "src/cache.rs",
+        "use std::collections::HashMap;\n\npub struct Lru { map: HashMap<String, Vec<u8>>, cap: usize }\n\nimpl Lru {\n    pub fn evict_oldest(&mut self) {\n        if self.map.len() > self.cap {\n            let k = self.map.keys().next().cloned();\n            if let Some(k) = k { self.map.remove(&k); }\n        }\n    }\n}\n",
+    );
+    write(
+        dir,
+        "docs/deploy.md",
+        "# Deploying\n\nBuild the container image and push it to the registry.\n\n## Rollback\n\nRedeploy the previous image tag when a release goes wrong.\n",
+    );
+}
+
+#[test]
+fn the_model_gives_the_known_answer() {
+    let e = embedder();
+    assert_eq!(e.dimensions(), 384);
+    let v = e
+        .embed(&["A man is eating food.", "A man is eating a piece of bread."])
+        .unwrap();
+    let cos: f32 = v[0].iter().zip(&v[1]).map(|(a, b)| a * b).sum();
+    assert!((cos - 0.7553).abs() < 0.01, "cos = {cos}");
+    // One at a time gives the same vectors as a batch.
+    let one = e.embed(&["A man is eating food."]).unwrap();
+    let same: f32 = one[0].iter().zip(&v[0]).map(|(a, b)| a * b).sum();
+    assert!(same > 0.9999, "{same}");
+}
+
+#[test]
+fn a_search_in_other_words_finds_the_code_that_does_it() {
+    let dir = fresh("search");
+    project(&dir);
+    let report = run_sync(&dir, Some(embedder()));
+    assert_eq!(report.files, 5);
+    assert_eq!(report.unembedded, 0);
+    assert_eq!(report.embedded, report.chunks);
+    let root = Root::open(&dir).unwrap();
+    let index = SemanticIndex::open(&root, Some(embedder()))
+        .unwrap()
+        .unwrap();
+    let expect = [
+        ("how are user passwords hashed", "app/auth.py"),
+        ("send an email message", "app/mail.py"),
+        ("remove least recently used entries", "src/cache.rs"),
+        ("undo a bad release", "docs/deploy.md"),
+        ("convert a string to a date", "app/dates.py"),
+    ];
+    for (query, path) in expect {
+        let result = index.search(Some(embedder()), None, query, 3).unwrap();
+        assert!(result.vector.used);
+        let top = &result.hits[0];
+        let ranked: Vec<(&str, &str, Option<f32>)> = result
+            .hits
+            .iter()
+            .map(|h| {
+                (
+                    h.path.as_str(),
+                    h.symbol.as_str(),
+                    h.vector.map(|s| s.score),
+                )
+            })
+            .collect();
+        assert_eq!(top.path, path, "{query}: {ranked:?}");
+        assert!(top.found_by.contains(&"vector"), "{query}: {top:?}");
+    }
+    // An exact identifier ranks first lexically too, and says so.
+    let result = index
+        .search(Some(embedder()), None, "make_password_digest", 3)
+        .unwrap();
+    assert_eq!(result.hits[0].path, "app/auth.py");
+    assert!(result.hits[0].found_by.contains(&"lexical"));
+    assert_eq!(
+        serde_json::to_value(result.hits[0].freshness).unwrap(),
+        "fresh"
+    );
+}
+
+#[test]
+fn a_changed_file_re_embeds_only_its_changed_chunks_and_a_deleted_one_disappears() {
+    let dir = fresh("incremental");
+    project(&dir);
+    let first = run_sync(&dir, Some(embedder()));
+    let again = run_sync(&dir, Some(embedder()));
+    assert_eq!((again.chunked, again.embedded, again.unchanged), (0, 0, 5));
+
+    // One function of two changes: one chunk is new text.
+    let auth = std::fs::read_to_string(dir.join("app/auth.py")).unwrap();
+    write(
+        &dir,
+        "app/auth.py",
+        &auth.replace("user.digest", "user.password_digest"),
+    );
+    std::fs::remove_file(dir.join("app/dates.py")).unwrap();
+    let changed = run_sync(&dir, Some(embedder()));
+    assert_eq!(changed.chunked, 1);
+    assert_eq!(changed.removed, 1);
+    assert!(
+        changed.embedded >= 1 && changed.embedded < first.embedded,
+        "{changed:?}"
+    );
+    let root = Root::open(&dir).unwrap();
+    let index = SemanticIndex::open(&root, Some(embedder()))
+        .unwrap()
+        .unwrap();
+    let result = index
+        .search(Some(embedder()), None, "parse an ISO timestamp", 10)
+        .unwrap();
+    assert!(result.hits.iter().all(|h| h.path != "app/dates.py"));
+
+    // Edited after the sync: the hit says its file changed.
+    write(&dir, "app/mail.py", "# moved\n");
+    let result = index
+        .search(Some(embedder()), None, "send an email", 10)
+        .unwrap();
+    let mail = result
+        .hits
+        .iter()
+        .find(|h| h.path == "app/mail.py")
+        .unwrap();
+    assert_eq!(serde_json::to_value(mail.freshness).unwrap(), "changed");
+}
+
+#[test]
+fn without_a_model_search_is_lexical_and_says_so() {
+    let dir = fresh("lexical");
+    project(&dir);
+    let report = run_sync(&dir, None);
+    assert_eq!(report.embedded, 0);
+    assert_eq!(report.unembedded, report.chunks);
+    let root = Root::open(&dir).unwrap();
+    let index = SemanticIndex::open(&root, None).unwrap().unwrap();
+    let result = index.search(None, None, "evict oldest", 3).unwrap();
+    assert_eq!(result.hits[0].path, "src/cache.rs");
+    assert_eq!(result.hits[0].found_by, ["lexical"]);
+    assert!(!result.vector.used);
+    assert!(
+        result
+            .vector
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("lexical only"))
+    );
+}
+
+/// Many files, so embedding takes long enough to be interrupted.
+fn big_project(dir: &Path) {
+    for f in 0..60 {
+        let mut text = String::new();
+        for g in 0..8 {
+            // Large enough (about 150 tokens) that each function is a chunk of its own.
+            text.push_str(&format!(
+                "def handler_{f}_{g}(request, value_{g}):\n    \"\"\"Handles case {g} of module {f}.\"\"\"\n    total = sum(range(value_{g})) * {f}\n    items = [request.item(i) for i in range(total) if i % {g} == 0]\n    names = sorted(item.name.lower() for item in items if item.visible)\n    report = {{\"count\": len(items), \"names\": names, \"module\": {f}}}\n    request.log.info(\"handled %s items for case %s\", len(items), {g})\n    return request.respond(report, status=200 + {g})\n\n\n"
+            ));
+        }
+        write(dir, &format!("pkg/module_{f}.py"), &text);
+    }
+}
+
+fn cli(dir: &Path, args: &[&str]) -> Command {
+    let (runtime, model) = model_files().as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let mut c = Command::new(binary());
+    c.args(args)
+        .current_dir(dir)
+        .env("CODE_INTEL_ORT_DYLIB", runtime)
+        .env("CODE_INTEL_EMBEDDING_MODEL_PATH", model);
+    c
+}
+
+#[test]
+fn a_sync_killed_while_embedding_leaves_a_usable_index_and_the_next_one_finishes() {
+    let dir = fresh("killed");
+    big_project(&dir);
+    let vectors = dir.join(".code-intel/semantic/vectors.bin");
+    let mut child = cli(&dir, &["index"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until some batches are on disk, then kill.
+    let start = Instant::now();
+    loop {
+        let len = std::fs::metadata(&vectors).map_or(0, |m| m.len());
+        if len > 3 * 32 * (32 + 384 * 4 + 8) {
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            panic!("the sync finished before it could be interrupted; make the project larger");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(300),
+            "no vectors were written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Usable as it is: lexical over every chunk, vectors for those embedded.
+    let out = cli(&dir, &["semantic", "handler_7_3", "--no-sync", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hits"][0]["path"], "pkg/module_7.py", "{v}");
+    let embedded = v["vector"]["embedded"].as_u64().unwrap();
+    let chunks = v["vector"]["chunks"].as_u64().unwrap();
+    assert!(embedded > 0 && embedded < chunks, "{embedded} of {chunks}");
+
+    // The second sync embeds only what is missing.
+    let out = cli(&dir, &["index", "--json"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["semantic"]["embedded"].as_u64().unwrap(),
+        chunks - embedded,
+        "{v}"
+    );
+    assert_eq!(v["semantic"]["unembedded"], 0);
+    assert_eq!(v["semantic"]["chunked"], 0);
+}
