@@ -41,6 +41,8 @@ pub struct SemanticSettings {
     pub onnxruntime_path: Option<PathBuf>,
     /// The token budget of one chunk.
     pub chunk_max_tokens: usize,
+    /// Whether the MCP server syncs the semantic index when it starts (in the background).
+    pub sync_on_start: bool,
     /// A semantic search syncs first when the last sync is older than this (0: always).
     pub sync_ttl_hours: f64,
 }
@@ -52,6 +54,7 @@ impl Default for SemanticSettings {
             embedding_model_path: None,
             onnxruntime_path: None,
             chunk_max_tokens: 512,
+            sync_on_start: true,
             sync_ttl_hours: 24.0,
         }
     }

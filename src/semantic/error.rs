@@ -27,6 +27,10 @@ pub enum Error {
     UnknownChunk(String),
     /// `--collection` names no collection.
     UnknownCollection(String),
+    /// `.code-intel/config.yml` could not be read.
+    Config(String),
+    /// The index was built but cannot be opened (another process removed it meanwhile).
+    NotBuilt,
 }
 
 impl Error {
@@ -39,6 +43,8 @@ impl Error {
             Error::EmptyQuery => "semantic.empty_query",
             Error::UnknownChunk(_) => "semantic.unknown_chunk",
             Error::UnknownCollection(_) => "semantic.unknown_collection",
+            Error::Config(_) => "config.invalid",
+            Error::NotBuilt => "semantic.not_built",
         }
     }
 
@@ -85,6 +91,11 @@ impl std::fmt::Display for Error {
             Error::UnknownCollection(c) => {
                 write!(f, "unknown collection `{c}`: use forest, map or both")
             }
+            Error::Config(e) => e.fmt(f),
+            Error::NotBuilt => write!(
+                f,
+                "the semantic index could not be opened after it was built; call sync_index and search again"
+            ),
         }
     }
 }

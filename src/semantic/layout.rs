@@ -14,7 +14,11 @@ pub(crate) struct Layout {
     pub(crate) catalog: PathBuf,
     pub(crate) lexical: PathBuf,
     pub(crate) vectors: PathBuf,
+    /// Held while files are chunked and the catalog and lexical index written.
     pub(crate) lock: PathBuf,
+    /// Held while vectors are appended or compacted: embedding may take minutes, and the
+    /// files can be re-chunked meanwhile.
+    pub(crate) vectors_lock: PathBuf,
 }
 
 impl Layout {
@@ -25,6 +29,7 @@ impl Layout {
             lexical: root.path().join(LEXICAL_DIR),
             vectors: dir.join("vectors.bin"),
             lock: dir.join("sync.lock"),
+            vectors_lock: dir.join("vectors.lock"),
             dir,
         }
     }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 pub use embed::{Embedder, ModelError, ModelSpec};
 pub use error::Error;
 pub use search::{ChunkDetail, Hit, SearchResult, SemanticIndex};
-pub use sync::{Phase, SyncOptions, SyncReport, drop_index, sync};
+pub use sync::{Phase, SyncOptions, SyncReport, sync, sync_files};
 
 use crate::config::SemanticSettings;
 
@@ -47,4 +47,10 @@ pub fn model_spec(root: &Path, settings: &SemanticSettings) -> Result<ModelSpec,
         dir,
         runtime,
     })
+}
+
+/// The size and modification time of the catalog: it changes with every sync, so a
+/// reader holding an index can tell whether to reopen it.
+pub fn catalog_stamp(root: &crate::codeintel::root::Root) -> Option<(u64, u64)> {
+    crate::codeintel::retag::stamp(&layout::Layout::of(root).catalog)
 }

@@ -148,6 +148,24 @@ impl SemanticIndex {
         }))
     }
 
+    /// Picks up vectors a sync appended since the index was opened (or loads them, when
+    /// the index was opened before the model was ready).
+    pub fn catch_up(&mut self, embedder: Option<&Embedder>) -> Result<(), Error> {
+        let Some(embedder) = embedder else {
+            return Ok(());
+        };
+        let path = Layout::of(&self.root).vectors;
+        match &mut self.vectors {
+            Some(v) if v.model() == embedder.id() => {
+                v.catch_up(&path)?;
+            }
+            _ => {
+                self.vectors = Some(Vectors::load(&path, embedder.id(), embedder.dimensions())?);
+            }
+        }
+        Ok(())
+    }
+
     /// Unix seconds of the last sync.
     pub fn synced_at(&self) -> u64 {
         self.catalog.synced_at

@@ -7,7 +7,7 @@
 //! finished batch on disk, and the next sync embeds only what is still missing.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use super::catalog::{Catalog, ChunkRef, FileRecord};
@@ -85,9 +85,93 @@ pub fn sync(
     let started = Instant::now();
     let layout = Layout::of(root);
     std::fs::create_dir_all(&layout.dir).map_err(|e| Error::io(&layout.dir, e))?;
-    let _lock = WriteLock::acquire_at(&layout.lock)?;
-
     let mut report = SyncReport::default();
+    let (catalog, lexical, added) = {
+        let _lock = WriteLock::acquire_at(&layout.lock)?;
+        chunk_files(root, &layout, options, &mut report)?
+    };
+
+    // Phase 2: vectors for the chunks that have none. Files may be re-chunked meanwhile
+    // (the chunking lock is free): a chunk whose text is gone is skipped, and a vector
+    // nobody needs any more is dropped by a later compaction.
+    let _vectors_lock = WriteLock::acquire_at(&layout.vectors_lock)?;
+    let live: HashMap<Hash, String> = catalog
+        .files
+        .values()
+        .flat_map(|f| f.chunks.iter())
+        .filter_map(|c| Some((unhex(&c.hash)?, c.id.clone())))
+        .collect();
+    match embedder {
+        None => {
+            report.unembedded = report.chunks;
+        }
+        Some(embedder) => {
+            report.model = Some(embedder.id().to_string());
+            if options.rebuild {
+                match std::fs::remove_file(&layout.vectors) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io(&layout.vectors, e)),
+                }
+            }
+            let mut vectors = Vectors::load(&layout.vectors, embedder.id(), embedder.dimensions())?;
+            let texts: HashMap<&str, &Chunk> =
+                added.iter().map(|(c, _)| (c.id.as_str(), c)).collect();
+            let mut missing: Vec<(&Hash, &String)> =
+                live.iter().filter(|(h, _)| !vectors.contains(h)).collect();
+            missing.sort_by(|a, b| a.1.cmp(b.1));
+            let total = missing.len();
+            for (done, batch) in missing.chunks(BATCH).enumerate() {
+                (options.progress)(Phase::Embedding, done * BATCH, total);
+                if (options.stop)() {
+                    break;
+                }
+                let mut hashes = Vec::with_capacity(batch.len());
+                let mut inputs = Vec::with_capacity(batch.len());
+                for (hash, id) in batch {
+                    let input = match texts.get(id.as_str()) {
+                        Some(c) => embedding_input(c),
+                        None => match lexical.get(id)? {
+                            Some(stored) => embedding_input(&stored.as_chunk()),
+                            None => continue,
+                        },
+                    };
+                    hashes.push(**hash);
+                    inputs.push(input);
+                }
+                let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+                let embedded = embedder.embed(&refs)?;
+                let records: Vec<(Hash, Vec<f32>)> = hashes.into_iter().zip(embedded).collect();
+                vectors.append(&layout.vectors, &records)?;
+                report.embedded += records.len();
+            }
+            (options.progress)(Phase::Embedding, report.embedded, total);
+            report.unembedded = catalog
+                .files
+                .values()
+                .flat_map(|f| f.chunks.iter())
+                .filter(|c| unhex(&c.hash).is_none_or(|h| !vectors.contains(&h)))
+                .count();
+            let live_set: HashSet<Hash> = live.keys().copied().collect();
+            vectors.compact(&layout.vectors, &live_set)?;
+        }
+    }
+    report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(report)
+}
+
+/// What the first phase leaves: the catalog, the lexical index, and the chunks it made
+/// with their content hashes.
+type Chunked = (Catalog, Lexical, Vec<(Chunk, String)>);
+
+/// Phase 1, under the lock: files → chunks → catalog and lexical index. Returns them with
+/// the chunks made (their text is at hand for embedding).
+fn chunk_files(
+    root: &Root,
+    layout: &Layout,
+    options: &SyncOptions<'_>,
+    report: &mut SyncReport,
+) -> Result<Chunked, Error> {
     let mut catalog = Catalog::load(&layout.catalog)
         .filter(|c| c.chunk_max_tokens == options.chunk_max_tokens && !options.rebuild)
         .unwrap_or_else(|| {
@@ -209,92 +293,25 @@ pub fn sync(
     report.files = catalog.files.len();
     report.chunks = catalog.chunk_count();
 
-    // Phase 2: vectors for the chunks that have none.
-    let live: HashMap<Hash, String> = catalog
-        .files
-        .values()
-        .flat_map(|f| f.chunks.iter())
-        .filter_map(|c| Some((unhex(&c.hash)?, c.id.clone())))
-        .collect();
-    match embedder {
-        None => {
-            report.unembedded = report.chunks;
-        }
-        Some(embedder) => {
-            report.model = Some(embedder.id().to_string());
-            if options.rebuild {
-                match std::fs::remove_file(&layout.vectors) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(Error::io(&layout.vectors, e)),
-                }
-            }
-            let mut vectors = Vectors::load(&layout.vectors, embedder.id(), embedder.dimensions())?;
-            let texts: HashMap<&str, &Chunk> =
-                added.iter().map(|(c, _)| (c.id.as_str(), c)).collect();
-            let mut missing: Vec<(&Hash, &String)> =
-                live.iter().filter(|(h, _)| !vectors.contains(h)).collect();
-            missing.sort_by(|a, b| a.1.cmp(b.1));
-            let total = missing.len();
-            for (done, batch) in missing.chunks(BATCH).enumerate() {
-                (options.progress)(Phase::Embedding, done * BATCH, total);
-                if (options.stop)() {
-                    break;
-                }
-                let mut inputs = Vec::with_capacity(batch.len());
-                for (_, id) in batch {
-                    let input = match texts.get(id.as_str()) {
-                        Some(c) => embedding_input(c),
-                        None => match lexical.get(id)? {
-                            Some(stored) => embedding_input(&stored.as_chunk()),
-                            None => String::new(),
-                        },
-                    };
-                    inputs.push(input);
-                }
-                let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
-                let embedded = embedder.embed(&refs)?;
-                let records: Vec<(Hash, Vec<f32>)> = batch
-                    .iter()
-                    .zip(embedded)
-                    .map(|((h, _), v)| (**h, v))
-                    .collect();
-                vectors.append(&layout.vectors, &records)?;
-                report.embedded += records.len();
-            }
-            (options.progress)(Phase::Embedding, report.embedded, total);
-            report.unembedded = catalog
-                .files
-                .values()
-                .flat_map(|f| f.chunks.iter())
-                .filter(|c| unhex(&c.hash).is_none_or(|h| !vectors.contains(&h)))
-                .count();
-            let live_set: HashSet<Hash> = live.keys().copied().collect();
-            vectors.compact(&layout.vectors, &live_set)?;
-        }
-    }
+    Ok((catalog, lexical, added))
+}
+
+/// Only the first phase of [`sync`]: every file searchable by its words, in seconds; the
+/// vectors are left to a full sync.
+pub fn sync_files(root: &Root, chunk_max_tokens: usize) -> Result<SyncReport, Error> {
+    let started = Instant::now();
+    let layout = Layout::of(root);
+    std::fs::create_dir_all(&layout.dir).map_err(|e| Error::io(&layout.dir, e))?;
+    let _lock = WriteLock::acquire_at(&layout.lock)?;
+    let mut report = SyncReport::default();
+    let options = SyncOptions {
+        chunk_max_tokens,
+        rebuild: false,
+        progress: &|_, _, _| {},
+        stop: &|| false,
+    };
+    chunk_files(root, &layout, &options, &mut report)?;
+    report.unembedded = report.chunks;
     report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     Ok(report)
-}
-
-/// Drops the semantic index of `root` (a `--rebuild` does this first).
-pub fn drop_index(root: &Root) -> Result<(), Error> {
-    let layout = Layout::of(root);
-    let _lock = WriteLock::acquire_at(&layout.lock)?;
-    for path in [&layout.catalog, &layout.vectors] {
-        match std::fs::remove_file(path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(path, e)),
-        }
-    }
-    remove_dir(&layout.lexical)
-}
-
-fn remove_dir(path: &Path) -> Result<(), Error> {
-    match std::fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(path, e)),
-    }
 }

@@ -107,6 +107,51 @@ impl Vectors {
         Ok(v)
     }
 
+    /// Reads records appended to `path` since this set was loaded (a sync embedding in
+    /// another thread or process). Returns whether any were added; a file that no longer
+    /// starts with this model's header, or is shorter than what was read, changes
+    /// nothing (the caller reopens the index when the catalog changes).
+    pub(crate) fn catch_up(&mut self, path: &Path) -> Result<bool, Error> {
+        let len = std::fs::metadata(path).map_or(0, |m| m.len());
+        let size = (32 + self.dimensions * 4 + 8) as u64;
+        if len < self.good_len + size {
+            return Ok(false);
+        }
+        let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let head = header(&self.model, self.dimensions);
+        let mut start = vec![0u8; head.len()];
+        if file.read_exact(&mut start).is_err() || start != head {
+            return Ok(false);
+        }
+        file.seek(SeekFrom::Start(self.good_len))
+            .map_err(|e| Error::io(path, e))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, e))?;
+        let before = self.hashes.len();
+        let mut at = 0usize;
+        let size = size as usize;
+        while at + size <= bytes.len() {
+            let rec = &bytes[at..at + size];
+            let (body, sum) = rec.split_at(size - 8);
+            let mut stored = [0u8; 8];
+            stored.copy_from_slice(sum);
+            if checksum(body) != u64::from_le_bytes(stored) {
+                break;
+            }
+            let mut hash = [0u8; 32];
+            hash.copy_from_slice(&body[..32]);
+            let vector: Vec<f32> = body[32..]
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            self.insert(hash, &vector);
+            at += size;
+        }
+        self.good_len += at as u64;
+        Ok(self.hashes.len() > before)
+    }
+
     fn insert(&mut self, hash: Hash, vector: &[f32]) {
         match self.rows.get(&hash) {
             Some(&row) => {
@@ -119,6 +164,10 @@ impl Vectors {
                 self.data.extend_from_slice(vector);
             }
         }
+    }
+
+    pub(crate) fn model(&self) -> &str {
+        &self.model
     }
 
     pub(crate) fn contains(&self, hash: &Hash) -> bool {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value, json};
 
 use super::index_cache::{IndexCache, Lookup, WALK_INTERVAL};
+use super::semantic_tools::SemanticTools;
 use crate::codeintel::error::Error;
 use crate::codeintel::impact::analyze_impact;
 use crate::codeintel::index::Index;
@@ -204,6 +205,7 @@ pub struct QueryArgs {
 pub struct CodeTools {
     pub root: Root,
     pub index: Arc<IndexCache>,
+    pub semantic: SemanticTools,
 }
 
 /// The text search a symbol tool falls back on while the index cannot answer, and why.
@@ -257,6 +259,19 @@ impl CodeTools {
         let root = &self.root;
         let value = match name {
             "search_text" => search_text_tool(root, parse(args)?)?,
+            "semantic_search" => self
+                .semantic
+                .search(parse(args)?)
+                .map_err(ToolError::Semantic)?,
+            "fetch_chunk_detail" => self
+                .semantic
+                .chunk(parse(args)?)
+                .map_err(ToolError::Semantic)?,
+            "sync_index" => self.semantic.sync(parse(args)?),
+            "update_context" => self
+                .semantic
+                .update_context(parse(args)?)
+                .map_err(ToolError::Arguments)?,
             "search_files" => search_files_tool(root, parse(args)?)?,
             "find_definitions" => {
                 let a: DefinitionsArgs = parse(args)?;
@@ -455,6 +470,7 @@ fn with_note(value: Value, note: Option<String>) -> Value {
 pub enum ToolError {
     Arguments(String),
     Tool(Error),
+    Semantic(crate::semantic::Error),
 }
 
 impl From<Error> for ToolError {

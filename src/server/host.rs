@@ -55,7 +55,9 @@ impl Host for CodeIntelHost<'_> {
             // As it was when the session started (see `HostState::quality_prompt`).
             Value::Bool(state.quality_prompt),
         );
-        facts.insert("semantic_available".into(), Value::Bool(false));
+        // The semantic tools are served; without a model their ranking is lexical, and
+        // each answer says so.
+        facts.insert("semantic_available".into(), Value::Bool(true));
         facts.insert("stale_branches_exist".into(), Value::Bool(stale));
         facts.insert(
             "task_branch_active".into(),

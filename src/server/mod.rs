@@ -21,6 +21,7 @@ pub mod record;
 pub mod recorder;
 pub mod registry;
 pub mod reply;
+pub mod semantic_tools;
 pub mod service;
 pub mod session_lock;
 pub mod tools;

@@ -10,16 +10,6 @@ fn string() -> Value {
     json!({"type": "string"})
 }
 
-/// Tools of the semantic layer, pending: declared so the default contract can name them (its
-/// semantic phase requires `semantic_search`), but not served until the semantic index
-/// exists; until then `facts.semantic_available` is false and the flow skips them.
-pub const PENDING_TOOLS: &[&str] = &[
-    "semantic_search",
-    "fetch_chunk_detail",
-    "sync_index",
-    "update_context",
-];
-
 /// Everything the code-intel host implements.
 pub fn registry() -> Registry {
     let actions = vec![
@@ -206,7 +196,15 @@ pub fn registry() -> Registry {
             "update_context",
             "record_outcome",
         ],
-        vec!["start_session", "get_session_status", "record_outcome"],
+        // Index maintenance and context notes may run in any phase: they change neither
+        // the code nor the flow.
+        vec![
+            "start_session",
+            "get_session_status",
+            "record_outcome",
+            "sync_index",
+            "update_context",
+        ],
         vec![
             ("stale_branches_exist", json!({"type": "boolean"})),
             ("semantic_available", json!({"type": "boolean"})),

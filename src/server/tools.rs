@@ -12,6 +12,7 @@ use super::code_tools::{
     DefinitionsArgs, FileArgs, ImpactArgs, LineArgs, PathArgs, QueryArgs, ReferencesArgs,
     SearchFilesArgs, SearchTextArgs,
 };
+use super::semantic_tools::{ChunkArgs, SemanticSearchArgs, SyncArgs, UpdateContextArgs};
 
 /// How the server handles a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +119,30 @@ pub const TOOLS: &[ToolSpec] = &[
         kind: ToolKind::Code,
         description: "Ask in plain words (\"where is parse_config defined\", \"who calls save\"); the question is routed to one of the other code tools and the answer says which.",
         schema: schema::<QueryArgs>,
+    },
+    ToolSpec {
+        name: "semantic_search",
+        kind: ToolKind::Code,
+        description: "Search the repository by meaning: code and docs cut into chunks (functions, classes, sections), ranked by an embedding model and by their words (BM25), fused; identifiers in the query rank their definitions first. Each hit says which rankings found it (`found_by`), and whether its file changed since the index was synced (`freshness`). Use it when you can describe behaviour but do not know the names; fetch_chunk_detail gives a hit's full text.",
+        schema: schema::<SemanticSearchArgs>,
+    },
+    ToolSpec {
+        name: "fetch_chunk_detail",
+        kind: ToolKind::Code,
+        description: "The full text of a semantic_search hit, by its chunk id, with its file, line range and symbol.",
+        schema: schema::<ChunkArgs>,
+    },
+    ToolSpec {
+        name: "sync_index",
+        kind: ToolKind::Code,
+        description: "Bring the semantic index up to date in the background (only changed files are re-read and re-embedded) and report its progress; `rebuild: true` drops and rebuilds it. semantic_search already syncs a stale index by itself.",
+        schema: schema::<SyncArgs>,
+    },
+    ToolSpec {
+        name: "update_context",
+        kind: ToolKind::Code,
+        description: "Save summaries of the design documents and project rules you read in the document research, so later sessions get them with start_session's project context.",
+        schema: schema::<UpdateContextArgs>,
     },
     ToolSpec {
         name: "check_write_target",

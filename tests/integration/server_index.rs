@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use code_intel::codeintel::root::Root;
 use code_intel::server::code_tools::CodeTools;
 use code_intel::server::index_cache::{ChangeSource, IndexCache, Lookup};
+use code_intel::server::semantic_tools::SemanticTools;
 use serde_json::{Map, Value, json};
 
 fn temp_repo(name: &str, files: &[(&str, &str)]) -> PathBuf {
@@ -65,7 +66,11 @@ fn code_tools_with(dir: &Path, start: bool, changes: ChangeSource) -> CodeTools 
     } else {
         IndexCache::new(root.clone(), changes)
     };
-    CodeTools { root, index }
+    CodeTools {
+        semantic: SemanticTools::start(root.clone()),
+        root,
+        index,
+    }
 }
 
 #[test]

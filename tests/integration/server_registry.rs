@@ -1,13 +1,12 @@
 //! The code-intel registry and the server agree both ways: every tool the registry
-//! declares is served (except the semantic tools, which wait for the semantic index) and
-//! every served tool is declared; every host action the registry declares is performed
+//! declares is served and every served tool is declared; every host action the registry declares is performed
 //! and every performed action is declared; every fact is observed.
 
 use std::collections::BTreeSet;
 
 use code_intel::contract::registry::BuiltinAction;
 use code_intel::server::host::ACTIONS;
-use code_intel::server::registry::{PENDING_TOOLS, registry};
+use code_intel::server::registry::registry;
 use code_intel::server::tools::TOOLS;
 
 #[test]
@@ -15,21 +14,12 @@ fn every_declared_tool_is_served_and_every_served_tool_is_declared() {
     let registry = registry();
     let declared: BTreeSet<&str> = registry.tools.iter().copied().collect();
     let served: BTreeSet<&str> = TOOLS.iter().map(|t| t.name).collect();
-    let semantic: BTreeSet<&str> = PENDING_TOOLS.iter().copied().collect();
-    let missing: Vec<_> = declared
-        .difference(&served)
-        .filter(|t| !semantic.contains(*t))
-        .collect();
+    let missing: Vec<_> = declared.difference(&served).collect();
     assert!(missing.is_empty(), "declared but not served: {missing:?}");
     let undeclared: Vec<_> = served.difference(&declared).collect();
     assert!(
         undeclared.is_empty(),
         "served but not declared: {undeclared:?}"
-    );
-    let early: Vec<_> = served.intersection(&semantic).collect();
-    assert!(
-        early.is_empty(),
-        "semantic tools served before the semantic index exists: {early:?}"
     );
     for t in &registry.ungated_tools {
         assert!(served.contains(t), "ungated tool {t} is not served");

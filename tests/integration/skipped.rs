@@ -19,6 +19,7 @@ use code_intel::codeintel::search::{
 };
 use code_intel::server::code_tools::CodeTools;
 use code_intel::server::index_cache::{ChangeSource, IndexCache};
+use code_intel::server::semantic_tools::SemanticTools;
 use serde_json::{Value, json};
 
 use crate::support::binary;
@@ -164,7 +165,8 @@ fn search_tools_report_what_they_skipped() {
     let root = Root::open(&dir).unwrap();
     let tools = CodeTools {
         root: root.clone(),
-        index: IndexCache::new(root, ChangeSource::FileEvents),
+        index: IndexCache::new(root.clone(), ChangeSource::FileEvents),
+        semantic: SemanticTools::start(root),
     };
     let call = |name: &str, args: Value| {
         tools

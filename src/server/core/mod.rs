@@ -30,6 +30,7 @@ use crate::contract::raw::StateKind;
 use crate::machine::Instance;
 use crate::machine::response::{message, phase_response};
 use crate::machine::tools::{ToolGate, gate};
+use crate::server::semantic_tools::SemanticTools;
 use crate::session::CheckpointStore;
 
 /// The server for one repository.
@@ -77,6 +78,7 @@ impl Server {
         let code = CodeTools {
             root: root.clone(),
             index: IndexCache::start(root.clone(), ChangeSource::from_env()),
+            semantic: SemanticTools::start(root.clone()),
         };
         Ok(Server {
             root,
@@ -233,6 +235,7 @@ impl Server {
             Ok(None) => Reply::error("unknown_tool", format!("`{tool}` is not a code tool")),
             Err(ToolError::Arguments(message)) => Reply::error("invalid_arguments", message),
             Err(ToolError::Tool(e)) => Reply::error(e.key(), e.to_string()),
+            Err(ToolError::Semantic(e)) => Reply::error(e.key(), e.to_string()),
         }
     }
 
@@ -340,12 +343,16 @@ pub const WRITE_CHECK_TOOL: &str = "check_write_target";
 /// untracked, it would be an unreviewed change that blocks merges (uncommitted) and slips
 /// into task commits.
 const GITIGNORE: &str = ".code-intel/.gitignore";
-const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\n.gitignore\nsessions/\nlogs/\nsymbols.*\n*.lock\n*.tmp*\n";
+const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\n.gitignore\nsessions/\nlogs/\nsymbols.*\nsemantic/\ncontext_summaries.json\n*.lock\n*.tmp*\n";
 
 fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
     let path = root.join(GITIGNORE);
-    if path.exists() {
-        return Ok(());
+    match std::fs::read_to_string(&path) {
+        // Ours and current, or the user's own: leave it.
+        Ok(text) if text == GITIGNORE_TEXT || !text.starts_with("# Written by code-intel") => {
+            return Ok(());
+        }
+        _ => {}
     }
     crate::codeintel::store::atomic_write(&path, GITIGNORE_TEXT.as_bytes())
 }

@@ -657,6 +657,13 @@ impl Server {
                     context.insert(key.into(), value.get(key).cloned().unwrap_or(Value::Null));
                 }
                 context.insert("source".into(), Value::String(CONTEXT_FILE.into()));
+                // What update_context saved in earlier sessions.
+                let summaries = std::fs::read(self.root.path().join(SUMMARIES_FILE))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+                if let Some(summaries) = summaries {
+                    context.insert("summaries".into(), summaries);
+                }
                 Value::Object(context)
             }
             Err(d) => {
@@ -697,6 +704,8 @@ const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
 /// The project context file `code-intel init` writes.
 const CONTEXT_FILE: &str = ".code-intel/context.yml";
+
+use crate::server::semantic_tools::SUMMARIES_FILE;
 
 fn summaries(instance: &Instance) -> Value {
     let map: Map<String, Value> = instance

@@ -1,0 +1,391 @@
+//! The semantic tools as the server offers them: `semantic_search`,
+//! `fetch_chunk_detail`, `sync_index` and `update_context`, over the semantic index kept
+//! in memory and synced in the background.
+//!
+//! The model loads once, in the background; until it does (or when none is configured)
+//! search is lexical and says so. A sync runs on its own thread (at start when the config
+//! says `sync_on_start`, when a search finds the index older than `sync_ttl_hours`, and on
+//! `sync_index`); its progress is the `sync` field of every answer. Searches answer from
+//! what is on disk meanwhile: every file is searchable by its words as soon as the first
+//! phase of a sync has written the catalog, and chunks gain vectors batch by batch.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::codeintel::root::Root;
+use crate::codeintel::store::atomic_write;
+use crate::config::{Config, SemanticSettings};
+use crate::semantic::{self, Embedder, ModelError, Phase, SemanticIndex, SyncOptions};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SemanticSearchArgs {
+    /// What you look for, in words: the behaviour, not only identifiers ("where are
+    /// password reset emails sent"). Identifiers in it rank their definitions first.
+    pub query: String,
+    /// How many results (default 10, at most 50).
+    #[serde(default)]
+    pub k: Option<usize>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkArgs {
+    /// A chunk id from semantic_search (`path#symbol`).
+    pub chunk_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SyncArgs {
+    /// Drop the semantic index and build it again, vectors included (slow: minutes on a
+    /// large repository). Default false: only changed files are re-read.
+    #[serde(default)]
+    pub rebuild: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DocSummary {
+    /// A root-relative document path.
+    pub path: String,
+    /// What the document says that matters for changes to this project.
+    pub summary: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateContextArgs {
+    /// Summaries of the design documents you read for this project.
+    #[serde(default)]
+    pub design_doc_summaries: Vec<DocSummary>,
+    /// A summary of the project's rules (CLAUDE.md, AGENTS.md, contributing guides).
+    #[serde(default)]
+    pub project_rules_summary: Option<String>,
+}
+
+/// Where the context summaries are kept, relative to the root: a file of its own, so the
+/// user's commented `context.yml` is never rewritten.
+pub const SUMMARIES_FILE: &str = ".code-intel/context_summaries.json";
+
+/// The state of the background sync.
+#[derive(Debug, Default)]
+struct SyncStatus {
+    running: bool,
+    phase: Option<Phase>,
+    done: usize,
+    total: usize,
+    last: Option<Value>,
+    error: Option<String>,
+}
+
+impl SyncStatus {
+    fn to_json(&self) -> Value {
+        let state = match (self.running, self.phase) {
+            (false, _) => "idle",
+            (true, Some(Phase::Embedding)) => "embedding",
+            (true, _) => "chunking",
+        };
+        let mut v = json!({"state": state});
+        if self.running {
+            v["done"] = json!(self.done);
+            v["total"] = json!(self.total);
+        }
+        if let Some(last) = &self.last {
+            v["last"] = last.clone();
+        }
+        if let Some(e) = &self.error {
+            v["error"] = json!(e);
+        }
+        v
+    }
+}
+
+/// An index as opened, with the catalog's (size, mtime) at that moment.
+type OpenIndex = (Option<(u64, u64)>, SemanticIndex);
+
+struct Inner {
+    root: Root,
+    settings: Result<SemanticSettings, String>,
+    /// Loaded once; `Ok(None)` when no model is configured.
+    model: OnceLock<Result<Option<Arc<Embedder>>, ModelError>>,
+    status: Mutex<SyncStatus>,
+    /// The opened index and the catalog stamp it was opened at.
+    index: Mutex<Option<OpenIndex>>,
+}
+
+/// The semantic tools of one repository; cheap to clone (shared state).
+#[derive(Clone)]
+pub struct SemanticTools {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SemanticTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SemanticTools").finish_non_exhaustive()
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl SemanticTools {
+    /// The tools for `root`; starts a background sync when the config asks for one.
+    pub fn start(root: Root) -> SemanticTools {
+        let settings = Config::load(root.path())
+            .map(|c| c.semantic)
+            .map_err(|e| e.to_string());
+        let on_start = settings.as_ref().is_ok_and(|s| s.sync_on_start);
+        let tools = SemanticTools {
+            inner: Arc::new(Inner {
+                root,
+                settings,
+                model: OnceLock::new(),
+                status: Mutex::new(SyncStatus::default()),
+                index: Mutex::new(None),
+            }),
+        };
+        if on_start {
+            tools.start_sync(false);
+        }
+        tools
+    }
+
+    fn settings(&self) -> Result<&SemanticSettings, String> {
+        self.inner.settings.as_ref().map_err(Clone::clone)
+    }
+
+    fn model(&self) -> &Result<Option<Arc<Embedder>>, ModelError> {
+        self.inner.model.get_or_init(|| {
+            let Ok(settings) = self.settings() else {
+                return Ok(None);
+            };
+            match semantic::model_spec(self.inner.root.path(), settings) {
+                Err(ModelError::NotConfigured { .. }) => Ok(None),
+                Err(e) => Err(e),
+                Ok(spec) => Embedder::load(&spec).map(|e| Some(Arc::new(e))),
+            }
+        })
+    }
+
+    fn status(&self) -> std::sync::MutexGuard<'_, SyncStatus> {
+        self.inner
+            .status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts a sync on its own thread unless one is running; the status either way.
+    pub fn start_sync(&self, rebuild: bool) -> Value {
+        {
+            let mut status = self.status();
+            if status.running {
+                return status.to_json();
+            }
+            status.running = true;
+            status.phase = Some(Phase::Chunking);
+            status.done = 0;
+            status.total = 0;
+            status.error = None;
+        }
+        let tools = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("semantic-sync".into())
+            .spawn(move || tools.run_sync(rebuild));
+        if let Err(e) = spawned {
+            let mut status = self.status();
+            status.running = false;
+            status.error = Some(format!("the sync thread could not start: {e}"));
+        }
+        self.status().to_json()
+    }
+
+    fn run_sync(&self, rebuild: bool) {
+        let outcome = (|| -> Result<Value, String> {
+            let settings = self.settings()?.clone();
+            let model = match self.model() {
+                Ok(m) => m.clone(),
+                Err(e) => return Err(e.to_string()),
+            };
+            let progress = |phase, done, total| {
+                let mut status = self.status();
+                status.phase = Some(phase);
+                status.done = done;
+                status.total = total;
+            };
+            let options = SyncOptions {
+                chunk_max_tokens: settings.chunk_max_tokens,
+                rebuild,
+                progress: &progress,
+                stop: &|| false,
+            };
+            let report = semantic::sync(&self.inner.root, model.as_deref(), &options)
+                .map_err(|e| e.to_string())?;
+            Ok(json!({
+                "files": report.files,
+                "chunks": report.chunks,
+                "chunked": report.chunked,
+                "removed": report.removed,
+                "embedded": report.embedded,
+                "unembedded": report.unembedded,
+                "rebuilt": report.rebuilt,
+                "elapsed_ms": report.elapsed_ms,
+                "finished_at": now(),
+            }))
+        })();
+        let mut status = self.status();
+        status.running = false;
+        status.phase = None;
+        match outcome {
+            Ok(last) => status.last = Some(last),
+            Err(e) => {
+                tracing::warn!("semantic sync failed: {e}");
+                status.error = Some(e);
+            }
+        }
+    }
+
+    /// Runs `f` on the index as it is on disk now (reopened when a sync changed it).
+    fn with_index<T>(
+        &self,
+        model: Option<&Embedder>,
+        f: impl FnOnce(&SemanticIndex) -> Result<T, semantic::Error>,
+    ) -> Result<Option<T>, semantic::Error> {
+        let stamp = semantic::catalog_stamp(&self.inner.root);
+        let mut cached = self
+            .inner
+            .index
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match cached.as_mut() {
+            Some((at, index)) if *at == stamp => index.catch_up(model)?,
+            _ => {
+                *cached = SemanticIndex::open(&self.inner.root, model)?.map(|i| (stamp, i));
+            }
+        }
+        match cached.as_ref() {
+            Some((_, index)) => f(index).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// `semantic_search`.
+    pub fn search(&self, a: SemanticSearchArgs) -> Result<Value, semantic::Error> {
+        let (model, note) = match self.model() {
+            Ok(m) => (m.clone(), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let model = model.as_deref();
+        let note = note.or_else(|| {
+            model.is_none().then(|| {
+                ModelError::NotConfigured {
+                    missing: semantic::embed::ENV_MODEL_PATH,
+                }
+                .to_string()
+            })
+        });
+        let k = a.k.unwrap_or(10).clamp(1, 50);
+        let mut answer = self.with_index(model, |index| {
+            index.search(model, note.as_deref(), &a.query, k).map(|r| {
+                (
+                    serde_json::to_value(r).unwrap_or(Value::Null),
+                    index.synced_at(),
+                )
+            })
+        })?;
+        if answer.is_none() {
+            // No index yet: build the searchable part now (seconds; after the background
+            // sync's own first phase if one is under way), and leave the vectors to the
+            // background.
+            let settings = self
+                .settings()
+                .map_err(|e| semantic::Error::Config(e.clone()))?;
+            semantic::sync_files(&self.inner.root, settings.chunk_max_tokens)?;
+            self.start_sync(false);
+            answer = self.with_index(model, |index| {
+                index.search(model, note.as_deref(), &a.query, k).map(|r| {
+                    (
+                        serde_json::to_value(r).unwrap_or(Value::Null),
+                        index.synced_at(),
+                    )
+                })
+            })?;
+        }
+        let Some((mut value, synced_at)) = answer else {
+            return Err(semantic::Error::NotBuilt);
+        };
+        if let Ok(settings) = self.settings() {
+            let ttl = (settings.sync_ttl_hours * 3600.0).max(0.0) as u64;
+            if now().saturating_sub(synced_at) >= ttl {
+                self.start_sync(false);
+            }
+        }
+        value["sync"] = self.status().to_json();
+        Ok(value)
+    }
+
+    /// `fetch_chunk_detail`.
+    pub fn chunk(&self, a: ChunkArgs) -> Result<Value, semantic::Error> {
+        let model = self.model().as_ref().ok().cloned().flatten();
+        match self.with_index(model.as_deref(), |index| index.chunk(&a.chunk_id))? {
+            Some(detail) => Ok(serde_json::to_value(detail).unwrap_or(Value::Null)),
+            None => Err(semantic::Error::UnknownChunk(a.chunk_id)),
+        }
+    }
+
+    /// `sync_index`.
+    pub fn sync(&self, a: SyncArgs) -> Value {
+        let mut status = self.start_sync(a.rebuild);
+        if let Err(e) = self.model() {
+            status["model_error"] = json!(e.to_string());
+        }
+        json!({"sync": status})
+    }
+
+    /// `update_context`: the summaries are kept beside `context.yml` and returned with
+    /// the project context by `start_session`.
+    pub fn update_context(&self, a: UpdateContextArgs) -> Result<Value, String> {
+        let path: PathBuf = self.inner.root.path().join(SUMMARIES_FILE);
+        let mut current: Map<String, Value> = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let mut docs: Map<String, Value> = current
+            .get("design_docs")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for d in &a.design_doc_summaries {
+            // Only documents of this repository: the path must resolve inside the root.
+            self.inner
+                .root
+                .resolve(&d.path)
+                .map_err(|e| format!("{}: {e}", d.path))?;
+            docs.insert(
+                d.path.clone(),
+                json!({"summary": d.summary, "updated_at": now()}),
+            );
+        }
+        current.insert("design_docs".into(), Value::Object(docs));
+        if let Some(rules) = &a.project_rules_summary {
+            current.insert("project_rules_summary".into(), json!(rules));
+        }
+        let bytes = serde_json::to_vec_pretty(&current).map_err(|e| e.to_string())?;
+        atomic_write(&path, &bytes).map_err(|e| format!("{SUMMARIES_FILE}: {e}"))?;
+        Ok(json!({
+            "updated": {
+                "design_docs": a.design_doc_summaries.len(),
+                "project_rules": a.project_rules_summary.is_some(),
+            },
+            "file": SUMMARIES_FILE,
+        }))
+    }
+}
