@@ -158,7 +158,7 @@ fn fail(e: &dyn std::fmt::Display) -> ExitCode {
 }
 
 pub(super) fn semantic(a: &SemanticArgs) -> ExitCode {
-    let root = match Root::open(&a.root) {
+    let root = match super::tools::open_root(&a.root) {
         Ok(root) => root,
         Err(e) => return fail(&e),
     };

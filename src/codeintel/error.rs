@@ -51,6 +51,9 @@ pub enum Error {
     },
     /// A worker thread of a parallel walk panicked.
     Worker(&'static str),
+    /// The project's settings (`.code-intel/config.yml`) cannot be used: the message says
+    /// where and why.
+    Settings(String),
 }
 
 impl Error {
@@ -74,6 +77,7 @@ impl Error {
             Error::IsDirectory(_) => "path.is_directory",
             Error::Tags { .. } => "tags.failed",
             Error::Worker(_) => "internal.worker",
+            Error::Settings(_) => "config.invalid",
         }
     }
 
@@ -125,6 +129,7 @@ impl std::fmt::Display for Error {
             ),
             Error::Tags { language, message } => write!(f, "tagging {language}: {message}"),
             Error::Worker(what) => write!(f, "a {what} thread failed"),
+            Error::Settings(message) => write!(f, "{message}"),
         }
     }
 }

@@ -9,10 +9,12 @@ use std::path::{Component, Path, PathBuf};
 use super::error::Error;
 pub use super::error::PathError;
 
-/// A repository root, canonicalised once.
+/// A repository root, canonicalised once, with the globs the project excludes from every
+/// walk (`index.exclude` in `.code-intel/config.yml`), on top of `.gitignore`.
 #[derive(Debug, Clone)]
 pub struct Root {
     path: PathBuf,
+    excludes: std::sync::Arc<Vec<String>>,
 }
 
 impl Root {
@@ -28,7 +30,29 @@ impl Root {
                 reason: "not a directory".into(),
             });
         }
-        Ok(Root { path })
+        Ok(Root {
+            path,
+            excludes: std::sync::Arc::default(),
+        })
+    }
+
+    /// This root with `globs` (gitignore syntax, relative to the root) left out of every
+    /// walk: search, the symbol index and the semantic index. A glob that does not parse is
+    /// an error naming it.
+    pub fn excluding(mut self, globs: &[String]) -> Result<Root, Error> {
+        let mut check = ignore::overrides::OverrideBuilder::new(&self.path);
+        for g in globs {
+            check.add(&format!("!{g}")).map_err(|e| Error::Glob {
+                glob: g.clone(),
+                message: e.to_string(),
+            })?;
+        }
+        self.excludes = std::sync::Arc::new(globs.to_vec());
+        Ok(self)
+    }
+
+    pub(crate) fn excludes(&self) -> &[String] {
+        &self.excludes
     }
 
     pub(crate) fn path(&self) -> &Path {

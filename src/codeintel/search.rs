@@ -298,10 +298,15 @@ fn walker(
         name != ".git" && name != ".code-intel"
     });
     builder.require_git(false);
-    if !globs.is_empty() {
+    if !globs.is_empty() || !root.excludes().is_empty() {
         let mut overrides = OverrideBuilder::new(root.path());
         for g in globs {
             overrides.add(g).map_err(|e| glob_error(g, &e))?;
+        }
+        for g in root.excludes() {
+            overrides
+                .add(&format!("!{g}"))
+                .map_err(|e| glob_error(g, &e))?;
         }
         builder.overrides(overrides.build().map_err(|e| glob_error("", &e))?);
     }

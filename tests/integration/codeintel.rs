@@ -841,3 +841,47 @@ fn search_rendered_text_matches_the_collected_matches() {
         }
     }
 }
+
+#[test]
+fn the_projects_excluded_globs_are_left_out_of_every_walk() {
+    let dir = std::env::temp_dir().join(format!("ci-exclude-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (path, text) in [
+        ("src/app.py", "def needle_here():\n    return 1\n"),
+        ("vendor/lib.py", "def needle_vendored():\n    return 2\n"),
+        ("build/gen.min.js", "function needleMin() {}\n"),
+        (
+            ".code-intel/config.yml",
+            "index:\n  exclude: [\"vendor/**\", \"*.min.js\"]\n",
+        ),
+    ] {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let (code, out, err) = run(&dir, &["search", "needle"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, "src/app.py:1:def needle_here():\n");
+    let (_, out, _) = run(&dir, &["files", "*"]);
+    assert_eq!(out.trim(), "src/app.py");
+    let (code, out, err) = run(&dir, &["index", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["files"], 1, "{v}");
+    assert_eq!(v["semantic"]["files"], 1, "{v}");
+    let (code, out, _) = run(&dir, &["defs", "needle_vendored"]);
+    assert_eq!(
+        (code, out.as_str()),
+        (Some(1), ""),
+        "defined only in excluded files"
+    );
+
+    // A config that does not parse is an error at its line, not a silent default.
+    std::fs::write(dir.join(".code-intel/config.yml"), "index:\n  exclud: []\n").unwrap();
+    let (code, _, err) = run(&dir, &["search", "needle"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("config.yml:2:3") && err.contains("exclud"),
+        "{err}"
+    );
+}

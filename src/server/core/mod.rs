@@ -25,6 +25,7 @@ use super::reply::Reply;
 use super::session_lock::SessionLock;
 use super::tools::{self, ToolKind};
 use crate::codeintel::root::Root;
+use crate::config::Config;
 use crate::contract::Contract;
 use crate::contract::raw::StateKind;
 use crate::machine::Instance;
@@ -41,6 +42,8 @@ pub struct Server {
     checkpoints: Checkpoints,
     log: Log,
     state: Mutex<State>,
+    /// `locale` from `.code-intel/config.yml`: sessions use it unless `start_session` names one.
+    default_locale: Option<String>,
 }
 
 #[derive(Default)]
@@ -60,7 +63,10 @@ struct Active {
 impl Server {
     /// A server for the repository at `root` running `contract` (a code-intel contract).
     pub fn new(root: &Path, contract: Contract, key: SealKey) -> Result<Server, String> {
-        let root = Root::open(root).map_err(|e| e.to_string())?;
+        let config = Config::load(root).map_err(|e| e.to_string())?;
+        let root = Root::open(root)
+            .and_then(|r| r.excluding(&config.index.exclude))
+            .map_err(|e| e.to_string())?;
         if contract.registry.host != "code-intel" {
             return Err(format!(
                 "the contract `{}` is for the host `{}`, not code-intel",
@@ -87,6 +93,7 @@ impl Server {
             checkpoints,
             log,
             state: Mutex::new(State::default()),
+            default_locale: config.locale,
         })
     }
 

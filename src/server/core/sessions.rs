@@ -30,6 +30,10 @@ impl Server {
             Ok(a) => a,
             Err(reply) => return reply,
         };
+        // The project's locale (config.yml) when the call names none.
+        if a.locale.is_none() {
+            a.locale.clone_from(&self.default_locale);
+        }
         if a.query.len() > MAX_REQUEST_BYTES {
             return Reply::error(
                 "session.request_too_long",
