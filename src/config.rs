@@ -43,6 +43,9 @@ pub struct SemanticSettings {
     pub chunk_max_tokens: usize,
     /// Whether the MCP server syncs the semantic index when it starts (in the background).
     pub sync_on_start: bool,
+    /// A Map agreement answers first when its request is at least this similar to the
+    /// query (cosine of embeddings; word overlap without a model).
+    pub map_threshold: f32,
     /// A semantic search syncs first when the last sync is older than this (0: always).
     pub sync_ttl_hours: f64,
 }
@@ -55,6 +58,7 @@ impl Default for SemanticSettings {
             onnxruntime_path: None,
             chunk_max_tokens: 512,
             sync_on_start: true,
+            map_threshold: 0.7,
             sync_ttl_hours: 24.0,
         }
     }

@@ -14,6 +14,8 @@ pub(crate) struct Layout {
     pub(crate) catalog: PathBuf,
     pub(crate) lexical: PathBuf,
     pub(crate) vectors: PathBuf,
+    /// The Map of agreements.
+    pub(crate) map: PathBuf,
     /// Held while files are chunked and the catalog and lexical index written.
     pub(crate) lock: PathBuf,
     /// Held while vectors are appended or compacted: embedding may take minutes, and the
@@ -28,6 +30,7 @@ impl Layout {
             catalog: dir.join("catalog.json"),
             lexical: root.path().join(LEXICAL_DIR),
             vectors: dir.join("vectors.bin"),
+            map: dir.join("map.json"),
             lock: dir.join("sync.lock"),
             vectors_lock: dir.join("vectors.lock"),
             dir,

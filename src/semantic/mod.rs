@@ -10,6 +10,7 @@ pub mod embed;
 pub mod error;
 pub(crate) mod layout;
 pub(crate) mod lexical;
+pub mod map;
 pub mod search;
 pub mod sync;
 pub(crate) mod tokens;
@@ -47,6 +48,11 @@ pub fn model_spec(root: &Path, settings: &SemanticSettings) -> Result<ModelSpec,
         dir,
         runtime,
     })
+}
+
+/// Where the Map of `root` is kept.
+pub fn map_path(root: &crate::codeintel::root::Root) -> PathBuf {
+    layout::Layout::of(root).map
 }
 
 /// The size and modification time of the catalog: it changes with every sync, so a

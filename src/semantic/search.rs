@@ -222,6 +222,19 @@ impl SemanticIndex {
         query: &str,
         k: usize,
     ) -> Result<SearchResult, Error> {
+        self.search_with(embedder, None, model_note, query, k)
+    }
+
+    /// [`SemanticIndex::search`] with the query's vector already computed (the Map uses
+    /// it too).
+    pub fn search_with(
+        &self,
+        embedder: Option<&Embedder>,
+        query_vector: Option<&[f32]>,
+        model_note: Option<&str>,
+        query: &str,
+        k: usize,
+    ) -> Result<SearchResult, Error> {
         let query = query.trim();
         if query.is_empty() {
             return Err(Error::EmptyQuery);
@@ -250,8 +263,14 @@ impl SemanticIndex {
         };
         match (embedder, &self.vectors) {
             (Some(embedder), Some(vectors)) if vectors.len() > 0 => {
-                let q = embedder.embed(&[query])?;
-                let q = q.into_iter().next().unwrap_or_default();
+                let q = match query_vector {
+                    Some(v) => v.to_vec(),
+                    None => embedder
+                        .embed(&[query])?
+                        .into_iter()
+                        .next()
+                        .unwrap_or_default(),
+                };
                 for (hash, score) in vectors.nearest(&q, self.by_hash.keys(), pool) {
                     for id in self.by_hash.get(&hash).into_iter().flatten() {
                         vector_hits.push((id.clone(), score));

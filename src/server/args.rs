@@ -48,6 +48,11 @@ pub struct OutcomeArgs {
     /// What worked or what went wrong, for the outcome log.
     #[serde(default)]
     pub notes: Option<String>,
+    /// On success: the symbols that answered the request (`PasswordResetForm.send_mail`).
+    /// With the session's explored files they become an agreement of the Map, which
+    /// semantic_search offers first to a similar request later.
+    #[serde(default)]
+    pub related_symbols: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]

@@ -31,6 +31,20 @@ pub struct SemanticSearchArgs {
     /// How many results (default 10, at most 50).
     #[serde(default)]
     pub k: Option<usize>,
+    /// `forest`: chunks of the repository; `map`: agreements recorded by earlier successful
+    /// sessions (request → symbols and files); `both` (default): an agreement similar
+    /// enough to the query answers first (`answered_by: "map"`), with the chunks after it.
+    #[serde(default)]
+    pub collection: Collection,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Collection {
+    Forest,
+    Map,
+    #[default]
+    Both,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -279,6 +293,9 @@ impl SemanticTools {
 
     /// `semantic_search`.
     pub fn search(&self, a: SemanticSearchArgs) -> Result<Value, semantic::Error> {
+        if a.query.trim().is_empty() {
+            return Err(semantic::Error::EmptyQuery);
+        }
         let (model, note) = match self.model() {
             Ok(m) => (m.clone(), None),
             Err(e) => (None, Some(e.to_string())),
@@ -293,14 +310,39 @@ impl SemanticTools {
             })
         });
         let k = a.k.unwrap_or(10).clamp(1, 50);
-        let mut answer = self.with_index(model, |index| {
-            index.search(model, note.as_deref(), &a.query, k).map(|r| {
-                (
-                    serde_json::to_value(r).unwrap_or(Value::Null),
-                    index.synced_at(),
-                )
-            })
-        })?;
+        let query_vector = match model {
+            Some(m) => m.embed(&[a.query.as_str()])?.into_iter().next(),
+            None => None,
+        };
+
+        let map_hits = if a.collection == Collection::Forest {
+            Vec::new()
+        } else {
+            let threshold = self.settings().map_or(0.7, |s| s.map_threshold);
+            let map = semantic::map::Map::load(&semantic::map_path(&self.inner.root));
+            let with_vector = model.zip(query_vector.as_deref()).map(|(m, v)| (m.id(), v));
+            map.search(&a.query, with_vector, threshold, k)
+        };
+        let answered_by = if map_hits.is_empty() { "forest" } else { "map" };
+        if a.collection == Collection::Map {
+            return Ok(json!({
+                "query": a.query,
+                "map": map_hits,
+                "answered_by": if map_hits.is_empty() { Value::Null } else { json!("map") },
+            }));
+        }
+
+        let run = |index: &SemanticIndex| {
+            index
+                .search_with(model, query_vector.as_deref(), note.as_deref(), &a.query, k)
+                .map(|r| {
+                    (
+                        serde_json::to_value(r).unwrap_or(Value::Null),
+                        index.synced_at(),
+                    )
+                })
+        };
+        let mut answer = self.with_index(model, run)?;
         if answer.is_none() {
             // No index yet: build the searchable part now (seconds; after the background
             // sync's own first phase if one is under way), and leave the vectors to the
@@ -310,14 +352,7 @@ impl SemanticTools {
                 .map_err(|e| semantic::Error::Config(e.clone()))?;
             semantic::sync_files(&self.inner.root, settings.chunk_max_tokens)?;
             self.start_sync(false);
-            answer = self.with_index(model, |index| {
-                index.search(model, note.as_deref(), &a.query, k).map(|r| {
-                    (
-                        serde_json::to_value(r).unwrap_or(Value::Null),
-                        index.synced_at(),
-                    )
-                })
-            })?;
+            answer = self.with_index(model, run)?;
         }
         let Some((mut value, synced_at)) = answer else {
             return Err(semantic::Error::NotBuilt);
@@ -328,8 +363,44 @@ impl SemanticTools {
                 self.start_sync(false);
             }
         }
+        if a.collection == Collection::Both {
+            value["map"] = json!(map_hits);
+        }
+        value["answered_by"] = json!(answered_by);
         value["sync"] = self.status().to_json();
         Ok(value)
+    }
+
+    /// Records a successful session's request and what answered it in the Map.
+    pub fn record_agreement(
+        &self,
+        query: &str,
+        symbols: Vec<String>,
+        files: Vec<String>,
+        notes: Option<String>,
+    ) -> Result<(), semantic::Error> {
+        let model = self.model().as_ref().ok().cloned().flatten();
+        let (model_id, vector) = match &model {
+            Some(m) => (
+                Some(m.id().to_string()),
+                m.embed(&[query])?.into_iter().next().unwrap_or_default(),
+            ),
+            None => (None, Vec::new()),
+        };
+        let path = semantic::map_path(&self.inner.root);
+        let mut map = semantic::map::Map::load(&path);
+        map.record(
+            &path,
+            semantic::map::Agreement {
+                query: query.to_string(),
+                symbols,
+                files,
+                notes,
+                recorded_at: now(),
+                model: model_id,
+                vector,
+            },
+        )
     }
 
     /// `fetch_chunk_detail`.

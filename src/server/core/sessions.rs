@@ -630,6 +630,24 @@ impl Server {
                 }
             }
         }
+        // A success teaches the Map: this request was answered by these symbols and files.
+        let mut agreement = Value::Null;
+        if a.outcome == Outcome::Success {
+            let files: Vec<String> = record.host.explored.iter().cloned().collect();
+            if !a.related_symbols.is_empty() || !files.is_empty() {
+                agreement = match self.code.semantic.record_agreement(
+                    &record.request,
+                    a.related_symbols.clone(),
+                    files.clone(),
+                    a.notes.clone(),
+                ) {
+                    Ok(()) => {
+                        json!({"query": record.request, "symbols": a.related_symbols, "files": files})
+                    }
+                    Err(e) => json!({"error": e.to_string()}),
+                };
+            }
+        }
         if a.outcome != Outcome::Success && !record.finished() {
             record.outcome = Some(outcome.to_string());
             let _ = self.checkpoints.remove(&record.id);
@@ -637,7 +655,7 @@ impl Server {
             active.lock = None;
         }
         Reply::ok(
-            json!({"recorded": outcome, "session_id": active.record.id, "branch_deleted": branch_deleted, "branch_kept": branch_kept}),
+            json!({"recorded": outcome, "session_id": active.record.id, "branch_deleted": branch_deleted, "branch_kept": branch_kept, "agreement": agreement}),
         )
     }
 
