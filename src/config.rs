@@ -43,6 +43,9 @@ pub struct SemanticSettings {
     pub chunk_max_tokens: usize,
     /// Whether the MCP server syncs the semantic index when it starts (in the background).
     pub sync_on_start: bool,
+    /// From this many vectors on, the MCP server builds an HNSW graph (in the background)
+    /// and searches through it instead of scanning every vector.
+    pub hnsw_min_chunks: usize,
     /// A Map agreement answers first when its request is at least this similar to the
     /// query (cosine of embeddings; word overlap without a model).
     pub map_threshold: f32,
@@ -59,6 +62,7 @@ impl Default for SemanticSettings {
             chunk_max_tokens: 512,
             sync_on_start: true,
             map_threshold: 0.7,
+            hnsw_min_chunks: 100_000,
             sync_ttl_hours: 24.0,
         }
     }

@@ -11,7 +11,7 @@ use super::embed::Embedder;
 use super::error::Error;
 use super::layout::{Layout, unhex};
 use super::lexical::{Lexical, StoredChunk};
-use super::vectors::{Hash, Vectors};
+use super::vectors::{Graph, Hash, Vectors};
 use crate::codeintel::retag::stamp;
 use crate::codeintel::root::Root;
 
@@ -79,6 +79,10 @@ pub struct VectorStatus {
     /// Chunks with a vector, of all chunks.
     pub embedded: usize,
     pub chunks: usize,
+    /// How many vectors the HNSW graph covered, when one served this answer (the rest
+    /// were scanned exactly).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph: Option<usize>,
     /// Why it did not take part, or took part on only some chunks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -102,6 +106,8 @@ pub struct SemanticIndex {
     vectors: Option<Vectors>,
     /// Content hash → the chunks with that text.
     by_hash: HashMap<Hash, Vec<String>>,
+    /// An HNSW graph over the vectors, once one was built (large indexes only).
+    graph: Option<std::sync::Arc<Graph>>,
 }
 
 impl std::fmt::Debug for SemanticIndex {
@@ -145,6 +151,7 @@ impl SemanticIndex {
             lexical,
             vectors,
             by_hash,
+            graph: None,
         }))
     }
 
@@ -164,6 +171,39 @@ impl SemanticIndex {
             }
         }
         Ok(())
+    }
+
+    /// How many vectors are loaded (live or not).
+    pub fn vector_count(&self) -> usize {
+        self.vectors.as_ref().map_or(0, Vectors::len)
+    }
+
+    /// Rows the graph covers, when there is one.
+    pub fn graph_rows(&self) -> Option<usize> {
+        self.graph.as_ref().map(|g| g.rows())
+    }
+
+    /// A graph of the vectors loaded now, to hand to [`SemanticIndex::set_graph`] (built
+    /// off the answering thread: it takes seconds per ten thousand vectors).
+    pub fn graph_builder(&self) -> Option<impl FnOnce() -> Graph + Send + 'static> {
+        let vectors = self.vectors.as_ref()?.snapshot();
+        Some(move || vectors.build_graph())
+    }
+
+    /// Takes over `older`'s graph when this index's vectors start with the same rows (the
+    /// log only grew since): a sync that changed a few files keeps the graph.
+    pub fn adopt_graph(&mut self, older: &SemanticIndex) {
+        let (Some(graph), Some(old), Some(new)) = (&older.graph, &older.vectors, &self.vectors)
+        else {
+            return;
+        };
+        if new.starts_with(old, graph.rows()) {
+            self.graph = Some(graph.clone());
+        }
+    }
+
+    pub fn set_graph(&mut self, graph: Graph) {
+        self.graph = Some(std::sync::Arc::new(graph));
     }
 
     /// Unix seconds of the last sync.
@@ -259,6 +299,7 @@ impl SemanticIndex {
             model: embedder.map(|e| e.id().to_string()),
             embedded,
             chunks,
+            graph: None,
             note: None,
         };
         match (embedder, &self.vectors) {
@@ -271,7 +312,12 @@ impl SemanticIndex {
                         .next()
                         .unwrap_or_default(),
                 };
-                for (hash, score) in vectors.nearest(&q, self.by_hash.keys(), pool) {
+                let nearest = match &self.graph {
+                    Some(graph) => vectors.nearest_with_graph(graph, &q, &self.by_hash, pool),
+                    None => vectors.nearest(&q, self.by_hash.keys(), pool),
+                };
+                status.graph = self.graph.as_ref().map(|g| g.rows());
+                for (hash, score) in nearest {
                     for id in self.by_hash.get(&hash).into_iter().flatten() {
                         vector_hits.push((id.clone(), score));
                     }

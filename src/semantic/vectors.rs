@@ -10,6 +10,7 @@
 //! the log with the live ones only (atomically).
 
 use std::collections::HashMap;
+
 use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -250,6 +251,84 @@ impl Vectors {
         Ok(true)
     }
 
+    /// Whether the first `rows` rows of this set are those of `other`, in order.
+    pub(crate) fn starts_with(&self, other: &Vectors, rows: usize) -> bool {
+        self.model == other.model
+            && self.hashes.len() >= rows
+            && other.hashes.len() >= rows
+            && self.hashes[..rows] == other.hashes[..rows]
+    }
+
+    /// A copy of the vectors (for building a graph on another thread).
+    pub(crate) fn snapshot(&self) -> Vectors {
+        Vectors {
+            model: self.model.clone(),
+            dimensions: self.dimensions,
+            hashes: self.hashes.clone(),
+            data: self.data.clone(),
+            rows: self.rows.clone(),
+            good_len: self.good_len,
+        }
+    }
+
+    /// An HNSW graph of every vector in the set now (seconds to minutes: build it off the
+    /// thread that answers queries).
+    pub(crate) fn build_graph(&self) -> Graph {
+        let data = std::sync::Arc::new(self.data.clone());
+        let rows = self.hashes.len();
+        let points: Vec<GraphPoint> = (0..rows)
+            .map(|row| GraphPoint {
+                data: data.clone(),
+                row,
+                dimensions: self.dimensions,
+            })
+            .collect();
+        let map = instant_distance::Builder::default()
+            .ef_search(EF_SEARCH)
+            .seed(1)
+            .build(points, (0..rows).collect());
+        Graph {
+            map,
+            rows,
+            dimensions: self.dimensions,
+        }
+    }
+
+    /// As [`Vectors::nearest`], through `graph` for the rows it covers and by an exact scan
+    /// of the rows appended since it was built.
+    pub(crate) fn nearest_with_graph(
+        &self,
+        graph: &Graph,
+        query: &[f32],
+        live: &HashMap<Hash, Vec<String>>,
+        k: usize,
+    ) -> Vec<(Hash, f32)> {
+        let point = GraphPoint {
+            data: std::sync::Arc::new(query.to_vec()),
+            row: 0,
+            dimensions: graph.dimensions,
+        };
+        let mut search = instant_distance::Search::default();
+        let mut best: Vec<(f32, usize)> = graph
+            .map
+            .search(&point, &mut search)
+            .map(|item| (1.0 - item.distance, *item.value))
+            .filter(|(_, row)| self.hashes.get(*row).is_some_and(|h| live.contains_key(h)))
+            .take(k)
+            .collect();
+        let newer = self.hashes[graph.rows.min(self.hashes.len())..]
+            .iter()
+            .filter(|h| live.contains_key(*h));
+        for (hash, score) in self.nearest(query, newer, k) {
+            best.push((score, self.rows[&hash]));
+        }
+        best.sort_by(|a, b| b.0.total_cmp(&a.0));
+        best.truncate(k);
+        best.into_iter()
+            .map(|(score, row)| (self.hashes[row], score))
+            .collect()
+    }
+
     /// The `k` rows among `candidates` nearest to `query` (highest dot product), best
     /// first, as (hash, score).
     pub(crate) fn nearest<'a>(
@@ -278,6 +357,54 @@ impl Vectors {
             .collect()
     }
 }
+
+/// A vector of the graph: a row of a shared matrix (cloning one is cheap, as the graph
+/// builder needs).
+#[derive(Clone)]
+pub(crate) struct GraphPoint {
+    data: std::sync::Arc<Vec<f32>>,
+    row: usize,
+    dimensions: usize,
+}
+
+impl GraphPoint {
+    fn slice(&self) -> &[f32] {
+        &self.data[self.row * self.dimensions..(self.row + 1) * self.dimensions]
+    }
+}
+
+impl instant_distance::Point for GraphPoint {
+    fn distance(&self, other: &Self) -> f32 {
+        // Unit vectors: 1 - cosine orders like the angle.
+        1.0 - dot(self.slice(), other.slice())
+    }
+}
+
+/// An HNSW graph over the first `rows` vectors of a set (instant-distance). Vectors
+/// appended after it was built are scanned exactly; it is rebuilt when they are many.
+pub struct Graph {
+    map: instant_distance::HnswMap<GraphPoint, usize>,
+    rows: usize,
+    dimensions: usize,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Graph {
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+}
+
+/// How many neighbours a graph search keeps looking at (instant-distance's `ef`): more is
+/// slower and closer to the exact answer.
+const EF_SEARCH: usize = 200;
 
 /// The dot product, written so the compiler vectorises it: sixteen independent
 /// accumulators (a plain `zip().sum()` is several times slower, its additions chained).
@@ -376,6 +503,67 @@ mod tests {
         let some = [h(1), h(2)];
         let got = v.nearest(&[0.0, 1.0], some.iter(), 5);
         assert_eq!(got.iter().map(|(x, _)| x[0]).collect::<Vec<_>>(), [2, 1]);
+    }
+
+    /// Random unit vectors, reproducibly.
+    fn random_units(n: usize, dims: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut state = seed;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 20_000) as f32 / 10_000.0 - 1.0
+        };
+        (0..n)
+            .map(|_| {
+                let v: Vec<f32> = (0..dims).map(|_| next()).collect();
+                let norm = dot(&v, &v).sqrt();
+                v.into_iter().map(|x| x / norm).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_graph_finds_what_the_exact_scan_finds() {
+        let path = temp("graph");
+        let dims = 32;
+        let points = random_units(1500, dims, 7);
+        let mut v = Vectors::empty("m", dims);
+        let batch: Vec<(Hash, Vec<f32>)> = points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut h = [0u8; 32];
+                h[..8].copy_from_slice(&(i as u64).to_le_bytes());
+                (h, p.clone())
+            })
+            .collect();
+        v.append(&path, &batch[..1200]).unwrap();
+        let graph = v.build_graph();
+        // Vectors appended after the build are found by the exact scan of the rest.
+        v.append(&path, &batch[1200..]).unwrap();
+        let live: HashMap<Hash, Vec<String>> = batch
+            .iter()
+            .map(|(h, _)| (*h, vec![String::new()]))
+            .collect();
+        let mut found = 0;
+        let mut total = 0;
+        for q in random_units(30, dims, 99) {
+            let exact: Vec<Hash> = v
+                .nearest(&q, live.keys(), 10)
+                .into_iter()
+                .map(|(h, _)| h)
+                .collect();
+            let approx: Vec<Hash> = v
+                .nearest_with_graph(&graph, &q, &live, 10)
+                .into_iter()
+                .map(|(h, _)| h)
+                .collect();
+            total += exact.len();
+            found += exact.iter().filter(|h| approx.contains(h)).count();
+        }
+        let recall = found as f32 / total as f32;
+        assert!(recall >= 0.95, "recall@10 {recall}");
     }
 
     #[test]

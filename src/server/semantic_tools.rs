@@ -131,6 +131,8 @@ struct Inner {
     status: Mutex<SyncStatus>,
     /// The opened index and the catalog stamp it was opened at.
     index: Mutex<Option<OpenIndex>>,
+    /// Whether an HNSW graph is being built.
+    graph_building: std::sync::atomic::AtomicBool,
 }
 
 /// The semantic tools of one repository; cheap to clone (shared state).
@@ -165,6 +167,7 @@ impl SemanticTools {
                 model: OnceLock::new(),
                 status: Mutex::new(SyncStatus::default()),
                 index: Mutex::new(None),
+                graph_building: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         if on_start {
@@ -282,12 +285,67 @@ impl SemanticTools {
         match cached.as_mut() {
             Some((at, index)) if *at == stamp => index.catch_up(model)?,
             _ => {
-                *cached = SemanticIndex::open(&self.inner.root, model)?.map(|i| (stamp, i));
+                let mut opened = SemanticIndex::open(&self.inner.root, model)?;
+                if let (Some(new), Some((_, old))) = (opened.as_mut(), cached.as_ref()) {
+                    new.adopt_graph(old);
+                }
+                *cached = opened.map(|i| (stamp, i));
             }
+        }
+        if let Some((at, index)) = cached.as_ref() {
+            self.maybe_build_graph(*at, index);
         }
         match cached.as_ref() {
             Some((_, index)) => f(index).map(Some),
             None => Ok(None),
+        }
+    }
+
+    /// Starts building an HNSW graph when the index has grown past `hnsw_min_chunks`
+    /// vectors and has no graph, or a tenth of its vectors arrived after the graph was
+    /// built. The graph joins the index it was built for, if that is still the one open.
+    fn maybe_build_graph(&self, stamp: Option<(u64, u64)>, index: &SemanticIndex) {
+        use std::sync::atomic::Ordering;
+        let Ok(settings) = self.settings() else {
+            return;
+        };
+        let count = index.vector_count();
+        let wanted = count >= settings.hnsw_min_chunks.max(1)
+            && index
+                .graph_rows()
+                .is_none_or(|rows| count - rows > rows / 10);
+        if !wanted || self.inner.graph_building.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let Some(build) = index.graph_builder() else {
+            self.inner.graph_building.store(false, Ordering::SeqCst);
+            return;
+        };
+        let tools = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("semantic-graph".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                let graph = build();
+                tracing::info!(
+                    "HNSW graph of {} vectors built in {:?}",
+                    graph.rows(),
+                    started.elapsed()
+                );
+                let mut cached = tools
+                    .inner
+                    .index
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if let Some((at, index)) = cached.as_mut()
+                    && *at == stamp
+                {
+                    index.set_graph(graph);
+                }
+                tools.inner.graph_building.store(false, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            self.inner.graph_building.store(false, Ordering::SeqCst);
         }
     }
 

@@ -338,3 +338,49 @@ fn a_sync_killed_while_embedding_leaves_a_usable_index_and_the_next_one_finishes
     assert_eq!(v["semantic"]["unembedded"], 0);
     assert_eq!(v["semantic"]["chunked"], 0);
 }
+
+#[test]
+fn the_server_searches_through_a_graph_once_the_index_is_large_enough() {
+    use code_intel::server::semantic_tools::{SemanticSearchArgs, SemanticTools};
+    let dir = fresh("graph");
+    project(&dir);
+    run_sync(&dir, Some(embedder()));
+    let (runtime, model) = model_files().as_ref().unwrap();
+    write(
+        &dir,
+        ".code-intel/config.yml",
+        &format!(
+            "semantic:\n  onnxruntime_path: {}\n  embedding_model_path: {}\n  sync_on_start: false\n  hnsw_min_chunks: 3\n",
+            runtime.display(),
+            model.display()
+        ),
+    );
+    let tools = SemanticTools::start(Root::open(&dir).unwrap());
+    let search = || {
+        let args: SemanticSearchArgs = serde_json::from_value(serde_json::json!({
+            "query": "send an email message", "k": 2, "collection": "forest"
+        }))
+        .unwrap();
+        tools.search(args).unwrap()
+    };
+    let first = search();
+    assert_eq!(first["hits"][0]["path"], "app/mail.py", "{first}");
+    // The first search started the graph; a later one goes through it.
+    let start = Instant::now();
+    let through_graph = loop {
+        let v = search();
+        if !v["vector"]["graph"].is_null() {
+            break v;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "no graph: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        through_graph["hits"][0]["path"], "app/mail.py",
+        "{through_graph}"
+    );
+    assert_eq!(
+        through_graph["vector"]["graph"],
+        first["vector"]["embedded"]
+    );
+}
