@@ -5,6 +5,7 @@ mod error;
 mod init;
 mod lint;
 mod out;
+mod root;
 mod semantic;
 mod show;
 mod test;
@@ -160,6 +161,9 @@ enum Command {
     /// Search by meaning: chunks of code and docs ranked by their words (BM25) and, with a
     /// model, by embedding similarity, fused; syncs the semantic index first when it is stale.
     Semantic(semantic::SemanticArgs),
+    /// Measure semantic search on labelled queries: recall@k and MRR for the word
+    /// ranking, the vector ranking and the fused one (benches/django_queries.yml).
+    SemanticEval(semantic::EvalArgs),
     /// Ask in plain words; the question is routed to one of the tools above.
     Query(tools::QueryArgs),
     /// Run the MCP stdio server for coding agents (Claude Code, Codex) in a repository.
@@ -365,6 +369,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Impact(a) => Ok(tools::impact(&a)),
         Command::Index(a) => Ok(tools::index(&a)),
         Command::Semantic(a) => Ok(semantic::semantic(&a)),
+        Command::SemanticEval(a) => Ok(semantic::eval(&a)),
         Command::Query(a) => Ok(tools::ask(&a)),
         Command::Serve { root, contract } => serve(&root, contract),
         Command::Hook { client } => Ok(hook(client)),

@@ -158,7 +158,7 @@ fn fail(e: &dyn std::fmt::Display) -> ExitCode {
 }
 
 pub(super) fn semantic(a: &SemanticArgs) -> ExitCode {
-    let root = match super::tools::open_root(&a.root) {
+    let root = match super::root::open_root(&a.root) {
         Ok(root) => root,
         Err(e) => return fail(&e),
     };
@@ -248,4 +248,87 @@ pub(super) fn semantic(a: &SemanticArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+#[derive(Debug, Args)]
+pub(super) struct EvalArgs {
+    /// The labelled queries: YAML `queries: [{query, expect: [path, dir/ or symbol]}]`.
+    file: PathBuf,
+    /// The cut-off: an answer counts when it is in the top k.
+    #[arg(short = 'k', long, default_value_t = 10)]
+    k: usize,
+    /// The repository root (its semantic index is used as it is, not synced).
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(super) fn eval(a: &EvalArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&a.file) {
+        Ok(t) => t,
+        Err(e) => return fail(&format!("{}: {e}", a.file.display())),
+    };
+    let queries = match semantic::eval::load(&a.file.to_string_lossy(), &text) {
+        Ok(q) => q,
+        Err(e) => return fail(&e),
+    };
+    let root = match super::root::open_root(&a.root) {
+        Ok(root) => root,
+        Err(e) => return fail(&e),
+    };
+    let config = match Config::load(root.path()) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let embedder = match load_model(&root, &config) {
+        Ok(e) => e,
+        Err(e) => return fail(&e),
+    };
+    let index = match SemanticIndex::open(&root, embedder.as_ref()) {
+        Ok(Some(index)) => index,
+        Ok(None) => return fail(&"there is no semantic index: run `code-intel index` first"),
+        Err(e) => return fail(&e),
+    };
+    if index.unembedded(embedder.as_ref()) > 0 {
+        errln!(
+            "note: {} of {} chunks have no vector yet: run `code-intel index` for a fair vector score",
+            index.unembedded(embedder.as_ref()),
+            index.chunk_count()
+        );
+    }
+    let scores = match semantic::eval::evaluate(&index, embedder.as_ref(), &queries, a.k.max(1)) {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
+    if a.json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&scores).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
+    }
+    outln!(
+        "{:<8} {:>10} {:>7} {:>8}",
+        "ranking",
+        format!("recall@{}", a.k),
+        "MRR",
+        "queries"
+    );
+    for s in &scores {
+        outln!(
+            "{:<8} {:>10.3} {:>7.3} {:>8}",
+            s.ranking,
+            s.recall,
+            s.mrr,
+            s.queries
+        );
+    }
+    if let Some(best) = scores.last() {
+        for q in &best.missed {
+            errln!("missed by {}: {q}", best.ranking);
+        }
+    }
+    ExitCode::SUCCESS
 }

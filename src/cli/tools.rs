@@ -84,16 +84,8 @@ pub(super) struct SearchArgs {
     common: Common,
 }
 
-/// The root, with the project's `index.exclude` globs applied.
-pub(super) fn open_root(dir: &std::path::Path) -> Result<Root, Error> {
-    let root = Root::open(dir)?;
-    let config =
-        crate::config::Config::load(root.path()).map_err(|e| Error::Settings(e.to_string()))?;
-    root.excluding(&config.index.exclude)
-}
-
 fn open(common: &Common) -> Result<Root, Error> {
-    open_root(&common.root)
+    super::root::open_root(&common.root)
 }
 
 /// Prints a wire type (`codeintel::wire`), never a domain type: the JSON is the wire's.

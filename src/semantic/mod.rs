@@ -8,6 +8,7 @@ pub(crate) mod catalog;
 pub(crate) mod chunk;
 pub mod embed;
 pub mod error;
+pub mod eval;
 pub(crate) mod layout;
 pub(crate) mod lexical;
 pub mod map;

@@ -24,6 +24,17 @@ const PREVIEW_LINES: usize = 8;
 /// Lexical hits scoring under this fraction of the best one are dropped.
 const LEXICAL_FLOOR: f32 = 0.05;
 
+/// Which rankings a search fuses: all of them, or one side alone (to measure each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ranking {
+    /// Names, words and vectors.
+    Hybrid,
+    /// Names and BM25 over words, no vectors.
+    Words,
+    /// Vectors only.
+    Vector,
+}
+
 /// One ranking's opinion of a hit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Signal {
@@ -262,7 +273,7 @@ impl SemanticIndex {
         query: &str,
         k: usize,
     ) -> Result<SearchResult, Error> {
-        self.search_with(embedder, None, model_note, query, k)
+        self.search_with(embedder, None, model_note, query, k, Ranking::Hybrid)
     }
 
     /// [`SemanticIndex::search`] with the query's vector already computed (the Map uses
@@ -274,6 +285,7 @@ impl SemanticIndex {
         model_note: Option<&str>,
         query: &str,
         k: usize,
+        ranking: Ranking,
     ) -> Result<SearchResult, Error> {
         let query = query.trim();
         if query.is_empty() {
@@ -281,15 +293,23 @@ impl SemanticIndex {
         }
         let k = k.clamp(1, 100);
         let pool = (k * 5).max(50);
-        let mut lexical = self.lexical.search(query, pool)?;
+        let words = ranking != Ranking::Vector;
+        let mut lexical = if words {
+            self.lexical.search(query, pool)?
+        } else {
+            Vec::new()
+        };
         // BM25 scores far below the best match are chunks that share only a common word
         // with the query; in a rank fusion they would count like real matches.
         if let Some(best) = lexical.first().map(|(_, s)| *s) {
             lexical.retain(|(_, s)| *s >= best * LEXICAL_FLOOR);
         }
-        let named = self
-            .lexical
-            .by_name(&super::tokens::query_identifiers(query), pool)?;
+        let named = if words {
+            self.lexical
+                .by_name(&super::tokens::query_identifiers(query), pool)?
+        } else {
+            Vec::new()
+        };
 
         let chunks = self.chunk_count();
         let embedded = self.embedded_count();
@@ -302,6 +322,7 @@ impl SemanticIndex {
             graph: None,
             note: None,
         };
+        let embedder = embedder.filter(|_| ranking != Ranking::Words);
         match (embedder, &self.vectors) {
             (Some(embedder), Some(vectors)) if vectors.len() > 0 => {
                 let q = match query_vector {
@@ -334,6 +355,9 @@ impl SemanticIndex {
                     "no chunk has a vector yet (the sync embeds them in the background): results are lexical only"
                         .into(),
                 );
+            }
+            (None, _) if ranking == Ranking::Words => {
+                status.note = Some("this ranking leaves vectors out".into());
             }
             (None, _) => {
                 status.note = Some(model_note.map_or_else(

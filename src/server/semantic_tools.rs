@@ -392,7 +392,14 @@ impl SemanticTools {
 
         let run = |index: &SemanticIndex| {
             index
-                .search_with(model, query_vector.as_deref(), note.as_deref(), &a.query, k)
+                .search_with(
+                    model,
+                    query_vector.as_deref(),
+                    note.as_deref(),
+                    &a.query,
+                    k,
+                    semantic::search::Ranking::Hybrid,
+                )
                 .map(|r| {
                     (
                         serde_json::to_value(r).unwrap_or(Value::Null),

@@ -384,3 +384,51 @@ fn the_server_searches_through_a_graph_once_the_index_is_large_enough() {
         first["vector"]["embedded"]
     );
 }
+
+#[test]
+fn semantic_eval_scores_each_ranking_on_labelled_queries() {
+    let dir = fresh("eval");
+    project(&dir);
+    let out = cli(&dir, &["index"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    write(
+        &dir,
+        "eval.yml",
+        "queries:\n  - query: how are user passwords hashed\n    expect: [app/auth.py]\n  - query: send an email message\n    expect: [Mailer]\n  - query: undo a bad release\n    expect: [docs/]\n  - query: a query nothing answers\n    expect: [no/such/file.py]\n",
+    );
+    let out = cli(&dir, &["semantic-eval", "eval.yml", "-k", "1", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rankings: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["ranking"].as_str().unwrap())
+        .collect();
+    assert_eq!(rankings, ["words", "vector", "hybrid"]);
+    let hybrid = &v[2];
+    assert_eq!(hybrid["queries"], 4);
+    assert_eq!(hybrid["recall"], 0.75, "{v}");
+    assert_eq!(hybrid["mrr"], 0.75, "{v}");
+    assert_eq!(
+        hybrid["missed"],
+        serde_json::json!(["a query nothing answers"])
+    );
+    // A file that is not an eval set is refused with where it went wrong.
+    write(&dir, "bad.yml", "queries:\n  - query: x\n    expect: []\n");
+    let out = cli(&dir, &["semantic-eval", "bad.yml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expects nothing"));
+}

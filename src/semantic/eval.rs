@@ -1,0 +1,136 @@
+//! Measuring search quality: a labelled set of queries (each with the files or symbols
+//! that answer it) run through each ranking, scored by recall@k (the share of queries with
+//! an answer in the top k) and MRR (the mean of 1 / the rank of the first answer).
+
+use serde::{Deserialize, Serialize};
+
+use super::embed::Embedder;
+use super::error::Error;
+use super::search::{Hit, Ranking, SemanticIndex};
+use crate::source::Sources;
+
+/// One labelled query.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalQuery {
+    pub query: String,
+    /// Files (root-relative paths), directories (ending in `/`) or symbols (`Class.method`,
+    /// or the last part of one) that answer it; a hit matching any one counts.
+    pub expect: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EvalFile {
+    queries: Vec<EvalQuery>,
+}
+
+/// Reads an evaluation file: YAML `queries: [{query, expect: [...]}]`.
+pub fn load(path: &str, text: &str) -> Result<Vec<EvalQuery>, String> {
+    let mut sources = Sources::default();
+    let file = sources.add(path, text.to_string());
+    let (node, _) = crate::yaml::parse(file, text).map_err(|d| {
+        let at = d
+            .span
+            .map(|s| format!("{}:{}", s.start.line, s.start.col))
+            .unwrap_or_default();
+        format!("{path}:{at}: {}", d.message)
+    })?;
+    let parsed: EvalFile =
+        serde_json::from_value(node.to_json()).map_err(|e| format!("{path}: {e}"))?;
+    if let Some(q) = parsed.queries.iter().find(|q| q.expect.is_empty()) {
+        return Err(format!("{path}: the query `{}` expects nothing", q.query));
+    }
+    Ok(parsed.queries)
+}
+
+/// Whether `hit` answers a query expecting `expected`.
+fn answers(hit: &Hit, expected: &str) -> bool {
+    if let Some(dir) = expected.strip_suffix('/') {
+        return hit.path.starts_with(&format!("{dir}/"));
+    }
+    hit.path == expected || hit.symbol == expected || hit.symbol.ends_with(&format!(".{expected}"))
+}
+
+/// One ranking's scores.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scores {
+    pub ranking: &'static str,
+    pub queries: usize,
+    /// Share of queries answered in the top k.
+    pub recall: f64,
+    /// Mean reciprocal rank of the first answer (0 when none is in the top k).
+    pub mrr: f64,
+    /// Queries with no answer in the top k.
+    pub missed: Vec<String>,
+}
+
+/// Runs every query through the word, vector and hybrid rankings.
+pub fn evaluate(
+    index: &SemanticIndex,
+    embedder: Option<&Embedder>,
+    queries: &[EvalQuery],
+    k: usize,
+) -> Result<Vec<Scores>, Error> {
+    let mut rankings = vec![(Ranking::Words, "words")];
+    if embedder.is_some() {
+        rankings.push((Ranking::Vector, "vector"));
+        rankings.push((Ranking::Hybrid, "hybrid"));
+    }
+    // Each query is embedded once, for both rankings that use vectors.
+    let mut vectors = Vec::with_capacity(queries.len());
+    for q in queries {
+        vectors.push(match embedder {
+            Some(e) => e.embed(&[q.query.as_str()])?.into_iter().next(),
+            None => None,
+        });
+    }
+    let mut out = Vec::new();
+    for (ranking, name) in rankings {
+        let mut found = 0usize;
+        let mut reciprocal = 0f64;
+        let mut missed = Vec::new();
+        for (q, v) in queries.iter().zip(&vectors) {
+            let result = index.search_with(embedder, v.as_deref(), None, &q.query, k, ranking)?;
+            match result
+                .hits
+                .iter()
+                .position(|h| q.expect.iter().any(|e| answers(h, e)))
+            {
+                Some(rank) => {
+                    found += 1;
+                    reciprocal += 1.0 / (rank + 1) as f64;
+                }
+                None => missed.push(q.query.clone()),
+            }
+        }
+        let n = queries.len().max(1) as f64;
+        out.push(Scores {
+            ranking: name,
+            queries: queries.len(),
+            recall: found as f64 / n,
+            mrr: reciprocal / n,
+            missed,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_eval_file_is_queries_with_expectations() {
+        let q = load(
+            "e.yml",
+            "queries:\n  - query: hash a password\n    expect: [django/contrib/auth/hashers.py]\n",
+        )
+        .unwrap();
+        assert_eq!(q[0].expect, ["django/contrib/auth/hashers.py"]);
+        let e = load("e.yml", "queries:\n  - query: x\n    expect: []\n").unwrap_err();
+        assert!(e.contains("expects nothing"), "{e}");
+        let e = load("e.yml", "queries:\n  - query: x\n    expected: [a]\n").unwrap_err();
+        assert!(e.contains("expected"), "{e}");
+    }
+}
