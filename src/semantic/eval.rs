@@ -116,6 +116,61 @@ pub fn evaluate(
     Ok(out)
 }
 
+/// How the HNSW graph compares with the exact scan on the same query vectors.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GraphScores {
+    pub vectors: usize,
+    pub build_ms: u64,
+    /// Share of the exact top k that the graph also returns, over all queries.
+    pub recall: f64,
+    pub exact_p50_us: u64,
+    pub graph_p50_us: u64,
+}
+
+fn p50(mut samples: Vec<u64>) -> u64 {
+    samples.sort_unstable();
+    samples.get(samples.len() / 2).copied().unwrap_or(0)
+}
+
+/// Builds an HNSW graph over `index`'s vectors and compares its top `k` with the exact
+/// scan's for every query (needs the model).
+pub fn compare_graph(
+    index: &mut SemanticIndex,
+    embedder: &Embedder,
+    queries: &[EvalQuery],
+    k: usize,
+) -> Result<GraphScores, Error> {
+    let started = std::time::Instant::now();
+    let Some(build) = index.graph_builder() else {
+        return Err(Error::NotBuilt);
+    };
+    let graph = build();
+    let build_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    index.set_graph(graph);
+    let (mut exact_us, mut graph_us) = (Vec::new(), Vec::new());
+    let (mut found, mut total) = (0usize, 0usize);
+    for q in queries {
+        let Some(v) = embedder.embed(&[q.query.as_str()])?.into_iter().next() else {
+            continue;
+        };
+        let t = std::time::Instant::now();
+        let exact = index.nearest_hashes(&v, k, false);
+        exact_us.push(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
+        let t = std::time::Instant::now();
+        let approx = index.nearest_hashes(&v, k, true);
+        graph_us.push(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
+        total += exact.len();
+        found += exact.iter().filter(|h| approx.contains(h)).count();
+    }
+    Ok(GraphScores {
+        vectors: index.vector_count(),
+        build_ms,
+        recall: found as f64 / total.max(1) as f64,
+        exact_p50_us: p50(exact_us),
+        graph_p50_us: p50(graph_us),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

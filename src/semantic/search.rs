@@ -213,6 +213,19 @@ impl SemanticIndex {
         }
     }
 
+    /// The content hashes of the `k` vectors nearest to `query` among the live chunks,
+    /// through the graph when `through_graph` and there is one, else by the exact scan.
+    pub fn nearest_hashes(&self, query: &[f32], k: usize, through_graph: bool) -> Vec<Hash> {
+        let Some(vectors) = &self.vectors else {
+            return Vec::new();
+        };
+        let found = match (&self.graph, through_graph) {
+            (Some(graph), true) => vectors.nearest_with_graph(graph, query, &self.by_hash, k),
+            _ => vectors.nearest(query, self.by_hash.keys(), k),
+        };
+        found.into_iter().map(|(h, _)| h).collect()
+    }
+
     pub fn set_graph(&mut self, graph: Graph) {
         self.graph = Some(std::sync::Arc::new(graph));
     }

@@ -57,6 +57,9 @@ pub struct SyncReport {
     /// The model's id, when one embedded.
     pub model: Option<String>,
     pub elapsed_ms: u64,
+    /// Time spent inside the model (tokenising and running it): the rest of `elapsed_ms`
+    /// is the pipeline's own cost.
+    pub embed_ms: u64,
 }
 
 /// How a sync is run.
@@ -140,7 +143,9 @@ pub fn sync(
                     inputs.push(input);
                 }
                 let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+                let model_started = Instant::now();
                 let embedded = embedder.embed(&refs)?;
+                report.embed_ms += u64::try_from(model_started.elapsed().as_millis()).unwrap_or(0);
                 let records: Vec<(Hash, Vec<f32>)> = hashes.into_iter().zip(embedded).collect();
                 vectors.append(&layout.vectors, &records)?;
                 report.embedded += records.len();

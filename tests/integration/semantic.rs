@@ -401,9 +401,12 @@ fn semantic_eval_scores_each_ranking_on_labelled_queries() {
         "eval.yml",
         "queries:\n  - query: how are user passwords hashed\n    expect: [app/auth.py]\n  - query: send an email message\n    expect: [Mailer]\n  - query: undo a bad release\n    expect: [docs/]\n  - query: a query nothing answers\n    expect: [no/such/file.py]\n",
     );
-    let out = cli(&dir, &["semantic-eval", "eval.yml", "-k", "1", "--json"])
-        .output()
-        .unwrap();
+    let out = cli(
+        &dir,
+        &["semantic-eval", "eval.yml", "-k", "1", "--json", "--hnsw"],
+    )
+    .output()
+    .unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -411,14 +414,14 @@ fn semantic_eval_scores_each_ranking_on_labelled_queries() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rankings: Vec<&str> = v
+    let rankings: Vec<&str> = v["rankings"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| s["ranking"].as_str().unwrap())
         .collect();
     assert_eq!(rankings, ["words", "vector", "hybrid"]);
-    let hybrid = &v[2];
+    let hybrid = &v["rankings"][2];
     assert_eq!(hybrid["queries"], 4);
     assert_eq!(hybrid["recall"], 0.75, "{v}");
     assert_eq!(hybrid["mrr"], 0.75, "{v}");
