@@ -7,7 +7,7 @@
 //! See docs/semantic-model.md.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use fastembed::{
     InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
@@ -86,28 +86,38 @@ pub struct ModelSpec {
     pub runtime: PathBuf,
 }
 
-/// The ONNX Runtime environment of this process: loaded once, kept alive (ort holds only
-/// a weak reference to it), and its failure remembered.
-static RUNTIME: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
+/// The ONNX Runtime environment of this process and the library it came from, once one
+/// loaded (ort holds only a weak reference to it, so it is kept here). A failure is not
+/// remembered: the next load tries again, with whatever path it is given.
+static RUNTIME: Mutex<Option<(PathBuf, ort::environment::Environment)>> = Mutex::new(None);
 
 fn load_runtime(path: &Path) -> Result<ort::environment::Environment, ModelError> {
-    let loaded = RUNTIME.get_or_init(|| {
-        if !path.is_file() {
-            return Err("no such file".to_string());
-        }
-        ort::init_from(path)
-            .map_err(|e| format!("{e:?}"))?
-            .with_name("code-intel")
-            .build()
-            .map_err(|e| e.to_string())
-    });
-    match loaded {
-        Ok(env) => Ok(env.clone()),
-        Err(reason) => Err(ModelError::Runtime {
-            path: path.to_path_buf(),
-            reason: reason.clone(),
-        }),
+    let failed = |reason: String| ModelError::Runtime {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut runtime = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((loaded, env)) = runtime.as_ref() {
+        // A process holds one ONNX Runtime library.
+        return if loaded == path {
+            Ok(env.clone())
+        } else {
+            Err(failed(format!(
+                "this process already loaded ONNX Runtime from {}",
+                loaded.display()
+            )))
+        };
     }
+    if !path.is_file() {
+        return Err(failed("no such file".into()));
+    }
+    let env = ort::init_from(path)
+        .map_err(|e| failed(format!("{e:?}")))?
+        .with_name("code-intel")
+        .build()
+        .map_err(|e| failed(e.to_string()))?;
+    *runtime = Some((path.to_path_buf(), env.clone()));
+    Ok(env)
 }
 
 /// A loaded model. Calls are serialised: one ONNX session uses both cores already.

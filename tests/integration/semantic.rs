@@ -435,3 +435,49 @@ fn semantic_eval_scores_each_ranking_on_labelled_queries() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("expects nothing"));
 }
+
+#[test]
+fn a_missing_or_broken_model_is_a_clear_error() {
+    let (runtime, model) = model_files().as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let spec = |dir: PathBuf, runtime: PathBuf| ModelSpec {
+        name: "all-minilm-l6-v2".into(),
+        dir,
+        runtime,
+    };
+    let e = Embedder::load(&spec(PathBuf::from("/no/such/model"), runtime.clone())).unwrap_err();
+    assert_eq!(e.key(), "semantic.model_unavailable");
+    assert!(e.to_string().contains("/no/such/model/model.onnx"), "{e}");
+    let e = Embedder::load(&spec(
+        model.clone(),
+        PathBuf::from("/no/such/libonnxruntime.so"),
+    ))
+    .unwrap_err();
+    assert_eq!(e.key(), "semantic.runtime_unavailable");
+    assert!(e.to_string().contains("/no/such/libonnxruntime.so"), "{e}");
+    // A model directory whose tokenizer config lacks what fastembed needs.
+    let broken = fresh("broken-model");
+    for f in [
+        "model.onnx",
+        "tokenizer.json",
+        "config.json",
+        "special_tokens_map.json",
+    ] {
+        std::fs::copy(model.join(f), broken.join(f)).unwrap();
+    }
+    std::fs::write(
+        broken.join("tokenizer_config.json"),
+        "{\"pad_token\": \"[PAD]\"}",
+    )
+    .unwrap();
+    let e = Embedder::load(&spec(broken.clone(), runtime.clone())).unwrap_err();
+    assert!(e.to_string().contains("model_max_length"), "{e}");
+    // Not a model at all.
+    std::fs::write(broken.join("model.onnx"), "not onnx").unwrap();
+    std::fs::copy(
+        model.join("tokenizer_config.json"),
+        broken.join("tokenizer_config.json"),
+    )
+    .unwrap();
+    let e = Embedder::load(&spec(broken, runtime.clone())).unwrap_err();
+    assert_eq!(e.key(), "semantic.model_unavailable", "{e}");
+}
