@@ -53,7 +53,7 @@ async def query_latency(binary, corpus, queries):
                 start = time.perf_counter()
                 r = await session.call_tool("semantic_search", {"query": q, "collection": "forest"})
                 samples.append((time.perf_counter() - start) * 1000)
-                if r.isError:
+                if r.is_error:
                     sys.exit(f"semantic_search failed: {r.content[0].text}")
         samples.sort()
         return samples[len(samples) // 2], samples[int(len(samples) * 0.9)], body["vector"]

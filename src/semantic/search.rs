@@ -21,6 +21,16 @@ use crate::codeintel::root::Root;
 const RRF_K: f32 = 60.0;
 /// Lines of a chunk shown with a hit.
 const PREVIEW_LINES: usize = 8;
+/// How much each ranking's reciprocal ranks count in the fusion. Words count a quarter:
+/// on benches/django_queries.yml (79 queries that describe behaviour) the word ranking
+/// alone finds an answer in the top 10 for 53 % of them and the vectors for 75 %; at equal
+/// weights the fusion fell to 68 %, at a quarter it keeps 75 % with a better MRR (0.489
+/// against 0.475). Names count fully: a query that spells a definition's name wants it.
+/// With no vectors (no model, or not embedded yet) the weights change nothing: the word
+/// and name rankings are then all there is.
+const NAME_WEIGHT: f32 = 1.0;
+const LEXICAL_WEIGHT: f32 = 0.25;
+const VECTOR_WEIGHT: f32 = 1.0;
 /// Lexical hits scoring under this fraction of the best one are dropped.
 const LEXICAL_FLOOR: f32 = 0.05;
 
@@ -63,7 +73,7 @@ pub struct Hit {
     pub end_line: u32,
     pub symbol: String,
     pub kind: String,
-    /// The fused score: the sum of 1 / (60 + rank) over the rankings that found it.
+    /// The fused score: the sum over the rankings that found it of weight / (60 + rank).
     pub score: f32,
     /// `name`, `lexical`, `vector`: the rankings that found it.
     pub found_by: Vec<&'static str>,
@@ -119,6 +129,8 @@ pub struct SemanticIndex {
     by_hash: HashMap<Hash, Vec<String>>,
     /// An HNSW graph over the vectors, once one was built (large indexes only).
     graph: Option<std::sync::Arc<Graph>>,
+    /// The vector rows of the live chunks, for the exact scan.
+    live_rows: Vec<u32>,
 }
 
 impl std::fmt::Debug for SemanticIndex {
@@ -160,6 +172,10 @@ impl SemanticIndex {
             root: root.clone(),
             catalog,
             lexical,
+            live_rows: vectors
+                .as_ref()
+                .map(|v| v.rows_of(by_hash.keys()))
+                .unwrap_or_default(),
             vectors,
             by_hash,
             graph: None,
@@ -175,11 +191,16 @@ impl SemanticIndex {
         let path = Layout::of(&self.root).vectors;
         match &mut self.vectors {
             Some(v) if v.model() == embedder.id() => {
-                v.catch_up(&path)?;
+                if !v.catch_up(&path)? {
+                    return Ok(());
+                }
             }
             _ => {
                 self.vectors = Some(Vectors::load(&path, embedder.id(), embedder.dimensions())?);
             }
+        }
+        if let Some(v) = &self.vectors {
+            self.live_rows = v.rows_of(self.by_hash.keys());
         }
         Ok(())
     }
@@ -221,7 +242,7 @@ impl SemanticIndex {
         };
         let found = match (&self.graph, through_graph) {
             (Some(graph), true) => vectors.nearest_with_graph(graph, query, &self.by_hash, k),
-            _ => vectors.nearest(query, self.by_hash.keys(), k),
+            _ => vectors.nearest_rows(query, &self.live_rows, k),
         };
         found.into_iter().map(|(h, _)| h).collect()
     }
@@ -348,7 +369,7 @@ impl SemanticIndex {
                 };
                 let nearest = match &self.graph {
                     Some(graph) => vectors.nearest_with_graph(graph, &q, &self.by_hash, pool),
-                    None => vectors.nearest(&q, self.by_hash.keys(), pool),
+                    None => vectors.nearest_rows(&q, &self.live_rows, pool),
                 };
                 status.graph = self.graph.as_ref().map(|g| g.rows());
                 for (hash, score) in nearest {
@@ -397,19 +418,19 @@ impl SemanticIndex {
         let mut stored: HashMap<String, StoredChunk> = HashMap::new();
         for (rank, chunk) in named.into_iter().enumerate() {
             let entry = fused.entry(chunk.id.clone()).or_default();
-            entry.score += rrf(rank);
+            entry.score += NAME_WEIGHT * rrf(rank);
             entry.name = Some(signal(rank, 1.0));
             stored.insert(chunk.id.clone(), chunk);
         }
         for (rank, (chunk, score)) in lexical.into_iter().enumerate() {
             let entry = fused.entry(chunk.id.clone()).or_default();
-            entry.score += rrf(rank);
+            entry.score += LEXICAL_WEIGHT * rrf(rank);
             entry.lexical = Some(signal(rank, score));
             stored.insert(chunk.id.clone(), chunk);
         }
         for (rank, (id, score)) in vector_hits.into_iter().enumerate() {
             let entry = fused.entry(id).or_default();
-            entry.score += rrf(rank);
+            entry.score += VECTOR_WEIGHT * rrf(rank);
             entry.vector = Some(signal(rank, score));
         }
         let mut ranked: Vec<(String, Fused)> = fused.into_iter().collect();

@@ -331,6 +331,42 @@ impl Vectors {
 
     /// The `k` rows among `candidates` nearest to `query` (highest dot product), best
     /// first, as (hash, score).
+    /// The rows of `hashes` that have a vector, in row order (the scan is fastest over
+    /// plain row numbers).
+    pub(crate) fn rows_of<'a>(&self, hashes: impl Iterator<Item = &'a Hash>) -> Vec<u32> {
+        let mut rows: Vec<u32> = hashes
+            .filter_map(|h| self.rows.get(h))
+            .filter_map(|&r| u32::try_from(r).ok())
+            .collect();
+        rows.sort_unstable();
+        rows
+    }
+
+    /// The `k` of `rows` nearest to `query`, best first, as (hash, score).
+    pub(crate) fn nearest_rows(&self, query: &[f32], rows: &[u32], k: usize) -> Vec<(Hash, f32)> {
+        let dims = self.dimensions;
+        let mut best: Vec<(f32, usize)> = Vec::with_capacity(k + 1);
+        let mut floor = f32::NEG_INFINITY;
+        for &row in rows {
+            let row = row as usize;
+            let Some(v) = self.data.get(row * dims..(row + 1) * dims) else {
+                continue;
+            };
+            let score = dot(query, v);
+            if best.len() < k || score > floor {
+                let at = best.partition_point(|(s, _)| *s >= score);
+                best.insert(at, (score, row));
+                best.truncate(k);
+                if best.len() == k {
+                    floor = best[k - 1].0;
+                }
+            }
+        }
+        best.into_iter()
+            .map(|(score, row)| (self.hashes[row], score))
+            .collect()
+    }
+
     pub(crate) fn nearest<'a>(
         &'a self,
         query: &[f32],
