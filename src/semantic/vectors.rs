@@ -285,6 +285,7 @@ impl Vectors {
             .collect();
         let map = instant_distance::Builder::default()
             .ef_search(EF_SEARCH)
+            .ef_construction(EF_CONSTRUCTION)
             .seed(1)
             .build(points, (0..rows).collect());
         Graph {
@@ -438,9 +439,14 @@ impl Graph {
     }
 }
 
-/// How many neighbours a graph search keeps looking at (instant-distance's `ef`): more is
-/// slower and closer to the exact answer.
-const EF_SEARCH: usize = 200;
+/// How many neighbours a graph search keeps looking at (instant-distance's `ef`) and how
+/// many candidates each insertion considers while building: more is slower and closer to
+/// the exact answer. Measured on 52,101 vectors of Django and Rust sources with the
+/// Django eval queries (recall@10 against the exact scan / p50 / build): ef 200 with the
+/// default 100 for building gave 0.911 / 1.5 ms / 45 s; 400 gave 0.972 / 2.6 ms; these
+/// give 0.987 / 2.0 ms / 58 s, against 2.9 ms for the exact scan.
+const EF_SEARCH: usize = 300;
+const EF_CONSTRUCTION: usize = 200;
 
 /// The dot product, written so the compiler vectorises it: sixteen independent
 /// accumulators (a plain `zip().sum()` is several times slower, its additions chained).
