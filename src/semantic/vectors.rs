@@ -444,7 +444,8 @@ impl Graph {
 /// the exact answer. Measured on 52,101 vectors of Django and Rust sources with the
 /// Django eval queries (recall@10 against the exact scan / p50 / build): ef 200 with the
 /// default 100 for building gave 0.911 / 1.5 ms / 45 s; 400 gave 0.972 / 2.6 ms; these
-/// give 0.987 / 2.0 ms / 58 s, against 2.9 ms for the exact scan.
+/// give 0.975-0.987 (the parallel build varies) / 2.0 ms / 53-58 s, against 2.9 ms for the
+/// exact scan.
 const EF_SEARCH: usize = 300;
 const EF_CONSTRUCTION: usize = 200;
 
