@@ -158,18 +158,18 @@ fn fail(e: &dyn std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The root, its settings and its model, as every semantic command starts.
+fn open(dir: &std::path::Path) -> Result<(Root, Config, Option<Embedder>), ExitCode> {
+    let root = super::root::open_root(dir).map_err(|e| fail(&e))?;
+    let config = Config::load(root.path()).map_err(|e| fail(&e))?;
+    let embedder = load_model(&root, &config).map_err(|e| fail(&e))?;
+    Ok((root, config, embedder))
+}
+
 pub(super) fn semantic(a: &SemanticArgs) -> ExitCode {
-    let root = match super::root::open_root(&a.root) {
-        Ok(root) => root,
-        Err(e) => return fail(&e),
-    };
-    let config = match Config::load(root.path()) {
-        Ok(c) => c,
-        Err(e) => return fail(&e),
-    };
-    let embedder = match load_model(&root, &config) {
-        Ok(e) => e,
-        Err(e) => return fail(&e),
+    let (root, config, embedder) = match open(&a.root) {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
     let mut index = match SemanticIndex::open(&root, embedder.as_ref()) {
         Ok(index) => index,
@@ -279,17 +279,9 @@ pub(super) fn eval(a: &EvalArgs) -> ExitCode {
         Ok(q) => q,
         Err(e) => return fail(&e),
     };
-    let root = match super::root::open_root(&a.root) {
-        Ok(root) => root,
-        Err(e) => return fail(&e),
-    };
-    let config = match Config::load(root.path()) {
-        Ok(c) => c,
-        Err(e) => return fail(&e),
-    };
-    let embedder = match load_model(&root, &config) {
-        Ok(e) => e,
-        Err(e) => return fail(&e),
+    let (root, _, embedder) = match open(&a.root) {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
     let mut index = match SemanticIndex::open(&root, embedder.as_ref()) {
         Ok(Some(index)) => index,

@@ -85,11 +85,18 @@ impl Vectors {
             return Ok(Vectors::empty(model, dimensions));
         }
         let mut v = Vectors::empty(model, dimensions);
-        let size = 32 + dimensions * 4 + 8;
-        let mut at = head.len();
+        let read = v.add_records(&bytes[head.len()..]);
+        v.good_len = (head.len() + read) as u64;
+        Ok(v)
+    }
+
+    /// Adds the whole, intact records at the start of `bytes`; returns how many bytes
+    /// they took. A record whose checksum fails ends the log there.
+    fn add_records(&mut self, bytes: &[u8]) -> usize {
+        let size = 32 + self.dimensions * 4 + 8;
+        let mut at = 0;
         while at + size <= bytes.len() {
-            let rec = &bytes[at..at + size];
-            let (body, sum) = rec.split_at(size - 8);
+            let (body, sum) = bytes[at..at + size].split_at(size - 8);
             let mut stored = [0u8; 8];
             stored.copy_from_slice(sum);
             if checksum(body) != u64::from_le_bytes(stored) {
@@ -101,11 +108,10 @@ impl Vectors {
                 .chunks_exact(4)
                 .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                 .collect();
-            v.insert(hash, &vector);
+            self.insert(hash, &vector);
             at += size;
         }
-        v.good_len = at as u64;
-        Ok(v)
+        at
     }
 
     /// Reads records appended to `path` since this set was loaded (a sync embedding in
@@ -130,25 +136,7 @@ impl Vectors {
         file.read_to_end(&mut bytes)
             .map_err(|e| Error::io(path, e))?;
         let before = self.hashes.len();
-        let mut at = 0usize;
-        let size = size as usize;
-        while at + size <= bytes.len() {
-            let rec = &bytes[at..at + size];
-            let (body, sum) = rec.split_at(size - 8);
-            let mut stored = [0u8; 8];
-            stored.copy_from_slice(sum);
-            if checksum(body) != u64::from_le_bytes(stored) {
-                break;
-            }
-            let mut hash = [0u8; 32];
-            hash.copy_from_slice(&body[..32]);
-            let vector: Vec<f32> = body[32..]
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            self.insert(hash, &vector);
-            at += size;
-        }
+        let at = self.add_records(&bytes);
         self.good_len += at as u64;
         Ok(self.hashes.len() > before)
     }
