@@ -1,5 +1,6 @@
 //! The AgentRunner host: a planner LLM driving a worker agent through the task contract.
-//! So far this holds what the runner implements ([`registry`]); the runner itself builds
-//! on `session::Driver`.
+//! So far this holds what the runner implements ([`registry`]) and how a planner's reply
+//! is read ([`extract`]); the runner itself builds on `session::Driver`.
 
+pub mod extract;
 pub mod registry;
