@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 
@@ -15,6 +14,7 @@ use crate::config::Config;
 use crate::semantic::{
     self, Embedder, Error, ModelError, Phase, SemanticIndex, SyncOptions, SyncReport,
 };
+use crate::server::log::now;
 
 #[derive(Debug, Args)]
 pub(super) struct SemanticArgs {
@@ -99,7 +99,6 @@ pub(super) fn run_sync(
         chunk_max_tokens: config.semantic.chunk_max_tokens,
         rebuild,
         progress: &progress,
-        stop: &|| false,
     };
     semantic::sync(root, embedder, &options)
 }
@@ -128,29 +127,6 @@ pub(super) fn index(root: &Root, rebuild: bool) -> Result<SyncReport, String> {
     let config = Config::load(root.path()).map_err(|e| e.to_string())?;
     let embedder = load_model(root, &config).map_err(|e| e.to_string())?;
     run_sync(root, &config, embedder.as_ref(), rebuild).map_err(|e| e.to_string())
-}
-
-pub(super) fn report_json(r: &SyncReport) -> serde_json::Value {
-    serde_json::json!({
-        "files": r.files,
-        "chunks": r.chunks,
-        "chunked": r.chunked,
-        "unchanged": r.unchanged,
-        "removed": r.removed,
-        "chunks_added": r.chunks_added,
-        "embedded": r.embedded,
-        "unembedded": r.unembedded,
-        "rebuilt": r.rebuilt,
-        "model": r.model,
-        "elapsed_ms": r.elapsed_ms,
-        "embed_ms": r.embed_ms,
-    })
-}
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 fn fail(e: &dyn std::fmt::Display) -> ExitCode {

@@ -658,7 +658,10 @@ pub(super) fn index(a: &IndexArgs) -> ExitCode {
     if a.common.json {
         let mut v = serde_json::to_value(wire::UpdateReport::from(&r)).unwrap_or_default();
         if let (Some(map), Some(report)) = (v.as_object_mut(), &semantic) {
-            map.insert("semantic".into(), super::semantic::report_json(report));
+            map.insert(
+                "semantic".into(),
+                serde_json::to_value(report).unwrap_or_default(),
+            );
         }
         emit_json(&v);
         return ExitCode::SUCCESS;

@@ -25,8 +25,6 @@ pub enum Error {
     EmptyQuery,
     /// No chunk has this id (`fetch_chunk_detail`).
     UnknownChunk(String),
-    /// `--collection` names no collection.
-    UnknownCollection(String),
     /// `.code-intel/config.yml` could not be read.
     Config(String),
     /// The index was built but cannot be opened (another process removed it meanwhile).
@@ -42,7 +40,6 @@ impl Error {
             Error::Model(e) => e.key(),
             Error::EmptyQuery => "semantic.empty_query",
             Error::UnknownChunk(_) => "semantic.unknown_chunk",
-            Error::UnknownCollection(_) => "semantic.unknown_collection",
             Error::Config(_) => "config.invalid",
             Error::NotBuilt => "semantic.not_built",
         }
@@ -88,9 +85,6 @@ impl std::fmt::Display for Error {
                 f,
                 "no chunk has the id `{id}`: ids come from semantic_search results and change when their file is re-synced"
             ),
-            Error::UnknownCollection(c) => {
-                write!(f, "unknown collection `{c}`: use forest, map or both")
-            }
             Error::Config(e) => e.fmt(f),
             Error::NotBuilt => write!(
                 f,

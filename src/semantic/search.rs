@@ -241,7 +241,7 @@ impl SemanticIndex {
             return Vec::new();
         };
         let found = match (&self.graph, through_graph) {
-            (Some(graph), true) => vectors.nearest_with_graph(graph, query, &self.by_hash, k),
+            (Some(graph), true) => vectors.nearest_with_graph(graph, query, &self.live_rows, k),
             _ => vectors.nearest_rows(query, &self.live_rows, k),
         };
         found.into_iter().map(|(h, _)| h).collect()
@@ -368,7 +368,7 @@ impl SemanticIndex {
                         .unwrap_or_default(),
                 };
                 let nearest = match &self.graph {
-                    Some(graph) => vectors.nearest_with_graph(graph, &q, &self.by_hash, pool),
+                    Some(graph) => vectors.nearest_with_graph(graph, &q, &self.live_rows, pool),
                     None => vectors.nearest_rows(&q, &self.live_rows, pool),
                 };
                 status.graph = self.graph.as_ref().map(|g| g.rows());

@@ -32,8 +32,8 @@ pub enum Phase {
     Embedding,
 }
 
-/// What a sync did.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What a sync did (its JSON is what `index --json` and `sync_index` report).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct SyncReport {
     /// Files the index covers now.
     pub files: usize,
@@ -68,8 +68,6 @@ pub struct SyncOptions<'a> {
     pub rebuild: bool,
     /// Called with (phase, done, total) as work proceeds.
     pub progress: &'a (dyn Fn(Phase, usize, usize) + Sync),
-    /// Checked between batches: true stops the sync, keeping what is done.
-    pub stop: &'a (dyn Fn() -> bool + Sync),
 }
 
 fn now() -> u64 {
@@ -126,9 +124,6 @@ pub fn sync(
             let total = missing.len();
             for (done, batch) in missing.chunks(BATCH).enumerate() {
                 (options.progress)(Phase::Embedding, done * BATCH, total);
-                if (options.stop)() {
-                    break;
-                }
                 let mut hashes = Vec::with_capacity(batch.len());
                 let mut inputs = Vec::with_capacity(batch.len());
                 for (hash, id) in batch {
@@ -313,7 +308,6 @@ pub fn sync_files(root: &Root, chunk_max_tokens: usize) -> Result<SyncReport, Er
         chunk_max_tokens,
         rebuild: false,
         progress: &|_, _, _| {},
-        stop: &|| false,
     };
     chunk_files(root, &layout, &options, &mut report)?;
     report.unembedded = report.chunks;

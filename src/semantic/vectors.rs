@@ -289,7 +289,7 @@ impl Vectors {
         &self,
         graph: &Graph,
         query: &[f32],
-        live: &HashMap<Hash, Vec<String>>,
+        live_rows: &[u32],
         k: usize,
     ) -> Vec<(Hash, f32)> {
         let point = GraphPoint {
@@ -297,29 +297,30 @@ impl Vectors {
             row: 0,
             dimensions: graph.dimensions,
         };
+        let is_live =
+            |row: usize| u32::try_from(row).is_ok_and(|r| live_rows.binary_search(&r).is_ok());
         let mut search = instant_distance::Search::default();
-        let mut best: Vec<(f32, usize)> = graph
+        let mut best: Vec<(f32, Hash)> = graph
             .map
             .search(&point, &mut search)
-            .map(|item| (1.0 - item.distance, *item.value))
-            .filter(|(_, row)| self.hashes.get(*row).is_some_and(|h| live.contains_key(h)))
+            .filter(|item| is_live(*item.value))
             .take(k)
+            .map(|item| (1.0 - item.distance, self.hashes[*item.value]))
             .collect();
-        let newer = self.hashes[graph.rows.min(self.hashes.len())..]
-            .iter()
-            .filter(|h| live.contains_key(*h));
-        for (hash, score) in self.nearest(query, newer, k) {
-            best.push((score, self.rows[&hash]));
-        }
+        // Rows appended after the graph was built: `live_rows` is sorted, so they are its tail.
+        let newer = live_rows.partition_point(|&r| (r as usize) < graph.rows);
+        best.extend(
+            self.nearest_rows(query, &live_rows[newer..], k)
+                .into_iter()
+                .map(|(hash, score)| (score, hash)),
+        );
         best.sort_by(|a, b| b.0.total_cmp(&a.0));
         best.truncate(k);
         best.into_iter()
-            .map(|(score, row)| (self.hashes[row], score))
+            .map(|(score, hash)| (hash, score))
             .collect()
     }
 
-    /// The `k` rows among `candidates` nearest to `query` (highest dot product), best
-    /// first, as (hash, score).
     /// The rows of `hashes` that have a vector, in row order (the scan is fastest over
     /// plain row numbers).
     pub(crate) fn rows_of<'a>(&self, hashes: impl Iterator<Item = &'a Hash>) -> Vec<u32> {
@@ -349,32 +350,6 @@ impl Vectors {
                 if best.len() == k {
                     floor = best[k - 1].0;
                 }
-            }
-        }
-        best.into_iter()
-            .map(|(score, row)| (self.hashes[row], score))
-            .collect()
-    }
-
-    pub(crate) fn nearest<'a>(
-        &'a self,
-        query: &[f32],
-        candidates: impl Iterator<Item = &'a Hash>,
-        k: usize,
-    ) -> Vec<(Hash, f32)> {
-        let mut best: Vec<(f32, usize)> = Vec::with_capacity(k + 1);
-        for hash in candidates {
-            let Some(&row) = self.rows.get(hash) else {
-                continue;
-            };
-            let score = dot(
-                query,
-                &self.data[row * self.dimensions..(row + 1) * self.dimensions],
-            );
-            if best.len() < k || best.last().is_some_and(|(s, _)| score > *s) {
-                let at = best.partition_point(|(s, _)| *s >= score);
-                best.insert(at, (score, row));
-                best.truncate(k);
             }
         }
         best.into_iter()
@@ -529,10 +504,10 @@ mod tests {
         )
         .unwrap();
         let all = [h(1), h(2), h(3)];
-        let got = v.nearest(&[0.0, 1.0], all.iter(), 2);
+        let got = v.nearest_rows(&[0.0, 1.0], &v.rows_of(all.iter()), 2);
         assert_eq!(got.iter().map(|(x, _)| x[0]).collect::<Vec<_>>(), [3, 2]);
         let some = [h(1), h(2)];
-        let got = v.nearest(&[0.0, 1.0], some.iter(), 5);
+        let got = v.nearest_rows(&[0.0, 1.0], &v.rows_of(some.iter()), 5);
         assert_eq!(got.iter().map(|(x, _)| x[0]).collect::<Vec<_>>(), [2, 1]);
     }
 
@@ -573,15 +548,12 @@ mod tests {
         let graph = v.build_graph();
         // Vectors appended after the build are found by the exact scan of the rest.
         v.append(&path, &batch[1200..]).unwrap();
-        let live: HashMap<Hash, Vec<String>> = batch
-            .iter()
-            .map(|(h, _)| (*h, vec![String::new()]))
-            .collect();
+        let live = v.rows_of(batch.iter().map(|(h, _)| h));
         let mut found = 0;
         let mut total = 0;
         for q in random_units(30, dims, 99) {
             let exact: Vec<Hash> = v
-                .nearest(&q, live.keys(), 10)
+                .nearest_rows(&q, &live, 10)
                 .into_iter()
                 .map(|(h, _)| h)
                 .collect();

@@ -11,12 +11,12 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::log::now;
 use crate::codeintel::root::Root;
 use crate::codeintel::store::atomic_write;
 use crate::config::{Config, SemanticSettings};
@@ -147,12 +147,6 @@ impl std::fmt::Debug for SemanticTools {
     }
 }
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 impl SemanticTools {
     /// The tools for `root`; starts a background sync when the config asks for one.
     pub fn start(root: Root) -> SemanticTools {
@@ -242,21 +236,12 @@ impl SemanticTools {
                 chunk_max_tokens: settings.chunk_max_tokens,
                 rebuild,
                 progress: &progress,
-                stop: &|| false,
             };
             let report = semantic::sync(&self.inner.root, model.as_deref(), &options)
                 .map_err(|e| e.to_string())?;
-            Ok(json!({
-                "files": report.files,
-                "chunks": report.chunks,
-                "chunked": report.chunked,
-                "removed": report.removed,
-                "embedded": report.embedded,
-                "unembedded": report.unembedded,
-                "rebuilt": report.rebuilt,
-                "elapsed_ms": report.elapsed_ms,
-                "finished_at": now(),
-            }))
+            let mut last = serde_json::to_value(&report).unwrap_or(Value::Null);
+            last["finished_at"] = json!(now());
+            Ok(last)
         })();
         let mut status = self.status();
         status.running = false;

@@ -86,7 +86,6 @@ fn run_sync(dir: &Path, embedder: Option<&Embedder>) -> SyncReport {
             chunk_max_tokens: 512,
             rebuild: false,
             progress: &|_, _, _| {},
-            stop: &|| false,
         },
     )
     .unwrap()
