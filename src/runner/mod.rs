@@ -2,5 +2,7 @@
 //! So far this holds what the runner implements ([`registry`]) and how a planner's reply
 //! is read ([`extract`]); the runner itself builds on `session::Driver`.
 
+pub mod cancel;
 pub mod extract;
+pub mod process;
 pub mod registry;
