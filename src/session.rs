@@ -10,8 +10,8 @@ use crate::contract::flags::{self, FlagError};
 use crate::contract::raw::{Outcome, StateKind};
 use crate::machine::response::{RenderedMessage, message, role_message};
 use crate::machine::{
-    Accepted, Effect, Event, Input, Instance, Rejection, StartError, merge_message_args,
-    run_effects, step, unknown_state,
+    Accepted, Effect, Event, Input, Instance, Rejection, StartError, finally_effects,
+    merge_message_args, run_effects, step, unknown_state,
 };
 
 /// What a host does for the driver: perform actions, and report what it observes.
@@ -131,6 +131,15 @@ pub struct Turn {
     /// Every accepted step, in order.
     pub steps: Vec<Accepted>,
     pub stop: Stop,
+    /// The contract's `finally` actions, when this turn ended the session.
+    pub finalizers: Vec<Finalized>,
+}
+
+/// One `finally` action the driver ran, and how it went.
+#[derive(Debug, Clone)]
+pub struct Finalized {
+    pub action: String,
+    pub result: Result<Value, ActionFailure>,
 }
 
 /// Runs sessions of one contract for a host.
@@ -169,6 +178,7 @@ impl<'c> Driver<'c> {
                 instance,
                 steps: Vec::new(),
                 stop: Stop::CheckpointFailed(e),
+                finalizers: Vec::new(),
             });
         }
         Ok(self.advance(host, store, instance))
@@ -205,10 +215,72 @@ impl<'c> Driver<'c> {
                 }
             }
         };
+        self.turn(host, instance, steps, stop)
+    }
+
+    /// Cancels the session (a user interrupt): it moves to the contract's `on_cancel`
+    /// state and the `finally` actions run. Refused (and nothing runs) when the contract
+    /// has no cancel path or the session already ended.
+    pub fn cancel(
+        &self,
+        host: &mut impl Host,
+        store: &mut impl CheckpointStore,
+        instance: Instance,
+    ) -> Turn {
+        let mut steps = Vec::new();
+        let (instance, stop) = match self.foreign(&instance) {
+            Some(stop) => (instance, stop),
+            None => match self.commit_step(host, store, &instance, Input::Cancel) {
+                Ok(t) => {
+                    let next = t.instance.clone();
+                    steps.push(t);
+                    self.run_engine_states(host, store, next, &mut steps)
+                }
+                Err(halted) => {
+                    steps.extend(halted.accepted);
+                    (halted.instance, halted.stop)
+                }
+            },
+        };
+        self.turn(host, instance, steps, stop)
+    }
+
+    /// Runs the contract's `finally` actions for a session that ends without reaching a
+    /// terminal state (an action failed, the engine looped, the host gives up): every
+    /// exit path releases what the flow acquired. The driver calls this itself when a
+    /// turn enters a terminal state; a host calls it only for the other exits.
+    pub fn finalize(&self, host: &mut impl Host, instance: &Instance) -> Vec<Finalized> {
+        let facts = host.facts();
+        finally_effects(self.contract, instance, &facts)
+            .iter()
+            .map(|effect| Finalized {
+                action: effect.action.clone(),
+                result: perform(host, effect),
+            })
+            .collect()
+    }
+
+    /// The turn's result; runs the finalizers when one of its steps entered a terminal
+    /// state (a session restored already finished does not run them again).
+    fn turn(
+        &self,
+        host: &mut impl Host,
+        instance: Instance,
+        steps: Vec<Accepted>,
+        stop: Stop,
+    ) -> Turn {
+        let entered_terminal = matches!(stop, Stop::Finished(_))
+            && steps.last().is_some_and(|s| s.to == instance.state);
+        let finalizers = if entered_terminal {
+            self.finalize(host, &instance)
+        } else {
+            Vec::new()
+        };
         Turn {
             instance,
             steps,
             stop,
+            finalizers,
         }
     }
 
@@ -226,11 +298,7 @@ impl<'c> Driver<'c> {
             Some(stop) => (instance, stop),
             None => self.run_engine_states(host, store, instance, &mut steps),
         };
-        Turn {
-            instance,
-            steps,
-            stop,
-        }
+        self.turn(host, instance, steps, stop)
     }
 
     /// The loop of [`Self::advance`]: appends each accepted step to `steps` and returns
@@ -301,8 +369,7 @@ impl<'c> Driver<'c> {
             run_effects(self.contract, instance, &facts).map_err(|r| Stop::Refused(Box::new(r)))?;
         let mut results = Map::new();
         for effect in &effects {
-            let result = host
-                .perform(effect)
+            let result = perform(host, effect)
                 .map_err(|failure| self.action_failed(instance, effect, failure))?;
             results.insert(effect.bind.clone(), result);
         }
@@ -333,7 +400,7 @@ impl<'c> Driver<'c> {
         let t = step(self.contract, instance, &event)
             .map_err(|r| halt(Stop::Refused(Box::new(r)), instance.clone()))?;
         for effect in &t.effects {
-            if let Err(failure) = host.perform(effect) {
+            if let Err(failure) = perform(host, effect) {
                 let stop = self.action_failed(instance, effect, failure);
                 return Err(halt(stop, instance.clone()));
             }
@@ -381,5 +448,26 @@ impl<'c> Driver<'c> {
             failure,
             message,
         }))
+    }
+}
+
+/// Performs `effect`, and again while it fails with an outcome its retry policy names and
+/// attempts are left; each attempt carries its number, so the host can tell a retry.
+fn perform(host: &mut impl Host, effect: &Effect) -> Result<Value, ActionFailure> {
+    let mut attempt = effect.clone();
+    loop {
+        match host.perform(&attempt) {
+            Ok(value) => return Ok(value),
+            Err(failure) => {
+                let retries = effect
+                    .retry
+                    .as_ref()
+                    .filter(|r| r.on.contains(&failure.outcome));
+                match retries {
+                    Some(policy) if attempt.attempt <= policy.max => attempt.attempt += 1,
+                    _ => return Err(failure),
+                }
+            }
+        }
     }
 }

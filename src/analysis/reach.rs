@@ -16,8 +16,9 @@ use crate::guard::ast::{BinaryOp, Expr, ExprKind};
 use crate::guard::eval::{Context, eval_condition};
 
 /// The roots whose values are unknown before a session runs.
-pub(crate) const UNKNOWN_ROOTS: &[&str] =
-    &["payload", "counters", "tasks", "facts", "vars", "result"];
+pub(crate) const UNKNOWN_ROOTS: &[&str] = &[
+    "state", "payload", "counters", "tasks", "facts", "vars", "result",
+];
 
 /// The data a guard can read statically: flags, intent and params.
 pub(crate) fn static_roots(

@@ -54,6 +54,10 @@ pub struct Contract {
     pub params: BTreeMap<String, (ValueType, Value)>,
     pub vars: BTreeMap<String, ValueType>,
     pub counters: Vec<Counter>,
+    /// Host actions run once on every exit path (`finally:`).
+    pub finally: Vec<ActionCall>,
+    /// Where a cancelled session goes (`on_cancel:`).
+    pub on_cancel: Option<CancelRule>,
     pub states: Vec<State>,
     pub state_index: HashMap<String, StateId>,
     pub messages: BTreeMap<String, Message>,
@@ -240,6 +244,24 @@ pub struct ActionCall {
     pub when: Option<Guard>,
     pub bind: String,
     pub errors: BTreeMap<String, MessageRef>,
+    /// Seconds the host gives the action.
+    pub timeout: Option<LimitValue>,
+    pub retry: Option<RetryRule>,
+    pub span: Span,
+}
+
+/// Up to `max` more attempts after a failure whose outcome is in `on`.
+#[derive(Debug, Clone)]
+pub struct RetryRule {
+    pub max: LimitValue,
+    pub on: Vec<String>,
+}
+
+/// Where a cancelled session goes.
+#[derive(Debug, Clone)]
+pub struct CancelRule {
+    pub to: StateId,
+    pub message: Option<MessageRef>,
     pub span: Span,
 }
 

@@ -63,6 +63,15 @@ pub struct RawContract {
     /// (`FIELD.required` when it is missing, `FIELD` for any other problem).
     #[serde(default)]
     pub field_messages: BTreeMap<String, String>,
+    /// Host actions run once on every exit path of a session, after it reaches a
+    /// terminal state (or when the host abandons it): releasing what the flow acquired,
+    /// writing a report. They run in order; one failing does not stop the others.
+    #[serde(default)]
+    pub finally: Vec<RawActionCall>,
+    /// Where a cancelled session goes (the user interrupted the host): a terminal state,
+    /// normally with outcome `cancelled`. The `finally` actions still run.
+    #[serde(default)]
+    pub on_cancel: Option<RawCancel>,
     /// The states of the machine.
     pub states: BTreeMap<String, RawState>,
     /// Every text shown to an agent, keyed by a stable dotted key.
@@ -225,6 +234,31 @@ pub enum Outcome {
     Success,
     Failure,
     Aborted,
+    /// The flow ran out of its budget (a loop limit) before it could decide.
+    Incomplete,
+    /// The session was cancelled from outside (`on_cancel`).
+    Cancelled,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Failure => "failure",
+            Outcome::Aborted => "aborted",
+            Outcome::Incomplete => "incomplete",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// The cancel path: the terminal state a cancelled session moves to.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawCancel {
+    pub to: String,
+    #[serde(default)]
+    pub message: Option<RawMessageRef>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -364,6 +398,23 @@ pub struct RawAction {
     /// The message for each failure outcome the action can report.
     #[serde(default)]
     pub errors: BTreeMap<String, RawMessageRef>,
+    /// Seconds the host gives the action before it stops it (an integer, or an int param
+    /// as `params.NAME`). The host enforces it; the engine hands it over with the action.
+    #[serde(default)]
+    pub timeout: Option<Limit>,
+    /// Perform the action again when it fails with one of these outcomes.
+    #[serde(default)]
+    pub retry: Option<RawRetry>,
+}
+
+/// A retry policy: up to `max` more attempts after a failure whose outcome is in `on`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRetry {
+    /// Attempts after the first (an integer, or an int param as `params.NAME`).
+    pub max: Limit,
+    /// The failure outcomes worth another attempt (names from the action's registry entry).
+    pub on: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -26,6 +26,11 @@ pub struct ActionSpec {
     pub result: Option<Value>,
     /// What the action does to the pending-task supply, for the cycle analysis.
     pub tasks: TaskEffect,
+    /// A resource the action acquires (a sandbox, a lock) that something must release.
+    pub acquires: Option<&'static str>,
+    /// A resource the action releases; lint wants it among the contract's `finally`
+    /// actions for every resource the flow acquires.
+    pub releases: Option<&'static str>,
 }
 
 /// How an action changes the number of pending tasks. A loop whose every turn consumes a
@@ -41,6 +46,20 @@ pub enum TaskEffect {
 }
 
 impl ActionSpec {
+    /// This action acquires `resource`.
+    #[must_use]
+    pub fn acquiring(mut self, resource: &'static str) -> ActionSpec {
+        self.acquires = Some(resource);
+        self
+    }
+
+    /// This action releases `resource`.
+    #[must_use]
+    pub fn releasing(mut self, resource: &'static str) -> ActionSpec {
+        self.releases = Some(resource);
+        self
+    }
+
     pub(crate) fn result_ty(&self) -> Ty {
         self.result
             .as_ref()
@@ -233,6 +252,8 @@ pub(crate) fn host_action(
         outcomes: outcome_list(outcomes),
         result: None,
         tasks: TaskEffect::None,
+        acquires: None,
+        releases: None,
     }
 }
 
@@ -250,6 +271,8 @@ pub(crate) fn result_action(
         outcomes: vec![],
         result: Some(result),
         tasks: TaskEffect::None,
+        acquires: None,
+        releases: None,
     }
 }
 
@@ -330,6 +353,8 @@ impl BuiltinAction {
                     true,
                 )],
                 tasks: TaskEffect::Refills,
+                acquires: None,
+                releases: None,
                 outcomes: outcome_list(&[
                     ("empty_tasks", &[]),
                     ("duplicate_task_ids", &[]),
@@ -352,6 +377,8 @@ impl BuiltinAction {
                 outcomes: outcome_list(CHECKLIST_OUTCOMES),
                 result: None,
                 tasks: TaskEffect::Consumes,
+                acquires: None,
+                releases: None,
             },
             BuiltinAction::RequireAllTasksComplete => ActionSpec {
                 name: self.name(),
@@ -363,6 +390,8 @@ impl BuiltinAction {
                 ]),
                 result: None,
                 tasks: TaskEffect::None,
+                acquires: None,
+                releases: None,
             },
         }
     }

@@ -105,6 +105,18 @@ pub const ALL: &[Code] = &[
         "a cycle of transitions can repeat forever: no counter with a limit bounds it",
     ),
     code(
+        "resource-not-released",
+        Error,
+        "lint",
+        "the flow acquires a resource that no `finally` action releases, so some exit leaks it",
+    ),
+    code(
+        "invalid-cancel-target",
+        Error,
+        "lint",
+        "`on_cancel` leads to a state that is not terminal with outcome `cancelled`",
+    ),
+    code(
         "guard-syntax-error",
         Error,
         "lint",
@@ -225,6 +237,14 @@ const RULE_DOCS: &[(&str, &str)] = &[
     (
         "unbounded-cycle",
         include_str!("../lint/rules/unbounded_cycle.rs"),
+    ),
+    (
+        "resource-not-released",
+        include_str!("../lint/rules/resource_not_released.rs"),
+    ),
+    (
+        "invalid-cancel-target",
+        include_str!("../lint/rules/invalid_cancel_target.rs"),
     ),
     (
         "shadowed-transition",

@@ -96,6 +96,8 @@ pub fn check(contract: &Contract) -> Vec<Diagnostic> {
     out.extend(rules::unreachable_state::check(contract));
     out.extend(rules::dead_end_state::check(contract));
     out.extend(rules::unbounded_cycle::check(contract));
+    out.extend(rules::resource_not_released::check(contract));
+    out.extend(rules::invalid_cancel_target::check(contract));
     out.extend(rules::shadowed_transition::check(contract));
     out.extend(rules::undefined_message::check(contract, &usages));
     out.extend(rules::unused_message::check(contract, &usages));

@@ -84,6 +84,14 @@ pub fn collect(contract: &Contract) -> Vec<Usage> {
             user: format!("host `{}`", contract.host),
         });
     }
+    if let Some(cancel) = &contract.on_cancel
+        && let Some(m) = &cancel.message
+    {
+        out.push(from_ref(m, &[], "the cancel path".to_string()));
+    }
+    for a in &contract.finally {
+        action_usages(contract, a, &mut out);
+    }
     for counter in &contract.counters {
         for r in &counter.on_limit {
             if let Some(m) = &r.message {

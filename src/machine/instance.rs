@@ -229,6 +229,7 @@ impl Instance {
     /// The data guards read, except `payload`, `facts` and `result`, which come with events.
     pub(crate) fn guard_roots(&self) -> Map<String, Value> {
         let mut roots = Map::new();
+        roots.insert("state".into(), Value::String(self.state.clone()));
         roots.insert("flags".into(), Value::Object(self.flags.clone()));
         roots.insert("intent".into(), Value::String(self.intent.clone()));
         roots.insert("params".into(), Value::Object(self.params.clone()));

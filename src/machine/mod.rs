@@ -9,6 +9,6 @@ pub mod tools;
 
 pub use instance::{Instance, StartError};
 pub use step::{
-    Accepted, Effect, Event, Input, MessageRequest, Rejection, merge_message_args, run_effects,
-    settle, step, unknown_state,
+    Accepted, Effect, Event, Input, MessageRequest, Rejection, RetryPolicy, finally_effects,
+    merge_message_args, run_effects, settle, step, unknown_state,
 };

@@ -29,6 +29,9 @@ pub enum Input {
     },
     /// The host ran an engine state's actions; results are keyed by each action's `bind`.
     Results { results: Map<String, Value> },
+    /// The session is cancelled from outside: it moves to the contract's `on_cancel`
+    /// state, whatever state it is in (but a terminal one).
+    Cancel,
 }
 
 #[derive(Debug, Clone)]
@@ -49,6 +52,19 @@ pub struct Effect {
     pub bind: String,
     /// The message to show for each failure outcome the contract maps.
     pub on_failure: BTreeMap<String, MessageRequest>,
+    /// Seconds the host gives the action (`timeout:`), for the host to enforce.
+    pub timeout_secs: Option<u32>,
+    /// More attempts the driver makes after a failure with one of these outcomes.
+    pub retry: Option<RetryPolicy>,
+    /// Which attempt this is, from 1; the driver counts retries.
+    pub attempt: u32,
+}
+
+/// A retry rule with its count resolved for the session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RetryPolicy {
+    pub max: u32,
+    pub on: Vec<String>,
 }
 
 /// A message the host renders when an effect fails with a mapped outcome. `args` holds
@@ -76,6 +92,8 @@ pub struct Accepted {
     pub transition: Option<usize>,
     /// With `limit_reached`: the index of the counter's `on_limit` redirect that won.
     pub redirect: Option<usize>,
+    /// The step is the contract's cancel path (`on_cancel`), not a rule of the state.
+    pub cancelled: bool,
 }
 
 /// A refused step: the message, and the current phase again so the agent can retry.
@@ -126,6 +144,13 @@ pub fn step(
 
     let mut roots = instance.guard_roots();
     roots.insert("facts".into(), Value::Object(event.facts.clone()));
+    if matches!(event.input, Input::Cancel) {
+        let ctx = Context {
+            roots: &roots,
+            unknown: &[],
+        };
+        return cancel(contract, instance, state, ctx).map_err(reject);
+    }
     let payload = match (&event.input, state.kind) {
         (
             Input::Submit {
@@ -150,6 +175,7 @@ pub fn step(
                 Input::Results { .. } => {
                     format!("state `{}` waits for a submitted payload", state.id)
                 }
+                Input::Cancel => unreachable!("handled above"),
             };
             return Err(reject(role_message(
                 contract,
@@ -282,6 +308,43 @@ pub fn step(
         limit_reached,
         transition,
         redirect,
+        cancelled: false,
+    })
+}
+
+/// The cancel path: straight to the `on_cancel` state with its message, no counters, no
+/// actions (cleanup belongs in `finally`, which runs on every exit).
+fn cancel(
+    contract: &Contract,
+    instance: &Instance,
+    state: &State,
+    ctx: Context<'_>,
+) -> Result<Accepted, RenderedMessage> {
+    let locale = instance.locale.as_str();
+    let Some(rule) = &contract.on_cancel else {
+        return Err(guard_failed(
+            contract,
+            "the session cannot be cancelled: the contract has no `on_cancel`",
+            locale,
+        ));
+    };
+    let mut next = instance.clone();
+    next.state = contract.state(rule.to).id.clone();
+    next.steps_taken += 1;
+    let message = rule
+        .message
+        .as_ref()
+        .map(|m| render_ref(contract, m, ctx, &Map::new(), locale));
+    Ok(Accepted {
+        from: state.id.clone(),
+        to: next.state.clone(),
+        instance: next,
+        effects: Vec::new(),
+        message,
+        limit_reached: None,
+        transition: None,
+        redirect: None,
+        cancelled: true,
     })
 }
 
@@ -496,7 +559,7 @@ fn run_actions(
                     });
                 }
             }
-            Performer::Host => effects.push(host_effect(call, args, ctx)),
+            Performer::Host => effects.push(host_effect(call, args, ctx, next)),
         }
     }
     Ok(())
@@ -529,7 +592,12 @@ fn call_args(
 /// A host action with its arguments evaluated and its failure messages prepared: the
 /// host renders a failure with the outcome's own values, so the values the contract gives
 /// for the message are evaluated now, while the data is here.
-fn host_effect(call: &ActionCall, args: Map<String, Value>, ctx: Context<'_>) -> Effect {
+fn host_effect(
+    call: &ActionCall,
+    args: Map<String, Value>,
+    ctx: Context<'_>,
+    instance: &Instance,
+) -> Effect {
     let on_failure = call
         .errors
         .iter()
@@ -554,7 +622,62 @@ fn host_effect(call: &ActionCall, args: Map<String, Value>, ctx: Context<'_>) ->
         args,
         bind: call.bind.clone(),
         on_failure,
+        timeout_secs: call.timeout.as_ref().map(|t| amount(t, instance)),
+        retry: call.retry.as_ref().map(|r| RetryPolicy {
+            max: amount(&r.max, instance),
+            on: r.on.clone(),
+        }),
+        attempt: 1,
     }
+}
+
+/// A count written as a number or an int param, for this session.
+fn amount(value: &LimitValue, instance: &Instance) -> u32 {
+    match value {
+        LimitValue::Fixed(n) => *n,
+        LimitValue::Param(p) => instance
+            .params
+            .get(p)
+            .and_then(Value::as_u64)
+            .map_or(u32::MAX, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+    }
+}
+
+/// The contract's `finally` actions with their arguments evaluated on the session as it
+/// ended, for the host to perform once on its way out. A call whose `when` does not hold
+/// is left out; a call whose arguments cannot be evaluated still runs, with those
+/// arguments null, because cleanup must not be skipped over a report's detail.
+pub fn finally_effects(
+    contract: &Contract,
+    instance: &Instance,
+    facts: &Map<String, Value>,
+) -> Vec<Effect> {
+    let mut roots = instance.guard_roots();
+    roots.insert("facts".into(), Value::Object(facts.clone()));
+    let ctx = Context {
+        roots: &roots,
+        unknown: &[],
+    };
+    let mut effects = Vec::new();
+    for call in &contract.finally {
+        let runs = call
+            .when
+            .as_ref()
+            .is_none_or(|w| holds(w, ctx).unwrap_or(true));
+        if !runs {
+            continue;
+        }
+        let args = call
+            .args
+            .iter()
+            .map(|(name, g)| {
+                let v = g.expr.as_ref().and_then(|e| eval(e, ctx).ok());
+                (name.clone(), v.unwrap_or(Value::Null))
+            })
+            .collect();
+        effects.push(host_effect(call, args, ctx, instance));
+    }
+    effects
 }
 
 /// The actions an engine state runs (`run:`) with their arguments evaluated, for the host
@@ -587,7 +710,7 @@ pub fn run_effects(
     let mut effects = Vec::new();
     for call in &state.run {
         if let Some(args) = call_args(contract, call, ctx, locale).map_err(reject)? {
-            effects.push(host_effect(call, args, ctx));
+            effects.push(host_effect(call, args, ctx, instance));
         }
     }
     Ok(effects)
@@ -649,14 +772,7 @@ fn apply_counters(
 
 /// The limit of a counter for this instance (a param limit reads the session's params).
 pub(crate) fn limit_of(contract: &Contract, counter: CounterId, instance: &Instance) -> u32 {
-    match &contract.counter(counter).limit {
-        LimitValue::Fixed(n) => *n,
-        LimitValue::Param(p) => instance
-            .params
-            .get(p)
-            .and_then(Value::as_u64)
-            .map_or(u32::MAX, |n| u32::try_from(n).unwrap_or(u32::MAX)),
-    }
+    amount(&contract.counter(counter).limit, instance)
 }
 
 /// Whether this step made `counter` reach its limit: a session counter's value, or the

@@ -120,12 +120,8 @@ fn outcome(turn: &Turn) -> Outcome {
         }
         Stop::Finished(o) => {
             finished = Some(
-                o.map_or("none", |o| match o {
-                    crate::contract::raw::Outcome::Success => "success",
-                    crate::contract::raw::Outcome::Failure => "failure",
-                    crate::contract::raw::Outcome::Aborted => "aborted",
-                })
-                .to_string(),
+                o.map_or("none", crate::contract::raw::Outcome::as_str)
+                    .to_string(),
             );
         }
         Stop::Waiting

@@ -74,6 +74,8 @@ fn an_agent_runner_task_runs_to_completion_through_the_driver() {
     let contract = load("contracts/agent_runner_task.yml");
     let mut host = ScriptedHost::new(vec![
         ("prd.load", Ok(json!({"ok": true}))),
+        ("preflight.check", Ok(json!({"ok": true}))),
+        ("sandbox.start", Ok(json!({"ok": true}))),
         (
             "meta.plan_task",
             Ok(json!({"ok": true, "acceptance_criteria": ["AC-1"]})),
@@ -87,11 +89,13 @@ fn an_agent_runner_task_runs_to_completion_through_the_driver() {
             "meta.next_action",
             Ok(json!({"ok": true, "action": "mark_complete"})),
         ),
+        ("tests.run", Ok(json!({"ok": true, "ran": false}))),
         (
             "meta.completion_assessment",
             Ok(json!({"ok": true, "all_criteria_satisfied": true})),
         ),
         ("note.write", Ok(Value::Null)),
+        ("sandbox.release", Ok(Value::Null)),
     ]);
     let mut store = MemoryStore::default();
     let turn = Driver::new(&contract)
@@ -104,8 +108,19 @@ fn an_agent_runner_task_runs_to_completion_through_the_driver() {
     );
     assert_eq!(
         states(&turn),
-        ["PLANNING", "RUNNING", "RUNNING", "VALIDATING", "COMPLETE"]
+        [
+            "PREFLIGHT",
+            "PROVISIONING",
+            "PLANNING",
+            "RUNNING",
+            "RUNNING",
+            "VALIDATING",
+            "COMPLETE"
+        ]
     );
+    // The contract's `finally` ran once the task ended.
+    let finals: Vec<&str> = turn.finalizers.iter().map(|f| f.action.as_str()).collect();
+    assert_eq!(finals, ["note.write", "sandbox.release"]);
     assert_eq!(turn.instance.state, "COMPLETE");
     assert!(host.script.is_empty(), "unused: {:?}", host.script);
     // The start and every committed step, in order.
@@ -114,6 +129,8 @@ fn an_agent_runner_task_runs_to_completion_through_the_driver() {
         saved,
         [
             "PENDING",
+            "PREFLIGHT",
+            "PROVISIONING",
             "PLANNING",
             "RUNNING",
             "RUNNING",
@@ -128,6 +145,8 @@ fn a_failing_transition_effect_keeps_the_old_instance() {
     let contract = load("contracts/agent_runner_task.yml");
     let mut host = ScriptedHost::new(vec![
         ("prd.load", Ok(json!({"ok": true}))),
+        ("preflight.check", Ok(json!({"ok": true}))),
+        ("sandbox.start", Ok(json!({"ok": true}))),
         (
             "meta.plan_task",
             Ok(json!({"ok": true, "acceptance_criteria": ["AC-1"]})),
@@ -338,7 +357,12 @@ fn a_failing_engine_state_action_stops_before_the_step() {
     );
 
     // The host resumes the stalled session: the state's action runs again.
-    host.script = vec![("prd.load", Ok(json!({"ok": false, "error": "no PRD"})))].into();
+    host.script = vec![
+        ("prd.load", Ok(json!({"ok": false, "error": "no PRD"}))),
+        ("note.write", Ok(Value::Null)),
+        ("sandbox.release", Ok(Value::Null)),
+    ]
+    .into();
     let resumed = Driver::new(&contract).advance(&mut host, &mut NoCheckpoints, turn.instance);
     assert!(
         matches!(resumed.stop, Stop::Finished(Some(_))),
@@ -417,6 +441,8 @@ fn a_checkpoint_that_cannot_be_saved_stops_the_driver() {
     let contract = load("contracts/agent_runner_task.yml");
     let mut host = ScriptedHost::new(vec![
         ("prd.load", Ok(json!({"ok": true}))),
+        ("preflight.check", Ok(json!({"ok": true}))),
+        ("sandbox.start", Ok(json!({"ok": true}))),
         (
             "meta.plan_task",
             Ok(json!({"ok": true, "acceptance_criteria": ["AC-1"]})),
@@ -434,11 +460,11 @@ fn a_checkpoint_that_cannot_be_saved_stops_the_driver() {
         "{:?}",
         turn.stop
     );
-    // PENDING and PLANNING were saved; RUNNING happened (it is the turn's last step and
-    // its instance) but is not durable.
+    // PENDING and PREFLIGHT were saved; PROVISIONING happened (it is the turn's last step
+    // and its instance) but is not durable.
     assert_eq!(store.saved.len(), 2);
-    assert_eq!(turn.instance.state, "RUNNING");
-    assert_eq!(states(&turn), ["PLANNING", "RUNNING"]);
+    assert_eq!(turn.instance.state, "PROVISIONING");
+    assert_eq!(states(&turn), ["PREFLIGHT", "PROVISIONING"]);
 }
 
 #[test]

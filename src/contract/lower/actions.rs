@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use super::lowerer::Lowerer;
-use crate::contract::model::{ActionCall, Guard, MessageRef, Performer};
-use crate::contract::raw::{RawActionCall, RawMessageRef};
+use crate::contract::model::{ActionCall, Guard, LimitValue, MessageRef, Performer, RetryRule};
+use crate::contract::raw::{Limit, RawActionCall, RawMessageRef, RawRetry, ValueType};
 use crate::contract::registry::{ActionSpec, BuiltinAction};
 use crate::guard::check::TypeEnv;
 
@@ -45,6 +45,10 @@ impl Lowerer<'_> {
                 a.errors.clone(),
             ),
         };
+        let (timeout, retry) = match call {
+            RawActionCall::Name(_) => (None, None),
+            RawActionCall::Full(a) => (a.timeout.as_ref(), a.retry.as_ref()),
+        };
         // A bare name is the whole item; in the long form the name is under `action`.
         let name_ptr = if matches!(call, RawActionCall::Name(_)) {
             p.to_string()
@@ -68,6 +72,16 @@ impl Lowerer<'_> {
         // otherwise: `ns.fetch` is read as `result.fetch`.
         let bind = bind.unwrap_or_else(|| name.rsplit('.').next().unwrap_or(&name).to_string());
         let performer = BuiltinAction::from_name(&name).map_or(Performer::Host, Performer::Engine);
+        let timeout = timeout.map(|t| self.amount(t, &format!("{p}/timeout"), "timeout"));
+        let retry = retry.map(|r| self.retry_rule(&spec, r, p));
+        if performer != Performer::Host && (timeout.is_some() || retry.is_some()) {
+            self.report(
+                "unknown-action",
+                format!("`{name}` is applied by the engine; it has no timeout or retry"),
+                p,
+                Some("only host actions take `timeout` and `retry`".into()),
+            );
+        }
         Some(ActionCall {
             name,
             performer,
@@ -75,8 +89,59 @@ impl Lowerer<'_> {
             when,
             bind,
             errors,
+            timeout,
+            retry,
             span: self.value_span(p),
         })
+    }
+
+    /// A count written as a number or as an int param (`params.NAME`), at `p`.
+    fn amount(&mut self, limit: &Limit, p: &str, what: &str) -> LimitValue {
+        match limit {
+            Limit::Fixed(n) => LimitValue::Fixed(*n),
+            Limit::Param(raw) => {
+                let name = raw.strip_prefix("params.").unwrap_or(raw).to_string();
+                if !matches!(self.params.get(&name), Some((ValueType::Int, _))) {
+                    self.report(
+                        "guard-unknown-path",
+                        format!("the {what} names `params.{name}`, which is not an int param"),
+                        p,
+                        Some("declare it under `params:` with `type: int`".into()),
+                    );
+                }
+                LimitValue::Param(name)
+            }
+        }
+    }
+
+    /// A retry policy: its count, and outcomes the action can report.
+    fn retry_rule(&mut self, spec: &ActionSpec, retry: &RawRetry, p: &str) -> RetryRule {
+        let max = self.amount(&retry.max, &format!("{p}/retry/max"), "retry count");
+        for (i, outcome) in retry.on.iter().enumerate() {
+            if !spec.outcomes.iter().any(|(o, _)| o == outcome) {
+                let names: Vec<&str> = spec.outcomes.iter().map(|(o, _)| *o).collect();
+                self.report(
+                    "unknown-action",
+                    format!(
+                        "action `{}` has no failure outcome `{outcome}` to retry on",
+                        spec.name
+                    ),
+                    &format!("{p}/retry/on/{i}"),
+                    Some(format!(
+                        "its outcomes: {}",
+                        if names.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    )),
+                );
+            }
+        }
+        RetryRule {
+            max,
+            on: retry.on.clone(),
+        }
     }
 
     /// Checks each argument (`with:`) against the action's argument types, and that every

@@ -1,5 +1,5 @@
-//! The type environment guards are checked against: what `flags`, `intent`, `params`,
-//! `vars`, `counters`, `tasks` and `facts` hold in this contract.
+//! The type environment guards are checked against: what `state`, `flags`, `intent`,
+//! `params`, `vars`, `counters`, `tasks` and `facts` hold in this contract.
 //!
 //! Each state adds `payload` (and, for engine states, `result`) on top of the base
 //! environment built here.
@@ -41,6 +41,8 @@ pub(super) fn base_env(
         (f.name.clone(), ty)
     }));
     TypeEnv::default()
+        // The current state's id: what a `finally` action reports the session ended in.
+        .with("state", Ty::string())
         .with("flags", flags_ty)
         .with("intent", Ty::Str(Some(intents.to_vec())))
         .with(

@@ -22,6 +22,8 @@ pub(super) struct Lowerer<'a> {
     pub(super) locales: Vec<String>,
     /// Declared session variables and their types, for `set:`.
     pub(super) vars: BTreeMap<String, ValueType>,
+    /// Declared params with their defaults, once lowered (timeouts and retries name them).
+    pub(super) params: BTreeMap<String, (ValueType, serde_json::Value)>,
 }
 
 impl Lowerer<'_> {

@@ -22,10 +22,11 @@ mod transitions;
 
 use lowerer::Lowerer;
 
-use super::model::{Contract, CounterId, StateId};
+use super::model::{ActionCall, CancelRule, Contract, CounterId, Performer, StateId};
 use super::raw::RawContract;
 use super::registry::Registry;
 use crate::diagnostic::Diagnostic;
+use crate::guard::check::TypeEnv;
 use crate::source::{Pos, Span};
 use crate::yaml::Node;
 
@@ -66,6 +67,7 @@ pub(crate) fn lower(
             .collect(),
         locales: raw.locales.clone(),
         vars: raw.vars.iter().map(|(n, v)| (n.clone(), v.kind)).collect(),
+        params: std::collections::BTreeMap::new(),
     };
     let contract = l.contract(raw);
     (contract, l.diagnostics)
@@ -78,6 +80,7 @@ impl Lowerer<'_> {
         let conflicts = self.conflicts(raw, &flags);
         let (intents, default_intent) = self.intents(raw);
         let params = self.params(raw);
+        self.params = params.clone();
         let vars = self.vars.clone();
         // Redirects are lowered once the type environment, which lists the counters, exists.
         let mut counters = self.counters(raw, &params);
@@ -87,6 +90,8 @@ impl Lowerer<'_> {
         let mut templates = templates::environment();
         let footer = self.instruction_footer(raw, &mut templates);
         let states = self.states(raw, &base_env, &counters, &mut templates)?;
+        let finally = self.finally(raw, &base_env);
+        let on_cancel = self.on_cancel(raw, &base_env);
         let messages = self.messages(raw);
         self.check_engine_message_roles(raw);
         let matrix_columns = self.matrix_columns(raw);
@@ -107,6 +112,8 @@ impl Lowerer<'_> {
             params,
             vars,
             counters,
+            finally,
+            on_cancel,
             states,
             state_index: self.state_index.clone(),
             messages,
@@ -144,6 +151,43 @@ impl Lowerer<'_> {
         if let Some(call) = &raw.call {
             self.check_tool(call, "/call");
         }
+    }
+
+    /// The `finally:` actions: host actions only, since the session is over when they run.
+    fn finally(&mut self, raw: &RawContract, env: &TypeEnv) -> Vec<ActionCall> {
+        let calls = self.actions(&raw.finally, "/finally", env);
+        for (i, call) in calls.iter().enumerate() {
+            if call.performer != Performer::Host {
+                self.report(
+                    "unknown-action",
+                    format!(
+                        "`{}` changes the session, which is over when `finally` runs",
+                        call.name
+                    ),
+                    &format!("/finally/{i}"),
+                    Some("`finally` runs host actions (releasing, reporting)".into()),
+                );
+            }
+        }
+        calls
+            .into_iter()
+            .filter(|c| c.performer == Performer::Host)
+            .collect()
+    }
+
+    /// The `on_cancel:` target and message.
+    fn on_cancel(&mut self, raw: &RawContract, env: &TypeEnv) -> Option<CancelRule> {
+        let cancel = raw.on_cancel.as_ref()?;
+        let to = self.target(&cancel.to, "/on_cancel/to")?;
+        let message = cancel
+            .message
+            .as_ref()
+            .map(|m| self.message_ref(m, "/on_cancel/message", env));
+        Some(CancelRule {
+            to,
+            message,
+            span: self.key_span("/on_cancel"),
+        })
     }
 
     /// `unknown-tool` unless `tool` is one of the host's tools.

@@ -2,7 +2,8 @@
 //!
 //! ## What it does
 //! Flags a state that no path from the initial state reaches, counting every guarded
-//! transition, fallback and counter-limit redirect as possible.
+//! transition, fallback and counter-limit redirect as possible, and the `on_cancel`
+//! path from any state that is not terminal.
 //!
 //! ## Why is this bad?
 //! An unreachable state is dead contract: its instruction, schema and messages are never
@@ -19,6 +20,7 @@
 use crate::analysis::graph::edges;
 use crate::contract::Contract;
 use crate::contract::model::StateId;
+use crate::contract::raw::StateKind;
 use crate::diagnostic::Diagnostic;
 
 pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {
@@ -35,12 +37,20 @@ pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {
     }
     let mut seen = vec![false; n];
     let mut work = vec![contract.initial.0];
+    // The cancel path leaves any state that is not terminal, so its target is reachable
+    // as soon as such a state is.
+    let cancel_to = contract.on_cancel.as_ref().map(|c| c.to.0);
+    let mut cancel_reached = false;
     while let Some(s) = work.pop() {
         if let Some(seen) = seen.get_mut(s)
             && !*seen
         {
             *seen = true;
             work.extend(successors[s].iter().copied());
+            if !cancel_reached && contract.states[s].kind != StateKind::Terminal {
+                cancel_reached = true;
+                work.extend(cancel_to);
+            }
         }
     }
     (0..n)
