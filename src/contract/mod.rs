@@ -168,11 +168,12 @@ fn load_node(node: &Node, hosts: &[Registry]) -> Loaded {
             diagnostics: vec![d],
         };
     };
-    for error in validator.iter_errors(&instance) {
-        diagnostics.push(schema_diagnostic(node, &error));
-    }
+    diagnostics.extend(schema_findings(
+        node,
+        validator,
+        "`schemas/contract.schema.json` or docs/contract-format.md",
+    ));
     if !diagnostics.is_empty() {
-        dedup_schema(&mut diagnostics);
         return Loaded {
             contract: None,
             diagnostics,
@@ -202,10 +203,31 @@ fn load_node(node: &Node, hosts: &[Registry]) -> Loaded {
     }
 }
 
-fn schema_diagnostic(root: &Node, error: &jsonschema::ValidationError<'_>) -> Diagnostic {
+/// Every way the YAML tree `root` breaks `validator`'s schema, as `schema-violation`
+/// findings at the offending node; `reference` names where the allowed keys are listed.
+/// Also used for other YAML files checked by a schema (AgentRunner's task files).
+pub(crate) fn schema_findings(
+    root: &Node,
+    validator: &jsonschema::Validator,
+    reference: &str,
+) -> Vec<Diagnostic> {
+    let instance = root.to_json();
+    let mut diagnostics: Vec<Diagnostic> = validator
+        .iter_errors(&instance)
+        .map(|error| schema_diagnostic(root, &error, reference))
+        .collect();
+    dedup_schema(&mut diagnostics);
+    diagnostics
+}
+
+fn schema_diagnostic(
+    root: &Node,
+    error: &jsonschema::ValidationError<'_>,
+    reference: &str,
+) -> Diagnostic {
     use jsonschema::error::ValidationErrorKind as K;
     if let Some(specific) = specific_alternative(error) {
-        return schema_diagnostic(root, specific);
+        return schema_diagnostic(root, specific, reference);
     }
     let path = error.instance_path().as_str().to_string();
     if let Some(allowed) = allowed_alternatives(error) {
@@ -231,7 +253,7 @@ fn schema_diagnostic(root: &Node, error: &jsonschema::ValidationError<'_>) -> Di
             let name = unexpected.first().cloned().unwrap_or_default();
             let span = node.entry(&name).map_or(node.span, |(k, _)| k.span);
             Diagnostic::new("schema-violation", format!("unknown key `{name}` in {display}"), Some(span))
-                .with_help("see `schemas/contract.schema.json` or docs/contract-format.md for the keys allowed here")
+                .with_help(format!("see {reference} for the keys allowed here"))
         }
         K::Required { property } => {
             let name = property.as_str().unwrap_or_default();
@@ -347,7 +369,7 @@ mod tests {
             messages,
             [
                 "`counters.c.limit`: 2.5 is not allowed here; it takes an integer (a whole number) or a string",
-                "`states.A.outcome`: \"successs\" is not one of \"success\", \"failure\" or \"aborted\"",
+                "`states.A.outcome`: \"successs\" is not one of \"success\", \"failure\", \"aborted\", \"incomplete\" or \"cancelled\"",
             ]
         );
     }

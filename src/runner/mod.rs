@@ -6,3 +6,4 @@ pub mod cancel;
 pub mod extract;
 pub mod process;
 pub mod registry;
+pub mod time;

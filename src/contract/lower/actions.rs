@@ -242,7 +242,7 @@ mod tests {
     #[test]
     fn run_actions_resolve_and_bind_their_results() {
         let text =
-            running("[prd.load, {action: meta.plan_task, bind: plan, with: {prd: \"'x'\"}}]");
+            running("[prd.load, {action: note.write, bind: plan, with: {state: \"'x'\"}}]");
         let (contract, diagnostics) = lower_yaml(&text);
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         let contract = contract.unwrap();
@@ -250,7 +250,7 @@ mod tests {
         assert_eq!(run[0].bind, "load");
         assert_eq!(run[0].performer, Performer::Host);
         assert_eq!(run[1].bind, "plan");
-        assert_eq!(run[1].args[0].0, "prd");
+        assert_eq!(run[1].args[0].0, "state");
         assert_eq!(run[1].span.start.line, 9);
     }
 
@@ -272,7 +272,7 @@ mod tests {
     fn unknown_actions_arguments_and_outcomes_are_reported_where_named() {
         let text = running(concat!(
             "[prd.lod, {action: nope}, {action: meta.plan_task, with: {brief: \"'x'\"}},",
-            " {action: note.write, errors: {failed: m}}]"
+            " {action: sandbox.release, errors: {failed: m}}]"
         ));
         let (contract, diagnostics) = lower_yaml(&text);
         assert_eq!(
@@ -281,7 +281,7 @@ mod tests {
                 "9:11 unknown-action",
                 "9:29 unknown-action",
                 "9:68 unknown-action",
-                "9:114 unknown-action",
+                "9:119 unknown-action",
             ]
         );
         assert_eq!(diagnostics[3].help.as_deref(), Some("its outcomes: none"));
