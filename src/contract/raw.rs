@@ -234,9 +234,10 @@ pub enum Outcome {
     Success,
     Failure,
     Aborted,
-    /// The flow ran out of its budget (a loop limit) before it could decide.
+    // The flow ran out of its budget (a loop limit) before it could decide. (Plain
+    // comments: documented variants would turn the schema's enum into a `oneOf`.)
     Incomplete,
-    /// The session was cancelled from outside (`on_cancel`).
+    // The session was cancelled from outside (`on_cancel`).
     Cancelled,
 }
 
