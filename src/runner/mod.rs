@@ -6,4 +6,5 @@ pub mod cancel;
 pub mod extract;
 pub mod process;
 pub mod registry;
+pub mod report;
 pub mod time;

@@ -1,0 +1,260 @@
+//! What a task leaves behind: the Task Note (Markdown from
+//! `templates/agent-runner/task_note.md.j2`) and the result JSON, both written on every
+//! exit path and atomically, so a reader never sees half a file (the original wrote the
+//! note only on success, overwrote it on a rerun and broke its code fences, M9).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+const NOTE_TEMPLATE: &str = include_str!("../../templates/agent-runner/task_note.md.j2");
+
+/// How a task ended, as its caller sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Complete,
+    Failed,
+    Incomplete,
+    Cancelled,
+}
+
+impl Status {
+    /// 0 complete, 1 failed, 3 incomplete (loops exhausted), 130 cancelled.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Complete => 0,
+            Status::Failed => 1,
+            Status::Incomplete => 3,
+            Status::Cancelled => 130,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Complete => "complete",
+            Status::Failed => "failed",
+            Status::Incomplete => "incomplete",
+            Status::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One acceptance criterion and whether the assessment found it met.
+#[derive(Debug, Clone, Serialize)]
+pub struct CriterionResult {
+    pub id: String,
+    pub description: String,
+    pub passed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// Everything the note and the result say about a task.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub task: Value,
+    pub status: Status,
+    pub exit_code: i32,
+    /// The state the task ended in.
+    pub state: String,
+    /// One paragraph: why it ended as it did.
+    pub summary: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub planner: String,
+    pub worker: String,
+    pub prd: String,
+    pub suggested_impl: Option<Value>,
+    pub acceptance_criteria: Vec<CriterionResult>,
+    /// Worker runs as recorded (id, exit_code, ending, duration, summary, files, ...).
+    pub runs: Vec<Value>,
+    /// The last test run and the planner's assessment, when the task got that far.
+    pub validation: Option<Value>,
+    pub planner_calls: Vec<Value>,
+    /// State changes and what the engine said, in order.
+    pub timeline: Vec<String>,
+}
+
+impl Report {
+    /// The Task Note in Markdown.
+    pub fn note(&self) -> Result<String, String> {
+        let mut env = minijinja::Environment::new();
+        env.add_filter("fence", fence);
+        env.add_template("task_note.md", NOTE_TEMPLATE)
+            .map_err(|e| format!("the Task Note template does not compile: {e}"))?;
+        let template = env
+            .get_template("task_note.md")
+            .map_err(|e| e.to_string())?;
+        template
+            .render(minijinja::value::Value::from(minijinja::value::Serde(self)))
+            .map_err(|e| format!("the Task Note could not be rendered: {e}"))
+    }
+
+    /// The result JSON of `--result-file`.
+    pub fn result(&self) -> Value {
+        json!({
+            "task_id": self.task.get("id"),
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "state": self.state,
+            "summary": self.summary,
+            "acceptance_criteria": self.acceptance_criteria,
+            "runs": self.runs,
+            "validation": self.validation,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        })
+    }
+}
+
+/// `text` in a fenced code block whose fence is longer than any backtick run inside, so
+/// output that contains ``` cannot close it early.
+fn fence(text: String, lang: Option<String>) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    let ticks = "`".repeat(longest.max(2) + 1);
+    let body = text.trim_end_matches('\n');
+    format!("{ticks}{}\n{body}\n{ticks}", lang.unwrap_or_default())
+}
+
+/// Where a task's note goes: `<repo>/.agent-runner/task-<id>.md`; an existing note of an
+/// earlier run of the same task is kept by moving to the next free `-N` name.
+pub fn note_path(repo: &Path, task_id: &str) -> PathBuf {
+    let dir = repo.join(".agent-runner");
+    let first = dir.join(format!("task-{task_id}.md"));
+    if !first.exists() {
+        return first;
+    }
+    (2..10_000)
+        .map(|n| dir.join(format!("task-{task_id}-{n}.md")))
+        .find(|p| !p.exists())
+        .unwrap_or(first)
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut random = [0u8; 4];
+    let _ = getrandom::fill(&mut random);
+    let temp = dir.join(format!(
+        ".{name}.{}.{:02x}{:02x}{:02x}{:02x}.tmp",
+        std::process::id(),
+        random[0],
+        random[1],
+        random[2],
+        random[3]
+    ));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> Report {
+        Report {
+            task: json!({"id": "T-1", "title": "Say hello", "repo": "/r"}),
+            status: Status::Complete,
+            exit_code: 0,
+            state: "COMPLETE".into(),
+            summary: "Every acceptance criterion is met.".into(),
+            started_at: "2026-11-24T07:00:00.000Z".into(),
+            finished_at: "2026-11-24T07:01:00.000Z".into(),
+            planner: "mock".into(),
+            worker: "codex-cli (local)".into(),
+            prd: "Write hello.txt".into(),
+            suggested_impl: None,
+            acceptance_criteria: vec![CriterionResult {
+                id: "AC-1".into(),
+                description: "hello.txt exists".into(),
+                passed: true,
+                comment: None,
+            }],
+            runs: vec![json!({
+                "id": "run-1", "exit_code": 0, "ending": "exited", "duration_ms": 12,
+                "started_at": "a", "finished_at": "b", "files_changed": ["hello.txt"],
+                "summary": "wrote it", "diff_stat": " hello.txt | 1 +",
+                "stdout_tail": "```\nbroken fence\n```"
+            })],
+            validation: Some(json!({"test": {"command": "test -f hello.txt", "exit_code": 0,
+                "passed": true, "duration_ms": 3, "output_tail": ""}})),
+            planner_calls: vec![],
+            timeline: vec!["PENDING -> PREFLIGHT".into()],
+        }
+    }
+
+    #[test]
+    fn the_note_checks_met_criteria_and_fences_output_safely() {
+        let note = report().note().unwrap();
+        assert!(note.contains("# Task Note: T-1 (Say hello)"), "{note}");
+        assert!(note.contains("- [x] **AC-1** hello.txt exists"), "{note}");
+        assert!(note.contains("`hello.txt`"), "{note}");
+        // The run's output holds a ``` fence: the note's fence is longer.
+        assert!(note.contains("````text\n```\nbroken fence\n```\n````"), "{note}");
+        assert!(note.contains("2026-11-24T07:01:00.000Z"));
+    }
+
+    #[test]
+    fn the_result_has_the_documented_fields() {
+        let result = report().result();
+        for key in [
+            "status",
+            "exit_code",
+            "summary",
+            "acceptance_criteria",
+            "runs",
+            "validation",
+            "started_at",
+            "finished_at",
+        ] {
+            assert!(result.get(key).is_some(), "{key}");
+        }
+        assert_eq!(result["status"], "complete");
+        assert_eq!(result["acceptance_criteria"][0]["passed"], true);
+    }
+
+    #[test]
+    fn exit_codes_follow_the_status() {
+        assert_eq!(Status::Complete.exit_code(), 0);
+        assert_eq!(Status::Failed.exit_code(), 1);
+        assert_eq!(Status::Incomplete.exit_code(), 3);
+        assert_eq!(Status::Cancelled.exit_code(), 130);
+    }
+
+    #[test]
+    fn a_rerun_keeps_the_earlier_note() {
+        let dir = std::env::temp_dir().join(format!("code-intel-note-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let first = note_path(&dir, "T");
+        write_atomically(&first, b"one").unwrap();
+        let second = note_path(&dir, "T");
+        assert_ne!(first, second);
+        assert!(second.ends_with(".agent-runner/task-T-2.md"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
