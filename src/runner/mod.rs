@@ -4,7 +4,11 @@
 
 pub mod cancel;
 pub mod extract;
+pub mod preflight;
 pub mod process;
 pub mod registry;
 pub mod report;
+pub mod run_record;
+pub mod sandbox;
 pub mod time;
+pub mod worker;

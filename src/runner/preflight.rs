@@ -1,0 +1,240 @@
+//! Checks run before a task spends anything on the planner (the original checked after
+//! `plan_task`, M7): Docker answers, the worker image is present locally (never pulled
+//! silently), the worker CLI's login exists, and in local mode the CLI is on `PATH`.
+//!
+//! Every check is reported, passed or not, so the Task Note can show the whole picture.
+//! The host environment (HOME, PATH, API keys) comes in through a lookup function so
+//! tests need not touch the process environment.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::cancel::Cancel;
+use super::process::{self, Spec};
+use super::worker::WorkerConfig;
+
+/// How long `docker version` and `docker image inspect` may take.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the worker will run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// In a container, through this docker CLI (`docker` or a path).
+    Docker { program: String },
+    /// On the host (`--unsafe-local`).
+    Local,
+}
+
+/// One check and what it found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+/// Every check, in the order run.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct PreflightReport {
+    pub checks: Vec<Check>,
+}
+
+impl PreflightReport {
+    pub fn ok(&self) -> bool {
+        self.checks.iter().all(|c| c.ok)
+    }
+
+    pub fn failures(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|c| !c.ok)
+    }
+
+    fn push(&mut self, name: &str, ok: bool, detail: String) {
+        self.checks.push(Check {
+            name: name.to_string(),
+            ok,
+            detail,
+        });
+    }
+}
+
+impl std::fmt::Display for PreflightReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for check in &self.checks {
+            let mark = if check.ok { "ok" } else { "FAILED" };
+            writeln!(f, "{mark:>6}  {}: {}", check.name, check.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the checks for `config` on `target`. HOME, PATH and API-key variables are read
+/// through `host_env`.
+pub fn preflight(
+    config: &WorkerConfig,
+    target: &Target,
+    host_env: &dyn Fn(&str) -> Option<String>,
+    cancel: &Cancel,
+) -> PreflightReport {
+    let mut report = PreflightReport::default();
+    if let Err(e) = config.validate() {
+        report.push("worker config", false, e.to_string());
+    }
+    match target {
+        Target::Docker { program } => docker_checks(config, program, cancel, &mut report),
+        Target::Local => {
+            let cli = config.kind.program();
+            match find_on_path(cli, host_env("PATH").as_deref()) {
+                Some(path) => {
+                    report.push("worker CLI", true, format!("{cli} is {}", path.display()))
+                }
+                None => report.push(
+                    "worker CLI",
+                    false,
+                    format!(
+                        "`{cli}` was not found on PATH; install the {} CLI or run in Docker",
+                        config.kind.name()
+                    ),
+                ),
+            }
+        }
+    }
+    let home = host_env("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let auth = config.find_auth(home.as_deref(), host_env);
+    let detail = if !auth.mounts.is_empty() || !auth.env_vars.is_empty() {
+        let mut found: Vec<String> = auth
+            .mounts
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} (mounted read-only at {})",
+                    m.host.display(),
+                    m.container
+                )
+            })
+            .collect();
+        found.extend(auth.env_vars.iter().map(|v| format!("${v}")));
+        format!("{} login: {}", config.kind.name(), found.join(", "))
+    } else if let Some(caveat) = &auth.caveat {
+        caveat.clone()
+    } else {
+        format!(
+            "no {} login found; looked at {}; log in with `{}` on the host or set one of the variables",
+            config.kind.name(),
+            auth.searched.join(", "),
+            config.kind.program()
+        )
+    };
+    report.push("worker login", auth.found(), detail);
+    report
+}
+
+fn docker_checks(
+    config: &WorkerConfig,
+    program: &str,
+    cancel: &Cancel,
+    report: &mut PreflightReport,
+) {
+    let run = |args: &[&str]| {
+        let mut spec = Spec::new(program, args.iter().copied());
+        spec.timeout = Some(CHECK_TIMEOUT);
+        spec.grace = Duration::from_secs(1);
+        process::run(&spec, cancel)
+    };
+    let docker_ok = match run(&["version", "--format", "{{.Server.Version}}"]) {
+        Ok(out) if out.ending.success() => {
+            let version = out.stdout.text().trim().to_string();
+            report.push("docker", true, format!("Docker server {version}"));
+            true
+        }
+        Ok(out) => {
+            let why = first_line(&out.stderr.text())
+                .unwrap_or_else(|| format!("exit {}", out.ending.code()));
+            report.push(
+                "docker",
+                false,
+                format!("`{program} version` failed: {why}; start the Docker daemon, or run with --unsafe-local"),
+            );
+            false
+        }
+        Err(e) => {
+            report.push(
+                "docker",
+                false,
+                format!("{e}; install Docker, or run with --unsafe-local"),
+            );
+            false
+        }
+    };
+    let image = config.image();
+    if !docker_ok {
+        report.push(
+            "image",
+            false,
+            format!("{image} not checked: Docker is not available"),
+        );
+        return;
+    }
+    match run(&["image", "inspect", "--format", "{{.Id}}", &image]) {
+        Ok(out) if out.ending.success() => {
+            report.push("image", true, format!("{image} is present locally"));
+        }
+        Ok(_) | Err(_) => report.push(
+            "image",
+            false,
+            format!(
+                "{image} is not present locally; run `docker pull {image}` (AgentRunner does not pull images itself). The image must contain the `{}` CLI",
+                config.kind.program()
+            ),
+        ),
+    }
+}
+
+fn first_line(text: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
+/// The first executable file named `program` in the `PATH` directories.
+pub fn find_on_path(program: &str, path: Option<&str>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return executable(&p).then_some(p);
+    }
+    std::env::split_paths(path?)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_on_path_skips_non_executables() {
+        assert!(find_on_path("sh", Some("/no/such/dir:/bin:/usr/bin")).is_some());
+        assert!(find_on_path("sh", None).is_none());
+        assert!(find_on_path("no-such-program-zz", Some("/bin")).is_none());
+    }
+
+    #[test]
+    fn the_report_lists_every_check() {
+        let mut report = PreflightReport::default();
+        report.push("a", true, "fine".into());
+        report.push("b", false, "broken".into());
+        assert!(!report.ok());
+        assert_eq!(report.failures().count(), 1);
+        assert_eq!(report.to_string(), "    ok  a: fine\nFAILED  b: broken\n");
+    }
+}

@@ -1,0 +1,467 @@
+//! One worker turn and its record: snapshot the repository's changed files, run the
+//! worker in the sandbox, snapshot again, and keep what happened as a [`WorkerRun`]
+//! (what the Task Note and the planner see). Also the task's test command, run inside
+//! the sandbox as a [`TestResult`] (the original ran it on the host, M8).
+//!
+//! Nothing here fails: a worker that cannot be started, a repository git cannot read or
+//! a bad config becomes a record with `error` set, so the task can still report it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use git2::{DiffOptions, DiffStatsFormat, ObjectType, Oid, Repository, StatusOptions};
+use serde::Serialize;
+
+use super::cancel::Cancel;
+use super::process::{Ending, Output};
+use super::sandbox::Sandbox;
+use super::worker::{self, Invocation, WorkerConfig};
+
+/// Characters kept from the end of a worker's or a test's output.
+pub const OUTPUT_TAIL_CHARS: usize = 4000;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEnding {
+    Exited,
+    /// Killed by a signal nobody here sent.
+    Signalled,
+    TimedOut,
+    Cancelled,
+    /// It never ran (see `error`).
+    NotStarted,
+}
+
+impl From<Ending> for RunEnding {
+    fn from(ending: Ending) -> RunEnding {
+        match ending {
+            Ending::Exited(_) => RunEnding::Exited,
+            Ending::Signalled(_) => RunEnding::Signalled,
+            Ending::TimedOut => RunEnding::TimedOut,
+            Ending::Cancelled => RunEnding::Cancelled,
+        }
+    }
+}
+
+/// Hands out `run-1`, `run-2`, … for one task, so two runs never share an id (the
+/// original used the Unix second, M6).
+#[derive(Debug, Default)]
+pub struct RunIds {
+    next: u64,
+}
+
+impl RunIds {
+    pub fn new() -> RunIds {
+        RunIds::default()
+    }
+
+    pub fn next_id(&mut self) -> String {
+        self.next += 1;
+        format!("run-{}", self.next)
+    }
+}
+
+/// What one worker run did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkerRun {
+    pub id: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_ms: u64,
+    /// The exit code as a shell reports it (124 timed out, 130 cancelled, 128+n for a
+    /// signal); absent when the worker never ran.
+    pub exit_code: Option<i32>,
+    pub ending: RunEnding,
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+    /// The worker's final message.
+    pub summary: String,
+    /// Files whose content differs after the run (repository-relative, sorted).
+    pub files_changed: Vec<String>,
+    /// `git diff --stat` of those files against the commit checked out before the run.
+    pub diff_stat: String,
+    /// What went wrong around the worker (not the worker's own failure, which is its exit
+    /// code and output).
+    pub error: Option<String>,
+}
+
+/// Everything one turn needs besides the sandbox.
+pub struct WorkerTurn<'a> {
+    pub config: &'a WorkerConfig,
+    pub invocation: &'a Invocation,
+    /// The repository on the host (for the before/after snapshots).
+    pub repo: &'a Path,
+    /// Reads a host variable (`env:HOSTVAR` values and API keys).
+    pub host_env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// Runs the worker once in `sandbox` (which must be started) and records it.
+pub fn run_worker(
+    sandbox: &mut dyn Sandbox,
+    turn: &WorkerTurn<'_>,
+    ids: &mut RunIds,
+    cancel: &Cancel,
+) -> WorkerRun {
+    let id = ids.next_id();
+    let started_at = SystemTime::now();
+    let clock = Instant::now();
+    let mut errors: Vec<String> = Vec::new();
+    let before = Snapshot::take(turn.repo)
+        .map_err(|e| {
+            errors.push(format!(
+                "could not read the repository's changes before the run: {e}"
+            ))
+        })
+        .ok();
+
+    let outcome = match turn.config.resolve_env(turn.host_env) {
+        Err(e) => Err(e.to_string()),
+        Ok(env) => {
+            let argv = turn.config.argv(turn.invocation, &sandbox.workdir());
+            tracing::info!(run = %id, sandbox = %sandbox.describe(), argv = ?argv, "running the worker");
+            sandbox
+                .exec(
+                    &argv,
+                    &env,
+                    Some(turn.invocation.prompt.clone().into_bytes()),
+                    Some(turn.config.max_run_time()),
+                    cancel,
+                )
+                .map_err(|e| format!("could not run the worker: {e}"))
+        }
+    };
+
+    let (files_changed, diff_stat) = match before.map(|b| (Snapshot::take(turn.repo), b)) {
+        Some((Ok(after), before)) => {
+            let files = before.changed_files(&after, turn.repo);
+            let stat = diff_stat(turn.repo, before.head, &files).unwrap_or_else(|e| {
+                errors.push(format!("could not compute the diff stat: {e}"));
+                String::new()
+            });
+            (files, stat)
+        }
+        Some((Err(e), _)) => {
+            errors.push(format!(
+                "could not read the repository's changes after the run: {e}"
+            ));
+            (Vec::new(), String::new())
+        }
+        None => (Vec::new(), String::new()),
+    };
+
+    let finished_at = SystemTime::now();
+    let duration_ms = millis(clock.elapsed());
+    let mut run = WorkerRun {
+        id,
+        started_at: rfc3339(started_at),
+        finished_at: rfc3339(finished_at),
+        duration_ms,
+        exit_code: None,
+        ending: RunEnding::NotStarted,
+        stdout_tail: String::new(),
+        stderr_tail: String::new(),
+        summary: String::new(),
+        files_changed,
+        diff_stat,
+        error: None,
+    };
+    match outcome {
+        Ok(output) => fill_from_output(&mut run, &output, turn.config),
+        Err(e) => errors.insert(0, e),
+    }
+    if !errors.is_empty() {
+        run.error = Some(errors.join("; "));
+    }
+    tracing::info!(run = %run.id, ending = ?run.ending, exit_code = ?run.exit_code, files = run.files_changed.len(), "worker run finished");
+    run
+}
+
+fn fill_from_output(run: &mut WorkerRun, output: &Output, config: &WorkerConfig) {
+    run.exit_code = Some(output.ending.code());
+    run.ending = output.ending.into();
+    run.stdout_tail = output.stdout.tail_text(OUTPUT_TAIL_CHARS);
+    run.stderr_tail = output.stderr.tail_text(OUTPUT_TAIL_CHARS);
+    run.summary = worker::summary(config.kind, &output.stdout.text());
+}
+
+/// The task's test command and how it went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TestResult {
+    pub command: String,
+    /// Where it ran, as the sandbox sees it.
+    pub cwd: String,
+    pub exit_code: Option<i32>,
+    pub ending: RunEnding,
+    /// The end of its output (stdout and stderr interleaved).
+    pub output_tail: String,
+    pub duration_ms: u64,
+    pub error: Option<String>,
+}
+
+impl TestResult {
+    pub fn passed(&self) -> bool {
+        self.ending == RunEnding::Exited && self.exit_code == Some(0)
+    }
+}
+
+/// Runs the wrapper's directory change and the command; `$1` is the directory, `$2` the
+/// command. Passing both as arguments avoids quoting them into a script.
+const TEST_WRAPPER: &str = r#"cd "$1" || exit 125
+exec sh -c "$2" 2>&1"#;
+
+/// Runs `sh -c <command>` inside the sandbox, in `cwd` (relative to the repository; the
+/// repository itself when `None`).
+pub fn run_test_command(
+    sandbox: &mut dyn Sandbox,
+    command: &str,
+    cwd: Option<&str>,
+    timeout: Option<Duration>,
+    cancel: &Cancel,
+) -> TestResult {
+    let clock = Instant::now();
+    let workdir = sandbox.workdir();
+    let mut result = TestResult {
+        command: command.to_string(),
+        cwd: workdir.clone(),
+        exit_code: None,
+        ending: RunEnding::NotStarted,
+        output_tail: String::new(),
+        duration_ms: 0,
+        error: None,
+    };
+    match cwd.map(relative_dir).transpose() {
+        Err(e) => {
+            result.error = Some(e);
+            return result;
+        }
+        Ok(Some(rel)) if !rel.is_empty() => {
+            result.cwd = format!("{}/{rel}", workdir.trim_end_matches('/'))
+        }
+        Ok(_) => {}
+    }
+    let argv: Vec<String> = vec![
+        "sh".into(),
+        "-c".into(),
+        TEST_WRAPPER.into(),
+        "agent-runner-test".into(),
+        result.cwd.clone(),
+        command.to_string(),
+    ];
+    tracing::info!(command, cwd = %result.cwd, "running the test command in the sandbox");
+    match sandbox.exec(&argv, &[], None, timeout, cancel) {
+        Ok(output) => {
+            result.exit_code = Some(output.ending.code());
+            result.ending = output.ending.into();
+            let mut tail = output.stdout.tail_text(OUTPUT_TAIL_CHARS);
+            let stderr = output.stderr.tail_text(OUTPUT_TAIL_CHARS);
+            if !stderr.trim().is_empty() {
+                tail.push_str(&stderr);
+                let count = tail.chars().count();
+                tail = tail
+                    .chars()
+                    .skip(count.saturating_sub(OUTPUT_TAIL_CHARS))
+                    .collect();
+            }
+            result.output_tail = tail;
+        }
+        Err(e) => result.error = Some(format!("could not run the test command: {e}")),
+    }
+    result.duration_ms = millis(clock.elapsed());
+    result
+}
+
+/// A repository-relative directory with `/` separators, refusing absolute paths and `..`
+/// (the command runs inside the repository, whatever path the sandbox gives it).
+fn relative_dir(cwd: &str) -> Result<String, String> {
+    let path = Path::new(cwd);
+    if path.is_absolute() {
+        return Err(format!(
+            "test cwd {cwd:?} must be relative to the repository"
+        ));
+    }
+    let mut parts = Vec::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            std::path::Component::CurDir => {}
+            _ => return Err(format!("test cwd {cwd:?} leaves the repository")),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The repository's changed files (work tree and index against HEAD, untracked
+/// included, ignored not) with a hash of their content, so a file already dirty before
+/// the run that changes again is seen; and HEAD, so a run that commits is seen too.
+struct Snapshot {
+    head: Option<Oid>,
+    files: BTreeMap<String, Option<Oid>>,
+}
+
+impl Snapshot {
+    fn take(repo: &Path) -> Result<Snapshot, git2::Error> {
+        let repository = Repository::open(repo)?;
+        let head = repository.head().ok().and_then(|h| h.target());
+        let mut options = StatusOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .exclude_submodules(true);
+        let statuses = repository.statuses(Some(&mut options))?;
+        let mut files = BTreeMap::new();
+        for entry in statuses.iter() {
+            let path = String::from_utf8_lossy(entry.path_bytes()).into_owned();
+            let full = repo.join(&path);
+            // Deleted files hash to nothing; that differs from any content.
+            let hash = if full.is_file() {
+                Oid::hash_file(ObjectType::Blob, &full).ok()
+            } else {
+                None
+            };
+            files.insert(path, hash);
+        }
+        Ok(Snapshot { head, files })
+    }
+
+    /// Paths whose state differs between `self` (before) and `after`, plus the paths of
+    /// commits made in between.
+    fn changed_files(&self, after: &Snapshot, repo: &Path) -> Vec<String> {
+        let mut changed = BTreeSet::new();
+        for path in self.files.keys().chain(after.files.keys()) {
+            if self.files.get(path) != after.files.get(path) {
+                changed.insert(path.clone());
+            }
+        }
+        if self.head != after.head
+            && let Ok(committed) = committed_paths(repo, self.head, after.head)
+        {
+            for path in committed {
+                // Committed and then changed back in the work tree is no change at all,
+                // but that is rare enough to report as changed.
+                changed.insert(path);
+            }
+        }
+        changed.into_iter().collect()
+    }
+}
+
+fn committed_paths(
+    repo: &Path,
+    from: Option<Oid>,
+    to: Option<Oid>,
+) -> Result<Vec<String>, git2::Error> {
+    let repository = Repository::open(repo)?;
+    let tree = |oid: Option<Oid>| -> Result<Option<git2::Tree<'_>>, git2::Error> {
+        oid.map(|o| repository.find_commit(o).and_then(|c| c.tree()))
+            .transpose()
+    };
+    let diff = repository.diff_tree_to_tree(tree(from)?.as_ref(), tree(to)?.as_ref(), None)?;
+    Ok(diff
+        .deltas()
+        .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect())
+}
+
+/// `git diff --stat` of `files` from the commit `base` to the work tree.
+fn diff_stat(repo: &Path, base: Option<Oid>, files: &[String]) -> Result<String, git2::Error> {
+    if files.is_empty() {
+        return Ok(String::new());
+    }
+    let repository = Repository::open(repo)?;
+    let tree = base
+        .map(|o| repository.find_commit(o).and_then(|c| c.tree()))
+        .transpose()?;
+    let mut options = DiffOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .show_untracked_content(true)
+        .disable_pathspec_match(true);
+    for file in files {
+        options.pathspec(file);
+    }
+    let diff = repository.diff_tree_to_workdir_with_index(tree.as_ref(), Some(&mut options))?;
+    let stats = diff.stats()?;
+    let buf = stats.to_buf(DiffStatsFormat::FULL, 80)?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// RFC 3339 in UTC with milliseconds (`2026-03-01T12:00:00.250Z`), from the wall clock
+/// only.
+pub fn rfc3339(time: SystemTime) -> String {
+    let since = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    let secs = since.as_secs();
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// Howard Hinnant's days-to-civil: the proleptic Gregorian date of a day count since
+/// 1970-01-01.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        year,
+        u32::try_from(month).unwrap_or(1),
+        u32::try_from(day).unwrap_or(1),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        let at = |secs: u64, millis: u64| {
+            rfc3339(
+                SystemTime::UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(millis),
+            )
+        };
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400, 250), "2000-02-29T00:00:00.250Z");
+        assert_eq!(at(1_772_366_400, 0), "2026-03-01T12:00:00.000Z");
+        assert_eq!(at(4_102_444_799, 999), "2099-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn run_ids_are_unique_per_task() {
+        let mut ids = RunIds::new();
+        assert_eq!(ids.next_id(), "run-1");
+        assert_eq!(ids.next_id(), "run-2");
+    }
+
+    #[test]
+    fn test_cwd_stays_in_the_repository() {
+        assert_eq!(relative_dir("a/./b").unwrap(), "a/b");
+        assert_eq!(relative_dir(".").unwrap(), "");
+        assert!(relative_dir("../x").is_err());
+        assert!(relative_dir("/etc").is_err());
+    }
+}

@@ -1,0 +1,710 @@
+//! Where the worker runs: a long-lived Docker container per task, driven through the
+//! `docker` CLI ([`DockerSandbox`]), or the host itself with `--unsafe-local`
+//! ([`LocalSandbox`]).
+//!
+//! The container is named and labelled so it can be found, and `stop` removes it (the
+//! original left every container behind, B9). A timeout or cancel kills the process
+//! *inside* the container: killing the `docker exec` client alone leaves it running
+//! (B10). Environment values reach `docker exec` through the client's own environment,
+//! never its argv (M27).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::cancel::Cancel;
+use super::process::{self, Ending, Output, SpawnError, Spec};
+use super::worker::{AuthMount, WorkerConfig};
+
+/// The repository's path inside the container.
+pub const CONTAINER_WORKDIR: &str = "/workspace/project";
+/// The label every AgentRunner container carries (`docker ps -f label=created-by=agent-runner`).
+pub const CREATED_BY_LABEL: &str = "created-by=agent-runner";
+/// How long `docker run -d` and `docker rm -f` may take.
+const DOCKER_COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
+/// How often a running exec checks its deadline and the cancel token.
+const WATCH_POLL: Duration = Duration::from_millis(25);
+/// After the in-container kill, how long the `docker exec` client gets to end on its own
+/// (and hand over the last output) before it is stopped too.
+const CLIENT_WAIT: Duration = Duration::from_secs(3);
+/// Characters of a task id kept in a container name.
+const NAME_TASK_CHARS: usize = 40;
+
+/// Runs the worker's commands somewhere with the repository as the working directory.
+pub trait Sandbox {
+    /// Makes the sandbox ready. Calling it again on a running sandbox does nothing.
+    fn start(&mut self, cancel: &Cancel) -> Result<(), SandboxError>;
+    /// Runs `argv` in the repository with `env` added, `stdin` fed, until it ends, the
+    /// `timeout` passes (ending `TimedOut`) or `cancel` fires (ending `Cancelled`); in the
+    /// last two cases the command and everything it started are killed.
+    fn exec(
+        &mut self,
+        argv: &[String],
+        env: &[(String, String)],
+        stdin: Option<Vec<u8>>,
+        timeout: Option<Duration>,
+        cancel: &Cancel,
+    ) -> Result<Output, SandboxError>;
+    /// Releases everything the sandbox holds. Idempotent; safe after a failed start.
+    fn stop(&mut self) -> Result<(), SandboxError>;
+    /// The repository's path as the worker sees it.
+    fn workdir(&self) -> String;
+    /// One line for logs and the Task Note.
+    fn describe(&self) -> String;
+}
+
+/// A sandbox operation that failed.
+#[derive(Debug)]
+pub enum SandboxError {
+    /// `exec` before `start`, or after `stop`.
+    NotRunning { sandbox: String },
+    /// `start` after `stop`: a stopped sandbox is not reused.
+    Stopped { sandbox: String },
+    /// `exec` with an empty argv.
+    EmptyCommand,
+    /// The repository path does not exist, or cannot be mounted (`:` or `,` in it).
+    BadRepo { path: PathBuf, reason: String },
+    /// The docker CLI (or, locally, the command) could not be started at all.
+    Spawn(SpawnError),
+    /// A docker command ran and failed.
+    Docker {
+        action: &'static str,
+        command: String,
+        ending: Ending,
+        stderr: String,
+    },
+}
+
+impl std::fmt::Display for SandboxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SandboxError::NotRunning { sandbox } => {
+                write!(f, "the sandbox {sandbox} is not running (start it first)")
+            }
+            SandboxError::Stopped { sandbox } => {
+                write!(
+                    f,
+                    "the sandbox {sandbox} was stopped and cannot be started again"
+                )
+            }
+            SandboxError::EmptyCommand => write!(f, "no command to run in the sandbox"),
+            SandboxError::BadRepo { path, reason } => {
+                write!(
+                    f,
+                    "the repository {} cannot be used: {reason}",
+                    path.display()
+                )
+            }
+            SandboxError::Spawn(e) => write!(f, "{e}"),
+            SandboxError::Docker {
+                action,
+                command,
+                ending,
+                stderr,
+            } => {
+                write!(f, "could not {action}: `{command}` ")?;
+                match ending {
+                    Ending::Exited(code) => write!(f, "exited with {code}")?,
+                    Ending::Signalled(signal) => write!(f, "was killed by signal {signal}")?,
+                    Ending::TimedOut => write!(f, "timed out")?,
+                    Ending::Cancelled => write!(f, "was cancelled")?,
+                }
+                let stderr = stderr.trim();
+                if !stderr.is_empty() {
+                    write!(f, ": {stderr}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SandboxError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SandboxError::Spawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<SpawnError> for SandboxError {
+    fn from(e: SpawnError) -> SandboxError {
+        SandboxError::Spawn(e)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    New,
+    Running,
+    Stopped,
+}
+
+/// The absolute, existing repository path.
+fn repo_path(repo: &Path) -> Result<PathBuf, SandboxError> {
+    let bad = |reason: String| SandboxError::BadRepo {
+        path: repo.to_path_buf(),
+        reason,
+    };
+    let path = repo.canonicalize().map_err(|e| bad(e.to_string()))?;
+    if !path.is_dir() {
+        return Err(bad("not a directory".to_string()));
+    }
+    Ok(path)
+}
+
+/// A docker container name for a task: `agent-runner-<task id>-<random>`, the id cut to
+/// docker's alphabet (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`) and a few dozen characters, so two
+/// runs of one task never collide (M6) and no id can make it invalid (M29).
+pub fn container_name(task_id: &str) -> String {
+    let mut id: String = task_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(NAME_TASK_CHARS)
+        .collect();
+    if id.trim_matches(['-', '_', '.']).is_empty() {
+        id = "task".to_string();
+    }
+    format!("agent-runner-{id}-{}", unique_suffix())
+}
+
+/// Eight hex digits from the OS's random source; the clock and the process id when that
+/// fails, which is unique enough for a name.
+fn unique_suffix() -> String {
+    let mut bytes = [0u8; 4];
+    if getrandom::fill(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        bytes = (nanos ^ std::process::id().rotate_left(16)).to_be_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How to build a [`DockerSandbox`].
+#[derive(Debug, Clone)]
+pub struct DockerOptions {
+    /// The docker CLI: `docker`, or a path (tests put a fake one here).
+    pub program: String,
+    pub task_id: String,
+    /// The repository on the host, mounted read-write at [`CONTAINER_WORKDIR`].
+    pub repo: PathBuf,
+    pub image: String,
+    /// Logins mounted read-only; only the chosen worker's (M28).
+    pub mounts: Vec<AuthMount>,
+    /// Between TERM and KILL when a command must be stopped.
+    pub grace: Duration,
+}
+
+impl DockerOptions {
+    /// The options for a task's worker: its image and its login mounts, found under
+    /// `home` and through `host_env`.
+    pub fn for_worker(
+        config: &WorkerConfig,
+        task_id: &str,
+        repo: &Path,
+        home: Option<&Path>,
+        host_env: &dyn Fn(&str) -> Option<String>,
+    ) -> DockerOptions {
+        DockerOptions {
+            program: "docker".to_string(),
+            task_id: task_id.to_string(),
+            repo: repo.to_path_buf(),
+            image: config.image(),
+            mounts: config.find_auth(home, host_env).mounts,
+            grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A long-lived container per task, driven through the docker CLI.
+#[derive(Debug)]
+pub struct DockerSandbox {
+    options: DockerOptions,
+    repo: PathBuf,
+    name: String,
+    state: State,
+    /// `docker run` was tried, so a container may exist and `stop` must remove it.
+    created: bool,
+    /// Numbers the pid files of execs.
+    execs: u64,
+}
+
+/// Runs the command, recording the wrapper's pid (`$$`, the root of what the command
+/// starts) in a file inside the container so a timeout can kill that tree there.
+/// Arguments: the pid file, then the command.
+const EXEC_WRAPPER: &str = r#"f=$1; shift
+echo $$ > "$f"
+"$@"
+s=$?
+rm -f "$f"
+exit $s"#;
+
+/// Kills the process tree whose root is in the pid file `$1`: stops it (so it cannot
+/// fork away), sends TERM, waits up to `$2` seconds, then KILLs what is left. The tree is
+/// read from `/proc` (PPid), which every Linux container has; no `ps`, `pkill` or
+/// `setsid` is needed in the image.
+const KILL_SCRIPT: &str = r#"f=$1; g=$2
+i=0
+while [ ! -s "$f" ] && [ $i -lt 20 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done
+[ -s "$f" ] || exit 0
+root=$(cat "$f")
+rm -f "$f"
+collect() {
+  all=
+  for d in /proc/[0-9]*; do
+    pp=
+    { while read -r k v rest; do if [ "$k" = PPid: ]; then pp=$v; break; fi; done < "$d/status"; } 2>/dev/null
+    [ -n "$pp" ] && all="$all ${d#/proc/}:$pp"
+  done
+  tree=$root; frontier=$root
+  while [ -n "$frontier" ]; do
+    next=
+    for e in $all; do
+      for q in $frontier; do
+        if [ "${e#*:}" = "$q" ]; then
+          case " $tree $next " in *" ${e%%:*} "*) ;; *) next="$next ${e%%:*}";; esac
+        fi
+      done
+    done
+    tree="$tree$next"; frontier=$next
+  done
+}
+alive() {
+  [ -r "/proc/$1/status" ] || return 1
+  { while read -r k v rest; do if [ "$k" = State: ]; then [ "$v" != Z ]; return; fi; done < "/proc/$1/status"; } 2>/dev/null
+  return 1
+}
+collect; pids=$tree
+kill -STOP $pids 2>/dev/null
+collect
+for p in $tree; do case " $pids " in *" $p "*) ;; *) pids="$pids $p";; esac; done
+kill -STOP $pids 2>/dev/null
+kill -TERM $pids 2>/dev/null
+kill -CONT $pids 2>/dev/null
+i=0
+while [ $i -lt $((g*10)) ]; do
+  left=
+  for p in $pids; do alive "$p" && left=1; done
+  [ -z "$left" ] && exit 0
+  sleep 0.1 2>/dev/null || sleep 1
+  i=$((i+1))
+done
+kill -KILL $pids 2>/dev/null
+exit 0"#;
+
+impl DockerSandbox {
+    pub fn new(options: DockerOptions) -> Result<DockerSandbox, SandboxError> {
+        let repo = repo_path(&options.repo)?;
+        for path in std::iter::once(&repo).chain(options.mounts.iter().map(|m| &m.host)) {
+            // `-v` splits on ':'; refusing here beats a confusing docker error later.
+            if path.to_string_lossy().contains(':') {
+                return Err(SandboxError::BadRepo {
+                    path: path.clone(),
+                    reason: "a path with ':' cannot be bind-mounted with docker -v".to_string(),
+                });
+            }
+        }
+        Ok(DockerSandbox {
+            name: container_name(&options.task_id),
+            options,
+            repo,
+            state: State::New,
+            created: false,
+            execs: 0,
+        })
+    }
+
+    /// The container's name (unique per sandbox).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs one docker CLI command to its end (not the task's cancel: these are short, and
+    /// the finalizer must run even after a cancel).
+    fn docker(&self, action: &'static str, args: Vec<String>) -> Result<Output, SandboxError> {
+        let mut spec = Spec::new(self.options.program.clone(), args);
+        spec.timeout = Some(DOCKER_COMMAND_TIMEOUT);
+        spec.grace = Duration::from_secs(2);
+        let out = process::run(&spec, &Cancel::new())?;
+        if !out.ending.success() {
+            return Err(SandboxError::Docker {
+                action,
+                command: spec.display(),
+                ending: out.ending,
+                stderr: out.stderr.tail_text(2000),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Kills, inside the container, the tree recorded in `pid_file`.
+    fn kill_inside(&self, pid_file: &str) {
+        let grace = self.options.grace.as_secs().max(1).to_string();
+        let args = [
+            "exec",
+            self.name.as_str(),
+            "sh",
+            "-c",
+            KILL_SCRIPT,
+            "agent-runner-kill",
+            pid_file,
+            grace.as_str(),
+        ];
+        let mut spec = Spec::new(self.options.program.clone(), args);
+        spec.timeout = Some(self.options.grace + Duration::from_secs(30));
+        match process::run(&spec, &Cancel::new()) {
+            Ok(out) if out.ending.success() => {
+                tracing::info!(container = %self.name, "killed the command inside the container");
+            }
+            Ok(out) => tracing::warn!(
+                container = %self.name,
+                ending = ?out.ending,
+                stderr = %out.stderr.tail_text(500),
+                "the in-container kill failed; removing the container will stop it"
+            ),
+            Err(e) => {
+                tracing::warn!(container = %self.name, error = %e, "could not run the in-container kill")
+            }
+        }
+    }
+}
+
+impl Sandbox for DockerSandbox {
+    fn start(&mut self, cancel: &Cancel) -> Result<(), SandboxError> {
+        match self.state {
+            State::Running => return Ok(()),
+            State::Stopped => {
+                return Err(SandboxError::Stopped {
+                    sandbox: self.describe(),
+                });
+            }
+            State::New => {}
+        }
+        if cancel.is_cancelled() {
+            return Err(SandboxError::Docker {
+                action: "start the container",
+                command: "docker run".to_string(),
+                ending: Ending::Cancelled,
+                stderr: String::new(),
+            });
+        }
+        let task: String = self
+            .options
+            .task_id
+            .chars()
+            .filter(|c| !c.is_control())
+            .collect();
+        let mut args: Vec<String> = [
+            "run",
+            "-d",
+            // tini as PID 1 reaps what the worker leaves behind (the kill checks for zombies).
+            "--init",
+            "--name",
+            &self.name,
+            "--label",
+            CREATED_BY_LABEL,
+            "--label",
+            &format!("agent-runner.task={task}"),
+            "-v",
+            &format!("{}:{CONTAINER_WORKDIR}", self.repo.display()),
+            "-w",
+            CONTAINER_WORKDIR,
+        ]
+        .iter()
+        .map(|s| (*s).to_string())
+        .collect();
+        for mount in &self.options.mounts {
+            args.push("-v".to_string());
+            args.push(format!("{}:{}:ro", mount.host.display(), mount.container));
+        }
+        args.extend([
+            self.options.image.clone(),
+            "sleep".into(),
+            "infinity".into(),
+        ]);
+        // From here on a container may exist, so `stop` must remove it (B8).
+        self.created = true;
+        self.docker("start the container", args)?;
+        self.state = State::Running;
+        tracing::info!(container = %self.name, image = %self.options.image, "started the sandbox container");
+        Ok(())
+    }
+
+    fn exec(
+        &mut self,
+        argv: &[String],
+        env: &[(String, String)],
+        stdin: Option<Vec<u8>>,
+        timeout: Option<Duration>,
+        cancel: &Cancel,
+    ) -> Result<Output, SandboxError> {
+        if argv.is_empty() {
+            return Err(SandboxError::EmptyCommand);
+        }
+        if self.state != State::Running {
+            return Err(SandboxError::NotRunning {
+                sandbox: self.describe(),
+            });
+        }
+        self.execs += 1;
+        let pid_file = format!("/tmp/agent-runner-{}-{}.pid", self.name, self.execs);
+        let mut args = vec!["exec".to_string()];
+        if stdin.is_some() {
+            args.push("-i".to_string());
+        }
+        for (key, _) in env {
+            // `-e KEY` makes the client take the value from its own environment (M27).
+            args.push("-e".to_string());
+            args.push(key.clone());
+        }
+        args.extend([
+            self.name.clone(),
+            "sh".into(),
+            "-c".into(),
+            EXEC_WRAPPER.into(),
+            "agent-runner-exec".into(),
+            pid_file.clone(),
+        ]);
+        args.extend(argv.iter().cloned());
+        let mut spec = Spec::new(self.options.program.clone(), args);
+        spec.env = env.to_vec();
+        spec.stdin = stdin;
+        // The deadline and the cancel are watched here, not by `process::run`: they must
+        // kill the command inside the container first (B10).
+        spec.timeout = None;
+        spec.grace = Duration::from_secs(2);
+
+        let this = &*self;
+        let done = Cancel::new();
+        let client = Cancel::new();
+        let started = Instant::now();
+        let (result, stopped_by_us) = std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| {
+                let deadline = timeout.map(|t| started + t);
+                loop {
+                    if done.is_cancelled() {
+                        return None;
+                    }
+                    let reason = if cancel.is_cancelled() {
+                        Some(Ending::Cancelled)
+                    } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                        Some(Ending::TimedOut)
+                    } else {
+                        None
+                    };
+                    if let Some(reason) = reason {
+                        tracing::info!(container = %this.name, ?reason, "stopping the command inside the container");
+                        this.kill_inside(&pid_file);
+                        if !done.sleep(CLIENT_WAIT) {
+                            client.cancel();
+                        }
+                        return Some(reason);
+                    }
+                    done.sleep(WATCH_POLL);
+                }
+            });
+            let result = process::run(&spec, &client);
+            done.cancel();
+            let stopped = watcher.join().unwrap_or(None);
+            (result, stopped)
+        });
+        let mut output = result?;
+        if let Some(reason) = stopped_by_us {
+            output.ending = reason;
+        }
+        output.duration = started.elapsed();
+        Ok(output)
+    }
+
+    fn stop(&mut self) -> Result<(), SandboxError> {
+        self.state = State::Stopped;
+        if !self.created {
+            return Ok(());
+        }
+        let args = vec!["rm".to_string(), "-f".to_string(), self.name.clone()];
+        match self.docker("remove the container", args) {
+            Ok(_) => {}
+            // Already gone (or never created by a failed run): nothing left to release.
+            Err(SandboxError::Docker { stderr, .. })
+                if stderr.to_ascii_lowercase().contains("no such container") => {}
+            Err(e) => return Err(e),
+        }
+        self.created = false;
+        tracing::info!(container = %self.name, "removed the sandbox container");
+        Ok(())
+    }
+
+    fn workdir(&self) -> String {
+        CONTAINER_WORKDIR.to_string()
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "docker container {} (image {}, {} mounted at {CONTAINER_WORKDIR})",
+            self.name,
+            self.options.image,
+            self.repo.display()
+        )
+    }
+}
+
+impl Drop for DockerSandbox {
+    /// A sandbox dropped without `stop` (an early return, a panic) still removes its
+    /// container.
+    fn drop(&mut self) {
+        if self.created
+            && let Err(e) = self.stop()
+        {
+            tracing::warn!(container = %self.name, error = %e, "could not remove the sandbox container");
+        }
+    }
+}
+
+/// `--unsafe-local`: commands run on the host, in the repository, with no isolation.
+#[derive(Debug)]
+pub struct LocalSandbox {
+    repo: PathBuf,
+    state: State,
+    grace: Duration,
+}
+
+impl LocalSandbox {
+    pub fn new(repo: &Path) -> Result<LocalSandbox, SandboxError> {
+        Ok(LocalSandbox {
+            repo: repo_path(repo)?,
+            state: State::New,
+            grace: Duration::from_secs(5),
+        })
+    }
+
+    /// Between TERM and KILL when a command must be stopped.
+    pub fn with_grace(mut self, grace: Duration) -> LocalSandbox {
+        self.grace = grace;
+        self
+    }
+}
+
+impl Sandbox for LocalSandbox {
+    fn start(&mut self, _cancel: &Cancel) -> Result<(), SandboxError> {
+        match self.state {
+            State::Stopped => Err(SandboxError::Stopped {
+                sandbox: self.describe(),
+            }),
+            _ => {
+                self.state = State::Running;
+                tracing::warn!(repo = %self.repo.display(), "the worker runs on the host without a sandbox (--unsafe-local)");
+                Ok(())
+            }
+        }
+    }
+
+    fn exec(
+        &mut self,
+        argv: &[String],
+        env: &[(String, String)],
+        stdin: Option<Vec<u8>>,
+        timeout: Option<Duration>,
+        cancel: &Cancel,
+    ) -> Result<Output, SandboxError> {
+        let Some((program, args)) = argv.split_first() else {
+            return Err(SandboxError::EmptyCommand);
+        };
+        if self.state != State::Running {
+            return Err(SandboxError::NotRunning {
+                sandbox: self.describe(),
+            });
+        }
+        let mut spec = Spec::new(program.clone(), args.iter().cloned());
+        spec.env = env.to_vec();
+        spec.cwd = Some(self.repo.clone());
+        spec.stdin = stdin;
+        spec.timeout = timeout;
+        spec.grace = self.grace;
+        Ok(process::run(&spec, cancel)?)
+    }
+
+    fn stop(&mut self) -> Result<(), SandboxError> {
+        if self.state != State::Stopped {
+            tracing::info!(repo = %self.repo.display(), "local sandbox stopped");
+        }
+        self.state = State::Stopped;
+        Ok(())
+    }
+
+    fn workdir(&self) -> String {
+        self.repo.display().to_string()
+    }
+
+    fn describe(&self) -> String {
+        format!("the host, unsandboxed, in {}", self.repo.display())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_names_are_valid_unique_and_never_panic() {
+        let valid = |name: &str| {
+            name.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+        };
+        for id in [
+            "",
+            "a",
+            "task 1/β",
+            "日本語のタスク",
+            "-",
+            &"x".repeat(500),
+            "\0\n",
+        ] {
+            let a = container_name(id);
+            let b = container_name(id);
+            assert!(valid(&a), "{a}");
+            assert_ne!(a, b);
+            assert!(a.len() <= "agent-runner--".len() + NAME_TASK_CHARS + 8);
+        }
+        assert!(container_name("TASK-1.a_b").starts_with("agent-runner-TASK-1.a_b-"));
+        assert!(container_name("").starts_with("agent-runner-task-"));
+    }
+
+    #[test]
+    fn local_exec_needs_a_start_and_stop_is_idempotent() {
+        let mut sandbox = LocalSandbox::new(&std::env::temp_dir()).unwrap();
+        let argv = vec!["true".to_string()];
+        let cancel = Cancel::new();
+        assert!(matches!(
+            sandbox.exec(&argv, &[], None, None, &cancel),
+            Err(SandboxError::NotRunning { .. })
+        ));
+        sandbox.start(&cancel).unwrap();
+        sandbox.start(&cancel).unwrap();
+        let out = sandbox.exec(&argv, &[], None, None, &cancel).unwrap();
+        assert_eq!(out.ending, Ending::Exited(0));
+        assert!(matches!(
+            sandbox.exec(&[], &[], None, None, &cancel),
+            Err(SandboxError::EmptyCommand)
+        ));
+        sandbox.stop().unwrap();
+        sandbox.stop().unwrap();
+        assert!(sandbox.start(&cancel).is_err());
+    }
+
+    #[test]
+    fn a_missing_repo_is_an_error_naming_it() {
+        let err = LocalSandbox::new(Path::new("/no/such/repo-here")).unwrap_err();
+        assert!(err.to_string().contains("/no/such/repo-here"), "{err}");
+    }
+}
