@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::cancel::Cancel;
+use super::preflight::find_on_path;
 use super::process::{self, Ending, Output, SpawnError, Spec};
 use super::worker::{AuthMount, WorkerConfig};
 
@@ -300,8 +301,13 @@ kill -KILL $pids 2>/dev/null
 exit 0"#;
 
 impl DockerSandbox {
-    pub fn new(options: DockerOptions) -> Result<DockerSandbox, SandboxError> {
+    pub fn new(mut options: DockerOptions) -> Result<DockerSandbox, SandboxError> {
         let repo = repo_path(&options.repo)?;
+        // Found once on the host's PATH: a worker `env` that sets PATH is handed to the
+        // docker client's environment (M27) and must not change which docker runs.
+        if let Some(path) = find_on_path(&options.program, std::env::var("PATH").ok().as_deref()) {
+            options.program = path.display().to_string();
+        }
         for path in std::iter::once(&repo).chain(options.mounts.iter().map(|m| &m.host)) {
             // `-v` splits on ':'; refusing here beats a confusing docker error later.
             if path.to_string_lossy().contains(':') {
@@ -326,13 +332,18 @@ impl DockerSandbox {
         &self.name
     }
 
-    /// Runs one docker CLI command to its end (not the task's cancel: these are short, and
-    /// the finalizer must run even after a cancel).
-    fn docker(&self, action: &'static str, args: Vec<String>) -> Result<Output, SandboxError> {
+    /// Runs one docker CLI command to its end, its timeout or `cancel` (the finalizer
+    /// passes a fresh token: it must run even after the task was cancelled).
+    fn docker(
+        &self,
+        action: &'static str,
+        args: Vec<String>,
+        cancel: &Cancel,
+    ) -> Result<Output, SandboxError> {
         let mut spec = Spec::new(self.options.program.clone(), args);
         spec.timeout = Some(DOCKER_COMMAND_TIMEOUT);
         spec.grace = Duration::from_secs(2);
-        let out = process::run(&spec, &Cancel::new())?;
+        let out = process::run(&spec, cancel)?;
         if !out.ending.success() {
             return Err(SandboxError::Docker {
                 action,
@@ -431,7 +442,7 @@ impl Sandbox for DockerSandbox {
         ]);
         // From here on a container may exist, so `stop` must remove it (B8).
         self.created = true;
-        self.docker("start the container", args)?;
+        self.docker("start the container", args, cancel)?;
         self.state = State::Running;
         tracing::info!(container = %self.name, image = %self.options.image, "started the sandbox container");
         Ok(())
@@ -529,7 +540,7 @@ impl Sandbox for DockerSandbox {
             return Ok(());
         }
         let args = vec!["rm".to_string(), "-f".to_string(), self.name.clone()];
-        match self.docker("remove the container", args) {
+        match self.docker("remove the container", args, &Cancel::new()) {
             Ok(_) => {}
             // Already gone (or never created by a failed run): nothing left to release.
             Err(SandboxError::Docker { stderr, .. })

@@ -385,7 +385,7 @@ impl WorkerConfig {
         let mut auth = Auth::default();
         let candidate = match (&self.auth_path, home) {
             (Some(path), _) if Path::new(path).is_absolute() => Some(PathBuf::from(path)),
-            (Some(path), Some(home)) => Some(home.join(path)),
+            (Some(path), Some(home)) => Some(home.join(path.strip_prefix("~/").unwrap_or(path))),
             (Some(path), None) => {
                 auth.searched
                     .push(format!("{path} (relative, but HOME is not set)"));
@@ -758,7 +758,7 @@ mod tests {
         let gemini = config(WorkerKind::GeminiCli).find_auth(Some(&home), &none);
         assert_eq!(gemini.mounts[0].container, "/root/.gemini");
         let mut custom = config(WorkerKind::ClaudeCode);
-        custom.auth_path = Some(".codex/auth.json".into());
+        custom.auth_path = Some("~/.codex/auth.json".into());
         let found = custom.find_auth(Some(&home), &none);
         assert_eq!(found.mounts[0].container, "/root/.claude/.credentials.json");
         let _ = std::fs::remove_dir_all(&home);
