@@ -16,6 +16,7 @@ use serde::Serialize;
 use super::cancel::Cancel;
 use super::process::{Ending, Output};
 use super::sandbox::Sandbox;
+use super::time::Timestamp;
 use super::worker::{self, Invocation, WorkerConfig};
 
 /// Characters kept from the end of a worker's or a test's output.
@@ -156,8 +157,8 @@ pub fn run_worker(
     let duration_ms = millis(clock.elapsed());
     let mut run = WorkerRun {
         id,
-        started_at: rfc3339(started_at),
-        finished_at: rfc3339(finished_at),
+        started_at: Timestamp::from(started_at).rfc3339(),
+        finished_at: Timestamp::from(finished_at).rfc3339(),
         duration_ms,
         exit_code: None,
         ending: RunEnding::NotStarted,
@@ -395,60 +396,9 @@ fn diff_stat(repo: &Path, base: Option<Oid>, files: &[String]) -> Result<String,
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-/// RFC 3339 in UTC with milliseconds (`2026-03-01T12:00:00.250Z`), from the wall clock
-/// only.
-pub fn rfc3339(time: SystemTime) -> String {
-    let since = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
-    let secs = since.as_secs();
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
-}
-
-/// Howard Hinnant's days-to-civil: the proleptic Gregorian date of a day count since
-/// 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (
-        year,
-        u32::try_from(month).unwrap_or(1),
-        u32::try_from(day).unwrap_or(1),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_formats_known_instants() {
-        let at = |secs: u64, millis: u64| {
-            rfc3339(
-                SystemTime::UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(millis),
-            )
-        };
-        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(at(951_782_400, 250), "2000-02-29T00:00:00.250Z");
-        assert_eq!(at(1_772_366_400, 0), "2026-03-01T12:00:00.000Z");
-        assert_eq!(at(4_102_444_799, 999), "2099-12-31T23:59:59.999Z");
-    }
 
     #[test]
     fn run_ids_are_unique_per_task() {
