@@ -6,6 +6,8 @@ pub mod cancel;
 pub mod extract;
 pub mod preflight;
 pub mod process;
+pub mod protocol;
+pub mod provider;
 pub mod registry;
 pub mod report;
 pub mod run_record;

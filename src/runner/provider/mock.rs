@@ -1,0 +1,214 @@
+//! The `mock` provider: an offline planner that decides on the structured request, never
+//! on prompt text (the original matched prompt substrings, missed the completion prompt
+//! and could never finish a task: B5). Without a script it plans criteria from the PRD's
+//! bullet lines, runs the worker until a run and the test succeed, then marks the task
+//! complete and judges it satisfied; with a script ([`super::script`]) it answers with the
+//! scripted replies first.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::prompt::{Prompt, Provider, ProviderError};
+use super::script::{self, Entry};
+use crate::runner::cancel::Cancel;
+use crate::runner::protocol::request::{
+    CompletionAssessmentRequest, NextActionRequest, PlanTaskRequest, Protocol,
+};
+
+/// Criteria taken from a PRD at most.
+const MAX_BULLETS: usize = 20;
+
+/// The mock planner.
+#[derive(Debug, Clone, Default)]
+pub struct MockProvider {
+    script: Vec<Entry>,
+    /// The script's file name, for `name()`.
+    source: Option<String>,
+}
+
+impl MockProvider {
+    /// The unscripted mock.
+    pub fn new() -> MockProvider {
+        MockProvider::default()
+    }
+
+    /// A mock answering from a script's text first (see [`super::script`]).
+    pub fn from_script(text: &str, source: &str) -> Result<MockProvider, ProviderError> {
+        let script = script::parse(text).map_err(|message| ProviderError::Script {
+            message: format!("{source}: {message}"),
+        })?;
+        Ok(MockProvider {
+            script,
+            source: Some(source.to_owned()),
+        })
+    }
+
+    /// A mock answering from the script file at `path` first.
+    pub fn from_file(path: &Path) -> Result<MockProvider, ProviderError> {
+        let shown = path.display().to_string();
+        let size = std::fs::metadata(path)
+            .map_err(|e| ProviderError::Config {
+                message: format!("cannot read the mock script {shown}: {e}"),
+            })?
+            .len();
+        if size > script::MAX_SCRIPT_BYTES as u64 {
+            return Err(ProviderError::Script {
+                message: format!(
+                    "{shown} is {size} bytes, over the {}-byte limit",
+                    script::MAX_SCRIPT_BYTES
+                ),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| ProviderError::Config {
+            message: format!("cannot read the mock script {shown}: {e}"),
+        })?;
+        MockProvider::from_script(&text, &shown)
+    }
+
+    /// The scripted reply for this call, if an entry answers it (and uses it up).
+    fn scripted(&mut self, prompt: &Prompt) -> Option<String> {
+        let entry = self.script.iter_mut().find(|e| {
+            e.left > 0
+                && e.protocol == prompt.protocol
+                && e.when
+                    .as_ref()
+                    .is_none_or(|when| script::contains(&prompt.request, when))
+        })?;
+        entry.left -= 1;
+        Some(entry.reply.clone())
+    }
+}
+
+impl Provider for MockProvider {
+    fn complete(&mut self, prompt: &Prompt, cancel: &Cancel) -> Result<String, ProviderError> {
+        if cancel.is_cancelled() {
+            return Err(ProviderError::Cancelled);
+        }
+        if let Some(reply) = self.scripted(prompt) {
+            tracing::debug!(protocol = %prompt.protocol, "mock planner: scripted reply");
+            return Ok(reply);
+        }
+        let unreadable = |e: serde_json::Error| ProviderError::Script {
+            message: format!("the mock cannot read the {} request: {e}", prompt.protocol),
+        };
+        let reply = match prompt.protocol {
+            Protocol::PlanTask => {
+                plan(&serde_json::from_value(prompt.request.clone()).map_err(unreadable)?)
+            }
+            Protocol::NextAction => {
+                next(&serde_json::from_value(prompt.request.clone()).map_err(unreadable)?)
+            }
+            Protocol::CompletionAssessment => {
+                assess(&serde_json::from_value(prompt.request.clone()).map_err(unreadable)?)
+            }
+        };
+        Ok(reply.to_string())
+    }
+
+    fn name(&self) -> String {
+        match &self.source {
+            Some(source) => format!("mock (script {source})"),
+            None => "mock".to_owned(),
+        }
+    }
+}
+
+fn envelope(protocol: Protocol, payload: Value) -> Value {
+    json!({"type": protocol.name(), "version": 1, "payload": payload})
+}
+
+/// One criterion per `- ` or `* ` line of the PRD, or one for the whole PRD.
+fn plan(request: &PlanTaskRequest) -> Value {
+    let mut bullets: Vec<&str> = request
+        .prd
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            line.strip_prefix("- ")
+                .or_else(|| line.strip_prefix("* "))
+                .map(str::trim)
+        })
+        .filter(|text| !text.is_empty())
+        .take(MAX_BULLETS)
+        .collect();
+    if bullets.is_empty() {
+        bullets.push("The task described in the PRD is done");
+    }
+    let criteria: Vec<Value> = bullets
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            json!({"id": format!("AC-{}", i + 1), "description": text, "type": "functional", "critical": true})
+        })
+        .collect();
+    envelope(Protocol::PlanTask, json!({"acceptance_criteria": criteria}))
+}
+
+/// Work until the last run exited 0 and the last test (if any) passed.
+fn next(request: &NextActionRequest) -> Value {
+    let last = request.runs.last();
+    let test_failed = request.last_test.as_ref().is_some_and(|t| !t.passed());
+    let (action, reason) = match last {
+        None => ("run_worker", "no worker run yet".to_owned()),
+        Some(run) if run.exit_code != 0 => (
+            "run_worker",
+            format!(
+                "the last run ({}) exited with code {}",
+                run.id, run.exit_code
+            ),
+        ),
+        Some(_) if test_failed => ("run_worker", "the last test failed".to_owned()),
+        Some(run) => (
+            "mark_complete",
+            format!("the last run ({}) succeeded", run.id),
+        ),
+    };
+    if action == "mark_complete" {
+        return envelope(
+            Protocol::NextAction,
+            json!({"decision": {"action": action, "reason": reason}}),
+        );
+    }
+    let mut prompt = format!("Task: {}\n\n{}\n", request.title, request.prd.trim());
+    if !request.acceptance_criteria.is_empty() {
+        prompt.push_str("\nAcceptance criteria:\n");
+        for c in &request.acceptance_criteria {
+            prompt.push_str(&format!(
+                "- {}: {}\n",
+                c.criterion.id, c.criterion.description
+            ));
+        }
+    }
+    if last.is_some() {
+        prompt.push_str(&format!(
+            "\nThe previous attempt did not succeed: {reason}.\n"
+        ));
+    }
+    envelope(
+        Protocol::NextAction,
+        json!({"decision": {"action": action, "reason": reason}, "worker_call": {"prompt": prompt}}),
+    )
+}
+
+/// Satisfied iff the last run exited 0 and the test (if any) passed.
+fn assess(request: &CompletionAssessmentRequest) -> Value {
+    let run_ok = request.runs.last().is_some_and(|r| r.exit_code == 0);
+    let test_ok = request.test.as_ref().is_none_or(|t| t.passed());
+    let satisfied = run_ok && test_ok;
+    let comment = match (run_ok, test_ok) {
+        (true, true) => "the last run succeeded and the test passed",
+        (false, _) => "the last worker run did not succeed",
+        (true, false) => "the test failed",
+    };
+    let status = if satisfied { "passed" } else { "failed" };
+    let verdicts: Vec<Value> = request
+        .acceptance_criteria
+        .iter()
+        .map(|c| json!({"id": c.id, "status": status, "comment": comment}))
+        .collect();
+    envelope(
+        Protocol::CompletionAssessment,
+        json!({"all_criteria_satisfied": satisfied, "summary": comment, "by_criterion": verdicts}),
+    )
+}

@@ -1,0 +1,304 @@
+//! The mock planner's script file: a YAML list of canned replies, each for one protocol and
+//! optionally only for requests that contain a given JSON subset, used in order.
+//!
+//! ```yaml
+//! # Each entry: protocol, optional `when` (a JSON subset the structured request must
+//! # contain), then `reply` (a JSON object, sent as its JSON text) or `reply_text` (sent
+//! # as is), and `times` (how many calls it answers, default 1).
+//! - protocol: plan_task
+//!   reply_text: "not JSON at all"          # the planner retries with the error
+//! - protocol: next_action
+//!   when: {runs: [{exit_code: 1}]}         # only after a failed run
+//!   reply: {type: next_action, version: 1, payload: {decision: {action: abort, reason: "gave up"}}}
+//!   times: 2
+//! ```
+//!
+//! For each call the first entry (in file order) that is not used up, names the call's
+//! protocol and whose `when` matches answers it. `when` matches when every key it has is
+//! in the request with a matching value: objects recursively, scalars by equality, and a
+//! list when each of its items matches some item of the request's list. A call no entry
+//! answers gets the mock's built-in answer, so a script only needs the replies a test is
+//! about.
+//!
+//! This is YAML read by a small event-stream builder (`saphyr-parser`): aliases and
+//! multiple documents are refused, and the file is bounded in size.
+
+use saphyr_parser::{Event, Parser, ScalarStyle};
+use serde::Deserialize;
+use serde_json::{Map, Number, Value};
+
+use crate::runner::protocol::request::Protocol;
+
+/// Script files larger than this are refused.
+pub const MAX_SCRIPT_BYTES: usize = 1024 * 1024;
+/// Deeper nesting is refused (the builder is recursive in data, not in code, but a
+/// pathological file should still be named as such).
+const MAX_DEPTH: usize = 64;
+
+/// One scripted reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub protocol: Protocol,
+    pub when: Option<Value>,
+    /// The text sent as the reply.
+    pub reply: String,
+    /// Calls it may still answer.
+    pub left: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    protocol: String,
+    #[serde(default)]
+    when: Option<Value>,
+    #[serde(default)]
+    reply: Option<Value>,
+    #[serde(default)]
+    reply_text: Option<String>,
+    #[serde(default)]
+    times: Option<u32>,
+}
+
+/// The entries of a script's text; the error names the entry and what is wrong.
+pub fn parse(text: &str) -> Result<Vec<Entry>, String> {
+    if text.len() > MAX_SCRIPT_BYTES {
+        return Err(format!(
+            "the script is {} bytes, over the {MAX_SCRIPT_BYTES}-byte limit",
+            text.len()
+        ));
+    }
+    let value = yaml_value(text)?;
+    let items = match value {
+        Value::Array(items) => items,
+        Value::Null => Vec::new(),
+        _ => return Err("a script is a YAML list of entries".to_owned()),
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let at = format!("entry {}", index + 1);
+            let raw: RawEntry = serde_json::from_value(item).map_err(|e| format!("{at}: {e}"))?;
+            let protocol = Protocol::from_name(&raw.protocol).ok_or_else(|| {
+                format!(
+                    "{at}: unknown protocol {:?} (plan_task, next_action or completion_assessment)",
+                    raw.protocol
+                )
+            })?;
+            let reply = match (raw.reply, raw.reply_text) {
+                (Some(Value::Object(object)), None) => Value::Object(object).to_string(),
+                (Some(_), None) => {
+                    return Err(format!("{at}: `reply` must be a mapping (a JSON object)"));
+                }
+                (None, Some(text)) => text,
+                (Some(_), Some(_)) => {
+                    return Err(format!("{at}: give `reply` or `reply_text`, not both"));
+                }
+                (None, None) => return Err(format!("{at}: `reply` or `reply_text` is required")),
+            };
+            let left = raw.times.unwrap_or(1);
+            if left == 0 {
+                return Err(format!("{at}: `times` must be at least 1"));
+            }
+            Ok(Entry {
+                protocol,
+                when: raw.when,
+                reply,
+                left,
+            })
+        })
+        .collect()
+}
+
+/// Whether `request` contains everything in `pattern` (see the module docs).
+pub fn contains(request: &Value, pattern: &Value) -> bool {
+    match (request, pattern) {
+        (Value::Object(have), Value::Object(want)) => want
+            .iter()
+            .all(|(key, want)| have.get(key).is_some_and(|have| contains(have, want))),
+        (Value::Array(have), Value::Array(want)) => want
+            .iter()
+            .all(|want| have.iter().any(|have| contains(have, want))),
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (a, b) => a == b,
+    }
+}
+
+enum Frame {
+    Seq(Vec<Value>),
+    Map(Map<String, Value>, Option<String>),
+}
+
+/// A YAML document as a JSON value (plain scalars resolved as YAML 1.2 core).
+fn yaml_value(text: &str) -> Result<Value, String> {
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut root: Option<Value> = None;
+    let mut documents = 0;
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|e| {
+            format!(
+                "YAML syntax error at line {}: {}",
+                e.marker().line(),
+                e.info()
+            )
+        })?;
+        let value = match event {
+            Event::DocumentStart(_) => {
+                documents += 1;
+                if documents > 1 {
+                    return Err("a script holds one YAML document".to_owned());
+                }
+                continue;
+            }
+            Event::Alias(_) => {
+                return Err(format!(
+                    "line {}: aliases are not supported in scripts",
+                    span.start.line()
+                ));
+            }
+            Event::Scalar(text, style, _, _) => {
+                if matches!(style, ScalarStyle::Plain) {
+                    plain(&text)
+                } else {
+                    Value::String(text.into_owned())
+                }
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(format!("the script nests deeper than {MAX_DEPTH} levels"));
+                }
+                stack.push(if matches!(event, Event::SequenceStart(..)) {
+                    Frame::Seq(Vec::new())
+                } else {
+                    Frame::Map(Map::new(), None)
+                });
+                continue;
+            }
+            Event::SequenceEnd => match stack.pop() {
+                Some(Frame::Seq(items)) => Value::Array(items),
+                _ => return Err("unbalanced YAML sequence".to_owned()),
+            },
+            Event::MappingEnd => match stack.pop() {
+                Some(Frame::Map(map, _)) => Value::Object(map),
+                _ => return Err("unbalanced YAML mapping".to_owned()),
+            },
+            _ => continue,
+        };
+        match stack.last_mut() {
+            None => root = Some(value),
+            Some(Frame::Seq(items)) => items.push(value),
+            Some(Frame::Map(map, key)) => match key.take() {
+                None => {
+                    let name = match value {
+                        Value::String(s) => s,
+                        Value::Null => "null".to_owned(),
+                        Value::Bool(b) => b.to_string(),
+                        Value::Number(n) => n.to_string(),
+                        _ => {
+                            return Err(format!(
+                                "line {}: mapping keys must be scalars",
+                                span.start.line()
+                            ));
+                        }
+                    };
+                    *key = Some(name);
+                }
+                Some(name) => {
+                    map.insert(name, value);
+                }
+            },
+        }
+    }
+    Ok(root.unwrap_or(Value::Null))
+}
+
+fn plain(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(i) = text.parse::<i64>()
+    {
+        return Value::Number(i.into());
+    }
+    let numeric = digits.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        && digits
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'));
+    if numeric && let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
+        return Value::Number(n);
+    }
+    Value::String(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_script_parses_into_entries() {
+        let text = r#"
+- protocol: plan_task
+  reply_text: "not JSON"
+- protocol: next_action
+  when: {runs: [{exit_code: 1}], loops_used: 2}
+  reply: {type: next_action, version: 1, payload: {decision: {action: abort, reason: "no"}}}
+  times: 2
+"#;
+        let entries = parse(text).unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0].reply, "not JSON");
+        assert_eq!(entries[1].left, 2);
+        assert_eq!(
+            entries[1].when,
+            Some(json!({"runs": [{"exit_code": 1}], "loops_used": 2}))
+        );
+        let reply: Value = serde_json::from_str(&entries[1].reply).unwrap();
+        assert_eq!(reply["payload"]["decision"]["action"], "abort");
+    }
+
+    #[test]
+    fn mistakes_name_the_entry() {
+        assert!(
+            parse("- protocol: plan\n  reply_text: x")
+                .unwrap_err()
+                .contains("entry 1")
+        );
+        assert!(
+            parse("- protocol: plan_task")
+                .unwrap_err()
+                .contains("required")
+        );
+        assert!(
+            parse("- protocol: plan_task\n  reply: [1]")
+                .unwrap_err()
+                .contains("mapping")
+        );
+        assert!(
+            parse("- protocol: plan_task\n  reply_text: x\n  tiems: 2")
+                .unwrap_err()
+                .contains("unknown field")
+        );
+        assert!(parse("a: &x 1\nb: *x").unwrap_err().contains("aliases"));
+        assert!(parse("{").unwrap_err().contains("YAML"));
+        assert!(parse("key: value").unwrap_err().contains("list"));
+        assert_eq!(parse("").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn when_is_a_subset_match() {
+        let request = json!({"runs": [{"id": "r1", "exit_code": 0}, {"id": "r2", "exit_code": 1}], "loops_used": 2});
+        assert!(contains(&request, &json!({})));
+        assert!(contains(&request, &json!({"runs": [{"exit_code": 1}]})));
+        assert!(contains(&request, &json!({"loops_used": 2.0})));
+        assert!(!contains(&request, &json!({"runs": [{"exit_code": 3}]})));
+        assert!(!contains(&request, &json!({"missing": null})));
+    }
+}
