@@ -18,6 +18,7 @@ mod lint_fixtures;
 mod matrix;
 mod mcp_server;
 mod properties;
+mod runner_planner;
 mod runner_sandbox;
 mod rust_source;
 mod semantic;
