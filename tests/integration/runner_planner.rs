@@ -46,10 +46,31 @@ impl TempDir {
     }
 
     /// An executable shell script named `name` in this directory.
+    ///
+    /// A test thread that forks while the file is still open for writing here leaves a
+    /// child holding a write descriptor until it execs, and executing the script in that
+    /// window fails with ETXTBSY. The script is therefore run once in a probe mode until
+    /// that works: no write descriptor can appear after that.
     fn script(&self, name: &str, body: &str) -> String {
         let path = self.0.join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\n[ -n \"$PLANNER_TEST_PROBE\" ] && exit 0\n{body}\n"),
+        )
+        .unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for _ in 0..200 {
+            match std::process::Command::new(&path)
+                .env("PLANNER_TEST_PROBE", "1")
+                .status()
+            {
+                Ok(_) => break,
+                Err(e) if e.raw_os_error() == Some(26) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("{}: {e}", path.display()),
+            }
+        }
         path.display().to_string()
     }
 }

@@ -16,6 +16,7 @@ use super::response::{
 };
 use crate::runner::cancel::Cancel;
 use crate::runner::extract;
+use crate::runner::provider::config::MetaConfig;
 use crate::runner::provider::prompt::{Message, Prompt, Provider, ProviderError};
 
 /// Characters of a refused reply quoted back to the planner.
@@ -126,6 +127,25 @@ pub struct Planner {
 impl Planner {
     pub fn new(provider: Box<dyn Provider>, options: PlannerOptions) -> Planner {
         Planner { provider, options }
+    }
+
+    /// The planner `runner.meta` describes (its provider and its `system_prompt`), asking
+    /// again up to `retries` times after a refused reply. `base_dir` is the task file's
+    /// directory; `model_override` is a command-line model flag.
+    pub fn from_config(
+        config: &MetaConfig,
+        base_dir: &std::path::Path,
+        model_override: Option<&str>,
+        retries: u32,
+    ) -> Result<Planner, ProviderError> {
+        let provider = crate::runner::provider::provider(config, base_dir, model_override)?;
+        Ok(Planner::new(
+            provider,
+            PlannerOptions {
+                retries,
+                system_prompt: config.system_prompt.clone(),
+            },
+        ))
     }
 
     /// The provider's name and model, for logs and the task note.

@@ -27,7 +27,7 @@ const CANCEL_POLL: Duration = Duration::from_millis(20);
 const EXCERPT_CHARS: usize = 300;
 
 /// The OpenAI-compatible chat provider.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpProvider {
     agent: ureq::Agent,
     url: String,
@@ -36,6 +36,19 @@ pub struct HttpProvider {
     timeout: Duration,
     max_retries: u32,
     backoff: Duration,
+}
+
+/// Written by hand so the key never reaches a log line.
+impl std::fmt::Debug for HttpProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpProvider")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("key", &"<redacted>")
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpProvider {
@@ -334,6 +347,12 @@ mod tests {
             let d = provider.delay(retry);
             assert!(d >= full / 2 && d <= full, "{retry}: {d:?}");
         }
+    }
+
+    #[test]
+    fn debug_output_hides_the_key() {
+        let provider = HttpProvider::new(&MetaConfig::default(), "m".into(), "sk-secret".into());
+        assert!(!format!("{provider:?}").contains("sk-secret"));
     }
 
     #[test]
