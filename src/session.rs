@@ -23,6 +23,10 @@ pub trait Host {
     /// The facts the host observes now (`facts.NAME` in guards), asked before each
     /// step so guards see the world as it is.
     fn facts(&mut self) -> Map<String, Value>;
+
+    /// Told of each step as soon as it is committed (its effects done, its checkpoint
+    /// saved), for progress reports while a long turn runs. Does nothing by default.
+    fn stepped(&mut self, _step: &Accepted) {}
 }
 
 /// A failed action: its outcome (a name from the action's registry entry, mapped to a
@@ -412,6 +416,7 @@ impl<'c> Driver<'c> {
                 accepted: Some(t),
             }));
         }
+        host.stepped(&t);
         Ok(t)
     }
 

@@ -252,8 +252,12 @@ fn schema_diagnostic(
         K::AdditionalProperties { unexpected } => {
             let name = unexpected.first().cloned().unwrap_or_default();
             let span = node.entry(&name).map_or(node.span, |(k, _)| k.span);
-            Diagnostic::new("schema-violation", format!("unknown key `{name}` in {display}"), Some(span))
-                .with_help(format!("see {reference} for the keys allowed here"))
+            Diagnostic::new(
+                "schema-violation",
+                format!("unknown key `{name}` in {display}"),
+                Some(span),
+            )
+            .with_help(format!("see {reference} for the keys allowed here"))
         }
         K::Required { property } => {
             let name = property.as_str().unwrap_or_default();

@@ -1,9 +1,14 @@
-//! The AgentRunner host: a planner LLM driving a worker agent through the task contract.
-//! So far this holds what the runner implements ([`registry`]) and how a planner's reply
-//! is read ([`extract`]); the runner itself builds on `session::Driver`.
+//! AgentRunner: a planner LLM driving a worker CLI agent through the task contract
+//! (`contracts/agent_runner_task.yml`) on the shared session driver. [`app`] is the
+//! `agent-runner` command, [`host`] performs the contract's actions with the [`task`],
+//! the planner ([`protocol`], [`provider`]), the worker in its [`sandbox`] ([`worker`],
+//! [`run_record`], [`preflight`]) and the Task Note ([`report`]).
 
+pub mod app;
 pub mod cancel;
+pub mod events;
 pub mod extract;
+pub mod host;
 pub mod preflight;
 pub mod process;
 pub mod protocol;
@@ -12,5 +17,6 @@ pub mod registry;
 pub mod report;
 pub mod run_record;
 pub mod sandbox;
+pub mod task;
 pub mod time;
 pub mod worker;

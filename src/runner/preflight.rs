@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::cancel::Cancel;
 use super::process::{self, Spec};
-use super::worker::WorkerConfig;
+use super::worker::{WorkerConfig, WorkerKind};
 
 /// How long `docker version` and `docker image inspect` may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -84,8 +84,14 @@ pub fn preflight(
     match target {
         Target::Docker { program } => docker_checks(config, program, cancel, &mut report),
         Target::Local => {
-            let cli = config.kind.program();
-            match find_on_path(cli, host_env("PATH").as_deref()) {
+            let cli = config.program();
+            let found = if cli.contains('/') {
+                let path = PathBuf::from(&cli);
+                path.is_file().then_some(path)
+            } else {
+                find_on_path(&cli, host_env("PATH").as_deref())
+            };
+            match found {
                 Some(path) => {
                     report.push("worker CLI", true, format!("{cli} is {}", path.display()))
                 }
@@ -99,6 +105,10 @@ pub fn preflight(
                 ),
             }
         }
+    }
+    if config.kind == WorkerKind::Command {
+        // A command worker brings its own login, if it needs one (`env`, its image).
+        return report;
     }
     let home = host_env("HOME")
         .filter(|h| !h.is_empty())
@@ -187,7 +197,7 @@ fn docker_checks(
             false,
             format!(
                 "{image} is not present locally; run `docker pull {image}` (AgentRunner does not pull images itself). The image must contain the `{}` CLI",
-                config.kind.program()
+                config.program()
             ),
         ),
     }

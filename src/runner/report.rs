@@ -201,8 +201,10 @@ mod tests {
                 "summary": "wrote it", "diff_stat": " hello.txt | 1 +",
                 "stdout_tail": "```\nbroken fence\n```"
             })],
-            validation: Some(json!({"test": {"command": "test -f hello.txt", "exit_code": 0,
-                "passed": true, "duration_ms": 3, "output_tail": ""}})),
+            validation: Some(
+                json!({"test": {"command": "test -f hello.txt", "exit_code": 0,
+                "passed": true, "duration_ms": 3, "output_tail": ""}}),
+            ),
             planner_calls: vec![],
             timeline: vec!["PENDING -> PREFLIGHT".into()],
         }
@@ -215,7 +217,10 @@ mod tests {
         assert!(note.contains("- [x] **AC-1** hello.txt exists"), "{note}");
         assert!(note.contains("`hello.txt`"), "{note}");
         // The run's output holds a ``` fence: the note's fence is longer.
-        assert!(note.contains("````text\n```\nbroken fence\n```\n````"), "{note}");
+        assert!(
+            note.contains("````text\n```\nbroken fence\n```\n````"),
+            "{note}"
+        );
         assert!(note.contains("2026-11-24T07:01:00.000Z"));
     }
 

@@ -306,9 +306,26 @@ struct Snapshot {
     files: BTreeMap<String, Option<Oid>>,
 }
 
+/// The git repository holding `repo` (which may be a directory inside it), its work
+/// tree, and `repo`'s path within it (empty at the top). Paths in records are relative
+/// to the work tree, as git shows them.
+fn open_repository(repo: &Path) -> Result<(Repository, std::path::PathBuf, String), git2::Error> {
+    let repository = Repository::discover(repo)?;
+    let workdir = repository
+        .workdir()
+        .ok_or_else(|| git2::Error::from_str("the repository has no work tree"))?
+        .to_path_buf();
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let prefix = canonical(repo)
+        .strip_prefix(canonical(&workdir))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok((repository, workdir, prefix))
+}
+
 impl Snapshot {
     fn take(repo: &Path) -> Result<Snapshot, git2::Error> {
-        let repository = Repository::open(repo)?;
+        let (repository, workdir, prefix) = open_repository(repo)?;
         let head = repository.head().ok().and_then(|h| h.target());
         let mut options = StatusOptions::new();
         options
@@ -316,11 +333,15 @@ impl Snapshot {
             .recurse_untracked_dirs(true)
             .include_ignored(false)
             .exclude_submodules(true);
+        if !prefix.is_empty() {
+            // Only the task's part of a larger repository.
+            options.pathspec(&prefix);
+        }
         let statuses = repository.statuses(Some(&mut options))?;
         let mut files = BTreeMap::new();
         for entry in statuses.iter() {
             let path = String::from_utf8_lossy(entry.path_bytes()).into_owned();
-            let full = repo.join(&path);
+            let full = workdir.join(&path);
             // Deleted files hash to nothing; that differs from any content.
             let hash = if full.is_file() {
                 Oid::hash_file(ObjectType::Blob, &full).ok()
@@ -359,7 +380,7 @@ fn committed_paths(
     from: Option<Oid>,
     to: Option<Oid>,
 ) -> Result<Vec<String>, git2::Error> {
-    let repository = Repository::open(repo)?;
+    let (repository, ..) = open_repository(repo)?;
     let tree = |oid: Option<Oid>| -> Result<Option<git2::Tree<'_>>, git2::Error> {
         oid.map(|o| repository.find_commit(o).and_then(|c| c.tree()))
             .transpose()
@@ -377,7 +398,7 @@ fn diff_stat(repo: &Path, base: Option<Oid>, files: &[String]) -> Result<String,
     if files.is_empty() {
         return Ok(String::new());
     }
-    let repository = Repository::open(repo)?;
+    let (repository, ..) = open_repository(repo)?;
     let tree = base
         .map(|o| repository.find_commit(o).and_then(|c| c.tree()))
         .transpose()?;

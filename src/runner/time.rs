@@ -85,7 +85,10 @@ mod tests {
 
     #[test]
     fn known_moments_format_as_rfc3339() {
-        assert_eq!(Timestamp { millis: 0 }.rfc3339(), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            Timestamp { millis: 0 }.rfc3339(),
+            "1970-01-01T00:00:00.000Z"
+        );
         // 2000-02-29 (a leap day of a century leap year) 12:34:56.789.
         let t = Timestamp {
             millis: 951_827_696_789,

@@ -31,6 +31,9 @@ pub enum WorkerKind {
     ClaudeCode,
     /// Google Gemini CLI (`gemini`, headless).
     GeminiCli,
+    /// Any other agent CLI: `command` (program and arguments) gets the prompt on stdin
+    /// and works in the repository (the current directory).
+    Command,
 }
 
 /// The `runner.worker` block of the task YAML.
@@ -64,6 +67,10 @@ pub struct WorkerConfig {
     /// Extra command-line flags for the worker CLI, after the ones AgentRunner sets.
     #[serde(default)]
     pub flags: Vec<String>,
+    /// For `kind: command`: the program and its arguments. A relative program path
+    /// (`./agents/fix.sh`) is relative to the task file's directory.
+    #[serde(default)]
+    pub command: Vec<String>,
 }
 
 fn default_max_run_time_sec() -> u64 {
@@ -80,6 +87,7 @@ impl Default for WorkerConfig {
             auth_path: None,
             env: BTreeMap::new(),
             flags: Vec::new(),
+            command: Vec::new(),
         }
     }
 }
@@ -106,6 +114,8 @@ pub enum WorkerConfigError {
     MissingHostVar { key: String, var: String },
     /// `flags: [""]`.
     EmptyFlag,
+    /// `kind: command` without a `command`, or a `command` for another kind.
+    Command { kind: WorkerKind },
 }
 
 impl std::fmt::Display for WorkerConfigError {
@@ -128,6 +138,17 @@ impl std::fmt::Display for WorkerConfigError {
                 "runner.worker.env.{key} reads the host variable {var}, which is not set"
             ),
             WorkerConfigError::EmptyFlag => write!(f, "runner.worker.flags holds an empty flag"),
+            WorkerConfigError::Command {
+                kind: WorkerKind::Command,
+            } => write!(
+                f,
+                "runner.worker.kind is command, but runner.worker.command names no program"
+            ),
+            WorkerConfigError::Command { kind } => write!(
+                f,
+                "runner.worker.command is only for kind: command; {} runs its own CLI",
+                kind.name()
+            ),
         }
     }
 }
@@ -175,6 +196,7 @@ impl WorkerKind {
             WorkerKind::CodexCli => "codex-cli",
             WorkerKind::ClaudeCode => "claude-code",
             WorkerKind::GeminiCli => "gemini-cli",
+            WorkerKind::Command => "command",
         }
     }
 
@@ -184,6 +206,7 @@ impl WorkerKind {
             WorkerKind::CodexCli => "codex",
             WorkerKind::ClaudeCode => "claude",
             WorkerKind::GeminiCli => "gemini",
+            WorkerKind::Command => "the worker command",
         }
     }
 
@@ -194,6 +217,8 @@ impl WorkerKind {
             WorkerKind::CodexCli => "ghcr.io/biwakonbu/agent-runner-codex:latest",
             WorkerKind::ClaudeCode => "ghcr.io/biwakonbu/agent-runner-claude:latest",
             WorkerKind::GeminiCli => "ghcr.io/biwakonbu/agent-runner-gemini:latest",
+            // A command worker names its own image; this one has a shell, nothing more.
+            WorkerKind::Command => "debian:stable-slim",
         }
     }
 
@@ -203,6 +228,7 @@ impl WorkerKind {
             WorkerKind::CodexCli => &["CODEX_API_KEY", "OPENAI_API_KEY"],
             WorkerKind::ClaudeCode => &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
             WorkerKind::GeminiCli => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+            WorkerKind::Command => &[],
         }
     }
 
@@ -212,6 +238,7 @@ impl WorkerKind {
             WorkerKind::CodexCli => ".codex",
             WorkerKind::ClaudeCode => ".claude",
             WorkerKind::GeminiCli => ".gemini",
+            WorkerKind::Command => ".agent-runner",
         }
     }
 
@@ -221,7 +248,7 @@ impl WorkerKind {
         match self {
             WorkerKind::CodexCli => Some("auth.json"),
             WorkerKind::ClaudeCode => Some(".credentials.json"),
-            WorkerKind::GeminiCli => None,
+            WorkerKind::GeminiCli | WorkerKind::Command => None,
         }
     }
 
@@ -236,6 +263,7 @@ impl WorkerKind {
             ],
             WorkerKind::ClaudeCode => &["-p", "--print", "--dangerously-skip-permissions"],
             WorkerKind::GeminiCli => &["--yolo", "-y"],
+            WorkerKind::Command => &[],
         }
     }
 }
@@ -253,6 +281,10 @@ impl WorkerConfig {
         if self.flags.iter().any(String::is_empty) {
             return Err(WorkerConfigError::EmptyFlag);
         }
+        let has_command = self.command.first().is_some_and(|p| !p.trim().is_empty());
+        if has_command != (self.kind == WorkerKind::Command) {
+            return Err(WorkerConfigError::Command { kind: self.kind });
+        }
         for (key, value) in &self.env {
             if !is_env_name(key) {
                 return Err(WorkerConfigError::BadEnvName { key: key.clone() });
@@ -266,6 +298,14 @@ impl WorkerConfig {
 
     pub fn max_run_time(&self) -> Duration {
         Duration::from_secs(self.max_run_time_sec.max(1))
+    }
+
+    /// The program the worker runs (for preflight and messages).
+    pub fn program(&self) -> String {
+        match self.kind {
+            WorkerKind::Command => self.command.first().cloned().unwrap_or_default(),
+            kind => kind.program().to_string(),
+        }
     }
 
     /// The image to run: the task's, or the kind's default.
@@ -320,6 +360,8 @@ impl WorkerConfig {
                     push(&["-m", model]);
                 }
             }
+            // Its own arguments as written; a model choice has no flag to go to.
+            WorkerKind::Command => argv.extend(self.command.iter().cloned()),
         }
         let fixed = self.kind.fixed_flags();
         for flag in &self.flags {
@@ -452,6 +494,7 @@ pub fn summary(kind: WorkerKind, stdout: &str) -> String {
         WorkerKind::CodexCli => codex_message(stdout),
         WorkerKind::ClaudeCode => json_field(stdout, "result"),
         WorkerKind::GeminiCli => json_field(stdout, "response"),
+        WorkerKind::Command => None,
     };
     // A user flag may have changed the output format; any known shape will do.
     let found = found

@@ -33,6 +33,14 @@ fn scenario_schema_is_fresh() {
 }
 
 #[test]
+fn task_schema_is_fresh() {
+    check(
+        "schemas/task.schema.json",
+        &code_intel::runner::task::generated_schema(),
+    );
+}
+
+#[test]
 fn lint_docs_are_fresh() {
     check("docs/lints.md", &code_intel::diagnostic::codes::markdown());
 }

@@ -241,8 +241,7 @@ mod tests {
 
     #[test]
     fn run_actions_resolve_and_bind_their_results() {
-        let text =
-            running("[prd.load, {action: note.write, bind: plan, with: {state: \"'x'\"}}]");
+        let text = running("[prd.load, {action: note.write, bind: plan, with: {state: \"'x'\"}}]");
         let (contract, diagnostics) = lower_yaml(&text);
         assert!(diagnostics.is_empty(), "{diagnostics:?}");
         let contract = contract.unwrap();

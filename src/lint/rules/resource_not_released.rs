@@ -12,12 +12,12 @@
 //!
 //! ## Example
 //! ```yaml
-//! PREFLIGHT:
+//! PROVISION:
 //!   kind: engine
-//!   run: [{action: sandbox.start}]   # acquires the sandbox
-//! # no `finally: [sandbox.release]`
+//!   run: [{action: env.start}]   # its registry entry says it acquires `env`
+//! # no `finally` action releases `env`
 //! ```
-//! Use instead: `finally: [sandbox.release]`.
+//! Use instead: `finally: [env.stop]`, an action whose entry says it releases `env`.
 
 use crate::contract::Contract;
 use crate::contract::model::ActionCall;

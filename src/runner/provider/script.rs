@@ -20,20 +20,16 @@
 //! answers gets the mock's built-in answer, so a script only needs the replies a test is
 //! about.
 //!
-//! This is YAML read by a small event-stream builder (`saphyr-parser`): aliases and
-//! multiple documents are refused, and the file is bounded in size.
+//! The YAML is read by the crate's loader (`crate::yaml`), within its alias and nesting
+//! budgets, and the file is bounded in size.
 
-use saphyr_parser::{Event, Parser, ScalarStyle};
 use serde::Deserialize;
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
 
 use crate::runner::protocol::request::Protocol;
 
 /// Script files larger than this are refused.
 pub const MAX_SCRIPT_BYTES: usize = 1024 * 1024;
-/// Deeper nesting is refused (the builder is recursive in data, not in code, but a
-/// pathological file should still be named as such).
-const MAX_DEPTH: usize = 64;
 
 /// One scripted reply.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,116 +121,24 @@ pub fn contains(request: &Value, pattern: &Value) -> bool {
     }
 }
 
-enum Frame {
-    Seq(Vec<Value>),
-    Map(Map<String, Value>, Option<String>),
-}
-
-/// A YAML document as a JSON value (plain scalars resolved as YAML 1.2 core).
+/// A YAML document as a JSON value, through the crate's YAML loader (linear, bounded
+/// aliases and nesting). Errors name the line and column.
 fn yaml_value(text: &str) -> Result<Value, String> {
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut root: Option<Value> = None;
-    let mut documents = 0;
-    for event in Parser::new_from_str(text) {
-        let (event, span) = event.map_err(|e| {
-            format!(
-                "YAML syntax error at line {}: {}",
-                e.marker().line(),
-                e.info()
-            )
-        })?;
-        let value = match event {
-            Event::DocumentStart(_) => {
-                documents += 1;
-                if documents > 1 {
-                    return Err("a script holds one YAML document".to_owned());
-                }
-                continue;
-            }
-            Event::Alias(_) => {
-                return Err(format!(
-                    "line {}: aliases are not supported in scripts",
-                    span.start.line()
-                ));
-            }
-            Event::Scalar(text, style, _, _) => {
-                if matches!(style, ScalarStyle::Plain) {
-                    plain(&text)
-                } else {
-                    Value::String(text.into_owned())
-                }
-            }
-            Event::SequenceStart(..) | Event::MappingStart(..) => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(format!("the script nests deeper than {MAX_DEPTH} levels"));
-                }
-                stack.push(if matches!(event, Event::SequenceStart(..)) {
-                    Frame::Seq(Vec::new())
-                } else {
-                    Frame::Map(Map::new(), None)
-                });
-                continue;
-            }
-            Event::SequenceEnd => match stack.pop() {
-                Some(Frame::Seq(items)) => Value::Array(items),
-                _ => return Err("unbalanced YAML sequence".to_owned()),
-            },
-            Event::MappingEnd => match stack.pop() {
-                Some(Frame::Map(map, _)) => Value::Object(map),
-                _ => return Err("unbalanced YAML mapping".to_owned()),
-            },
-            _ => continue,
-        };
-        match stack.last_mut() {
-            None => root = Some(value),
-            Some(Frame::Seq(items)) => items.push(value),
-            Some(Frame::Map(map, key)) => match key.take() {
-                None => {
-                    let name = match value {
-                        Value::String(s) => s,
-                        Value::Null => "null".to_owned(),
-                        Value::Bool(b) => b.to_string(),
-                        Value::Number(n) => n.to_string(),
-                        _ => {
-                            return Err(format!(
-                                "line {}: mapping keys must be scalars",
-                                span.start.line()
-                            ));
-                        }
-                    };
-                    *key = Some(name);
-                }
-                Some(name) => {
-                    map.insert(name, value);
-                }
-            },
-        }
+    let (node, findings) = crate::yaml::parse(crate::source::FileId(0), text).map_err(|d| {
+        let at = d
+            .span
+            .map(|s| format!("line {}: ", s.start))
+            .unwrap_or_default();
+        format!("YAML: {at}{}", d.message)
+    })?;
+    if let Some(d) = findings.first() {
+        let at = d
+            .span
+            .map(|s| format!("line {}: ", s.start))
+            .unwrap_or_default();
+        return Err(format!("YAML: {at}{}", d.message));
     }
-    Ok(root.unwrap_or(Value::Null))
-}
-
-fn plain(text: &str) -> Value {
-    match text {
-        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
-        "true" | "True" | "TRUE" => return Value::Bool(true),
-        "false" | "False" | "FALSE" => return Value::Bool(false),
-        _ => {}
-    }
-    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && let Ok(i) = text.parse::<i64>()
-    {
-        return Value::Number(i.into());
-    }
-    let numeric = digits.starts_with(|c: char| c.is_ascii_digit() || c == '.')
-        && digits
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'));
-    if numeric && let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
-        return Value::Number(n);
-    }
-    Value::String(text.to_owned())
+    Ok(node.to_json())
 }
 
 #[cfg(test)]
@@ -286,7 +190,6 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown field")
         );
-        assert!(parse("a: &x 1\nb: *x").unwrap_err().contains("aliases"));
         assert!(parse("{").unwrap_err().contains("YAML"));
         assert!(parse("key: value").unwrap_err().contains("list"));
         assert_eq!(parse("").unwrap(), vec![]);

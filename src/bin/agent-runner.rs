@@ -1,0 +1,98 @@
+//! The `agent-runner` binary: parses arguments, installs logging and the signal handler,
+//! and hands over to `code_intel::runner::app`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+use code_intel::runner::app::{self, LogFormat, Options};
+use code_intel::runner::cancel::Cancel;
+
+/// Runs a task: a planner LLM plans acceptance criteria and decides, a coding agent CLI
+/// works in a Docker sandbox, the test command decides, and a Task Note records it all.
+///
+/// Exit codes: 0 complete, 1 failed, 2 usage or invalid task, 3 incomplete (loops
+/// exhausted), 130 cancelled.
+#[derive(Debug, Parser)]
+#[command(name = "agent-runner", version)]
+struct Args {
+    /// The task file (YAML); read from stdin when absent.
+    task: Option<PathBuf>,
+    /// The planner model, over the task's `runner.meta.model`.
+    #[arg(long)]
+    meta_model: Option<String>,
+    /// Also write the result as JSON to this file.
+    #[arg(long)]
+    result_file: Option<PathBuf>,
+    /// `text`: one progress line per state change and action on stderr, warnings only
+    /// as logs; `json`: logs as JSON lines on stderr, no progress lines.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: Format,
+    /// Write every state change and action as JSON lines to this file.
+    #[arg(long)]
+    events: Option<PathBuf>,
+    /// Run the worker on this machine, in the repository, without a sandbox.
+    #[arg(long)]
+    unsafe_local: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            let code = if e.use_stderr() { app::EXIT_USAGE } else { 0 };
+            return exit(code);
+        }
+    };
+    let format = match args.log_format {
+        Format::Text => LogFormat::Text,
+        Format::Json => LogFormat::Json,
+    };
+    init_logs(format);
+    let cancel = Cancel::new();
+    if let Err(e) = app::handle_signals(&cancel) {
+        tracing::warn!(error = %e, "signals will not cancel the task cleanly");
+    }
+    let options = Options {
+        task: args.task,
+        meta_model: args.meta_model,
+        result_file: args.result_file,
+        log_format: format,
+        events: args.events,
+        unsafe_local: args.unsafe_local,
+    };
+    exit(app::run(&options, &cancel))
+}
+
+fn exit(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Logs go to stderr: warnings and errors in text mode (progress lines say the rest),
+/// everything from info up as JSON lines in JSON mode. `AGENT_RUNNER_LOG` sets the level.
+fn init_logs(format: LogFormat) {
+    let level = match std::env::var("AGENT_RUNNER_LOG").as_deref() {
+        Ok("trace") => tracing::Level::TRACE,
+        Ok("debug") => tracing::Level::DEBUG,
+        Ok("info") => tracing::Level::INFO,
+        Ok("error") => tracing::Level::ERROR,
+        Ok("warn") => tracing::Level::WARN,
+        _ if format == LogFormat::Json => tracing::Level::INFO,
+        _ => tracing::Level::WARN,
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_max_level(level);
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}

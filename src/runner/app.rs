@@ -1,0 +1,312 @@
+//! `agent-runner`: read a task, run it through the task contract with the runner host,
+//! and turn how it ended into an exit code (0 complete, 1 failed, 2 usage or invalid
+//! task, 3 incomplete, 130 cancelled). Every exit after the task started runs the
+//! contract's `finally` actions, so the note is written and the sandbox released.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Map, Value, json};
+
+use super::cancel::Cancel;
+use super::events::Events;
+use super::host::{HostEnv, RunnerHost, Setup};
+use super::preflight::Target;
+use super::protocol::planner::Planner;
+use super::report::Status;
+use super::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox};
+use super::task::{self, Task};
+use crate::contract::raw::StateKind;
+use crate::contract::{self, Contract};
+use crate::diagnostic::render;
+use crate::session::{Driver, NoCheckpoints, Stop};
+use crate::source::Sources;
+
+/// The task contract, compiled into the binary.
+pub const TASK_CONTRACT: &str = include_str!("../../contracts/agent_runner_task.yml");
+
+/// Exit code for usage errors and invalid task files.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Log and progress format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// What the command line asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The task file; `None` reads stdin.
+    pub task: Option<PathBuf>,
+    pub meta_model: Option<String>,
+    pub result_file: Option<PathBuf>,
+    pub log_format: LogFormat,
+    pub events: Option<PathBuf>,
+    /// Run the worker on this machine instead of in Docker.
+    pub unsafe_local: bool,
+}
+
+/// Runs one task; returns the process exit code. `cancel` is set by the signal handler.
+pub fn run(options: &Options, cancel: &Cancel) -> i32 {
+    let mut stderr = std::io::stderr();
+    let (task, warnings, sources) = match read_task(options) {
+        Ok(loaded) => loaded,
+        Err(message) => {
+            let _ = std::io::Write::write_all(&mut stderr, message.as_bytes());
+            return EXIT_USAGE;
+        }
+    };
+    if !warnings.is_empty() {
+        let text = render::human(&sources, &warnings);
+        let _ = std::io::Write::write_all(&mut stderr, text.as_bytes());
+    }
+    let contract = match task_contract() {
+        Ok(c) => c,
+        Err(message) => {
+            let _ = std::io::Write::write_all(&mut stderr, message.as_bytes());
+            return 1;
+        }
+    };
+    let events = match &options.events {
+        None => Events::new(options.log_format == LogFormat::Text, None),
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Events::new(options.log_format == LogFormat::Text, Some(f)),
+            Err(e) => {
+                let message = format!(
+                    "agent-runner: cannot write events to {}: {e}\n",
+                    path.display()
+                );
+                let _ = std::io::Write::write_all(&mut stderr, message.as_bytes());
+                return EXIT_USAGE;
+            }
+        },
+    };
+    let host_env: HostEnv = Box::new(|name| std::env::var(name).ok());
+    let (sandbox, target) = sandbox_for(&task, options.unsafe_local, &*host_env);
+    let sandbox = match sandbox {
+        Ok(s) => s,
+        Err(message) => {
+            let _ = std::io::Write::write_all(&mut stderr, message.as_bytes());
+            return EXIT_USAGE;
+        }
+    };
+    let params = params_for(&task);
+    let planner = Planner::from_config(
+        &task.meta,
+        &task.base_dir,
+        options.meta_model.as_deref(),
+        task.planner_retries,
+    );
+    let outcomes = contract
+        .states
+        .iter()
+        .filter(|s| s.kind == StateKind::Terminal)
+        .filter_map(|s| Some((s.id.clone(), s.outcome?)))
+        .collect();
+    let mut host = RunnerHost::new(Setup {
+        max_loops: task.max_loops,
+        task,
+        planner,
+        sandbox,
+        target,
+        host_env,
+        cancel: cancel.clone(),
+        events,
+        result_file: options.result_file.clone(),
+        outcomes,
+    });
+    drive(&contract, &mut host, &params, cancel)
+}
+
+/// Starts the task and sees it to an end: a terminal state, or (a cancel, a failed
+/// action, an engine refusal) the cancel path or the finalizers run by hand.
+fn drive(
+    contract: &Contract,
+    host: &mut RunnerHost,
+    params: &Map<String, Value>,
+    cancel: &Cancel,
+) -> i32 {
+    let driver = Driver::new(contract);
+    let mut store = NoCheckpoints;
+    let turn = match driver.start(host, &mut store, "", None, None, params) {
+        Ok(turn) => turn,
+        Err(e) => {
+            let message = format!("agent-runner: the task contract refused the task: {e}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), message.as_bytes());
+            return EXIT_USAGE;
+        }
+    };
+    let turn = match turn.stop {
+        Stop::Finished(_) => turn,
+        _ if cancel.is_cancelled() => driver.cancel(host, &mut store, turn.instance),
+        stop => {
+            host.abandon(describe(&stop));
+            driver.finalize(host, &turn.instance);
+            let exit = finish(host);
+            return if exit == 0 { 1 } else { exit };
+        }
+    };
+    if !matches!(turn.stop, Stop::Finished(_)) {
+        // The cancel path itself was refused (a contract without one): finalize by hand.
+        host.abandon(describe(&turn.stop));
+        driver.finalize(host, &turn.instance);
+    }
+    finish(host)
+}
+
+/// The exit code once the finalizers ran, with the closing progress line.
+fn finish(host: &mut RunnerHost) -> i32 {
+    let (status, note, write_error) = match host.finished() {
+        Some(f) => (
+            f.status,
+            f.note.as_ref().map(|p| p.display().to_string()),
+            f.write_error.clone(),
+        ),
+        // The note action did not run (a contract without it): the task still failed.
+        None => (
+            Status::Failed,
+            None,
+            Some("no Task Note was written".into()),
+        ),
+    };
+    if let Some(e) = write_error {
+        tracing::error!(error = %e, "could not write the task's record");
+    }
+    host.events()
+        .finished(status.as_str(), status.exit_code(), note.as_deref());
+    status.exit_code()
+}
+
+fn describe(stop: &Stop) -> String {
+    match stop {
+        Stop::ActionFailed(f) => f.message.text.clone(),
+        Stop::Refused(r) => r.message.text.clone(),
+        Stop::EngineLoop { limit } => format!("the flow ran {limit} steps without ending"),
+        Stop::CheckpointFailed(e) => format!("could not save the task's state: {e}"),
+        Stop::WrongContract { expected, found } => {
+            format!("the task belongs to `{found}`, not `{expected}`")
+        }
+        Stop::Waiting => "the task contract waits for input, which a runner cannot give".into(),
+        Stop::Finished(_) => "finished".into(),
+    }
+}
+
+/// Reads and checks the task file (or stdin). Errors are rendered for the terminal.
+fn read_task(
+    options: &Options,
+) -> Result<(Task, Vec<crate::diagnostic::Diagnostic>, Sources), String> {
+    let (name, text, base_dir) = match &options.task {
+        Some(path) => {
+            let text = std::fs::read(path)
+                .map_err(|e| format!("agent-runner: cannot read {}: {e}\n", path.display()))?;
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            (path.display().to_string(), text, dir)
+        }
+        None => {
+            let mut text = Vec::new();
+            std::io::stdin()
+                .take(task::MAX_TASK_BYTES + 1)
+                .read_to_end(&mut text)
+                .map_err(|e| format!("agent-runner: cannot read the task from stdin: {e}\n"))?;
+            ("<stdin>".to_string(), text, PathBuf::from("."))
+        }
+    };
+    if text.len() as u64 > task::MAX_TASK_BYTES {
+        return Err(format!(
+            "agent-runner: {name} is over the {}-byte limit of a task file\n",
+            task::MAX_TASK_BYTES
+        ));
+    }
+    let mut sources = Sources::default();
+    let text = match String::from_utf8(text) {
+        Ok(t) => t,
+        Err(_) => return Err(format!("agent-runner: {name} is not UTF-8 text\n")),
+    };
+    let base_dir = std::fs::canonicalize(&base_dir).unwrap_or(base_dir);
+    let file = sources.add(name, text);
+    match task::load(&sources, file, &base_dir) {
+        Ok((task, warnings)) => Ok((task, warnings, sources)),
+        Err(findings) => Err(render::human(&sources, &findings)),
+    }
+}
+
+/// The task contract, loaded for the AgentRunner host.
+pub fn task_contract() -> Result<Contract, String> {
+    let mut sources = Sources::default();
+    let file = sources.add("contracts/agent_runner_task.yml", TASK_CONTRACT);
+    let loaded = contract::load(&mut sources, file, &[super::registry::registry()]);
+    loaded.ok().map_err(|findings| {
+        let text = render::human(&sources, &findings);
+        format!("agent-runner: the built-in task contract does not load:\n{text}")
+    })
+}
+
+/// The contract's params from the task.
+fn params_for(task: &Task) -> Map<String, Value> {
+    let mut params = Map::new();
+    params.insert("max_loops".into(), json!(task.max_loops));
+    params.insert(
+        "max_run_time_sec".into(),
+        json!(task.worker.max_run_time_sec),
+    );
+    params.insert("planner_retries".into(), json!(task.planner_retries));
+    if let Some(timeout) = task.test.as_ref().and_then(|t| t.timeout_sec) {
+        params.insert("test_timeout_sec".into(), json!(timeout));
+    }
+    params
+}
+
+/// Docker unless `--unsafe-local`.
+fn sandbox_for(
+    task: &Task,
+    local: bool,
+    host_env: &dyn Fn(&str) -> Option<String>,
+) -> (Result<Box<dyn Sandbox>, String>, Target) {
+    if local {
+        let sandbox = LocalSandbox::new(&task.repo)
+            .map(|s| Box::new(s) as Box<dyn Sandbox>)
+            .map_err(|e| format!("agent-runner: {e}\n"));
+        return (sandbox, Target::Local);
+    }
+    let home = host_env("HOME").map(PathBuf::from);
+    let options = DockerOptions::for_worker(
+        &task.worker,
+        &task.id,
+        &task.repo,
+        home.as_deref(),
+        host_env,
+    );
+    let program = options.program.clone();
+    let sandbox = DockerSandbox::new(options)
+        .map(|s| Box::new(s) as Box<dyn Sandbox>)
+        .map_err(|e| format!("agent-runner: {e}\n"));
+    (sandbox, Target::Docker { program })
+}
+
+/// Installs the SIGINT/SIGTERM handler: the first signal cancels the task (finalizers
+/// still run, exit 130); a second one exits at once.
+pub fn handle_signals(cancel: &Cancel) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    let cancel = cancel.clone();
+    let count = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for signal in signals.forever() {
+            if count.fetch_add(1, Ordering::SeqCst) == 0 {
+                tracing::warn!(signal, "cancelling the task; a second signal stops at once");
+                cancel.cancel();
+            } else {
+                std::process::exit(130);
+            }
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,628 @@
+//! AgentRunner as a host of the engine: it performs the task contract's actions (the
+//! PRD, preflight, the sandbox, planner calls, worker runs, the test command, the note)
+//! and keeps the evidence between them, so each planner call sees what the worker did
+//! (B7) and the Task Note can tell the whole story. The flow itself stays in
+//! `contracts/agent_runner_task.yml`; nothing here decides a transition.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::cancel::Cancel;
+use super::events::Events;
+use super::preflight::{PreflightReport, Target, preflight};
+use super::protocol::planner::{Call, Exchange, Planner};
+use super::protocol::request::{
+    CompletionAssessmentRequest, Criterion, CriterionState, NextActionRequest, PlanTaskRequest,
+    RunEvidence, TestEvidence,
+};
+use super::protocol::response::{CompletionAssessmentPayload, WorkerCall};
+use super::provider::ProviderError;
+use super::report::{CriterionResult, Report, Status, note_path, write_atomically};
+use super::run_record::{RunIds, TestResult, WorkerRun, WorkerTurn, run_test_command, run_worker};
+use super::sandbox::Sandbox;
+use super::task::Task;
+use super::time::{self, Timestamp};
+use super::worker::Invocation;
+use crate::contract::raw::Outcome;
+use crate::machine::{Accepted, Effect};
+use crate::session::{ActionFailure, Host};
+
+/// Reads a host environment variable (tests pass their own).
+pub type HostEnv = Box<dyn Fn(&str) -> Option<String>>;
+
+/// Everything the host needs that the task file does not say.
+pub struct Setup {
+    pub task: Task,
+    /// The planner, or why it could not be built (reported by preflight, before any
+    /// planner spend).
+    pub planner: Result<Planner, ProviderError>,
+    pub sandbox: Box<dyn Sandbox>,
+    pub target: Target,
+    pub host_env: HostEnv,
+    pub cancel: Cancel,
+    pub events: Events,
+    /// Where `note.write` also writes the result JSON (`--result-file`).
+    pub result_file: Option<PathBuf>,
+    /// The outcome of each terminal state of the contract, to map the end to a status.
+    pub outcomes: BTreeMap<String, Outcome>,
+    /// The contract's loop budget, shown to the planner.
+    pub max_loops: u32,
+}
+
+/// The AgentRunner host of one task.
+pub struct RunnerHost {
+    setup: Setup,
+    started_at: Timestamp,
+    prd: Option<String>,
+    preflight: Option<PreflightReport>,
+    criteria: Vec<Criterion>,
+    verdicts: BTreeMap<String, (String, String)>,
+    assessment: Option<CompletionAssessmentPayload>,
+    /// The worker call of the last `run_worker` decision.
+    pending_call: Option<WorkerCall>,
+    decisions: u32,
+    runs: Vec<WorkerRun>,
+    run_ids: RunIds,
+    last_test: Option<TestResult>,
+    exchanges: Vec<Exchange>,
+    timeline: Vec<String>,
+    /// Why the task stopped outside the contract's terminal states, if it did.
+    abandoned: Option<String>,
+    /// Set by `note.write`.
+    finished: Option<Finished>,
+}
+
+/// What `note.write` produced.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub status: Status,
+    pub note: Option<PathBuf>,
+    /// A note or result that could not be written.
+    pub write_error: Option<String>,
+}
+
+impl RunnerHost {
+    pub fn new(setup: Setup) -> RunnerHost {
+        RunnerHost {
+            setup,
+            started_at: time::now(),
+            prd: None,
+            preflight: None,
+            criteria: Vec::new(),
+            verdicts: BTreeMap::new(),
+            assessment: None,
+            pending_call: None,
+            decisions: 0,
+            runs: Vec::new(),
+            run_ids: RunIds::new(),
+            last_test: None,
+            exchanges: Vec::new(),
+            timeline: Vec::new(),
+            abandoned: None,
+            finished: None,
+        }
+    }
+
+    /// Records why the task stopped outside a terminal state, before the host runs the
+    /// finalizers for that exit.
+    pub fn abandon(&mut self, reason: String) {
+        self.timeline.push(format!("stopped: {reason}"));
+        self.abandoned = Some(reason);
+    }
+
+    /// What `note.write` produced, once it ran.
+    pub fn finished(&self) -> Option<&Finished> {
+        self.finished.as_ref()
+    }
+
+    pub fn events(&mut self) -> &mut Events {
+        &mut self.setup.events
+    }
+
+    fn cancelled(&self) -> Result<(), ActionFailure> {
+        if self.setup.cancel.is_cancelled() {
+            Err(ActionFailure::new("cancelled").with("details", "the task was cancelled"))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn planner(&mut self) -> Result<&mut Planner, String> {
+        self.setup.planner.as_mut().map_err(|e| e.to_string())
+    }
+
+    /// A planner call's exchanges are kept; its failure becomes the action's answer: a
+    /// provider that failed is an outcome the contract may retry (until the last
+    /// attempt, which the flow decides on as data), a refused reply is data at once (the
+    /// planner already asked again with the reason).
+    fn planner_result<T>(
+        &mut self,
+        call: Call<T>,
+        effect: &Effect,
+    ) -> Result<Result<T, Value>, ActionFailure> {
+        self.exchanges.extend(call.exchanges);
+        match call.result {
+            Ok(payload) => Ok(Ok(payload)),
+            Err(e) if e.is_cancelled() || self.setup.cancel.is_cancelled() => {
+                Err(ActionFailure::new("cancelled").with("details", e.to_string()))
+            }
+            Err(e @ super::protocol::planner::PlannerError::Provider { .. }) => {
+                let retries_left = effect.retry.as_ref().is_some_and(|r| {
+                    r.on.iter().any(|o| o == "provider_error") && effect.attempt <= r.max
+                });
+                if retries_left {
+                    Err(ActionFailure::new("provider_error").with("details", e.to_string()))
+                } else {
+                    Ok(Err(json!({"ok": false, "error": e.to_string()})))
+                }
+            }
+            Err(e) => Ok(Err(json!({"ok": false, "error": e.to_string()}))),
+        }
+    }
+
+    fn criterion_states(&self) -> Vec<CriterionState> {
+        self.criteria
+            .iter()
+            .map(|c| {
+                let (status, comment) = self
+                    .verdicts
+                    .get(&c.id)
+                    .cloned()
+                    .unwrap_or_else(|| ("unknown".to_string(), String::new()));
+                CriterionState {
+                    criterion: c.clone(),
+                    status,
+                    comment: (!comment.is_empty()).then_some(comment),
+                }
+            })
+            .collect()
+    }
+
+    fn evidence(&self) -> Vec<RunEvidence> {
+        self.runs
+            .iter()
+            .map(|r| RunEvidence {
+                id: r.id.clone(),
+                exit_code: r.exit_code.unwrap_or(-1),
+                duration_ms: r.duration_ms,
+                summary: match &r.error {
+                    Some(e) if r.summary.is_empty() => format!("the run failed: {e}"),
+                    Some(e) => format!("{} (error: {e})", r.summary),
+                    None => r.summary.clone(),
+                },
+                stdout_tail: r.stdout_tail.clone(),
+                diff_stat: r.diff_stat.clone(),
+                files_changed: r.files_changed.clone(),
+            })
+            .collect()
+    }
+
+    fn test_evidence(&self) -> Option<TestEvidence> {
+        self.last_test.as_ref().map(|t| TestEvidence {
+            command: t.command.clone(),
+            exit_code: t.exit_code.unwrap_or(-1),
+            output_tail: t.output_tail.clone(),
+        })
+    }
+
+    fn prd_text(&self) -> String {
+        let prd = self.prd.clone().unwrap_or_default();
+        match &self.setup.task.description {
+            Some(d) => format!("{d}\n\n{prd}"),
+            None => prd,
+        }
+    }
+
+    fn load_prd(&mut self) -> Value {
+        match self.setup.task.prd.read() {
+            Ok(text) if text.trim().is_empty() => json!({"ok": false, "error": "the PRD is empty"}),
+            Ok(text) => {
+                self.prd = Some(text);
+                json!({"ok": true})
+            }
+            Err(e) => json!({"ok": false, "error": e}),
+        }
+    }
+
+    fn check_preflight(&mut self) -> Value {
+        let mut report = preflight(
+            &self.setup.task.worker,
+            &self.setup.target,
+            &*self.setup.host_env,
+            &self.setup.cancel,
+        );
+        if let Err(e) = &self.setup.planner {
+            report.checks.push(super::preflight::Check {
+                name: "planner".into(),
+                ok: false,
+                detail: e.to_string(),
+            });
+        }
+        let failures: Vec<String> = report
+            .failures()
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect();
+        self.preflight = Some(report);
+        if failures.is_empty() {
+            json!({"ok": true})
+        } else {
+            json!({"ok": false, "error": failures.join("; ")})
+        }
+    }
+
+    fn plan(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        let request = PlanTaskRequest {
+            task_id: self.setup.task.id.clone(),
+            title: self.setup.task.title.clone(),
+            prd: self.prd_text(),
+            suggested_impl: self
+                .setup
+                .task
+                .suggested_impl
+                .as_ref()
+                .and_then(|s| serde_json::to_value(s).ok()),
+            test_command: self.setup.task.test.as_ref().map(|t| t.command.clone()),
+        };
+        let cancel = self.setup.cancel.clone();
+        let call = match self.planner() {
+            Ok(planner) => planner.plan_task(&request, &cancel),
+            Err(e) => return Ok(json!({"ok": false, "error": e})),
+        };
+        match self.planner_result(call, effect)? {
+            Ok(payload) => {
+                self.criteria = payload
+                    .acceptance_criteria
+                    .iter()
+                    .map(|c| Criterion {
+                        id: c.id.clone(),
+                        description: c.description.clone(),
+                        critical: c.critical.unwrap_or(true),
+                    })
+                    .collect();
+                let descriptions: Vec<&str> = self
+                    .criteria
+                    .iter()
+                    .map(|c| c.description.as_str())
+                    .collect();
+                Ok(json!({"ok": true, "acceptance_criteria": descriptions}))
+            }
+            Err(data) => Ok(data),
+        }
+    }
+
+    fn next(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        let request = NextActionRequest {
+            title: self.setup.task.title.clone(),
+            prd: self.prd_text(),
+            acceptance_criteria: self.criterion_states(),
+            runs: self.evidence(),
+            loops_used: self.decisions,
+            max_loops: self.setup.max_loops,
+            last_test: self.test_evidence(),
+        };
+        let cancel = self.setup.cancel.clone();
+        let call = match self.planner() {
+            Ok(planner) => planner.next_action(&request, &cancel),
+            Err(e) => return Ok(json!({"ok": false, "error": e})),
+        };
+        match self.planner_result(call, effect)? {
+            Ok(payload) => {
+                self.decisions += 1;
+                let action = payload.decision.action.name();
+                self.timeline.push(format!(
+                    "planner: {action} ({})",
+                    payload.decision.reason.trim()
+                ));
+                self.pending_call = payload.worker_call;
+                Ok(json!({"ok": true, "action": action}))
+            }
+            Err(data) => Ok(data),
+        }
+    }
+
+    fn work(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        let call = self.pending_call.take();
+        let invocation = Invocation {
+            prompt: call
+                .as_ref()
+                .map_or_else(|| self.prd_text(), |c| c.prompt.clone()),
+            model: call.and_then(|c| c.model),
+        };
+        let mut config = self.setup.task.worker.clone();
+        if let Some(secs) = effect.timeout_secs {
+            config.max_run_time_sec = u64::from(secs);
+        }
+        let turn = WorkerTurn {
+            config: &config,
+            invocation: &invocation,
+            repo: &self.setup.task.repo,
+            host_env: &*self.setup.host_env,
+        };
+        let run = run_worker(
+            self.setup.sandbox.as_mut(),
+            &turn,
+            &mut self.run_ids,
+            &self.setup.cancel,
+        );
+        let outcome = match (&run.error, run.exit_code) {
+            (Some(e), _) => format!("error: {e}"),
+            (None, Some(code)) => format!(
+                "exit code {code}, {} file(s) changed, {} ms",
+                run.files_changed.len(),
+                run.duration_ms
+            ),
+            (None, None) => "did not run".to_string(),
+        };
+        self.setup.events.done("worker.run", &outcome);
+        self.timeline.push(format!("{}: {outcome}", run.id));
+        self.runs.push(run);
+        self.cancelled()?;
+        Ok(Value::Null)
+    }
+
+    fn test(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        let Some(spec) = self.setup.task.test.clone() else {
+            return Ok(json!({"ok": true, "ran": false, "passed": true}));
+        };
+        let timeout = effect
+            .timeout_secs
+            .or(spec.timeout_sec)
+            .map(|s| Duration::from_secs(u64::from(s)));
+        let result = run_test_command(
+            self.setup.sandbox.as_mut(),
+            &spec.command,
+            spec.cwd.as_deref(),
+            timeout,
+            &self.setup.cancel,
+        );
+        self.cancelled()?;
+        let passed = result.passed();
+        let code = result.exit_code.unwrap_or(-1);
+        let outcome = match &result.error {
+            Some(e) => format!("could not run: {e}"),
+            None if passed => "passed".to_string(),
+            None => format!("failed (exit code {code})"),
+        };
+        self.setup.events.done("tests.run", &outcome);
+        self.timeline.push(format!("tests: {outcome}"));
+        self.last_test = Some(result);
+        Ok(json!({"ok": true, "ran": true, "passed": passed, "exit_code": code}))
+    }
+
+    fn assess(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        let request = CompletionAssessmentRequest {
+            title: self.setup.task.title.clone(),
+            prd: self.prd_text(),
+            acceptance_criteria: self.criteria.clone(),
+            runs: self.evidence(),
+            test: self.test_evidence(),
+        };
+        let cancel = self.setup.cancel.clone();
+        let call = match self.planner() {
+            Ok(planner) => planner.completion_assessment(&request, &cancel),
+            Err(e) => return Ok(json!({"ok": false, "error": e})),
+        };
+        match self.planner_result(call, effect)? {
+            Ok(payload) => {
+                for v in &payload.by_criterion {
+                    self.verdicts.insert(
+                        v.id.clone(),
+                        (v.status.name().to_string(), v.comment.clone()),
+                    );
+                }
+                let satisfied = payload.all_criteria_satisfied;
+                self.timeline.push(format!(
+                    "assessment: {} ({})",
+                    if satisfied {
+                        "satisfied"
+                    } else {
+                        "not satisfied"
+                    },
+                    payload.summary.trim()
+                ));
+                self.assessment = Some(payload);
+                Ok(json!({"ok": true, "all_criteria_satisfied": satisfied}))
+            }
+            Err(data) => Ok(data),
+        }
+    }
+
+    /// The status a task has that ended in `state`.
+    fn status(&self, state: &str) -> Status {
+        if self.setup.cancel.is_cancelled() {
+            return Status::Cancelled;
+        }
+        match self.setup.outcomes.get(state) {
+            Some(Outcome::Success) if self.abandoned.is_none() => Status::Complete,
+            Some(Outcome::Incomplete) => Status::Incomplete,
+            Some(Outcome::Cancelled) => Status::Cancelled,
+            _ => Status::Failed,
+        }
+    }
+
+    /// The report of a task that ended in `state`.
+    pub fn report(&self, state: &str) -> Report {
+        let status = self.status(state);
+        let task = &self.setup.task;
+        let summary = match (&self.abandoned, status) {
+            (Some(reason), _) => format!("The task stopped in {state}: {reason}"),
+            (None, Status::Complete) => self.assessment.as_ref().map_or_else(
+                || "The task is complete.".to_string(),
+                |a| a.summary.clone(),
+            ),
+            (None, _) => self
+                .timeline
+                .iter()
+                .rev()
+                .find(|l| l.contains(" -> ") && l.contains(':'))
+                .cloned()
+                .unwrap_or_else(|| format!("The task ended in {state}.")),
+        };
+        let acceptance_criteria = self
+            .criteria
+            .iter()
+            .map(|c| {
+                let verdict = self.verdicts.get(&c.id);
+                CriterionResult {
+                    id: c.id.clone(),
+                    description: c.description.clone(),
+                    passed: verdict.is_some_and(|(s, _)| s == "passed")
+                        && status == Status::Complete,
+                    comment: verdict.map(|(_, c)| c.clone()).filter(|c| !c.is_empty()),
+                }
+            })
+            .collect();
+        let validation = (self.last_test.is_some() || self.assessment.is_some()).then(|| {
+            json!({
+                "test": self.last_test.as_ref().map(|t| {
+                    let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
+                    if let Some(m) = v.as_object_mut() {
+                        m.insert("passed".into(), Value::Bool(t.passed()));
+                    }
+                    v
+                }),
+                "assessment": self.assessment.as_ref().map(|a| a.summary.clone()),
+                "all_criteria_satisfied": self.assessment.as_ref().map(|a| a.all_criteria_satisfied),
+            })
+        });
+        Report {
+            task: json!({
+                "id": task.id,
+                "title": task.title,
+                "description": task.description,
+                "repo": task.repo.display().to_string(),
+            }),
+            status,
+            exit_code: status.exit_code(),
+            state: state.to_string(),
+            summary,
+            started_at: self.started_at.rfc3339(),
+            finished_at: time::now().rfc3339(),
+            planner: match &self.setup.planner {
+                Ok(p) => p.provider_name(),
+                Err(e) => format!("not available ({e})"),
+            },
+            worker: format!(
+                "{} in {}",
+                task.worker.kind.name(),
+                self.setup.sandbox.describe()
+            ),
+            prd: self.prd.clone().unwrap_or_default(),
+            suggested_impl: task
+                .suggested_impl
+                .as_ref()
+                .and_then(|s| serde_json::to_value(s).ok()),
+            acceptance_criteria,
+            runs: self
+                .runs
+                .iter()
+                .filter_map(|r| serde_json::to_value(r).ok())
+                .collect(),
+            validation,
+            planner_calls: self
+                .exchanges
+                .iter()
+                .map(|e| {
+                    json!({"protocol": e.protocol.name(), "attempt": e.attempt,
+                           "duration_ms": e.duration_ms, "error": e.error})
+                })
+                .collect(),
+            timeline: self.timeline.clone(),
+        }
+    }
+
+    fn write_note(&mut self, state: &str) -> Value {
+        let report = self.report(state);
+        let mut errors = Vec::new();
+        let path = note_path(&self.setup.task.repo, &self.setup.task.id);
+        let note = match report.note() {
+            Ok(text) => match write_atomically(&path, text.as_bytes()) {
+                Ok(()) => Some(path),
+                Err(e) => {
+                    errors.push(format!("the note {}: {e}", path.display()));
+                    None
+                }
+            },
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        };
+        if let Some(file) = &self.setup.result_file {
+            let mut text = serde_json::to_string_pretty(&report.result()).unwrap_or_default();
+            text.push('\n');
+            if let Err(e) = write_atomically(file, text.as_bytes()) {
+                errors.push(format!("the result {}: {e}", file.display()));
+            }
+        }
+        self.finished = Some(Finished {
+            status: report.status,
+            note,
+            write_error: (!errors.is_empty()).then(|| errors.join("; ")),
+        });
+        Value::Null
+    }
+}
+
+impl Host for RunnerHost {
+    fn perform(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        let finalizer = matches!(effect.action.as_str(), "note.write" | "sandbox.release");
+        if !finalizer {
+            self.cancelled()?;
+        }
+        let detail = match effect.attempt {
+            1 => String::new(),
+            n => format!("attempt {n}"),
+        };
+        self.setup.events.action(&effect.action, &detail);
+        match effect.action.as_str() {
+            "prd.load" => Ok(self.load_prd()),
+            "preflight.check" => Ok(self.check_preflight()),
+            "sandbox.start" => {
+                let cancel = self.setup.cancel.clone();
+                Ok(match self.setup.sandbox.start(&cancel) {
+                    Ok(()) => json!({"ok": true}),
+                    Err(e) => json!({"ok": false, "error": e.to_string()}),
+                })
+            }
+            "meta.plan_task" => self.plan(effect),
+            "meta.next_action" => self.next(effect),
+            "worker.run" => self.work(effect),
+            "tests.run" => self.test(effect),
+            "meta.completion_assessment" => self.assess(effect),
+            "note.write" => {
+                let state = effect
+                    .args
+                    .get("state")
+                    .and_then(Value::as_str)
+                    .unwrap_or("UNKNOWN")
+                    .to_string();
+                Ok(self.write_note(&state))
+            }
+            "sandbox.release" => match self.setup.sandbox.stop() {
+                Ok(()) => Ok(Value::Null),
+                Err(e) => Err(ActionFailure::new("sandbox_error").with("details", e.to_string())),
+            },
+            other => Err(ActionFailure::new("unknown_action").with(
+                "details",
+                format!("this runner does not implement `{other}`"),
+            )),
+        }
+    }
+
+    fn facts(&mut self) -> Map<String, Value> {
+        Map::new()
+    }
+
+    fn stepped(&mut self, step: &Accepted) {
+        let message = step.message.as_ref().map(|m| m.text.as_str());
+        self.setup.events.state(&step.from, &step.to, message);
+        self.timeline.push(match message {
+            Some(m) => format!("{} -> {}: {m}", step.from, step.to),
+            None => format!("{} -> {}", step.from, step.to),
+        });
+    }
+}

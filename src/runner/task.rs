@@ -1,0 +1,374 @@
+//! Task files: what a user gives `agent-runner` (a PRD, a repository, a test command, the
+//! planner and worker to use), read strictly with positions like a contract, defaults
+//! applied as documented, and resolved into a [`Task`] the runner can trust.
+//!
+//! The original read task YAML loosely (unknown keys ignored) yet refused `version: "1"`,
+//! which is exactly what its own orchestrator wrote (B1): here a quoted version is a
+//! warning, an unknown key is an error at its line and column, and the JSON Schema in
+//! `schemas/task.schema.json` (generated from these types) lets editors check files.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::provider::MetaConfig;
+use super::worker::WorkerConfig;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::source::{FileId, Sources};
+use crate::yaml::Node;
+
+/// The committed task schema (a test keeps it equal to [`generated_schema`]).
+const TASK_SCHEMA: &str = include_str!("../../schemas/task.schema.json");
+/// Where a finding about a task file sends the reader for the allowed keys.
+const REFERENCE: &str = "`schemas/task.schema.json` or docs/agent-runner.md";
+/// The loop budget when the task does not set one (the original's documented default).
+pub const DEFAULT_MAX_LOOPS: u32 = 10;
+/// A PRD file larger than this is refused rather than sent to a planner.
+pub const MAX_PRD_BYTES: u64 = 1024 * 1024;
+/// A task file larger than this is refused before it is parsed.
+pub const MAX_TASK_BYTES: u64 = 1024 * 1024;
+/// More attempts after a refused planner reply or a failed provider, by default.
+pub const DEFAULT_PLANNER_RETRIES: u32 = 2;
+
+/// A task file as written.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "AgentRunner task")]
+pub struct TaskFile {
+    /// Editor hint; ignored.
+    #[serde(rename = "$schema", default)]
+    pub schema: Option<String>,
+    /// The task format version: `1`. A quoted `"1"` is accepted with a warning.
+    pub version: Version,
+    pub task: TaskSpec,
+    #[serde(default)]
+    pub runner: RunnerSpec,
+}
+
+/// `1`, or the string `"1"` that the original orchestrator wrote (B1).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Version {
+    Number(#[schemars(range(max = u32::MAX))] u32),
+    Text(String),
+}
+
+/// What to do.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    /// A stable id (letters, digits, `.`, `_`, `-`); names the Task Note and the sandbox.
+    /// Generated from the time when missing.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// A one-line title; defaults to the id.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// The repository the worker changes, relative to the task file's directory (or the
+    /// current directory for a task read from stdin). Default `.`.
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// A longer description, shown to the planner with the PRD.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The product requirements: inline text or a file.
+    pub prd: PrdSpec,
+    /// The command that decides whether the work is done, run inside the sandbox.
+    #[serde(default)]
+    pub test: Option<TestSpec>,
+    /// Hints for the implementation, passed to the planner.
+    #[serde(default)]
+    pub suggested_impl: Option<SuggestedImpl>,
+    /// Ids of tasks this one depends on (for orchestrators; not used by the runner).
+    #[serde(default)]
+    pub dependencies: Vec<String>,
+    /// Position in a work breakdown (for orchestrators).
+    #[serde(default)]
+    #[schemars(range(max = u32::MAX))]
+    pub wbs_level: Option<u32>,
+    /// The project phase this task belongs to (for orchestrators).
+    #[serde(default)]
+    pub phase_name: Option<String>,
+}
+
+/// Exactly one of `text` and `path`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PrdSpec {
+    #[serde(default)]
+    pub text: Option<String>,
+    /// A file relative to the task file's directory.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    /// Run with `sh -c` in the sandbox.
+    pub command: String,
+    /// The directory to run it in, relative to the repository. Default: the repository.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Seconds the command may take (default 900).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = u32::MAX))]
+    pub timeout_sec: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuggestedImpl {
+    #[serde(default)]
+    pub language: Option<String>,
+    #[serde(default)]
+    pub file_paths: Vec<String>,
+    #[serde(default)]
+    pub constraints: Vec<String>,
+}
+
+/// How to run it.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerSpec {
+    /// Planner decisions that send the task back to work before it ends INCOMPLETE
+    /// (default 10).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub max_loops: Option<u32>,
+    /// More attempts after a planner reply that does not follow the protocol (asked again
+    /// with the reason) or a provider that failed (default 2).
+    #[serde(default)]
+    #[schemars(range(max = 10))]
+    pub planner_retries: Option<u32>,
+    /// The planner (meta) LLM.
+    #[serde(default)]
+    pub meta: MetaConfig,
+    /// The coding agent CLI and its sandbox.
+    #[serde(default)]
+    pub worker: WorkerConfig,
+}
+
+/// A task ready to run: defaults applied, paths absolute.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub id: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub repo: PathBuf,
+    pub prd: Prd,
+    pub test: Option<TestSpec>,
+    pub suggested_impl: Option<SuggestedImpl>,
+    pub max_loops: u32,
+    pub planner_retries: u32,
+    pub meta: MetaConfig,
+    pub worker: WorkerConfig,
+    /// The directory relative paths of the task file are read from.
+    pub base_dir: PathBuf,
+}
+
+/// Where the PRD comes from.
+#[derive(Debug, Clone)]
+pub enum Prd {
+    Text(String),
+    File(PathBuf),
+}
+
+impl Prd {
+    /// The PRD's text; a file is read now, within [`MAX_PRD_BYTES`].
+    pub fn read(&self) -> Result<String, String> {
+        match self {
+            Prd::Text(text) => Ok(text.clone()),
+            Prd::File(path) => {
+                let meta = std::fs::metadata(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                if meta.len() > MAX_PRD_BYTES {
+                    return Err(format!(
+                        "{} is {} bytes, over the {MAX_PRD_BYTES}-byte limit",
+                        path.display(),
+                        meta.len()
+                    ));
+                }
+                std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            }
+        }
+    }
+}
+
+/// The JSON Schema of task files, generated from [`TaskFile`].
+pub fn generated_schema() -> String {
+    let schema = schemars::schema_for!(TaskFile);
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn validator() -> Option<&'static jsonschema::Validator> {
+    static VALIDATOR: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
+    VALIDATOR
+        .get_or_init(|| {
+            let schema: Value = serde_json::from_str(TASK_SCHEMA).ok()?;
+            jsonschema::validator_for(&schema).ok()
+        })
+        .as_ref()
+}
+
+/// Reads the task file `file` (already in `sources`): YAML with positions, the schema,
+/// then the checks the schema cannot express. `base_dir` is where relative paths start.
+/// `Ok` carries the task and any warnings; `Err` every problem found.
+pub fn load(
+    sources: &Sources,
+    file: FileId,
+    base_dir: &Path,
+) -> Result<(Task, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let text = sources.get(file).map_or("", |f| f.text.as_str());
+    let (node, mut findings) = crate::yaml::parse(file, text).map_err(|d| vec![d])?;
+    let Some(validator) = validator() else {
+        return Err(vec![Diagnostic::new(
+            "schema-violation",
+            "internal error: the built-in task schema does not compile",
+            None,
+        )]);
+    };
+    findings.extend(crate::contract::schema_findings(
+        &node, validator, REFERENCE,
+    ));
+    if crate::diagnostic::has_errors(&findings) {
+        return Err(findings);
+    }
+    let raw: TaskFile = serde_json::from_value(node.to_json()).map_err(|e| {
+        vec![Diagnostic::new(
+            "schema-violation",
+            format!("internal error: the schema accepted a file serde rejects: {e}"),
+            Some(node.span),
+        )]
+    })?;
+    let task = resolve(raw, &node, base_dir, &mut findings);
+    if crate::diagnostic::has_errors(&findings) {
+        return Err(findings);
+    }
+    Ok((task, findings))
+}
+
+/// Defaults, paths and the rules across fields.
+fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagnostic>) -> Task {
+    let at = |pointer: &str| Some(node.locate(pointer).1.span);
+    match &raw.version {
+        Version::Number(1) => {}
+        Version::Text(text) if text.trim() == "1" => {
+            let mut d = Diagnostic::new(
+                "schema-violation",
+                "`version` is the string \"1\"; read as the number 1",
+                at("/version"),
+            )
+            .with_help("write `version: 1` without quotes");
+            d.severity = Severity::Warning;
+            findings.push(d);
+        }
+        other => findings.push(
+            Diagnostic::new(
+                "schema-violation",
+                format!("task format version {other:?} is not supported"),
+                at("/version"),
+            )
+            .with_help("this runner reads `version: 1`"),
+        ),
+    }
+    let id = match raw.task.id.clone() {
+        Some(id) => {
+            if !valid_id(&id) {
+                findings.push(
+                    Diagnostic::new(
+                        "schema-violation",
+                        format!("task id `{id}` cannot name a file or a container"),
+                        at("/task/id"),
+                    )
+                    .with_help("use letters, digits, `.`, `_` and `-`, starting with a letter or digit (at most 100)"),
+                );
+            }
+            id
+        }
+        None => generated_id(),
+    };
+    let prd = match (&raw.task.prd.text, &raw.task.prd.path) {
+        (Some(text), None) => Prd::Text(text.clone()),
+        (None, Some(path)) => Prd::File(base_dir.join(path)),
+        (Some(_), Some(_)) => {
+            findings.push(
+                Diagnostic::new(
+                    "schema-violation",
+                    "`task.prd` has both `text` and `path`",
+                    at("/task/prd"),
+                )
+                .with_help("give one of them"),
+            );
+            Prd::Text(String::new())
+        }
+        (None, None) => {
+            findings.push(
+                Diagnostic::new(
+                    "schema-violation",
+                    "`task.prd` needs `text` or `path`",
+                    at("/task/prd"),
+                )
+                .with_help("write the requirements inline (`text: |`) or name a file (`path:`)"),
+            );
+            Prd::Text(String::new())
+        }
+    };
+    if let Err(e) = raw.runner.worker.validate() {
+        findings.push(Diagnostic::new(
+            "schema-violation",
+            format!("`runner.worker`: {e}"),
+            at("/runner/worker"),
+        ));
+    }
+    let mut worker = raw.runner.worker;
+    if let Some(program) = worker.command.first_mut()
+        && program.contains('/')
+        && Path::new(program.as_str()).is_relative()
+    {
+        // `./agents/fix.sh` is relative to the task file, not to wherever it is run from.
+        *program = base_dir.join(program.as_str()).display().to_string();
+    }
+    let repo = base_dir.join(raw.task.repo.as_deref().unwrap_or("."));
+    let repo = std::fs::canonicalize(&repo).unwrap_or(repo);
+    Task {
+        title: raw.task.title.clone().unwrap_or_else(|| id.clone()),
+        id,
+        description: raw.task.description,
+        repo,
+        prd,
+        test: raw.task.test,
+        suggested_impl: raw.task.suggested_impl,
+        max_loops: raw.runner.max_loops.unwrap_or(DEFAULT_MAX_LOOPS),
+        planner_retries: raw
+            .runner
+            .planner_retries
+            .unwrap_or(DEFAULT_PLANNER_RETRIES),
+        meta: raw.runner.meta,
+        worker,
+        base_dir: base_dir.to_path_buf(),
+    }
+}
+
+/// Ids name files (`.agent-runner/task-ID.md`) and containers, so they are kept to what
+/// both allow.
+pub fn valid_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && id.len() <= 100
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// `task-YYYYMMDD-HHMMSS-xxxx`: sortable, and unique enough for one machine.
+fn generated_id() -> String {
+    let now = super::time::now();
+    let mut random = [0u8; 2];
+    let _ = getrandom::fill(&mut random);
+    format!("task-{}-{:02x}{:02x}", now.compact(), random[0], random[1])
+}
