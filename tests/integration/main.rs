@@ -1,6 +1,7 @@
 //! The one integration-test binary: each module tests one feature at its boundary.
 
 mod agent_runner;
+mod agent_runner_cli;
 mod claude_code;
 mod cli;
 mod codeintel;

@@ -17,10 +17,10 @@ use code_intel::runner::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sa
 use code_intel::runner::worker::{Invocation, WorkerConfig, WorkerKind};
 
 /// A temporary directory removed when the test ends, pass or fail.
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new(name: &str) -> TempDir {
+    pub(crate) fn new(name: &str) -> TempDir {
         let path =
             std::env::temp_dir().join(format!("code-intel-sandbox-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
@@ -28,7 +28,7 @@ impl TempDir {
         TempDir(path.canonicalize().unwrap())
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
@@ -39,7 +39,7 @@ impl Drop for TempDir {
     }
 }
 
-fn write_script(path: &Path, text: &str) {
+pub(crate) fn write_script(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -106,13 +106,13 @@ rm)
 esac
 "#;
 
-struct FakeDocker {
-    program: PathBuf,
+pub(crate) struct FakeDocker {
+    pub(crate) program: PathBuf,
     state: PathBuf,
 }
 
 impl FakeDocker {
-    fn new(dir: &Path) -> FakeDocker {
+    pub(crate) fn new(dir: &Path) -> FakeDocker {
         let state = dir.join("docker-state");
         std::fs::create_dir_all(state.join("containers")).unwrap();
         let program = dir.join("bin/docker");
@@ -123,11 +123,11 @@ impl FakeDocker {
         FakeDocker { program, state }
     }
 
-    fn mark(&self, marker: &str) {
+    pub(crate) fn mark(&self, marker: &str) {
         std::fs::write(self.state.join(marker), "").unwrap();
     }
 
-    fn calls(&self) -> Vec<Vec<String>> {
+    pub(crate) fn calls(&self) -> Vec<Vec<String>> {
         let log = std::fs::read_to_string(self.state.join("log")).unwrap_or_default();
         log.split('\x1e')
             .filter(|r| !r.is_empty())
@@ -145,7 +145,7 @@ impl FakeDocker {
     }
 
     /// The calls with the unique and host-specific parts replaced by placeholders.
-    fn sequence(&self, name: &str, repo: &Path) -> Vec<String> {
+    pub(crate) fn sequence(&self, name: &str, repo: &Path) -> Vec<String> {
         let repo = repo.display().to_string();
         self.calls()
             .iter()
@@ -179,7 +179,7 @@ impl FakeDocker {
         }
     }
 
-    fn container_exists(&self, name: &str) -> bool {
+    pub(crate) fn container_exists(&self, name: &str) -> bool {
         self.state.join("containers").join(name).exists()
     }
 }

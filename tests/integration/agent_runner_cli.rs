@@ -1,0 +1,443 @@
+//! `agent-runner` end to end through the binary, offline: the mock planner (or a planner
+//! that cannot start), scripted fake coding agents in temporary git repositories, the
+//! local worker and a fake `docker` on PATH. Each test checks the exit code, the Task
+//! Note and the result JSON, the way a user or an orchestrator reads them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::runner_sandbox::{FakeDocker, TempDir, write_script};
+use crate::support::repo;
+
+fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent-runner"))
+}
+
+/// A task in a temporary directory: `repo/` (a git repository with one commit),
+/// `agent.sh` (the fake coding agent) and `task.yaml`.
+struct Fixture {
+    dir: TempDir,
+}
+
+/// A fake agent that writes `hello.txt` and says so as its last line.
+const GOOD_AGENT: &str =
+    "#!/bin/sh\ncat > /dev/null\nprintf 'Hello, world!\\n' > hello.txt\necho 'Wrote hello.txt.'\n";
+
+impl Fixture {
+    fn new(name: &str, agent: &str, task: &str) -> Fixture {
+        let dir = TempDir::new(&format!("cli-{name}"));
+        let repo_dir = dir.path().join("repo");
+        std::fs::create_dir_all(&repo_dir).unwrap();
+        let repository = git2::Repository::init(&repo_dir).unwrap();
+        std::fs::write(repo_dir.join("README.md"), "# repo\n").unwrap();
+        let mut index = repository.index().unwrap();
+        index.add_path(Path::new("README.md")).unwrap();
+        let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
+        let who = git2::Signature::now("t", "t@example.com").unwrap();
+        repository
+            .commit(Some("HEAD"), &who, &who, "init", &tree, &[])
+            .unwrap();
+        write_script(&dir.path().join("agent.sh"), agent);
+        std::fs::write(dir.path().join("task.yaml"), task).unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        Fixture { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(binary());
+        command
+            .args(args)
+            .current_dir(self.path())
+            .env("HOME", self.path().join("home"))
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("AGENT_RUNNER_LOG")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn result(&self) -> Value {
+        let text = std::fs::read_to_string(self.path().join("result.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn note(&self, id: &str) -> String {
+        let path = self.path().join(format!("repo/.agent-runner/task-{id}.md"));
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("no note at {}: {e}", path.display()))
+    }
+}
+
+/// A task for the fixture: mock planner, the command worker `./agent.sh`.
+fn task(id: &str, test: &str, extra_runner: &str) -> String {
+    format!(
+        "version: 1\ntask:\n  id: {id}\n  title: Say hello\n  repo: repo\n  prd:\n    text: |\n      - hello.txt says hello\n  test:\n    command: '{test}'\n    timeout_sec: 30\nrunner:\n  max_loops: 3\n  meta: {{kind: mock}}\n  worker:\n    kind: command\n    command: [./agent.sh]\n    max_run_time_sec: 30\n{extra_runner}"
+    )
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn the_hello_example_completes_offline_as_the_readme_says() {
+    // The example as shipped, in a copy of the repository layout it expects.
+    let dir = TempDir::new("cli-hello-example");
+    let root = repo();
+    for file in [
+        "examples/tasks/hello.yaml",
+        "examples/agents/hello-agent.sh",
+        "examples/hello/README.md",
+    ] {
+        let to = dir.path().join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(root.join(file), &to).unwrap();
+    }
+    git2::Repository::init(dir.path()).unwrap();
+    let o = Command::new(binary())
+        .args([
+            "examples/tasks/hello.yaml",
+            "--unsafe-local",
+            "--result-file",
+            "result.json",
+            "--events",
+            "events.jsonl",
+        ])
+        .current_dir(dir.path())
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Progress: one line per state change and action.
+    let err = stderr(&o);
+    assert!(err.contains("agent-runner: PLANNING -> RUNNING"), "{err}");
+    assert!(err.contains("agent-runner:   worker.run"), "{err}");
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("result.json")).unwrap())
+            .unwrap();
+    assert_eq!(result["status"], "complete");
+    assert_eq!(result["exit_code"], 0);
+    assert_eq!(result["acceptance_criteria"].as_array().unwrap().len(), 2);
+    assert!(
+        result["acceptance_criteria"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["passed"] == true)
+    );
+    assert_eq!(
+        result["runs"][0]["files_changed"],
+        serde_json::json!(["examples/hello/hello.txt"])
+    );
+    assert_eq!(result["validation"]["test"]["passed"], true);
+    for key in ["summary", "started_at", "finished_at"] {
+        assert!(result[key].is_string(), "{key}");
+    }
+    let note = std::fs::read_to_string(
+        dir.path()
+            .join("examples/hello/.agent-runner/task-hello.md"),
+    )
+    .unwrap();
+    assert!(note.contains("**complete**"), "{note}");
+    assert!(note.contains("- [x] **AC-1**"), "{note}");
+    // Events: JSON lines, the last one the end.
+    let events = std::fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
+    let events: Vec<Value> = events
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "state" && e["to"] == "COMPLETE")
+    );
+    assert_eq!(events.last().unwrap()["event"], "finished");
+}
+
+#[test]
+fn b3_b4_a_task_whose_tests_keep_failing_ends_incomplete_with_exit_3() {
+    let f = Fixture::new(
+        "incomplete",
+        GOOD_AGENT,
+        &task("incomplete", "grep -q Goodbye hello.txt", ""),
+    );
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--result-file",
+        "result.json",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let result = f.result();
+    assert_eq!(result["status"], "incomplete");
+    assert_eq!(result["state"], "INCOMPLETE");
+    assert_eq!(result["validation"]["test"]["passed"], false);
+    assert!(
+        f.note("incomplete")
+            .contains("**incomplete** (exit code 3)")
+    );
+}
+
+#[test]
+fn b3_a_planner_that_aborts_fails_the_task_with_exit_1_and_still_writes_the_note() {
+    let f = Fixture::new(
+        "abort",
+        GOOD_AGENT,
+        &task("abort", "true", "  planner_retries: 0\n").replace(
+            "meta: {kind: mock}",
+            "meta: {kind: mock, script: script.yaml}",
+        ),
+    );
+    std::fs::write(
+        f.path().join("script.yaml"),
+        "- protocol: next_action\n  reply: {type: next_action, version: 1, payload: {decision: {action: abort, reason: cannot be done}}}\n",
+    )
+    .unwrap();
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--result-file",
+        "result.json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let result = f.result();
+    assert_eq!(result["status"], "failed");
+    assert_eq!(result["state"], "FAILED");
+    let note = f.note("abort");
+    assert!(note.contains("The planner aborted the task."), "{note}");
+}
+
+#[test]
+fn m7_a_planner_without_its_key_fails_in_preflight_before_any_planner_call() {
+    let f = Fixture::new(
+        "nokey",
+        GOOD_AGENT,
+        &task("nokey", "true", "").replace("meta: {kind: mock}", "meta: {kind: openai-chat}"),
+    );
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--result-file",
+        "result.json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let result = f.result();
+    assert_eq!(result["state"], "FAILED");
+    assert!(
+        result["summary"]
+            .as_str()
+            .unwrap()
+            .contains("OPENAI_API_KEY"),
+        "{result}"
+    );
+    assert!(!stderr(&o).contains("meta.plan_task"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_invalid_task_is_exit_2_naming_the_line_and_column() {
+    let f = Fixture::new(
+        "invalid",
+        GOOD_AGENT,
+        "version: 1\ntask:\n  id: bad\n  prd: {text: x}\n  tset: {command: true}\n",
+    );
+    let o = f.run(&["task.yaml", "--unsafe-local"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("task.yaml:5:3"), "{err}");
+    assert!(err.contains("unknown key `tset`"), "{err}");
+    assert!(!f.path().join("repo/.agent-runner").exists());
+
+    // Usage errors are exit 2 as well; a missing file names itself.
+    let o = f.run(&["missing.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("missing.yaml"), "{}", stderr(&o));
+    let o = f.run(&["--no-such-flag"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn b1_a_quoted_version_is_read_with_a_warning_and_the_task_runs_from_stdin() {
+    let f = Fixture::new(
+        "quoted",
+        GOOD_AGENT,
+        &task("quoted", "grep -q Hello hello.txt", "").replace("version: 1", "version: \"1\""),
+    );
+    let text = std::fs::read(f.path().join("task.yaml")).unwrap();
+    let mut child = f
+        .command(&["--unsafe-local", "--result-file", "result.json"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &text).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("<stdin>:1:10"), "{}", stderr(&o));
+    assert_eq!(f.result()["status"], "complete");
+}
+
+/// Waits until `path` exists (the fake agent started).
+fn wait_for(path: &Path, child: &mut Child) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("agent-runner ended before the agent started: {status}");
+        }
+        assert!(Instant::now() < until, "the agent never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// An agent that records its pid, then works for a long time.
+const SLOW_AGENT: &str =
+    "#!/bin/sh\ncat > /dev/null\necho $$ > ../agent.pid\nsleep 60\necho finished > ../agent.done\n";
+
+#[test]
+fn a_cancelled_task_exits_130_writes_its_note_and_stops_the_agent() {
+    let f = Fixture::new("cancel", SLOW_AGENT, &task("cancel", "true", ""));
+    let mut child = f
+        .command(&[
+            "task.yaml",
+            "--unsafe-local",
+            "--result-file",
+            "result.json",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&f.path().join("agent.pid"), &mut child);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let result = f.result();
+    assert_eq!(result["status"], "cancelled");
+    assert_eq!(result["state"], "CANCELLED");
+    assert_eq!(result["runs"][0]["ending"], "cancelled");
+    assert!(f.note("cancel").contains("**cancelled** (exit code 130)"));
+    let pid: i32 = std::fs::read_to_string(f.path().join("agent.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        kill(Pid::from_raw(pid), None).is_err(),
+        "the agent still runs after the cancel"
+    );
+}
+
+/// The docker part of a task: a fake docker first on PATH, the image present.
+fn docker_fixture(name: &str, agent: &str) -> (Fixture, FakeDocker) {
+    let f = Fixture::new(
+        name,
+        agent,
+        &task(name, "grep -q Hello hello.txt", "").replace(
+            "    kind: command\n",
+            "    kind: command\n    docker_image: agent-image:test\n",
+        ),
+    );
+    let docker = FakeDocker::new(f.path());
+    docker.mark("image-present");
+    (f, docker)
+}
+
+fn with_fake_docker(command: &mut Command, docker: &FakeDocker) {
+    let bin = docker.program.parent().unwrap().display().to_string();
+    let path = std::env::var("PATH").unwrap_or_default();
+    command.env("PATH", format!("{bin}:{path}"));
+}
+
+#[test]
+fn b9_a_docker_task_works_in_a_named_labelled_container_that_is_removed() {
+    let (f, docker) = docker_fixture("docker", GOOD_AGENT);
+    // In the "container" the agent is found by its path under the repository mount.
+    std::fs::copy(f.path().join("agent.sh"), f.path().join("repo/agent.sh")).unwrap();
+    let task_text = std::fs::read_to_string(f.path().join("task.yaml"))
+        .unwrap()
+        .replace(
+            "command: [./agent.sh]",
+            "command: [/workspace/project/agent.sh]",
+        );
+    std::fs::write(f.path().join("task.yaml"), task_text).unwrap();
+    let mut command = f.command(&["task.yaml", "--result-file", "result.json"]);
+    with_fake_docker(&mut command, &docker);
+    let o = command.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let calls = docker.calls();
+    let verbs: Vec<&str> = calls.iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(
+        verbs,
+        ["version", "image", "run", "exec", "exec", "rm"],
+        "{calls:?}"
+    );
+    let run = &calls[2];
+    let name = &run[run.iter().position(|a| a == "--name").unwrap() + 1];
+    assert!(name.starts_with("agent-runner-docker-"), "{name}");
+    assert!(
+        run.contains(&"created-by=agent-runner".to_string()),
+        "{run:?}"
+    );
+    assert!(run.contains(&"agent-image:test".to_string()), "{run:?}");
+    assert_eq!(calls[5], ["rm", "-f", name.as_str()]);
+    assert!(!docker.container_exists(name));
+    assert_eq!(f.result()["status"], "complete");
+}
+
+#[test]
+fn b8_sigterm_during_a_docker_run_still_removes_the_container() {
+    let (f, docker) = docker_fixture("docker-cancel", SLOW_AGENT);
+    std::fs::copy(f.path().join("agent.sh"), f.path().join("repo/agent.sh")).unwrap();
+    let task_text = std::fs::read_to_string(f.path().join("task.yaml"))
+        .unwrap()
+        .replace(
+            "command: [./agent.sh]",
+            "command: [/workspace/project/agent.sh]",
+        );
+    std::fs::write(f.path().join("task.yaml"), task_text).unwrap();
+    let mut command = f.command(&["task.yaml", "--result-file", "result.json"]);
+    with_fake_docker(&mut command, &docker);
+    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
+    wait_for(&f.path().join("agent.pid"), &mut child);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let calls = docker.calls();
+    let last = calls.last().unwrap();
+    assert_eq!(last[..2], ["rm", "-f"], "{calls:?}");
+    assert!(!docker.container_exists(&last[2]));
+    assert_eq!(f.result()["status"], "cancelled");
+    assert!(!f.path().join("agent.done").exists());
+}
+
+#[test]
+fn b2_the_planner_the_task_file_names_is_the_one_used() {
+    // The original's orchestrator dropped `runner.meta`, so every task used the OpenAI
+    // HTTP planner. Here the task's planner (the mock) runs, with no OpenAI key around.
+    let f = Fixture::new("b2", GOOD_AGENT, &task("b2", "grep -q Hello hello.txt", ""));
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--result-file",
+        "result.json",
+        "--meta-model",
+        "mock-large",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        f.note("b2").contains("| Planner | mock"),
+        "{}",
+        f.note("b2")
+    );
+}
