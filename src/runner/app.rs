@@ -120,12 +120,13 @@ pub fn run(options: &Options, cancel: &Cancel) -> i32 {
         result_file: options.result_file.clone(),
         outcomes,
     });
-    drive(&contract, &mut host, &params, cancel)
+    execute(&contract, &mut host, &params, cancel)
 }
 
 /// Starts the task and sees it to an end: a terminal state, or (a cancel, a failed
-/// action, an engine refusal) the cancel path or the finalizers run by hand.
-fn drive(
+/// action, an engine refusal) the cancel path or the finalizers run by hand. Returns the
+/// exit code. (`run` builds the host from a task file; benchmarks build their own.)
+pub fn execute(
     contract: &Contract,
     host: &mut RunnerHost,
     params: &Map<String, Value>,
@@ -250,7 +251,7 @@ pub fn task_contract() -> Result<Contract, String> {
 }
 
 /// The contract's params from the task.
-fn params_for(task: &Task) -> Map<String, Value> {
+pub fn params_for(task: &Task) -> Map<String, Value> {
     let mut params = Map::new();
     params.insert("max_loops".into(), json!(task.max_loops));
     params.insert(

@@ -441,3 +441,46 @@ fn b2_the_planner_the_task_file_names_is_the_one_used() {
         f.note("b2")
     );
 }
+
+/// An agent that ignores TERM, so stopping it takes the whole grace period.
+const STUBBORN_AGENT: &str =
+    "#!/bin/sh\ntrap '' TERM\ncat > /dev/null\necho $$ > ../agent.pid\nsleep 60 &\nwait\nwait\n";
+
+#[test]
+fn a_second_signal_stops_at_once() {
+    let f = Fixture::new("twice", STUBBORN_AGENT, &task("twice", "true", ""));
+    let mut child = f
+        .command(&["task.yaml", "--unsafe-local", "--log-format", "json"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&f.path().join("agent.pid"), &mut child);
+    let runner = Pid::from_raw(child.id() as i32);
+    kill(runner, Signal::SIGINT).unwrap();
+    // The first signal cancels: the agent ignores TERM, so the runner waits out its
+    // grace period. The second one ends the runner without waiting.
+    std::thread::sleep(Duration::from_millis(300));
+    let second = Instant::now();
+    kill(runner, Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(
+        second.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        second.elapsed()
+    );
+    // JSON logs: every stderr line is a JSON object, and the cancel was logged.
+    let err = stderr(&o);
+    assert!(
+        err.lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok()),
+        "{err}"
+    );
+    assert!(err.contains("cancelling the task"), "{err}");
+    // The agent was abandoned by the second signal; the test cleans it up.
+    if let Ok(pid) = std::fs::read_to_string(f.path().join("agent.pid")) {
+        if let Ok(pid) = pid.trim().parse::<i32>() {
+            let _ = nix::sys::signal::killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Benchmark of AgentRunner's own cost per task loop: a task runs through the task
+//! contract, the runner host, the mock planner (prompts rendered, replies extracted and
+//! schema-checked) and the run records (git snapshots of a small repository), with a
+//! sandbox whose commands take no time. The test command always fails, so the task loops
+//! until its budget runs out; the time per loop is everything but the fakes.
+//!
+//! Run with `cargo bench --bench runner`. The goal (issue 11) is < 5 ms per loop.
+#![allow(clippy::print_stdout)]
+
+use std::cell::Cell;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use code_intel::runner::app;
+use code_intel::runner::cancel::Cancel;
+use code_intel::runner::events::Events;
+use code_intel::runner::host::{RunnerHost, Setup};
+use code_intel::runner::preflight::Target;
+use code_intel::runner::process::{Captured, Ending, Output};
+use code_intel::runner::protocol::planner::Planner;
+use code_intel::runner::sandbox::{Sandbox, SandboxError};
+use code_intel::runner::task;
+use code_intel::source::Sources;
+
+/// Loops per task; the task ends INCOMPLETE when they run out.
+const LOOPS: u32 = 50;
+const TASKS: usize = 10;
+
+/// A sandbox whose commands finish at once: the worker "succeeds", the test fails. The
+/// time spent inside it is added to `time_inside`, to subtract.
+struct InstantSandbox {
+    time_inside: Rc<Cell<Duration>>,
+}
+
+impl Sandbox for InstantSandbox {
+    fn start(&mut self, _: &Cancel) -> Result<(), SandboxError> {
+        Ok(())
+    }
+
+    fn exec(
+        &mut self,
+        argv: &[String],
+        _: &[(String, String)],
+        _: Option<Vec<u8>>,
+        _: Option<Duration>,
+        _: &Cancel,
+    ) -> Result<Output, SandboxError> {
+        let start = Instant::now();
+        let is_test = argv.get(1).is_some_and(|a| a == "-c");
+        let output = Output {
+            ending: Ending::Exited(if is_test { 1 } else { 0 }),
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            duration: Duration::ZERO,
+        };
+        self.time_inside
+            .set(self.time_inside.get() + start.elapsed());
+        Ok(output)
+    }
+
+    fn stop(&mut self) -> Result<(), SandboxError> {
+        Ok(())
+    }
+
+    fn workdir(&self) -> String {
+        "/workspace/project".into()
+    }
+
+    fn describe(&self) -> String {
+        "an instant fake".into()
+    }
+}
+
+fn git_repo(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let repo = git2::Repository::init(dir).unwrap();
+    for i in 0..20 {
+        std::fs::write(dir.join(format!("f{i}.txt")), format!("{i}\n")).unwrap();
+    }
+    let mut index = repo.index().unwrap();
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let who = git2::Signature::now("b", "b@example.com").unwrap();
+    repo.commit(Some("HEAD"), &who, &who, "init", &tree, &[])
+        .unwrap();
+}
+
+fn main() {
+    let dir = std::env::temp_dir().join(format!("code-intel-bench-runner-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    git_repo(&dir.join("repo"));
+    let text = format!(
+        "version: 1\ntask:\n  id: bench\n  repo: repo\n  prd:\n    text: |\n      - the tests pass\n      - the code is tidy\n  test: {{command: make test}}\nrunner:\n  max_loops: {LOOPS}\n  meta: {{kind: mock}}\n  worker: {{kind: command, command: [sh]}}\n"
+    );
+    let mut sources = Sources::default();
+    let file = sources.add("bench.yaml", text);
+    let (task, _) = task::load(&sources, file, &dir).expect("the bench task loads");
+    let contract = app::task_contract().expect("the task contract loads");
+    let params = app::params_for(&task);
+
+    let mut per_loop = Vec::new();
+    let mut fakes = Duration::ZERO;
+    for _ in 0..TASKS {
+        let planner = Planner::from_config(&task.meta, &task.base_dir, None, task.planner_retries);
+        let cancel = Cancel::new();
+        let outcomes = contract
+            .states
+            .iter()
+            .filter_map(|s| Some((s.id.clone(), s.outcome?)))
+            .collect();
+        let time_inside = Rc::new(Cell::new(Duration::ZERO));
+        let mut host = RunnerHost::new(Setup {
+            task: task.clone(),
+            planner,
+            sandbox: Box::new(InstantSandbox {
+                time_inside: Rc::clone(&time_inside),
+            }),
+            target: Target::Local,
+            host_env: Box::new(|name| std::env::var(name).ok()),
+            cancel: cancel.clone(),
+            events: Events::new(false, None),
+            result_file: None,
+            outcomes,
+            max_loops: task.max_loops,
+        });
+        let start = Instant::now();
+        let code = app::execute(&contract, &mut host, &params, &cancel);
+        let elapsed = start.elapsed();
+        assert_eq!(code, 3, "the bench task ends INCOMPLETE");
+        fakes += time_inside.get();
+        per_loop.push(elapsed.saturating_sub(time_inside.get()) / LOOPS);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    per_loop.sort_unstable();
+    let p50 = per_loop[per_loop.len() / 2];
+    let max = per_loop[per_loop.len() - 1];
+    println!(
+        "agent-runner loop overhead over {TASKS} tasks of {LOOPS} loops (mock planner, instant sandbox): p50 {:.3} ms, max {:.3} ms per loop (goal < 5 ms); time inside the fakes {:.3} ms in all",
+        p50.as_secs_f64() * 1e3,
+        max.as_secs_f64() * 1e3,
+        fakes.as_secs_f64() * 1e3
+    );
+}
