@@ -478,9 +478,9 @@ fn a_second_signal_stops_at_once() {
     );
     assert!(err.contains("cancelling the task"), "{err}");
     // The agent was abandoned by the second signal; the test cleans it up.
-    if let Ok(pid) = std::fs::read_to_string(f.path().join("agent.pid")) {
-        if let Ok(pid) = pid.trim().parse::<i32>() {
-            let _ = nix::sys::signal::killpg(Pid::from_raw(pid), Signal::SIGKILL);
-        }
+    if let Ok(pid) = std::fs::read_to_string(f.path().join("agent.pid"))
+        && let Ok(pid) = pid.trim().parse::<i32>()
+    {
+        let _ = nix::sys::signal::killpg(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
