@@ -198,28 +198,11 @@ impl<'c> Driver<'c> {
         payload: Value,
         tools_called: Vec<String>,
     ) -> Turn {
-        let mut steps = Vec::new();
-        let (instance, stop) = match self.foreign(&instance) {
-            Some(stop) => (instance, stop),
-            None => {
-                let input = Input::Submit {
-                    payload,
-                    tools_called,
-                };
-                match self.commit_step(host, store, &instance, input) {
-                    Ok(t) => {
-                        let next = t.instance.clone();
-                        steps.push(t);
-                        self.run_engine_states(host, store, next, &mut steps)
-                    }
-                    Err(halted) => {
-                        steps.extend(halted.accepted);
-                        (halted.instance, halted.stop)
-                    }
-                }
-            }
+        let input = Input::Submit {
+            payload,
+            tools_called,
         };
-        self.turn(host, instance, steps, stop)
+        self.input_turn(host, store, instance, input)
     }
 
     /// Cancels the session (a user interrupt): it moves to the contract's `on_cancel`
@@ -231,10 +214,22 @@ impl<'c> Driver<'c> {
         store: &mut impl CheckpointStore,
         instance: Instance,
     ) -> Turn {
+        self.input_turn(host, store, instance, Input::Cancel)
+    }
+
+    /// One step on an outside input (a submission, a cancel), then the engine states
+    /// that follow it.
+    fn input_turn(
+        &self,
+        host: &mut impl Host,
+        store: &mut impl CheckpointStore,
+        instance: Instance,
+        input: Input,
+    ) -> Turn {
         let mut steps = Vec::new();
         let (instance, stop) = match self.foreign(&instance) {
             Some(stop) => (instance, stop),
-            None => match self.commit_step(host, store, &instance, Input::Cancel) {
+            None => match self.commit_step(host, store, &instance, input) {
                 Ok(t) => {
                     let next = t.instance.clone();
                     steps.push(t);

@@ -254,14 +254,7 @@ pub fn run(spec: &Spec, cancel: &Cancel) -> Result<Output, SpawnError> {
             Ok(None) => {}
             Err(_) => break None,
         }
-        let reason = if cancel.is_cancelled() {
-            Some(Ending::Cancelled)
-        } else if deadline.is_some_and(|d| Instant::now() >= d) {
-            Some(Ending::TimedOut)
-        } else {
-            None
-        };
-        if let Some(reason) = reason {
+        if let Some(reason) = stop_reason(cancel, deadline) {
             stopped_by_us = Some(reason);
             break stop(&mut child, group, spec.grace);
         }
@@ -297,6 +290,18 @@ pub fn run(spec: &Spec, cancel: &Cancel) -> Result<Output, SpawnError> {
         stderr,
         duration: started.elapsed(),
     })
+}
+
+/// Why a command still running must be stopped now, if it must: the task was cancelled,
+/// or its deadline passed.
+pub fn stop_reason(cancel: &Cancel, deadline: Option<Instant>) -> Option<Ending> {
+    if cancel.is_cancelled() {
+        Some(Ending::Cancelled)
+    } else if deadline.is_some_and(|d| Instant::now() >= d) {
+        Some(Ending::TimedOut)
+    } else {
+        None
+    }
 }
 
 /// TERM to the group, up to `grace` for it to go, then KILL.

@@ -503,14 +503,7 @@ impl Sandbox for DockerSandbox {
                     if done.is_cancelled() {
                         return None;
                     }
-                    let reason = if cancel.is_cancelled() {
-                        Some(Ending::Cancelled)
-                    } else if deadline.is_some_and(|d| Instant::now() >= d) {
-                        Some(Ending::TimedOut)
-                    } else {
-                        None
-                    };
-                    if let Some(reason) = reason {
+                    if let Some(reason) = process::stop_reason(cancel, deadline) {
                         tracing::info!(container = %this.name, ?reason, "stopping the command inside the container");
                         this.kill_inside(&pid_file);
                         if !done.sleep(CLIENT_WAIT) {

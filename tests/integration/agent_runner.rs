@@ -321,9 +321,9 @@ fn a_cancel_ends_the_task_in_cancelled_and_still_runs_finally() {
 
 #[test]
 fn a_planner_failure_is_retried_as_the_contract_says_then_stops_the_task() {
-    // planner_retries = 1: one more attempt after an invalid reply.
+    // planner_retries = 1: one more attempt after a provider failure.
     let mut host = Scripted::new(&[("prd.load", ok()), ("meta.plan_task", plan())]);
-    host.failures = vec![("meta.plan_task", "invalid_response")];
+    host.failures = vec![("meta.plan_task", "provider_error")];
     let contract = load("contracts/agent_runner_task.yml");
     let params = json!({"planner_retries": 1}).as_object().cloned().unwrap();
     let driver = Driver::new(&contract);
@@ -362,7 +362,24 @@ fn a_planner_failure_is_retried_as_the_contract_says_then_stops_the_task() {
     let finals = driver.finalize(&mut host, &turn.instance);
     assert_eq!(finals.len(), 2);
     assert!(finals.iter().all(|f| f.result.is_ok()));
-    // An outcome the policy does not name is not retried.
+    // An outcome the policy does not name is not retried: a refused reply (the planner
+    // already asked again itself), or a worker's sandbox error.
+    let mut host = Scripted::new(&[("prd.load", ok())]);
+    host.failures = vec![("meta.plan_task", "invalid_response")];
+    let turn = driver
+        .start(&mut host, &mut NoCheckpoints, "", None, None, &params)
+        .unwrap();
+    assert!(
+        matches!(turn.stop, Stop::ActionFailed(_)),
+        "{:?}",
+        turn.stop
+    );
+    let plan_calls = host
+        .calls
+        .iter()
+        .filter(|(a, ..)| a == "meta.plan_task")
+        .count();
+    assert_eq!(plan_calls, 1);
     let mut host = Scripted::new(&[("prd.load", ok()), ("meta.plan_task", plan())]);
     host.failures = vec![("worker.run", "sandbox_error")];
     host.script
