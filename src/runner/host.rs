@@ -540,7 +540,7 @@ impl RunnerHost {
         let path = note_path(&self.setup.task.repo, &self.setup.task.id);
         let note = match report.note() {
             Ok(text) => match write_atomically(&path, text.as_bytes()) {
-                Ok(()) => Some(path),
+                Ok(()) => Some(path.clone()),
                 Err(e) => {
                     errors.push(format!("the note {}: {e}", path.display()));
                     None
@@ -551,9 +551,11 @@ impl RunnerHost {
                 None
             }
         };
-        if let Some(file) = &self.setup.result_file {
-            let mut text = serde_json::to_string_pretty(&report.result()).unwrap_or_default();
-            text.push('\n');
+        // The result goes beside the note always (`task-ID.json`), and to `--result-file`.
+        let mut text = serde_json::to_string_pretty(&report.result()).unwrap_or_default();
+        text.push('\n');
+        let beside = path.with_extension("json");
+        for file in std::iter::once(&beside).chain(self.setup.result_file.as_ref()) {
             if let Err(e) = write_atomically(file, text.as_bytes()) {
                 errors.push(format!("the result {}: {e}", file.display()));
             }

@@ -128,8 +128,9 @@ fn fence(text: String, lang: Option<String>) -> String {
     format!("{ticks}{}\n{body}\n{ticks}", lang.unwrap_or_default())
 }
 
-/// Where a task's note goes: `<repo>/.agent-runner/task-<id>.md`; an existing note of an
-/// earlier run of the same task is kept by moving to the next free `-N` name.
+/// Where a task's note goes: `<repo>/.agent-runner/task-<id>.md` (its result JSON beside
+/// it, `.json`); an existing note of an earlier run of the same task is kept by moving to
+/// the next free `-N` name.
 pub fn note_path(repo: &Path, task_id: &str) -> PathBuf {
     let dir = repo.join(".agent-runner");
     let first = dir.join(format!("task-{task_id}.md"));

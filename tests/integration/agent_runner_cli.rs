@@ -152,6 +152,13 @@ fn the_hello_example_completes_offline_as_the_readme_says() {
     .unwrap();
     assert!(note.contains("**complete**"), "{note}");
     assert!(note.contains("- [x] **AC-1**"), "{note}");
+    // The result is also beside the note.
+    let beside = std::fs::read_to_string(
+        dir.path()
+            .join("examples/hello/.agent-runner/task-hello.json"),
+    )
+    .unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&beside).unwrap(), result);
     // Events: JSON lines, the last one the end.
     let events = std::fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
     let events: Vec<Value> = events
