@@ -253,12 +253,14 @@ pub fn task_contract() -> Result<Contract, String> {
 /// The contract's params from the task.
 pub fn params_for(task: &Task) -> Map<String, Value> {
     let mut params = Map::new();
-    params.insert("max_loops".into(), json!(task.max_loops));
+    // The counters' limit is reached by the decision after the last allowed loop, so
+    // `max_loops` worker runs all happen.
+    params.insert("loop_limit".into(), json!(task.max_loops.saturating_add(1)));
     params.insert(
         "max_run_time_sec".into(),
         json!(task.worker.max_run_time_sec),
     );
-    params.insert("planner_retries".into(), json!(task.planner_retries));
+    params.insert("provider_retries".into(), json!(task.provider_retries));
     if let Some(timeout) = task.test.as_ref().and_then(|t| t.timeout_sec) {
         params.insert("test_timeout_sec".into(), json!(timeout));
     }

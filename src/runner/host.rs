@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use super::cancel::Cancel;
 use super::events::Events;
 use super::preflight::{PreflightReport, Target, preflight};
-use super::protocol::planner::{Call, Exchange, Planner};
+use super::protocol::planner::{Call, Exchange, Planner, PlannerError};
 use super::protocol::request::{
     CompletionAssessmentRequest, Criterion, CriterionState, NextActionRequest, PlanTaskRequest,
     RunEvidence, TestEvidence,
@@ -63,11 +63,14 @@ pub struct RunnerHost {
     assessment: Option<CompletionAssessmentPayload>,
     /// The worker call of the last `run_worker` decision.
     pending_call: Option<WorkerCall>,
-    decisions: u32,
     runs: Vec<WorkerRun>,
     run_ids: RunIds,
     last_test: Option<TestResult>,
-    exchanges: Vec<Exchange>,
+    /// What the note shows of each planner exchange (the prompts themselves are not kept:
+    /// a long task would hold every conversation in memory).
+    exchanges: Vec<Value>,
+    /// Problems of the finalizers (a sandbox not removed), for the note and the result.
+    warnings: Vec<String>,
     timeline: Vec<String>,
     /// Why the task stopped outside the contract's terminal states, if it did.
     abandoned: Option<String>,
@@ -95,11 +98,11 @@ impl RunnerHost {
             verdicts: BTreeMap::new(),
             assessment: None,
             pending_call: None,
-            decisions: 0,
             runs: Vec::new(),
             run_ids: RunIds::new(),
             last_test: None,
             exchanges: Vec::new(),
+            warnings: Vec::new(),
             timeline: Vec::new(),
             abandoned: None,
             finished: None,
@@ -143,13 +146,16 @@ impl RunnerHost {
         call: Call<T>,
         effect: &Effect,
     ) -> Result<Result<T, Value>, ActionFailure> {
-        self.exchanges.extend(call.exchanges);
+        self.exchanges
+            .extend(call.exchanges.iter().map(exchange_summary));
         match call.result {
             Ok(payload) => Ok(Ok(payload)),
             Err(e) if e.is_cancelled() || self.setup.cancel.is_cancelled() => {
                 Err(ActionFailure::new("cancelled").with("details", e.to_string()))
             }
-            Err(e @ super::protocol::planner::PlannerError::Provider { .. }) => {
+            // Only a failure that may pass is worth the contract's retry.
+            Err(e @ PlannerError::Provider { .. }) if matches!(&e, PlannerError::Provider { error, .. } if error.is_transient()) =>
+            {
                 let retries_left = effect.retry.as_ref().is_some_and(|r| {
                     r.on.iter().any(|o| o == "provider_error") && effect.attempt <= r.max
                 });
@@ -204,7 +210,10 @@ impl RunnerHost {
         self.last_test.as_ref().map(|t| TestEvidence {
             command: t.command.clone(),
             exit_code: t.exit_code.unwrap_or(-1),
-            output_tail: t.output_tail.clone(),
+            output_tail: match &t.error {
+                Some(e) => format!("{}\n(the command could not run: {e})", t.output_tail),
+                None => t.output_tail.clone(),
+            },
         })
     }
 
@@ -299,7 +308,7 @@ impl RunnerHost {
             prd: self.prd_text(),
             acceptance_criteria: self.criterion_states(),
             runs: self.evidence(),
-            loops_used: self.decisions,
+            loops_used: u32::try_from(self.runs.len()).unwrap_or(u32::MAX),
             max_loops: self.setup.max_loops,
             last_test: self.test_evidence(),
         };
@@ -310,7 +319,6 @@ impl RunnerHost {
         };
         match self.planner_result(call, effect)? {
             Ok(payload) => {
-                self.decisions += 1;
                 let action = payload.decision.action.name();
                 self.timeline.push(format!(
                     "planner: {action} ({})",
@@ -381,7 +389,8 @@ impl RunnerHost {
         self.cancelled()?;
         let passed = result.passed();
         let code = result.exit_code.unwrap_or(-1);
-        let outcome = match &result.error {
+        let error = result.error.clone();
+        let outcome = match &error {
             Some(e) => format!("could not run: {e}"),
             None if passed => "passed".to_string(),
             None => format!("failed (exit code {code})"),
@@ -389,7 +398,12 @@ impl RunnerHost {
         self.setup.events.done("tests.run", &outcome);
         self.timeline.push(format!("tests: {outcome}"));
         self.last_test = Some(result);
-        Ok(json!({"ok": true, "ran": true, "passed": passed, "exit_code": code}))
+        // A command that did not run says nothing about the work: the flow fails on it
+        // rather than spending loops on a broken test setup.
+        Ok(match error {
+            Some(e) => json!({"ok": false, "ran": false, "error": e}),
+            None => json!({"ok": true, "ran": true, "passed": passed, "exit_code": code}),
+        })
     }
 
     fn assess(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
@@ -431,15 +445,17 @@ impl RunnerHost {
     }
 
     /// The status a task has that ended in `state`.
+    /// A terminal state's outcome decides; a task that stopped elsewhere was cancelled
+    /// when the cancel came, else it failed. (A signal during the finalizers of a
+    /// finished task does not turn it into a cancelled one.)
     fn status(&self, state: &str) -> Status {
-        if self.setup.cancel.is_cancelled() {
-            return Status::Cancelled;
-        }
         match self.setup.outcomes.get(state) {
             Some(Outcome::Success) if self.abandoned.is_none() => Status::Complete,
             Some(Outcome::Incomplete) => Status::Incomplete,
             Some(Outcome::Cancelled) => Status::Cancelled,
-            _ => Status::Failed,
+            Some(_) => Status::Failed,
+            None if self.setup.cancel.is_cancelled() => Status::Cancelled,
+            None => Status::Failed,
         }
     }
 
@@ -522,14 +538,8 @@ impl RunnerHost {
                 .filter_map(|r| serde_json::to_value(r).ok())
                 .collect(),
             validation,
-            planner_calls: self
-                .exchanges
-                .iter()
-                .map(|e| {
-                    json!({"protocol": e.protocol.name(), "attempt": e.attempt,
-                           "duration_ms": e.duration_ms, "error": e.error})
-                })
-                .collect(),
+            planner_calls: self.exchanges.clone(),
+            warnings: self.warnings.clone(),
             timeline: self.timeline.clone(),
         }
     }
@@ -606,7 +616,12 @@ impl Host for RunnerHost {
             }
             "sandbox.release" => match self.setup.sandbox.stop() {
                 Ok(()) => Ok(Value::Null),
-                Err(e) => Err(ActionFailure::new("sandbox_error").with("details", e.to_string())),
+                Err(e) => {
+                    let message = format!("the sandbox was not released: {e}");
+                    tracing::error!("{message}");
+                    self.warnings.push(message);
+                    Err(ActionFailure::new("sandbox_error").with("details", e.to_string()))
+                }
             },
             other => Err(ActionFailure::new("unknown_action").with(
                 "details",
@@ -627,4 +642,10 @@ impl Host for RunnerHost {
             None => format!("{} -> {}", step.from, step.to),
         });
     }
+}
+
+/// What the note keeps of one planner exchange.
+fn exchange_summary(e: &Exchange) -> Value {
+    json!({"protocol": e.protocol.name(), "attempt": e.attempt,
+           "duration_ms": e.duration_ms, "error": e.error})
 }

@@ -74,6 +74,8 @@ pub struct Report {
     /// The last test run and the planner's assessment, when the task got that far.
     pub validation: Option<Value>,
     pub planner_calls: Vec<Value>,
+    /// What went wrong on the way out (a sandbox not removed).
+    pub warnings: Vec<String>,
     /// State changes and what the engine said, in order.
     pub timeline: Vec<String>,
 }
@@ -106,6 +108,7 @@ impl Report {
             "validation": self.validation,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
+            "warnings": self.warnings,
         })
     }
 }
@@ -207,6 +210,7 @@ mod tests {
                 "passed": true, "duration_ms": 3, "output_tail": ""}}),
             ),
             planner_calls: vec![],
+            warnings: vec![],
             timeline: vec!["PENDING -> PREFLIGHT".into()],
         }
     }

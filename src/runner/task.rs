@@ -30,8 +30,10 @@ pub const DEFAULT_MAX_LOOPS: u32 = 10;
 pub const MAX_PRD_BYTES: u64 = 1024 * 1024;
 /// A task file larger than this is refused before it is parsed.
 pub const MAX_TASK_BYTES: u64 = 1024 * 1024;
-/// More attempts after a refused planner reply or a failed provider, by default.
+/// More attempts after a refused planner reply, by default.
 pub const DEFAULT_PLANNER_RETRIES: u32 = 2;
+/// More attempts of a planner call whose provider failed in a way that may pass.
+pub const DEFAULT_PROVIDER_RETRIES: u32 = 1;
 
 /// A task file as written.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -139,11 +141,17 @@ pub struct RunnerSpec {
     #[serde(default)]
     #[schemars(range(min = 1, max = 1000))]
     pub max_loops: Option<u32>,
-    /// More attempts after a planner reply that does not follow the protocol (asked again
-    /// with the reason) or a provider that failed (default 2).
+    /// More attempts after a planner reply that does not follow the protocol, asked again
+    /// with the reason (default 2).
     #[serde(default)]
     #[schemars(range(max = 10))]
     pub planner_retries: Option<u32>,
+    /// More attempts of a planner call whose provider failed in a way that may pass: a
+    /// timeout, a dropped connection, HTTP 429 or 5xx, a CLI that crashed (default 1; the
+    /// HTTP planner also retries within one attempt, `runner.meta.max_retries`).
+    #[serde(default)]
+    #[schemars(range(max = 10))]
+    pub provider_retries: Option<u32>,
     /// The planner (meta) LLM.
     #[serde(default)]
     pub meta: MetaConfig,
@@ -164,6 +172,7 @@ pub struct Task {
     pub suggested_impl: Option<SuggestedImpl>,
     pub max_loops: u32,
     pub planner_retries: u32,
+    pub provider_retries: u32,
     pub meta: MetaConfig,
     pub worker: WorkerConfig,
     /// The directory relative paths of the task file are read from.
@@ -183,17 +192,25 @@ impl Prd {
         match self {
             Prd::Text(text) => Ok(text.clone()),
             Prd::File(path) => {
-                let meta = std::fs::metadata(path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-                if meta.len() > MAX_PRD_BYTES {
+                use std::io::Read as _;
+                let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+                let file = std::fs::File::open(path).map_err(cannot)?;
+                // A FIFO or a device would block or never end; only a file's bytes are a PRD.
+                if !file.metadata().map_err(cannot)?.is_file() {
+                    return Err(format!("{} is not a regular file", path.display()));
+                }
+                let mut bytes = Vec::new();
+                file.take(MAX_PRD_BYTES + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(cannot)?;
+                if bytes.len() as u64 > MAX_PRD_BYTES {
                     return Err(format!(
-                        "{} is {} bytes, over the {MAX_PRD_BYTES}-byte limit",
-                        path.display(),
-                        meta.len()
+                        "{} is over the {MAX_PRD_BYTES}-byte limit",
+                        path.display()
                     ));
                 }
-                std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))
+                String::from_utf8(bytes)
+                    .map_err(|_| format!("{} is not UTF-8 text", path.display()))
             }
         }
     }
@@ -327,6 +344,23 @@ fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagn
             at("/runner/worker"),
         ));
     }
+    if let Some(cwd) = raw.task.test.as_ref().and_then(|t| t.cwd.as_deref()) {
+        let path = Path::new(cwd);
+        let escapes = path.is_absolute()
+            || path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir));
+        if escapes {
+            findings.push(
+                Diagnostic::new(
+                    "schema-violation",
+                    format!("`task.test.cwd` {cwd:?} leaves the repository"),
+                    at("/task/test/cwd"),
+                )
+                .with_help("give a directory inside the repository, relative to it"),
+            );
+        }
+    }
     let mut worker = raw.runner.worker;
     if let Some(program) = worker.command.first_mut()
         && program.contains('/')
@@ -350,6 +384,10 @@ fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagn
             .runner
             .planner_retries
             .unwrap_or(DEFAULT_PLANNER_RETRIES),
+        provider_retries: raw
+            .runner
+            .provider_retries
+            .unwrap_or(DEFAULT_PROVIDER_RETRIES),
         meta: raw.runner.meta,
         worker,
         base_dir: base_dir.to_path_buf(),

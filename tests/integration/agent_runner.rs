@@ -128,12 +128,13 @@ fn a_task_plans_works_and_completes() {
             "PLANNING",
             "RUNNING",
             "RUNNING",
-            "VALIDATING",
+            "TESTING",
+            "ASSESSING",
             "COMPLETE"
         ]
     );
-    // The worker ran once; on the way out the note and the sandbox release ran.
-    assert_eq!(effects, ["worker.run", "note.write", "sandbox.release"]);
+    // The worker ran once; on the way out the sandbox was released and the note written.
+    assert_eq!(effects, ["worker.run", "sandbox.release", "note.write"]);
 }
 
 #[test]
@@ -158,7 +159,9 @@ fn unmet_criteria_go_back_to_work() {
         ],
     );
     assert_eq!(visited.last().unwrap(), "COMPLETE");
-    assert_eq!(instance.counters["loops"], 3);
+    // Two worker runs; one return to work after the unmet criteria.
+    assert_eq!(instance.counters["loops"], 2);
+    assert_eq!(instance.counters["returns"], 1);
 }
 
 #[test]
@@ -169,25 +172,27 @@ fn running_out_of_loops_leaves_the_task_incomplete() {
         ("meta.next_action", next("run_worker")),
         3,
     ));
-    let (visited, effects, _) = run(json!({"max_loops": 3}), &script);
+    // loop_limit 3 is what a task with max_loops: 2 runs with: two runs happen.
+    let (visited, effects, _) = run(json!({"loop_limit": 3}), &script);
     assert_eq!(visited.last().unwrap(), "INCOMPLETE");
     // The third decision reached the limit: its worker run is replaced by the redirect.
     assert_eq!(
         effects,
-        ["worker.run", "worker.run", "note.write", "sandbox.release"]
+        ["worker.run", "worker.run", "sandbox.release", "note.write"]
     );
 }
 
 #[test]
-fn the_default_loop_limit_is_ten() {
+fn the_default_loop_limit_lets_ten_workers_run() {
     let mut script = vec![("prd.load", ok()), ("meta.plan_task", plan())];
     script.extend(std::iter::repeat_n(
         ("meta.next_action", next("run_worker")),
-        10,
+        11,
     ));
-    let (visited, _, _) = run(json!({}), &script);
-    assert_eq!(visited.len(), 4 + 10 + 1);
+    let (visited, effects, _) = run(json!({}), &script);
+    assert_eq!(visited.len(), 4 + 11 + 1);
     assert_eq!(visited.last().unwrap(), "INCOMPLETE");
+    assert_eq!(effects.iter().filter(|e| *e == "worker.run").count(), 10);
 }
 
 #[test]
@@ -199,6 +204,8 @@ fn completion_before_any_work_is_not_accepted() {
             ("prd.load", ok()),
             ("meta.plan_task", plan()),
             ("meta.next_action", next("mark_complete")),
+            // Asked again, it insists: still no work, still not accepted.
+            ("meta.next_action", next("mark_complete")),
             ("meta.next_action", next("abort")),
         ],
     );
@@ -209,6 +216,7 @@ fn completion_before_any_work_is_not_accepted() {
             "PREFLIGHT",
             "PROVISIONING",
             "PLANNING",
+            "RUNNING",
             "RUNNING",
             "RUNNING",
             "FAILED"
@@ -288,8 +296,8 @@ fn finally_runs_on_every_exit_with_the_state_the_task_ended_in() {
     assert_eq!(
         finals,
         [
-            ("note.write", Some(&json!("FAILED"))),
-            ("sandbox.release", None)
+            ("sandbox.release", None),
+            ("note.write", Some(&json!("FAILED")))
         ]
     );
 }
@@ -312,7 +320,7 @@ fn a_cancel_ends_the_task_in_cancelled_and_still_runs_finally() {
         "failures.cancelled"
     );
     let finals: Vec<&str> = turn.finalizers.iter().map(|f| f.action.as_str()).collect();
-    assert_eq!(finals, ["note.write", "sandbox.release"]);
+    assert_eq!(finals, ["sandbox.release", "note.write"]);
     // A finished task cannot be cancelled again, and runs nothing more.
     let again = driver.cancel(&mut host, &mut NoCheckpoints, turn.instance);
     assert!(matches!(again.stop, Stop::Refused(_)), "{:?}", again.stop);
@@ -321,11 +329,11 @@ fn a_cancel_ends_the_task_in_cancelled_and_still_runs_finally() {
 
 #[test]
 fn a_planner_failure_is_retried_as_the_contract_says_then_stops_the_task() {
-    // planner_retries = 1: one more attempt after a provider failure.
+    // provider_retries = 1: one more attempt after a provider failure.
     let mut host = Scripted::new(&[("prd.load", ok()), ("meta.plan_task", plan())]);
     host.failures = vec![("meta.plan_task", "provider_error")];
     let contract = load("contracts/agent_runner_task.yml");
-    let params = json!({"planner_retries": 1}).as_object().cloned().unwrap();
+    let params = json!({"provider_retries": 1}).as_object().cloned().unwrap();
     let driver = Driver::new(&contract);
     // The retry answers from the script: the second attempt succeeds and planning goes on.
     let mut host_ok = host;

@@ -94,8 +94,8 @@ fn an_agent_runner_task_runs_to_completion_through_the_driver() {
             "meta.completion_assessment",
             Ok(json!({"ok": true, "all_criteria_satisfied": true})),
         ),
-        ("note.write", Ok(Value::Null)),
         ("sandbox.release", Ok(Value::Null)),
+        ("note.write", Ok(Value::Null)),
     ]);
     let mut store = MemoryStore::default();
     let turn = Driver::new(&contract)
@@ -114,13 +114,14 @@ fn an_agent_runner_task_runs_to_completion_through_the_driver() {
             "PLANNING",
             "RUNNING",
             "RUNNING",
-            "VALIDATING",
+            "TESTING",
+            "ASSESSING",
             "COMPLETE"
         ]
     );
     // The contract's `finally` ran once the task ended.
     let finals: Vec<&str> = turn.finalizers.iter().map(|f| f.action.as_str()).collect();
-    assert_eq!(finals, ["note.write", "sandbox.release"]);
+    assert_eq!(finals, ["sandbox.release", "note.write"]);
     assert_eq!(turn.instance.state, "COMPLETE");
     assert!(host.script.is_empty(), "unused: {:?}", host.script);
     // The start and every committed step, in order.
@@ -134,7 +135,8 @@ fn an_agent_runner_task_runs_to_completion_through_the_driver() {
             "PLANNING",
             "RUNNING",
             "RUNNING",
-            "VALIDATING",
+            "TESTING",
+            "ASSESSING",
             "COMPLETE"
         ]
     );
@@ -359,8 +361,8 @@ fn a_failing_engine_state_action_stops_before_the_step() {
     // The host resumes the stalled session: the state's action runs again.
     host.script = vec![
         ("prd.load", Ok(json!({"ok": false, "error": "no PRD"}))),
-        ("note.write", Ok(Value::Null)),
         ("sandbox.release", Ok(Value::Null)),
+        ("note.write", Ok(Value::Null)),
     ]
     .into();
     let resumed = Driver::new(&contract).advance(&mut host, &mut NoCheckpoints, turn.instance);

@@ -136,6 +136,25 @@ impl ProviderError {
     pub fn is_cancelled(&self) -> bool {
         matches!(self, ProviderError::Cancelled)
     }
+
+    /// Whether asking again later may succeed: a timeout, a broken connection, HTTP 429
+    /// or 5xx, a CLI that exited or failed its turn. A missing key, a bad configuration,
+    /// another HTTP status or a missing CLI fails the same way every time.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ProviderError::Transport { .. }
+            | ProviderError::Timeout { .. }
+            | ProviderError::CliExit { .. }
+            | ProviderError::CliFailed { .. }
+            | ProviderError::BadResponse { .. } => true,
+            ProviderError::Http { status, .. } => *status == 429 || *status >= 500,
+            ProviderError::Config { .. }
+            | ProviderError::AuthMissing { .. }
+            | ProviderError::Spawn { .. }
+            | ProviderError::Script { .. }
+            | ProviderError::Cancelled => false,
+        }
+    }
 }
 
 impl std::fmt::Display for ProviderError {
