@@ -295,7 +295,8 @@ fn sandbox_for(
 }
 
 /// Installs the SIGINT/SIGTERM handler: the first signal cancels the task (finalizers
-/// still run, exit 130); a second one exits at once.
+/// still run, exit 130); a second one exits at once, after killing what the runner
+/// started (`cleanup`).
 pub fn handle_signals(cancel: &Cancel) -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
@@ -307,6 +308,9 @@ pub fn handle_signals(cancel: &Cancel) -> std::io::Result<()> {
                 tracing::warn!(signal, "cancelling the task; a second signal stops at once");
                 cancel.cancel();
             } else {
+                // No finalizers now, but nothing may outlive the runner: the children's
+                // process groups and the task's container go first.
+                super::cleanup::kill_everything();
                 std::process::exit(130);
             }
         }

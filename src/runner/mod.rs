@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod cancel;
+pub mod cleanup;
 pub mod events;
 pub mod extract;
 pub mod host;

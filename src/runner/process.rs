@@ -245,6 +245,8 @@ pub fn run(spec: &Spec, cancel: &Cancel) -> Result<Output, SpawnError> {
     drop(sender);
 
     let group = Pid::from_raw(child.id() as i32);
+    // Until it ends, an exit that cannot wait (a second signal) kills the group too.
+    let _tracked = super::cleanup::track_group(child.id() as i32);
     let deadline = spec.timeout.map(|t| started + t);
     let mut poll = FIRST_POLL;
     let mut stopped_by_us = None;

@@ -131,19 +131,23 @@ fn fence(text: String, lang: Option<String>) -> String {
     format!("{ticks}{}\n{body}\n{ticks}", lang.unwrap_or_default())
 }
 
-/// Where a task's note goes: `<repo>/.agent-runner/task-<id>.md` (its result JSON beside
-/// it, `.json`); an existing note of an earlier run of the same task is kept by moving to
-/// the next free `-N` name.
+/// Where a task's note goes: `<repo>/.agent-runner/task-<id>.md`, its result JSON beside
+/// it (`.json`). The latest run's note always has that name: an earlier run's note (and
+/// result) is first moved to the next free `task-<id>-<n>` name, so nothing is lost and
+/// a reader of `task-<id>.md` never sees a stale run.
 pub fn note_path(repo: &Path, task_id: &str) -> PathBuf {
     let dir = repo.join(".agent-runner");
-    let first = dir.join(format!("task-{task_id}.md"));
-    if !first.exists() {
-        return first;
+    let latest = dir.join(format!("task-{task_id}.md"));
+    if latest.exists()
+        && let Some(n) = (2..100_000).find(|n| !dir.join(format!("task-{task_id}-{n}.md")).exists())
+    {
+        let kept = dir.join(format!("task-{task_id}-{n}.md"));
+        if let Err(e) = std::fs::rename(&latest, &kept) {
+            tracing::warn!(error = %e, note = %latest.display(), "could not keep the earlier note; it will be replaced");
+        }
+        let _ = std::fs::rename(latest.with_extension("json"), kept.with_extension("json"));
     }
-    (2..10_000)
-        .map(|n| dir.join(format!("task-{task_id}-{n}.md")))
-        .find(|p| !p.exists())
-        .unwrap_or(first)
+    latest
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename.
@@ -257,14 +261,19 @@ mod tests {
     }
 
     #[test]
-    fn a_rerun_keeps_the_earlier_note() {
+    fn a_rerun_keeps_the_earlier_note_and_takes_the_name() {
         let dir = std::env::temp_dir().join(format!("code-intel-note-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let first = note_path(&dir, "T");
         write_atomically(&first, b"one").unwrap();
+        write_atomically(&first.with_extension("json"), b"{}").unwrap();
         let second = note_path(&dir, "T");
-        assert_ne!(first, second);
-        assert!(second.ends_with(".agent-runner/task-T-2.md"));
+        assert_eq!(first, second);
+        assert!(second.ends_with(".agent-runner/task-T.md"));
+        let kept = dir.join(".agent-runner/task-T-2.md");
+        assert_eq!(std::fs::read(&kept).unwrap(), b"one");
+        assert!(kept.with_extension("json").exists());
+        assert!(!second.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

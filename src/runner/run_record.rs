@@ -301,6 +301,11 @@ fn millis(d: Duration) -> u64 {
 /// The repository's changed files (work tree and index against HEAD, untracked
 /// included, ignored not) with a hash of their content, so a file already dirty before
 /// the run that changes again is seen; and HEAD, so a run that commits is seen too.
+/// More changed files than this and a run record does not track them.
+const MAX_SNAPSHOT_FILES: usize = 20_000;
+/// Files larger than this are compared by size and modification time.
+const MAX_HASHED_BYTES: u64 = 16 * 1024 * 1024;
+
 struct Snapshot {
     head: Option<Oid>,
     files: BTreeMap<String, Option<Oid>>,
@@ -339,14 +344,28 @@ impl Snapshot {
         }
         let statuses = repository.statuses(Some(&mut options))?;
         let mut files = BTreeMap::new();
+        if statuses.len() > MAX_SNAPSHOT_FILES {
+            // A worker that created a huge untracked tree (a vendored directory, build
+            // output) would make every snapshot slow; the record says so instead.
+            return Err(git2::Error::from_str(&format!(
+                "{} changed files, more than the {MAX_SNAPSHOT_FILES} a run record tracks",
+                statuses.len()
+            )));
+        }
         for entry in statuses.iter() {
             let path = String::from_utf8_lossy(entry.path_bytes()).into_owned();
             let full = workdir.join(&path);
-            // Deleted files hash to nothing; that differs from any content.
-            let hash = if full.is_file() {
-                Oid::hash_file(ObjectType::Blob, &full).ok()
-            } else {
-                None
+            // Deleted files hash to nothing; that differs from any content. Large files
+            // are told apart by size and modification time rather than read whole.
+            let hash = match std::fs::metadata(&full) {
+                Ok(m) if m.is_file() && m.len() <= MAX_HASHED_BYTES => {
+                    Oid::hash_file(ObjectType::Blob, &full).ok()
+                }
+                Ok(m) if m.is_file() => {
+                    let stamp = format!("{}:{:?}", m.len(), m.modified().ok());
+                    Oid::hash_object(ObjectType::Blob, stamp.as_bytes()).ok()
+                }
+                _ => None,
             };
             files.insert(path, hash);
         }

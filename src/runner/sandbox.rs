@@ -240,21 +240,31 @@ pub struct DockerSandbox {
 /// Runs the command, recording the wrapper's pid (`$$`, the root of what the command
 /// starts) in a file inside the container so a timeout can kill that tree there.
 /// Arguments: the pid file, then the command.
+/// A wrapper that cannot record its pid refuses to run the command (exit 126): a command
+/// nobody could stop must not start.
 const EXEC_WRAPPER: &str = r#"f=$1; shift
-echo $$ > "$f"
+echo $$ > "$f" || { echo "agent-runner: cannot write $f; not running the command" >&2; exit 126; }
 "$@"
 s=$?
 rm -f "$f"
+echo $s > "$f.exit"
 exit $s"#;
 
 /// Kills the process tree whose root is in the pid file `$1`: stops it (so it cannot
-/// fork away), sends TERM, waits up to `$2` seconds, then KILLs what is left. The tree is
+/// fork away), sends TERM, waits up to `$2` seconds, then KILLs what is left. Exits 3
+/// when the pid file is gone but the command did not finish (the runner then kills the
+/// whole container: failing closed). The tree is
 /// read from `/proc` (PPid), which every Linux container has; no `ps`, `pkill` or
 /// `setsid` is needed in the image.
 const KILL_SCRIPT: &str = r#"f=$1; g=$2
 i=0
 while [ ! -s "$f" ] && [ $i -lt 20 ]; do sleep 0.1 2>/dev/null || sleep 1; i=$((i+1)); done
-[ -s "$f" ] || exit 0
+if [ ! -s "$f" ]; then
+  # Finished on its own just now, or the pid file was removed (an agent that cleaned
+  # /tmp): then what it started cannot be found, and the runner stops the container.
+  [ -e "$f.exit" ] && exit 0
+  exit 3
+fi
 root=$(cat "$f")
 rm -f "$f"
 collect() {
@@ -374,14 +384,39 @@ impl DockerSandbox {
             Ok(out) if out.ending.success() => {
                 tracing::info!(container = %self.name, "killed the command inside the container");
             }
-            Ok(out) => tracing::warn!(
+            Ok(out) => {
+                tracing::warn!(
+                    container = %self.name,
+                    ending = ?out.ending,
+                    stderr = %out.stderr.tail_text(500),
+                    "the in-container kill could not find the command; stopping the container"
+                );
+                self.kill_container();
+            }
+            Err(e) => {
+                tracing::warn!(container = %self.name, error = %e, "could not run the in-container kill; stopping the container");
+                self.kill_container();
+            }
+        }
+    }
+
+    /// Fails closed when the command inside could not be stopped on its own: the whole
+    /// container is killed (later execs in this task then fail, and say so), and `stop`
+    /// still removes it.
+    fn kill_container(&self) {
+        let mut spec = Spec::new(self.options.program.clone(), ["kill", self.name.as_str()]);
+        spec.timeout = Some(DOCKER_COMMAND_TIMEOUT);
+        match process::run(&spec, &Cancel::new()) {
+            Ok(out) if out.ending.success() => {
+                tracing::warn!(container = %self.name, "killed the container");
+            }
+            Ok(out) => tracing::error!(
                 container = %self.name,
-                ending = ?out.ending,
                 stderr = %out.stderr.tail_text(500),
-                "the in-container kill failed; removing the container will stop it"
+                "could not kill the container"
             ),
             Err(e) => {
-                tracing::warn!(container = %self.name, error = %e, "could not run the in-container kill")
+                tracing::error!(container = %self.name, error = %e, "could not kill the container")
             }
         }
     }
@@ -417,6 +452,9 @@ impl Sandbox for DockerSandbox {
             "-d",
             // tini as PID 1 reaps what the worker leaves behind (the kill checks for zombies).
             "--init",
+            // Preflight checked the image is here; a task never downloads one behind the
+            // user's back.
+            "--pull=never",
             "--name",
             &self.name,
             "--label",
@@ -440,8 +478,10 @@ impl Sandbox for DockerSandbox {
             "sleep".into(),
             "infinity".into(),
         ]);
-        // From here on a container may exist, so `stop` must remove it (B8).
+        // From here on a container may exist, so `stop` must remove it (B8), and so must
+        // an exit that skips the finalizers (a second signal).
         self.created = true;
+        super::cleanup::track_container(&self.options.program, &self.name);
         self.docker("start the container", args, cancel)?;
         self.state = State::Running;
         tracing::info!(container = %self.name, image = %self.options.image, "started the sandbox container");
@@ -541,6 +581,7 @@ impl Sandbox for DockerSandbox {
             Err(e) => return Err(e),
         }
         self.created = false;
+        super::cleanup::untrack_container(&self.name);
         tracing::info!(container = %self.name, "removed the sandbox container");
         Ok(())
     }

@@ -484,10 +484,19 @@ fn a_second_signal_stops_at_once() {
         "{err}"
     );
     assert!(err.contains("cancelling the task"), "{err}");
-    // The agent was abandoned by the second signal; the test cleans it up.
-    if let Ok(pid) = std::fs::read_to_string(f.path().join("agent.pid"))
-        && let Ok(pid) = pid.trim().parse::<i32>()
-    {
+    // No finalizers ran, but the agent did not outlive the runner.
+    let pid: i32 = std::fs::read_to_string(f.path().join("agent.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    while kill(Pid::from_raw(pid), None).is_ok() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let survived = kill(Pid::from_raw(pid), None).is_ok();
+    if survived {
         let _ = nix::sys::signal::killpg(Pid::from_raw(pid), Signal::SIGKILL);
     }
+    assert!(!survived, "the agent outlived the runner");
 }

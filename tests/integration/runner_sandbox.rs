@@ -97,6 +97,10 @@ exec)
   # A container's processes are not the docker client's children: killing the client
   # must not reach them, so they get a session of their own.
   exec setsid -w "$@" ;;
+kill)
+  for last; do :; done
+  if [ ! -d "$S/containers/$last" ]; then echo "Error response from daemon: No such container: $last" >&2; exit 1; fi
+  touch "$S/containers/$last/killed" ;;
 rm)
   for last; do :; done
   if [ ! -d "$S/containers/$last" ]; then echo "Error response from daemon: No such container: $last" >&2; exit 1; fi
@@ -288,7 +292,7 @@ fn argv(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_string()).collect()
 }
 
-const RUN_LINE: &str = "run -d --init --name <name> --label created-by=agent-runner --label agent-runner.task=TASK 9/b -v <repo>:/workspace/project -w /workspace/project agent-runner-codex:test sleep infinity";
+const RUN_LINE: &str = "run -d --init --pull=never --name <name> --label created-by=agent-runner --label agent-runner.task=TASK 9/b -v <repo>:/workspace/project -w /workspace/project agent-runner-codex:test sleep infinity";
 
 #[test]
 fn b9_container_is_named_labelled_and_removed() {
@@ -859,4 +863,41 @@ fn preflight_in_local_mode_looks_for_the_cli_on_path() {
             .contains("`gemini` was not found on PATH"),
         "{report}"
     );
+}
+
+#[test]
+fn b10_an_agent_that_removes_its_pid_file_gets_its_container_killed() {
+    // The kill cannot find the command: the runner fails closed and kills the whole
+    // container rather than leave the agent running.
+    let dir = TempDir::new("b10-nopid");
+    let docker = FakeDocker::new(dir.path());
+    let repo = git_repo(dir.path());
+    let mut sandbox = DockerSandbox::new(docker.options(&repo)).unwrap();
+    let name = sandbox.name().to_string();
+    let cancel = Cancel::new();
+    sandbox.start(&cancel).unwrap();
+    let agent_pid = dir.path().join("agent.pid");
+    // Only this sandbox's pid files: other tests' fake containers share the host's /tmp.
+    let script = format!(
+        "rm -f /tmp/agent-runner-{name}-*.pid; echo $$ > {}; exec sleep 120",
+        agent_pid.display()
+    );
+    let out = sandbox
+        .exec(
+            &argv(&["sh", "-c", &script]),
+            &[],
+            None,
+            Some(Duration::from_millis(300)),
+            &cancel,
+        )
+        .unwrap();
+    assert_eq!(out.ending, Ending::TimedOut);
+    let calls = docker.sequence(&name, &repo);
+    assert!(calls.iter().any(|c| c == "kill <name>"), "{calls:?}");
+    // The fake's "container" cannot be killed as a whole; the test stops its agent.
+    let pid = read_when_there(&agent_pid);
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    sandbox.stop().unwrap();
 }
