@@ -66,18 +66,44 @@ pub fn kill_everything() {
         let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
     }
     for (program, name) in containers {
-        let mut spec = super::process::Spec::new(program, ["rm", "-f", name.as_str()]);
-        spec.timeout = Some(REMOVE_TIMEOUT);
-        spec.grace = Duration::from_secs(1);
-        match super::process::run(&spec, &super::cancel::Cancel::new()) {
-            Ok(out) if out.ending.success() => {
+        remove_container(&program, &name);
+    }
+}
+
+/// `docker rm -f NAME`, waited for at most [`REMOVE_TIMEOUT`]. (Spawned directly: the
+/// process runner registers its children here, so it cannot be used from here.)
+fn remove_container(program: &str, name: &str) {
+    let child = std::process::Command::new(program)
+        .args(["rm", "-f", name])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(container = %name, error = %e, "could not remove the container");
+            return;
+        }
+    };
+    let until = std::time::Instant::now() + REMOVE_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => {
                 tracing::warn!(container = %name, "removed the container on the way out");
+                return;
             }
-            Ok(out) => {
-                tracing::error!(container = %name, stderr = %out.stderr.tail_text(500), "could not remove the container")
+            Ok(Some(status)) => {
+                tracing::error!(container = %name, %status, "could not remove the container");
+                return;
             }
-            Err(e) => {
-                tracing::error!(container = %name, error = %e, "could not remove the container")
+            Ok(None) if std::time::Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(None) | Err(_) => {
+                let _ = child.kill();
+                tracing::error!(container = %name, "removing the container took too long");
+                return;
             }
         }
     }

@@ -500,3 +500,35 @@ fn a_second_signal_stops_at_once() {
     }
     assert!(!survived, "the agent outlived the runner");
 }
+
+#[test]
+fn b8_a_second_signal_still_removes_the_container() {
+    let (f, docker) = docker_fixture("docker-twice", STUBBORN_AGENT);
+    std::fs::copy(f.path().join("agent.sh"), f.path().join("repo/agent.sh")).unwrap();
+    let task_text = std::fs::read_to_string(f.path().join("task.yaml"))
+        .unwrap()
+        .replace(
+            "command: [./agent.sh]",
+            "command: [/workspace/project/agent.sh]",
+        );
+    std::fs::write(f.path().join("task.yaml"), task_text).unwrap();
+    let mut command = f.command(&["task.yaml"]);
+    with_fake_docker(&mut command, &docker);
+    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
+    wait_for(&f.path().join("agent.pid"), &mut child);
+    let runner = Pid::from_raw(child.id() as i32);
+    kill(runner, Signal::SIGTERM).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    kill(runner, Signal::SIGTERM).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let calls = docker.calls();
+    let removed = calls.iter().any(|c| c.len() == 3 && c[..2] == ["rm", "-f"]);
+    assert!(removed, "{calls:?}");
+    // The fake's "container" is the host: its agent is stopped by the test.
+    if let Ok(pid) = std::fs::read_to_string(f.path().join("agent.pid"))
+        && let Ok(pid) = pid.trim().parse::<i32>()
+    {
+        let _ = nix::sys::signal::killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
