@@ -532,3 +532,58 @@ fn b8_a_second_signal_still_removes_the_container() {
         let _ = nix::sys::signal::killpg(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
+
+#[test]
+fn a_planner_that_gives_up_on_failing_tests_fails_the_task() {
+    // The mock decides on what it sees: after a failed test it aborts (scripted on the
+    // request's evidence, as a real planner would read it).
+    let f = Fixture::new(
+        "gives-up",
+        GOOD_AGENT,
+        &task("gives-up", "grep -q Goodbye hello.txt", "").replace(
+            "meta: {kind: mock}",
+            "meta: {kind: mock, script: script.yaml}",
+        ),
+    );
+    std::fs::write(
+        f.path().join("script.yaml"),
+        "- protocol: next_action\n  when: {last_test: {exit_code: 1}}\n  reply: {type: next_action, version: 1, payload: {decision: {action: abort, reason: the tests cannot pass}}}\n",
+    )
+    .unwrap();
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--result-file",
+        "result.json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let result = f.result();
+    assert_eq!(result["status"], "failed");
+    assert_eq!(result["validation"]["test"]["passed"], false);
+    assert_eq!(result["runs"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_worker_that_keeps_failing_exhausts_its_loops_with_exit_3() {
+    // The agent exits 2 every time; the mock runs it again until max_loops (3) runs
+    // happened, and the decision for a fourth ends the task.
+    let failing = "#!/bin/sh\ncat > /dev/null\necho 'cannot build' >&2\nexit 2\n";
+    let f = Fixture::new("exhausted", failing, &task("exhausted", "true", ""));
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--result-file",
+        "result.json",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let result = f.result();
+    assert_eq!(result["status"], "incomplete");
+    let runs = result["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert!(runs.iter().all(|r| r["exit_code"] == 2));
+    assert!(
+        f.note("exhausted").contains("used all its worker runs"),
+        "{}",
+        f.note("exhausted")
+    );
+}
