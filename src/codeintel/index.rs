@@ -648,7 +648,24 @@ mod tests {
     use super::*;
     use crate::codeintel::refresh::refresh;
 
-    fn repo(name: &str, files: usize) -> (std::path::PathBuf, Root) {
+    /// A temporary directory removed when the test ends, pass or fail.
+    struct TempDir(std::path::PathBuf);
+
+    impl std::ops::Deref for TempDir {
+        type Target = std::path::Path;
+
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn repo(name: &str, files: usize) -> (TempDir, Root) {
         let dir =
             std::env::temp_dir().join(format!("code-intel-snapshot-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -657,7 +674,7 @@ mod tests {
             std::fs::write(dir.join(format!("m{k}.rs")), format!("fn f{k}() {{}}\n")).unwrap();
         }
         let root = Root::open(&dir).unwrap();
-        (dir, root)
+        (TempDir(dir), root)
     }
 
     /// The MCP server shares one `Index` between concurrent tool calls.

@@ -111,10 +111,20 @@ impl Root {
 mod tests {
     use super::*;
 
+    /// A temporary directory removed when the test ends, pass or fail.
+    struct TempDir(std::path::PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[test]
     fn confines_paths_to_the_root() {
         let base = std::env::temp_dir().join(format!("code-intel-root-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
+        let _base = TempDir(base.clone());
         std::fs::create_dir_all(base.join("repo/src")).unwrap();
         std::fs::write(base.join("repo/src/a.rs"), "fn a() {}").unwrap();
         std::fs::write(base.join("secret.txt"), "secret").unwrap();

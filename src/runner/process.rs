@@ -328,6 +328,15 @@ fn stop(
 mod tests {
     use super::*;
 
+    /// A temporary directory removed when the test ends, pass or fail.
+    struct TempDir(std::path::PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     fn sh(script: &str) -> Spec {
         Spec::new("sh", ["-c", script])
     }
@@ -345,6 +354,7 @@ mod tests {
     #[test]
     fn a_timeout_stops_the_whole_group() {
         let dir = std::env::temp_dir().join(format!("code-intel-process-{}", std::process::id()));
+        let _dir = TempDir(dir.clone());
         std::fs::create_dir_all(&dir).unwrap();
         let marker = dir.join("survived");
         let _ = std::fs::remove_file(&marker);

@@ -184,6 +184,15 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A temporary directory removed when the test ends, pass or fail.
+    struct TempDir(std::path::PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     fn report() -> Report {
         Report {
             task: json!({"id": "T-1", "title": "Say hello", "repo": "/r"}),
@@ -264,6 +273,7 @@ mod tests {
     fn a_rerun_keeps_the_earlier_note_and_takes_the_name() {
         let dir = std::env::temp_dir().join(format!("code-intel-note-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        let _dir = TempDir(dir.clone());
         let first = note_path(&dir, "T");
         write_atomically(&first, b"one").unwrap();
         write_atomically(&first.with_extension("json"), b"{}").unwrap();

@@ -608,6 +608,15 @@ fn json_field(stdout: &str, field: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A temporary directory removed when the test ends, pass or fail.
+    struct TempDir(std::path::PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     fn config(kind: WorkerKind) -> WorkerConfig {
         WorkerConfig {
             kind,
@@ -789,6 +798,7 @@ mod tests {
         let home =
             std::env::temp_dir().join(format!("code-intel-worker-auth-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&home);
+        let _home = TempDir(home.clone());
         std::fs::create_dir_all(home.join(".codex")).unwrap();
         std::fs::create_dir_all(home.join(".gemini")).unwrap();
         std::fs::write(home.join(".codex/auth.json"), "{}").unwrap();

@@ -149,6 +149,15 @@ impl Map {
 mod tests {
     use super::*;
 
+    /// A temporary directory removed when the test ends, pass or fail.
+    struct TempDir(std::path::PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     fn agreement(query: &str, vector: Vec<f32>) -> Agreement {
         Agreement {
             query: query.into(),
@@ -165,6 +174,7 @@ mod tests {
     fn a_close_query_finds_its_agreement_by_words_or_by_embedding() {
         let dir = std::env::temp_dir().join(format!("ci-map-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        let _dir = TempDir(dir.clone());
         let path = dir.join("map.json");
         let mut map = Map::load(&path);
         map.record(&path, agreement("fix the password reset email", vec![]))

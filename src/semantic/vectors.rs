@@ -436,11 +436,22 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
 mod tests {
     use super::*;
 
-    fn temp(name: &str) -> std::path::PathBuf {
+    /// A temporary directory removed when the test ends, pass or fail.
+    struct TempDir(std::path::PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A fresh directory and the path of `vectors.bin` in it.
+    fn temp(name: &str) -> (TempDir, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("ci-vectors-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        dir.join("vectors.bin")
+        let path = dir.join("vectors.bin");
+        (TempDir(dir), path)
     }
 
     fn h(n: u8) -> Hash {
@@ -449,7 +460,7 @@ mod tests {
 
     #[test]
     fn appended_vectors_survive_a_reload_and_a_torn_tail_is_ignored() {
-        let path = temp("torn");
+        let (_dir, path) = temp("torn");
         let mut v = Vectors::empty("m@1", 3);
         v.append(
             &path,
@@ -474,7 +485,7 @@ mod tests {
 
     #[test]
     fn a_damaged_record_ends_the_log_and_another_model_starts_over() {
-        let path = temp("damaged");
+        let (_dir, path) = temp("damaged");
         let mut v = Vectors::empty("m@1", 2);
         v.append(&path, &[(h(1), vec![1.0, 0.0]), (h(2), vec![0.0, 1.0])])
             .unwrap();
@@ -492,7 +503,7 @@ mod tests {
 
     #[test]
     fn nearest_ranks_by_dot_product_among_the_candidates() {
-        let path = temp("nearest");
+        let (_dir, path) = temp("nearest");
         let mut v = Vectors::empty("m", 2);
         v.append(
             &path,
@@ -531,7 +542,7 @@ mod tests {
 
     #[test]
     fn the_graph_finds_what_the_exact_scan_finds() {
-        let path = temp("graph");
+        let (_dir, path) = temp("graph");
         let dims = 32;
         let points = random_units(1500, dims, 7);
         let mut v = Vectors::empty("m", dims);

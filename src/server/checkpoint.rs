@@ -569,6 +569,23 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// A temporary directory removed when the test ends, pass or fail.
+    struct TempDir(std::path::PathBuf);
+
+    impl std::ops::Deref for TempDir {
+        type Target = std::path::Path;
+
+        fn deref(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[test]
     fn hex_round_trips() {
         assert_eq!(unhex(&hex(&[0, 1, 254, 255])), Some(vec![0, 1, 254, 255]));
@@ -615,10 +632,11 @@ mod tests {
         }
     }
 
-    fn store(name: &str) -> (PathBuf, Checkpoints) {
+    fn store(name: &str) -> (TempDir, Checkpoints) {
         let dir = std::env::temp_dir().join(format!("ci-checkpoint-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir(dir);
         let store = Checkpoints::new(&dir, SealKey::from_bytes([3; 32]));
         (dir, store)
     }
@@ -660,12 +678,11 @@ mod tests {
             Err(CheckpointError::Tampered { .. })
         ));
         assert!(store.load("../../etc/passwd").is_err());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn an_oversized_record_is_reduced_in_the_documented_order() {
-        let (dir, store) = store("reduce");
+        let (_dir, store) = store("reduce");
         let id = "fedcba9876543210fedcba9876543210";
         let mut r = record(id);
         // Even cut to 100 characters, 3000 summaries are over the limit: only the last 10
@@ -702,7 +719,6 @@ mod tests {
             Err(CheckpointError::TooLarge { .. })
         ));
         assert!(store.load(id).unwrap().is_some());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -523,10 +523,20 @@ fn string_list(value: Option<&Value>) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// A temporary directory removed when the test ends, pass or fail.
+    struct TempDir(std::path::PathBuf);
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[test]
     fn client_paths_stay_inside_the_root_existing_or_not() {
         let dir = std::env::temp_dir().join(format!("ci-host-paths-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        let _dir = TempDir(dir.clone());
         std::fs::create_dir_all(dir.join("src")).unwrap();
         std::fs::write(dir.join("src/a.py"), "x = 1\n").unwrap();
         let root = Root::open(&dir).unwrap();

@@ -11,7 +11,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::Value;
 
-use crate::runner_sandbox::{FakeDocker, TempDir, write_script};
+use crate::runner_sandbox::{FakeDocker, write_script};
+use crate::support::TempDir;
 use crate::support::repo;
 
 fn binary() -> PathBuf {

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{binary, repo};
+use crate::support::{TempDir, binary, repo};
 
 /// Upper bounds, so a stuck client fails the test instead of hanging it.
 const MCP_LIST_TIMEOUT_S: u32 = 60;
@@ -97,9 +97,9 @@ impl ModelServer {
     }
 }
 
-/// The test's directories, removed at the end (kept on failure for a look).
+/// The test's directories, all under `base`, removed when the test ends, pass or fail.
 struct Dirs {
-    base: PathBuf,
+    base: TempDir,
     repo: PathBuf,
     home: PathBuf,
     state: PathBuf,
@@ -107,8 +107,7 @@ struct Dirs {
 
 impl Dirs {
     fn new() -> Dirs {
-        let base = std::env::temp_dir().join(format!("code-intel-claude-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
+        let base = TempDir::claim(&format!("code-intel-claude-{}", std::process::id()));
         let dirs = Dirs {
             repo: base.join("repo"),
             home: base.join("home"),
@@ -458,5 +457,4 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
     );
 
     drop(server);
-    let _ = std::fs::remove_dir_all(&dirs.base);
 }

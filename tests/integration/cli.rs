@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::support::{binary, default_contract, repo};
+use crate::support::{TempDir, binary, default_contract, repo};
 
 fn run(dir: &Path, args: &[&str]) -> Output {
     Command::new(binary())
@@ -18,11 +18,8 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("code-intel-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::create(&format!("code-intel-cli-{name}-{}", std::process::id()))
 }
 
 #[test]
@@ -184,7 +181,7 @@ fn lint_formats_and_exit_codes() {
 
 /// A directory of contracts in which some files cannot be read: each one is a
 /// `file-unreadable` finding at its path, and every other file is still linted.
-fn partly_unreadable_dir(name: &str) -> std::path::PathBuf {
+fn partly_unreadable_dir(name: &str) -> TempDir {
     let dir = temp_dir(name);
     std::fs::copy(
         repo().join("contracts/agent_runner_task.yml"),
@@ -625,7 +622,7 @@ fn names_are_answered_before_an_index_exists() {
 
 /// A Python project where a class is subclassed, imported, assigned, annotated, called
 /// and decorated, and where another `items` is only reached through values.
-fn uses_fixture(name: &str) -> std::path::PathBuf {
+fn uses_fixture(name: &str) -> TempDir {
     let dir = temp_dir(name);
     std::fs::create_dir_all(dir.join("pkg")).unwrap();
     std::fs::write(

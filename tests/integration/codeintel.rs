@@ -2,7 +2,7 @@
 //! files, the symbol index (including a file that changes between two queries), outlines,
 //! structure, impact, query routing, bounded output and path confinement.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use code_intel::codeintel::impact::analyze_impact;
@@ -16,7 +16,7 @@ use code_intel::codeintel::symbols::{
 };
 use serde_json::Value;
 
-use crate::support::binary;
+use crate::support::{TempDir, binary};
 
 const FILES: &[(&str, &str)] = &[
     (".gitignore", "ignored/\n"),
@@ -81,9 +81,8 @@ const FILES: &[(&str, &str)] = &[
 ];
 
 /// A fresh repository in a temporary directory.
-fn repo(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("code-intel-tools-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn repo(name: &str) -> TempDir {
+    let dir = TempDir::claim(&format!("code-intel-tools-{name}-{}", std::process::id()));
     for (path, text) in FILES {
         let p = dir.join(path);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -844,8 +843,7 @@ fn search_rendered_text_matches_the_collected_matches() {
 
 #[test]
 fn the_projects_excluded_globs_are_left_out_of_every_walk() {
-    let dir = std::env::temp_dir().join(format!("ci-exclude-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::claim(&format!("ci-exclude-{}", std::process::id()));
     for (path, text) in [
         ("src/app.py", "def needle_here():\n    return 1\n"),
         ("vendor/lib.py", "def needle_vendored():\n    return 2\n"),

@@ -2,20 +2,19 @@
 //! hold a real implementation. Most cases are rows of one table: a file, the lines cited,
 //! the lines the task changed and the expected outcome.
 
-use std::path::PathBuf;
-
 use code_intel::codeintel::root::Root;
 use code_intel::server::evidence::{ChangedLines, EvidenceFailure, verify_checklist};
 use code_intel::session::ActionFailure;
 use serde_json::{Value, json};
 
+use crate::support::TempDir;
+
 /// A fresh, empty directory for one test (or one row of a table).
-fn temp_repo(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("code-intel-evidence-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_repo(name: &str) -> TempDir {
+    TempDir::create(&format!(
+        "code-intel-evidence-{name}-{}",
+        std::process::id()
+    ))
 }
 
 fn changed(entries: &[(&str, &[(u32, u32)])]) -> ChangedLines {
@@ -392,7 +391,7 @@ fn table_of_files_ranges_and_outcomes() {
 
 /// A repository `repo/` with `src/a.py` (a real function, all lines changed) and a secret
 /// file next to it, outside the repository.
-fn repository(name: &str) -> (PathBuf, Root, ChangedLines) {
+fn repository(name: &str) -> (TempDir, Root, ChangedLines) {
     let base = temp_repo(name);
     std::fs::create_dir_all(base.join("repo/src")).unwrap();
     std::fs::write(

@@ -3,7 +3,7 @@
 //! lines, reviewed commits, merges and their conflicts.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use code_intel::server::git::{
@@ -11,28 +11,21 @@ use code_intel::server::git::{
 };
 use git2::{Oid, Repository, RepositoryInitOptions, Signature};
 
+use crate::support::TempDir;
+
 /// A repository in a fresh temp dir, removed on drop.
 struct TempRepo {
-    dir: PathBuf,
+    dir: TempDir,
     repo: Repository,
 }
 
-impl Drop for TempRepo {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
+fn temp_dir(name: &str) -> TempDir {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
+    TempDir::create(&format!(
         "code-intel-git-{name}-{}-{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    ))
 }
 
 impl TempRepo {
@@ -779,8 +772,7 @@ fn a_base_checked_out_in_another_worktree_is_not_moved() {
     t.write("a.txt", "task\n");
     let task_tip = t.commit_all("task");
     let main_tip = t.tip("main").unwrap();
-    let other = t.dir.with_extension("other");
-    let _ = std::fs::remove_dir_all(&other);
+    let other = TempDir::at(t.dir.with_extension("other"));
     let main_ref = t.repo.find_reference("refs/heads/main").unwrap();
     t.repo
         .worktree(

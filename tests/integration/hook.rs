@@ -11,30 +11,44 @@ use code_intel::server::checkpoint::SealKey;
 use code_intel::server::core::Server;
 use serde_json::{Map, Value, json};
 
-use crate::support::{binary, default_contract};
+use crate::support::{TempDir, binary, default_contract};
 
 const KEY: [u8; 32] = [42; 32];
 
-/// A temporary git repository with a state directory holding the test key.
+/// A temporary git repository with a state directory holding the test key, both under
+/// one temporary directory removed on drop.
 struct Repo {
     root: PathBuf,
     state: PathBuf,
+    _base: TempDir,
 }
 
-impl Drop for Repo {
+/// A server whose drop waits for its background index build: a build still running
+/// when the test ends would write `.code-intel/` into the removed repository again.
+struct TestServer(Server);
+
+impl std::ops::Deref for TestServer {
+    type Target = Server;
+
+    fn deref(&self) -> &Server {
+        &self.0
+    }
+}
+
+impl Drop for TestServer {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-        let _ = std::fs::remove_dir_all(&self.state);
+        let start = std::time::Instant::now();
+        while self.0.index_building().is_some() && start.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 }
 
 impl Repo {
     fn new(name: &str) -> Repo {
-        let base =
-            std::env::temp_dir().join(format!("code-intel-hook-{name}-{}", std::process::id()));
+        let base = TempDir::claim(&format!("code-intel-hook-{name}-{}", std::process::id()));
         let root = base.join("repo");
         let state = base.join("state");
-        let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&state).unwrap();
         let hex: String = KEY.iter().map(|b| format!("{b:02x}")).collect();
@@ -49,11 +63,15 @@ impl Repo {
         ];
         crate::support::git_repo(&root, &files);
         let root = root.canonicalize().unwrap();
-        Repo { root, state }
+        Repo {
+            root,
+            state,
+            _base: base,
+        }
     }
 
-    fn server(&self) -> Server {
-        Server::new(&self.root, default_contract(), SealKey::from_bytes(KEY)).unwrap()
+    fn server(&self) -> TestServer {
+        TestServer(Server::new(&self.root, default_contract(), SealKey::from_bytes(KEY)).unwrap())
     }
 
     fn abs(&self, path: &str) -> String {

@@ -3,7 +3,7 @@
 //! mid-write, and an index directory nobody may write. Every answer must be complete and
 //! consistent, and never an error. No assertion depends on timing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -14,19 +14,18 @@ use code_intel::codeintel::root::Root;
 use code_intel::codeintel::symbols::find_definitions;
 use serde_json::Value;
 
-use crate::support::binary;
+use crate::support::{TempDir, binary};
 
 /// How many source files the shared repositories have: more than the delta's minimum
 /// (64), so rewriting them round-robin makes refreshes fold the delta again and again.
 const FILES: usize = 100;
 
 /// A fresh directory for one test.
-fn fresh(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
+fn fresh(name: &str) -> TempDir {
+    let dir = TempDir::claim(&format!(
         "code-intel-concurrency-{name}-{}",
         std::process::id()
     ));
-    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("src")).unwrap();
     dir
 }
@@ -41,7 +40,7 @@ fn module(k: usize, version: usize) -> String {
     text
 }
 
-fn repo(name: &str) -> PathBuf {
+fn repo(name: &str) -> TempDir {
     let dir = fresh(name);
     for k in 0..FILES {
         std::fs::write(dir.join(format!("src/m{k}.rs")), module(k, 0)).unwrap();

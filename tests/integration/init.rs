@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use code_intel::contract::raw::StateKind;
 use serde_json::Value;
 
-use crate::support::{binary, default_contract};
+use crate::support::{TempDir, binary, default_contract};
 
 /// The binary under test stands in for `code-intel` in every generated command.
 fn init(dir: &Path, extra: &[&str]) -> Output {
@@ -26,11 +26,8 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("code-intel-init-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::create(&format!("code-intel-init-{name}-{}", std::process::id()))
 }
 
 fn read(dir: &Path, path: &str) -> String {

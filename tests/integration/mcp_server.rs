@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::support::{binary, repo};
+use crate::support::{TempDir, binary, repo};
 
 const MCP_VERSION: &str = "2.3.0";
 
@@ -69,10 +69,8 @@ fn python() -> &'static Result<PathBuf, String> {
 }
 
 /// A fresh git repository with `files` committed on `main`.
-fn git_repo(name: &str, files: &serde_json::Map<String, Value>) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("code-intel-mcp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn git_repo(name: &str, files: &serde_json::Map<String, Value>) -> TempDir {
+    let dir = TempDir::create(&format!("code-intel-mcp-{name}-{}", std::process::id()));
     let files: Vec<(&str, &str)> = files
         .iter()
         .map(|(path, text)| (path.as_str(), text.as_str().unwrap_or_default()))
@@ -87,19 +85,18 @@ fn run_scenario(path: &Path) -> Result<(), String> {
         .map_err(|e| format!("{name}: {e}"))?;
     let files = scenario["files"].as_object().cloned().unwrap_or_default();
     let dir = git_repo(&name, &files);
-    let state = dir.with_extension("state");
-    let _ = std::fs::remove_dir_all(&state);
+    let state = TempDir::at(dir.with_extension("state"));
     let python = python().as_ref().map_err(Clone::clone)?;
     let out = Command::new(python)
         .arg(repo().join("tests/mcp/scenario.py"))
         .arg(binary())
-        .arg(&dir)
+        .arg(dir.path())
         .arg(path)
-        .env("CODE_INTEL_STATE_DIR", &state)
+        .env("CODE_INTEL_STATE_DIR", state.path())
         .env("CODE_INTEL_LOG", "warn")
         .output()
         .map_err(|e| format!("{name}: {e}"))?;
-    let result = if out.status.success() {
+    if out.status.success() {
         Ok(())
     } else {
         Err(format!(
@@ -107,10 +104,7 @@ fn run_scenario(path: &Path) -> Result<(), String> {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ))
-    };
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&state);
-    result
+    }
 }
 
 #[test]

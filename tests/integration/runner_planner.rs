@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,61 +24,43 @@ use code_intel::runner::provider::{
 };
 use serde_json::{Value, json};
 
-use crate::support::repo;
+use crate::support::{TempDir, repo};
 
 // ---------------------------------------------------------------------------------------
 // Fixtures
 
-/// A temporary directory removed when the test ends, pass or fail.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let path =
-            std::env::temp_dir().join(format!("code-intel-planner-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// An executable shell script named `name` in this directory.
-    ///
-    /// A test thread that forks while the file is still open for writing here leaves a
-    /// child holding a write descriptor until it execs, and executing the script in that
-    /// window fails with ETXTBSY. The script is therefore run once in a probe mode until
-    /// that works: no write descriptor can appear after that.
-    fn script(&self, name: &str, body: &str) -> String {
-        let path = self.0.join(name);
-        std::fs::write(
-            &path,
-            format!("#!/bin/sh\n[ -n \"$PLANNER_TEST_PROBE\" ] && exit 0\n{body}\n"),
-        )
-        .unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        for _ in 0..200 {
-            match std::process::Command::new(&path)
-                .env("PLANNER_TEST_PROBE", "1")
-                .status()
-            {
-                Ok(_) => break,
-                Err(e) if e.raw_os_error() == Some(26) => {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => panic!("{}: {e}", path.display()),
-            }
-        }
-        path.display().to_string()
-    }
+/// A fresh `code-intel-planner-{name}-{pid}` directory, removed when the test ends.
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::create(&format!("code-intel-planner-{name}-{}", std::process::id()))
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+/// An executable shell script named `name` in `dir`.
+///
+/// A test thread that forks while the file is still open for writing here leaves a
+/// child holding a write descriptor until it execs, and executing the script in that
+/// window fails with ETXTBSY. The script is therefore run once in a probe mode until
+/// that works: no write descriptor can appear after that.
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\n[ -n \"$PLANNER_TEST_PROBE\" ] && exit 0\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for _ in 0..200 {
+        match std::process::Command::new(&path)
+            .env("PLANNER_TEST_PROBE", "1")
+            .status()
+        {
+            Ok(_) => break,
+            Err(e) if e.raw_os_error() == Some(26) => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
     }
+    path.display().to_string()
 }
 
 fn plan_request() -> PlanTaskRequest {
@@ -607,7 +589,7 @@ fn print_lines(events: &[Value]) -> String {
 
 #[test]
 fn b6_codex_stream_last_agent_message_is_the_answer() {
-    let dir = TempDir::new("codex-b6");
+    let dir = temp_dir("codex-b6");
     let final_answer = format!("Here is the plan:\n```json\n{}\n```", plan_reply());
     let events = [
         json!({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"}),
@@ -617,7 +599,8 @@ fn b6_codex_stream_last_agent_message_is_the_answer() {
         json!({"type": "item.completed", "item": {"id": "item_2", "type": "agent_message", "text": final_answer}}),
         json!({"type": "turn.completed", "usage": {"input_tokens": 24763, "cached_input_tokens": 24448, "output_tokens": 122}}),
     ];
-    let codex = dir.script(
+    let codex = script(
+        &dir,
         "codex",
         &format!(
             "printf '%s\\n' \"$@\" > '{args}'\ncat > '{stdin}'\n{print}",
@@ -652,7 +635,7 @@ fn b6_codex_stream_last_agent_message_is_the_answer() {
 
 #[test]
 fn codex_failures_are_provider_errors_or_refused_replies() {
-    let dir = TempDir::new("codex-failures");
+    let dir = temp_dir("codex-failures");
     let cancel = Cancel::new();
     let ask = |command: &str, timeout_sec: u64, retries: u32, cancel: &Cancel| {
         let config = cli_config(MetaKind::CodexCli, command, timeout_sec);
@@ -663,7 +646,8 @@ fn codex_failures_are_provider_errors_or_refused_replies() {
         planner.plan_task(&plan_request(), cancel)
     };
 
-    let failed_turn = dir.script(
+    let failed_turn = script(
+        &dir,
         "failed-turn",
         &format!(
             "cat > /dev/null\n{}",
@@ -683,7 +667,8 @@ fn codex_failures_are_provider_errors_or_refused_replies() {
         other => panic!("{other:?}"),
     }
 
-    let exits = dir.script(
+    let exits = script(
+        &dir,
         "exits",
         "cat > /dev/null\necho 'error: not logged in' >&2\nexit 3",
     );
@@ -702,7 +687,8 @@ fn codex_failures_are_provider_errors_or_refused_replies() {
     }
 
     // A stream cut off mid-event has no agent message: refused, retried, refused.
-    let truncated = dir.script(
+    let truncated = script(
+        &dir,
         "truncated",
         "cat > /dev/null\nprintf '%s\\n' '{\"type\":\"thread.started\",\"thread_id\":\"t\"}'\nprintf '%s' '{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_mess'",
     );
@@ -715,13 +701,17 @@ fn codex_failures_are_provider_errors_or_refused_replies() {
     assert_eq!(call.exchanges.len(), 2);
 
     // Malformed: prose with no JSON at all.
-    let prose = dir.script("prose", "cat > /dev/null\necho 'I cannot help with that.'");
+    let prose = script(
+        &dir,
+        "prose",
+        "cat > /dev/null\necho 'I cannot help with that.'",
+    );
     let call = ask(&prose, 30, 0, &cancel);
     let error = call.result.unwrap_err();
     assert!(error.to_string().contains("no JSON object"), "{error}");
 
     // A hang is stopped by the timeout.
-    let hang = dir.script("hang", "cat > /dev/null\nsleep 30");
+    let hang = script(&dir, "hang", "cat > /dev/null\nsleep 30");
     let started = Instant::now();
     let error = ask(&hang, 1, 0, &cancel).result.unwrap_err();
     assert!(
@@ -763,14 +753,15 @@ fn codex_failures_are_provider_errors_or_refused_replies() {
 
 #[test]
 fn claude_result_envelope_is_read_and_errors_reported() {
-    let dir = TempDir::new("claude");
+    let dir = temp_dir("claude");
     let envelope = |is_error: bool, result: &str| {
         json!({"type": "result", "subtype": if is_error {"error_during_execution"} else {"success"},
                "is_error": is_error, "duration_ms": 2143, "num_turns": 1, "result": result,
                "session_id": "5d1e", "total_cost_usd": 0.0123})
     };
     let answer = format!("```json\n{}\n```", plan_reply());
-    let good = dir.script(
+    let good = script(
+        &dir,
         "claude",
         &format!(
             "printf '%s\\n' \"$@\" > '{args}'\ncat > /dev/null\n{print}",
@@ -796,7 +787,8 @@ fn claude_result_envelope_is_read_and_errors_reported() {
             .result
             .unwrap_err()
     };
-    let is_error = dir.script(
+    let is_error = script(
+        &dir,
         "claude-error",
         &format!(
             "cat > /dev/null\n{}",
@@ -808,7 +800,8 @@ fn claude_result_envelope_is_read_and_errors_reported() {
         matches!(&error, PlannerError::Provider { error: ProviderError::CliFailed { message, .. }, .. } if message.contains("Credit balance")),
         "{error:?}"
     );
-    let exits = dir.script(
+    let exits = script(
+        &dir,
         "claude-exit",
         "cat > /dev/null\necho 'Invalid API key' >&2\nexit 1",
     );
@@ -818,7 +811,8 @@ fn claude_result_envelope_is_read_and_errors_reported() {
             && error.to_string().contains("Invalid API key"),
         "{error}"
     );
-    let garbage = dir.script(
+    let garbage = script(
+        &dir,
         "claude-garbage",
         "cat > /dev/null\necho '{\"type\": \"result\", \"is_err'",
     );
@@ -927,7 +921,7 @@ fn b5_mock_planner_completes_a_task() {
 
 #[test]
 fn scripted_mock_replies_in_order_and_by_request() {
-    let dir = TempDir::new("mock-script");
+    let dir = temp_dir("mock-script");
     std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
     std::fs::write(
         dir.path().join("scripts/planner.yml"),

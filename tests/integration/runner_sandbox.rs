@@ -16,28 +16,7 @@ use code_intel::runner::run_record::{RunEnding, RunIds, WorkerTurn, run_test_com
 use code_intel::runner::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox};
 use code_intel::runner::worker::{Invocation, WorkerConfig, WorkerKind};
 
-/// A temporary directory removed when the test ends, pass or fail.
-pub(crate) struct TempDir(PathBuf);
-
-impl TempDir {
-    pub(crate) fn new(name: &str) -> TempDir {
-        let path =
-            std::env::temp_dir().join(format!("code-intel-sandbox-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path.canonicalize().unwrap())
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::support::TempDir;
 
 pub(crate) fn write_script(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -15,7 +15,7 @@ use code_intel::codeintel::root::Root;
 use code_intel::semantic::{Embedder, ModelSpec, SemanticIndex, SyncOptions, SyncReport, sync};
 use serde_json::Value;
 
-use crate::support::{binary, repo};
+use crate::support::{TempDir, binary, repo};
 
 /// The runtime library and the model directory, fetched if needed, or why not.
 fn model_files() -> &'static Result<(PathBuf, PathBuf), String> {
@@ -64,11 +64,8 @@ fn embedder() -> &'static Embedder {
     })
 }
 
-fn fresh(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ci-semantic-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn fresh(name: &str) -> TempDir {
+    TempDir::create(&format!("ci-semantic-{}-{name}", std::process::id()))
 }
 
 fn write(dir: &Path, path: &str, text: &str) {
@@ -468,7 +465,7 @@ fn a_missing_or_broken_model_is_a_clear_error() {
         "{\"pad_token\": \"[PAD]\"}",
     )
     .unwrap();
-    let e = Embedder::load(&spec(broken.clone(), runtime.clone())).unwrap_err();
+    let e = Embedder::load(&spec(broken.to_path_buf(), runtime.clone())).unwrap_err();
     assert!(e.to_string().contains("model_max_length"), "{e}");
     // Not a model at all.
     std::fs::write(broken.join("model.onnx"), "not onnx").unwrap();
@@ -477,6 +474,6 @@ fn a_missing_or_broken_model_is_a_clear_error() {
         broken.join("tokenizer_config.json"),
     )
     .unwrap();
-    let e = Embedder::load(&spec(broken, runtime.clone())).unwrap_err();
+    let e = Embedder::load(&spec(broken.to_path_buf(), runtime.clone())).unwrap_err();
     assert_eq!(e.key(), "semantic.model_unavailable", "{e}");
 }

@@ -2,7 +2,7 @@
 //! until it is ready, changed and new files seen before answering, and concurrent calls
 //! answered correctly while files change.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,9 +12,10 @@ use code_intel::server::index_cache::{ChangeSource, IndexCache, Lookup};
 use code_intel::server::semantic_tools::SemanticTools;
 use serde_json::{Map, Value, json};
 
-fn temp_repo(name: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("code-intel-index-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+use crate::support::TempDir;
+
+fn temp_repo(name: &str, files: &[(&str, &str)]) -> TempDir {
+    let dir = TempDir::claim(&format!("code-intel-index-{name}-{}", std::process::id()));
     for (path, text) in files {
         let abs = dir.join(path);
         std::fs::create_dir_all(abs.parent().unwrap()).unwrap();
@@ -201,7 +202,7 @@ fn concurrent_calls_share_the_index_while_files_change() {
     ready(&tools.index);
     std::thread::scope(|s| {
         let writer = {
-            let dir = dir.clone();
+            let dir = dir.to_path_buf();
             s.spawn(move || {
                 for round in 0..20 {
                     // Saved as editors save: a temp file renamed over the old one, so a

@@ -56,8 +56,7 @@ fn every_tool_has_an_object_input_schema_and_a_description_that_says_when() {
 #[test]
 fn every_declared_fact_is_observed_and_nothing_else() {
     use code_intel::session::Host as _;
-    let dir = std::env::temp_dir().join(format!("code-intel-facts-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::support::TempDir::create(&format!("code-intel-facts-{}", std::process::id()));
     let root = code_intel::codeintel::root::Root::open(&dir).unwrap();
     let key = code_intel::server::checkpoint::SealKey::from_bytes([1; 32]);
     let mut host = code_intel::server::host::CodeIntelHost {

@@ -9,7 +9,7 @@
 
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use code_intel::codeintel::page::Window;
@@ -22,15 +22,33 @@ use code_intel::server::index_cache::{ChangeSource, IndexCache};
 use code_intel::server::semantic_tools::SemanticTools;
 use serde_json::{Value, json};
 
-use crate::support::binary;
+use crate::support::{TempDir, binary};
 
-fn temp_repo(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("code-intel-skipped-{name}-{}", std::process::id()));
-    if dir.exists() {
-        make_readable(&dir);
-        let _ = std::fs::remove_dir_all(&dir);
+/// A temporary directory that is made readable again before it is removed: tests here
+/// take permissions away and may fail before they give them back.
+struct SkippedRepo(TempDir);
+
+impl std::ops::Deref for SkippedRepo {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
     }
+}
+
+impl Drop for SkippedRepo {
+    fn drop(&mut self) {
+        make_readable(&self.0);
+    }
+}
+
+fn temp_repo(name: &str) -> SkippedRepo {
+    let path =
+        std::env::temp_dir().join(format!("code-intel-skipped-{name}-{}", std::process::id()));
+    if path.exists() {
+        make_readable(&path);
+    }
+    let dir = SkippedRepo(TempDir::at(path));
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(dir.join("src/app.py"), "def needle():\n    return 1\n").unwrap();
     // Binary: a NUL byte after the pattern.

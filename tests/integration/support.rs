@@ -1,6 +1,6 @@
 //! Shared helpers: loading contracts and paths of the repository.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use code_intel::contract::Contract;
 use code_intel::diagnostic::render;
@@ -225,4 +225,62 @@ pub(crate) fn git_repo(dir: &std::path::Path, files: &[(&str, &str)]) {
     let mut config = repository.config().unwrap();
     config.set_str("user.name", "test").unwrap();
     config.set_str("user.email", "test@example.com").unwrap();
+}
+
+/// A temporary directory removed when the test ends, pass or fail.
+pub(crate) struct TempDir(PathBuf);
+
+impl TempDir {
+    /// `code-intel-sandbox-{name}-{pid}` under the system temporary directory: created
+    /// empty, canonicalized.
+    pub(crate) fn new(name: &str) -> TempDir {
+        let path =
+            std::env::temp_dir().join(format!("code-intel-sandbox-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path.canonicalize().unwrap())
+    }
+
+    /// `leaf` under the system temporary directory, whatever was left there removed and
+    /// nothing created: the caller makes the directory (or its contents).
+    pub(crate) fn claim(leaf: &str) -> TempDir {
+        TempDir::at(std::env::temp_dir().join(leaf))
+    }
+
+    /// As [`TempDir::claim`], for a path of the caller's (a sibling of another one).
+    pub(crate) fn at(path: PathBuf) -> TempDir {
+        let _ = std::fs::remove_dir_all(&path);
+        TempDir(path)
+    }
+
+    /// As [`TempDir::claim`], with the directory created empty.
+    pub(crate) fn create(leaf: &str) -> TempDir {
+        let dir = TempDir::claim(leaf);
+        std::fs::create_dir_all(&dir.0).unwrap();
+        dir
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

@@ -94,6 +94,10 @@ class Client:
             await self.stack.aclose()
         except BaseException:  # a killed server closes its pipes abruptly
             pass
+        try:
+            os.remove(self.pidfile)
+        except FileNotFoundError:
+            pass
         self.session = None
 
 
