@@ -20,12 +20,13 @@ use super::protocol::request::{
 };
 use super::protocol::response::{CompletionAssessmentPayload, WorkerCall};
 use super::provider::ProviderError;
-use super::report::{CriterionResult, Report, Status, note_path, write_atomically};
+use super::report::{CriterionResult, Report, Status, note_path};
 use super::run_record::{RunIds, TestResult, WorkerRun, WorkerTurn, run_test_command, run_worker};
 use super::sandbox::Sandbox;
 use super::task::Task;
 use super::time::{self, Timestamp};
 use super::worker::Invocation;
+use crate::codeintel::store::atomic_write;
 use crate::contract::raw::Outcome;
 use crate::machine::{Accepted, Effect};
 use crate::session::{ActionFailure, Host};
@@ -549,7 +550,7 @@ impl RunnerHost {
         let mut errors = Vec::new();
         let path = note_path(&self.setup.task.repo, &self.setup.task.id);
         let note = match report.note() {
-            Ok(text) => match write_atomically(&path, text.as_bytes()) {
+            Ok(text) => match atomic_write(&path, text.as_bytes()) {
                 Ok(()) => Some(path.clone()),
                 Err(e) => {
                     errors.push(format!("the note {}: {e}", path.display()));
@@ -566,7 +567,7 @@ impl RunnerHost {
         text.push('\n');
         let beside = path.with_extension("json");
         for file in std::iter::once(&beside).chain(self.setup.result_file.as_ref()) {
-            if let Err(e) = write_atomically(file, text.as_bytes()) {
+            if let Err(e) = atomic_write(file, text.as_bytes()) {
                 errors.push(format!("the result {}: {e}", file.display()));
             }
         }

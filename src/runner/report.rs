@@ -1,9 +1,8 @@
 //! What a task leaves behind: the Task Note (Markdown from
 //! `templates/agent-runner/task_note.md.j2`) and the result JSON, both written on every
-//! exit path and atomically, so a reader never sees half a file (the original wrote the
+//! exit path and atomically (by the host, with `codeintel::store::atomic_write`), so a reader never sees half a file (the original wrote the
 //! note only on success, overwrote it on a rerun and broke its code fences, M9).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -150,36 +149,6 @@ pub fn note_path(repo: &Path, task_id: &str) -> PathBuf {
     latest
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut random = [0u8; 4];
-    let _ = getrandom::fill(&mut random);
-    let temp = dir.join(format!(
-        ".{name}.{}.{:02x}{:02x}{:02x}{:02x}.tmp",
-        std::process::id(),
-        random[0],
-        random[1],
-        random[2],
-        random[3]
-    ));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,8 +244,9 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let _dir = TempDir(dir.clone());
         let first = note_path(&dir, "T");
-        write_atomically(&first, b"one").unwrap();
-        write_atomically(&first.with_extension("json"), b"{}").unwrap();
+        std::fs::create_dir_all(first.parent().unwrap()).unwrap();
+        std::fs::write(&first, b"one").unwrap();
+        std::fs::write(first.with_extension("json"), b"{}").unwrap();
         let second = note_path(&dir, "T");
         assert_eq!(first, second);
         assert!(second.ends_with(".agent-runner/task-T.md"));
