@@ -106,11 +106,6 @@ fn main() {
     for _ in 0..TASKS {
         let planner = Planner::from_config(&task.meta, &task.base_dir, None, task.planner_retries);
         let cancel = Cancel::new();
-        let outcomes = contract
-            .states
-            .iter()
-            .filter_map(|s| Some((s.id.clone(), s.outcome?)))
-            .collect();
         let time_inside = Rc::new(Cell::new(Duration::ZERO));
         let mut host = RunnerHost::new(Setup {
             task: task.clone(),
@@ -123,8 +118,7 @@ fn main() {
             cancel: cancel.clone(),
             events: Events::new(false, None),
             result_file: None,
-            outcomes,
-            max_loops: task.max_loops,
+            outcomes: app::terminal_outcomes(&contract),
         });
         let start = Instant::now();
         let code = app::execute(&contract, &mut host, &params, &cancel);

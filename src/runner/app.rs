@@ -3,6 +3,7 @@
 //! task, 3 incomplete, 130 cancelled). Every exit after the task started runs the
 //! contract's `finally` actions, so the note is written and the sandbox released.
 
+use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use super::protocol::planner::Planner;
 use super::report::Status;
 use super::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox};
 use super::task::{self, Task};
-use crate::contract::raw::StateKind;
+use crate::contract::raw::{Outcome, StateKind};
 use crate::contract::{self, Contract};
 use crate::diagnostic::render;
 use crate::session::{Driver, NoCheckpoints, Stop};
@@ -102,14 +103,7 @@ pub fn run(options: &Options, cancel: &Cancel) -> i32 {
         options.meta_model.as_deref(),
         task.planner_retries,
     );
-    let outcomes = contract
-        .states
-        .iter()
-        .filter(|s| s.kind == StateKind::Terminal)
-        .filter_map(|s| Some((s.id.clone(), s.outcome?)))
-        .collect();
     let mut host = RunnerHost::new(Setup {
-        max_loops: task.max_loops,
         task,
         planner,
         sandbox,
@@ -118,7 +112,7 @@ pub fn run(options: &Options, cancel: &Cancel) -> i32 {
         cancel: cancel.clone(),
         events,
         result_file: options.result_file.clone(),
-        outcomes,
+        outcomes: terminal_outcomes(&contract),
     });
     execute(&contract, &mut host, &params, cancel)
 }
@@ -248,6 +242,16 @@ pub fn task_contract() -> Result<Contract, String> {
         let text = render::human(&sources, &findings);
         format!("agent-runner: the built-in task contract does not load:\n{text}")
     })
+}
+
+/// The outcome of each terminal state of the contract, which the host maps to a status.
+pub fn terminal_outcomes(contract: &Contract) -> BTreeMap<String, Outcome> {
+    contract
+        .states
+        .iter()
+        .filter(|s| s.kind == StateKind::Terminal)
+        .filter_map(|s| Some((s.id.clone(), s.outcome?)))
+        .collect()
 }
 
 /// The contract's params from the task.

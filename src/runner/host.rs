@@ -49,8 +49,6 @@ pub struct Setup {
     pub result_file: Option<PathBuf>,
     /// The outcome of each terminal state of the contract, to map the end to a status.
     pub outcomes: BTreeMap<String, Outcome>,
-    /// The contract's loop budget, shown to the planner.
-    pub max_loops: u32,
 }
 
 /// The AgentRunner host of one task.
@@ -264,6 +262,8 @@ impl RunnerHost {
     }
 
     fn plan(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        // Nothing new starts (and nothing is spent) once the task is cancelled.
+        self.cancelled()?;
         let request = PlanTaskRequest {
             task_id: self.setup.task.id.clone(),
             title: self.setup.task.title.clone(),
@@ -304,13 +304,15 @@ impl RunnerHost {
     }
 
     fn next(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        // Nothing new starts (and nothing is spent) once the task is cancelled.
+        self.cancelled()?;
         let request = NextActionRequest {
             title: self.setup.task.title.clone(),
             prd: self.prd_text(),
             acceptance_criteria: self.criterion_states(),
             runs: self.evidence(),
             loops_used: u32::try_from(self.runs.len()).unwrap_or(u32::MAX),
-            max_loops: self.setup.max_loops,
+            max_loops: self.setup.task.max_loops,
             last_test: self.test_evidence(),
         };
         let cancel = self.setup.cancel.clone();
@@ -333,6 +335,8 @@ impl RunnerHost {
     }
 
     fn work(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        // Nothing new starts (and nothing is spent) once the task is cancelled.
+        self.cancelled()?;
         let call = self.pending_call.take();
         let invocation = Invocation {
             prompt: call
@@ -373,6 +377,8 @@ impl RunnerHost {
     }
 
     fn test(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        // Nothing new starts (and nothing is spent) once the task is cancelled.
+        self.cancelled()?;
         let Some(spec) = self.setup.task.test.clone() else {
             return Ok(json!({"ok": true, "ran": false, "passed": true}));
         };
@@ -408,6 +414,8 @@ impl RunnerHost {
     }
 
     fn assess(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
+        // Nothing new starts (and nothing is spent) once the task is cancelled.
+        self.cancelled()?;
         let request = CompletionAssessmentRequest {
             title: self.setup.task.title.clone(),
             prd: self.prd_text(),
@@ -582,10 +590,6 @@ impl RunnerHost {
 
 impl Host for RunnerHost {
     fn perform(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
-        let finalizer = matches!(effect.action.as_str(), "note.write" | "sandbox.release");
-        if !finalizer {
-            self.cancelled()?;
-        }
         let detail = match effect.attempt {
             1 => String::new(),
             n => format!("attempt {n}"),
@@ -595,6 +599,7 @@ impl Host for RunnerHost {
             "prd.load" => Ok(self.load_prd()),
             "preflight.check" => Ok(self.check_preflight()),
             "sandbox.start" => {
+                self.cancelled()?;
                 let cancel = self.setup.cancel.clone();
                 Ok(match self.setup.sandbox.start(&cancel) {
                     Ok(()) => json!({"ok": true}),
