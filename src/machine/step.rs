@@ -142,8 +142,7 @@ pub fn step(
         )));
     }
 
-    let mut roots = instance.guard_roots();
-    roots.insert("facts".into(), Value::Object(event.facts.clone()));
+    let mut roots = roots_with_facts(instance, &event.facts);
     if matches!(event.input, Input::Cancel) {
         let ctx = Context {
             roots: &roots,
@@ -643,6 +642,13 @@ fn amount(value: &LimitValue, instance: &Instance) -> u32 {
     }
 }
 
+/// What guards read in a session: its own data and the host's facts.
+fn roots_with_facts(instance: &Instance, facts: &Map<String, Value>) -> Map<String, Value> {
+    let mut roots = instance.guard_roots();
+    roots.insert("facts".into(), Value::Object(facts.clone()));
+    roots
+}
+
 /// The contract's `finally` actions with their arguments evaluated on the session as it
 /// ended, for the host to perform once on its way out. A call whose `when` does not hold
 /// is left out; a call whose arguments cannot be evaluated still runs, with those
@@ -652,8 +658,7 @@ pub fn finally_effects(
     instance: &Instance,
     facts: &Map<String, Value>,
 ) -> Vec<Effect> {
-    let mut roots = instance.guard_roots();
-    roots.insert("facts".into(), Value::Object(facts.clone()));
+    let roots = roots_with_facts(instance, facts);
     let ctx = Context {
         roots: &roots,
         unknown: &[],
@@ -699,8 +704,7 @@ pub fn run_effects(
     if state.kind != StateKind::Engine {
         return Ok(Vec::new());
     }
-    let mut roots = instance.guard_roots();
-    roots.insert("facts".into(), Value::Object(facts.clone()));
+    let roots = roots_with_facts(instance, facts);
     let ctx = Context {
         roots: &roots,
         unknown: &[],

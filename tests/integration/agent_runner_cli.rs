@@ -346,16 +346,23 @@ fn a_cancelled_task_exits_130_writes_its_note_and_stops_the_agent() {
     );
 }
 
-/// The docker part of a task: a fake docker first on PATH, the image present.
+/// The docker part of a task: a fake docker first on PATH, the image present, and the
+/// agent inside the repository, where the "container" finds it under the mount.
 fn docker_fixture(name: &str, agent: &str) -> (Fixture, FakeDocker) {
     let f = Fixture::new(
         name,
         agent,
-        &task(name, "grep -q Hello hello.txt", "").replace(
-            "    kind: command\n",
-            "    kind: command\n    docker_image: agent-image:test\n",
-        ),
+        &task(name, "grep -q Hello hello.txt", "")
+            .replace(
+                "    kind: command\n",
+                "    kind: command\n    docker_image: agent-image:test\n",
+            )
+            .replace(
+                "command: [./agent.sh]",
+                "command: [/workspace/project/agent.sh]",
+            ),
     );
+    std::fs::copy(f.path().join("agent.sh"), f.path().join("repo/agent.sh")).unwrap();
     let docker = FakeDocker::new(f.path());
     docker.mark("image-present");
     (f, docker)
@@ -370,15 +377,6 @@ fn with_fake_docker(command: &mut Command, docker: &FakeDocker) {
 #[test]
 fn b9_a_docker_task_works_in_a_named_labelled_container_that_is_removed() {
     let (f, docker) = docker_fixture("docker", GOOD_AGENT);
-    // In the "container" the agent is found by its path under the repository mount.
-    std::fs::copy(f.path().join("agent.sh"), f.path().join("repo/agent.sh")).unwrap();
-    let task_text = std::fs::read_to_string(f.path().join("task.yaml"))
-        .unwrap()
-        .replace(
-            "command: [./agent.sh]",
-            "command: [/workspace/project/agent.sh]",
-        );
-    std::fs::write(f.path().join("task.yaml"), task_text).unwrap();
     let mut command = f.command(&["task.yaml", "--result-file", "result.json"]);
     with_fake_docker(&mut command, &docker);
     let o = command.output().unwrap();
@@ -406,14 +404,6 @@ fn b9_a_docker_task_works_in_a_named_labelled_container_that_is_removed() {
 #[test]
 fn b8_sigterm_during_a_docker_run_still_removes_the_container() {
     let (f, docker) = docker_fixture("docker-cancel", SLOW_AGENT);
-    std::fs::copy(f.path().join("agent.sh"), f.path().join("repo/agent.sh")).unwrap();
-    let task_text = std::fs::read_to_string(f.path().join("task.yaml"))
-        .unwrap()
-        .replace(
-            "command: [./agent.sh]",
-            "command: [/workspace/project/agent.sh]",
-        );
-    std::fs::write(f.path().join("task.yaml"), task_text).unwrap();
     let mut command = f.command(&["task.yaml", "--result-file", "result.json"]);
     with_fake_docker(&mut command, &docker);
     let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
@@ -505,14 +495,6 @@ fn a_second_signal_stops_at_once() {
 #[test]
 fn b8_a_second_signal_still_removes_the_container() {
     let (f, docker) = docker_fixture("docker-twice", STUBBORN_AGENT);
-    std::fs::copy(f.path().join("agent.sh"), f.path().join("repo/agent.sh")).unwrap();
-    let task_text = std::fs::read_to_string(f.path().join("task.yaml"))
-        .unwrap()
-        .replace(
-            "command: [./agent.sh]",
-            "command: [/workspace/project/agent.sh]",
-        );
-    std::fs::write(f.path().join("task.yaml"), task_text).unwrap();
     let mut command = f.command(&["task.yaml"]);
     with_fake_docker(&mut command, &docker);
     let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
