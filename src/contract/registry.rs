@@ -346,7 +346,7 @@ impl BuiltinAction {
         match self {
             BuiltinAction::RegisterTasks => ActionSpec {
                 name: self.name(),
-                summary: "replace the task list with the submitted complete list (idempotent); per-task counters are kept for ids that already existed",
+                summary: "replace the task list with the submitted complete list (idempotent): new tasks enter pending, tasks completed by the flow are kept as they were unless reopened as pending, per-task counters are kept for ids that already existed",
                 args: vec![(
                     "tasks",
                     json!({"type": "array", "items": {"type": "object"}}),
@@ -360,6 +360,7 @@ impl BuiltinAction {
                     ("duplicate_task_ids", &[]),
                     ("no_pending_tasks", &[]),
                     ("checklist_required", &["task_id"]),
+                    ("completion_not_earned", &["task_id"]),
                 ]),
                 result: None,
             },

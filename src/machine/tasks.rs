@@ -51,6 +51,14 @@ fn parse_checklist(v: Option<&Value>) -> Vec<ChecklistItem> {
 /// `tasks.register`: replaces the task list with a complete new one (idempotent). Per-task
 /// counters of ids that already existed are kept, so a re-plan cannot reset a failure
 /// count by forgetting to copy it (a bug of the original).
+///
+/// A plan declares work, it never claims it: a task enters the list `pending`, and only
+/// `tasks.complete` (the flow, with its checked evidence) marks one completed. So a task
+/// submitted as anything but `pending` must be one this session already completed, and
+/// it is kept exactly as it was (its checklist and evidence, not the submitted copy). A
+/// completed task may be reopened as `pending` (a failed verification sends it back): that
+/// only adds work, which the flow checks again. A completed task the re-plan leaves out is
+/// kept, before the submitted ones, so its evidence is never lost.
 /// `task_counters` are the names of the contract's task-scoped counters: every task starts
 /// with each at zero, so guards never read `null` for them.
 pub(crate) fn register(
@@ -66,6 +74,12 @@ pub(crate) fn register(
     if submitted.is_empty() {
         return Err(outcome("empty_tasks", &[]));
     }
+    let completed_before = |id: &str| {
+        instance
+            .tasks
+            .iter()
+            .find(|old| old.id == id && old.status == COMPLETED)
+    };
     let mut tasks = Vec::with_capacity(submitted.len());
     for t in &submitted {
         let id = str_field(t, "id").unwrap_or_default();
@@ -73,12 +87,19 @@ pub(crate) fn register(
             return Err(outcome("duplicate_task_ids", &[]));
         }
         let status = str_field(t, "status").unwrap_or_else(|| "pending".into());
+        let task_id = || [("task_id", Value::String(id.clone()))];
+        if status != "pending" {
+            match completed_before(&id) {
+                Some(done) => {
+                    tasks.push(done.clone());
+                    continue;
+                }
+                None => return Err(outcome("completion_not_earned", &task_id())),
+            }
+        }
         let checklist = parse_checklist(t.get("checklist"));
-        if status == "pending" && checklist.is_empty() {
-            return Err(outcome(
-                "checklist_required",
-                &[("task_id", Value::String(id))],
-            ));
+        if checklist.is_empty() {
+            return Err(outcome("checklist_required", &task_id()));
         }
         let mut counters = instance
             .tasks
@@ -101,9 +122,19 @@ pub(crate) fn register(
     if !tasks.iter().any(Task::is_pending) {
         return Err(outcome("no_pending_tasks", &[]));
     }
+    let left_out: Vec<Task> = instance
+        .tasks
+        .iter()
+        .filter(|old| old.status == COMPLETED && !tasks.iter().any(|t| t.id == old.id))
+        .cloned()
+        .collect();
+    tasks.splice(0..0, left_out);
     instance.tasks = tasks;
     Ok(())
 }
+
+/// The status only `tasks.complete` gives.
+const COMPLETED: &str = "completed";
 
 /// Whether `evidence` is `path:line` or `path:line-line` with 1 ≤ line ≤ end.
 pub(crate) fn evidence_format_ok(evidence: &str) -> bool {
@@ -205,7 +236,7 @@ pub fn complete(instance: &mut Instance, args: &Map<String, Value>) -> Result<()
     }
     let task = &mut instance.tasks[index];
     task.checklist = reported;
-    task.status = "completed".into();
+    task.status = COMPLETED.into();
     Ok(())
 }
 
@@ -222,4 +253,107 @@ pub(crate) fn require_all_complete(instance: &Instance) -> Result<(), Outcome> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn instance() -> Instance {
+        serde_json::from_value(json!({
+            "contract": "c", "state": "S", "flags": {}, "intent": "i", "locale": "en",
+            "params": {}, "counters": {}, "tasks": [], "vars": {}, "summaries": [],
+            "steps_taken": 0
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn plan(tasks: &[(&str, &str)]) -> Map<String, Value> {
+        let tasks: Vec<Value> = tasks
+            .iter()
+            .map(|(id, status)| {
+                json!({"id": id, "description": format!("do {id}"), "status": status,
+                       "checklist": [{"item": format!("{id} item")}]})
+            })
+            .collect();
+        json!({ "tasks": tasks })
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn refused(instance: &mut Instance, tasks: &[(&str, &str)]) -> (&'static str, Value) {
+        let before = instance.clone();
+        let outcome = register(instance, &plan(tasks), &["failure_count"])
+            .err()
+            .unwrap_or_else(|| panic!("accepted {tasks:?}"));
+        assert_eq!(*instance, before, "a refused plan changed the instance");
+        let task = outcome.args.get("task_id").cloned().unwrap_or(Value::Null);
+        (outcome.name, task)
+    }
+
+    /// Completes `id` the way the flow does, with evidence.
+    fn complete_task(instance: &mut Instance, id: &str) {
+        let report = json!({"task_id": id, "checklist": [
+            {"item": format!("{id} item"), "status": "done", "evidence": "src/a.rs:1"}
+        ]});
+        complete(instance, report.as_object().unwrap_or(&Map::new()))
+            .unwrap_or_else(|e| panic!("{e:?}"));
+    }
+
+    #[test]
+    fn a_plan_cannot_declare_a_task_completed() {
+        let mut i = instance();
+        assert_eq!(
+            refused(&mut i, &[("t1", "completed"), ("t2", "pending")]),
+            ("completion_not_earned", json!("t1"))
+        );
+        assert_eq!(
+            refused(&mut i, &[("t1", "done"), ("t2", "pending")]),
+            ("completion_not_earned", json!("t1"))
+        );
+        assert_eq!(
+            refused(&mut i, &[("t1", "completed")]),
+            ("completion_not_earned", json!("t1"))
+        );
+    }
+
+    #[test]
+    fn a_re_plan_keeps_completed_tasks_and_cannot_flip_pending_ones() {
+        let mut i = instance();
+        register(&mut i, &plan(&[("t1", "pending"), ("t2", "pending")]), &[])
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        complete_task(&mut i, "t1");
+        let done = i.tasks[0].clone();
+        assert_eq!(done.status, "completed");
+
+        // t2 was never completed: a re-plan cannot flip it.
+        assert_eq!(
+            refused(&mut i, &[("t1", "completed"), ("t2", "completed"), ("t3", "pending")]),
+            ("completion_not_earned", json!("t2"))
+        );
+
+        // The submitted copy of a completed task does not replace the flow's record.
+        let mut changed = plan(&[("t1", "completed"), ("t3", "pending")]);
+        changed["tasks"][0]["checklist"] = json!([{"item": "something else"}]);
+        changed["tasks"][0]["description"] = json!("rewritten");
+        register(&mut i, &changed, &[]).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(i.tasks[0], done);
+        assert_eq!(i.tasks[1].id, "t3");
+
+        // A completed task the re-plan leaves out is kept, first.
+        register(&mut i, &plan(&[("t4", "pending")]), &[]).unwrap_or_else(|e| panic!("{e:?}"));
+        let ids: Vec<(&str, &str)> = i
+            .tasks
+            .iter()
+            .map(|t| (t.id.as_str(), t.status.as_str()))
+            .collect();
+        assert_eq!(ids, [("t1", "completed"), ("t4", "pending")]);
+
+        // Reopening a completed task only adds work: it is pending again, to be done anew.
+        register(&mut i, &plan(&[("t1", "pending")]), &[]).unwrap_or_else(|e| panic!("{e:?}"));
+        assert!(i.tasks[0].is_pending() && i.tasks[0].checklist[0].evidence.is_none());
+    }
 }

@@ -252,9 +252,13 @@ fn task_rules_are_enforced() {
     let mut dup = plan(&["t1", "t1"]);
     dup["summary"] = json!("dup");
     d.rejected(dup, &[], "failures.READY.duplicate_task_ids");
+    // A plan declares work; it cannot claim a task done, alone or before pending ones.
     let mut done = plan(&["t1"]);
     done["tasks"][0]["status"] = json!("completed");
-    d.rejected(done, &[], "failures.READY.no_pending_tasks");
+    d.rejected(done, &[], "failures.READY.completion_not_earned");
+    let mut first_done = plan(&["t1", "t2"]);
+    first_done["tasks"][0]["status"] = json!("completed");
+    d.rejected(first_done, &[], "failures.READY.completion_not_earned");
     let mut empty_checklist = plan(&["t1"]);
     empty_checklist["tasks"][0]["checklist"] = json!([]);
     d.rejected(empty_checklist, &[], "failures.READY.empty_tasks");
