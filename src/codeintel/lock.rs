@@ -92,16 +92,15 @@ impl WriteLock {
 }
 
 fn open_lock_file(path: &Path) -> std::io::Result<File> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     // Opened for writing: std leaves locking a read-only handle unspecified.
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+    super::state_dir::open_in_place(
+        path,
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
 }
 
 impl Drop for WriteLock {

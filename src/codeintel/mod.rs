@@ -15,6 +15,7 @@ pub mod refresh;
 pub(crate) mod retag;
 pub mod root;
 pub mod search;
+pub mod state_dir;
 pub(crate) mod store;
 pub mod symbols;
 pub(crate) mod tags;

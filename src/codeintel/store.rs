@@ -273,8 +273,11 @@ pub(crate) fn checksum(bytes: &[u8]) -> u64 {
 /// the time), so two writers, in one process or in two, never write the same temp file;
 /// `create_new` makes a collision an error rather than a shared file. Callers hold the
 /// index lock, so a temp file found while holding it belongs to a dead writer
-/// ([`is_temp`]).
+/// ([`is_temp`]). Under `.code-intel/` no directory on the way may be a symlink
+/// ([`super::state_dir::check_path`]); the rename replaces a symlink at `path` itself.
 pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // Under `.code-intel/`, never through a planted symlink (see `state_dir`).
+    super::state_dir::check_path(path)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }

@@ -331,7 +331,10 @@ mod tests {
 
         // t2 was never completed: a re-plan cannot flip it.
         assert_eq!(
-            refused(&mut i, &[("t1", "completed"), ("t2", "completed"), ("t3", "pending")]),
+            refused(
+                &mut i,
+                &[("t1", "completed"), ("t2", "completed"), ("t3", "pending")]
+            ),
             ("completion_not_earned", json!("t2"))
         );
 

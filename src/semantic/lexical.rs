@@ -151,6 +151,7 @@ impl Lexical {
     /// cannot be opened (it is derived data: the next sync refills it).
     pub(crate) fn open_or_create(dir: &Path) -> Result<Lexical, Error> {
         let (schema, fields) = schema();
+        crate::codeintel::state_dir::check_path(&dir.join("-")).map_err(|e| Error::io(dir, e))?;
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let index = match Index::open_in_dir(dir) {
             Ok(index) if index.schema() == schema => index,

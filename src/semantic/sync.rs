@@ -22,6 +22,7 @@ use crate::codeintel::lock::WriteLock;
 use crate::codeintel::retag::{MAX_FILE_BYTES, sha256, stamp};
 use crate::codeintel::root::Root;
 use crate::codeintel::search::walk_files;
+use crate::codeintel::state_dir;
 
 /// Where a sync is, for progress bars and status fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +86,7 @@ pub fn sync(
 ) -> Result<SyncReport, Error> {
     let started = Instant::now();
     let layout = Layout::of(root);
+    state_dir::check_path(&layout.dir.join("-")).map_err(|e| Error::io(&layout.dir, e))?;
     std::fs::create_dir_all(&layout.dir).map_err(|e| Error::io(&layout.dir, e))?;
     let mut report = SyncReport::default();
     let (catalog, lexical, added) = {
@@ -301,6 +303,7 @@ fn chunk_files(
 pub fn sync_files(root: &Root, chunk_max_tokens: usize) -> Result<SyncReport, Error> {
     let started = Instant::now();
     let layout = Layout::of(root);
+    state_dir::check_path(&layout.dir.join("-")).map_err(|e| Error::io(&layout.dir, e))?;
     std::fs::create_dir_all(&layout.dir).map_err(|e| Error::io(&layout.dir, e))?;
     let _lock = WriteLock::acquire_at(&layout.lock)?;
     let mut report = SyncReport::default();

@@ -177,13 +177,15 @@ impl Vectors {
     /// another model is replaced; a torn tail is cut first.
     pub(crate) fn append(&mut self, path: &Path, batch: &[(Hash, Vec<f32>)]) -> Result<(), Error> {
         let head = header(&self.model, self.dimensions);
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+        let mut file = crate::codeintel::state_dir::open_in_place(
+            path,
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true),
+        )
+        .map_err(|e| Error::io(path, e))?;
         let mut start = vec![0u8; head.len()];
         let has_header = file.read_exact(&mut start).is_ok() && start == head;
         if !has_header {

@@ -5,7 +5,6 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::rc::Rc;
 
 use serde_json::{Map, Value, json};
@@ -13,9 +12,11 @@ use serde_json::{Map, Value, json};
 use super::checkpoint::SealKey;
 use super::evidence;
 use super::git::{self, GitError, StaleChoice};
+use super::hook::decide::Target;
 use super::hook::reads::read_paths;
+use super::paths;
 use super::record::HostState;
-use crate::codeintel::root::{PathError, Root};
+use crate::codeintel::root::Root;
 use crate::machine::Effect;
 use crate::session::{ActionFailure, Host};
 
@@ -351,9 +352,10 @@ pub fn seen_paths(
     all
 }
 
-/// Normalises client paths and checks them as exploration claims: inside the root, and,
-/// when the file exists (or existed at the baseline), seen in this session. Returns the
-/// root-relative paths.
+/// Normalises client paths and checks them as exploration claims: inside the root, not in
+/// a reserved directory (`.git/`, `.code-intel/`), and, when the file exists (or existed
+/// at the baseline), seen in this session. Returns the root-relative paths. The paths are
+/// judged as the write hook judges them ([`paths::judge`]).
 pub fn check_explorable(
     root: &Root,
     seen: &BTreeSet<String>,
@@ -368,12 +370,14 @@ pub fn check_explorable(
         _ => false,
     };
     let mut outside = Vec::new();
+    let mut reserved = Vec::new();
     let mut unseen = Vec::new();
     let mut accepted = Vec::new();
     for file in files {
-        match relative_path(root, file) {
-            Err(_) => outside.push(file.clone()),
-            Ok(rel) => {
+        match paths::judge(root, root.path(), file) {
+            Target::Outside(_) => outside.push(file.clone()),
+            Target::Inside(rel) if paths::is_reserved(&rel) => reserved.push(rel),
+            Target::Inside(rel) => {
                 let exists = root.path().join(&rel).exists() || existed(&rel);
                 if exists && !seen.contains(&rel) {
                     unseen.push(rel);
@@ -386,77 +390,13 @@ pub fn check_explorable(
     if !outside.is_empty() {
         return Err(ActionFailure::new("outside_root").with("files", outside));
     }
+    if !reserved.is_empty() {
+        return Err(ActionFailure::new("reserved").with("files", reserved));
+    }
     if !unseen.is_empty() {
         return Err(ActionFailure::new("unseen").with("files", unseen));
     }
     Ok(accepted)
-}
-
-/// The root-relative `/`-separated form of a client path that stays inside the root,
-/// whether or not it exists yet. Existing paths are resolved through symlinks; a path
-/// that does not exist is checked through its nearest existing parent.
-pub fn relative_path(root: &Root, client: &str) -> Result<String, PathError> {
-    let trimmed = client.trim();
-    if trimmed.is_empty() {
-        return Err(PathError::NotFound(client.to_string()));
-    }
-    match root.resolve(trimmed) {
-        Ok(abs) => Ok(root.relative(&abs)),
-        Err(PathError::NotFound(_)) => {
-            let given = Path::new(trimmed);
-            let joined = if given.is_absolute() {
-                given.to_path_buf()
-            } else {
-                root.path().join(given)
-            };
-            // A dangling symlink is not a file to be created: writing through it would
-            // create its target, wherever that is.
-            if std::fs::symlink_metadata(&joined).is_ok() {
-                return Err(PathError::OutsideRoot(client.to_string()));
-            }
-            // A file to be created: its parent must resolve inside the root, and the
-            // remaining components must be plain names.
-            let mut missing = Vec::new();
-            let mut parent = given;
-            loop {
-                let Some(name) = parent.file_name() else {
-                    return Err(PathError::OutsideRoot(client.to_string()));
-                };
-                missing.push(name.to_string_lossy().into_owned());
-                parent = parent.parent().unwrap_or(Path::new(""));
-                let parent_text = parent.to_string_lossy();
-                let probe = if parent_text.is_empty() {
-                    "."
-                } else {
-                    parent_text.as_ref()
-                };
-                match root.resolve(probe) {
-                    Ok(abs) => {
-                        missing.reverse();
-                        let base = root.relative(&abs);
-                        let mut rel = if base.is_empty() || base == "." {
-                            String::new()
-                        } else {
-                            base + "/"
-                        };
-                        rel.push_str(&missing.join("/"));
-                        return Ok(rel);
-                    }
-                    Err(PathError::NotFound(_)) if !parent_text.is_empty() => {
-                        // A missing parent that is a dangling symlink would be created
-                        // wherever it points.
-                        if std::fs::symlink_metadata(root.path().join(parent)).is_ok()
-                            || (parent.is_absolute() && std::fs::symlink_metadata(parent).is_ok())
-                        {
-                            return Err(PathError::OutsideRoot(client.to_string()));
-                        }
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Err(e) => Err(e),
-    }
 }
 
 /// A git refusal as the generic `failed` outcome with its text.
@@ -517,55 +457,4 @@ fn string_list(value: Option<&Value>) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A temporary directory removed when the test ends, pass or fail.
-    struct TempDir(std::path::PathBuf);
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    #[test]
-    fn client_paths_stay_inside_the_root_existing_or_not() {
-        let dir = std::env::temp_dir().join(format!("ci-host-paths-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let _dir = TempDir(dir.clone());
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(dir.join("src/a.py"), "x = 1\n").unwrap();
-        let root = Root::open(&dir).unwrap();
-        let rel = |p: &str| relative_path(&root, p);
-        assert_eq!(rel("src/a.py").unwrap(), "src/a.py");
-        assert_eq!(rel("./src/a.py").unwrap(), "src/a.py");
-        assert_eq!(
-            rel(&dir.join("src/a.py").to_string_lossy()).unwrap(),
-            "src/a.py"
-        );
-        assert_eq!(rel("src/new/b.py").unwrap(), "src/new/b.py");
-        assert_eq!(rel("c.py").unwrap(), "c.py");
-        assert!(rel("../x.py").is_err());
-        assert!(rel("src/../../x.py").is_err());
-        assert!(rel("/etc/passwd").is_err());
-        assert!(rel("new/..").is_err());
-        assert!(rel("").is_err());
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::symlink("/tmp", dir.join("out")).unwrap();
-            assert!(rel("out/x.py").is_err(), "through a symlink to outside");
-            std::os::unix::fs::symlink("/nonexistent/target.py", dir.join("dangling.py")).unwrap();
-            assert!(rel("dangling.py").is_err(), "a dangling symlink");
-            std::os::unix::fs::symlink("/nonexistent/dir", dir.join("dang")).unwrap();
-            assert!(
-                rel("dang/new.py").is_err(),
-                "through a dangling symlinked directory"
-            );
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 }

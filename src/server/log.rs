@@ -105,14 +105,14 @@ impl Log {
 
     fn append(&self, file: &str, entry: &Value) {
         let path = self.dir.join(file);
-        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)?;
+        let written = (|| {
+            let mut f = crate::codeintel::state_dir::open_in_place(
+                &path,
+                std::fs::OpenOptions::new().create(true).append(true),
+            )?;
             // One write per line, so concurrent appenders never interleave inside a line.
             f.write_all(format!("{entry}\n").as_bytes())
-        });
+        })();
         if let Err(e) = written {
             tracing::warn!("cannot write {}: {e}", path.display());
         }

@@ -17,6 +17,7 @@ pub mod host;
 pub mod index_cache;
 pub mod init;
 pub mod log;
+pub mod paths;
 pub mod record;
 pub mod recorder;
 pub mod registry;

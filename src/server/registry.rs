@@ -21,7 +21,11 @@ pub fn registry() -> Registry {
                 json!({"type": "array", "items": {"type": "string"}}),
                 true,
             )],
-            &[("unseen", &["files"]), ("outside_root", &["files"])],
+            &[
+                ("unseen", &["files"]),
+                ("outside_root", &["files"]),
+                ("reserved", &["files"]),
+            ],
         ),
         host_action(
             "changes.require_explored",
@@ -159,6 +163,7 @@ pub fn registry() -> Registry {
         ),
         ("tool_errors.add_explored_files.unseen", vec!["files"]),
         ("tool_errors.add_explored_files.outside_root", vec!["files"]),
+        ("tool_errors.add_explored_files.reserved", vec!["files"]),
         ("session.no_active_session", vec![]),
         ("session.no_active_session_short", vec![]),
         ("session.checkpoint_restore_failed", vec![]),

@@ -80,16 +80,17 @@ impl SessionLock {
             path: path.to_path_buf(),
             error,
         };
-        std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
         let lock_path = dir.join(LOCK_FILE);
         let holder_path = dir.join(HOLDER_FILE);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(|e| io(&lock_path, e))?;
+        let file = crate::codeintel::state_dir::open_in_place(
+            &lock_path,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false),
+        )
+        .map_err(|e| io(&lock_path, e))?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {

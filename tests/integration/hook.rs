@@ -582,3 +582,176 @@ fn the_hook_runs_from_a_subdirectory_and_survives_a_closed_stdout() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Whether `check_write_target` allows `path` (it answers an error when it does not).
+fn check_allows(server: &Server, path: &str) -> bool {
+    let reply = server.call("check_write_target", args(json!({"file_path": path})));
+    match reply.is_error {
+        false => reply.body["allowed"] == true,
+        true => {
+            assert_eq!(reply.body["error"], "write_blocked", "{}", reply.body);
+            false
+        }
+    }
+}
+
+#[test]
+fn git_and_the_state_dir_are_never_explored_added_or_written() {
+    let repo = Repo::new("reserved");
+    let server = repo.server();
+    start(&server);
+    // The client reads .git/config with its own tool: not recorded as a read.
+    repo.post(
+        "Read",
+        json!({"file_path": repo.abs(".git/config")}),
+        json!({"type": "text", "file": {"filePath": repo.abs(".git/config"), "content": "", "numLines": 1, "startLine": 1, "totalLines": 1}}),
+    );
+    let reads = repo.checkpoint().with_extension("reads");
+    assert!(
+        !std::fs::read_to_string(&reads)
+            .unwrap_or_default()
+            .contains(".git"),
+        "a read in .git/ was recorded"
+    );
+    to_implementation(&server, &["app.py"]);
+    for path in [
+        ".git/config",
+        ".git/hooks/pre-commit",
+        "./.git/HEAD",
+        ".code-intel/config.yml",
+    ] {
+        let reply = server.call("add_explored_files", args(json!({"files": [path]})));
+        assert!(reply.is_error, "{path}: {}", reply.body);
+        assert_eq!(
+            reply.body["error"], "reserved_path",
+            "{path}: {}",
+            reply.body
+        );
+        assert!(!check_allows(&server, path), "{path}");
+        let reason = repo.write(&repo.abs(path)).unwrap();
+        assert!(reason.contains("never written by an agent"), "{reason}");
+    }
+    let reason = repo
+        .patch("*** Add File: .git/hooks/post-checkout\n+#!/bin/sh\n")
+        .unwrap();
+    assert!(reason.contains(".git/hooks/post-checkout"), "{reason}");
+    // Reached through a link inside the repository, .git/ is still .git/.
+    std::os::unix::fs::symlink(".git/hooks", repo.root.join("hooks")).unwrap();
+    assert!(repo.write(&repo.abs("hooks/pre-push")).is_some());
+    assert!(!check_allows(&server, "hooks/pre-push"));
+    assert!(!repo.root.join(".git/hooks/pre-push").exists());
+}
+
+#[test]
+fn an_exploration_claim_in_git_is_refused() {
+    let repo = Repo::new("reserved-claim");
+    let server = repo.server();
+    start(&server);
+    call(&server, "search_files", json!({"globs": ["*.md"]}));
+    submit(
+        &server,
+        json!({"documents_reviewed": ["README.md"], "tools_used": ["search_files"], "summary": "no rules", "compaction_count": 0}),
+    );
+    submit(
+        &server,
+        json!({"target_feature": {"value": "main", "quote": "main"}, "desired_action": {"value": "add --json", "quote": "add a --json flag"}, "trigger_condition": null, "observed_issue": null, "tools_used": [], "summary": "frame", "compaction_count": 0}),
+    );
+    call(&server, "get_symbols", json!({"file_path": "app.py"}));
+    call(&server, "search_text", json!({"patterns": ["def main"]}));
+    let reply = server.call(
+        "submit_phase",
+        args(json!({"data": {"explored_files": ["app.py", ".git/config"], "findings": ["app.py:5 main"], "tools_used": ["get_symbols", "search_text"], "summary": "s", "compaction_count": 0}})),
+    );
+    assert!(reply.is_error, "{}", reply.body);
+    assert_eq!(
+        reply.body["message_key"], "failures.EXPLORATION.files_reserved",
+        "{}",
+        reply.body
+    );
+}
+
+#[test]
+fn the_hook_and_check_write_target_judge_every_path_alike() {
+    let repo = Repo::new("alike");
+    let server = repo.server();
+    start(&server);
+    to_implementation(&server, &["app.py"]);
+    // An alias of the root (a symlink to it) and a subdirectory to work from.
+    let alias = repo.root.parent().unwrap().join("alias");
+    std::os::unix::fs::symlink(&repo.root, &alias).unwrap();
+    std::fs::create_dir_all(repo.root.join("sub")).unwrap();
+    let aliased = alias.join("app.py").to_string_lossy().into_owned();
+    let cases: [(&str, bool); 7] = [
+        ("app.py", true),
+        (&aliased, true),
+        ("./app.py", true),
+        ("app.py ", false),
+        (" app.py", false),
+        ("", false),
+        ("lib.py", false),
+    ];
+    for (path, allowed) in cases {
+        assert_eq!(
+            check_allows(&server, path),
+            allowed,
+            "check_write_target {path:?}"
+        );
+        let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": repo.root,
+                           "tool_input": {"file_path": path, "content": "x"}});
+        let hook = decision(&repo.hook("claude", input.to_string().as_bytes()));
+        assert_eq!(hook.is_none(), allowed, "hook {path:?}: {hook:?}");
+    }
+    // From the alias as working directory, the same answers.
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": alias,
+                       "tool_input": {"file_path": "app.py ", "content": "x"}});
+    assert!(decision(&repo.hook("claude", input.to_string().as_bytes())).is_some());
+    let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": alias,
+                       "tool_input": {"file_path": "app.py", "content": "x"}});
+    assert_eq!(
+        decision(&repo.hook("claude", input.to_string().as_bytes())),
+        None
+    );
+}
+
+#[test]
+fn a_linked_state_dir_is_refused_and_nothing_is_written_through_it() {
+    let repo = Repo::new("linked-state");
+    let elsewhere = repo.root.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, repo.root.join(".code-intel")).unwrap();
+    let error = match Server::new(&repo.root, default_contract(), SealKey::from_bytes(KEY)) {
+        Ok(_) => panic!("a server started on a linked .code-intel"),
+        Err(e) => e,
+    };
+    assert!(error.contains(".code-intel is a symbolic link"), "{error}");
+    // The CLI's index refuses too.
+    let out = Command::new(binary())
+        .args(["index"])
+        .current_dir(&repo.root)
+        .env("CODE_INTEL_STATE_DIR", &repo.state)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    // A session's files planted there are not trusted by the hook.
+    let reason = repo.write(&repo.abs("app.py")).unwrap();
+    assert!(reason.contains("symbolic link"), "{reason}");
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "something was written through the link"
+    );
+
+    // A linked directory inside a real .code-intel/ is refused the same way.
+    std::fs::remove_file(repo.root.join(".code-intel")).unwrap();
+    std::fs::create_dir_all(repo.root.join(".code-intel")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, repo.root.join(".code-intel/sessions")).unwrap();
+    let server = repo.server();
+    let reply = server.call(
+        "start_session",
+        args(json!({"query": "add a --json flag to main", "flags": ""})),
+    );
+    assert!(reply.is_error, "{}", reply.body);
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}

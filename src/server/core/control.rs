@@ -10,7 +10,7 @@ use crate::server::reply::Reply;
 
 use super::{Server, State, no_session, parse};
 use crate::server::hook::decide::{Decision, Target, Targets, decide_in_session};
-use crate::server::host::relative_path;
+use crate::server::paths;
 
 impl Server {
     pub(super) fn check_write_target(&self, state: &mut State, args: Map<String, Value>) -> Reply {
@@ -21,11 +21,9 @@ impl Server {
         let Some(active) = state.active.as_ref() else {
             return Reply::ok(json!({"allowed": true, "reason": "no active session"}));
         };
-        // The same rule as the write hook's, so a client without hooks is held to it too.
-        let target = match relative_path(&self.root, &a.file_path) {
-            Ok(rel) => Target::Inside(rel),
-            Err(_) => Target::Outside(a.file_path.clone()),
-        };
+        // The same path judgement and rule as the write hook's, so a client without hooks
+        // is held to it too.
+        let target = paths::judge(&self.root, self.root.path(), &a.file_path);
         let file_path = match &target {
             Target::Inside(rel) | Target::Outside(rel) => rel.clone(),
         };
@@ -66,10 +64,10 @@ impl Server {
                 Reply::ok(json!({"added": accepted, "explored_files": record.host.explored}))
             }
             Err(failure) => {
-                let key = if failure.outcome == "unseen" {
-                    "tool_errors.add_explored_files.unseen"
-                } else {
-                    "tool_errors.add_explored_files.outside_root"
+                let key = match failure.outcome.as_str() {
+                    "unseen" => "tool_errors.add_explored_files.unseen",
+                    "reserved" => "tool_errors.add_explored_files.reserved",
+                    _ => "tool_errors.add_explored_files.outside_root",
                 };
                 let files = failure.args.get("files").cloned().unwrap_or(Value::Null);
                 let m = self.render(key, &[("files", files.clone())], &record.instance);

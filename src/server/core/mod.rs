@@ -73,6 +73,9 @@ impl Server {
                 contract.name, contract.registry.host
             ));
         }
+        // Before anything is written: a linked `.code-intel/` would take every write of
+        // the server outside the repository.
+        crate::codeintel::state_dir::check(root.path()).map_err(|e| e.to_string())?;
         ensure_gitignore(root.path()).map_err(|e| {
             format!(
                 "cannot write {}: {e}",

@@ -14,14 +14,6 @@ pub enum Session {
     Active(Box<SessionRecord>),
 }
 
-/// One path a write names, after confinement to the root.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// Root-relative, `/`-separated.
-    Inside(String),
-    /// Outside the root (`..`, another absolute path, a symlink that leaves it), as given.
-    Outside(String),
-}
 
 /// What a tool call is about to write, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,8 +32,8 @@ pub enum Decision {
     Deny(String),
 }
 
-/// The directory of code-intel's own state, which no write may touch.
-const STATE_DIR: &str = ".code-intel";
+pub use crate::server::paths::Target;
+use crate::server::paths::is_reserved;
 
 /// The decision table, first match wins:
 ///
@@ -52,7 +44,7 @@ const STATE_DIR: &str = ".code-intel";
 /// | a session whose checkpoint cannot be trusted | deny, with why |
 /// | a write whose files cannot be told | deny |
 /// | a file outside the root | deny, naming it |
-/// | a file under `.code-intel/` | deny, naming it |
+/// | a file under `.git/` or `.code-intel/`, at any depth | deny, naming it |
 /// | the current state allows no writes | deny, the contract's phase refusal |
 /// | a file not explored | deny, the contract's file refusal, naming it |
 /// | otherwise | allow |
@@ -105,15 +97,15 @@ pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision 
             Target::Outside(_) => None,
         })
         .collect();
-    let state: Vec<&str> = inside
+    let reserved: Vec<&str> = inside
         .iter()
         .copied()
-        .filter(|rel| *rel == STATE_DIR || rel.starts_with(".code-intel/"))
+        .filter(|rel| is_reserved(rel))
         .collect();
-    if !state.is_empty() {
+    if !reserved.is_empty() {
         return Decision::Deny(format!(
-            "{}: {STATE_DIR}/ holds code-intel's session state and is never written by an agent",
-            state.join(", ")
+            "{}: .git/ (git's own files and hooks) and .code-intel/ (code-intel's session state) are never written by an agent",
+            reserved.join(", ")
         ));
     }
     let gate = &record.write_gate;
@@ -236,6 +228,13 @@ mod tests {
             ))
             .contains(".code-intel/sessions/current.json")
         );
+        for reserved in [".git/config", ".git/hooks/pre-commit", "sub/.git/HEAD"] {
+            let explored = record(true, &[reserved], None);
+            assert!(
+                denied(decide(&explored, &paths(&[inside(reserved)]))).contains(reserved),
+                "{reserved} is never written, even when explored"
+            );
+        }
         assert_eq!(
             denied(decide(
                 &record(false, &["a.rs"], None),

@@ -25,7 +25,7 @@ use decide::{Decision, Session, Target, Targets};
 use input::{Event, HookInput, Writes};
 
 use super::checkpoint::{CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey};
-use super::host::relative_path;
+use super::paths::{canonical_prefix, is_reserved, judge as confine};
 use crate::codeintel::root::Root;
 
 /// The client calling the hook (both speak the same JSON for what the hook reads).
@@ -147,13 +147,7 @@ fn before_write(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
     }
     let mut by_root: std::collections::BTreeMap<PathBuf, Vec<String>> = Default::default();
     for p in paths {
-        let trimmed = p.trim();
-        let absolute = if Path::new(trimmed).is_absolute() {
-            PathBuf::from(trimmed)
-        } else {
-            cwd.join(trimmed)
-        };
-        let dir = canonical_prefix(&absolute)
+        let dir = canonical_prefix(&cwd.join(&p))
             .parent()
             .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf);
         let root = governing_root(&dir);
@@ -233,7 +227,8 @@ fn after_read(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
     let relative: Vec<String> = paths
         .iter()
         .filter_map(|p| match confine(&root, cwd, p) {
-            Target::Inside(rel) if !rel.is_empty() => Some(rel),
+            // `.git/` and `.code-intel/` are never exploration, however they were read.
+            Target::Inside(rel) if !rel.is_empty() && !is_reserved(&rel) => Some(rel),
             _ => None,
         })
         .collect();
@@ -270,6 +265,12 @@ fn pointer_exists(root: &Root) -> bool {
 
 /// The session in progress, read and verified.
 fn session(root: &Root) -> Session {
+    // A linked `.code-intel/` could name any session (or none): never trusted.
+    if let Err(e) =
+        crate::codeintel::state_dir::check_path(&root.path().join(SESSIONS_DIR).join(CURRENT_FILE))
+    {
+        return Session::Unreadable(e.to_string());
+    }
     if !pointer_exists(root) {
         return Session::None;
     }
@@ -298,54 +299,4 @@ fn session(root: &Root) -> Session {
         )),
         Err(e) => Session::Unreadable(e.to_string()),
     }
-}
-
-/// A client path (absolute, or relative to `cwd`) confined to the root. Paths that reach
-/// the root through a symlinked prefix are first resolved, and a path that is itself a
-/// symlink must point inside the root and at something that exists (a dangling link would
-/// create its target wherever it points).
-fn confine(root: &Root, cwd: &Path, given: &str) -> Target {
-    let outside = || Target::Outside(given.to_string());
-    let trimmed = given.trim();
-    if trimmed.is_empty() {
-        return outside();
-    }
-    let path = Path::new(trimmed);
-    let absolute = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        cwd.join(path)
-    };
-    let absolute = canonical_prefix(&absolute);
-    let Some(text) = absolute.to_str() else {
-        return outside();
-    };
-    let Ok(rel) = relative_path(root, text) else {
-        return outside();
-    };
-    let on_disk = root.path().join(&rel);
-    if on_disk
-        .symlink_metadata()
-        .is_ok_and(|m| m.file_type().is_symlink())
-        && !on_disk
-            .canonicalize()
-            .is_ok_and(|target| target.starts_with(root.path()))
-    {
-        return outside();
-    }
-    Target::Inside(rel)
-}
-
-/// `path` with its longest existing prefix canonicalised and the rest appended as given,
-/// so `/tmp/x/new.rs` under a symlinked `/tmp` compares with the canonical root.
-fn canonical_prefix(path: &Path) -> PathBuf {
-    for ancestor in path.ancestors() {
-        if let Ok(canonical) = ancestor.canonicalize() {
-            return match path.strip_prefix(ancestor) {
-                Ok(rest) if !rest.as_os_str().is_empty() => canonical.join(rest),
-                _ => canonical,
-            };
-        }
-    }
-    path.to_path_buf()
 }

@@ -70,10 +70,10 @@ pub fn append(
     if text.is_empty() {
         return Ok(());
     }
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(reads_path(root, session_id))?;
+    let mut file = crate::codeintel::state_dir::open_in_place(
+        &reads_path(root, session_id),
+        std::fs::OpenOptions::new().append(true).create(true),
+    )?;
     file.write_all(text.as_bytes())
 }
 
