@@ -5,6 +5,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::reply::Reply;
+
 /// No arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -86,4 +88,105 @@ pub struct AddExploredArgs {
     /// Files to add to the explored set: existing files must have appeared in a tool's
     /// output in this session; new files (to be created) must lie inside the repository.
     pub files: Vec<String>,
+}
+
+/// The most files one `add_explored_files` call may name.
+pub const MAX_EXPLORED_PER_CALL: usize = 256;
+
+// Input limits. Every call's arguments are measured before any work is done, so a
+// megabyte `query` or pattern is refused at once rather than compiled into a matcher
+// (a regex takes some 400 bytes of memory per byte of pattern) or held in a session.
+// The limits are far beyond what an agent writes; a refusal names the field and limit.
+
+/// The most bytes a call's arguments may take as JSON: no more could be checkpointed.
+pub const MAX_ARGUMENTS_BYTES: usize = super::checkpoint::MAX_CHECKPOINT_BYTES;
+/// The longest string any argument may hold, unless [`FIELD_LIMITS`] says otherwise.
+pub const MAX_STRING_BYTES: usize = 16 * 1024;
+/// The most items of any list argument.
+pub const MAX_LIST_ITEMS: usize = 1000;
+/// The longest `query` question and `search_text` pattern.
+pub const MAX_QUERY_BYTES: usize = 4 * 1024;
+
+/// Limits of particular fields: (tool, top-level field, longest string in it). `None`
+/// leaves a field to its tool's own check (the request of `start_session`) or to the
+/// total only (`submit_phase`'s payload, whose texts the contract bounds).
+const FIELD_LIMITS: &[(&str, &str, Option<usize>)] = &[
+    ("query", "question", Some(MAX_QUERY_BYTES)),
+    ("search_text", "patterns", Some(MAX_QUERY_BYTES)),
+    ("start_session", "query", None),
+    ("submit_phase", "data", None),
+];
+
+/// Refuses arguments over the input limits (`arguments.too_large`), naming the field
+/// and the limit. Stops counting at the first excess, so a huge argument costs one scan
+/// of its prefix.
+pub fn bounded(tool: &str, args: &Map<String, Value>) -> Result<(), Reply> {
+    let mut total = 2;
+    for (field, value) in args {
+        let strings = FIELD_LIMITS
+            .iter()
+            .find(|(t, f, _)| *t == tool && f == field)
+            .map_or(Some(MAX_STRING_BYTES), |(_, _, limit)| *limit)
+            .unwrap_or(MAX_ARGUMENTS_BYTES);
+        total += field.len() + 4;
+        measure(value, strings, &mut total).map_err(|excess| {
+            let (what, limit) = match excess {
+                Excess::String(len) => (format!("a string of {len} bytes"), strings),
+                Excess::List(len) => (format!("a list of {len} items"), MAX_LIST_ITEMS),
+                Excess::Total => (
+                    format!("more than {MAX_ARGUMENTS_BYTES} bytes of arguments"),
+                    MAX_ARGUMENTS_BYTES,
+                ),
+            };
+            Reply::error(
+                "arguments.too_large",
+                format!(
+                    "`{field}` of `{tool}` holds {what}; the limit is {limit}: shorten it, or split the call"
+                ),
+            )
+            .with("field", field.as_str())
+            .with("limit", limit)
+        })?;
+    }
+    Ok(())
+}
+
+enum Excess {
+    String(usize),
+    List(usize),
+    Total,
+}
+
+fn measure(value: &Value, strings: usize, total: &mut usize) -> Result<(), Excess> {
+    match value {
+        Value::String(s) => {
+            if s.len() > strings {
+                return Err(Excess::String(s.len()));
+            }
+            *total += s.len() + 2;
+        }
+        Value::Array(items) => {
+            if items.len() > MAX_LIST_ITEMS {
+                return Err(Excess::List(items.len()));
+            }
+            for item in items {
+                measure(item, strings, total)?;
+                *total += 1;
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                if key.len() > strings {
+                    return Err(Excess::String(key.len()));
+                }
+                *total += key.len() + 4;
+                measure(item, strings, total)?;
+            }
+        }
+        Value::Number(_) | Value::Bool(_) | Value::Null => *total += 8,
+    }
+    if *total > MAX_ARGUMENTS_BYTES {
+        return Err(Excess::Total);
+    }
+    Ok(())
 }

@@ -25,6 +25,39 @@ pub const SESSIONS_DIR: &str = ".code-intel/sessions";
 pub const CURRENT_FILE: &str = "current.json";
 /// The most bytes a checkpoint may take; larger records are reduced ([`reduce`]).
 pub const MAX_CHECKPOINT_BYTES: usize = 256 * 1024;
+
+// The budget of a checkpoint, enforced where the input arrives so that a record fits
+// without reduction: the request (kept twice: as the session's request and as the
+// instance's `params.request`) at most 1/4, the seen paths 1/4, the explored files 1/8;
+// the remaining 3/8 (96 KiB) hold the tasks, summaries, tool history, the user's dirty
+// files and the write gate. Sizes are counted as JSON text (quotes, escapes, a separator).
+
+/// The longest request (JSON text) a session keeps.
+pub const MAX_REQUEST_BYTES: usize = MAX_CHECKPOINT_BYTES / 8;
+/// The most bytes (JSON text) of seen paths a record keeps (see `core::note_success`).
+pub const SEEN_PATHS_BUDGET: usize = MAX_CHECKPOINT_BYTES / 4;
+/// The most bytes (JSON text) of explored files a record keeps.
+pub const EXPLORED_BUDGET: usize = MAX_CHECKPOINT_BYTES / 8;
+/// The longest path (bytes) an agent may name as explored.
+pub const MAX_PATH_BYTES: usize = 1024;
+
+/// How many bytes `text` takes in a JSON array of strings: quotes, escapes, a comma.
+pub fn json_text_len(text: &str) -> usize {
+    let escaped: usize = text
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum();
+    escaped + 3
+}
+
+/// [`json_text_len`] of every path.
+pub fn paths_len<'a>(paths: impl IntoIterator<Item = &'a String>) -> usize {
+    paths.into_iter().map(|p| json_text_len(p)).sum()
+}
 /// The environment variable that moves the key directory (tests, unusual homes).
 pub const STATE_DIR_ENV: &str = "CODE_INTEL_STATE_DIR";
 
@@ -318,6 +351,12 @@ impl Checkpoints {
         Ok(reduced)
     }
 
+    /// Writes the record and returns it as it is on disk (reduced when it was too large):
+    /// the record a caller adopts once the write succeeded, never before.
+    pub fn save_owned(&self, record: SessionRecord) -> Result<SessionRecord, CheckpointError> {
+        Ok(self.save(&record)?.unwrap_or(record))
+    }
+
     fn encode(
         &self,
         record: &SessionRecord,
@@ -475,6 +514,33 @@ impl Checkpoints {
         }
     }
 
+    /// Removes the temp files that writes killed midway left in the sessions directory
+    /// (`<file>.tmp-<pid>-<counter>-<nanos>`, [`atomic_write`]'s naming) whose writer no
+    /// longer runs: checkpoints are written by the serving process itself, so the temp of
+    /// a dead process is never renamed into place. Returns the names removed.
+    pub fn remove_stale_temps(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.dir()) else {
+            return Vec::new();
+        };
+        let mut removed = Vec::new();
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = temp_writer(&name) else {
+                continue;
+            };
+            let age = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok());
+            if !writer_alive(pid, age) && std::fs::remove_file(entry.path()).is_ok() {
+                removed.push(name);
+            }
+        }
+        removed.sort();
+        removed
+    }
+
     /// Every checkpoint file's session id (for `--clean`).
     pub fn all_ids(&self) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.dir()) else {
@@ -502,6 +568,30 @@ struct Pointer {
 /// (`server::hook::reads`): `.code-intel/sessions/<id>.reads`, one sealed JSON line each.
 pub fn reads_path(root: &Path, id: &str) -> PathBuf {
     root.join(SESSIONS_DIR).join(format!("{id}.reads"))
+}
+
+/// The writer's process id when `name` is a temp file of [`atomic_write`]:
+/// `<file>.tmp-<pid>-<counter>-<nanos>`.
+fn temp_writer(name: &str) -> Option<u32> {
+    let (file, tail) = name.rsplit_once(".tmp-")?;
+    let mut parts = tail.split('-');
+    let pid = parts.next()?.parse().ok()?;
+    let rest: Vec<&str> = parts.collect();
+    let digits = |s: &&str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (!file.is_empty() && rest.len() == 2 && rest.iter().all(digits)).then_some(pid)
+}
+
+/// Whether the process `pid` that began a write may still finish it. This process's
+/// own writes are alive; elsewhere Linux answers through `/proc`; other systems only
+/// through the temp's age (a write takes milliseconds, so ten minutes is long dead).
+fn writer_alive(pid: u32, age: Option<std::time::Duration>) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    if cfg!(target_os = "linux") && Path::new("/proc/self").exists() {
+        return Path::new("/proc").join(pid.to_string()).exists();
+    }
+    age.is_none_or(|a| a < std::time::Duration::from_secs(600))
 }
 
 /// Session ids are 32 lowercase hex digits; anything else never reaches the file system.

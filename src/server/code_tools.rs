@@ -31,8 +31,9 @@ pub struct Paging {
     #[serde(default, deserialize_with = "lenient_count")]
     #[schemars(with = "Option<u32>")]
     pub offset: usize,
-    /// The most results to return (default 100, at most 1000).
-    #[serde(default = "default_limit", deserialize_with = "lenient_count")]
+    /// The most results to return: 1 to 1000 (more is cut to 1000); absent or null
+    /// means 100.
+    #[serde(default = "default_limit", deserialize_with = "lenient_limit")]
     #[schemars(with = "Option<u32>")]
     pub limit: usize,
 }
@@ -54,8 +55,26 @@ impl Paging {
     fn window(self) -> Window {
         Window {
             offset: self.offset,
-            limit: self.limit.clamp(1, 1000),
+            limit: self.limit.clamp(1, MAX_LIMIT),
         }
+    }
+}
+
+/// The most results one page holds.
+const MAX_LIMIT: usize = 1000;
+
+/// A `limit`: null is the default (as if absent); 0 is refused, since a page of nothing
+/// answers no question and [`Window`] reads 0 as "no limit".
+fn lenient_limit<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Null => Ok(default_limit()),
+        other => match lenient_count(other) {
+            Ok(0) => Err(serde::de::Error::custom(format!(
+                "limit must be between 1 and {MAX_LIMIT} (default {})",
+                default_limit()
+            ))),
+            other => other.map_err(serde::de::Error::custom),
+        },
     }
 }
 

@@ -1,6 +1,7 @@
 //! The MCP face of the server: an rmcp `ServerHandler` over stdio that lists
 //! [`super::tools::TOOLS`] and hands every call to [`Server::call`] on a blocking thread.
-//! stdout is the transport; logs go to stderr through `tracing`.
+//! stdout is the transport ([`stdio`]: every malformed line gets a JSON-RPC error); logs
+//! go to stderr through `tracing`.
 
 use std::sync::Arc;
 
@@ -15,6 +16,8 @@ use serde_json::{Map, Value};
 
 use super::core::Server;
 use super::tools::TOOLS;
+
+pub mod stdio;
 
 /// The rmcp handler: a cheap clone of a shared [`Server`].
 #[derive(Clone)]
@@ -118,7 +121,10 @@ pub fn serve_stdio(server: Server) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async move {
         let running = Service::new(server)
-            .serve(rmcp::transport::stdio())
+            .serve(stdio::LineTransport::new(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+            ))
             .await
             .map_err(|e| format!("MCP initialisation failed: {e}"))?;
         running

@@ -3,7 +3,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::server::args::{AddExploredArgs, EmptyArgs, WriteTargetArgs};
+use crate::server::args::{AddExploredArgs, EmptyArgs, MAX_EXPLORED_PER_CALL, WriteTargetArgs};
+use crate::server::checkpoint::{EXPLORED_BUDGET, MAX_PATH_BYTES, paths_len};
 use crate::server::git;
 use crate::server::host::{check_explorable, seen_paths};
 use crate::server::reply::Reply;
@@ -52,6 +53,9 @@ impl Server {
             );
             return Reply::refused(&m);
         }
+        if let Err(refusal) = within_limits(&a.files) {
+            return refusal;
+        }
         let seen = seen_paths(
             &self.root,
             &record.id,
@@ -60,7 +64,23 @@ impl Server {
         );
         match check_explorable(&self.root, &seen, &a.files, record.host.baseline()) {
             Ok(accepted) => {
-                record.host.explored.extend(accepted.iter().cloned());
+                let mut explored = record.host.explored.clone();
+                explored.extend(accepted.iter().cloned());
+                let bytes = paths_len(&explored);
+                if bytes > EXPLORED_BUDGET {
+                    // Checked here, so the checkpoint always has room for what enforcement
+                    // depends on; nothing was added.
+                    return Reply::error(
+                        "explored.budget_exceeded",
+                        format!(
+                            "{} explored files would take {bytes} bytes of the session's checkpoint; the limit is {EXPLORED_BUDGET}: explore only the files the task needs",
+                            explored.len()
+                        ),
+                    )
+                    .with("limit", EXPLORED_BUDGET)
+                    .with("explored_count", record.host.explored.len());
+                }
+                record.host.explored = explored;
                 Reply::ok(json!({"added": accepted, "explored_files": record.host.explored}))
             }
             Err(failure) => {
@@ -189,4 +209,31 @@ impl Server {
             "removed_sessions": removed,
         }))
     }
+}
+
+/// Refuses an `add_explored_files` call naming too many files, or a path too long to be
+/// a real one, before any file is looked at.
+fn within_limits(files: &[String]) -> Result<(), Reply> {
+    if files.len() > MAX_EXPLORED_PER_CALL {
+        return Err(Reply::error(
+            "explored.too_many_files",
+            format!(
+                "{} files in one call; at most {MAX_EXPLORED_PER_CALL} may be added at once",
+                files.len()
+            ),
+        )
+        .with("limit", MAX_EXPLORED_PER_CALL));
+    }
+    if let Some(long) = files.iter().find(|f| f.len() > MAX_PATH_BYTES) {
+        let start: String = long.chars().take(80).collect();
+        return Err(Reply::error(
+            "explored.path_too_long",
+            format!(
+                "a path of {} bytes ({start}...); a path may take at most {MAX_PATH_BYTES}",
+                long.len()
+            ),
+        )
+        .with("limit", MAX_PATH_BYTES));
+    }
+    Ok(())
 }

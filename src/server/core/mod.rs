@@ -16,7 +16,10 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
 
-use super::checkpoint::{Checkpoints, SealKey};
+use super::args::bounded;
+use super::checkpoint::{
+    CheckpointError, Checkpoints, SEEN_PATHS_BUDGET, SealKey, json_text_len, paths_len,
+};
 use super::code_tools::{CodeTools, ToolError, paths_in};
 use super::index_cache::{ChangeSource, IndexCache};
 use super::log::{Log, now};
@@ -83,6 +86,16 @@ impl Server {
             )
         })?;
         let checkpoints = Checkpoints::new(root.path(), key);
+        // Writes of a server killed midway leave their temp files behind; nothing else
+        // would ever remove them.
+        let stale = checkpoints.remove_stale_temps();
+        if !stale.is_empty() {
+            tracing::info!(
+                "removed {} temp file(s) of interrupted checkpoint writes: {}",
+                stale.len(),
+                stale.join(", ")
+            );
+        }
         let log = Log::new(root.path());
         let code = CodeTools {
             root: root.clone(),
@@ -127,6 +140,9 @@ impl Server {
         let Some(spec) = tools::find(tool) else {
             return Reply::error("unknown_tool", format!("there is no tool `{tool}`"));
         };
+        if let Err(refusal) = bounded(tool, &args) {
+            return refusal;
+        }
         let mut state = self.lock_state();
         match spec.kind {
             ToolKind::StartSession => self.start_session(&mut state, args),
@@ -152,10 +168,27 @@ impl Server {
                         }
                         reply
                     }
-                    _ => self.control_tool(&mut state, tool, args),
+                    _ => {
+                        // A control tool changes the record in place; if the change
+                        // cannot be saved, the record before the call is put back.
+                        let before = active_record(&state).cloned();
+                        let reply = self.control_tool(&mut state, tool, args);
+                        if reply.is_error {
+                            return reply;
+                        }
+                        if let Err(refusal) = self.note_success(&mut state, tool, &reply.body) {
+                            if let (Some(before), Some(active)) = (before, state.active.as_mut()) {
+                                active.record = before;
+                            }
+                            return refusal;
+                        }
+                        return reply;
+                    }
                 };
-                if !reply.is_error {
-                    self.note_success(&mut state, tool, &reply.body);
+                if !reply.is_error
+                    && let Err(refusal) = self.note_success(&mut state, tool, &reply.body)
+                {
+                    return refusal;
                 }
                 reply
             }
@@ -218,13 +251,16 @@ impl Server {
     }
 
     /// After a gated tool succeeded: it counts as called in this phase, and the paths
-    /// its answer showed count as seen. Saved at once, so a restart keeps the evidence.
-    fn note_success(&self, state: &mut State, tool: &str, body: &Value) {
+    /// its answer showed count as seen. Saved before it counts: the change is made to a
+    /// copy of the record, and the copy replaces the record only once it is on disk. When
+    /// it cannot be saved, the call is refused (`checkpoint.*`) and nothing changed, so
+    /// what the server enforces is always what the write hook reads.
+    fn note_success(&self, state: &mut State, tool: &str, body: &Value) -> Result<(), Reply> {
         let Some(active) = state.active.as_mut().filter(|a| !a.record.finished()) else {
-            return;
+            return Ok(());
         };
-        let record = &mut active.record;
-        record.note_tool_call(tool);
+        let mut next = active.record.clone();
+        next.note_tool_call(tool);
         let mut seen = BTreeSet::new();
         paths_in(body, &mut seen);
         if tool == "search_files"
@@ -232,11 +268,13 @@ impl Server {
         {
             seen.extend(items.iter().filter_map(Value::as_str).map(str::to_string));
         }
-        record.host.seen_paths.extend(seen);
-        record.updated_at = now();
-        if let Err(e) = self.checkpoints.save(record) {
+        add_seen(&mut next.host, seen);
+        next.updated_at = now();
+        active.record = self.checkpoints.save_owned(next).map_err(|e| {
             tracing::error!("checkpoint after {tool} failed: {e}");
-        }
+            unsaved(tool, &e)
+        })?;
+        Ok(())
     }
 
     fn code_tool(&self, tool: &str, args: Map<String, Value>) -> Reply {
@@ -286,24 +324,79 @@ impl<'a> RecordStore<'a> {
 }
 
 impl CheckpointStore for RecordStore<'_> {
+    /// The step goes into a copy of the record; the record becomes the copy (as written,
+    /// reduced if it had to be) only once it is on disk.
     fn save(&mut self, instance: &Instance) -> std::io::Result<()> {
-        if instance.steps_taken != self.record.instance.steps_taken {
+        let mut next = self.record.clone();
+        if instance.steps_taken != next.instance.steps_taken {
             // A step was taken: the tools called so far were evidence for it.
-            self.record.tools_called.clear();
+            next.tools_called.clear();
         }
-        self.record.instance = instance.clone();
-        self.record.host = self.shared.borrow().clone();
-        self.record.updated_at = now();
-        self.record.write_gate = write_gate(self.contract, instance);
-        match self.checkpoints.save(self.record) {
-            Ok(Some(reduced)) => {
-                *self.record = reduced;
-                Ok(())
-            }
-            Ok(None) => Ok(()),
-            Err(e) => Err(std::io::Error::other(e.to_string())),
-        }
+        next.instance = instance.clone();
+        next.host = self.shared.borrow().clone();
+        next.updated_at = now();
+        next.write_gate = write_gate(self.contract, instance);
+        *self.record = self
+            .checkpoints
+            .save_owned(next)
+            .map_err(std::io::Error::other)?;
+        Ok(())
     }
+}
+
+/// The stable key of a checkpoint failure the driver reports ([`RecordStore`] wraps the
+/// [`CheckpointError`]).
+fn checkpoint_key(e: &std::io::Error) -> &'static str {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<CheckpointError>())
+        .map_or("checkpoint.io", CheckpointError::key)
+}
+
+/// The refusal of a call whose checkpoint could not be written: its stable key
+/// (`checkpoint.too_large`, `checkpoint.io`, ...) and the reason; nothing changed.
+fn unsaved(what: &str, e: &CheckpointError) -> Reply {
+    Reply::error(
+        e.key(),
+        format!("{what} was not done, because the session could not be saved: {e}"),
+    )
+    .with("saved", false)
+}
+
+/// Adds the paths a call showed to the seen paths, within [`SEEN_PATHS_BUDGET`]: when
+/// they do not fit, the paths earlier calls showed that were not explored are forgotten
+/// first (any tool shows them again), then this call's paths beyond the budget are left
+/// out. Explored files stay seen.
+fn add_seen(host: &mut HostState, seen: BTreeSet<String>) {
+    let new: Vec<String> = seen
+        .into_iter()
+        .filter(|p| !host.seen_paths.contains(p))
+        .collect();
+    if new.is_empty() {
+        return;
+    }
+    let added = paths_len(&new);
+    if paths_len(&host.seen_paths) + added > SEEN_PATHS_BUDGET {
+        let explored = &host.explored;
+        host.seen_paths.retain(|p| explored.contains(p));
+    }
+    let mut used = paths_len(&host.seen_paths);
+    for path in new {
+        let len = json_text_len(&path);
+        if used + len > SEEN_PATHS_BUDGET {
+            continue;
+        }
+        used += len;
+        host.seen_paths.insert(path);
+    }
+}
+
+/// The active session's record, while it runs.
+fn active_record(state: &State) -> Option<&SessionRecord> {
+    state
+        .active
+        .as_ref()
+        .map(|a| &a.record)
+        .filter(|r| !r.finished())
 }
 
 /// The write rule of the instance's state (see [`WriteGate`]).

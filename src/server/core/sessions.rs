@@ -10,7 +10,9 @@ use crate::contract::Contract;
 use crate::machine::response::{phase_response, role_message};
 use crate::machine::{Accepted, Instance};
 use crate::server::args::{Outcome, OutcomeArgs, StartArgs, SubmitArgs};
-use crate::server::checkpoint::{CheckpointError, new_session_id};
+use crate::server::checkpoint::{
+    CheckpointError, MAX_REQUEST_BYTES, json_text_len, new_session_id,
+};
 use crate::server::git;
 use crate::server::host::{CodeIntelHost, QUALITY_PROMPT};
 use crate::server::log::now;
@@ -22,7 +24,7 @@ use crate::session::{Driver, Stop, Turn};
 use crate::source::Sources;
 use crate::yaml;
 
-use super::{Active, RecordStore, Server, State, no_session, parse};
+use super::{Active, RecordStore, Server, State, checkpoint_key, no_session, parse};
 
 impl Server {
     pub(super) fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
@@ -34,7 +36,9 @@ impl Server {
         if a.locale.is_none() {
             a.locale.clone_from(&self.default_locale);
         }
-        if a.query.len() > MAX_REQUEST_BYTES {
+        // The request is checkpointed (twice: as the request and as `params.request`),
+        // and quotes are checked against it.
+        if json_text_len(&a.query) > MAX_REQUEST_BYTES {
             return Reply::error(
                 "session.request_too_long",
                 format!(
@@ -169,13 +173,17 @@ impl Server {
             }
         };
         if let Stop::CheckpointFailed(e) = &turn.stop {
-            // Not durable, so not started: no pointer to a checkpoint that does not exist
-            // (the write hook would refuse every write for it), and the lock goes.
+            // Not durable, so not started: no checkpoint of a step before the one that
+            // failed, no pointer to it (the write hook would enforce a session that does
+            // not run), and the lock goes.
+            let _ = self.checkpoints.remove(&record.id);
+            let _ = self.checkpoints.set_current(None);
             drop(lock);
             return Reply::error(
-                "checkpoint.write_failed",
+                checkpoint_key(e),
                 format!("the session could not be saved, so it was not started: {e}"),
-            );
+            )
+            .with("saved", false);
         }
         self.log.session(&record.id, "started", &json!({"request": record.request, "flags": record.flag_text, "intent": record.instance.intent}));
         state.active = Some(Active {
@@ -475,9 +483,15 @@ impl Server {
         let Some(active) = state.active.as_mut() else {
             return no_session();
         };
-        let record = &mut active.record;
-        record.instance = turn.instance.clone();
-        record.host = shared.borrow().clone();
+        // The turn goes into a copy of the record, adopted once saved. The store adopted
+        // every step it saved; a step it could not save leaves the record where it was.
+        let saved = !matches!(turn.stop, Stop::CheckpointFailed(_));
+        let mut next = active.record.clone();
+        let record = &mut next;
+        if saved {
+            record.instance = turn.instance.clone();
+            record.host = shared.borrow().clone();
+        }
         // A task branch created (or adopted) in this turn is announced, with the
         // uncommitted files it carried over: the user's work moved, and they should know.
         let new_branch = match (&branch_before, &record.host.branch) {
@@ -550,9 +564,12 @@ impl Server {
                     .with_phase(&phase, record.compaction_count)
             }
             Stop::CheckpointFailed(e) => Reply::error(
-                "checkpoint.write_failed",
-                format!("the session moved on but could not be saved: {e}"),
+                checkpoint_key(&e),
+                format!(
+                    "the submission was not accepted, because the session could not be saved: {e}; the session stays where it was"
+                ),
             )
+            .with("saved", false)
             .with_phase(&phase, record.compaction_count),
             Stop::WrongContract { expected, found } => Reply::error(
                 "session.wrong_contract",
@@ -575,16 +592,25 @@ impl Server {
         if let Some(branch) = new_branch {
             reply = reply.with("task_branch", branch);
         }
-        if record.finished() {
+        if next.finished() {
             // The session is over: its checkpoint and pointer go, the lock is released.
-            let _ = self.checkpoints.remove(&record.id);
+            let _ = self.checkpoints.remove(&next.id);
             let _ = self.checkpoints.set_current(None);
             active.lock = None;
-        } else if !turn.steps.is_empty() {
-            // The store saved each step; save once more for what finishing changed
-            // (compaction count, host state of a failed effect).
-            if let Err(e) = self.checkpoints.save(record) {
-                return Reply::error(e.key(), e.to_string());
+            active.record = next;
+        } else if saved && next != active.record {
+            // The store saved each step; what finishing changed (compaction count, host
+            // state of a failed effect) is saved too before it counts.
+            next.updated_at = now();
+            match self.checkpoints.save_owned(next) {
+                Ok(on_disk) => active.record = on_disk,
+                Err(e) => {
+                    return Reply::error(
+                        e.key(),
+                        format!("the session could not be saved: {e}; it stays where it was"),
+                    )
+                    .with("saved", false);
+                }
             }
         }
         reply
@@ -649,9 +675,29 @@ impl Server {
             }
         }
         if a.outcome != Outcome::Success && !record.finished() {
+            // The session ends when its checkpoint and pointer are gone (the write hook
+            // enforces what is on disk); if they cannot go, it has not ended.
+            let ended = self
+                .checkpoints
+                .remove(&record.id)
+                .and_then(|()| self.checkpoints.set_current(None));
+            if let Err(e) = ended {
+                // A deleted task branch is recorded on disk too, when it can be.
+                if branch_deleted.is_some()
+                    && let Ok(on_disk) = self.checkpoints.save_owned(record.clone())
+                {
+                    *record = on_disk;
+                }
+                return Reply::error(
+                    e.key(),
+                    format!(
+                        "the outcome was not recorded, because the session could not be ended: {e}"
+                    ),
+                )
+                .with("saved", false)
+                .with("branch_deleted", branch_deleted);
+            }
             record.outcome = Some(outcome.to_string());
-            let _ = self.checkpoints.remove(&record.id);
-            let _ = self.checkpoints.set_current(None);
             active.lock = None;
         }
         Reply::ok(
@@ -719,10 +765,6 @@ fn session_options(contract: &Contract, text: &str) -> (String, bool, bool) {
     }
     (kept.join(" "), resume, clean)
 }
-
-/// The longest request a session keeps (it is checkpointed, and quotes are checked
-/// against it).
-const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
 /// The project context file `code-intel init` writes.
 const CONTEXT_FILE: &str = ".code-intel/context.yml";
