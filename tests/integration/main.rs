@@ -22,6 +22,7 @@ mod properties;
 mod runner_planner;
 mod runner_sandbox;
 mod rust_source;
+mod saving;
 mod semantic;
 mod server_index;
 mod server_registry;
