@@ -195,7 +195,10 @@ fn a_step_that_cannot_be_saved_is_not_taken() {
     let status = call(&server, "get_session_status", json!({}));
     assert_eq!(status["state"], "EXPLORATION");
     assert_eq!(status["explored_files"], json!([]));
-    assert_eq!(status["tools_called"], json!(["get_symbols", "search_text"]));
+    assert_eq!(
+        status["tools_called"],
+        json!(["get_symbols", "search_text"])
+    );
     // Once the checkpoint can be written, the same submission goes through.
     repo.mend_checkpoint(&id, &saved);
     call(&server, "submit_phase", payload);
@@ -254,7 +257,11 @@ fn thousands_of_explored_files_are_refused_where_they_arrive_and_memory_matches_
     let many: Vec<String> = (0..5001).map(|i| format!("new/f{i}.py")).collect();
     let body = refused(&server, "add_explored_files", json!({"files": many}));
     assert_eq!(body["error"], "arguments.too_large", "{body}");
-    let body = refused(&server, "add_explored_files", json!({"files": &many[..1000]}));
+    let body = refused(
+        &server,
+        "add_explored_files",
+        json!({"files": &many[..1000]}),
+    );
     assert_eq!(body["error"], "explored.too_many_files", "{body}");
     assert_eq!(body["limit"], 256, "{body}");
     // A path no file system has.
@@ -333,9 +340,10 @@ fn a_session_that_cannot_be_saved_is_not_started() {
     // The user's uncommitted work is recorded with the session (each path and the hash
     // of its content): thousands of files do not fit in a checkpoint.
     for i in 0..3000 {
-        let path = repo
-            .root
-            .join(format!("scratch/notes_{:02}/draft_number_{i:05}.txt", i % 30));
+        let path = repo.root.join(format!(
+            "scratch/notes_{:02}/draft_number_{i:05}.txt",
+            i % 30
+        ));
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, "draft\n").unwrap();
     }

@@ -481,3 +481,37 @@ fn parse<T: serde::de::DeserializeOwned>(args: Map<String, Value>) -> Result<T, 
     serde_json::from_value(Value::Object(args))
         .map_err(|e| Reply::error("invalid_arguments", format!("invalid arguments: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(prefix: &str, n: usize) -> BTreeSet<String> {
+        (0..n).map(|i| format!("{prefix}/file_{i:05}.py")).collect()
+    }
+
+    #[test]
+    fn seen_paths_stay_within_their_budget_newest_first() {
+        let mut host = HostState::default();
+        host.explored.insert("old/file_00000.py".into());
+        // Each path takes 20 bytes as JSON; 2000 of them are about 40 KiB.
+        add_seen(&mut host, paths("old", 2000));
+        assert_eq!(host.seen_paths.len(), 2000);
+        // Another 2000 do not fit with them: the earlier ones go, except the explored.
+        add_seen(&mut host, paths("new", 2000));
+        assert!(paths_len(&host.seen_paths) <= SEEN_PATHS_BUDGET);
+        assert!(host.seen_paths.contains("new/file_01999.py"));
+        assert!(host.seen_paths.contains("old/file_00000.py"));
+        assert!(!host.seen_paths.contains("old/file_00001.py"));
+        // One answer larger than the whole budget keeps what fits.
+        add_seen(&mut host, paths("huge", 5000));
+        assert!(paths_len(&host.seen_paths) <= SEEN_PATHS_BUDGET);
+        assert!(host.seen_paths.contains("huge/file_00000.py"));
+        assert!(!host.seen_paths.contains("huge/file_04999.py"));
+        assert!(host.seen_paths.contains("old/file_00000.py"));
+        // Paths already seen cost nothing.
+        let before = host.seen_paths.clone();
+        add_seen(&mut host, before.clone());
+        assert_eq!(host.seen_paths, before);
+    }
+}
