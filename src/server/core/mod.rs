@@ -357,7 +357,9 @@ fn checkpoint_key(e: &std::io::Error) -> &'static str {
 fn unsaved(what: &str, e: &CheckpointError) -> Reply {
     Reply::error(
         e.key(),
-        format!("{what} was not done, because the session could not be saved: {e}"),
+        format!(
+            "`{what}` is refused, because the session could not be saved: {e}; nothing changed"
+        ),
     )
     .with("saved", false)
 }

@@ -38,12 +38,12 @@ impl Server {
         }
         // The request is checkpointed (twice: as the request and as `params.request`),
         // and quotes are checked against it.
-        if json_text_len(&a.query) > MAX_REQUEST_BYTES {
+        let request_bytes = json_text_len(&a.query);
+        if request_bytes > MAX_REQUEST_BYTES {
             return Reply::error(
                 "session.request_too_long",
                 format!(
-                    "the request is {} bytes; at most {MAX_REQUEST_BYTES} are kept with a session: summarise it, or put the details in a file and refer to it",
-                    a.query.len()
+                    "the request takes {request_bytes} bytes as JSON; at most {MAX_REQUEST_BYTES} are kept with a session: summarise it, or put the details in a file and refer to it"
                 ),
             );
         }
@@ -682,10 +682,9 @@ impl Server {
                 .remove(&record.id)
                 .and_then(|()| self.checkpoints.set_current(None));
             if let Err(e) = ended {
-                // A deleted task branch is recorded on disk too, when it can be.
-                if branch_deleted.is_some()
-                    && let Ok(on_disk) = self.checkpoints.save_owned(record.clone())
-                {
+                // The session goes on: its checkpoint is written again, so that disk and
+                // memory agree (on a deleted task branch too) as far as the disk allows.
+                if let Ok(on_disk) = self.checkpoints.save_owned(record.clone()) {
                     *record = on_disk;
                 }
                 return Reply::error(

@@ -14,7 +14,6 @@ pub enum Session {
     Active(Box<SessionRecord>),
 }
 
-
 /// What a tool call is about to write, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Targets {
