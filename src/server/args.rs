@@ -100,21 +100,59 @@ pub const MAX_EXPLORED_PER_CALL: usize = 256;
 
 /// The most bytes a call's arguments may take as JSON: no more could be checkpointed.
 pub const MAX_ARGUMENTS_BYTES: usize = super::checkpoint::MAX_CHECKPOINT_BYTES;
-/// The longest string any argument may hold, unless [`FIELD_LIMITS`] says otherwise.
+/// The longest string any argument may hold, unless `FIELD_LIMITS` says otherwise.
 pub const MAX_STRING_BYTES: usize = 16 * 1024;
 /// The most items of any list argument.
 pub const MAX_LIST_ITEMS: usize = 1000;
 /// The longest `query` question and `search_text` pattern.
 pub const MAX_QUERY_BYTES: usize = 4 * 1024;
+/// The most bytes of all the patterns (or targets) of one text search: each byte
+/// costs hundreds in the compiled matcher.
+pub const MAX_PATTERNS_BYTES: usize = 16 * 1024;
 
-/// Limits of particular fields: (tool, top-level field, longest string in it). `None`
-/// leaves a field to its tool's own check (the request of `start_session`) or to the
-/// total only (`submit_phase`'s payload, whose texts the contract bounds).
-const FIELD_LIMITS: &[(&str, &str, Option<usize>)] = &[
-    ("query", "question", Some(MAX_QUERY_BYTES)),
-    ("search_text", "patterns", Some(MAX_QUERY_BYTES)),
-    ("start_session", "query", None),
-    ("submit_phase", "data", None),
+/// The limits of one field of one tool.
+struct FieldLimit {
+    tool: &'static str,
+    field: &'static str,
+    /// The longest string in it; `None` leaves it to the tool's own check (the request
+    /// of `start_session`) or to the total of the call (`submit_phase`'s payload, whose
+    /// texts the contract bounds).
+    string: Option<usize>,
+    /// The most bytes the whole field may take.
+    total: Option<usize>,
+}
+
+const FIELD_LIMITS: &[FieldLimit] = &[
+    FieldLimit {
+        tool: "query",
+        field: "question",
+        string: Some(MAX_QUERY_BYTES),
+        total: None,
+    },
+    FieldLimit {
+        tool: "search_text",
+        field: "patterns",
+        string: Some(MAX_QUERY_BYTES),
+        total: Some(MAX_PATTERNS_BYTES),
+    },
+    FieldLimit {
+        tool: "analyze_impact",
+        field: "targets",
+        string: Some(MAX_QUERY_BYTES),
+        total: Some(MAX_PATTERNS_BYTES),
+    },
+    FieldLimit {
+        tool: "start_session",
+        field: "query",
+        string: None,
+        total: None,
+    },
+    FieldLimit {
+        tool: "submit_phase",
+        field: "data",
+        string: None,
+        total: None,
+    },
 ];
 
 /// Refuses arguments over the input limits (`arguments.too_large`), naming the field
@@ -123,16 +161,24 @@ const FIELD_LIMITS: &[(&str, &str, Option<usize>)] = &[
 pub fn bounded(tool: &str, args: &Map<String, Value>) -> Result<(), Reply> {
     let mut total = 2;
     for (field, value) in args {
-        let strings = FIELD_LIMITS
+        let limits = FIELD_LIMITS
             .iter()
-            .find(|(t, f, _)| *t == tool && f == field)
-            .map_or(Some(MAX_STRING_BYTES), |(_, _, limit)| *limit)
+            .find(|l| l.tool == tool && l.field == field);
+        let strings = limits
+            .map_or(Some(MAX_STRING_BYTES), |l| l.string)
             .unwrap_or(MAX_ARGUMENTS_BYTES);
+        let field_total = limits.and_then(|l| l.total);
         total += field.len() + 4;
-        measure(value, strings, &mut total).map_err(|excess| {
+        let before = total;
+        let measured = measure(value, strings, &mut total).and_then(|()| match field_total {
+            Some(limit) if total - before > limit => Err(Excess::Field(limit)),
+            _ => Ok(()),
+        });
+        measured.map_err(|excess| {
             let (what, limit) = match excess {
                 Excess::String(len) => (format!("a string of {len} bytes"), strings),
                 Excess::List(len) => (format!("a list of {len} items"), MAX_LIST_ITEMS),
+                Excess::Field(limit) => (format!("more than {limit} bytes"), limit),
                 Excess::Total => (
                     format!("more than {MAX_ARGUMENTS_BYTES} bytes of arguments"),
                     MAX_ARGUMENTS_BYTES,
@@ -154,6 +200,7 @@ pub fn bounded(tool: &str, args: &Map<String, Value>) -> Result<(), Reply> {
 enum Excess {
     String(usize),
     List(usize),
+    Field(usize),
     Total,
 }
 

@@ -412,6 +412,14 @@ fn inputs_are_bounded_before_any_work() {
         json!({"patterns": ["x", "b".repeat(5000)]}),
     );
     assert_eq!(body["error"], "arguments.too_large", "{body}");
+    // Each pattern within its limit, all of them together not.
+    let body = refused(
+        &server,
+        "search_text",
+        json!({"patterns": vec!["c".repeat(3000); 8], "ignore_case": true}),
+    );
+    assert_eq!(body["error"], "arguments.too_large", "{body}");
+    assert_eq!(body["limit"], 16 * 1024, "{body}");
     let body = refused(
         &server,
         "search_files",
