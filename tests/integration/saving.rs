@@ -93,6 +93,33 @@ impl Repo {
         std::fs::write(&path, saved).unwrap();
     }
 
+    /// Whether the write hook (`code-intel hook claude`, as Claude Code runs it before
+    /// a `Write`) refuses a write to `path`.
+    fn hook_denies(&self, path: &str) -> bool {
+        let input = json!({
+            "session_id": "abc", "transcript_path": "/tmp/t.jsonl",
+            "cwd": self.root, "permission_mode": "default",
+            "hook_event_name": "PreToolUse", "tool_name": "Write",
+            "tool_input": {"file_path": self.root.join(path), "content": "x = 2\n"},
+            "tool_use_id": "toolu_1",
+        });
+        let mut child = Command::new(binary())
+            .args(["hook", "claude"])
+            .current_dir(&self.root)
+            .env("CODE_INTEL_STATE_DIR", &self.state)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input.to_string().as_bytes()).unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap().contains("\"deny\"")
+    }
+
     fn saved(&self, id: &str) -> Vec<u8> {
         std::fs::read(self.checkpoints().path_of(id)).unwrap()
     }
@@ -222,27 +249,28 @@ fn a_control_tool_that_cannot_be_saved_is_refused_and_changes_nothing() {
         json!({"files": ["other.py"]}),
     );
     assert_eq!(body["error"], "checkpoint.io", "{body}");
-    // Memory did not move ahead of the (unwritable) disk: the write is still refused.
+    repo.mend_checkpoint(&id, &saved);
+    // Memory did not move ahead of the disk: the server and the write hook (which reads
+    // the checkpoint) both still refuse the write.
     let body = refused(
         &server,
         "check_write_target",
         json!({"file_path": "other.py"}),
     );
     assert_eq!(body["error"], "write_blocked", "{body}");
-    repo.mend_checkpoint(&id, &saved);
+    assert!(repo.hook_denies("other.py"));
     call(
         &server,
         "add_explored_files",
         json!({"files": ["other.py"]}),
     );
-    assert_eq!(
-        call(
-            &server,
-            "check_write_target",
-            json!({"file_path": "other.py"})
-        )["allowed"],
-        true
+    let allowed = call(
+        &server,
+        "check_write_target",
+        json!({"file_path": "other.py"}),
     );
+    assert_eq!(allowed["allowed"], true);
+    assert!(!repo.hook_denies("other.py"));
     let on_disk = repo.checkpoints().load(&id).unwrap().unwrap();
     assert!(on_disk.host.explored.contains("other.py"));
 }

@@ -594,8 +594,16 @@ impl Server {
         }
         if next.finished() {
             // The session is over: its checkpoint and pointer go, the lock is released.
-            let _ = self.checkpoints.remove(&next.id);
-            let _ = self.checkpoints.set_current(None);
+            let removed = self
+                .checkpoints
+                .remove(&next.id)
+                .and_then(|()| self.checkpoints.set_current(None));
+            if let Err(e) = removed {
+                // What cannot be removed is overwritten with the finished record, which
+                // the write hook and a restart read as over too.
+                tracing::warn!("the finished session's checkpoint stays: {e}");
+                let _ = self.checkpoints.save(&next);
+            }
             active.lock = None;
             active.record = next;
         } else if saved && next != active.record {
