@@ -61,6 +61,12 @@ impl Repo {
             ),
             ("other.py", "x = 1\n"),
             ("README.md", "# demo\n"),
+            // No background semantic sync: it would write into the repository after
+            // the test removed it.
+            (
+                ".code-intel/config.yml",
+                "semantic:\n  sync_on_start: false\n",
+            ),
         ];
         crate::support::git_repo(&root, &files);
         Repo {
