@@ -22,6 +22,17 @@ use crate::codeintel::store::atomic_write;
 use crate::config::{Config, SemanticSettings};
 use crate::semantic::{self, Embedder, ModelError, Phase, SemanticIndex, SyncOptions};
 
+/// `k`: null is the default (as if absent); 0 is refused, as `limit: 0` is for the other
+/// tools: a page of nothing answers no question.
+fn result_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    match Option::<usize>::deserialize(d)? {
+        Some(0) => Err(serde::de::Error::custom(
+            "k must be between 1 and 50 (default 10)",
+        )),
+        k => Ok(k),
+    }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SemanticSearchArgs {
@@ -29,7 +40,7 @@ pub struct SemanticSearchArgs {
     /// password reset emails sent"). Identifiers in it rank their definitions first.
     pub query: String,
     /// How many results (default 10, at most 50).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "result_count")]
     pub k: Option<usize>,
     /// `forest`: chunks of the repository; `map`: agreements recorded by earlier successful
     /// sessions (request → symbols and files); `both` (default): an agreement similar
