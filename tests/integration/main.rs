@@ -14,6 +14,7 @@ mod guard_table;
 mod hook;
 mod index_concurrency;
 mod init;
+mod kill_anywhere;
 mod layering;
 mod lint_fixtures;
 mod matrix;
