@@ -105,8 +105,12 @@ impl Repo {
     /// index or the working tree: the branch points at the same commit, so a dirty tree is
     /// simply carried onto it. Returns the branch and the carried paths.
     ///
-    /// Idempotent: when HEAD already is this session's branch it is returned as it is.
-    /// Refuses when HEAD is another task branch, and when the branch exists elsewhere.
+    /// Idempotent: when HEAD already is this session's branch it is returned as it is, and
+    /// when the branch exists but is not checked out (a kill between creating and checking
+    /// it out, or an answer lost) it is taken up if it holds nothing but this session's
+    /// work: at HEAD, or ahead of it only (then checked out in safe mode, which refuses to
+    /// overwrite uncommitted files). Refuses when HEAD is another task branch, and when the
+    /// session's branch has diverged from HEAD.
     pub fn start_task_branch(
         &self,
         session_id: &str,
@@ -125,17 +129,30 @@ impl Repo {
             };
         }
         let name = checked_task_branch_name(session_id, &head.branch)?;
-        if self.branch_tip(&name)?.is_some() {
-            return Err(GitError::TaskBranchExists { name });
-        }
+        let _intent = self.begin("start the task branch", &[&name])?;
         let carried = self.uncommitted_paths()?;
-        let commit = self
-            .repo
-            .find_commit(head.commit)
-            .map_err(GitError::git("read HEAD"))?;
-        self.repo
-            .branch(&name, &commit, false)
-            .map_err(GitError::git("create branch"))?;
+        match self.branch_tip(&name)? {
+            None => {
+                let commit = self
+                    .repo
+                    .find_commit(head.commit)
+                    .map_err(GitError::git("read HEAD"))?;
+                self.repo
+                    .branch(&name, &commit, false)
+                    .map_err(GitError::git("create branch"))?;
+            }
+            Some(tip) if tip == head.commit => self.require_not_checked_out_elsewhere(&name)?,
+            Some(tip)
+                if self
+                    .repo
+                    .graph_descendant_of(tip, head.commit)
+                    .map_err(GitError::git("merge analysis"))? =>
+            {
+                self.require_not_checked_out_elsewhere(&name)?;
+                self.checkout_commit(tip)?;
+            }
+            Some(_) => return Err(GitError::TaskBranchExists { name }),
+        }
         self.repo
             .set_head(&format!("refs/heads/{name}"))
             .map_err(GitError::git("set HEAD"))?;
@@ -261,6 +278,22 @@ impl Repo {
     /// everything as it was. Deleted branches are listed with their unmerged commits.
     pub fn resolve_stale(&self, choice: StaleChoice) -> Result<StaleOutcome, GitError> {
         let mut outcome = StaleOutcome::default();
+        if choice == StaleChoice::Continue {
+            return Ok(outcome);
+        }
+        // Every branch this may write: the task branches, their bases and HEAD's.
+        let mut touched = self.task_branch_names()?;
+        touched.extend(
+            touched
+                .iter()
+                .filter_map(|name| split_task_branch(name).map(|(_, base)| base))
+                .collect::<Vec<_>>(),
+        );
+        if let Ok(head) = self.head_branch() {
+            touched.push(head.branch);
+        }
+        let touched: Vec<&str> = touched.iter().map(String::as_str).collect();
+        let _intent = self.begin("resolve stale task branches", &touched)?;
         match choice {
             StaleChoice::Continue => return Ok(outcome),
             StaleChoice::Delete => {
@@ -324,8 +357,15 @@ impl Repo {
     /// Refuses uncommitted changes (ignored files aside) and a missing base. The merge is
     /// computed in memory first, so a conflict changes nothing: HEAD, index and working
     /// tree stay as they were and the conflicted files are named.
+    ///
+    /// Called again after a kill that came once the base had moved, it finishes what was
+    /// left (HEAD to the base, the task branch deleted) and reports that merge.
     pub fn merge_into_base(&self, branch: &TaskBranch) -> Result<MergeOutcome, GitError> {
         self.require_clean_state()?;
+        let _intent = self.begin("merge", &[&branch.name, &branch.base_branch])?;
+        if let Some(done) = self.finish_landed_merge(branch)? {
+            return Ok(done);
+        }
         let head = self.require_on(&branch.name)?;
         let uncommitted = self.uncommitted_paths()?;
         if !uncommitted.is_empty() {
@@ -386,6 +426,84 @@ impl Repo {
         })
     }
 
+    /// A merge of `branch` that a kill interrupted after the base moved, finished: the
+    /// base's newest reflog entry is this merge's (its message names the task branch) and
+    /// the base still points where it left it, and the task branch, if still there, is
+    /// contained in the base. HEAD then moves to the base, when the index and working tree
+    /// already are the base's (the merge checked them out before moving the base), and the
+    /// task branch is deleted. `None` when no such merge landed.
+    fn finish_landed_merge(&self, branch: &TaskBranch) -> Result<Option<MergeOutcome>, GitError> {
+        let Some(base_tip) = self.branch_tip(&branch.base_branch)? else {
+            return Ok(None);
+        };
+        let Some(kind) = self.logged_merge(&branch.name, &branch.base_branch, base_tip)? else {
+            return Ok(None);
+        };
+        let task_tip = self.branch_tip(&branch.name)?;
+        if let Some(tip) = task_tip {
+            let contained = tip == base_tip
+                || self
+                    .repo
+                    .graph_descendant_of(base_tip, tip)
+                    .map_err(GitError::git("merge analysis"))?;
+            if !contained {
+                return Ok(None);
+            }
+        }
+        let head = self.head_branch()?;
+        if head.branch == branch.name {
+            let differing = self.differences_from(base_tip)?;
+            if !differing.is_empty() {
+                return Err(GitError::Uncommitted { paths: differing });
+            }
+            self.require_not_checked_out_elsewhere(&branch.base_branch)?;
+            self.repo
+                .set_head(&format!("refs/heads/{}", branch.base_branch))
+                .map_err(GitError::git("set HEAD"))?;
+        } else if head.branch != branch.base_branch {
+            return Ok(None);
+        }
+        if task_tip.is_some() {
+            self.delete_branch(&branch.name)?;
+        }
+        Ok(Some(MergeOutcome {
+            task_branch: branch.name.clone(),
+            base_branch: branch.base_branch.clone(),
+            kind,
+            commit: base_tip.to_string(),
+        }))
+    }
+
+    /// The kind of the merge of `task` recorded as the newest reflog entry of `base`, when
+    /// that entry moved `base` to `tip` (written by [`Repo::merge_into_base`]).
+    fn logged_merge(
+        &self,
+        task: &str,
+        base: &str,
+        tip: Oid,
+    ) -> Result<Option<MergeKind>, GitError> {
+        let reflog = self
+            .repo
+            .reflog(&format!("refs/heads/{base}"))
+            .map_err(GitError::git("read the reflog"))?;
+        // Entry 0 is the newest.
+        let Some(entry) = reflog.get(0) else {
+            return Ok(None);
+        };
+        if entry.id_new() != tip {
+            return Ok(None);
+        }
+        let logged = entry
+            .message_bytes()
+            .and_then(|m| m.strip_prefix(format!("merge {task}: ").as_bytes()));
+        Ok(match logged {
+            Some(b"FastForward") => Some(MergeKind::FastForward),
+            Some(b"MergeCommit") => Some(MergeKind::MergeCommit),
+            Some(b"UpToDate") => Some(MergeKind::UpToDate),
+            _ => None,
+        })
+    }
+
     /// Writes the merge commit of `task_tip` into `base_tip` without touching any ref, the
     /// index or the working tree; a conflict names the files.
     fn merge_commit(
@@ -442,16 +560,31 @@ impl Repo {
     /// Deletes the task branch after a failed outcome. When it is checked out, its base is
     /// checked out first, carrying uncommitted changes over; if one would be overwritten,
     /// nothing is done.
+    ///
+    /// Called again after a kill, it does what is left: a branch already gone counts as
+    /// deleted, with no unmerged work left to report.
     pub fn delete_task_branch(&self, branch: &TaskBranch) -> Result<DeleteOutcome, GitError> {
         self.require_clean_state()?;
+        let _intent = self.begin(
+            "delete the task branch",
+            &[&branch.name, &branch.base_branch],
+        )?;
         let on_branch = self.head_branch()?.branch == branch.name;
         let carried = if on_branch {
             self.switch_to(&branch.base_branch)?
         } else {
             Vec::new()
         };
+        let deleted = if self.branch_tip(&branch.name)?.is_some() {
+            self.delete_branch(&branch.name)?
+        } else {
+            DeletedBranch {
+                name: branch.name.clone(),
+                unmerged_commits: 0,
+            }
+        };
         Ok(DeleteOutcome {
-            deleted: self.delete_branch(&branch.name)?,
+            deleted,
             checked_out_base: on_branch,
             carried,
         })

@@ -94,14 +94,22 @@ struct Staged {
 impl Repo {
     /// Reverts the discarded files, stages the kept ones and commits them on the task
     /// branch. Nothing to commit is a success with `commit: None`.
+    ///
+    /// Called again after a kill that came once the commit had landed, it finds nothing new
+    /// to commit and HEAD already being that commit (its message, on the task branch):
+    /// that commit is reported, not a second one made.
     pub fn commit_reviewed(
         &self,
         branch: &TaskBranch,
         message: &str,
         reviewed: &[Reviewed],
     ) -> Result<CommitOutcome, GitError> {
+        let _intent = self.begin("commit", &[&branch.name])?;
         let staged = self.stage_review(branch, reviewed)?;
-        let commit = self.commit_tree(staged.head, staged.tree, message)?;
+        let commit = match self.commit_tree(staged.head, staged.tree, message)? {
+            Some(commit) => Some(commit),
+            None => self.landed_commit(branch, staged.head, staged.tree, message)?,
+        };
         Ok(CommitOutcome {
             commit: commit.map(|c| c.to_string()),
             kept: staged.kept,
@@ -118,6 +126,7 @@ impl Repo {
         message: &str,
         reviewed: &[Reviewed],
     ) -> Result<PreparedCommit, GitError> {
+        let _intent = self.begin("prepare the commit", &[&branch.name])?;
         let staged = self.stage_review(branch, reviewed)?;
         Ok(PreparedCommit {
             message: message.to_string(),
@@ -129,7 +138,9 @@ impl Repo {
     }
 
     /// Commits exactly the prepared tree, whatever happened to the index since. Refuses if
-    /// HEAD moved. Later working-tree edits stay as unstaged changes.
+    /// HEAD moved, unless HEAD is this very commit (a kill came after it landed): then it
+    /// is reported and nothing is committed twice. Later working-tree edits stay as
+    /// unstaged changes.
     pub fn commit_prepared(
         &self,
         branch: &TaskBranch,
@@ -137,19 +148,26 @@ impl Repo {
     ) -> Result<CommitOutcome, GitError> {
         self.require_clean_state()?;
         let head = self.require_on(&branch.name)?;
+        let _intent = self.begin("commit the prepared commit", &[&branch.name])?;
+        let tree = Oid::from_str(&prepared.tree).map_err(GitError::git("read prepared tree"))?;
+        let outcome = |commit: Option<Oid>| CommitOutcome {
+            commit: commit.map(|c| c.to_string()),
+            kept: prepared.kept.clone(),
+            discarded: prepared.discarded.clone(),
+        };
         if head.commit.to_string() != prepared.head {
+            if self.is_prepared_commit(head.commit, prepared, tree)? {
+                // Killed before the index was reset to it, perhaps: do that part again.
+                self.reset_index_to(head.commit)?;
+                return Ok(outcome(Some(head.commit)));
+            }
             return Err(GitError::PreparedStale {
                 prepared_on: prepared.head.clone(),
                 head: head.commit.to_string(),
             });
         }
-        let tree = Oid::from_str(&prepared.tree).map_err(GitError::git("read prepared tree"))?;
         let commit = self.commit_tree(head.commit, tree, &prepared.message)?;
-        Ok(CommitOutcome {
-            commit: commit.map(|c| c.to_string()),
-            kept: prepared.kept.clone(),
-            discarded: prepared.discarded.clone(),
-        })
+        Ok(outcome(commit))
     }
 
     /// Unstages a prepared commit; the working tree keeps every change (discarded files
@@ -157,7 +175,48 @@ impl Repo {
     pub fn discard_prepared(&self, branch: &TaskBranch) -> Result<(), GitError> {
         self.require_clean_state()?;
         let head = self.require_on(&branch.name)?;
+        let _intent = self.begin("discard the prepared commit", &[&branch.name])?;
         self.reset_index_to(head.commit)
+    }
+
+    /// Whether `commit` is the one `prepared` describes: its tree and message, with the
+    /// prepared-on HEAD as its only parent.
+    fn is_prepared_commit(
+        &self,
+        commit: Oid,
+        prepared: &PreparedCommit,
+        tree: Oid,
+    ) -> Result<bool, GitError> {
+        let commit = self
+            .repo
+            .find_commit(commit)
+            .map_err(GitError::git("read HEAD"))?;
+        Ok(commit.parent_count() == 1
+            && commit
+                .parent_id(0)
+                .is_ok_and(|p| p.to_string() == prepared.head)
+            && commit.tree_id() == tree
+            && commit.message_raw_bytes() == prepared.message.as_bytes())
+    }
+
+    /// HEAD (`head`) when it is the commit `commit_reviewed` would have made now: on the
+    /// task branch past its base, with `tree` and `message`. `None` otherwise.
+    fn landed_commit(
+        &self,
+        branch: &TaskBranch,
+        head: Oid,
+        tree: Oid,
+        message: &str,
+    ) -> Result<Option<Oid>, GitError> {
+        if head.to_string() == branch.base_commit {
+            return Ok(None);
+        }
+        let commit = self
+            .repo
+            .find_commit(head)
+            .map_err(GitError::git("read HEAD"))?;
+        let same = commit.tree_id() == tree && commit.message_raw_bytes() == message.as_bytes();
+        Ok(same.then_some(head))
     }
 
     fn stage_review(&self, branch: &TaskBranch, reviewed: &[Reviewed]) -> Result<Staged, GitError> {

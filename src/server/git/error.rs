@@ -30,7 +30,8 @@ pub enum GitError {
     UnsupportedBaseName { base: String },
     /// HEAD is a task branch of another session (or an unparseable `llm_task_*` one).
     OnOtherTaskBranch { current: String },
-    /// The session's task branch exists but is not checked out.
+    /// The session's task branch exists, is not checked out, and is neither at HEAD nor
+    /// ahead of it (so it cannot be taken up as it is).
     TaskBranchExists { name: String },
     /// The operation needs `expected` checked out, and HEAD is elsewhere.
     NotOnTaskBranch { expected: String, current: String },
@@ -175,7 +176,7 @@ impl fmt::Display for GitError {
             ),
             GitError::TaskBranchExists { name } => write!(
                 f,
-                "task branch {name} already exists but is not checked out; check it out or delete it first"
+                "task branch {name} already exists but is not checked out, and it does not start at HEAD; check it out, or delete it to start again"
             ),
             GitError::NotOnTaskBranch { expected, current } => write!(
                 f,

@@ -20,12 +20,18 @@
 //! - Commits: [`coverage`], [`Repo::commit_reviewed`], or [`Repo::prepare`] →
 //!   [`Repo::commit_prepared`] / [`Repo::discard_prepared`]. A [`PreparedCommit`] is
 //!   returned to the caller, who keeps it (in its checkpoint) with the [`TaskBranch`].
+//! - A kill at any moment: every action that changes the repository records itself first
+//!   (an intent file in the git directory), so the next action clears the lock files a
+//!   killed one left ([`Repo::recover`], its rule in `recover`); and every action can be
+//!   called again after a kill: a task branch of the session's name is taken up, a commit
+//!   or merge that landed is recognised and reported, not refused or repeated.
 
 mod branches;
 mod changes;
 mod commit;
 mod error;
 mod name;
+mod recover;
 mod repo;
 
 pub use branches::{
@@ -38,4 +44,5 @@ pub use error::GitError;
 pub use name::{
     TASK_PREFIX, checked_task_branch_name, is_valid_session_id, parse_task_branch, task_branch_name,
 };
+pub use recover::Recovered;
 pub use repo::{Repo, open};

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use git2::{
-    BranchType, CheckoutNotificationType, ErrorCode, Oid, Repository, RepositoryState,
+    BranchType, CheckoutNotificationType, DiffOptions, ErrorCode, Oid, Repository, RepositoryState,
     StatusOptions, build::CheckoutBuilder,
 };
 
@@ -147,6 +147,34 @@ impl Repo {
             .iter()
             .filter(|s| !s.status().is_ignored())
             .map(|s| String::from_utf8_lossy(s.path_bytes()).into_owned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// Every path whose index or working-tree state differs from `commit`'s tree
+    /// (untracked files included, ignored ones not): what checking `commit` out would have
+    /// to change or carry.
+    pub(super) fn differences_from(&self, commit: Oid) -> Result<Vec<String>, GitError> {
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .map_err(GitError::git("read commit"))?;
+        let mut options = DiffOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false);
+        let diff = self
+            .repo
+            .diff_tree_to_workdir_with_index(Some(&tree), Some(&mut options))
+            .map_err(GitError::git("diff"))?;
+        let mut paths: Vec<String> = diff
+            .deltas()
+            .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
             .collect();
         paths.sort();
         paths.dedup();
