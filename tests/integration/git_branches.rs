@@ -305,13 +305,139 @@ fn starting_from_a_slashed_branch_encodes_and_decodes_it() {
 }
 
 #[test]
-fn an_existing_task_branch_not_checked_out_is_refused() {
+fn a_task_branch_left_by_a_kill_is_taken_up_unless_it_diverged() {
     let t = TempRepo::with("exists", &[("a.txt", "a\n")]);
     let repo = t.open();
-    repo.start_task_branch("s1").unwrap();
+    let main_tip = t.tip("main").unwrap();
+    // Created, then killed before HEAD moved to it: at HEAD, it is checked out as it is,
+    // carrying the uncommitted work.
+    let (first, _) = repo.start_task_branch("s1").unwrap();
     t.switch("main");
+    t.write("dirty.txt", "user\n");
+    let (again, carried) = repo.start_task_branch("s1").unwrap();
+    assert_eq!(again, first);
+    assert_eq!(t.head(), first.name);
+    assert_eq!(carried, vec!["dirty.txt"]);
+    // Ahead of HEAD with its own commits only: checked out at its tip.
+    t.remove("dirty.txt");
+    t.write("a.txt", "task\n");
+    let task_tip = t.commit_all("task");
+    t.switch("main");
+    let (ahead, _) = repo.start_task_branch("s1").unwrap();
+    assert_eq!(t.head(), first.name);
+    assert_eq!(ahead.base_commit, main_tip.to_string());
+    assert_eq!(t.tip(&first.name), Some(task_tip));
+    assert_eq!(t.read("a.txt").as_deref(), Some("task\n"));
+    assert!(t.status().is_empty(), "{:?}", t.status());
+    // Diverged from HEAD: not this session's work alone, refused with nothing moved.
+    t.switch("main");
+    t.write("a.txt", "main moved\n");
+    t.commit_all("main moved");
     let err = repo.start_task_branch("s1").unwrap_err();
     assert!(matches!(err, GitError::TaskBranchExists { .. }), "{err}");
+    assert_eq!(t.head(), "main");
+    assert_eq!(t.tip(&first.name), Some(task_tip));
+}
+
+/// Leaves what a server killed midway through an action leaves besides its lock files: the
+/// intent naming its process, now dead, and the refs it was writing.
+fn killed_action(t: &TempRepo, refs: &[&str]) {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    write_intent(t, pid, refs);
+}
+
+fn write_intent(t: &TempRepo, pid: u32, refs: &[&str]) {
+    let intent = serde_json::json!({"pid": pid, "started": null, "action": "start the task branch", "refs": refs});
+    std::fs::write(
+        t.dir.join(".git/code-intel-action.json"),
+        intent.to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_lock_files_of_a_killed_action_are_cleared() {
+    let t = TempRepo::with("stale-locks", &[("a.txt", "a\n")]);
+    let repo = t.open();
+    let name = "llm_task_s1_from_main";
+    killed_action(&t, &[&format!("refs/heads/{name}")]);
+    for lock in [format!("refs/heads/{name}.lock"), "index.lock".to_string()] {
+        t.write(&format!(".git/{lock}"), "");
+    }
+    let (branch, _) = repo.start_task_branch("s1").unwrap();
+    assert_eq!(branch.name, name);
+    assert_eq!(t.head(), name);
+    for leftover in [
+        format!("refs/heads/{name}.lock"),
+        "index.lock".to_string(),
+        "code-intel-action.json".to_string(),
+    ] {
+        assert!(!t.dir.join(".git").join(&leftover).exists(), "{leftover}");
+    }
+    // The index can be written again.
+    t.write("a.txt", "task\n");
+    repo.commit_reviewed(&branch, "task", &[keep("a.txt")])
+        .unwrap();
+}
+
+#[test]
+fn only_locks_of_a_dead_action_taken_during_it_and_held_by_no_one_are_cleared() {
+    let t = TempRepo::with("lock-rule", &[("a.txt", "a\n")]);
+    let repo = t.open();
+    let ours = ".git/refs/heads/llm_task_s1_from_main.lock";
+    let present = |path: &str| t.dir.join(path).exists();
+
+    // No intent: a lock is someone else's.
+    t.write(".git/index.lock", "");
+    assert_eq!(repo.recover().unwrap(), git::Recovered::default());
+    assert!(present(".git/index.lock"));
+
+    // The intent of a live process: its locks and intent stay.
+    let mut live = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    write_intent(&t, live.id(), &["refs/heads/llm_task_s1_from_main"]);
+    t.write(ours, "");
+    assert_eq!(repo.recover().unwrap().removed, Vec::<String>::new());
+    assert!(present(ours) && present(".git/index.lock"));
+    assert!(present(".git/code-intel-action.json"));
+    live.kill().unwrap();
+    live.wait().unwrap();
+
+    // A dead writer. Left: a lock older than its action, a lock some live process holds
+    // open, a ref it did not name. Removed: its own fresh ref lock.
+    let old = std::fs::File::options()
+        .write(true)
+        .open(t.dir.join(".git/index.lock"))
+        .unwrap();
+    old.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .unwrap();
+    drop(old);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    killed_action(&t, &["refs/heads/llm_task_s1_from_main"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    t.write(ours, "");
+    t.write(".git/HEAD.lock", "");
+    let held = std::fs::File::open(t.dir.join(".git/HEAD.lock")).unwrap();
+    t.write(".git/refs/heads/main.lock", "");
+    let recovered = repo.recover().unwrap();
+    assert_eq!(
+        recovered.removed,
+        vec!["refs/heads/llm_task_s1_from_main.lock"]
+    );
+    assert_eq!(recovered.action.as_deref(), Some("start the task branch"));
+    assert!(!present(ours));
+    assert!(present(".git/index.lock"), "older than the action");
+    assert!(present(".git/HEAD.lock"), "held open");
+    assert!(
+        present(".git/refs/heads/main.lock"),
+        "a ref the action did not name"
+    );
+    assert!(!present(".git/code-intel-action.json"));
+    drop(held);
 }
 
 /// main with `a.txt`; `llm_task_s1_from_main` two commits ahead; `llm_task_s2_from_main`
@@ -574,7 +700,7 @@ fn commit_reviewed_commits_kept_files_and_reverts_discarded_ones() {
         outcome.kept,
         vec!["keep.txt", "new-kept.txt", "unlisted.txt"]
     );
-    let commit = Oid::from_str(&outcome.commit.unwrap()).unwrap();
+    let commit = Oid::from_str(outcome.commit.as_deref().unwrap()).unwrap();
     let expected: BTreeMap<String, String> = [
         ("keep.txt", "k changed\n"),
         ("new-kept.txt", "feature\n"),
@@ -640,7 +766,7 @@ fn prepared_commits_wait_for_review_and_can_be_discarded() {
     // An edit after preparing is not part of the commit and stays in the working tree.
     t.write("a.txt", "edited during review\n");
     let outcome = repo.commit_prepared(&branch, &prepared_again).unwrap();
-    let commit = Oid::from_str(&outcome.commit.unwrap()).unwrap();
+    let commit = Oid::from_str(outcome.commit.as_deref().unwrap()).unwrap();
     assert_eq!(t.files_of(commit)["a.txt"], "a changed\n");
     assert_eq!(t.files_of(commit)["b.txt"], "b\n");
     let commit_message = t.repo.find_commit(commit).unwrap();
@@ -648,8 +774,93 @@ fn prepared_commits_wait_for_review_and_can_be_discarded() {
     let status: Vec<_> = t.status().into_iter().map(|(p, _)| p).collect();
     assert_eq!(status, vec!["a.txt"]);
 
+    // Called again, as after a kill that came once it had landed: the same commit, not a
+    // second one and not a refusal.
+    let again = repo.commit_prepared(&branch, &prepared_again).unwrap();
+    assert_eq!(again.commit, outcome.commit);
+    assert_eq!(t.tip(&branch.name), Some(commit));
+
+    // HEAD moved past it by another commit: the prepared tree is out of date.
+    t.write("c.txt", "c\n");
+    t.commit_all("other work");
     let err = repo.commit_prepared(&branch, &prepared_again).unwrap_err();
     assert_eq!(err.key(), "git.prepared_stale", "{err}");
+}
+
+#[test]
+fn a_reviewed_commit_made_again_is_the_one_that_landed() {
+    let (t, repo, branch) = started("commit-again", &[("a.txt", "a\n")]);
+    t.write("a.txt", "task\n");
+    let first = repo
+        .commit_reviewed(&branch, "task", &[keep("a.txt")])
+        .unwrap();
+    let again = repo
+        .commit_reviewed(&branch, "task", &[keep("a.txt")])
+        .unwrap();
+    assert!(first.commit.is_some());
+    assert_eq!(again.commit, first.commit);
+    let mut walk = t.repo.revwalk().unwrap();
+    walk.push_head().unwrap();
+    assert_eq!(walk.count(), 2, "the initial commit and one task commit");
+}
+
+#[test]
+fn a_merge_that_landed_before_a_kill_is_finished() {
+    let (t, repo, branch) = started("merge-again", &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    t.write("a.txt", "task\n");
+    let task_tip = t.commit_all("task");
+    let merged = repo.merge_into_base(&branch).unwrap();
+    let recreate = |checkout: bool| {
+        let commit = t.repo.find_commit(task_tip).unwrap();
+        t.repo.branch(&branch.name, &commit, false).unwrap();
+        if checkout {
+            t.repo
+                .set_head(&format!("refs/heads/{}", branch.name))
+                .unwrap();
+        }
+    };
+    // Killed before the task branch was deleted: HEAD is on the base.
+    recreate(false);
+    assert_eq!(repo.merge_into_base(&branch).unwrap(), merged);
+    // Killed before HEAD moved to the base: the base is at the task tip.
+    recreate(true);
+    assert_eq!(repo.merge_into_base(&branch).unwrap(), merged);
+    // Killed before its answer was saved: all done already.
+    assert_eq!(repo.merge_into_base(&branch).unwrap(), merged);
+    assert_eq!(t.head(), "main");
+    assert_eq!(t.tip(&branch.name), None);
+    assert_eq!(t.tip("main"), Some(task_tip));
+    assert!(t.status().is_empty(), "{:?}", t.status());
+
+    // A merge commit: killed once the base moved to it (its tree checked out), with HEAD
+    // still on the task branch.
+    let (t, repo, branch) = started("merge-commit-again", &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    t.write("a.txt", "task\n");
+    let task_tip = t.commit_all("task");
+    t.switch("main");
+    t.write("b.txt", "main moved\n");
+    t.commit_all("main");
+    t.switch(&branch.name);
+    let merged = repo.merge_into_base(&branch).unwrap();
+    assert_eq!(merged.kind, MergeKind::MergeCommit);
+    let commit = t.repo.find_commit(task_tip).unwrap();
+    t.repo.branch(&branch.name, &commit, false).unwrap();
+    t.repo
+        .set_head(&format!("refs/heads/{}", branch.name))
+        .unwrap();
+    assert_eq!(repo.merge_into_base(&branch).unwrap(), merged);
+    assert_eq!(t.head(), "main");
+    assert_eq!(t.tip(&branch.name), None);
+    assert!(t.status().is_empty(), "{:?}", t.status());
+
+    // A base whose newest entry is not this merge: nothing is taken for merged.
+    let (t, repo, branch) = started("not-merged", &[("a.txt", "a\n")]);
+    t.write("a.txt", "task\n");
+    t.commit_all("task");
+    t.switch("main");
+    let err = repo.merge_into_base(&branch).unwrap_err();
+    assert_eq!(err.key(), "git.not_on_task_branch", "{err}");
+    assert!(t.tip(&branch.name).is_some());
 }
 
 #[test]
@@ -764,6 +975,11 @@ fn deleting_the_task_branch_keeps_uncommitted_work() {
     assert_eq!(t.read("a.txt").as_deref(), Some("a\n"));
     assert_eq!(t.read("b.txt").as_deref(), Some("carried\n"));
     assert_eq!(t.tip(&branch.name), None);
+    // Again, as after a kill before its answer was saved: nothing left to do.
+    let again = repo.delete_task_branch(&branch).unwrap();
+    assert!(!again.checked_out_base);
+    assert_eq!(again.deleted.unmerged_commits, 0);
+    assert_eq!(t.head(), "main");
 }
 
 #[test]
