@@ -805,6 +805,40 @@ fn a_reviewed_commit_made_again_is_the_one_that_landed() {
 }
 
 #[test]
+fn a_merge_checkout_cut_short_by_a_kill_is_done_again() {
+    let both_moved = |name: &str| {
+        let (t, repo, branch) = started(name, &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+        t.write("a.txt", "task\n");
+        t.commit_all("task");
+        t.switch("main");
+        t.write("b.txt", "main moved\n");
+        t.write("c.txt", "new on main\n");
+        t.commit_all("main");
+        t.switch(&branch.name);
+        (t, repo, branch)
+    };
+    // Killed after writing some of the merge's files: `b.txt` is the merge's version and
+    // `c.txt` not there yet.
+    let (t, repo, branch) = both_moved("merge-cut-short");
+    t.write("b.txt", "main moved\n");
+    let merged = repo.merge_into_base(&branch).unwrap();
+    assert_eq!(merged.kind, MergeKind::MergeCommit);
+    assert_eq!(t.head(), "main");
+    assert_eq!(t.read("a.txt").as_deref(), Some("task\n"));
+    assert_eq!(t.read("c.txt").as_deref(), Some("new on main\n"));
+    assert!(t.status().is_empty(), "{:?}", t.status());
+
+    // A file that is neither the task's nor the merge's is someone's work: refused, kept.
+    let (t, repo, branch) = both_moved("merge-cut-short-edited");
+    t.write("b.txt", "main moved\n");
+    t.write("a.txt", "the user's edit\n");
+    let err = repo.merge_into_base(&branch).unwrap_err();
+    assert_eq!(err.key(), "git.uncommitted", "{err}");
+    assert_eq!(t.read("a.txt").as_deref(), Some("the user's edit\n"));
+    assert_eq!(t.head(), branch.name);
+}
+
+#[test]
 fn a_merge_that_landed_before_a_kill_is_finished() {
     let (t, repo, branch) = started("merge-again", &[("a.txt", "a\n"), ("b.txt", "b\n")]);
     t.write("a.txt", "task\n");

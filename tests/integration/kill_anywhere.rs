@@ -10,8 +10,10 @@
 //! from 0 to 1.2 times the submission's duration, measured per phase by an unkilled
 //! calibration session first. Sessions alternate between the default flow with a quality
 //! review (`git.prepare_commit` then `git.commit_prepared`) and one without
-//! (`git.commit`). The seed is printed; `CODE_INTEL_KILL_SEED` replays one, and
-//! `CODE_INTEL_KILL_SESSIONS` sets how many sessions run (each kills once per phase).
+//! (`git.commit`), and half of them merge into a `main` the user committed on meanwhile
+//! (a merge commit, checked out by the merge). The seed is printed; `CODE_INTEL_KILL_SEED`
+//! replays one, and `CODE_INTEL_KILL_SESSIONS` sets how many sessions run (each kills
+//! once per phase).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -312,6 +314,38 @@ fn git(root: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A commit on `main` while the task branch is checked out (`git commit` in another
+/// worktree, in effect): a new file, so the merge has no conflict.
+fn commit_on_main(root: &Path) -> Result<(), String> {
+    let repo = git2::Repository::open(root).map_err(|e| e.to_string())?;
+    let main = repo
+        .find_branch("main", git2::BranchType::Local)
+        .and_then(|b| b.get().peel_to_commit())
+        .map_err(|e| e.to_string())?;
+    let blob = repo
+        .blob(b"meanwhile on main\n")
+        .map_err(|e| e.to_string())?;
+    let mut tree = repo
+        .treebuilder(Some(&main.tree().map_err(|e| e.to_string())?))
+        .map_err(|e| e.to_string())?;
+    tree.insert("MAIN.md", blob, 0o100644)
+        .map_err(|e| e.to_string())?;
+    let tree = repo
+        .find_tree(tree.write().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let who = git2::Signature::now("user", "user@example.com").map_err(|e| e.to_string())?;
+    repo.commit(
+        Some("refs/heads/main"),
+        &who,
+        &who,
+        "meanwhile on main",
+        &tree,
+        &[&main],
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 /// A session's repository, server state directory and server log.
 struct Place {
     root: TempDir,
@@ -366,6 +400,7 @@ struct Tally {
 fn session(
     n: usize,
     quality: bool,
+    moves_main: bool,
     windows: Option<&BTreeMap<String, Duration>>,
     rng: &mut Rng,
     tally: &mut Tally,
@@ -384,8 +419,15 @@ fn session(
     }
     let mut state = "DOCUMENT_RESEARCH".to_string();
     let mut complete = false;
+    let mut main_moved = false;
     while !complete {
         let next = next_state(&state, quality).ok_or_else(|| fail(format!("state {state}")))?;
+        if state == "MERGE" && moves_main && !main_moved {
+            // The user committed on main meanwhile: the merge makes a merge commit and
+            // checks it out, which a kill can cut short.
+            commit_on_main(root).map_err(fail)?;
+            main_moved = true;
+        }
         let payload = prepare(&mut server, root, &state).map_err(fail)?;
         let args = json!({"data": payload});
         let Some(windows) = windows else {
@@ -473,6 +515,7 @@ fn session(
         || commits != 1
         || !status.is_empty()
         || app != APP_DONE
+        || (moves_main && !(root.join("MAIN.md").is_file() && subjects.contains("Merge llm_task_")))
     {
         return Err(with_log(format!(
             "not merged: on {branch:?}, task branches {task_branches:?}, log {subjects:?}, status {status:?}"
@@ -503,7 +546,7 @@ fn every_phase_survives_a_kill_at_any_moment() {
     // Each session draws from its own generator, so a seed gives the same delays to the
     // same session whatever order the sessions run in.
     let rng = |n: usize| Rng(seed ^ (n as u64).wrapping_mul(0xA24B_AED4_963E_E407));
-    let calibration = session(0, true, None, &mut rng(0), &mut Tally::default()).unwrap();
+    let calibration = session(0, true, false, None, &mut rng(0), &mut Tally::default()).unwrap();
     // Each window covers the whole submission with room to spare, so kills land before,
     // inside and just after its effects and checkpoint.
     let windows: BTreeMap<String, Duration> = calibration
@@ -529,9 +572,18 @@ fn every_phase_survives_a_kill_at_any_moment() {
                         if n > sessions {
                             break;
                         }
-                        let quality = n % 2 == 1;
-                        if let Err(e) = session(n, quality, Some(&windows), &mut rng(n), &mut tally)
-                        {
+                        // With and without the quality review, each half the time
+                        // merging into a main that moved.
+                        let (quality, moves_main) = (n % 2 == 1, n % 4 < 2);
+                        let result = session(
+                            n,
+                            quality,
+                            moves_main,
+                            Some(&windows),
+                            &mut rng(n),
+                            &mut tally,
+                        );
+                        if let Err(e) = result {
                             failures.push(e);
                         }
                     }

@@ -1,6 +1,8 @@
 //! The task branch's life: start it at HEAD (carrying a dirty tree), list and resolve the
 //! stale ones left by earlier sessions, merge it into its base, delete it.
 
+use std::path::Path;
+
 use git2::{BranchType, Oid};
 use serde::{Deserialize, Serialize};
 
@@ -368,7 +370,11 @@ impl Repo {
         }
         let head = self.require_on(&branch.name)?;
         let uncommitted = self.uncommitted_paths()?;
-        if !uncommitted.is_empty() {
+        // A kill while the merge commit was being checked out leaves files of the merge in
+        // the task tip's tree: those are checked out again, forced over them only.
+        let interrupted =
+            !uncommitted.is_empty() && self.interrupted_merge_checkout(branch, head.commit)?;
+        if !uncommitted.is_empty() && !interrupted {
             return Err(GitError::Uncommitted { paths: uncommitted });
         }
         let base_ref = format!("refs/heads/{}", branch.base_branch);
@@ -397,7 +403,11 @@ impl Repo {
             (MergeKind::FastForward, task_tip)
         } else {
             let merge = self.merge_commit(branch, base_tip, task_tip)?;
-            self.checkout_commit(merge)?;
+            if interrupted {
+                self.force_checkout(merge)?;
+            } else {
+                self.checkout_commit(merge)?;
+            }
             (MergeKind::MergeCommit, merge)
         };
         let moved = self
@@ -424,6 +434,85 @@ impl Repo {
             kind,
             commit: new_tip.to_string(),
         })
+    }
+
+    /// Whether every difference of the index and working tree from the task tip is the
+    /// merge's own: a checkout of the merge commit a kill cut short. Each differing file
+    /// must already hold the merge's version in the working tree (or be absent from both),
+    /// and the index may hold only the task tip's or the merge's version, so forcing the
+    /// checkout again overwrites nothing but this merge's own files. Only for a merge
+    /// that needs a merge commit (no other kind checks anything out over the task tip).
+    fn interrupted_merge_checkout(
+        &self,
+        branch: &TaskBranch,
+        task_tip: Oid,
+    ) -> Result<bool, GitError> {
+        let Some(base_tip) = self.branch_tip(&branch.base_branch)? else {
+            return Ok(false);
+        };
+        let related = base_tip == task_tip
+            || self
+                .repo
+                .graph_descendant_of(base_tip, task_tip)
+                .map_err(GitError::git("merge analysis"))?
+            || self
+                .repo
+                .graph_descendant_of(task_tip, base_tip)
+                .map_err(GitError::git("merge analysis"))?;
+        if related {
+            return Ok(false);
+        }
+        let read = |oid: Oid| {
+            self.repo
+                .find_commit(oid)
+                .and_then(|c| c.tree())
+                .map_err(GitError::git("merge"))
+        };
+        let (ours, theirs) = (
+            self.repo
+                .find_commit(base_tip)
+                .map_err(GitError::git("merge"))?,
+            self.repo
+                .find_commit(task_tip)
+                .map_err(GitError::git("merge"))?,
+        );
+        let mut merged = self
+            .repo
+            .merge_commits(&ours, &theirs, None)
+            .map_err(GitError::git("merge"))?;
+        if merged.has_conflicts() {
+            return Ok(false);
+        }
+        let target = self
+            .repo
+            .find_tree(
+                merged
+                    .write_tree_to(&self.repo)
+                    .map_err(GitError::git("write merge tree"))?,
+            )
+            .map_err(GitError::git("write merge tree"))?;
+        let task_tree = read(task_tip)?;
+        let index = self.repo.index().map_err(GitError::git("read index"))?;
+        for path in self.differences_from(task_tip)? {
+            let rel = Path::new(&path);
+            let wanted = target.get_path(rel).ok().map(|e| e.id());
+            let in_task = task_tree.get_path(rel).ok().map(|e| e.id());
+            let full = self.workdir.join(rel);
+            let on_disk = match std::fs::symlink_metadata(&full) {
+                Ok(meta) if meta.is_file() => Some(
+                    Oid::hash_file(git2::ObjectType::Blob, &full)
+                        .map_err(GitError::git("hash a file"))?,
+                ),
+                Ok(_) => return Ok(false),
+                Err(_) => None,
+            };
+            let staged = index.get_path(rel, 0).map(|e| e.id);
+            let index_ours = staged.is_none() || staged == wanted || staged == in_task;
+            if on_disk != wanted || !index_ours {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// A merge of `branch` that a kill interrupted after the base moved, finished: the
