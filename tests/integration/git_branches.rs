@@ -817,10 +817,11 @@ fn a_merge_checkout_cut_short_by_a_kill_is_done_again() {
         t.switch(&branch.name);
         (t, repo, branch)
     };
-    // Killed after writing some of the merge's files: `b.txt` is the merge's version and
-    // `c.txt` not there yet.
+    // Killed after writing some of the merge's files: `b.txt` is the merge's version,
+    // `c.txt` created but not written yet.
     let (t, repo, branch) = both_moved("merge-cut-short");
     t.write("b.txt", "main moved\n");
+    t.write("c.txt", "");
     let merged = repo.merge_into_base(&branch).unwrap();
     assert_eq!(merged.kind, MergeKind::MergeCommit);
     assert_eq!(t.head(), "main");
@@ -828,7 +829,8 @@ fn a_merge_checkout_cut_short_by_a_kill_is_done_again() {
     assert_eq!(t.read("c.txt").as_deref(), Some("new on main\n"));
     assert!(t.status().is_empty(), "{:?}", t.status());
 
-    // A file that is neither the task's nor the merge's is someone's work: refused, kept.
+    // A file that is neither the task's nor the merge's (nor the start of it) is someone's
+    // work: refused, kept.
     let (t, repo, branch) = both_moved("merge-cut-short-edited");
     t.write("b.txt", "main moved\n");
     t.write("a.txt", "the user's edit\n");

@@ -12,8 +12,8 @@
 //! review (`git.prepare_commit` then `git.commit_prepared`) and one without
 //! (`git.commit`), and half of them merge into a `main` the user committed on meanwhile
 //! (a merge commit, checked out by the merge). The seed is printed; `CODE_INTEL_KILL_SEED`
-//! replays one, and `CODE_INTEL_KILL_SESSIONS` sets how many sessions run (each kills
-//! once per phase).
+//! replays one, `CODE_INTEL_KILL_SESSIONS` sets how many sessions run (each kills once
+//! per phase) and `CODE_INTEL_KILL_PHASES` (`MERGE,READY_PLAN`) the phases killed in.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -314,6 +314,32 @@ fn git(root: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// What a kill left in the git directory: whether a git action was cut short (the
+/// server's intent file), and the lock files, relative to `.git`.
+fn leftovers(root: &Path) -> (bool, Vec<String>) {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if !path.ends_with("objects") {
+                    walk(&path, base, out);
+                }
+            } else if path.extension().is_some_and(|e| e == "lock") {
+                let rel = path.strip_prefix(base).unwrap_or(&path);
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let git = root.join(".git");
+    let mut locks = Vec::new();
+    walk(&git, &git, &mut locks);
+    locks.sort();
+    (git.join("code-intel-action.json").exists(), locks)
+}
+
 /// A commit on `main` while the task branch is checked out (`git commit` in another
 /// worktree, in effect): a new file, so the merge has no conflict.
 fn commit_on_main(root: &Path) -> Result<(), String> {
@@ -391,6 +417,10 @@ struct Tally {
     kills: usize,
     /// Kills after which the session had already moved to the next phase.
     saved_before: usize,
+    /// Kills that cut a git action short (its intent file left in `.git`).
+    actions_cut_short: usize,
+    /// Kills that left lock files in `.git`.
+    locks_left: usize,
     phases: BTreeMap<String, usize>,
 }
 
@@ -408,7 +438,19 @@ fn session(
     let place = Place::new(n, quality);
     let root = place.root.path();
     let fail = |what: String| format!("session {n} (quality review {quality}): {what}");
-    let with_log = |what: String| fail(format!("{what}\nserver stderr:\n{}", place.stderr()));
+    let with_log = |what: String| {
+        if std::env::var_os("CODE_INTEL_KILL_KEEP").is_some() {
+            // Kept for a post-mortem: a copy, since the session's own directory goes.
+            let kept = root.with_extension("kept");
+            let _ = Command::new("cp").arg("-a").arg(root).arg(&kept).status();
+            return fail(format!(
+                "{what}\nrepository kept at {}\nserver stderr:\n{}",
+                kept.display(),
+                place.stderr()
+            ));
+        }
+        fail(format!("{what}\nserver stderr:\n{}", place.stderr()))
+    };
     let mut durations = BTreeMap::new();
     let mut server = place.server().map_err(fail)?;
     let started = server
@@ -430,7 +472,7 @@ fn session(
         }
         let payload = prepare(&mut server, root, &state).map_err(fail)?;
         let args = json!({"data": payload});
-        let Some(windows) = windows else {
+        let Some(window) = windows.and_then(|w| w.get(&state).copied()) else {
             let began = Instant::now();
             let answer = server.call("submit_phase", args).map_err(fail)?;
             durations.insert(state.clone(), began.elapsed());
@@ -441,14 +483,17 @@ fn session(
             state = next.to_string();
             continue;
         };
-        let delay = rng.delay(windows[&state]);
+        let delay = rng.delay(window);
         server.send_call("submit_phase", args).map_err(fail)?;
         std::thread::sleep(delay);
         server.kill();
         tally.kills += 1;
         *tally.phases.entry(state.clone()).or_default() += 1;
+        let (cut_short, locks) = leftovers(root);
+        tally.actions_cut_short += usize::from(cut_short);
+        tally.locks_left += usize::from(!locks.is_empty());
         let killed = format!(
-            "killed {:.2} ms into the {state} submission",
+            "killed {:.2} ms into the {state} submission (git action cut short: {cut_short}, lock files left: {locks:?})",
             delay.as_secs_f64() * 1e3
         );
         server = place.server().map_err(fail)?;
@@ -549,8 +594,14 @@ fn every_phase_survives_a_kill_at_any_moment() {
     let calibration = session(0, true, false, None, &mut rng(0), &mut Tally::default()).unwrap();
     // Each window covers the whole submission with room to spare, so kills land before,
     // inside and just after its effects and checkpoint.
+    // `CODE_INTEL_KILL_PHASES=MERGE,READY_PLAN` kills in those phases only.
+    let only = std::env::var("CODE_INTEL_KILL_PHASES").ok();
     let windows: BTreeMap<String, Duration> = calibration
         .iter()
+        .filter(|(state, _)| {
+            only.as_deref()
+                .is_none_or(|o| o.split(',').any(|p| p == state.as_str()))
+        })
         .map(|(state, took)| (state.clone(), (*took * 6 / 5).max(Duration::from_millis(2))))
         .collect();
     for (state, window) in &windows {
@@ -598,19 +649,24 @@ fn every_phase_survives_a_kill_at_any_moment() {
     for (t, f) in results {
         tally.kills += t.kills;
         tally.saved_before += t.saved_before;
+        tally.actions_cut_short += t.actions_cut_short;
+        tally.locks_left += t.locks_left;
         for (state, kills) in t.phases {
             *tally.phases.entry(state).or_default() += kills;
         }
         failures.extend(f);
     }
     println!(
-        "kill_anywhere: {} kills, {} phases, {} sessions ({} failed), {} kills after the submission was saved, {:.1} s",
+        "kill_anywhere: {} kills, {} phases, {} sessions ({} failed), {:.1} s",
         tally.kills,
         tally.phases.len(),
         sessions,
         failures.len(),
-        tally.saved_before,
         began.elapsed().as_secs_f64()
+    );
+    println!(
+        "kill_anywhere: {} kills came after the submission was saved, {} cut a git action short, {} left lock files",
+        tally.saved_before, tally.actions_cut_short, tally.locks_left
     );
     for (state, kills) in &tally.phases {
         println!("kill_anywhere:   {state}: {kills} kills");

@@ -438,9 +438,10 @@ impl Repo {
 
     /// Whether every difference of the index and working tree from the task tip is the
     /// merge's own: a checkout of the merge commit a kill cut short. Each differing file
-    /// must already hold the merge's version in the working tree (or be absent from both),
-    /// and the index may hold only the task tip's or the merge's version, so forcing the
-    /// checkout again overwrites nothing but this merge's own files. Only for a merge
+    /// must already hold the merge's version in the working tree, or the start of it (the
+    /// file being written), or be absent from both; and the index may hold only the task
+    /// tip's or the merge's version. Forcing the checkout again then overwrites nothing but
+    /// this merge's own files. Only for a merge
     /// that needs a merge commit (no other kind checks anything out over the task tip).
     fn interrupted_merge_checkout(
         &self,
@@ -499,16 +500,33 @@ impl Repo {
             let in_task = task_tree.get_path(rel).ok().map(|e| e.id());
             let full = self.workdir.join(rel);
             let on_disk = match std::fs::symlink_metadata(&full) {
-                Ok(meta) if meta.is_file() => Some(
-                    Oid::hash_file(git2::ObjectType::Blob, &full)
-                        .map_err(GitError::git("hash a file"))?,
-                ),
+                Ok(meta) if meta.is_file() => {
+                    Some(std::fs::read(&full).map_err(|source| GitError::Io {
+                        operation: "read",
+                        path: full.clone(),
+                        source,
+                    })?)
+                }
                 Ok(_) => return Ok(false),
                 Err(_) => None,
             };
+            let written = match (on_disk, wanted) {
+                (None, None) => true,
+                // The merge's version, or the start of it: the file being written when the
+                // kill came (libgit2 creates it empty, then writes it), so checking it out
+                // again only completes it.
+                (Some(bytes), Some(id)) => {
+                    let blob = self
+                        .repo
+                        .find_blob(id)
+                        .map_err(GitError::git("read blob"))?;
+                    blob.content().starts_with(&bytes)
+                }
+                _ => false,
+            };
             let staged = index.get_path(rel, 0).map(|e| e.id);
             let index_ours = staged.is_none() || staged == wanted || staged == in_task;
-            if on_disk != wanted || !index_ours {
+            if !written || !index_ours {
                 return Ok(false);
             }
         }
