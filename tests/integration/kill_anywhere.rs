@@ -573,6 +573,8 @@ fn session(
 const PARALLEL: usize = 2;
 
 #[test]
+// The seed (to replay a failure) and the count of kills are the test's report.
+#[allow(clippy::print_stdout)]
 fn every_phase_survives_a_kill_at_any_moment() {
     let seed = std::env::var("CODE_INTEL_KILL_SEED")
         .ok()
