@@ -27,3 +27,4 @@ pub mod service;
 pub mod session_lock;
 pub mod tools;
 pub mod watch;
+pub mod worktree;

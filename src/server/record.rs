@@ -96,6 +96,15 @@ pub struct HostState {
     /// deleting it later cannot switch the review off.
     #[serde(default)]
     pub quality_prompt: bool,
+    /// The working tree as the server last accepted it: each path that differs from the
+    /// baseline with the sha256 of its content (`None`: deleted), `.code-intel/` left out.
+    /// Set at the start (the user's uncommitted work) and after every submission that
+    /// took a step (what the server's own actions changed: a task branch adopted, files
+    /// discarded at commit). A submission in a state that allows no writes finds the tree
+    /// exactly so, or is refused (`server::worktree`). `None` in a checkpoint written
+    /// before this field existed: the next submission takes it without a check.
+    #[serde(default)]
+    pub accepted_tree: Option<BTreeMap<String, Option<String>>>,
 }
 
 impl HostState {
@@ -138,12 +147,15 @@ impl SessionRecord {
 
 /// The sha256 (hex) of a file's content, `None` when it cannot be read (deleted).
 pub fn content_hash(path: &std::path::Path) -> Option<String> {
-    use sha2::Digest as _;
     let bytes = std::fs::read(path).ok()?;
-    Some(
-        sha2::Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-    )
+    Some(bytes_hash(&bytes))
+}
+
+/// The sha256 (hex) of `bytes`: what [`content_hash`] gives for a file holding them.
+pub fn bytes_hash(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -174,6 +174,12 @@ pub fn registry() -> Registry {
         ("query_frame_hints.trigger_condition_missing", vec![]),
         ("query_frame_hints.desired_action_missing", vec![]),
         ("warnings.truncation_warning", vec![]),
+        ("worktree.unexplored_changes", vec!["files"]),
+        (
+            "worktree.changed_without_writes",
+            vec!["phase", "files", "restore"],
+        ),
+        ("worktree.uncommitted_changed", vec!["files"]),
     ];
     Registry::new(
         "code-intel",

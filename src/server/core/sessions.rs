@@ -16,15 +16,18 @@ use crate::server::checkpoint::{
 use crate::server::git;
 use crate::server::host::{CodeIntelHost, QUALITY_PROMPT};
 use crate::server::log::now;
-use crate::server::record::{HostState, RECORD_VERSION, SessionRecord, content_hash};
+use crate::server::record::{HostState, RECORD_VERSION, SessionRecord};
 use crate::server::recorder::{Recorded, Recorder};
 use crate::server::reply::Reply;
 use crate::server::session_lock::{Holder, LockError, SessionLock};
+use crate::server::worktree;
 use crate::session::{Driver, Stop, Turn};
 use crate::source::Sources;
 use crate::yaml;
 
-use super::{Active, RecordStore, Server, State, checkpoint_key, no_session, parse};
+use super::{
+    Active, RecordStore, Server, State, checkpoint_key, no_session, parse, write_gate,
+};
 
 impl Server {
     pub(super) fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
@@ -216,27 +219,17 @@ impl Server {
                 ..HostState::default()
             };
         };
-        let start_dirty = repo
-            .changes(&start)
-            .map(|changes| {
-                changes
-                    .iter()
-                    .filter(|c| !c.path.starts_with(".code-intel/"))
-                    .map(|c| {
-                        (
-                            c.path.clone(),
-                            content_hash(&self.root.path().join(&c.path)),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        HostState {
+        let mut state = HostState {
             start: Some(start),
-            start_dirty,
             quality_prompt,
             ..HostState::default()
-        }
+        };
+        // Path by path, without rename detection, so a file the user moved is its old
+        // path deleted and its new one added, both theirs.
+        let tree = worktree::snapshot(self.root.path(), &state).unwrap_or_default();
+        state.start_dirty = tree.clone();
+        state.accepted_tree = Some(tree);
+        state
     }
 
     /// The unfinished session named by the pointer, if any, verified.
@@ -433,6 +426,11 @@ impl Server {
             }
         };
         let mismatch = received_count.filter(|c| *c != active.record.compaction_count);
+        // Whatever wrote to the working tree (the client's editor, a shell command, a
+        // script), the tree is checked before the step: the hooks only see some writes.
+        if let Err(reply) = self.check_tree(&active.record) {
+            return reply;
+        }
         let tools_called = active.record.tools_called.clone();
         let instance = active.record.instance.clone();
         let shared = Rc::new(RefCell::new(active.record.host.clone()));
@@ -442,7 +440,83 @@ impl Server {
             driver.submit(host, store, instance, Value::Object(payload), tools_called)
         });
         self.log.turn(&active.record.id, &input, &recorded, &turn);
+        if !turn.steps.is_empty() {
+            // The tree passed the check just before; what differs now is what the step's
+            // actions did (a branch adopted, files discarded at commit): accepted.
+            let tree = worktree::snapshot(self.root.path(), &shared.borrow());
+            match tree {
+                Ok(tree) => shared.borrow_mut().accepted_tree = Some(tree),
+                Err(e) => tracing::error!("cannot read the working tree after a step: {e}"),
+            }
+        }
         self.finish_turn(state, turn, shared, mismatch, branch_before)
+    }
+
+    /// The check of the working tree at a submission (`server::worktree`), or the
+    /// refusal naming the files: in a state that allows writes every changed file must be
+    /// explored or added; in any other, the tree must be as the server last accepted it.
+    fn check_tree(&self, record: &SessionRecord) -> Result<(), Reply> {
+        let gate = write_gate(&self.contract, &record.instance);
+        let verdict = worktree::check(self.root.path(), &record.host, gate.writes_allowed)
+            .map_err(|e| Reply::error(e.key(), format!("cannot check the working tree: {e}")))?;
+        if verdict.is_clean() {
+            return Ok(());
+        }
+        let instance = &record.instance;
+        let phase = phase_response(&self.contract, instance);
+        let reply = if !verdict.unexplored.is_empty() {
+            let files = json!(verdict.unexplored);
+            Reply::refused(&self.render(
+                "worktree.unexplored_changes",
+                &[("files", files.clone())],
+                instance,
+            ))
+            .with("files", files)
+        } else {
+            let files: Vec<&str> = verdict.changed.iter().map(|r| r.path()).collect();
+            let restore: Vec<String> = verdict.changed.iter().filter_map(|r| r.command()).collect();
+            let by_hand: Vec<&str> = verdict
+                .changed
+                .iter()
+                .filter(|r| r.command().is_none())
+                .map(|r| r.path())
+                .collect();
+            let uncommitted = |instance| {
+                self.render(
+                    "worktree.uncommitted_changed",
+                    &[("files", json!(by_hand))],
+                    instance,
+                )
+            };
+            let mut message = if restore.is_empty() {
+                uncommitted(instance)
+            } else {
+                self.render(
+                    "worktree.changed_without_writes",
+                    &[
+                        ("phase", json!(phase.phase)),
+                        ("files", json!(files)),
+                        ("restore", json!(restore.join("; "))),
+                    ],
+                    instance,
+                )
+            };
+            if !by_hand.is_empty() && !restore.is_empty() {
+                let extra = uncommitted(instance);
+                message.text = format!("{} {}", message.text, extra.text);
+                message.user_intervention |= extra.user_intervention;
+            }
+            Reply::refused(&message)
+                .with("files", json!(files))
+                .with("restore", json!(restore))
+        };
+        let key = reply
+            .body
+            .get("message_key")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        self.log.refusal(&record.id, &instance.state, key);
+        Err(reply.with_phase(&phase, record.compaction_count))
     }
 
     /// Runs the session driver on `record` with this server's host and checkpoint store.

@@ -16,7 +16,8 @@
 //!   [`Repo::current_task_branch`], [`Repo::stale_task_branches`],
 //!   [`Repo::resolve_stale`], [`Repo::merge_into_base`], [`Repo::delete_task_branch`].
 //! - Changes against the base commit: [`Repo::changes`] (diffs capped at
-//!   [`DIFF_CAP_BYTES`]), [`Repo::changed_lines`].
+//!   [`DIFF_CAP_BYTES`]), [`Repo::changed_lines`]; path by path for the check at every
+//!   submission, [`Repo::tree_changes`], [`Repo::content_at_head`].
 //! - Commits: [`coverage`], [`Repo::commit_reviewed`], or [`Repo::prepare`] →
 //!   [`Repo::commit_prepared`] / [`Repo::discard_prepared`]. A [`PreparedCommit`] is
 //!   returned to the caller, who keeps it (in its checkpoint) with the [`TaskBranch`].
@@ -33,6 +34,7 @@ mod error;
 mod name;
 mod recover;
 mod repo;
+mod tree;
 
 pub use branches::{
     DeleteOutcome, DeletedBranch, KeptBranch, MergeKind, MergeOutcome, StaleBranch, StaleChoice,
@@ -46,3 +48,4 @@ pub use name::{
 };
 pub use recover::Recovered;
 pub use repo::{Repo, open};
+pub use tree::TreeChange;

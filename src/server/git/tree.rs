@@ -1,0 +1,76 @@
+//! The working tree path by path, for the check the server makes at every submission:
+//! which files differ from the session's baseline commit (staged, unstaged and untracked
+//! non-ignored files alike) and what HEAD holds for a file. Read-only: nothing here
+//! changes the repository, the index included.
+
+use std::path::Path;
+
+use git2::{Delta, DiffOptions};
+
+use super::branches::TaskBranch;
+use super::changes::{ChangeStatus, OWN_DIR};
+use super::error::GitError;
+use super::repo::Repo;
+
+/// One path of the working tree that differs from the baseline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeChange {
+    /// Relative to the working tree, `/`-separated.
+    pub path: String,
+    /// `Added`, `Modified`, `Deleted` or `TypeChange`: no rename detection, so a moved
+    /// file is its old path deleted and its new path added, each judged on its own.
+    pub status: ChangeStatus,
+}
+
+impl Repo {
+    /// Every path that differs from the baseline's commit, sorted, without diffs or
+    /// rename detection (cheaper than [`Repo::changes`], and a rename cannot hide the
+    /// deletion of its source). `.code-intel/` is left out.
+    pub fn tree_changes(&self, baseline: &TaskBranch) -> Result<Vec<TreeChange>, GitError> {
+        let base_tree = self.base_tree(baseline)?;
+        let mut options = DiffOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_typechange(true)
+            .ignore_submodules(true)
+            .context_lines(0);
+        let diff = self
+            .repo
+            .diff_tree_to_workdir_with_index(Some(&base_tree), Some(&mut options))
+            .map_err(GitError::git("diff"))?;
+        let mut out: Vec<TreeChange> = diff
+            .deltas()
+            .filter_map(|delta| {
+                let status = match delta.status() {
+                    Delta::Added | Delta::Untracked | Delta::Copied => ChangeStatus::Added,
+                    Delta::Deleted => ChangeStatus::Deleted,
+                    Delta::Modified | Delta::Conflicted | Delta::Unreadable | Delta::Renamed => {
+                        ChangeStatus::Modified
+                    }
+                    Delta::Typechange => ChangeStatus::TypeChange,
+                    Delta::Unmodified | Delta::Ignored => return None,
+                };
+                let file = if status == ChangeStatus::Deleted {
+                    delta.old_file()
+                } else {
+                    delta.new_file()
+                };
+                let path = String::from_utf8_lossy(file.path_bytes()?).into_owned();
+                (!path.starts_with(OWN_DIR)).then_some(TreeChange { path, status })
+            })
+            .collect();
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out.dedup_by(|a, b| a.path == b.path);
+        Ok(out)
+    }
+
+    /// The content of `path` (root-relative) in HEAD's commit, `None` when HEAD has no
+    /// such file: whether `git checkout HEAD -- FILE` can bring a file back.
+    pub fn content_at_head(&self, path: &str) -> Option<Vec<u8>> {
+        let tree = self.repo.head().ok()?.peel_to_tree().ok()?;
+        let entry = tree.get_path(Path::new(path)).ok()?;
+        let blob = self.repo.find_blob(entry.id()).ok()?;
+        Some(blob.content().to_vec())
+    }
+}
