@@ -18,6 +18,7 @@
 pub mod decide;
 pub mod input;
 pub mod reads;
+pub mod shell;
 
 use std::path::{Path, PathBuf};
 
