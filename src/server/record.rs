@@ -96,8 +96,8 @@ pub struct HostState {
     /// deleting it later cannot switch the review off.
     #[serde(default)]
     pub quality_prompt: bool,
-    /// The working tree as the server last accepted it: each path that differs from the
-    /// baseline with the sha256 of its content (`None`: deleted), `.code-intel/` left out.
+    /// The working tree as the server last accepted it: each path that differs from HEAD
+    /// with the sha256 of its content (`None`: deleted), `.code-intel/` left out.
     /// Set at the start (the user's uncommitted work) and after every submission that
     /// took a step (what the server's own actions changed: a task branch adopted, files
     /// discarded at commit). A submission in a state that allows no writes finds the tree

@@ -5,9 +5,10 @@
 //!
 //! - in a state whose write gate allows writes (implementation), every changed file must
 //!   have been explored or added, as at the end of implementation;
-//! - in any other state, the tree must be exactly as the server last accepted it
-//!   ([`HostState::accepted_tree`]): before implementation that is the user's own
-//!   uncommitted work and nothing else, after it the implementation as submitted.
+//! - in any other state, what is not committed must be exactly as the server last
+//!   accepted it ([`HostState::accepted_tree`]): before implementation that is the
+//!   user's own uncommitted work and nothing else, after it the implementation as
+//!   submitted.
 //!
 //! Which states allow writes comes from the contract through [`crate::server::record::WriteGate`],
 //! so no state is named here. [`judge`] is the pure rule; [`check`] reads the tree.
@@ -140,14 +141,14 @@ pub fn judge(
     verdict
 }
 
-/// Every path that differs from the session's baseline now, with its content hash.
-pub fn current(root: &Path, host: &HostState) -> Result<BTreeMap<String, Current>, GitError> {
-    let Some(baseline) = host.baseline() else {
-        return Ok(BTreeMap::new());
-    };
-    let repo = git::open(root)?;
+/// Every path that differs from `against` now, with its content hash.
+fn current(
+    root: &Path,
+    repo: &git::Repo,
+    against: &git::TaskBranch,
+) -> Result<BTreeMap<String, Current>, GitError> {
     Ok(repo
-        .tree_changes(baseline)?
+        .tree_changes(against)?
         .into_iter()
         .map(|c| {
             let hash = match c.status {
@@ -165,30 +166,33 @@ pub fn current(root: &Path, host: &HostState) -> Result<BTreeMap<String, Current
         .collect())
 }
 
-/// The check of one submission: reads the tree and judges it.
+/// The check of one submission: reads the tree and judges it. Where writes are allowed,
+/// the changes are measured against the session's baseline (what it will commit); where
+/// they are not, against HEAD: what is not committed must be as accepted. A commit is not
+/// judged here: the server's own (task branch, commit, merge) and the user's (a conflict
+/// they resolve, a branch they check out, as the flow's messages ask) move HEAD, and the
+/// agent's are refused by the hook and reviewed at commit against the baseline.
 pub fn check(root: &Path, host: &HostState, writes_allowed: bool) -> Result<Verdict, GitError> {
     if !writes_allowed && host.accepted_tree.is_none() {
         return Ok(Verdict::default());
     }
-    let now = current(root, host)?;
-    let repo = if writes_allowed {
-        None
-    } else {
-        git::open(root).ok()
+    let repo = git::open(root)?;
+    let against = match host.baseline() {
+        Some(baseline) if writes_allowed => baseline.clone(),
+        _ => repo.baseline()?,
     };
+    let now = current(root, &repo, &against)?;
     Ok(judge(&now, host, writes_allowed, root, |path| {
-        repo.as_ref()
-            .and_then(|r| r.content_at_head(path))
-            .map(|bytes| bytes_hash(&bytes))
+        repo.content_at_head(path).map(|bytes| bytes_hash(&bytes))
     }))
 }
 
-/// The tree to accept from now on: every changed path with its content hash.
-pub fn snapshot(
-    root: &Path,
-    host: &HostState,
-) -> Result<BTreeMap<String, Option<String>>, GitError> {
-    Ok(current(root, host)?
+/// The tree to accept from now on: every path that differs from HEAD, with its content
+/// hash.
+pub fn snapshot(root: &Path) -> Result<BTreeMap<String, Option<String>>, GitError> {
+    let repo = git::open(root)?;
+    let head = repo.baseline()?;
+    Ok(current(root, &repo, &head)?
         .into_iter()
         .map(|(path, c)| (path, c.hash))
         .collect())

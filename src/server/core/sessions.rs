@@ -226,7 +226,7 @@ impl Server {
         };
         // Path by path, without rename detection, so a file the user moved is its old
         // path deleted and its new one added, both theirs.
-        let tree = worktree::snapshot(self.root.path(), &state).unwrap_or_default();
+        let tree = worktree::snapshot(self.root.path()).unwrap_or_default();
         state.start_dirty = tree.clone();
         state.accepted_tree = Some(tree);
         state
@@ -443,7 +443,7 @@ impl Server {
         if !turn.steps.is_empty() {
             // The tree passed the check just before; what differs now is what the step's
             // actions did (a branch adopted, files discarded at commit): accepted.
-            let tree = worktree::snapshot(self.root.path(), &shared.borrow());
+            let tree = worktree::snapshot(self.root.path());
             match tree {
                 Ok(tree) => shared.borrow_mut().accepted_tree = Some(tree),
                 Err(e) => tracing::error!("cannot read the working tree after a step: {e}"),

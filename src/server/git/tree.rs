@@ -1,6 +1,6 @@
 //! The working tree path by path, for the check the server makes at every submission:
-//! which files differ from the session's baseline commit (staged, unstaged and untracked
-//! non-ignored files alike) and what HEAD holds for a file. Read-only: nothing here
+//! which files differ from a commit (the session's baseline, or HEAD; staged, unstaged
+//! and untracked non-ignored files alike) and what HEAD holds for a file. Read-only: nothing here
 //! changes the repository, the index included.
 
 use std::path::Path;
