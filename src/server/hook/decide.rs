@@ -2,6 +2,7 @@
 //! cannot read, or its sealed record) and the write's targets, already resolved against
 //! the repository root. No IO here; `super` gathers the data.
 
+use super::shell::WriteKind;
 use crate::server::record::SessionRecord;
 
 /// The session in progress in the repository, as far as the hook can tell.
@@ -17,11 +18,24 @@ pub enum Session {
 /// What a tool call is about to write, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Targets {
-    /// Not a write tool.
+    /// Not a write tool, or a shell command that plainly writes nothing.
     Nothing,
     /// A write tool whose input does not say what it writes: the reason.
     Unknown(String),
     Paths(Vec<Target>),
+    /// What a shell command writes (`super::shell`).
+    Shell(ShellTargets),
+}
+
+/// A shell command's writes, resolved against the root.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShellTargets {
+    /// Each file it writes, and how.
+    pub paths: Vec<(Target, WriteKind)>,
+    /// Writes whose files cannot be named, described.
+    pub opaque: Vec<String>,
+    /// Why the command could not be read, if it could not.
+    pub unparsed: Option<String>,
 }
 
 /// The hook's answer.
@@ -47,6 +61,23 @@ use crate::server::paths::is_reserved;
 /// | the current state allows no writes | deny, the contract's phase refusal |
 /// | a file not explored | deny, the contract's file refusal, naming it |
 /// | otherwise | allow |
+///
+/// A shell command ([`Targets::Shell`]) is judged by its own table, first match wins:
+///
+/// | case | decision |
+/// |---|---|
+/// | it plainly writes nothing | allow (as "not a write tool") |
+/// | no session, or a finished one | allow |
+/// | a session whose checkpoint cannot be trusted | deny, with why |
+/// | a file under `.git/` or `.code-intel/`, at any depth | deny, naming it |
+/// | a write whose files cannot be named (`git commit`, `> $OUT`, `xargs rm`) | deny, naming it |
+/// | a command that cannot be read, where writes are not allowed | deny (fail closed) |
+/// | a file in the repository, where writes are not allowed | deny, the phase refusal, naming it |
+/// | a file not explored (a directory with no explored file under it) | deny, the file refusal |
+///
+/// In both states a file brought back to HEAD ([`WriteKind::FromHead`]) where the
+/// accepted tree holds nothing uncommitted is not counted as a write.
+/// | otherwise (files outside the repository, an unreadable command during implementation) | allow |
 pub fn decide(session: &Session, targets: &Targets) -> Decision {
     if *targets == Targets::Nothing {
         return Decision::Allow;
@@ -68,6 +99,7 @@ pub fn decide(session: &Session, targets: &Targets) -> Decision {
 /// `check_write_target` share.
 pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision {
     let paths = match targets {
+        Targets::Shell(shell) => return decide_shell(record, shell),
         Targets::Unknown(reason) => {
             return Decision::Deny(format!(
                 "code-intel refuses this write: {reason}; write each file with a patch that names it"
@@ -96,16 +128,13 @@ pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision 
             Target::Outside(_) => None,
         })
         .collect();
-    let reserved: Vec<&str> = inside
+    let state: Vec<&str> = inside
         .iter()
         .copied()
         .filter(|rel| is_reserved(rel))
         .collect();
-    if !reserved.is_empty() {
-        return Decision::Deny(format!(
-            "{}: .git/ (git's own files and hooks) and .code-intel/ (code-intel's session state) are never written by an agent",
-            reserved.join(", ")
-        ));
+    if !state.is_empty() {
+        return Decision::Deny(protected_refusal(&state));
     }
     let gate = &record.write_gate;
     if !gate.writes_allowed {
@@ -131,6 +160,102 @@ pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision 
     Decision::Allow
 }
 
+fn protected_refusal(paths: &[&str]) -> String {
+    format!(
+        "{}: .git/ (git's own files and hooks) and .code-intel/ (code-intel's session state) are never written by an agent",
+        paths.join(", ")
+    )
+}
+
+/// The shell command table (see [`decide`]).
+fn decide_shell(record: &SessionRecord, shell: &ShellTargets) -> Decision {
+    const PREFIX: &str = "code-intel refuses this shell command";
+    // A file brought back to HEAD's content where the accepted tree holds nothing
+    // uncommitted is being restored, as the server's refusals ask: never refused.
+    let restores = |rel: &str, kind: WriteKind| {
+        kind == WriteKind::FromHead
+            && record.host.accepted_tree.as_ref().is_some_and(|accepted| {
+                let prefix = rel.trim_end_matches('/');
+                !accepted.keys().any(|k| {
+                    prefix.is_empty()
+                        || k == prefix
+                        || k.strip_prefix(prefix).is_some_and(|r| r.starts_with('/'))
+                })
+            })
+    };
+    let inside: Vec<(&str, WriteKind)> = shell
+        .paths
+        .iter()
+        .filter_map(|(t, kind)| match t {
+            Target::Inside(rel) => Some((rel.as_str(), *kind)),
+            Target::Outside(_) => None,
+        })
+        .collect();
+    let state: Vec<&str> = inside
+        .iter()
+        .map(|(rel, _)| *rel)
+        .filter(|rel| is_reserved(rel))
+        .collect();
+    if !state.is_empty() {
+        return Decision::Deny(format!("{PREFIX}: {}", protected_refusal(&state)));
+    }
+    if !shell.opaque.is_empty() {
+        return Decision::Deny(format!(
+            "{PREFIX}: {}. Inspect with read-only commands; write files with the edit tools, in the implementation phase, once they are explored; branches and commits are made by the server.",
+            shell.opaque.join("; ")
+        ));
+    }
+    let gate = &record.write_gate;
+    if !gate.writes_allowed {
+        let phase = non_empty(
+            &gate.phase_refusal,
+            "Writing files is not allowed in the current phase.",
+        );
+        if let Some(reason) = &shell.unparsed {
+            return Decision::Deny(format!(
+                "{PREFIX}: it cannot be read ({reason}), and {phase}"
+            ));
+        }
+        let files: Vec<&str> = inside
+            .iter()
+            .filter(|(rel, kind)| !restores(rel, *kind))
+            .map(|(rel, _)| *rel)
+            .collect();
+        if !files.is_empty() {
+            return Decision::Deny(format!("{PREFIX}: it writes {}. {phase}", files.join(", ")));
+        }
+        return Decision::Allow;
+    }
+    let explored = &record.host.explored;
+    let unexplored: Vec<&str> = inside
+        .iter()
+        .filter(|(rel, kind)| !covered(explored, rel, *kind) && !restores(rel, *kind))
+        .map(|(rel, _)| *rel)
+        .collect();
+    if !unexplored.is_empty() {
+        return Decision::Deny(format!(
+            "{PREFIX}: {}: {}",
+            unexplored.join(", "),
+            non_empty(
+                &gate.file_refusal,
+                "This file is outside the explored files."
+            )
+        ));
+    }
+    Decision::Allow
+}
+
+/// Whether a write of `rel` is of an explored file, or, for a directory it creates, of a
+/// directory holding one.
+fn covered(explored: &std::collections::BTreeSet<String>, rel: &str, kind: WriteKind) -> bool {
+    let prefix = rel.trim_end_matches('/');
+    explored.contains(rel)
+        || (kind == WriteKind::Dir
+            && explored
+                .iter()
+                .any(|e| e.strip_prefix(prefix).is_some_and(|r| r.starts_with('/'))))
+}
+
 fn non_empty(text: &str, fallback: &str) -> String {
     if text.trim().is_empty() {
         fallback.to_string()
@@ -143,6 +268,7 @@ fn non_empty(text: &str, fallback: &str) -> String {
 mod tests {
     use super::*;
     use crate::server::record::{HostState, RECORD_VERSION, WriteGate};
+    use WriteKind::{Dir as D, File as F, FromHead as H};
 
     fn record(writes_allowed: bool, explored: &[&str], outcome: Option<&str>) -> Session {
         let instance: crate::machine::Instance = serde_json::from_value(serde_json::json!({
@@ -164,6 +290,11 @@ mod tests {
             tool_history: Default::default(),
             host: HostState {
                 explored: explored.iter().map(|s| s.to_string()).collect(),
+                accepted_tree: Some(
+                    [("user/notes.txt".to_string(), Some("abc".to_string()))]
+                        .into_iter()
+                        .collect(),
+                ),
                 ..HostState::default()
             },
             outcome: outcome.map(str::to_string),
@@ -227,13 +358,6 @@ mod tests {
             ))
             .contains(".code-intel/sessions/current.json")
         );
-        for reserved in [".git/config", ".git/hooks/pre-commit", "sub/.git/HEAD"] {
-            let explored = record(true, &[reserved], None);
-            assert!(
-                denied(decide(&explored, &paths(&[inside(reserved)]))).contains(reserved),
-                "{reserved} is never written, even when explored"
-            );
-        }
         assert_eq!(
             denied(decide(
                 &record(false, &["a.rs"], None),
@@ -245,6 +369,123 @@ mod tests {
         assert_eq!(
             denied(decide(&open, &paths(&[inside("a.rs"), inside("b.rs")]))),
             "b.rs: not explored"
+        );
+        for reserved in [".git/config", ".git/hooks/pre-commit", "sub/.git/HEAD"] {
+            let explored = record(true, &[reserved], None);
+            assert!(
+                denied(decide(&explored, &paths(&[inside(reserved)]))).contains(reserved),
+                "{reserved} is never written, even when explored"
+            );
+        }
+        assert_eq!(
+            denied(decide(&open, &paths(&[inside(".github/x.yml")]))),
+            ".github/x.yml: not explored"
+        );
+    }
+
+    fn shell(paths: &[(&str, WriteKind)], opaque: &[&str], unparsed: Option<&str>) -> Targets {
+        Targets::Shell(ShellTargets {
+            paths: paths
+                .iter()
+                .map(|(p, dir)| {
+                    let target = match p.strip_prefix('!') {
+                        Some(outside) => Target::Outside(outside.into()),
+                        None => inside(p),
+                    };
+                    (target, *dir)
+                })
+                .collect(),
+            opaque: opaque.iter().map(|s| s.to_string()).collect(),
+            unparsed: unparsed.map(str::to_string),
+        })
+    }
+
+    #[test]
+    fn the_shell_table() {
+        let open = record(true, &["a.rs", "src/new/mod.rs"], None);
+        let closed = record(false, &["a.rs"], None);
+        // No session, a finished one: anything goes; an unreadable one: refused.
+        assert_eq!(
+            decide(
+                &Session::None,
+                &shell(&[("a.rs", F)], &["git commit"], None)
+            ),
+            Decision::Allow
+        );
+        assert!(
+            denied(decide(
+                &Session::Unreadable("tampered".into()),
+                &shell(&[("a.rs", F)], &[], None)
+            ))
+            .contains("tampered")
+        );
+        // Protected directories, in any state.
+        assert!(
+            denied(decide(
+                &open,
+                &shell(&[(".git/hooks/pre-commit", F)], &[], None)
+            ))
+            .contains(".git/hooks/pre-commit")
+        );
+        assert!(
+            denied(decide(&open, &shell(&[(".code-intel/x", F)], &[], None)))
+                .contains(".code-intel/x")
+        );
+        // Opaque writes, in any state.
+        assert!(denied(decide(&open, &shell(&[], &["`git commit`"], None))).contains("git commit"));
+        // Where writes are not allowed: unreadable commands and files of the repository.
+        assert!(
+            denied(decide(&closed, &shell(&[], &[], Some("a quote is open"))))
+                .contains("a quote is open")
+        );
+        let refusal = denied(decide(&closed, &shell(&[("a.rs", F)], &[], None)));
+        assert!(
+            refusal.contains("a.rs") && refusal.contains("no writes here"),
+            "{refusal}"
+        );
+        assert_eq!(
+            decide(&closed, &shell(&[("!/tmp/log", F)], &[], None)),
+            Decision::Allow
+        );
+        // Implementation: explored files, directories holding one, unreadable commands.
+        assert_eq!(
+            decide(
+                &open,
+                &shell(&[("a.rs", F), ("src/new", D), ("!/tmp/x", F)], &[], None)
+            ),
+            Decision::Allow
+        );
+        assert_eq!(
+            decide(&open, &shell(&[], &[], Some("too long"))),
+            Decision::Allow
+        );
+        assert!(
+            denied(decide(&open, &shell(&[("b.rs", F)], &[], None))).contains("b.rs: not explored")
+        );
+        assert!(
+            denied(decide(&open, &shell(&[("src/other", D)], &[], None))).contains("src/other")
+        );
+        // Restoring from HEAD what holds nothing uncommitted in the accepted tree, in any
+        // state; never the user's uncommitted work, nor everything at once.
+        assert_eq!(
+            decide(&closed, &shell(&[("a.rs", H), ("src/x", H)], &[], None)),
+            Decision::Allow
+        );
+        assert_eq!(
+            decide(&open, &shell(&[("b.rs", H)], &[], None)),
+            Decision::Allow
+        );
+        for path in ["user/notes.txt", "user", ""] {
+            assert!(
+                denied(decide(&closed, &shell(&[(path, H)], &[], None))).contains("no writes here")
+            );
+        }
+        let Session::Active(mut legacy) = record(false, &[], None) else {
+            unreachable!()
+        };
+        legacy.host.accepted_tree = None;
+        assert!(
+            decide(&Session::Active(legacy), &shell(&[("a.rs", H)], &[], None)) != Decision::Allow
         );
     }
 }

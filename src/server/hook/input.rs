@@ -64,11 +64,16 @@ pub enum Writes {
     Paths(Vec<String>),
     /// A write tool whose input does not say which files it writes.
     Unknown(String),
+    /// A shell command that may write: what it writes (`super::shell`).
+    Shell(super::shell::Scan),
 }
 
 /// The files a write tool's input names: Claude Code's `Write`, `Edit` and `MultiEdit`
 /// (`file_path`) and `NotebookEdit` (`notebook_path`); Codex's `apply_patch` (every file
-/// marker of the patch text). Any other tool writes nothing the hook gates.
+/// marker of the patch text); a shell command (`Bash`, the name both Claude Code and Codex
+/// 0.169 give their shell tool in hook input; `command` a string, or the words of a
+/// command line), through [`super::shell::scan`]. Any other tool writes nothing the hook
+/// gates.
 pub fn write_targets(tool: &str, tool_input: &Value) -> Writes {
     let field = |name: &str| -> Writes {
         match tool_input.get(name).and_then(Value::as_str) {
@@ -87,8 +92,39 @@ pub fn write_targets(tool: &str, tool_input: &Value) -> Writes {
                 Writes::Paths(paths)
             }
         }
+        "Bash" => {
+            let command = match tool_input.get("command") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Array(words)) => shell_words(words),
+                _ => return Writes::Unknown("the shell call names no command".into()),
+            };
+            let scan = super::shell::scan(&command);
+            if scan.is_read_only() {
+                Writes::Nothing
+            } else {
+                Writes::Shell(scan)
+            }
+        }
         _ => Writes::Nothing,
     }
+}
+
+/// A command given as words: the script of `sh -c SCRIPT` (as `bash -lc`), else the words
+/// quoted back into one line.
+fn shell_words(words: &[Value]) -> String {
+    let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+    if let [shell, flag, script, ..] = words.as_slice()
+        && shell.rsplit('/').next().is_some_and(|s| s.ends_with("sh"))
+        && flag.starts_with('-')
+        && flag.contains('c')
+    {
+        return (*script).to_string();
+    }
+    words
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The patch text of an `apply_patch` input: `command` (a string, or the words of a
@@ -209,7 +245,26 @@ mod tests {
             write_targets("Write", &input.tool_input),
             Writes::Unknown(_)
         ));
-        assert_eq!(write_targets("Bash", &json!({})), Writes::Nothing);
+        assert!(matches!(
+            write_targets("Bash", &json!({})),
+            Writes::Unknown(_)
+        ));
+        assert_eq!(
+            write_targets("Bash", &json!({"command": "ls -la"})),
+            Writes::Nothing
+        );
+        assert!(matches!(
+            write_targets("Bash", &json!({"command": ["bash", "-lc", "echo x > f"]})),
+            Writes::Shell(s) if s.writes.len() == 1
+        ));
+        assert!(matches!(
+            write_targets("Bash", &json!({"command": ["rm", "it's"]})),
+            Writes::Shell(s) if s.writes[0].path == "it's"
+        ));
+        assert_eq!(
+            write_targets("Read", &json!({"command": "rm x"})),
+            Writes::Nothing
+        );
         assert!(parse(b"[1]").is_err());
         assert!(parse(b"\xff").is_err());
         assert_eq!(

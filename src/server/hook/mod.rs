@@ -22,7 +22,7 @@ pub mod shell;
 
 use std::path::{Path, PathBuf};
 
-use decide::{Decision, Session, Target, Targets};
+use decide::{Decision, Session, ShellTargets, Target, Targets};
 use input::{Event, HookInput, Writes};
 
 use super::checkpoint::{CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey};
@@ -136,6 +136,7 @@ fn before_write(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
             // directory's repository decides.
             return decide_in(&governing_root(cwd), cwd, Err(reason));
         }
+        Writes::Shell(scan) => return before_shell(&scan, cwd),
         Writes::Paths(paths) => paths,
     };
     // The session of the working directory's repository judges every file (one outside
@@ -163,6 +164,65 @@ fn before_write(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
         }
     }
     HookOutput::allow()
+}
+
+/// Before a shell command that may write: judged by the session of the working directory's
+/// repository, and each file it names also by the session of the repository it is in.
+fn before_shell(scan: &shell::Scan, cwd: &Path) -> HookOutput {
+    let cwd_root = governing_root(cwd);
+    let output = decide_shell_in(&cwd_root, cwd, &scan.writes, scan);
+    if output.stdout.is_some() {
+        return output;
+    }
+    let mut by_root: std::collections::BTreeMap<PathBuf, Vec<shell::Write>> = Default::default();
+    for w in &scan.writes {
+        let path = Path::new(&w.path);
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            cwd.join(path)
+        };
+        let dir = canonical_prefix(&absolute)
+            .parent()
+            .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf);
+        let root = governing_root(&dir);
+        if root != cwd_root {
+            by_root.entry(root).or_default().push(w.clone());
+        }
+    }
+    let files_only = shell::Scan::default();
+    for (root, writes) in by_root {
+        let output = decide_shell_in(&root, cwd, &writes, &files_only);
+        if output.stdout.is_some() {
+            return output;
+        }
+    }
+    HookOutput::allow()
+}
+
+/// The decision of the session at `root` (if any) on a shell command's `writes` (and the
+/// opaque writes and read problem of `scan`).
+fn decide_shell_in(
+    root: &Path,
+    cwd: &Path,
+    writes: &[shell::Write],
+    scan: &shell::Scan,
+) -> HookOutput {
+    let Ok(root) = Root::open(root) else {
+        return HookOutput::allow();
+    };
+    let targets = Targets::Shell(ShellTargets {
+        paths: writes
+            .iter()
+            .map(|w| (confine(&root, cwd, &w.path), w.dir))
+            .collect(),
+        opaque: scan.opaque.clone(),
+        unparsed: scan.unparsed.clone(),
+    });
+    match decide::decide(&session(&root), &targets) {
+        Decision::Allow => HookOutput::allow(),
+        Decision::Deny(reason) => HookOutput::deny(&reason),
+    }
 }
 
 /// The decision of the session at `root` (if any) on the files a write names, or on a

@@ -203,7 +203,9 @@ impl Lexer<'_> {
 
     fn push(&mut self, frame: Frame) -> Result<(), String> {
         if self.stack.len() >= MAX_NESTING {
-            return Err(format!("the command nests deeper than {MAX_NESTING} levels"));
+            return Err(format!(
+                "the command nests deeper than {MAX_NESTING} levels"
+            ));
         }
         self.stack.push(Context::new(frame));
         Ok(())
@@ -526,11 +528,41 @@ const WRAPPERS: &[&str] = &[
 ];
 /// Git subcommands that only read.
 const GIT_READ: &[&str] = &[
-    "status", "diff", "log", "show", "blame", "annotate", "grep", "ls-files", "ls-tree",
-    "ls-remote", "rev-parse", "rev-list", "describe", "shortlog", "cat-file", "help",
-    "version", "merge-base", "name-rev", "for-each-ref", "show-ref", "var", "check-ignore",
-    "check-attr", "count-objects", "diff-tree", "diff-files", "diff-index", "range-diff",
-    "whatchanged", "cherry", "show-branch", "--version", "--help", "-h",
+    "status",
+    "diff",
+    "log",
+    "show",
+    "blame",
+    "annotate",
+    "grep",
+    "ls-files",
+    "ls-tree",
+    "ls-remote",
+    "rev-parse",
+    "rev-list",
+    "describe",
+    "shortlog",
+    "cat-file",
+    "help",
+    "version",
+    "merge-base",
+    "name-rev",
+    "for-each-ref",
+    "show-ref",
+    "var",
+    "check-ignore",
+    "check-attr",
+    "count-objects",
+    "diff-tree",
+    "diff-files",
+    "diff-index",
+    "range-diff",
+    "whatchanged",
+    "cherry",
+    "show-branch",
+    "--version",
+    "--help",
+    "-h",
 ];
 
 fn analyse(
@@ -586,13 +618,21 @@ fn analyse(
             words: rest.to_vec(),
             redirects: Vec::new(),
         };
-        analyse(src, &inner, depth, cwd, out, run_by_other || name == "xargs");
+        analyse(
+            src,
+            &inner,
+            depth,
+            cwd,
+            out,
+            run_by_other || name == "xargs",
+        );
         return;
     }
     // A writer whose arguments another command supplies writes files nobody can name.
     let opaque_if_other = |out: &mut Scan, what: &str| {
-        out.opaque
-            .push(format!("`{what}` run by another command, on files it chooses"));
+        out.opaque.push(format!(
+            "`{what}` run by another command, on files it chooses"
+        ));
     };
     let writes_operands = |out: &mut Scan, cwd: &Option<String>, ops: &[&Word], dir: bool| {
         if run_by_other {
@@ -640,17 +680,38 @@ fn analyse(
             let targets = option_values(args, &["-t", "--target-directory"]);
             let ops = operands(
                 args,
-                &["-t", "--target-directory", "-S", "--suffix", "-m", "--mode", "-o", "-g", "-e"],
+                &[
+                    "-t",
+                    "--target-directory",
+                    "-S",
+                    "--suffix",
+                    "-m",
+                    "--mode",
+                    "-o",
+                    "-g",
+                    "-e",
+                ],
             );
             if run_by_other {
                 opaque_if_other(out, name);
             } else if !targets.is_empty() {
                 for target in targets {
-                    write(out, cwd, target, false, &format!("{name} -t {}", target.text));
+                    write(
+                        out,
+                        cwd,
+                        target,
+                        false,
+                        &format!("{name} -t {}", target.text),
+                    );
                 }
             } else if name == "ln" && ops.len() == 1 {
                 // `ln -s TARGET` links TARGET's name in the current directory.
-                let base = ops[0].text.rsplit('/').next().unwrap_or_default().to_string();
+                let base = ops[0]
+                    .text
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
                 let word = Word {
                     text: base,
                     literal: ops[0].literal,
@@ -679,18 +740,31 @@ fn analyse(
             });
             if in_place {
                 let (with_value, script_option): (&[&str], &[&str]) = if name == "sed" {
-                    (&["-e", "--expression", "-f", "--file", "-l", "--line-length"], &["-e", "--expression", "-f", "--file"])
+                    (
+                        &["-e", "--expression", "-f", "--file", "-l", "--line-length"],
+                        &["-e", "--expression", "-f", "--file"],
+                    )
                 } else {
                     (&["-e", "-E", "-M", "-m", "-I"], &["-e", "-E"])
                 };
                 let ops = operands(args, with_value);
                 let has_script = args.iter().any(|a| {
                     script_option.iter().any(|o| {
-                        a.text == *o || (a.text.starts_with(o) && a.text.len() > o.len() && !o.starts_with("--"))
+                        a.text == *o
+                            || (a.text.starts_with(o)
+                                && a.text.len() > o.len()
+                                && !o.starts_with("--"))
                             || a.text.starts_with(&format!("{o}="))
-                    }) || (name == "perl" && a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('e'))
+                    }) || (name == "perl"
+                        && a.text.starts_with('-')
+                        && !a.text.starts_with("--")
+                        && a.text.contains('e'))
                 });
-                let files = if has_script { &ops[..] } else { ops.get(1..).unwrap_or_default() };
+                let files = if has_script {
+                    &ops[..]
+                } else {
+                    ops.get(1..).unwrap_or_default()
+                };
                 writes_operands(out, cwd, files, false);
             }
         }
@@ -707,14 +781,20 @@ fn analyse(
             }
         }
         "curl" | "wget" => {
-            let flags: &[&str] = if name == "curl" { &["-o", "--output"] } else { &["-O", "--output-document"] };
+            let flags: &[&str] = if name == "curl" {
+                &["-o", "--output"]
+            } else {
+                &["-O", "--output-document"]
+            };
             for target in option_values(args, flags) {
                 if !(target.literal && not_a_file(&target.text)) {
                     write(out, cwd, target, false, &format!("{name} {}", target.text));
                 }
             }
         }
-        "patch" | "unzip" => out.opaque.push(format!("`{name}` writes files its input names")),
+        "patch" | "unzip" => out
+            .opaque
+            .push(format!("`{name}` writes files its input names")),
         "tar" => {
             // `--extract`, `-x...`, or the old style `tar xzf` (a first word of letters).
             let letters = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphabetic());
@@ -727,17 +807,25 @@ fn analyse(
                     || (n == 0 && letters(t) && t.contains('x'))
             });
             if extract {
-                out.opaque.push("`tar -x` writes the files of the archive".into());
+                out.opaque
+                    .push("`tar -x` writes the files of the archive".into());
             }
         }
         "find" => find(src, args, depth, cwd, out),
         "git" => git(args, cwd, out),
         "bash" | "sh" | "zsh" | "dash" | "ksh" | "eval" => {
             let script = if name == "eval" {
-                Some(args.iter().map(|a| raw(src, a)).collect::<Vec<_>>().join(" "))
+                Some(
+                    args.iter()
+                        .map(|a| raw(src, a))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                )
             } else {
                 args.iter()
-                    .position(|a| a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('c'))
+                    .position(|a| {
+                        a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('c')
+                    })
                     .and_then(|p| args.get(p + 1))
                     .map(|a| raw(src, a))
             };
@@ -761,7 +849,10 @@ fn analyse(
 fn raw(src: &str, word: &Word) -> String {
     let text = src.get(word.span.0..word.span.1).unwrap_or_default();
     let quoted = |q: char| {
-        text.len() >= 2 && text.starts_with(q) && text.ends_with(q) && !text[1..text.len() - 1].contains(q)
+        text.len() >= 2
+            && text.starts_with(q)
+            && text.ends_with(q)
+            && !text[1..text.len() - 1].contains(q)
     };
     if quoted('\'') || quoted('"') {
         text[1..text.len() - 1].to_string()
@@ -774,7 +865,9 @@ fn find(src: &str, args: &[Word], depth: usize, cwd: &mut Option<String>, out: &
     let mut i = 0;
     while i < args.len() {
         match args[i].text.as_str() {
-            "-delete" => out.opaque.push("`find -delete` removes the files it finds".into()),
+            "-delete" => out
+                .opaque
+                .push("`find -delete` removes the files it finds".into()),
             "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
                 if let Some(file) = args.get(i + 1) {
                     write(out, cwd, file, false, "find -fprint");
@@ -830,17 +923,51 @@ fn git(args: &[Word], cwd: &Option<String>, out: &mut Scan) {
         || (sub.text == "branch"
             && (has(&["--list", "-l", "--show-current"])
                 || (!has(&[
-                    "-d", "-D", "-m", "-M", "-c", "-C", "--delete", "--move", "--copy", "-f",
-                    "--force", "-u", "--set-upstream-to", "--unset-upstream",
+                    "-d",
+                    "-D",
+                    "-m",
+                    "-M",
+                    "-c",
+                    "-C",
+                    "--delete",
+                    "--move",
+                    "--copy",
+                    "-f",
+                    "--force",
+                    "-u",
+                    "--set-upstream-to",
+                    "--unset-upstream",
                     "--edit-description",
-                ]) && operands(rest, &["--contains", "--merged", "--no-merged", "--points-at", "--format", "--sort"]).is_empty())))
+                ]) && operands(
+                    rest,
+                    &[
+                        "--contains",
+                        "--merged",
+                        "--no-merged",
+                        "--points-at",
+                        "--format",
+                        "--sort",
+                    ],
+                )
+                .is_empty())))
         || (sub.text == "remote"
+            && rest.first().is_none_or(|a| {
+                matches!(a.text.as_str(), "-v" | "--verbose" | "show" | "get-url")
+            }))
+        || (sub.text == "stash"
             && rest
                 .first()
-                .is_none_or(|a| matches!(a.text.as_str(), "-v" | "--verbose" | "show" | "get-url")))
-        || (sub.text == "stash" && rest.first().is_some_and(|a| matches!(a.text.as_str(), "list" | "show")))
+                .is_some_and(|a| matches!(a.text.as_str(), "list" | "show")))
         || (sub.text == "config"
-            && has(&["--get", "--get-all", "--get-regexp", "--list", "-l", "get", "list"]))
+            && has(&[
+                "--get",
+                "--get-all",
+                "--get-regexp",
+                "--list",
+                "-l",
+                "get",
+                "list",
+            ]))
         || (sub.text == "reflog" && rest.first().is_none_or(|a| a.text == "show"))
         || (sub.text == "worktree" && rest.first().is_some_and(|a| a.text == "list"));
     if read_only {
@@ -870,9 +997,8 @@ fn git(args: &[Word], cwd: &Option<String>, out: &mut Scan) {
 /// cannot be told.
 fn write(out: &mut Scan, cwd: &Option<String>, word: &Word, dir: bool, what: &str) {
     if !word.literal || word.text.is_empty() {
-        out.opaque.push(format!(
-            "`{what}`: the hook cannot tell which file that is"
-        ));
+        out.opaque
+            .push(format!("`{what}`: the hook cannot tell which file that is"));
         return;
     }
     match cwd {
@@ -880,9 +1006,9 @@ fn write(out: &mut Scan, cwd: &Option<String>, word: &Word, dir: bool, what: &st
             path: join(cwd, &word.text),
             dir,
         }),
-        None => out.opaque.push(format!(
-            "`{what}` after a `cd` the hook cannot follow"
-        )),
+        None => out
+            .opaque
+            .push(format!("`{what}` after a `cd` the hook cannot follow")),
     }
 }
 
@@ -942,7 +1068,10 @@ fn skip_wrapper_options<'a>(name: &str, args: &'a [Word]) -> &'a [Word] {
                 "timeout" => matches!(t, "-s" | "-k" | "--signal" | "--kill-after"),
                 "ionice" => matches!(t, "-c" | "-n" | "-p"),
                 "stdbuf" => matches!(t, "-i" | "-o" | "-e"),
-                "xargs" => matches!(t, "-I" | "-n" | "-P" | "-d" | "-L" | "-s" | "-a" | "-E" | "-e"),
+                "xargs" => matches!(
+                    t,
+                    "-I" | "-n" | "-P" | "-d" | "-L" | "-s" | "-a" | "-E" | "-e"
+                ),
                 _ => false,
             };
             i += if takes_value { 2 } else { 1 };
@@ -999,7 +1128,12 @@ mod tests {
         // Read-only commands.
         ("cat src/a.py", &[], 0, false),
         ("grep -rn 'x > y' src | head -5", &[], 0, false),
-        ("ls -la && git status && git diff HEAD -- src/a.py", &[], 0, false),
+        (
+            "ls -la && git status && git diff HEAD -- src/a.py",
+            &[],
+            0,
+            false,
+        ),
         ("git log --oneline -5 2>/dev/null", &[], 0, false),
         ("cargo test > /dev/null 2>&1", &[], 0, false),
         ("echo hi >&2; echo 2>&1", &[], 0, false),
@@ -1023,7 +1157,12 @@ mod tests {
         ("cmd >| forced 2>err.txt", &["forced", "err.txt"], 0, false),
         ("cmd >&both.txt", &["both.txt"], 0, false),
         ("exec 3<> rw.txt", &["rw.txt"], 0, false),
-        ("echo \"a b\" > 'with space.txt'", &["with space.txt"], 0, false),
+        (
+            "echo \"a b\" > 'with space.txt'",
+            &["with space.txt"],
+            0,
+            false,
+        ),
         ("echo x > $OUT", &[], 1, false),
         ("echo x > ~/x", &[], 1, false),
         ("echo x > *.py", &[], 1, false),
@@ -1034,19 +1173,39 @@ mod tests {
         // Writers.
         ("tee -a log.txt < in", &["log.txt"], 0, false),
         ("ls | tee out1 out2 >/dev/null", &["out1", "out2"], 0, false),
-        ("sed -i 's/a/b/' src/a.py src/b.py", &["src/a.py", "src/b.py"], 0, false),
+        (
+            "sed -i 's/a/b/' src/a.py src/b.py",
+            &["src/a.py", "src/b.py"],
+            0,
+            false,
+        ),
         ("sed -i.bak -e 's/a/b/' f.txt", &["f.txt"], 0, false),
         ("sed --in-place=.orig 's/x/y/' g.txt", &["g.txt"], 0, false),
         ("perl -pi -e 's/a/b/' p.txt", &["p.txt"], 0, false),
         ("mv a.txt b.txt", &["a.txt", "b.txt"], 0, false),
         ("cp -r src/a.py /tmp/x dest/", &["dest/"], 0, false),
         ("cp -t dest a b", &["dest"], 0, false),
-        ("rm -rf build/ src/old.py", &["build/", "src/old.py"], 0, false),
-        ("touch new.rs && mkdir -p src/new", &["new.rs", "src/new"], 0, false),
+        (
+            "rm -rf build/ src/old.py",
+            &["build/", "src/old.py"],
+            0,
+            false,
+        ),
+        (
+            "touch new.rs && mkdir -p src/new",
+            &["new.rs", "src/new"],
+            0,
+            false,
+        ),
         ("ln -s ../target link", &["link"], 0, false),
         ("truncate -s 0 big.log", &["big.log"], 0, false),
         ("chmod +x run.sh", &["run.sh"], 0, false),
-        ("dd if=/dev/zero of=disk.img bs=1 count=1", &["disk.img"], 0, false),
+        (
+            "dd if=/dev/zero of=disk.img bs=1 count=1",
+            &["disk.img"],
+            0,
+            false,
+        ),
         ("curl -sS -o page.html https://x", &["page.html"], 0, false),
         ("sudo -u root rm x", &["x"], 0, false),
         ("timeout 5 touch t", &["t"], 0, false),
@@ -1058,7 +1217,12 @@ mod tests {
         ("eval 'echo hi > ev.txt'", &["ev.txt"], 0, false),
         ("tar xzf a.tgz", &[], 1, false),
         // Git.
-        ("git checkout -- src/a.py src/b.py", &["src/a.py", "src/b.py"], 0, false),
+        (
+            "git checkout -- src/a.py src/b.py",
+            &["src/a.py", "src/b.py"],
+            0,
+            false,
+        ),
         ("git checkout HEAD -- src/a.py", &["src/a.py"], 0, false),
         ("git restore --staged src/a.py", &["src/a.py"], 0, false),
         ("git -C sub restore f", &["sub/f"], 0, false),
@@ -1070,7 +1234,12 @@ mod tests {
         ("git branch -D old", &[], 1, false),
         ("git add .", &[], 1, false),
         ("git --git-dir=/x/.git log", &[], 1, false),
-        ("echo x > .git/hooks/pre-commit", &[".git/hooks/pre-commit"], 0, false),
+        (
+            "echo x > .git/hooks/pre-commit",
+            &[".git/hooks/pre-commit"],
+            0,
+            false,
+        ),
         // Unreadable.
         ("echo 'unterminated > x", &[], 0, true),
         ("echo \"open", &[], 0, true),
@@ -1084,8 +1253,16 @@ mod tests {
             let scan = scan(command);
             let written: Vec<&str> = scan.writes.iter().map(|w| w.path.as_str()).collect();
             assert_eq!(&written, files, "files of {command:?}: {scan:?}");
-            assert_eq!(scan.opaque.len(), *opaque, "opaque writes of {command:?}: {scan:?}");
-            assert_eq!(scan.unparsed.is_some(), *unparsed, "unparsed {command:?}: {scan:?}");
+            assert_eq!(
+                scan.opaque.len(),
+                *opaque,
+                "opaque writes of {command:?}: {scan:?}"
+            );
+            assert_eq!(
+                scan.unparsed.is_some(),
+                *unparsed,
+                "unparsed {command:?}: {scan:?}"
+            );
         }
         assert!(scan("mkdir -p a/b").writes.iter().all(|w| w.dir));
         assert!(scan("cat x").is_read_only());
