@@ -115,6 +115,19 @@ impl Repo {
         decision(&self.hook(client, input.to_string().as_bytes()))
     }
 
+    /// A shell command as Claude Code's `Bash` tool or Codex's shell tool (which Codex
+    /// 0.169 also names `Bash` in hook input, `{"command": "..."}`) sends it.
+    fn bash(&self, client: &str, command: &str) -> Option<String> {
+        let input = json!({
+            "session_id": "abc", "transcript_path": "/tmp/t.jsonl",
+            "cwd": self.root, "permission_mode": "default",
+            "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": command, "description": "run it"},
+            "tool_use_id": "toolu_3",
+        });
+        decision(&self.hook(client, input.to_string().as_bytes()))
+    }
+
     fn write(&self, path: &str) -> Option<String> {
         self.pre("Write", json!({"file_path": path, "content": "x = 1\n"}))
     }
@@ -754,4 +767,104 @@ fn a_linked_state_dir_is_refused_and_nothing_is_written_through_it() {
     );
     assert!(reply.is_error, "{}", reply.body);
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+#[test]
+fn shell_commands_that_plainly_write_wait_for_implementation_and_explored_files() {
+    let repo = Repo::new("shell");
+    // No session: nothing to enforce.
+    assert_eq!(repo.bash("claude", "echo x > app.py"), None);
+    // The user's own uncommitted work when the session starts.
+    std::fs::write(repo.root.join("README.md"), "# demo\nthe user's edit\n").unwrap();
+    let server = repo.server();
+    start(&server);
+    for client in ["claude", "codex"] {
+        // Reading, building and testing pass; so do writes outside the repository.
+        for command in [
+            "cat app.py | grep -n def",
+            "git status && git diff HEAD -- app.py && git log --oneline -3",
+            "ls -la 2>/dev/null >/dev/null",
+            "cargo test > /tmp/code-intel-hook-test.log 2>&1",
+            "python -c 'print(1)'",
+        ] {
+            assert_eq!(repo.bash(client, command), None, "{client}: {command}");
+        }
+        // Writes before implementation are refused, naming the file.
+        for (command, file) in [
+            ("echo x > app.py", "app.py"),
+            ("printf 'y' >> lib.py", "lib.py"),
+            ("sed -i 's/a/b/' app.py", "app.py"),
+            ("cd sub && touch new.txt", "sub/new.txt"),
+            ("rm README.md", "README.md"),
+        ] {
+            let reason = repo
+                .bash(client, command)
+                .unwrap_or_else(|| panic!("{command} allowed"));
+            assert!(
+                reason.contains("Writing files is not allowed in phase") && reason.contains(file),
+                "{client}: {command}: {reason}"
+            );
+        }
+        // Writes the hook cannot name, and commands it cannot read.
+        let reason = repo.bash(client, "git commit -am wip").unwrap();
+        assert!(reason.contains("git commit"), "{reason}");
+        let reason = repo.bash(client, "echo 'open > app.py").unwrap();
+        assert!(reason.contains("cannot be read"), "{reason}");
+        // Bringing a file back to HEAD, as the server's refusals ask, passes; the user's
+        // uncommitted work is not thrown away that way, nor is everything at once.
+        assert_eq!(
+            repo.bash(client, "git checkout HEAD -- app.py lib.py"),
+            None
+        );
+        assert_eq!(repo.bash(client, "git restore app.py"), None);
+        for command in [
+            "git checkout -- README.md",
+            "git restore .",
+            "git checkout main -- app.py",
+        ] {
+            let reason = repo
+                .bash(client, command)
+                .unwrap_or_else(|| panic!("{command} allowed"));
+            assert!(
+                reason.contains("Writing files is not allowed in phase"),
+                "{command}: {reason}"
+            );
+        }
+    }
+
+    to_implementation(&server, &["app.py"]);
+    for client in ["claude", "codex"] {
+        assert_eq!(repo.bash(client, "echo x >> app.py"), None);
+        assert_eq!(
+            repo.bash(client, "sed -i 's/a/b/' app.py && cat app.py"),
+            None
+        );
+        // During implementation an unreadable command is left to the check of the tree.
+        assert_eq!(repo.bash(client, "echo 'open > app.py"), None);
+        let reason = repo.bash(client, "echo x > lib.py").unwrap();
+        assert!(
+            reason.starts_with("code-intel refuses this shell command: lib.py"),
+            "{reason}"
+        );
+        for (command, named) in [
+            ("git checkout main", "git checkout"),
+            ("echo x > .git/hooks/pre-commit", ".git/hooks/pre-commit"),
+            (
+                "cp app.py .code-intel/sessions/x.json",
+                ".code-intel/sessions/x.json",
+            ),
+            ("ls | xargs rm", "rm"),
+            ("echo x > $OUT", "$OUT"),
+        ] {
+            let reason = repo
+                .bash(client, command)
+                .unwrap_or_else(|| panic!("{command} allowed"));
+            assert!(reason.contains(named), "{client}: {command}: {reason}");
+        }
+    }
+    // Nothing ran: the hook only answers.
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("lib.py")).unwrap(),
+        "def helper():\n    return 1\n"
+    );
 }

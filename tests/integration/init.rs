@@ -113,6 +113,13 @@ fn the_command_and_the_skill_list_every_flag_and_phase_of_the_contract() {
     let bin = binary();
     assert!(toml.contains("[mcp_servers.code-intel]"), "{toml}");
     assert!(toml.contains(&format!("command = \"{} hook codex\"", bin.display())));
+    // Two PreToolUse groups: file edits (apply_patch) and shell commands (Bash).
+    for matcher in ["apply_patch", "Bash"] {
+        assert!(
+            toml.contains(&format!("[[hooks.PreToolUse]]\nmatcher = \"{matcher}\"\n")),
+            "{toml}"
+        );
+    }
     let out = stdout(&out);
     assert!(out.contains(&format!(
         "codex mcp add code-intel -- {} serve",
@@ -164,6 +171,10 @@ fn existing_client_configuration_is_merged_and_a_rerun_changes_nothing() {
     assert_eq!(pre[1]["matcher"], "Edit|Write|MultiEdit|NotebookEdit");
     let hook = format!("{} hook claude", binary().display());
     assert_eq!(pre[1]["hooks"][0]["command"], hook.as_str());
+    // The user's own Bash guard stays; ours is a group of its own beside it.
+    assert_eq!(pre.len(), 3, "{pre:?}");
+    assert_eq!(pre[2]["matcher"], "Bash");
+    assert_eq!(pre[2]["hooks"][0]["command"], hook.as_str());
     let post = settings["hooks"]["PostToolUse"].as_array().unwrap();
     assert_eq!(post[0]["matcher"], "Read|Grep|Glob");
     assert_eq!(
@@ -188,6 +199,31 @@ fn existing_client_configuration_is_merged_and_a_rerun_changes_nothing() {
         before,
         "a second init must not change a byte"
     );
+}
+
+#[test]
+fn a_rerun_adds_the_shell_matcher_to_an_older_install() {
+    let dir = temp_dir("older");
+    assert!(init(&dir, &[]).status.success());
+    // An install from before the Bash matcher: only the edit and read groups.
+    let path = dir.join(".claude/settings.json");
+    let mut settings = json(&dir, ".claude/settings.json");
+    let pre = settings["hooks"]["PreToolUse"].as_array_mut().unwrap();
+    pre.retain(|g| g["matcher"] != "Bash");
+    assert_eq!(pre.len(), 1);
+    std::fs::write(&path, serde_json::to_string_pretty(&settings).unwrap()).unwrap();
+
+    assert!(init(&dir, &[]).status.success());
+    let settings = json(&dir, ".claude/settings.json");
+    let pre = settings["hooks"]["PreToolUse"].as_array().unwrap();
+    let matchers: Vec<&str> = pre.iter().map(|g| g["matcher"].as_str().unwrap()).collect();
+    assert_eq!(matchers, ["Edit|Write|MultiEdit|NotebookEdit", "Bash"]);
+    let hook = format!("{} hook claude", binary().display());
+    assert_eq!(pre[1]["hooks"][0]["command"], hook.as_str());
+    // And once there, a rerun changes nothing.
+    let before = snapshot(&dir);
+    assert!(init(&dir, &[]).status.success());
+    assert_eq!(snapshot(&dir), before);
 }
 
 #[test]

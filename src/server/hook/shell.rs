@@ -96,6 +96,8 @@ struct Word {
     literal: bool,
     /// Where it is in the source, for `bash -c '...'`.
     span: (usize, usize),
+    /// As written in the source, for messages.
+    shown: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +153,7 @@ impl Context {
             text: String::new(),
             literal: true,
             span: (at, at),
+            shown: String::new(),
         })
     }
 }
@@ -175,6 +178,8 @@ impl Lexer<'_> {
             return;
         };
         word.span.1 = at;
+        word.shown =
+            String::from_utf8_lossy(self.src.get(word.span.0..at).unwrap_or_default()).into_owned();
         match context.pending.take() {
             Some(Redir::Heredoc { strip_tabs }) => {
                 self.heredocs.push((word.text.clone(), strip_tabs));
@@ -587,7 +592,7 @@ fn analyse(
                 if target.literal && not_a_file(&target.text) {
                     continue;
                 }
-                write(out, cwd, target, false, &format!("> {}", target.text));
+                write(out, cwd, target, false, &format!("> {}", target.shown));
             }
         }
     }
@@ -640,7 +645,7 @@ fn analyse(
             return;
         }
         for w in ops {
-            write(out, cwd, w, dir, &format!("{name} {}", w.text));
+            write(out, cwd, w, dir, &format!("{name} {}", w.shown));
         }
     };
     match name {
@@ -673,7 +678,7 @@ fn analyse(
             let ops = operands(args, &["-t", "--target-directory", "-S", "--suffix"]);
             writes_operands(out, cwd, &ops, false);
             for target in option_values(args, &["-t", "--target-directory"]) {
-                write(out, cwd, target, false, &format!("mv -t {}", target.text));
+                write(out, cwd, target, false, &format!("mv -t {}", target.shown));
             }
         }
         "cp" | "install" | "ln" | "rsync" => {
@@ -701,7 +706,7 @@ fn analyse(
                         cwd,
                         target,
                         false,
-                        &format!("{name} -t {}", target.text),
+                        &format!("{name} -t {}", target.shown),
                     );
                 }
             } else if name == "ln" && ops.len() == 1 {
@@ -716,11 +721,12 @@ fn analyse(
                     text: base,
                     literal: ops[0].literal,
                     span: ops[0].span,
+                    shown: ops[0].shown.clone(),
                 };
                 write(out, cwd, &word, false, "ln");
             } else if let Some(last) = ops.last().filter(|_| ops.len() > 1) {
                 if !(name == "rsync" && last.text.contains(':')) {
-                    write(out, cwd, last, false, &format!("{name} … {}", last.text));
+                    write(out, cwd, last, false, &format!("{name} … {}", last.shown));
                 }
             }
         }
@@ -775,6 +781,7 @@ fn analyse(
                         text: path.to_string(),
                         literal: a.literal,
                         span: a.span,
+                        shown: a.shown.clone(),
                     };
                     write(out, cwd, &word, false, "dd of=");
                 }
@@ -788,7 +795,7 @@ fn analyse(
             };
             for target in option_values(args, flags) {
                 if !(target.literal && not_a_file(&target.text)) {
-                    write(out, cwd, target, false, &format!("{name} {}", target.text));
+                    write(out, cwd, target, false, &format!("{name} {}", target.shown));
                 }
             }
         }
@@ -983,7 +990,7 @@ fn git(args: &[Word], cwd: &Option<String>, out: &mut Scan) {
     match files {
         Some(files) if !files.is_empty() => {
             for f in files {
-                write(out, &dir, f, false, &format!("git {} {}", sub.text, f.text));
+                write(out, &dir, f, false, &format!("git {} {}", sub.text, f.shown));
             }
         }
         _ => out.opaque.push(format!(

@@ -13,8 +13,11 @@ const SERVER: &str = "code-intel";
 
 /// Claude Code tools that write files (`MultiEdit` is gone in 2.1.x but harmless) and
 /// the ones that read them: the hook gates the first and records the second.
-const CLAUDE_HOOKS: [(&str, &str); 2] = [
+const CLAUDE_HOOKS: [(&str, &str); 3] = [
     ("PreToolUse", "Edit|Write|MultiEdit|NotebookEdit"),
+    // Shell commands that plainly write (`server::hook::shell`); a group of its own, so
+    // an install from before it gets the group added and the other left as it is.
+    ("PreToolUse", "Bash"),
     ("PostToolUse", "Read|Grep|Glob"),
 ];
 
