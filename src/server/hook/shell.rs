@@ -173,13 +173,14 @@ impl Lexer<'_> {
     }
 
     fn end_word(&mut self, at: usize) {
+        let src = self.src;
         let context = self.top();
         let Some(mut word) = context.word.take() else {
             return;
         };
         word.span.1 = at;
         word.shown =
-            String::from_utf8_lossy(self.src.get(word.span.0..at).unwrap_or_default()).into_owned();
+            String::from_utf8_lossy(src.get(word.span.0..at).unwrap_or_default()).into_owned();
         match context.pending.take() {
             Some(Redir::Heredoc { strip_tabs }) => {
                 self.heredocs.push((word.text.clone(), strip_tabs));
