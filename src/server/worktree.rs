@@ -94,10 +94,7 @@ pub fn judge(
         paths.sort();
         verdict.unexplored = paths
             .into_iter()
-            .filter(|p| {
-                !host.explored.contains(*p)
-                    && !(host.start_dirty.contains_key(*p) && host.untouched_user_change(root, p))
-            })
+            .filter(|p| !host.explored.contains(*p) && !host.untouched_user_change(root, p))
             .cloned()
             .collect();
         return verdict;

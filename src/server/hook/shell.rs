@@ -725,10 +725,10 @@ fn analyse(
                     shown: ops[0].shown.clone(),
                 };
                 write(out, cwd, &word, false, "ln");
-            } else if let Some(last) = ops.last().filter(|_| ops.len() > 1) {
-                if !(name == "rsync" && last.text.contains(':')) {
-                    write(out, cwd, last, false, &format!("{name} … {}", last.shown));
-                }
+            } else if let Some(last) = ops.last().filter(|_| ops.len() > 1)
+                && !(name == "rsync" && last.text.contains(':'))
+            {
+                write(out, cwd, last, false, &format!("{name} … {}", last.shown));
             }
         }
         "sed" | "perl" => {
@@ -1050,10 +1050,10 @@ fn option_values<'a>(args: &'a [Word], names: &[&str]) -> Vec<&'a Word> {
         if a.text == "--" {
             break;
         }
-        if names.contains(&a.text.as_str()) {
-            if let Some(v) = args.get(i + 1) {
-                out.push(v);
-            }
+        if names.contains(&a.text.as_str())
+            && let Some(v) = args.get(i + 1)
+        {
+            out.push(v);
         }
     }
     out
