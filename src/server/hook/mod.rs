@@ -214,7 +214,7 @@ fn decide_shell_in(
     let targets = Targets::Shell(ShellTargets {
         paths: writes
             .iter()
-            .map(|w| (confine(&root, cwd, &w.path), w.dir))
+            .map(|w| (confine(&root, cwd, &w.path), w.kind))
             .collect(),
         opaque: scan.opaque.clone(),
         unparsed: scan.unparsed.clone(),

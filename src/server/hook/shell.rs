@@ -52,8 +52,19 @@ impl Scan {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Write {
     pub path: String,
+    pub kind: WriteKind,
+}
+
+/// How a command writes a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WriteKind {
+    File,
     /// A directory it creates (`mkdir`): allowed where an explored file lies under it.
-    pub dir: bool,
+    Dir,
+    /// Brought back to its content in HEAD (`git checkout [HEAD] -- FILES`, `git restore
+    /// FILES`): allowed where the session's accepted tree has nothing uncommitted there,
+    /// so that nothing git cannot bring back is lost.
+    FromHead,
 }
 
 /// Scans one command line (or script).
@@ -593,7 +604,13 @@ fn analyse(
                 if target.literal && not_a_file(&target.text) {
                     continue;
                 }
-                write(out, cwd, target, false, &format!("> {}", target.shown));
+                write(
+                    out,
+                    cwd,
+                    target,
+                    WriteKind::File,
+                    &format!("> {}", target.shown),
+                );
             }
         }
     }
@@ -641,12 +658,13 @@ fn analyse(
         ));
     };
     let writes_operands = |out: &mut Scan, cwd: &Option<String>, ops: &[&Word], dir: bool| {
+        let kind = if dir { WriteKind::Dir } else { WriteKind::File };
         if run_by_other {
             opaque_if_other(out, name);
             return;
         }
         for w in ops {
-            write(out, cwd, w, dir, &format!("{name} {}", w.shown));
+            write(out, cwd, w, kind, &format!("{name} {}", w.shown));
         }
     };
     match name {
@@ -679,7 +697,13 @@ fn analyse(
             let ops = operands(args, &["-t", "--target-directory", "-S", "--suffix"]);
             writes_operands(out, cwd, &ops, false);
             for target in option_values(args, &["-t", "--target-directory"]) {
-                write(out, cwd, target, false, &format!("mv -t {}", target.shown));
+                write(
+                    out,
+                    cwd,
+                    target,
+                    WriteKind::File,
+                    &format!("mv -t {}", target.shown),
+                );
             }
         }
         "cp" | "install" | "ln" | "rsync" => {
@@ -706,7 +730,7 @@ fn analyse(
                         out,
                         cwd,
                         target,
-                        false,
+                        WriteKind::File,
                         &format!("{name} -t {}", target.shown),
                     );
                 }
@@ -724,11 +748,17 @@ fn analyse(
                     span: ops[0].span,
                     shown: ops[0].shown.clone(),
                 };
-                write(out, cwd, &word, false, "ln");
+                write(out, cwd, &word, WriteKind::File, "ln");
             } else if let Some(last) = ops.last().filter(|_| ops.len() > 1)
                 && !(name == "rsync" && last.text.contains(':'))
             {
-                write(out, cwd, last, false, &format!("{name} … {}", last.shown));
+                write(
+                    out,
+                    cwd,
+                    last,
+                    WriteKind::File,
+                    &format!("{name} … {}", last.shown),
+                );
             }
         }
         "sed" | "perl" => {
@@ -784,7 +814,7 @@ fn analyse(
                         span: a.span,
                         shown: a.shown.clone(),
                     };
-                    write(out, cwd, &word, false, "dd of=");
+                    write(out, cwd, &word, WriteKind::File, "dd of=");
                 }
             }
         }
@@ -796,7 +826,13 @@ fn analyse(
             };
             for target in option_values(args, flags) {
                 if !(target.literal && not_a_file(&target.text)) {
-                    write(out, cwd, target, false, &format!("{name} {}", target.shown));
+                    write(
+                        out,
+                        cwd,
+                        target,
+                        WriteKind::File,
+                        &format!("{name} {}", target.shown),
+                    );
                 }
             }
         }
@@ -878,7 +914,7 @@ fn find(src: &str, args: &[Word], depth: usize, cwd: &mut Option<String>, out: &
                 .push("`find -delete` removes the files it finds".into()),
             "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
                 if let Some(file) = args.get(i + 1) {
-                    write(out, cwd, file, false, "find -fprint");
+                    write(out, cwd, file, WriteKind::File, "find -fprint");
                 }
             }
             "-exec" | "-execdir" | "-ok" | "-okdir" => {
@@ -981,17 +1017,31 @@ fn git(args: &[Word], cwd: &Option<String>, out: &mut Scan) {
     if read_only {
         return;
     }
-    // `git checkout [TREE] -- FILES` and `git restore FILES` write the files they name.
+    // `git checkout [TREE] -- FILES` and `git restore FILES` write the files they name;
+    // from HEAD (or the index) they bring them back rather than change them.
     let separator = rest.iter().position(|a| a.text == "--");
-    let files: Option<Vec<&Word>> = match (sub.text.as_str(), separator) {
-        ("checkout", Some(p)) => Some(rest[p + 1..].iter().collect()),
-        ("restore", _) => Some(operands(rest, &["-s", "--source"])),
+    let from_head = |tree: &[&Word]| tree.is_empty() || (tree.len() == 1 && tree[0].text == "HEAD");
+    let files: Option<(Vec<&Word>, bool)> = match (sub.text.as_str(), separator) {
+        ("checkout", Some(p)) => {
+            let tree = operands(&rest[..p], &[]);
+            Some((rest[p + 1..].iter().collect(), from_head(&tree)))
+        }
+        ("restore", _) => {
+            let sources: Vec<&Word> = option_values(rest, &["-s", "--source"]);
+            let inline = rest
+                .iter()
+                .filter_map(|a| a.text.strip_prefix("--source="))
+                .all(|s| s == "HEAD");
+            let head = sources.iter().all(|s| s.text == "HEAD") && inline;
+            Some((operands(rest, &["-s", "--source"]), head))
+        }
         _ => None,
     };
     match files {
-        Some(files) if !files.is_empty() => {
+        Some((files, head)) if !files.is_empty() => {
+            let kind = if head { WriteKind::FromHead } else { WriteKind::File };
             for f in files {
-                write(out, &dir, f, false, &format!("git {} {}", sub.text, f.shown));
+                write(out, &dir, f, kind, &format!("git {} {}", sub.text, f.shown));
             }
         }
         _ => out.opaque.push(format!(
@@ -1003,7 +1053,7 @@ fn git(args: &[Word], cwd: &Option<String>, out: &mut Scan) {
 
 /// Records a write of `word` (relative to `cwd`), or an opaque write when the path
 /// cannot be told.
-fn write(out: &mut Scan, cwd: &Option<String>, word: &Word, dir: bool, what: &str) {
+fn write(out: &mut Scan, cwd: &Option<String>, word: &Word, kind: WriteKind, what: &str) {
     if !word.literal || word.text.is_empty() {
         out.opaque
             .push(format!("`{what}`: the hook cannot tell which file that is"));
@@ -1012,7 +1062,7 @@ fn write(out: &mut Scan, cwd: &Option<String>, word: &Word, dir: bool, what: &st
     match cwd {
         Some(cwd) => out.writes.push(Write {
             path: join(cwd, &word.text),
-            dir,
+            kind,
         }),
         None => out
             .opaque
@@ -1272,7 +1322,18 @@ mod tests {
                 "unparsed {command:?}: {scan:?}"
             );
         }
-        assert!(scan("mkdir -p a/b").writes.iter().all(|w| w.dir));
+        assert!(
+            scan("mkdir -p a/b")
+                .writes
+                .iter()
+                .all(|w| w.kind == WriteKind::Dir)
+        );
+        let kinds = |c: &str| scan(c).writes.iter().map(|w| w.kind).collect::<Vec<_>>();
+        assert_eq!(kinds("git checkout -- a b"), [WriteKind::FromHead; 2]);
+        assert_eq!(kinds("git checkout HEAD -- a"), [WriteKind::FromHead]);
+        assert_eq!(kinds("git restore --source=HEAD a"), [WriteKind::FromHead]);
+        assert_eq!(kinds("git checkout main -- a"), [WriteKind::File]);
+        assert_eq!(kinds("git restore -s HEAD~1 a"), [WriteKind::File]);
         assert!(scan("cat x").is_read_only());
     }
 
