@@ -176,13 +176,7 @@ fn before_shell(scan: &shell::Scan, cwd: &Path) -> HookOutput {
     }
     let mut by_root: std::collections::BTreeMap<PathBuf, Vec<shell::Write>> = Default::default();
     for w in &scan.writes {
-        let path = Path::new(&w.path);
-        let absolute = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            cwd.join(path)
-        };
-        let dir = canonical_prefix(&absolute)
+        let dir = canonical_prefix(&cwd.join(&w.path))
             .parent()
             .map_or_else(|| cwd.to_path_buf(), Path::to_path_buf);
         let root = governing_root(&dir);
