@@ -87,12 +87,34 @@ pub fn scan(command: &str) -> Scan {
 }
 
 fn scan_into(src: &str, depth: usize, cwd: &mut Option<String>, out: &mut Scan) {
-    let (commands, error) = lex(src);
+    let (commands, parents, error) = lex(src);
     if let Some(error) = error {
         out.unparsed.get_or_insert(error);
     }
+    // Each frame (the top level, a subshell, a substitution) has its own working
+    // directory, taken from its parent's when its first command runs: a `cd` inside
+    // `( ... )` does not move the commands after it.
+    let mut cwds: Vec<Option<Option<String>>> = vec![None; parents.len()];
+    cwds[0] = Some(cwd.clone());
     for command in &commands {
-        analyse(src, command, depth, cwd, out, false);
+        let mut chain = vec![command.frame];
+        while let Some(&frame) = chain.last() {
+            if cwds[frame].is_some() || frame == 0 {
+                break;
+            }
+            chain.push(parents[frame]);
+        }
+        while let Some(frame) = chain.pop() {
+            if cwds[frame].is_none() {
+                cwds[frame] = cwds[parents[frame]].clone();
+            }
+        }
+        let mut here = cwds[command.frame].clone().unwrap_or(None);
+        analyse(src, command, depth, &mut here, out, false);
+        cwds[command.frame] = Some(here);
+    }
+    if let Some(top) = cwds[0].take() {
+        *cwd = top;
     }
 }
 
@@ -127,6 +149,8 @@ enum Redir {
 struct Command {
     words: Vec<Word>,
     redirects: Vec<(Redir, Option<Word>)>,
+    /// The frame it runs in (0: the top level).
+    frame: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,6 +166,8 @@ enum Frame {
 
 struct Context {
     frame: Frame,
+    /// This frame's number, the index of its parent in [`Lexer::parents`].
+    id: usize,
     in_double: bool,
     command: Command,
     word: Option<Word>,
@@ -149,9 +175,10 @@ struct Context {
 }
 
 impl Context {
-    fn new(frame: Frame) -> Context {
+    fn new(frame: Frame, id: usize) -> Context {
         Context {
             frame,
+            id,
             in_double: false,
             command: Command::default(),
             word: None,
@@ -174,6 +201,8 @@ struct Lexer<'a> {
     stack: Vec<Context>,
     commands: Vec<Command>,
     heredocs: Vec<(String, bool)>,
+    /// The parent of each frame ever opened (the top level is its own).
+    parents: Vec<usize>,
 }
 
 impl Lexer<'_> {
@@ -212,7 +241,8 @@ impl Lexer<'_> {
         if let Some(redir) = context.pending.take() {
             context.command.redirects.push((redir, None));
         }
-        let command = std::mem::take(&mut context.command);
+        let mut command = std::mem::take(&mut context.command);
+        command.frame = context.id;
         if !command.words.is_empty() || !command.redirects.is_empty() {
             self.commands.push(command);
         }
@@ -224,7 +254,10 @@ impl Lexer<'_> {
                 "the command nests deeper than {MAX_NESTING} levels"
             ));
         }
-        self.stack.push(Context::new(frame));
+        let id = self.parents.len();
+        let parent = self.top().id;
+        self.parents.push(parent);
+        self.stack.push(Context::new(frame, id));
         Ok(())
     }
 
@@ -267,12 +300,13 @@ impl Lexer<'_> {
 
 /// Splits `src` into simple commands (those inside substitutions included); the error,
 /// if the text is not a complete command.
-fn lex(src: &str) -> (Vec<Command>, Option<String>) {
+fn lex(src: &str) -> (Vec<Command>, Vec<usize>, Option<String>) {
     let mut lx = Lexer {
         src: src.as_bytes(),
-        stack: vec![Context::new(Frame::Top)],
+        stack: vec![Context::new(Frame::Top, 0)],
         commands: Vec::new(),
         heredocs: Vec::new(),
+        parents: vec![0],
     };
     let error = lex_into(&mut lx).err();
     let error = error.or_else(|| {
@@ -289,7 +323,7 @@ fn lex(src: &str) -> (Vec<Command>, Option<String>) {
         lx.pop(src.len());
     }
     lx.end_command(src.len());
-    (lx.commands, error)
+    (lx.commands, lx.parents, error)
 }
 
 fn lex_into(lx: &mut Lexer<'_>) -> Result<(), String> {
@@ -639,7 +673,7 @@ fn analyse(
         let rest = skip_wrapper_options(name, args);
         let inner = Command {
             words: rest.to_vec(),
-            redirects: Vec::new(),
+            ..Command::default()
         };
         analyse(
             src,
@@ -924,7 +958,7 @@ fn find(src: &str, args: &[Word], depth: usize, cwd: &mut Option<String>, out: &
                     .map_or(args.len(), |p| i + 1 + p);
                 let inner = Command {
                     words: args[i + 1..end].to_vec(),
-                    redirects: Vec::new(),
+                    ..Command::default()
                 };
                 analyse(src, &inner, depth, cwd, out, true);
                 i = end;
@@ -1225,6 +1259,14 @@ mod tests {
         ("echo x > ~/x", &[], 1, false),
         ("echo x > *.py", &[], 1, false),
         ("(cd sub && echo x > y.txt)", &["sub/y.txt"], 0, false),
+        ("(cd sub; touch a); touch b", &["sub/a", "b"], 0, false),
+        (
+            "cd d && (touch a; cd e; touch b) && touch c",
+            &["d/a", "d/e/b", "d/c"],
+            0,
+            false,
+        ),
+        ("echo $(cd /tmp; pwd) > out", &["out"], 0, false),
         ("cd \"$DIR\" && echo x > y", &[], 1, false),
         ("echo $(echo inner > inner.txt)", &["inner.txt"], 0, false),
         ("echo \"`touch tick`\"", &["tick"], 0, false),
