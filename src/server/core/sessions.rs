@@ -25,9 +25,7 @@ use crate::session::{Driver, Stop, Turn};
 use crate::source::Sources;
 use crate::yaml;
 
-use super::{
-    Active, RecordStore, Server, State, checkpoint_key, no_session, parse, write_gate,
-};
+use super::{Active, RecordStore, Server, State, checkpoint_key, no_session, parse, write_gate};
 
 impl Server {
     pub(super) fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
