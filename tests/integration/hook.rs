@@ -808,6 +808,10 @@ fn shell_commands_that_plainly_write_wait_for_implementation_and_explored_files(
         // Writes the hook cannot name, and commands it cannot read.
         let reason = repo.bash(client, "git commit -am wip").unwrap();
         assert!(reason.contains("git commit"), "{reason}");
+        // A formatter over the project rewrites files too; its check mode does not.
+        let reason = repo.bash(client, "black .").unwrap();
+        assert!(reason.contains("`black .` rewrites"), "{reason}");
+        assert_eq!(repo.bash(client, "black --check ."), None);
         let reason = repo.bash(client, "echo 'open > app.py").unwrap();
         assert!(reason.contains("cannot be read"), "{reason}");
         // Bringing a file back to HEAD, as the server's refusals ask, passes; the user's
@@ -839,8 +843,10 @@ fn shell_commands_that_plainly_write_wait_for_implementation_and_explored_files(
             repo.bash(client, "sed -i 's/a/b/' app.py && cat app.py"),
             None
         );
-        // During implementation an unreadable command is left to the check of the tree.
+        // During implementation an unreadable command and a formatter are left to the
+        // check of the tree.
         assert_eq!(repo.bash(client, "echo 'open > app.py"), None);
+        assert_eq!(repo.bash(client, "black ."), None);
         let reason = repo.bash(client, "echo x > lib.py").unwrap();
         assert!(
             reason.starts_with("code-intel refuses this shell command: lib.py"),

@@ -34,6 +34,8 @@ pub struct ShellTargets {
     pub paths: Vec<(Target, WriteKind)>,
     /// Writes whose files cannot be named, described.
     pub opaque: Vec<String>,
+    /// Writes of files the program chooses (a formatter over the project), described.
+    pub broad: Vec<String>,
     /// Why the command could not be read, if it could not.
     pub unparsed: Option<String>,
 }
@@ -72,12 +74,13 @@ use crate::server::paths::is_reserved;
 /// | a file under `.git/` or `.code-intel/`, at any depth | deny, naming it |
 /// | a write whose files cannot be named (`git commit`, `> $OUT`, `xargs rm`) | deny, naming it |
 /// | a command that cannot be read, where writes are not allowed | deny (fail closed) |
+/// | a program that rewrites files it chooses (`cargo fmt`), where writes are not allowed | deny |
 /// | a file in the repository, where writes are not allowed | deny, the phase refusal, naming it |
 /// | a file not explored (a directory with no explored file under it) | deny, the file refusal |
 ///
 /// In both states a file brought back to HEAD ([`WriteKind::FromHead`]) where the
 /// accepted tree holds nothing uncommitted is not counted as a write.
-/// | otherwise (files outside the repository, an unreadable command during implementation) | allow |
+/// | otherwise (files outside the repository; an unreadable command or a formatter during implementation, which the check of the tree judges) | allow |
 pub fn decide(session: &Session, targets: &Targets) -> Decision {
     if *targets == Targets::Nothing {
         return Decision::Allow;
@@ -215,6 +218,9 @@ fn decide_shell(record: &SessionRecord, shell: &ShellTargets) -> Decision {
             return Decision::Deny(format!(
                 "{PREFIX}: it cannot be read ({reason}), and {phase}"
             ));
+        }
+        if !shell.broad.is_empty() {
+            return Decision::Deny(format!("{PREFIX}: {}. {phase}", shell.broad.join("; ")));
         }
         let files: Vec<&str> = inside
             .iter()
@@ -396,6 +402,7 @@ mod tests {
                 })
                 .collect(),
             opaque: opaque.iter().map(|s| s.to_string()).collect(),
+            broad: Vec::new(),
             unparsed: unparsed.map(str::to_string),
         })
     }
@@ -459,6 +466,14 @@ mod tests {
             decide(&open, &shell(&[], &[], Some("too long"))),
             Decision::Allow
         );
+        // A formatter over the project: refused before implementation, judged by the
+        // check of the tree during it.
+        let formatter = Targets::Shell(ShellTargets {
+            broad: vec!["`cargo fmt` rewrites the files it chooses".into()],
+            ..ShellTargets::default()
+        });
+        assert!(denied(decide(&closed, &formatter)).contains("cargo fmt"));
+        assert_eq!(decide(&open, &formatter), Decision::Allow);
         assert!(
             denied(decide(&open, &shell(&[("b.rs", F)], &[], None))).contains("b.rs: not explored")
         );

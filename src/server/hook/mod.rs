@@ -211,6 +211,7 @@ fn decide_shell_in(
             .map(|w| (confine(&root, cwd, &w.path), w.kind))
             .collect(),
         opaque: scan.opaque.clone(),
+        broad: scan.broad.clone(),
         unparsed: scan.unparsed.clone(),
     });
     match decide::decide(&session(&root), &targets) {

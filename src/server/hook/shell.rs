@@ -15,6 +15,8 @@
 //! - writes whose files it cannot name: a target with `$VAR`, a glob or `~`, `git` with
 //!   any subcommand that is not read-only (commit, switch, reset, stash, config, add, ...),
 //!   `find -delete`, `patch`, `tar -x`, `unzip`, a writer run by `xargs` or `find -exec`;
+//! - writes of files the program chooses (`cargo fmt`, `black`, `ruff format`, `prettier
+//!   --write`, `gofmt -w`, `eslint --fix`, `go generate`, ...; not their `--check` forms);
 //! - a command it cannot read (an unterminated quote, longer than [`MAX_COMMAND_BYTES`],
 //!   nested `bash -c` deeper than [`MAX_DEPTH`]).
 //!
@@ -37,6 +39,10 @@ pub struct Scan {
     pub writes: Vec<Write>,
     /// Writes whose files cannot be named, each described.
     pub opaque: Vec<String>,
+    /// Writes of files the program chooses itself (a formatter or a fixer over the
+    /// project, a code generator), each described: refused where no write is allowed,
+    /// left to the check of the tree during implementation.
+    pub broad: Vec<String>,
     /// Why the command could not be read, if it could not.
     pub unparsed: Option<String>,
 }
@@ -44,7 +50,10 @@ pub struct Scan {
 impl Scan {
     /// Whether the command writes nothing the scanner can see, and was read whole.
     pub fn is_read_only(&self) -> bool {
-        self.writes.is_empty() && self.opaque.is_empty() && self.unparsed.is_none()
+        self.writes.is_empty()
+            && self.opaque.is_empty()
+            && self.broad.is_empty()
+            && self.unparsed.is_none()
     }
 }
 
@@ -575,7 +584,7 @@ const KEYWORDS: &[&str] = &[
 /// Commands that run the rest of their words as a command (after their own options).
 const WRAPPERS: &[&str] = &[
     "sudo", "doas", "env", "nice", "nohup", "command", "builtin", "exec", "stdbuf", "ionice",
-    "chronic", "timeout", "unbuffer",
+    "chronic", "timeout", "unbuffer", "npx", "bunx", "pnpx",
 ];
 /// Git subcommands that only read.
 const GIT_READ: &[&str] = &[
@@ -873,6 +882,36 @@ fn analyse(
         "patch" | "unzip" => out
             .opaque
             .push(format!("`{name}` writes files its input names")),
+        "sponge" => writes_operands(out, cwd, &operands(args, &[]), false),
+        "awk" | "gawk" => {
+            // gawk's `-i inplace` rewrites the files it reads.
+            let in_place = args
+                .windows(2)
+                .any(|w| w[0].text == "-i" && w[1].text == "inplace")
+                || args.iter().any(|a| a.text == "--include=inplace");
+            if in_place {
+                let ops = operands(
+                    args,
+                    &["-i", "--include", "-f", "--file", "-v", "--assign", "-F"],
+                );
+                let has_program_file = args.iter().any(|a| a.text == "-f" || a.text == "--file");
+                let files = if has_program_file {
+                    &ops[..]
+                } else {
+                    ops.get(1..).unwrap_or_default()
+                };
+                writes_operands(out, cwd, files, false);
+            }
+        }
+        _ if formats_in_place(name, args) => out.broad.push(format!(
+            "`{}` rewrites the files it chooses",
+            command.words[start..]
+                .iter()
+                .take(3)
+                .map(|w| w.shown.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        )),
         "tar" => {
             // `--extract`, `-x...`, or the old style `tar xzf` (a first word of letters).
             let letters = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphabetic());
@@ -919,6 +958,45 @@ fn analyse(
             }
         }
         _ => {}
+    }
+}
+
+/// Formatters and fixers that rewrite source files in place (unless asked only to check).
+fn formats_in_place(name: &str, args: &[Word]) -> bool {
+    let has = |flags: &[&str]| {
+        args.iter().any(|a| {
+            flags
+                .iter()
+                .any(|f| a.text == *f || a.text.starts_with(&format!("{f}=")))
+        })
+    };
+    let sub = args
+        .iter()
+        .find(|a| !a.text.starts_with('-'))
+        .map(|a| a.text.as_str());
+    match name {
+        "cargo" => match sub {
+            Some("fmt") => !has(&["--check"]),
+            Some("fix") => true,
+            Some("clippy") => has(&["--fix"]),
+            _ => false,
+        },
+        "rustfmt" => !has(&["--check"]) && args.iter().any(|a| !a.text.starts_with('-')),
+        "black" | "isort" | "autoflake" | "pyupgrade" => {
+            !has(&["--check", "--check-only", "--diff", "-c"])
+                && args.iter().any(|a| !a.text.starts_with('-'))
+        }
+        "ruff" => match sub {
+            Some("format") => !has(&["--check", "--diff"]),
+            _ => has(&["--fix"]),
+        },
+        "prettier" => has(&["--write", "-w"]),
+        "eslint" | "stylelint" => has(&["--fix"]),
+        "gofmt" | "goimports" | "shfmt" => has(&["-w"]),
+        "go" => matches!(sub, Some("fmt" | "generate" | "fix")),
+        "autopep8" | "clang-format" => has(&["-i", "--in-place"]),
+        "terraform" => sub == Some("fmt") && !has(&["-check"]),
+        _ => false,
     }
 }
 
@@ -1316,6 +1394,9 @@ mod tests {
         ("sh -c \"cd d && touch e\"", &["d/e"], 0, false),
         ("eval 'echo hi > ev.txt'", &["ev.txt"], 0, false),
         ("tar xzf a.tgz", &[], 1, false),
+        ("cat a | sponge a", &["a"], 0, false),
+        ("gawk -i inplace '{print}' f.txt", &["f.txt"], 0, false),
+        ("awk '{print}' f.txt > /dev/null", &[], 0, false),
         // Git.
         (
             "git checkout -- src/a.py src/b.py",
@@ -1377,6 +1458,44 @@ mod tests {
         assert_eq!(kinds("git checkout main -- a"), [WriteKind::File]);
         assert_eq!(kinds("git restore -s HEAD~1 a"), [WriteKind::File]);
         assert!(scan("cat x").is_read_only());
+    }
+
+    #[test]
+    fn formatters_rewrite_what_they_choose() {
+        for command in [
+            "cargo fmt",
+            "cargo fmt --all",
+            "cargo clippy --fix --allow-dirty",
+            "rustfmt src/main.rs",
+            "black .",
+            "ruff format src",
+            "ruff check --fix",
+            "prettier --write 'src/**/*.ts'",
+            "gofmt -w .",
+            "go generate ./...",
+            "npx eslint --fix src",
+        ] {
+            let found = scan(command);
+            assert_eq!(found.broad.len(), 1, "{command}: {found:?}");
+            assert!(!found.is_read_only());
+        }
+        for command in [
+            "cargo fmt --check",
+            "cargo clippy --all-targets -- -D warnings",
+            "cargo test",
+            "rustfmt --check src/main.rs",
+            "black --check .",
+            "ruff check src",
+            "prettier --check src",
+            "gofmt -l .",
+            "go test ./...",
+        ] {
+            assert!(
+                scan(command).is_read_only(),
+                "{command}: {:?}",
+                scan(command)
+            );
+        }
     }
 
     #[test]
