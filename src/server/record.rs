@@ -98,8 +98,8 @@ pub struct HostState {
     pub quality_prompt: bool,
     /// The working tree as the server last accepted it: each path that differs from HEAD
     /// with the sha256 of its content (`None`: deleted), `.code-intel/` left out.
-    /// Set at the start (the user's uncommitted work) and after every submission that
-    /// took a step (what the server's own actions changed: a task branch adopted, files
+    /// Set at the start (the user's uncommitted work) and with every step the server
+    /// saves (what the step's own actions changed: a task branch adopted, files
     /// discarded at commit). A submission in a state that allows no writes finds the tree
     /// exactly so, or is refused (`server::worktree`). `None` in a checkpoint written
     /// before this field existed: the next submission takes it without a check.

@@ -108,11 +108,14 @@ pub fn judge(
     for path in paths {
         let now = current.get(path).map(|c| c.hash.clone());
         let before = accepted.get(path);
-        // Absent from `current` means "as in the baseline"; absent from `accepted` too.
+        // Absent from `current` means "as in HEAD"; absent from `accepted`, "as in HEAD
+        // then". Accepted content HEAD now holds was committed (by the server, or a
+        // commit a kill separated from its step's save): the same content.
         let same = match (&now, before) {
             (None, None) => true,
             (Some(now), Some(before)) => now == before,
-            _ => false,
+            (None, Some(before)) => head_hash(path) == *before,
+            (Some(_), None) => false,
         };
         if same {
             continue;
@@ -174,6 +177,12 @@ pub fn check(root: &Path, host: &HostState, writes_allowed: bool) -> Result<Verd
         return Ok(Verdict::default());
     }
     let repo = git::open(root)?;
+    if !writes_allowed && repo.action_interrupted() {
+        // A kill cut one of the server's own git actions short (a merge's checkout, say):
+        // the submission runs it again and completes it, and the step's save takes the
+        // tree as it leaves it. Judging the half-done tree would refuse the recovery.
+        return Ok(Verdict::default());
+    }
     let against = match host.baseline() {
         Some(baseline) if writes_allowed => baseline.clone(),
         _ => repo.baseline()?,
@@ -274,6 +283,9 @@ mod tests {
             judge(&reverted, &host, false, root, head).changed,
             vec![Restore::ByHand("user.txt".into())]
         );
+        // Accepted content that HEAD now holds was committed: nothing changed.
+        let committed = cur(&[("user.txt", ChangeStatus::Modified, Some("u1"))]);
+        assert!(judge(&committed, &host, false, root, head).is_clean());
         assert_eq!(
             Restore::Delete("a b.txt".into()).command().as_deref(),
             Some("rm -- 'a b.txt'")

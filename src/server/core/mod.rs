@@ -302,6 +302,7 @@ impl Server {
 /// session record (instance, host state, tools called reset) and writes it.
 struct RecordStore<'a> {
     contract: &'a Contract,
+    root: &'a Path,
     checkpoints: &'a Checkpoints,
     record: &'a mut SessionRecord,
     shared: Rc<RefCell<HostState>>,
@@ -310,12 +311,14 @@ struct RecordStore<'a> {
 impl<'a> RecordStore<'a> {
     fn new(
         contract: &'a Contract,
+        root: &'a Path,
         checkpoints: &'a Checkpoints,
         record: &'a mut SessionRecord,
         shared: Rc<RefCell<HostState>>,
     ) -> RecordStore<'a> {
         RecordStore {
             contract,
+            root,
             checkpoints,
             record,
             shared,
@@ -327,6 +330,13 @@ impl CheckpointStore for RecordStore<'_> {
     /// The step goes into a copy of the record; the record becomes the copy (as written,
     /// reduced if it had to be) only once it is on disk.
     fn save(&mut self, instance: &Instance) -> std::io::Result<()> {
+        // The tree as the step leaves it, its actions included (a task branch, files
+        // discarded at commit), is what the next submission outside implementation must
+        // find (`server::worktree`): saved with the step, so no kill can part them.
+        match super::worktree::snapshot(self.root) {
+            Ok(tree) => self.shared.borrow_mut().accepted_tree = Some(tree),
+            Err(e) => tracing::error!("cannot read the working tree for a step: {e}"),
+        }
         let mut next = self.record.clone();
         if instance.steps_taken != next.instance.steps_taken {
             // A step was taken: the tools called so far were evidence for it.

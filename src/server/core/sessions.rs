@@ -438,15 +438,6 @@ impl Server {
             driver.submit(host, store, instance, Value::Object(payload), tools_called)
         });
         self.log.turn(&active.record.id, &input, &recorded, &turn);
-        if !turn.steps.is_empty() {
-            // The tree passed the check just before; what differs now is what the step's
-            // actions did (a branch adopted, files discarded at commit): accepted.
-            let tree = worktree::snapshot(self.root.path());
-            match tree {
-                Ok(tree) => shared.borrow_mut().accepted_tree = Some(tree),
-                Err(e) => tracing::error!("cannot read the working tree after a step: {e}"),
-            }
-        }
         self.finish_turn(state, turn, shared, mismatch, branch_before)
     }
 
@@ -533,8 +524,13 @@ impl Server {
             state: Rc::clone(shared),
             key: self.checkpoints.key(),
         };
-        let mut store =
-            RecordStore::new(&self.contract, &self.checkpoints, record, Rc::clone(shared));
+        let mut store = RecordStore::new(
+            &self.contract,
+            self.root.path(),
+            &self.checkpoints,
+            record,
+            Rc::clone(shared),
+        );
         let mut recorder = Recorder {
             inner: &mut host,
             recorded: Recorded::default(),

@@ -26,7 +26,7 @@ use super::error::GitError;
 use super::repo::Repo;
 
 /// The intent file, in the git directory (never in the working tree, never committed).
-const INTENT: &str = "code-intel-action.json";
+pub(super) const INTENT: &str = "code-intel-action.json";
 
 /// What an action in progress records about itself.
 #[derive(Debug, Serialize, Deserialize)]

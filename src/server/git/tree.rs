@@ -65,6 +65,17 @@ impl Repo {
         Ok(out)
     }
 
+    /// Whether a git action of the server was cut short (its intent file is still in the
+    /// git directory, `recover`): the tree is then halfway through that action, which
+    /// the next call of it completes, so it cannot be judged yet.
+    pub fn action_interrupted(&self) -> bool {
+        self.repo
+            .path()
+            .join(super::recover::INTENT)
+            .symlink_metadata()
+            .is_ok()
+    }
+
     /// The content of `path` (root-relative) in HEAD's commit, `None` when HEAD has no
     /// such file: whether `git checkout HEAD -- FILE` can bring a file back.
     pub fn content_at_head(&self, path: &str) -> Option<Vec<u8>> {
