@@ -874,3 +874,23 @@ fn shell_commands_that_plainly_write_wait_for_implementation_and_explored_files(
         "def helper():\n    return 1\n"
     );
 }
+
+#[test]
+fn what_appeared_since_the_accepted_tree_may_be_removed_where_nothing_may_be_written() {
+    let repo = Repo::new("remove-new");
+    // The user's own untracked file, there before the session: part of the accepted tree.
+    std::fs::write(repo.root.join("notes.txt"), "mine\n").unwrap();
+    let server = repo.server();
+    start(&server);
+    // A test run's cache, made after the server accepted the tree.
+    std::fs::create_dir_all(repo.root.join("__pycache__")).unwrap();
+    std::fs::write(repo.root.join("__pycache__/app.cpython-311.pyc"), "x").unwrap();
+    let bash = |command: &str| repo.pre("Bash", json!({"command": command}));
+    assert_eq!(bash("rm -rf __pycache__"), None);
+    assert_eq!(bash("rm -f __pycache__/app.cpython-311.pyc"), None);
+    // What HEAD holds, and what the user had, stay out of reach.
+    for command in ["rm app.py", "rm -rf .", "rm notes.txt", "rm -rf __pycache__ app.py"] {
+        let reason = bash(command).unwrap_or_else(|| panic!("{command} was allowed"));
+        assert!(reason.contains("Writing files is not allowed"), "{command}: {reason}");
+    }
+}

@@ -77,10 +77,11 @@ use crate::server::paths::is_reserved;
 /// | a program that rewrites files it chooses (`cargo fmt`), where writes are not allowed | deny |
 /// | a file in the repository, where writes are not allowed | deny, the phase refusal, naming it |
 /// | a file not explored (a directory with no explored file under it) | deny, the file refusal |
-///
-/// In both states a file brought back to HEAD ([`WriteKind::FromHead`]) where the
-/// accepted tree holds nothing uncommitted is not counted as a write.
 /// | otherwise (files outside the repository; an unreadable command or a formatter during implementation, which the check of the tree judges) | allow |
+///
+/// In both states a file brought back to HEAD ([`WriteKind::FromHead`]), or a path HEAD
+/// does not hold removed ([`WriteKind::RemoveNew`]), where the accepted tree holds nothing
+/// uncommitted, is not counted as a write: it restores the tree the server accepted.
 pub fn decide(session: &Session, targets: &Targets) -> Decision {
     if *targets == Targets::Nothing {
         return Decision::Allow;
@@ -173,10 +174,11 @@ fn protected_refusal(paths: &[&str]) -> String {
 /// The shell command table (see [`decide`]).
 fn decide_shell(record: &SessionRecord, shell: &ShellTargets) -> Decision {
     const PREFIX: &str = "code-intel refuses this shell command";
-    // A file brought back to HEAD's content where the accepted tree holds nothing
-    // uncommitted is being restored, as the server's refusals ask: never refused.
+    // A file brought back to HEAD's content, or a new path removed, where the accepted tree
+    // holds nothing uncommitted, is being restored, as the server's refusals ask: never
+    // refused.
     let restores = |rel: &str, kind: WriteKind| {
-        kind == WriteKind::FromHead
+        matches!(kind, WriteKind::FromHead | WriteKind::RemoveNew)
             && record.host.accepted_tree.as_ref().is_some_and(|accepted| {
                 let prefix = rel.trim_end_matches('/');
                 !accepted.keys().any(|k| {
@@ -274,7 +276,7 @@ fn non_empty(text: &str, fallback: &str) -> String {
 mod tests {
     use super::*;
     use crate::server::record::{HostState, RECORD_VERSION, WriteGate};
-    use WriteKind::{Dir as D, File as F, FromHead as H};
+    use WriteKind::{Dir as D, File as F, FromHead as H, Remove as R, RemoveNew as N};
 
     fn record(writes_allowed: bool, explored: &[&str], outcome: Option<&str>) -> Session {
         let instance: crate::machine::Instance = serde_json::from_value(serde_json::json!({
@@ -495,6 +497,30 @@ mod tests {
                 denied(decide(&closed, &shell(&[(path, H)], &[], None))).contains("no writes here")
             );
         }
+        // Removing what HEAD does not hold (the hook found it new): the same rule. A
+        // removal of anything else is a write.
+        assert_eq!(
+            decide(
+                &closed,
+                &shell(&[("__pycache__", N), ("src/.cache/x", N)], &[], None)
+            ),
+            Decision::Allow
+        );
+        for path in ["user/notes.txt", "user", ""] {
+            assert!(
+                denied(decide(&closed, &shell(&[(path, N)], &[], None))).contains("no writes here")
+            );
+        }
+        assert!(
+            denied(decide(&closed, &shell(&[("a.rs", R)], &[], None))).contains("no writes here")
+        );
+        assert!(
+            denied(decide(&open, &shell(&[("b.rs", R)], &[], None))).contains("b.rs: not explored")
+        );
+        assert_eq!(
+            decide(&open, &shell(&[("a.rs", R)], &[], None)),
+            Decision::Allow
+        );
         let Session::Active(mut legacy) = record(false, &[], None) else {
             unreachable!()
         };

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use decide::{Decision, Session, ShellTargets, Target, Targets};
 use input::{Event, HookInput, Writes};
+use shell::WriteKind;
 
 use super::checkpoint::{CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey};
 use super::paths::{canonical_prefix, is_reserved, judge as confine};
@@ -208,7 +209,16 @@ fn decide_shell_in(
     let targets = Targets::Shell(ShellTargets {
         paths: writes
             .iter()
-            .map(|w| (confine(&root, cwd, &w.path), w.kind))
+            .map(|w| {
+                let target = confine(&root, cwd, &w.path);
+                let kind = match &target {
+                    Target::Inside(rel) if w.kind == WriteKind::Remove && !at_head(&root, rel) => {
+                        WriteKind::RemoveNew
+                    }
+                    _ => w.kind,
+                };
+                (target, kind)
+            })
             .collect(),
         opaque: scan.opaque.clone(),
         broad: scan.broad.clone(),
@@ -218,6 +228,22 @@ fn decide_shell_in(
         Decision::Allow => HookOutput::allow(),
         Decision::Deny(reason) => HookOutput::deny(&reason),
     }
+}
+
+/// Whether HEAD's tree holds `rel` (a file, or a directory with a tracked file in it).
+/// Anything that cannot be established counts as held, so a removal is judged as a write.
+fn at_head(root: &Root, rel: &str) -> bool {
+    let Ok(repo) = git2::Repository::open(root.path()) else {
+        return true;
+    };
+    let tree = match repo.head().and_then(|head| head.peel_to_tree()) {
+        Ok(tree) => tree,
+        // No commit yet: HEAD holds nothing.
+        Err(e) if e.code() == git2::ErrorCode::UnbornBranch => return false,
+        Err(_) => return true,
+    };
+    let rel = rel.trim_end_matches('/');
+    rel.is_empty() || tree.get_path(Path::new(rel)).is_ok()
 }
 
 /// The decision of the session at `root` (if any) on the files a write names, or on a

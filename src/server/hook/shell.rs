@@ -74,6 +74,14 @@ pub enum WriteKind {
     /// FILES`): allowed where the session's accepted tree has nothing uncommitted there,
     /// so that nothing git cannot bring back is lost.
     FromHead,
+    /// Removed (`rm`, `rmdir`, `unlink`): a write of the path, unless the hook finds it
+    /// new ([`WriteKind::RemoveNew`]).
+    Remove,
+    /// A removal of a path HEAD does not hold, which the hook set from a [`WriteKind::Remove`]
+    /// after looking at HEAD: with nothing of the accepted tree there, it is what appeared
+    /// since the server last accepted the tree (a test run's cache), and removing it brings
+    /// the tree back, as the server's refusals ask.
+    RemoveNew,
 }
 
 /// Scans one command line (or script).
@@ -700,8 +708,7 @@ fn analyse(
             "`{what}` run by another command, on files it chooses"
         ));
     };
-    let writes_operands = |out: &mut Scan, cwd: &Option<String>, ops: &[&Word], dir: bool| {
-        let kind = if dir { WriteKind::Dir } else { WriteKind::File };
+    let writes_operands = |out: &mut Scan, cwd: &Option<String>, ops: &[&Word], kind: WriteKind| {
         if run_by_other {
             opaque_if_other(out, name);
             return;
@@ -721,24 +728,36 @@ fn analyse(
             };
         }
         "popd" => *cwd = None,
-        "tee" => writes_operands(out, cwd, &operands(args, &[]), false),
-        "rm" | "rmdir" | "unlink" => writes_operands(out, cwd, &operands(args, &[]), false),
-        "touch" => writes_operands(out, cwd, &operands(args, &["-d", "-t", "-r"]), false),
-        "shred" => writes_operands(out, cwd, &operands(args, &["-n", "-s", "--size"]), false),
-        "mkdir" => writes_operands(out, cwd, &operands(args, &["-m", "--mode"]), true),
+        "tee" => writes_operands(out, cwd, &operands(args, &[]), WriteKind::File),
+        "rm" | "rmdir" | "unlink" => {
+            writes_operands(out, cwd, &operands(args, &[]), WriteKind::Remove)
+        }
+        "touch" => writes_operands(
+            out,
+            cwd,
+            &operands(args, &["-d", "-t", "-r"]),
+            WriteKind::File,
+        ),
+        "shred" => writes_operands(
+            out,
+            cwd,
+            &operands(args, &["-n", "-s", "--size"]),
+            WriteKind::File,
+        ),
+        "mkdir" => writes_operands(out, cwd, &operands(args, &["-m", "--mode"]), WriteKind::Dir),
         "truncate" => writes_operands(
             out,
             cwd,
             &operands(args, &["-s", "--size", "-r", "--reference"]),
-            false,
+            WriteKind::File,
         ),
         "chmod" | "chown" | "chgrp" => {
             let ops = operands(args, &["--reference"]);
-            writes_operands(out, cwd, ops.get(1..).unwrap_or_default(), false);
+            writes_operands(out, cwd, ops.get(1..).unwrap_or_default(), WriteKind::File);
         }
         "mv" => {
             let ops = operands(args, &["-t", "--target-directory", "-S", "--suffix"]);
-            writes_operands(out, cwd, &ops, false);
+            writes_operands(out, cwd, &ops, WriteKind::File);
             for target in option_values(args, &["-t", "--target-directory"]) {
                 write(
                     out,
@@ -845,7 +864,7 @@ fn analyse(
                 } else {
                     ops.get(1..).unwrap_or_default()
                 };
-                writes_operands(out, cwd, files, false);
+                writes_operands(out, cwd, files, WriteKind::File);
             }
         }
         "dd" => {
@@ -882,7 +901,7 @@ fn analyse(
         "patch" | "unzip" => out
             .opaque
             .push(format!("`{name}` writes files its input names")),
-        "sponge" => writes_operands(out, cwd, &operands(args, &[]), false),
+        "sponge" => writes_operands(out, cwd, &operands(args, &[]), WriteKind::File),
         "awk" | "gawk" => {
             // gawk's `-i inplace` rewrites the files it reads.
             let in_place = args
@@ -900,7 +919,7 @@ fn analyse(
                 } else {
                     ops.get(1..).unwrap_or_default()
                 };
-                writes_operands(out, cwd, files, false);
+                writes_operands(out, cwd, files, WriteKind::File);
             }
         }
         _ if formats_in_place(name, args) => out.broad.push(format!(
@@ -1453,6 +1472,8 @@ mod tests {
         );
         let kinds = |c: &str| scan(c).writes.iter().map(|w| w.kind).collect::<Vec<_>>();
         assert_eq!(kinds("git checkout -- a b"), [WriteKind::FromHead; 2]);
+        assert_eq!(kinds("rm -rf __pycache__ .pytest_cache"), [WriteKind::Remove; 2]);
+        assert_eq!(kinds("unlink a"), [WriteKind::Remove]);
         assert_eq!(kinds("git checkout HEAD -- a"), [WriteKind::FromHead]);
         assert_eq!(kinds("git restore --source=HEAD a"), [WriteKind::FromHead]);
         assert_eq!(kinds("git checkout main -- a"), [WriteKind::File]);
