@@ -60,6 +60,12 @@ impl Repo {
             ),
             ("lib.py", "def helper():\n    return 1\n"),
             ("README.md", "# demo\n"),
+            // No background semantic sync: it would write into the repository after the
+            // test removed it.
+            (
+                ".code-intel/config.yml",
+                "semantic:\n  sync_on_start: false\n",
+            ),
         ];
         crate::support::git_repo(&root, &files);
         let root = root.canonicalize().unwrap();
@@ -560,7 +566,7 @@ fn the_hook_never_creates_a_key_or_session_state() {
     assert_eq!(repo.write(&repo.abs("app.py")), None);
     repo.post("Read", json!({"file_path": repo.abs("app.py")}), json!({}));
     assert!(!repo.state.join("checkpoint.key").exists());
-    assert!(!repo.root.join(".code-intel").exists());
+    assert!(!repo.root.join(".code-intel/sessions").exists());
 }
 
 #[test]
@@ -731,6 +737,7 @@ fn a_linked_state_dir_is_refused_and_nothing_is_written_through_it() {
     let repo = Repo::new("linked-state");
     let elsewhere = repo.root.parent().unwrap().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::remove_dir_all(repo.root.join(".code-intel")).unwrap();
     std::os::unix::fs::symlink(&elsewhere, repo.root.join(".code-intel")).unwrap();
     let error = match Server::new(&repo.root, default_contract(), SealKey::from_bytes(KEY)) {
         Ok(_) => panic!("a server started on a linked .code-intel"),
@@ -889,8 +896,16 @@ fn what_appeared_since_the_accepted_tree_may_be_removed_where_nothing_may_be_wri
     assert_eq!(bash("rm -rf __pycache__"), None);
     assert_eq!(bash("rm -f __pycache__/app.cpython-311.pyc"), None);
     // What HEAD holds, and what the user had, stay out of reach.
-    for command in ["rm app.py", "rm -rf .", "rm notes.txt", "rm -rf __pycache__ app.py"] {
+    for command in [
+        "rm app.py",
+        "rm -rf .",
+        "rm notes.txt",
+        "rm -rf __pycache__ app.py",
+    ] {
         let reason = bash(command).unwrap_or_else(|| panic!("{command} was allowed"));
-        assert!(reason.contains("Writing files is not allowed"), "{command}: {reason}");
+        assert!(
+            reason.contains("Writing files is not allowed"),
+            "{command}: {reason}"
+        );
     }
 }

@@ -1472,7 +1472,10 @@ mod tests {
         );
         let kinds = |c: &str| scan(c).writes.iter().map(|w| w.kind).collect::<Vec<_>>();
         assert_eq!(kinds("git checkout -- a b"), [WriteKind::FromHead; 2]);
-        assert_eq!(kinds("rm -rf __pycache__ .pytest_cache"), [WriteKind::Remove; 2]);
+        assert_eq!(
+            kinds("rm -rf __pycache__ .pytest_cache"),
+            [WriteKind::Remove; 2]
+        );
         assert_eq!(kinds("unlink a"), [WriteKind::Remove]);
         assert_eq!(kinds("git checkout HEAD -- a"), [WriteKind::FromHead]);
         assert_eq!(kinds("git restore --source=HEAD a"), [WriteKind::FromHead]);
