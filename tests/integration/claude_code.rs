@@ -12,15 +12,13 @@
 //! a temporary directory, so the user's configuration is neither read nor touched.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{TempDir, binary, repo};
+use crate::support::{ModelServer, TempDir};
 
 /// Upper bounds, so a stuck client fails the test instead of hanging it.
 const MCP_LIST_TIMEOUT_S: u32 = 60;
@@ -40,61 +38,6 @@ fn claude() -> &'static Result<PathBuf, String> {
         crate::support::npm_package("claude", ".bin/claude")
             .map_err(|e| format!("Claude Code is not installed: {e}"))
     })
-}
-
-/// A child process killed and reaped when dropped (the test fails or ends).
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The scripted model server, listening on `port`.
-struct ModelServer {
-    _child: Reaped,
-    port: u16,
-    log: PathBuf,
-}
-
-impl ModelServer {
-    fn start(script: &Path, record: &Path, log: &Path) -> ModelServer {
-        let stderr = std::fs::File::create(log).unwrap();
-        let mut child = Command::new("python3")
-            .arg(repo().join("tests/claude/model_server.py"))
-            .arg(script)
-            .arg(record)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .unwrap_or_else(|e| panic!("python3 is needed for the model server: {e}"));
-        let stdout = child.stdout.take().unwrap();
-        let child = Reaped(child);
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap_or_default();
-        let port = line
-            .strip_prefix("PORT ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| {
-                panic!(
-                    "the model server did not start (first line {line:?}):\n{}",
-                    std::fs::read_to_string(log).unwrap_or_default()
-                )
-            });
-        ModelServer {
-            _child: child,
-            port,
-            log: log.to_path_buf(),
-        }
-    }
 }
 
 /// The test's directories, all under `base`, removed when the test ends, pass or fail.
@@ -245,15 +188,6 @@ struct ToolResult {
     text: String,
 }
 
-/// Every recorded request body, in order.
-fn requests(record: &Path) -> Vec<Value> {
-    std::fs::read_to_string(record)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .collect()
-}
-
 /// The tool results of the scripted calls, by turn.
 fn tool_results(requests: &[Value]) -> HashMap<usize, ToolResult> {
     let mut results = HashMap::new();
@@ -304,20 +238,7 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
     crate::support::git_repo(&dirs.repo, &[("app.py", APP)]);
 
     // 1. code-intel init is the only configuration the client gets.
-    let bin = binary();
-    let init = Command::new(&bin)
-        .arg("init")
-        .arg(&dirs.repo)
-        .arg("--command")
-        .arg(&bin)
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "code-intel init failed:\n{}{}",
-        String::from_utf8_lossy(&init.stdout),
-        String::from_utf8_lossy(&init.stderr)
-    );
+    crate::support::init_for_clients(&dirs.repo);
 
     // 2. The health check. Claude Code 2.1.x applies the approval in
     // .claude/settings.local.json only once the workspace is trusted; until then the
@@ -342,7 +263,12 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
     )
     .unwrap();
     let record = dirs.base.join("requests.jsonl");
-    let server = ModelServer::start(&script_path, &record, &dirs.base.join("model_server.log"));
+    let server = ModelServer::start(
+        "tests/claude/model_server.py",
+        &script_path,
+        &record,
+        &dirs.base.join("model_server.log"),
+    );
     let out = run_claude(
         &dirs,
         RUN_TIMEOUT_S,
@@ -366,7 +292,7 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
         record.display()
     );
 
-    let requests = requests(&record);
+    let requests = ModelServer::requests(&record);
     let main_loop: Vec<&Value> = requests
         .iter()
         .filter(|r| r["body"]["tools"].as_array().is_some_and(|t| !t.is_empty()))

@@ -87,11 +87,25 @@ fn the_command_and_the_skill_list_every_flag_and_phase_of_the_contract() {
     {
         expected.push(format!("`{}`", s.id));
     }
-    for path in [".claude/commands/code.md", ".codex/skills/code/SKILL.md"] {
+    // Each client's own name for the server's tools (Codex turns `code-intel` into
+    // `code_intel`; tests/integration/codex.rs calls them under that name).
+    for (path, tool, other) in [
+        (
+            ".claude/commands/code.md",
+            "mcp__code-intel__start_session",
+            "mcp__code_intel__",
+        ),
+        (
+            ".codex/skills/code/SKILL.md",
+            "mcp__code_intel__start_session",
+            "mcp__code-intel__",
+        ),
+    ] {
         let text = read(&dir, path);
         let missing: Vec<&String> = expected.iter().filter(|e| !text.contains(*e)).collect();
         assert!(missing.is_empty(), "{path} lacks {missing:?}");
-        assert!(text.contains("mcp__code-intel__start_session"), "{path}");
+        assert!(text.contains(tool), "{path} does not name {tool}");
+        assert!(!text.contains(other), "{path} names the other client's {other}");
     }
     assert!(read(&dir, ".claude/commands/code.md").contains("$ARGUMENTS"));
     assert!(read(&dir, ".codex/skills/code/SKILL.md").starts_with("---\nname: code\n"));
@@ -112,6 +126,16 @@ fn the_command_and_the_skill_list_every_flag_and_phase_of_the_contract() {
     let toml = read(&dir, ".codex/config.toml");
     let bin = binary();
     assert!(toml.contains("[mcp_servers.code-intel]"), "{toml}");
+    // Codex passes a server only the variables it names; the hook sees them all.
+    assert!(
+        toml.contains("env_vars = [\"CODE_INTEL_STATE_DIR\", \"XDG_STATE_HOME\"]"),
+        "{toml}"
+    );
+    // Without it `codex exec` refuses every call to the server (approval policy "never").
+    assert!(
+        toml.contains("default_tools_approval_mode = \"approve\""),
+        "{toml}"
+    );
     assert!(toml.contains(&format!("command = \"{} hook codex\"", bin.display())));
     // Two PreToolUse groups: file edits (apply_patch) and shell commands (Bash).
     for matcher in ["apply_patch", "Bash"] {

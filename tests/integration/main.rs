@@ -5,6 +5,7 @@ mod agent_runner_cli;
 mod claude_code;
 mod cli;
 mod codeintel;
+mod codex;
 mod default_flow;
 mod driver;
 mod evidence;

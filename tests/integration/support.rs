@@ -284,3 +284,93 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A child process killed and reaped when dropped (the test fails or ends).
+pub(crate) struct Reaped(pub(crate) std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A scripted model server on loopback (`tests/claude/model_server.py`,
+/// `tests/codex/model_server.py`): it prints `PORT <n>` once it listens and records every
+/// request in `record`; its stderr goes to `log`. Killed when dropped.
+pub(crate) struct ModelServer {
+    _child: Reaped,
+    pub(crate) port: u16,
+    pub(crate) log: PathBuf,
+}
+
+impl ModelServer {
+    /// Starts `server` (a repository-relative Python script) on `script`; fails the test
+    /// with the server's log when it does not report its port within 30 s.
+    pub(crate) fn start(server: &str, script: &Path, record: &Path, log: &Path) -> ModelServer {
+        use std::io::{BufRead, BufReader};
+        let stderr = std::fs::File::create(log).unwrap();
+        let mut child = std::process::Command::new("python3")
+            .arg(repo().join(server))
+            .arg(script)
+            .arg(record)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("python3 is needed for the model server: {e}"));
+        let stdout = child.stdout.take().unwrap();
+        let child = Reaped(child);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_default();
+        let port = line
+            .strip_prefix("PORT ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| {
+                panic!(
+                    "the model server did not start (first line {line:?}):\n{}",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                )
+            });
+        ModelServer {
+            _child: child,
+            port,
+            log: log.to_path_buf(),
+        }
+    }
+
+    /// Every request body the server recorded, in order (`{"method", "path", "body"}`).
+    pub(crate) fn requests(record: &Path) -> Vec<Value> {
+        std::fs::read_to_string(record)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect()
+    }
+}
+
+/// `code-intel init DIR --command BIN`, the only client configuration the client tests
+/// give; fails the test with init's output when it fails.
+pub(crate) fn init_for_clients(dir: &Path) {
+    let bin = binary();
+    let init = std::process::Command::new(&bin)
+        .arg("init")
+        .arg(dir)
+        .arg("--command")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "code-intel init failed:\n{}{}",
+        String::from_utf8_lossy(&init.stdout),
+        String::from_utf8_lossy(&init.stderr)
+    );
+}

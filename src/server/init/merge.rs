@@ -8,7 +8,8 @@ use serde_json::{Map, Value, json};
 
 pub(super) const CODEX_CONFIG: &str = ".codex/config.toml";
 
-/// The server's name in every client configuration; tools appear as `mcp__code-intel__…`.
+/// The server's name in every client configuration; Claude Code names its tools
+/// `mcp__code-intel__…`, Codex `mcp__code_intel__…`.
 const SERVER: &str = "code-intel";
 
 /// Claude Code tools that write files (`MultiEdit` is gone in 2.1.x but harmless) and
