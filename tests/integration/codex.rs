@@ -45,7 +45,8 @@ const REQUEST: &str = "add a --json flag to the export command";
 const APP: &str = "def parse_config(path):\n    return open(path).read()\n\n\ndef main():\n    print(parse_config(\"x\"))\n";
 /// The line the allowed patch replaces, and its replacement.
 const APP_OLD_LINE: &str = "    print(parse_config(\"x\"))\n";
-const APP_NEW_LINE: &str = "    print(parse_config(\"x\"), \"--json\" in __import__(\"sys\").argv)\n";
+const APP_NEW_LINE: &str =
+    "    print(parse_config(\"x\"), \"--json\" in __import__(\"sys\").argv)\n";
 const FINAL_TEXT: &str = "Scripted run finished.";
 /// Call ids the model server gives turn N: `call_scripted_NNN`.
 const ID_PREFIX: &str = "call_scripted_";
@@ -239,7 +240,10 @@ fn hook_entries(dirs: &Dirs) -> Vec<Value> {
     }
     let entries = answer["result"]["data"]
         .as_array()
-        .and_then(|d| d.iter().find(|e| e["cwd"] == repo.to_string_lossy().as_ref()))
+        .and_then(|d| {
+            d.iter()
+                .find(|e| e["cwd"] == repo.to_string_lossy().as_ref())
+        })
         .and_then(|e| e["hooks"].as_array())
         .unwrap_or_else(|| panic!("hooks/list answered no hooks for the repository: {answer}"));
     entries.clone()
@@ -409,8 +413,12 @@ fn call_outputs(requests: &[Value]) -> HashMap<usize, CallOutput> {
         .filter_map(|r| r["body"]["input"].as_array())
         .flatten()
         .filter(|i| {
-            ["function_call_output", "custom_tool_call_output", "tool_search_output"]
-                .contains(&i["type"].as_str().unwrap_or_default())
+            [
+                "function_call_output",
+                "custom_tool_call_output",
+                "tool_search_output",
+            ]
+            .contains(&i["type"].as_str().unwrap_or_default())
         })
     {
         let Some(turn) = item["call_id"]
@@ -535,7 +543,9 @@ fn codex_runs_a_session_through_the_server_and_the_hook() {
     // The server is connected before the first request: its tools are offered from the
     // start, deferred, as the namespace Codex names after the server.
     assert!(
-        main_loop[0]["body"]["input"].to_string().contains(NAMESPACE),
+        main_loop[0]["body"]["input"]
+            .to_string()
+            .contains(NAMESPACE),
         "the first model request does not mention {NAMESPACE}\n{context}"
     );
 
@@ -563,7 +573,12 @@ fn codex_runs_a_session_through_the_server_and_the_hook() {
         .flatten()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    for tool in ["start_session", "submit_phase", "get_symbols", "search_text"] {
+    for tool in [
+        "start_session",
+        "submit_phase",
+        "get_symbols",
+        "search_text",
+    ] {
         assert!(
             loaded.contains(&tool),
             "tool_search did not load {NAMESPACE}.{tool} (loaded: {loaded:?})\n{context}"

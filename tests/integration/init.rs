@@ -105,7 +105,10 @@ fn the_command_and_the_skill_list_every_flag_and_phase_of_the_contract() {
         let missing: Vec<&String> = expected.iter().filter(|e| !text.contains(*e)).collect();
         assert!(missing.is_empty(), "{path} lacks {missing:?}");
         assert!(text.contains(tool), "{path} does not name {tool}");
-        assert!(!text.contains(other), "{path} names the other client's {other}");
+        assert!(
+            !text.contains(other),
+            "{path} names the other client's {other}"
+        );
     }
     assert!(read(&dir, ".claude/commands/code.md").contains("$ARGUMENTS"));
     assert!(read(&dir, ".codex/skills/code/SKILL.md").starts_with("---\nname: code\n"));
