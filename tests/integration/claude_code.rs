@@ -128,13 +128,20 @@ fn accept_trust(dirs: &Dirs) {
     std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
 }
 
-/// The model's turns: load the tools, run the flow to implementation, write twice.
-fn script(repo_dir: &Path) -> Value {
+/// The model's turns, each with a name the assertions find it by: load the tools, run
+/// the flow to implementation, write twice.
+fn script(repo_dir: &Path) -> Vec<(&'static str, Value)> {
     let mcp = |tool: &str| format!("mcp__code-intel__{tool}");
     let call = |name: String, input: Value| json!({"tool_use": {"name": name, "input": input}});
     let submit = |mut data: Value| {
         data["compaction_count"] = json!(0);
         call(mcp("submit_phase"), json!({ "data": data }))
+    };
+    // A call whose result must be an error (a hook's refusal).
+    let refused = |name: &str, input: Value| {
+        let mut turn = call(name.into(), input);
+        turn["expect_error"] = json!(true);
+        turn
     };
     let loaded: Vec<String> = [
         "start_session",
@@ -145,40 +152,89 @@ fn script(repo_dir: &Path) -> Value {
     .iter()
     .map(|t| mcp(t))
     .collect();
-    let mut denied = call(
-        "Write".into(),
-        json!({"file_path": repo_dir.join("unexplored.py"), "content": "print('no')\n"}),
-    );
-    denied["expect_error"] = json!(true);
-    json!({"turns": [
-        // 0: MCP tools are deferred in 2.1.x: the model loads their schemas first.
-        call("ToolSearch".into(), json!({"query": format!("select:{}", loaded.join(",")), "max_results": 10})),
-        // 1
-        call(mcp("start_session"), json!({"query": REQUEST, "intent": "IMPLEMENT", "flags": "--no-doc"})),
-        // 2
-        submit(json!({"target_feature": {"value": "export command", "quote": "the export command"},
+    vec![
+        // MCP tools are deferred in 2.1.x: the model loads their schemas first.
+        (
+            "ToolSearch",
+            call(
+                "ToolSearch".into(),
+                json!({"query": format!("select:{}", loaded.join(",")), "max_results": 10}),
+            ),
+        ),
+        (
+            "start_session",
+            call(
+                mcp("start_session"),
+                json!({"query": REQUEST, "intent": "IMPLEMENT", "flags": "--no-doc"}),
+            ),
+        ),
+        (
+            "submit QUERY_FRAME",
+            submit(
+                json!({"target_feature": {"value": "export command", "quote": "the export command"},
                       "desired_action": {"value": "add --json", "quote": "add a --json flag"},
-                      "trigger_condition": null, "observed_issue": null, "tools_used": [], "summary": "frame"})),
-        // 3, 4
-        call(mcp("get_symbols"), json!({"file_path": "app.py"})),
-        call(mcp("search_text"), json!({"patterns": ["def main"]})),
-        // 5
-        submit(json!({"explored_files": ["app.py"], "findings": ["app.py:5 main prints the config"],
-                      "tools_used": ["get_symbols", "search_text"], "summary": "main is the entry"})),
-        // 6, 7, 8
-        submit(json!({"needs_more_information": false, "reason": "the code is small and clear", "tools_used": [], "summary": "q1"})),
-        submit(json!({"has_unverified_hypotheses": false, "reason": "nothing left to verify", "tools_used": [], "summary": "q2"})),
-        submit(json!({"needs_impact_analysis": false, "reason": "a single entry point only", "tools_used": [], "summary": "q3"})),
-        // 9
-        submit(json!({"tasks": [{"id": "t1", "description": "add the flag", "status": "pending",
+                      "trigger_condition": null, "observed_issue": null, "tools_used": [], "summary": "frame"}),
+            ),
+        ),
+        (
+            "get_symbols",
+            call(mcp("get_symbols"), json!({"file_path": "app.py"})),
+        ),
+        (
+            "search_text",
+            call(mcp("search_text"), json!({"patterns": ["def main"]})),
+        ),
+        (
+            "submit EXPLORATION",
+            submit(
+                json!({"explored_files": ["app.py"], "findings": ["app.py:5 main prints the config"],
+                      "tools_used": ["get_symbols", "search_text"], "summary": "main is the entry"}),
+            ),
+        ),
+        (
+            "submit Q1",
+            submit(
+                json!({"needs_more_information": false, "reason": "the code is small and clear", "tools_used": [], "summary": "q1"}),
+            ),
+        ),
+        (
+            "submit Q2",
+            submit(
+                json!({"has_unverified_hypotheses": false, "reason": "nothing left to verify", "tools_used": [], "summary": "q2"}),
+            ),
+        ),
+        (
+            "submit Q3",
+            submit(
+                json!({"needs_impact_analysis": false, "reason": "a single entry point only", "tools_used": [], "summary": "q3"}),
+            ),
+        ),
+        (
+            "submit READY_PLAN",
+            submit(
+                json!({"tasks": [{"id": "t1", "description": "add the flag", "status": "pending",
                                  "checklist": [{"item": "parse --json in main", "status": "pending"}]}],
-                      "tools_used": [], "summary": "one task"})),
-        // 10: a file outside the explored files (the hook must refuse it)
-        denied,
-        // 11: an explored file (allowed)
-        call("Write".into(), json!({"file_path": repo_dir.join("app.py"), "content": APP_NEW})),
-        {"text": FINAL_TEXT},
-    ]})
+                      "tools_used": [], "summary": "one task"}),
+            ),
+        ),
+        // A file outside the explored files: the hook must refuse it.
+        (
+            "Write unexplored.py",
+            refused(
+                "Write",
+                json!({"file_path": repo_dir.join("unexplored.py"), "content": "print('no')\n"}),
+            ),
+        ),
+        // An explored file: allowed.
+        (
+            "Write app.py",
+            call(
+                "Write".into(),
+                json!({"file_path": repo_dir.join("app.py"), "content": APP_NEW}),
+            ),
+        ),
+        ("final", json!({"text": FINAL_TEXT})),
+    ]
 }
 
 /// One `tool_result` the client sent back.
@@ -256,10 +312,12 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
     );
 
     // 3. A session driven by the scripted model.
+    let steps = script(&dirs.repo.canonicalize().unwrap());
+    let turns: Vec<&Value> = steps.iter().map(|(_, turn)| turn).collect();
     let script_path = dirs.base.join("script.json");
     std::fs::write(
         &script_path,
-        serde_json::to_string_pretty(&script(&dirs.repo.canonicalize().unwrap())).unwrap(),
+        serde_json::to_string_pretty(&json!({ "turns": turns })).unwrap(),
     )
     .unwrap();
     let record = dirs.base.join("requests.jsonl");
@@ -310,21 +368,21 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
         "the first model request does not mention code-intel's tools\n{context}"
     );
     let results = tool_results(&requests);
-    let result = |turn: usize| {
-        results
-            .get(&turn)
-            .unwrap_or_else(|| panic!("no tool_result for scripted turn {turn}\n{context}"))
+    let result = |name: &str| {
+        let turn = steps
+            .iter()
+            .position(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("no scripted step {name}"));
+        results.get(&turn).unwrap_or_else(|| {
+            panic!("no tool_result for scripted turn {turn} ({name})\n{context}")
+        })
     };
-    let ok = |turn: usize, what: &str| {
-        let r = result(turn);
-        assert!(
-            !r.is_error,
-            "turn {turn} ({what}) failed: {}\n{context}",
-            r.text
-        );
+    let ok = |name: &str| {
+        let r = result(name);
+        assert!(!r.is_error, "{name} failed: {}\n{context}", r.text);
         r
     };
-    ok(0, "ToolSearch");
+    ok("ToolSearch");
     assert!(
         main_loop.last().unwrap()["body"]["tools"]
             .as_array()
@@ -333,27 +391,26 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
             .any(|t| t["name"] == "mcp__code-intel__start_session"),
         "after ToolSearch the client does not offer start_session's schema\n{context}"
     );
-    let phases = [
-        (1, "start_session", "QUERY_FRAME"),
-        (2, "submit_phase QUERY_FRAME", "EXPLORATION"),
-        (5, "submit_phase EXPLORATION", "Q1"),
-        (6, "submit_phase Q1", "Q2"),
-        (7, "submit_phase Q2", "Q3"),
-        (8, "submit_phase Q3", "READY_PLAN"),
-        (9, "submit_phase READY_PLAN", "READY_IMPL"),
-    ];
-    for (turn, what, state) in phases {
-        let r = ok(turn, what);
+    for (name, state) in [
+        ("start_session", "QUERY_FRAME"),
+        ("submit QUERY_FRAME", "EXPLORATION"),
+        ("submit EXPLORATION", "Q1"),
+        ("submit Q1", "Q2"),
+        ("submit Q2", "Q3"),
+        ("submit Q3", "READY_PLAN"),
+        ("submit READY_PLAN", "READY_IMPL"),
+    ] {
+        let r = ok(name);
         let body: Value = serde_json::from_str(&r.text)
-            .unwrap_or_else(|e| panic!("turn {turn} ({what}): not JSON ({e}): {}", r.text));
-        assert_eq!(body["state"], state, "turn {turn} ({what}): {}", r.text);
+            .unwrap_or_else(|e| panic!("{name}: not JSON ({e}): {}", r.text));
+        assert_eq!(body["state"], state, "{name}: {}", r.text);
     }
-    ok(3, "get_symbols");
-    ok(4, "search_text");
+    ok("get_symbols");
+    ok("search_text");
 
     // The hook: a file outside the explored files is refused, an explored one is written.
     // (Depends on `code-intel hook claude`.)
-    let denied = result(10);
+    let denied = result("Write unexplored.py");
     assert!(
         denied.is_error
             && denied.text.contains("hook")
@@ -365,7 +422,7 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
         !dirs.repo.join("unexplored.py").exists(),
         "unexplored.py was written despite the refusal\n{context}"
     );
-    ok(11, "Write app.py");
+    ok("Write app.py");
     assert_eq!(
         std::fs::read_to_string(dirs.repo.join("app.py")).unwrap(),
         APP_NEW,
