@@ -1,6 +1,7 @@
 //! The real Codex CLI end to end, offline: `code-intel init` sets up a fresh git
 //! repository (nothing else configures the client's view of the project), `codex mcp
-//! list` must list the server once the project is trusted, and `codex exec` runs a
+//! list` must list the server once the project is trusted, and `codex exec '$code …'`
+//! (init's skill, which must reach the model naming the tools as Codex does) runs a
 //! scripted model (`tests/codex/model_server.py`, a loopback Responses API) through a
 //! session: `start_session`, the phases up to implementation under Codex's own names for
 //! the server's tools, then an `apply_patch` the hook must refuse and one it must let
@@ -522,7 +523,8 @@ fn codex_runs_a_session_through_the_server_and_the_hook() {
     assert_eq!(hook["trustStatus"], "trusted", "{hook}");
 
     // 4. A session driven by the scripted model.
-    let out = run_codex(&dirs, RUN_TIMEOUT_S, &["exec", REQUEST]);
+    // The user invokes init's skill as its description says: `$code <request>`.
+    let out = run_codex(&dirs, RUN_TIMEOUT_S, &["exec", &format!("$code {REQUEST}")]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let context = format!(
         "codex exited with {}\nstdout:\n{stdout}\nstderr:\n{}\nmodel server log:\n{}\n(requests in {})",
@@ -542,11 +544,29 @@ fn codex_runs_a_session_through_the_server_and_the_hook() {
     );
     // The server is connected before the first request: its tools are offered from the
     // start, deferred, as the namespace Codex names after the server.
+    let first = &main_loop[0]["body"]["input"];
     assert!(
-        main_loop[0]["body"]["input"]
-            .to_string()
-            .contains(NAMESPACE),
+        first.to_string().contains(NAMESPACE),
         "the first model request does not mention {NAMESPACE}\n{context}"
+    );
+    // `$code` put init's skill before the model, naming the tools as Codex exposes them.
+    let skill = dirs
+        .repo
+        .canonicalize()
+        .unwrap()
+        .join(".codex/skills/code/SKILL.md");
+    let skill_text = first
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["content"].as_array())
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .find(|t| t.starts_with("<skill>") && t.contains(skill.to_string_lossy().as_ref()))
+        .unwrap_or_else(|| panic!("`$code` did not give the model init's skill\n{context}"));
+    assert!(
+        skill_text.contains(&format!("`{NAMESPACE}__start_session`")),
+        "the skill does not name start_session as Codex exposes it: {skill_text}"
     );
 
     let outputs = call_outputs(&requests);
