@@ -250,23 +250,30 @@ fn hook_entries(dirs: &Dirs) -> Vec<Value> {
     entries.clone()
 }
 
-/// init's `apply_patch` hook among `entries`.
-fn apply_patch_hook(entries: &[Value], dirs: &Dirs) -> Value {
+/// The hooks of init's `.codex/config.toml` among `entries`, `apply_patch`'s among them.
+fn project_hooks(entries: &[Value], dirs: &Dirs) -> Vec<Value> {
     let config = dirs.repo.canonicalize().unwrap().join(".codex/config.toml");
-    entries
+    let hooks: Vec<Value> = entries
         .iter()
-        .find(|e| {
-            e["eventName"] == "preToolUse"
-                && e["matcher"] == "apply_patch"
-                && e["sourcePath"] == config.to_string_lossy().as_ref()
-        })
+        .filter(|e| e["sourcePath"] == config.to_string_lossy().as_ref())
         .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "Codex does not see init's apply_patch hook in {}: {entries:?}",
-                config.display()
-            )
-        })
+        .collect();
+    assert!(
+        hooks
+            .iter()
+            .any(|e| e["eventName"] == "preToolUse" && e["matcher"] == "apply_patch"),
+        "Codex does not see init's apply_patch hook in {}: {entries:?}",
+        config.display()
+    );
+    for hook in &hooks {
+        assert!(
+            hook["command"]
+                .as_str()
+                .is_some_and(|c| c.ends_with(" hook codex")),
+            "{hook}"
+        );
+    }
+    hooks
 }
 
 /// One scripted step: a name the assertions find it by, and the model's turn.
@@ -505,22 +512,19 @@ fn codex_runs_a_session_through_the_server_and_the_hook() {
         "{listed}"
     );
 
-    // 3. The hook review, as /hooks does it: Codex lists init's hook as untrusted until
-    // the user config holds its current hash.
-    let hook = apply_patch_hook(&hook_entries(&dirs), &dirs);
-    assert_eq!(hook["trustStatus"], "untrusted", "{hook}");
-    assert!(
-        hook["command"]
-            .as_str()
-            .is_some_and(|c| c.ends_with(" hook codex")),
-        "{hook}"
-    );
-    let key = hook["key"].as_str().unwrap().to_string();
-    let hash = hook["currentHash"].as_str().unwrap().to_string();
-    config.trusted_hooks.push((key, hash));
+    // 3. The hook review, as /hooks does it: Codex lists init's hooks as untrusted until
+    // the user config holds their current hashes.
+    let hooks = project_hooks(&hook_entries(&dirs), &dirs);
+    for hook in &hooks {
+        assert_eq!(hook["trustStatus"], "untrusted", "{hook}");
+        let key = hook["key"].as_str().unwrap().to_string();
+        let hash = hook["currentHash"].as_str().unwrap().to_string();
+        config.trusted_hooks.push((key, hash));
+    }
     config.write(&dirs);
-    let hook = apply_patch_hook(&hook_entries(&dirs), &dirs);
-    assert_eq!(hook["trustStatus"], "trusted", "{hook}");
+    for hook in project_hooks(&hook_entries(&dirs), &dirs) {
+        assert_eq!(hook["trustStatus"], "trusted", "{hook}");
+    }
 
     // 4. A session driven by the scripted model.
     // The user invokes init's skill as its description says: `$code <request>`.
