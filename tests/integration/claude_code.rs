@@ -2,9 +2,10 @@
 //! git repository (nothing else configures the client), `claude mcp list` must report the
 //! server connected, and `claude -p` runs a scripted model (`tests/claude/model_server.py`,
 //! a loopback Messages API) through a session: tool discovery, `start_session`, the phases
-//! up to implementation, then a write the hook must refuse and one it must let through.
-//! The assertions read what the client sent back to the model (the recorded `tool_result`
-//! blocks) and the repository.
+//! up to implementation (a shell command that writes on the way refused by the hook),
+//! then a write the hook must refuse and one it must let through. The assertions read
+//! what the client sent back to the model (the recorded `tool_result` blocks) and the
+//! repository.
 //!
 //! Claude Code comes from `tests/claude/node_modules` (pinned by its `package-lock.json`);
 //! when it is missing the test installs it as `.ci/run` does (`npm ci --prefix
@@ -27,6 +28,8 @@ const RUN_TIMEOUT_S: u32 = 120;
 const REQUEST: &str = "add a --json flag to the export command";
 const APP: &str = "def parse_config(path):\n    return open(path).read()\n\n\ndef main():\n    print(parse_config(\"x\"))\n";
 const APP_NEW: &str = "import sys\n\n\ndef parse_config(path):\n    return open(path).read()\n\n\ndef main():\n    if \"--json\" in sys.argv:\n        print('{\"config\": %r}' % parse_config(\"x\"))\n        return\n    print(parse_config(\"x\"))\n";
+/// A shell command that plainly writes an explored file.
+const SHELL_WRITE: &str = "echo x > app.py";
 const FINAL_TEXT: &str = "Scripted run finished.";
 /// Tool-use ids the model server gives turn N: `toolu_scripted_NNN`.
 const ID_PREFIX: &str = "toolu_scripted_";
@@ -183,6 +186,14 @@ fn script(repo_dir: &Path) -> Vec<(&'static str, Value)> {
         (
             "search_text",
             call(mcp("search_text"), json!({"patterns": ["def main"]})),
+        ),
+        // A shell command that writes before implementation: the hook must refuse it.
+        (
+            "Bash write",
+            refused(
+                "Bash",
+                json!({"command": SHELL_WRITE, "description": "write app.py"}),
+            ),
         ),
         (
             "submit EXPLORATION",
@@ -407,6 +418,14 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
     }
     ok("get_symbols");
     ok("search_text");
+
+    // The Bash hook: a command that writes before implementation is refused, and the file
+    // stays as it was (the exploration it was written in was accepted after it).
+    let shell = result("Bash write");
+    assert!(
+        shell.is_error && shell.text.contains("hook") && shell.text.contains("app.py"),
+        "`{SHELL_WRITE}` was not refused by the hook: {shell:?}\n{context}"
+    );
 
     // The hook: a file outside the explored files is refused, an explored one is written.
     // (Depends on `code-intel hook claude`.)

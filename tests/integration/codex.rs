@@ -5,7 +5,8 @@
 //! scripted model (`tests/codex/model_server.py`, a loopback Responses API) through a
 //! session: `start_session`, the phases up to implementation under Codex's own names for
 //! the server's tools, then an `apply_patch` the hook must refuse and one it must let
-//! through. The assertions read what the client sent back to the model (the recorded
+//! through; a shell command that writes before implementation is refused too. The
+//! assertions read what the client sent back to the model (the recorded
 //! `function_call_output` / `custom_tool_call_output` items) and the repository.
 //!
 //! What the test gives Codex besides `init`'s files, all in a temporary `CODEX_HOME`, is
@@ -48,6 +49,8 @@ const APP: &str = "def parse_config(path):\n    return open(path).read()\n\n\nde
 const APP_OLD_LINE: &str = "    print(parse_config(\"x\"))\n";
 const APP_NEW_LINE: &str =
     "    print(parse_config(\"x\"), \"--json\" in __import__(\"sys\").argv)\n";
+/// A shell command that plainly writes an explored file.
+const SHELL_WRITE: &str = "echo x > app.py";
 const FINAL_TEXT: &str = "Scripted run finished.";
 /// Call ids the model server gives turn N: `call_scripted_NNN`.
 const ID_PREFIX: &str = "call_scripted_";
@@ -342,6 +345,13 @@ fn script() -> Vec<Step> {
             json!({"patterns": ["def main"]}),
             "app.py",
         ),
+        // A shell command that writes before implementation: the hook must refuse it
+        // (Codex's shell tool is `Bash` to hooks).
+        Step {
+            name: "shell write",
+            turn: json!({"function_call": {"name": "exec_command", "arguments": {"cmd": SHELL_WRITE}},
+                         "stop_unless": "PreToolUse hook"}),
+        },
         submit(
             "submit EXPLORATION",
             json!({"explored_files": ["app.py"], "findings": ["app.py:5 main prints the config"],
@@ -628,6 +638,15 @@ fn codex_runs_a_session_through_the_server_and_the_hook() {
             o.text
         );
     }
+
+    // The shell hook: a command that writes before implementation is refused, and the
+    // file stays as it was (the exploration it was written in was accepted, and the patch
+    // below applies to the original text).
+    let shell = output("shell write");
+    assert!(
+        shell.text.contains("blocked by PreToolUse hook") && shell.text.contains("app.py"),
+        "`{SHELL_WRITE}` was not refused by the hook: {shell:?}\n{context}"
+    );
 
     // The hook: a file outside the explored files is refused, an explored one is patched.
     // (Depends on `code-intel hook codex`.)
