@@ -36,7 +36,8 @@ pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
     outln!("  or register it:    claude mcp add --scope project code-intel -- {cmd} serve");
     outln!("  then run:          /code <request>");
     outln!("Codex: .codex/config.toml applies only when the project is trusted;");
-    outln!("  or register it:    codex mcp add code-intel -- {cmd} serve");
+    outln!("  first:             run `codex` here once and trust the project when it asks");
+    outln!("  check with:        codex mcp list   (code-intel  {cmd}  serve ...)");
     outln!("  review the hook:   /hooks (Codex runs a new project hook only once you trust it)");
     outln!("  then run:          $code <request>");
     Ok(ExitCode::SUCCESS)
