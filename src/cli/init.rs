@@ -1,7 +1,7 @@
 //! `code-intel init`: loads the contract the project will run, sets the project up through
 //! `server::init`, and prints the report and how to register the server with each client.
 
-use super::out::outln;
+use super::out::{errln, outln};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -33,13 +33,18 @@ pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
     outln!("Claude Code: the project's .mcp.json is picked up when you start `claude` here;");
     outln!("  first:             run `claude` here once and trust the folder when it asks");
     outln!("  check with:        claude mcp list   (code-intel: ... - ✔ Connected)");
-    outln!("  or register it:    claude mcp add --scope project code-intel -- {cmd} serve");
+    // `--scope project` would fail: init's .mcp.json already names the server.
+    outln!("  or, for you only:  claude mcp add --scope local code-intel -- {cmd} serve");
     outln!("  then run:          /code <request>");
     outln!("Codex: .codex/config.toml applies only when the project is trusted;");
     outln!("  first:             run `codex` here once and trust the project when it asks");
     outln!("  check with:        codex mcp list   (code-intel  {cmd}  serve ...)");
     outln!("  review the hook:   /hooks (Codex runs a new project hook only once you trust it)");
     outln!("  then run:          $code <request>");
+    // Sessions run on git branches: say now what would stop the first one.
+    if let Err(e) = crate::server::git::open(&options.root) {
+        errln!("warning: {e}; until then `start_session` refuses to start a session here");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

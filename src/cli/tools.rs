@@ -372,7 +372,13 @@ pub(super) fn defs(a: &NameArgs) -> ExitCode {
             find_definitions(index, &a.name, a.kind.as_deref(), a.common.window())
         })
     }) {
-        Ok(answer) => print_symbols(&a.common, &answer),
+        Ok(answer) => {
+            // Like grep, nothing found is exit 1; a person also gets a line saying so.
+            if answer.symbols.total == 0 && !a.common.json {
+                errln!("no definition of `{}` found", a.name);
+            }
+            print_symbols(&a.common, &answer)
+        }
         Err(e) => fail(&e),
     }
 }

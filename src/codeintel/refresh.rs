@@ -281,6 +281,8 @@ fn write_changes(
     changes: Vec<Outcome>,
     removed: &[String],
 ) -> Result<(), Error> {
+    super::state_dir::ensure_gitignore(root.path())
+        .map_err(|e| Error::io(root.path().join(super::state_dir::STATE_DIR), e))?;
     let main_path = root.path().join(INDEX_FILE);
     let delta_path = root.path().join(DELTA_FILE);
     let mut delta: BTreeMap<String, FileEntry> = current

@@ -553,7 +553,13 @@ fn the_cli_prints_like_rg_or_json_and_exits_by_result() {
     let (code, out, _) = run(&dir, &["defs", "Greet"]);
     assert_eq!(code, Some(0));
     assert!(out.starts_with("go/main.go:5:"), "{out}");
-    assert_eq!(run(&dir, &["defs", "NoSuchSymbol"]).0, Some(1));
+    // Nothing found: exit 1, as README says, and a line saying so (stdout stays empty).
+    let (code, out, err) = run(&dir, &["defs", "NoSuchSymbol"]);
+    assert_eq!((code, out.as_str()), (Some(1), ""));
+    assert!(
+        err.contains("no definition of `NoSuchSymbol` found"),
+        "{err}"
+    );
     let (code, out, _) = run(&dir, &["files", "*.rb"]);
     assert_eq!((code, out.as_str()), (Some(0), "ruby/greeter.rb\n"));
     let (code, out, _) = run(&dir, &["impact", "get_user", "--json"]);

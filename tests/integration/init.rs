@@ -156,7 +156,7 @@ fn the_command_and_the_skill_list_every_flag_and_phase_of_the_contract() {
         "{out}"
     );
     assert!(out.contains(&format!(
-        "claude mcp add --scope project code-intel -- {} serve",
+        "claude mcp add --scope local code-intel -- {} serve",
         bin.display()
     )));
 }
@@ -323,4 +323,45 @@ fn locale_ja_writes_japanese_prompts() {
     assert!(read(&dir, ".code-intel/task_planning.md").starts_with("# タスクの計画"));
     assert!(read(&dir, ".code-intel/user_escalation.md").contains("ユーザー"));
     assert!(read(&dir, ".code-intel/config.yml").contains("locale: ja"));
+}
+
+#[test]
+fn init_outside_a_git_repository_says_what_the_first_session_needs() {
+    let dir = temp_dir("no-git");
+    let out = init(&dir, &[]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is not inside a git repository; run `git init`")
+            && stderr.contains("`start_session` refuses"),
+        "{stderr}"
+    );
+    // In a repository with a first commit, nothing to say.
+    let repo = temp_dir("git");
+    crate::support::git_repo(&repo, &[("README.md", "# demo\n")]);
+    let out = init(&repo, &[]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // The index `index` writes is git-ignored from the start: only init's own files, the
+    // project's to commit, show as new.
+    let index = Command::new(binary())
+        .args(["index", "--root"])
+        .arg(&*repo)
+        .output()
+        .unwrap();
+    assert!(
+        index.status.success(),
+        "{}",
+        String::from_utf8_lossy(&index.stderr)
+    );
+    let status = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .current_dir(&*repo)
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    for machine_local in ["symbols.idx", "index.lock", ".code-intel/.gitignore"] {
+        assert!(!status.contains(machine_local), "{status}");
+    }
+    assert!(status.contains(".code-intel/config.yml"), "{status}");
 }

@@ -79,12 +79,7 @@ impl Server {
         // Before anything is written: a linked `.code-intel/` would take every write of
         // the server outside the repository.
         crate::codeintel::state_dir::check(root.path()).map_err(|e| e.to_string())?;
-        ensure_gitignore(root.path()).map_err(|e| {
-            format!(
-                "cannot write {}: {e}",
-                root.path().join(GITIGNORE).display()
-            )
-        })?;
+        crate::codeintel::state_dir::ensure_gitignore(root.path()).map_err(|e| e.to_string())?;
         let checkpoints = Checkpoints::new(root.path(), key);
         // Writes of a server killed midway leave their temp files behind; nothing else
         // would ever remove them.
@@ -452,25 +447,6 @@ pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
 
 /// The tool whose presence in a state's allowed tools grants writes there.
 pub const WRITE_CHECK_TOOL: &str = "check_write_target";
-
-/// `.code-intel/.gitignore`: the server's machine-local files (sessions, logs, the symbol
-/// index) never show up as changes of a task, nor get committed. It ignores itself too:
-/// untracked, it would be an unreviewed change that blocks merges (uncommitted) and slips
-/// into task commits.
-const GITIGNORE: &str = ".code-intel/.gitignore";
-const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, never committed.\n.gitignore\nsessions/\nlogs/\nsymbols.*\nsemantic/\ncontext_summaries.json\n*.lock\n*.tmp*\n";
-
-fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
-    let path = root.join(GITIGNORE);
-    match std::fs::read_to_string(&path) {
-        // Ours and current, or the user's own: leave it.
-        Ok(text) if text == GITIGNORE_TEXT || !text.starts_with("# Written by code-intel") => {
-            return Ok(());
-        }
-        _ => {}
-    }
-    crate::codeintel::store::atomic_write(&path, GITIGNORE_TEXT.as_bytes())
-}
 
 /// Which session and step the server is at: a tool call is evidence for this step only.
 fn step_of(state: &State) -> Option<(String, u64)> {

@@ -85,6 +85,11 @@ pub fn run(contract: &Contract, options: &Options) -> Result<Report, InitError> 
             })?;
         }
     }
+    // The machine-local files the server and `index` will write are never the project's.
+    crate::codeintel::state_dir::ensure_gitignore(root).map_err(|source| InitError::Write {
+        path: root.join(".code-intel/.gitignore"),
+        source,
+    })?;
     if new_manifest != old_manifest {
         let path = root.join(manifest::PATH);
         atomic_write(&path, new_manifest.to_text().as_bytes())
