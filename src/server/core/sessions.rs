@@ -56,6 +56,27 @@ impl Server {
             a.resume |= resume;
             a.clean |= clean;
         }
+        // A clean discards the saved session: everything else the call asks for is checked
+        // first, so a mistyped flag, intent or locale does not lose it.
+        if a.clean {
+            let flag_text = a.flags.clone().unwrap_or_default();
+            let request = Map::from_iter([("request".to_string(), Value::String(a.query.clone()))]);
+            let checked = crate::contract::flags::parse(&self.contract, &flag_text)
+                .map_err(|e| Reply::error(e.key(), e.to_string()))
+                .and_then(|flags| {
+                    Instance::start(
+                        &self.contract,
+                        flags,
+                        a.intent.as_deref(),
+                        a.locale.as_deref(),
+                        &request,
+                    )
+                    .map_err(|e| Reply::error(e.key(), e.to_string()))
+                });
+            if let Err(reply) = checked {
+                return reply;
+            }
+        }
         let mut cleaned = Value::Null;
         if a.clean {
             match self.clean(state) {
