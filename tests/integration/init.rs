@@ -104,6 +104,21 @@ fn the_command_and_the_skill_list_every_flag_and_phase_of_the_contract() {
         let text = read(&dir, path);
         let missing: Vec<&String> = expected.iter().filter(|e| !text.contains(*e)).collect();
         assert!(missing.is_empty(), "{path} lacks {missing:?}");
+        // Wholly English for an English install: no Japanese column or label.
+        let japanese: String = text
+            .chars()
+            .filter(|c| matches!(*c as u32, 0x3040..=0x30FF | 0x4E00..=0x9FFF | 0xFF00..=0xFFEF))
+            .collect();
+        assert!(japanese.is_empty(), "{path} holds {japanese:?}");
+        // The phase table starts where a session starts, at step 1.
+        assert!(
+            text.contains("| 1 | `SESSION_START` | start_session |"),
+            "{path}"
+        );
+        assert!(
+            text.contains("| 12 | `READY_PLAN` | READY (plan) |"),
+            "{path}"
+        );
         assert!(text.contains(tool), "{path} does not name {tool}");
         assert!(
             !text.contains(other),
@@ -323,6 +338,8 @@ fn locale_ja_writes_japanese_prompts() {
     assert!(read(&dir, ".code-intel/task_planning.md").starts_with("# タスクの計画"));
     assert!(read(&dir, ".code-intel/user_escalation.md").contains("ユーザー"));
     assert!(read(&dir, ".code-intel/config.yml").contains("locale: ja"));
+    // The flags are explained in the chosen locale.
+    assert!(read(&dir, ".claude/commands/code.md").contains("探索(Steps 5-11)"));
 }
 
 #[test]

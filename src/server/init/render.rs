@@ -77,8 +77,8 @@ struct FlagRow {
     /// `--gate=auto|full` for enums, `--fast` for switches.
     usage: String,
     abbreviations: Vec<String>,
-    help_en: String,
-    help_ja: String,
+    /// What the flag does, in the locale init writes for.
+    help: String,
 }
 
 #[derive(Serialize)]
@@ -95,7 +95,7 @@ pub(super) fn owned_files(
     rules: &[Rule],
 ) -> Result<Vec<(String, String)>, InitError> {
     let env = environment()?;
-    let flow = flow_context(contract);
+    let flow = flow_context(contract, &options.locale);
     let mut files = vec![
         (
             ".code-intel/config.yml".to_string(),
@@ -149,8 +149,8 @@ pub(super) fn codex_block(command: &str) -> Result<String, InitError> {
 }
 
 /// What the command and the skill are generated from.
-fn flow_context(contract: &Contract) -> Value {
-    let locale = contract.default_locale();
+fn flow_context(contract: &Contract, locale: &str) -> Value {
+    let fallback = contract.default_locale();
     let flags: Vec<FlagRow> = contract
         .flags
         .iter()
@@ -167,19 +167,25 @@ fn flow_context(contract: &Contract) -> Value {
                 .iter()
                 .map(|(short, full)| format!("{short}={full}"))
                 .collect(),
-            help_en: f.help.get("en", locale).to_string(),
-            help_ja: f.help.get("ja", locale).to_string(),
+            help: f.help.get(locale, fallback).to_string(),
         })
         .collect();
     let phases: Vec<PhaseRow> = contract
         .states_in_flow_order()
         .into_iter()
         .map(|id| contract.state(id))
-        .filter(|s| s.kind == StateKind::External)
+        // The states an agent works through, and the numbered engine ones (the first
+        // step, where `start_session` routes the session).
+        .filter(|s| s.kind == StateKind::External || s.step.is_some())
         .map(|s| PhaseRow {
             step: s.step,
             state: s.id.clone(),
-            label: s.label.clone(),
+            // `READY (plan)`, from the contract's phase and substep, in the words the
+            // tools use; the free-text label otherwise.
+            label: match &s.substep {
+                Some(substep) => format!("{} ({substep})", s.phase),
+                None => s.label.clone(),
+            },
         })
         .collect();
     let last_step = contract.states.iter().filter_map(|s| s.step).max();
