@@ -10,18 +10,19 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::codeintel::error::Error;
-use crate::codeintel::impact::analyze_impact;
+use crate::codeintel::impact::{Impact, analyze_impact};
 use crate::codeintel::index::{Freshness, Index};
 use crate::codeintel::page::Window;
-use crate::codeintel::query;
+use crate::codeintel::query::{self, Routed};
 use crate::codeintel::refresh::{refresh, refresh_changed, repair};
 use crate::codeintel::root::Root;
 use crate::codeintel::search::{
-    Case, FileQuery, Skipped, TextQuery, search_files, search_text, search_text_rendered,
+    Case, FileList, FileQuery, Skipped, TextQuery, TextResult, search_files, search_text,
+    search_text_rendered,
 };
 use crate::codeintel::symbols::{
-    Outline, SymbolAnswer, analyze_structure, find_definitions, find_references, function_at_line,
-    get_symbols,
+    Outline, Structure, SymbolAnswer, analyze_structure, find_definitions, find_references,
+    function_at_line, get_symbols,
 };
 use crate::codeintel::wire;
 
@@ -260,21 +261,38 @@ pub(super) fn files(a: &FilesArgs) -> ExitCode {
     match search_files(&root, &q, a.common.window()) {
         Err(e) => fail(&e),
         Ok(list) => {
-            let p = &list.files;
             if a.common.json {
                 emit_json(&wire::FileList::from(&list));
             } else {
-                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-                for f in &p.items {
-                    putln!(out, "{f}");
-                }
-                finish(out);
-                note_skipped(&list.skipped, "not listed");
-                note_truncated(p.truncated, p.returned, p.total, p.next_offset);
+                print_files(&list);
             }
-            found(p.total > 0)
+            found(list.files.total > 0)
         }
     }
+}
+
+fn print_files(list: &FileList) {
+    let p = &list.files;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for f in &p.items {
+        putln!(out, "{f}");
+    }
+    finish(out);
+    note_skipped(&list.skipped, "not listed");
+    note_truncated(p.truncated, p.returned, p.total, p.next_offset);
+}
+
+/// A text search's answer as `search` prints it: `path:line:text`, like `rg -n`.
+fn print_text(r: &TextResult) {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for f in &r.files {
+        for m in &f.matches {
+            putln!(out, "{}:{}:{}", f.path, m.line, m.text);
+        }
+    }
+    finish(out);
+    note_skipped(&r.skipped, "not searched");
+    note_truncated(r.truncated, r.returned, r.total, r.next_offset);
 }
 
 #[derive(Debug, Args)]
@@ -485,36 +503,40 @@ pub(super) fn structure(a: &PathArgs) -> ExitCode {
             if a.common.json {
                 emit_json(&wire::Structure::from(&s));
             } else {
-                note_unsaved(&s.freshness);
-                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-                for f in &s.files.items {
-                    putln!(
-                        out,
-                        "{} ({}): {} class-like, {} function-like, {} import(s)",
-                        f.path,
-                        f.language,
-                        f.classes,
-                        f.functions,
-                        f.imports.len()
-                    );
-                    for i in &f.imports {
-                        putln!(out, "  import: {i}");
-                    }
-                    print_outline(&mut out, &f.outline, 0);
-                }
-                let kinds: Vec<String> = s.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
-                putln!(out, "definitions: {}", kinds.join(", "));
-                finish(out);
-                note_truncated(
-                    s.files.truncated,
-                    s.files.returned,
-                    s.files.total,
-                    s.files.next_offset,
-                );
+                print_structure(&s);
             }
             found(s.files.total > 0)
         }
     }
+}
+
+fn print_structure(s: &Structure) {
+    note_unsaved(&s.freshness);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for f in &s.files.items {
+        putln!(
+            out,
+            "{} ({}): {} class-like, {} function-like, {} import(s)",
+            f.path,
+            f.language,
+            f.classes,
+            f.functions,
+            f.imports.len()
+        );
+        for i in &f.imports {
+            putln!(out, "  import: {i}");
+        }
+        print_outline(&mut out, &f.outline, 0);
+    }
+    let kinds: Vec<String> = s.kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    putln!(out, "definitions: {}", kinds.join(", "));
+    finish(out);
+    note_truncated(
+        s.files.truncated,
+        s.files.returned,
+        s.files.total,
+        s.files.next_offset,
+    );
 }
 
 #[derive(Debug, Args)]
@@ -550,87 +572,95 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
             if a.common.json {
                 emit_json(&wire::Impact::from(&i));
             } else {
-                note_unsaved(&i.freshness);
-                outln!("names: {}", i.names.join(", "));
-                outln!("risk: {} ({})", i.risk.level, i.risk.reasons.join("; "));
-                for d in &i.definitions {
-                    outln!("defined  {}:{}: {} {}", d.path, d.line, d.kind, d.name);
-                }
-                let only_name = |c: &crate::codeintel::impact::Caller| {
-                    if c.resolution == "name" {
-                        " (name match)"
-                    } else {
-                        ""
-                    }
-                };
-                for c in &i.subclasses.items {
-                    outln!(
-                        "subclass {}:{}: {} {} inherits {}{}",
-                        c.path,
-                        c.line,
-                        c.kind,
-                        c.name,
-                        c.uses,
-                        only_name(c)
-                    );
-                }
-                section_note("subclasses", &i.subclasses);
-                for m in &i.importers.items {
-                    outln!("importer {}:{}: {}", m.path, m.line, m.why);
-                }
-                section_note("importers", &i.importers);
-                for c in &i.callers.items {
-                    let verb = match c.via.first().map_or("", String::as_str) {
-                        "call" => "calls",
-                        "type" => "names the type",
-                        "decorator" => "is decorated by",
-                        _ => "uses",
-                    };
-                    outln!(
-                        "caller   {}:{}: {} {} {verb} {}{}",
-                        c.path,
-                        c.line,
-                        c.kind,
-                        c.name,
-                        c.uses,
-                        only_name(c)
-                    );
-                }
-                section_note("callers", &i.callers);
-                for (label, list) in [
-                    ("test", &i.tests),
-                    ("config", &i.config_and_docs),
-                    ("markup", &i.markup),
-                ] {
-                    for t in &list.items {
-                        outln!("{label:<8} {}:{}: {}", t.path, t.line, t.why);
-                    }
-                    section_note(label, list);
-                }
-                let kinds: Vec<String> = i
-                    .uses
-                    .by_kind
-                    .iter()
-                    .map(|(k, n)| format!("{k} {n}"))
-                    .collect();
-                let name_only = i.uses.by_resolution.get("name").copied().unwrap_or(0);
-                outln!(
-                    "references: {} in all ({}); {name_only} by name only",
-                    i.references.total,
-                    if kinds.is_empty() {
-                        "none".to_string()
-                    } else {
-                        kinds.join(", ")
-                    }
-                );
+                print_impact(&i);
             }
-            found(
-                !i.definitions.is_empty()
-                    || i.references.total > 0
-                    || i.tests.total + i.config_and_docs.total + i.markup.total > 0,
-            )
+            impact_found(&i)
         }
     }
+}
+
+fn impact_found(i: &Impact) -> ExitCode {
+    found(
+        !i.definitions.is_empty()
+            || i.references.total > 0
+            || i.tests.total + i.config_and_docs.total + i.markup.total > 0,
+    )
+}
+
+fn print_impact(i: &Impact) {
+    note_unsaved(&i.freshness);
+    outln!("names: {}", i.names.join(", "));
+    outln!("risk: {} ({})", i.risk.level, i.risk.reasons.join("; "));
+    for d in &i.definitions {
+        outln!("defined  {}:{}: {} {}", d.path, d.line, d.kind, d.name);
+    }
+    let only_name = |c: &crate::codeintel::impact::Caller| {
+        if c.resolution == "name" {
+            " (name match)"
+        } else {
+            ""
+        }
+    };
+    for c in &i.subclasses.items {
+        outln!(
+            "subclass {}:{}: {} {} inherits {}{}",
+            c.path,
+            c.line,
+            c.kind,
+            c.name,
+            c.uses,
+            only_name(c)
+        );
+    }
+    section_note("subclasses", &i.subclasses);
+    for m in &i.importers.items {
+        outln!("importer {}:{}: {}", m.path, m.line, m.why);
+    }
+    section_note("importers", &i.importers);
+    for c in &i.callers.items {
+        let verb = match c.via.first().map_or("", String::as_str) {
+            "call" => "calls",
+            "type" => "names the type",
+            "decorator" => "is decorated by",
+            _ => "uses",
+        };
+        outln!(
+            "caller   {}:{}: {} {} {verb} {}{}",
+            c.path,
+            c.line,
+            c.kind,
+            c.name,
+            c.uses,
+            only_name(c)
+        );
+    }
+    section_note("callers", &i.callers);
+    for (label, list) in [
+        ("test", &i.tests),
+        ("config", &i.config_and_docs),
+        ("markup", &i.markup),
+    ] {
+        for t in &list.items {
+            outln!("{label:<8} {}:{}: {}", t.path, t.line, t.why);
+        }
+        section_note(label, list);
+    }
+    let kinds: Vec<String> = i
+        .uses
+        .by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let name_only = i.uses.by_resolution.get("name").copied().unwrap_or(0);
+    outln!(
+        "references: {} in all ({}); {name_only} by name only",
+        i.references.total,
+        if kinds.is_empty() {
+            "none".to_string()
+        } else {
+            kinds.join(", ")
+        }
+    );
 }
 
 #[derive(Debug, Args)]
@@ -720,15 +750,29 @@ pub(super) fn ask(a: &QueryArgs) -> ExitCode {
         Ok(answer) => {
             if a.common.json {
                 emit_json(&wire::QueryAnswer::from(&answer));
-            } else {
-                outln!("{} ({})", answer.tool, answer.why);
-                outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&wire::QueryResult::from(&answer.result))
-                        .unwrap_or_default()
-                );
+                return found(answer.result.total().is_none_or(|t| t > 0));
             }
-            found(answer.result.total().is_none_or(|t| t > 0))
+            // Which tool answered goes to stderr; stdout is that command's own output.
+            errln!("query: answered by {} ({})", answer.tool, answer.why);
+            match &answer.result {
+                Routed::Symbols(symbols) => print_symbols(&a.common, symbols),
+                Routed::Impact(impact) => {
+                    print_impact(impact);
+                    impact_found(impact)
+                }
+                Routed::Structure(structure) => {
+                    print_structure(structure);
+                    found(structure.files.total > 0)
+                }
+                Routed::Files(list) => {
+                    print_files(list);
+                    found(list.files.total > 0)
+                }
+                Routed::Text(text) => {
+                    print_text(text);
+                    found(text.total > 0)
+                }
+            }
         }
     }
 }

@@ -571,6 +571,17 @@ fn the_cli_prints_like_rg_or_json_and_exits_by_result() {
         serde_json::from_str::<Value>(&out).unwrap()["tool"],
         "find_definitions"
     );
+    // Without --json, query prints what the command it routed to prints (not JSON), and
+    // says on stderr which one answered.
+    let (code, out, err) = run(&dir, &["query", "where is Widget defined"]);
+    assert_eq!(code, Some(0));
+    assert!(serde_json::from_str::<Value>(&out).is_err(), "{out}");
+    assert!(
+        out.lines()
+            .all(|l| l.contains(": ") && l.contains("Widget")),
+        "{out}"
+    );
+    assert!(err.contains("query: answered by find_definitions"), "{err}");
 }
 
 #[test]
