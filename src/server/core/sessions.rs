@@ -83,6 +83,10 @@ impl Server {
                 Ok(c) => cleaned = c,
                 Err(reply) => return reply,
             }
+            // `/code --clean` with no request: clean up, and start nothing.
+            if a.query.trim().is_empty() {
+                return Reply::ok(json!({"started": false, "cleaned": cleaned}));
+            }
         } else if let Some(active) = state.active.as_ref().filter(|a| !a.record.finished()) {
             if a.resume {
                 return self.status_reply(&active.record, None);
@@ -850,12 +854,20 @@ fn session_options(contract: &Contract, text: &str) -> (String, bool, bool) {
             .iter()
             .any(|f| f.long == long || f.aliases.iter().any(|a| a == long))
     };
+    let declared_short = |short: &str| {
+        contract
+            .flags
+            .iter()
+            .any(|f| f.short.as_deref() == Some(short))
+    };
     let (mut resume, mut clean) = (false, false);
     let mut kept = Vec::new();
     for word in text.split_whitespace() {
         match word {
             "--resume" if !declared("resume") => resume = true,
+            "-r" if !declared_short("r") => resume = true,
             "--clean" if !declared("clean") => clean = true,
+            "-c" if !declared_short("c") => clean = true,
             other => kept.push(other),
         }
     }
