@@ -4,6 +4,7 @@
 //! [`page::Page`]; nothing here prints.
 
 pub mod error;
+pub mod gitignore;
 pub mod impact;
 pub mod index;
 pub(crate) mod languages;

@@ -281,7 +281,7 @@ fn write_changes(
     changes: Vec<Outcome>,
     removed: &[String],
 ) -> Result<(), Error> {
-    super::state_dir::ensure_gitignore(root.path())
+    super::gitignore::ensure_gitignore(root.path())
         .map_err(|e| Error::io(root.path().join(super::state_dir::STATE_DIR), e))?;
     let main_path = root.path().join(INDEX_FILE);
     let delta_path = root.path().join(DELTA_FILE);

@@ -87,7 +87,8 @@ pub fn sync(
     let started = Instant::now();
     let layout = Layout::of(root);
     state_dir::check_path(&layout.dir.join("-")).map_err(|e| Error::io(&layout.dir, e))?;
-    state_dir::ensure_gitignore(root.path()).map_err(|e| Error::io(&layout.dir, e))?;
+    crate::codeintel::gitignore::ensure_gitignore(root.path())
+        .map_err(|e| Error::io(&layout.dir, e))?;
     std::fs::create_dir_all(&layout.dir).map_err(|e| Error::io(&layout.dir, e))?;
     let mut report = SyncReport::default();
     let (catalog, lexical, added) = {
@@ -305,7 +306,8 @@ pub fn sync_files(root: &Root, chunk_max_tokens: usize) -> Result<SyncReport, Er
     let started = Instant::now();
     let layout = Layout::of(root);
     state_dir::check_path(&layout.dir.join("-")).map_err(|e| Error::io(&layout.dir, e))?;
-    state_dir::ensure_gitignore(root.path()).map_err(|e| Error::io(&layout.dir, e))?;
+    crate::codeintel::gitignore::ensure_gitignore(root.path())
+        .map_err(|e| Error::io(&layout.dir, e))?;
     std::fs::create_dir_all(&layout.dir).map_err(|e| Error::io(&layout.dir, e))?;
     let _lock = WriteLock::acquire_at(&layout.lock)?;
     let mut report = SyncReport::default();

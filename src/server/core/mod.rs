@@ -79,7 +79,7 @@ impl Server {
         // Before anything is written: a linked `.code-intel/` would take every write of
         // the server outside the repository.
         crate::codeintel::state_dir::check(root.path()).map_err(|e| e.to_string())?;
-        crate::codeintel::state_dir::ensure_gitignore(root.path()).map_err(|e| e.to_string())?;
+        crate::codeintel::gitignore::ensure_gitignore(root.path()).map_err(|e| e.to_string())?;
         let checkpoints = Checkpoints::new(root.path(), key);
         // Writes of a server killed midway leave their temp files behind; nothing else
         // would ever remove them.

@@ -86,7 +86,7 @@ pub fn run(contract: &Contract, options: &Options) -> Result<Report, InitError> 
         }
     }
     // The machine-local files the server and `index` will write are never the project's.
-    crate::codeintel::state_dir::ensure_gitignore(root).map_err(|source| InitError::Write {
+    crate::codeintel::gitignore::ensure_gitignore(root).map_err(|source| InitError::Write {
         path: root.join(".code-intel/.gitignore"),
         source,
     })?;

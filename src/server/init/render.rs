@@ -180,7 +180,7 @@ fn flow_context(contract: &Contract, locale: &str) -> Value {
         .map(|s| PhaseRow {
             step: s.step,
             state: s.id.clone(),
-            // `READY (plan)`, from the contract's phase and substep, in the words the
+            // `PHASE (substep)`, from the contract's phase and substep, in the words the
             // tools use; the free-text label otherwise.
             label: match &s.substep {
                 Some(substep) => format!("{} ({substep})", s.phase),
