@@ -895,8 +895,13 @@ fn what_appeared_since_the_accepted_tree_may_be_removed_where_nothing_may_be_wri
     let bash = |command: &str| repo.pre("Bash", json!({"command": command}));
     assert_eq!(bash("rm -rf __pycache__"), None);
     assert_eq!(bash("rm -f __pycache__/app.cpython-311.pyc"), None);
-    // What HEAD holds, and what the user had, stay out of reach.
+    // What HEAD holds, what the user had, and what git ignores (nothing the server would
+    // ask to remove) stay out of reach.
+    std::fs::write(repo.root.join(".gitignore"), "build/\n").unwrap();
+    std::fs::create_dir_all(repo.root.join("build")).unwrap();
+    std::fs::write(repo.root.join("build/out.bin"), "x").unwrap();
     for command in [
+        "rm -rf build",
         "rm app.py",
         "rm -rf .",
         "rm notes.txt",

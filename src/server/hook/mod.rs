@@ -212,7 +212,9 @@ fn decide_shell_in(
             .map(|w| {
                 let target = confine(&root, cwd, &w.path);
                 let kind = match &target {
-                    Target::Inside(rel) if w.kind == WriteKind::Remove && !at_head(&root, rel) => {
+                    Target::Inside(rel)
+                        if w.kind == WriteKind::Remove && removal_restores(&root, rel) =>
+                    {
                         WriteKind::RemoveNew
                     }
                     _ => w.kind,
@@ -230,20 +232,24 @@ fn decide_shell_in(
     }
 }
 
-/// Whether HEAD's tree holds `rel` (a file, or a directory with a tracked file in it).
-/// Anything that cannot be established counts as held, so a removal is judged as a write.
-fn at_head(root: &Root, rel: &str) -> bool {
+/// Whether removing `rel` can only bring the tree back to what git shows: HEAD's tree
+/// does not hold it (no file, no directory with a tracked file in it) and git does not
+/// ignore it (an ignored `node_modules/` or `.env` is no change the server refuses, so its
+/// removal restores nothing). Anything that cannot be established answers no, so the
+/// removal is judged as a write.
+fn removal_restores(root: &Root, rel: &str) -> bool {
     let Ok(repo) = git2::Repository::open(root.path()) else {
-        return true;
-    };
-    let tree = match repo.head().and_then(|head| head.peel_to_tree()) {
-        Ok(tree) => tree,
-        // No commit yet: HEAD holds nothing.
-        Err(e) if e.code() == git2::ErrorCode::UnbornBranch => return false,
-        Err(_) => return true,
+        return false;
     };
     let rel = rel.trim_end_matches('/');
-    rel.is_empty() || tree.get_path(Path::new(rel)).is_ok()
+    if rel.is_empty() || repo.is_path_ignored(Path::new(rel)).unwrap_or(true) {
+        return false;
+    }
+    match repo.head().and_then(|head| head.peel_to_tree()) {
+        Ok(tree) => tree.get_path(Path::new(rel)).is_err(),
+        // No commit yet: HEAD holds nothing.
+        Err(e) => e.code() == git2::ErrorCode::UnbornBranch,
+    }
 }
 
 /// The decision of the session at `root` (if any) on the files a write names, or on a
