@@ -11,48 +11,23 @@ use code_intel::server::checkpoint::SealKey;
 use code_intel::server::core::Server;
 use serde_json::{Map, Value, json};
 
-use crate::support::{TempDir, binary, default_contract};
+use crate::support::{SessionRepo, binary, default_contract};
 
 const KEY: [u8; 32] = [42; 32];
 
-/// A temporary git repository with a state directory holding the test key, both under
-/// one temporary directory removed on drop.
-struct Repo {
-    root: PathBuf,
-    state: PathBuf,
-    _base: TempDir,
-}
+/// The session repository of these tests, with their key and files.
+struct Repo(SessionRepo);
 
-/// A server whose drop waits for its background index build: a build still running
-/// when the test ends would write `.code-intel/` into the removed repository again.
-struct TestServer(Server);
+impl std::ops::Deref for Repo {
+    type Target = SessionRepo;
 
-impl std::ops::Deref for TestServer {
-    type Target = Server;
-
-    fn deref(&self) -> &Server {
+    fn deref(&self) -> &SessionRepo {
         &self.0
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        let start = std::time::Instant::now();
-        while self.0.index_building().is_some() && start.elapsed().as_secs() < 60 {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
     }
 }
 
 impl Repo {
     fn new(name: &str) -> Repo {
-        let base = TempDir::claim(&format!("code-intel-hook-{name}-{}", std::process::id()));
-        let root = base.join("repo");
-        let state = base.join("state");
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::create_dir_all(&state).unwrap();
-        let hex: String = KEY.iter().map(|b| format!("{b:02x}")).collect();
-        std::fs::write(state.join("checkpoint.key"), hex).unwrap();
         let files = [
             (
                 "app.py",
@@ -60,24 +35,12 @@ impl Repo {
             ),
             ("lib.py", "def helper():\n    return 1\n"),
             ("README.md", "# demo\n"),
-            // No background semantic sync: it would write into the repository after the
-            // test removed it.
-            (
-                ".code-intel/config.yml",
-                "semantic:\n  sync_on_start: false\n",
-            ),
         ];
-        crate::support::git_repo(&root, &files);
-        let root = root.canonicalize().unwrap();
-        Repo {
-            root,
-            state,
-            _base: base,
-        }
-    }
-
-    fn server(&self) -> TestServer {
-        TestServer(Server::new(&self.root, default_contract(), SealKey::from_bytes(KEY)).unwrap())
+        Repo(SessionRepo::new(
+            &format!("code-intel-hook-{name}"),
+            KEY,
+            &files,
+        ))
     }
 
     fn abs(&self, path: &str) -> String {

@@ -374,3 +374,67 @@ pub(crate) fn init_for_clients(dir: &Path) {
         String::from_utf8_lossy(&init.stderr)
     );
 }
+
+/// A git repository for a server's sessions, with a state directory holding a test
+/// checkpoint key (`CODE_INTEL_STATE_DIR` for the binary), both under one temporary
+/// directory removed on drop. `.code-intel/config.yml` turns the background semantic sync
+/// off: it would write into the repository after the test removed it.
+pub(crate) struct SessionRepo {
+    pub(crate) root: PathBuf,
+    pub(crate) state: PathBuf,
+    key: [u8; 32],
+    _base: TempDir,
+}
+
+impl SessionRepo {
+    /// `leaf` names the temporary directory; `files` are committed with the config.
+    pub(crate) fn new(leaf: &str, key: [u8; 32], files: &[(&str, &str)]) -> SessionRepo {
+        let base = TempDir::claim(&format!("{leaf}-{}", std::process::id()));
+        let root = base.join("repo");
+        let state = base.join("state");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&state).unwrap();
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        std::fs::write(state.join("checkpoint.key"), hex).unwrap();
+        let mut all = files.to_vec();
+        all.push((
+            ".code-intel/config.yml",
+            "semantic:\n  sync_on_start: false\n",
+        ));
+        git_repo(&root, &all);
+        SessionRepo {
+            root: root.canonicalize().unwrap(),
+            state,
+            key,
+            _base: base,
+        }
+    }
+
+    pub(crate) fn server(&self) -> TestServer {
+        let key = code_intel::server::checkpoint::SealKey::from_bytes(self.key);
+        TestServer(
+            code_intel::server::core::Server::new(&self.root, default_contract(), key).unwrap(),
+        )
+    }
+}
+
+/// A server whose drop waits for its background index build: a build still running
+/// when the test ends would write `.code-intel/` into the removed repository again.
+pub(crate) struct TestServer(pub(crate) code_intel::server::core::Server);
+
+impl std::ops::Deref for TestServer {
+    type Target = code_intel::server::core::Server;
+
+    fn deref(&self) -> &code_intel::server::core::Server {
+        &self.0
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let start = std::time::Instant::now();
+        while self.0.index_building().is_some() && start.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
