@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use super::error::CliError;
 use crate::contract::{self, Contract};
 use crate::diagnostic::render;
+use crate::server::git;
 use crate::server::init::{self, Kept, Options, Status};
 use crate::source::Sources;
 
@@ -28,7 +29,36 @@ pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
         };
         outln!("  {:width$}  {status}", file.path);
     }
+    match &report.excluded {
+        git::Excluded::Added(lines) => outln!(
+            "  git info/exclude: added {} (personal: never committed)",
+            lines.join(" ")
+        ),
+        git::Excluded::AlreadyListed | git::Excluded::NoRepository => {}
+    }
     let cmd = &options.command;
+    // Sessions run on git branches: say now what would stop the first one.
+    let repo = git::open(&options.root);
+    let shared = report.shared_paths();
+    let uncommitted = repo.as_ref().ok().and_then(|r| r.uncommitted().ok());
+    let to_commit = uncommitted.is_some_and(|paths| {
+        paths.iter().any(|p| {
+            shared.iter().any(|s| {
+                p == s
+                    || p.strip_prefix(s.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+        })
+    });
+    if to_commit {
+        outln!();
+        outln!("Commit the setup so that everyone working here gets it (until you do, sessions");
+        outln!("leave these files alone: they are not reviewed, committed or merged):");
+        outln!(
+            "  git add {} && git commit -m \"Set up code-intel\"",
+            shared.join(" ")
+        );
+    }
     outln!();
     outln!("Claude Code: the project's .mcp.json is picked up when you start `claude` here;");
     outln!("  first:             run `claude` here once and trust the folder when it asks");
@@ -41,8 +71,7 @@ pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
     outln!("  check with:        codex mcp list   (code-intel  {cmd}  serve ...)");
     outln!("  review the hook:   /hooks (Codex runs a new project hook only once you trust it)");
     outln!("  then run:          $code <request>");
-    // Sessions run on git branches: say now what would stop the first one.
-    if let Err(e) = crate::server::git::open(&options.root) {
+    if let Err(e) = repo {
         errln!("warning: {e}; until then `start_session` refuses to start a session here");
     }
     Ok(ExitCode::SUCCESS)

@@ -106,8 +106,12 @@ pub const ACTIONS: &[(&str, Perform)] = &[
 pub const QUALITY_PROMPT: &str = ".code-intel/review_prompts/quality_review.md";
 
 impl CodeIntelHost<'_> {
+    /// The repository, leaving alone the user's untouched work from before the session.
     fn repo(&self) -> Result<git::Repo, ActionFailure> {
-        git::open(self.root.path()).map_err(git_failure)
+        let left_alone = self.state.borrow().left_alone(self.root.path());
+        git::open(self.root.path())
+            .map(|repo| repo.leaving(left_alone))
+            .map_err(git_failure)
     }
 
     /// `git.resolve_stale_branches {choice}`. `continue` adopts the checked-out task
@@ -168,7 +172,7 @@ impl CodeIntelHost<'_> {
             .iter()
             .map(|c| c.path.clone())
             .filter(|p| {
-                !p.starts_with(".code-intel/")
+                !git::is_never_the_tasks(p)
                     && !state.explored.contains(p)
                     && !state.untouched_user_change(root, p)
             })
@@ -210,10 +214,6 @@ impl CodeIntelHost<'_> {
         let reviewed = reviewed_files(args.get("reviewed_files"));
         let repo = self.repo()?;
         let changes = repo.changes(&branch).map_err(git_failure)?;
-        let changes: Vec<git::Change> = changes
-            .into_iter()
-            .filter(|c| !c.path.starts_with(".code-intel/"))
-            .collect();
         let coverage = git::coverage(&changes, &reviewed);
         if !coverage.is_exact() {
             return Err(ActionFailure::new("review_incomplete")

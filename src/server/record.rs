@@ -117,6 +117,22 @@ impl HostState {
         }
     }
 
+    /// The user's uncommitted work from before the session that is still untouched:
+    /// not the task's change, so left alone by review, commit and merge
+    /// ([`crate::server::git::Repo::leaving`]).
+    /// Only on a task branch, whose commit and merge are the task's: without one (a
+    /// session that only verifies) the user's work is what is reviewed.
+    pub fn left_alone(&self, root: &std::path::Path) -> Vec<String> {
+        if self.branch.is_none() {
+            return Vec::new();
+        }
+        self.start_dirty
+            .keys()
+            .filter(|p| self.untouched_user_change(root, p))
+            .cloned()
+            .collect()
+    }
+
     /// What the session's changes are measured against: its task branch's base, else
     /// where HEAD was at the start.
     pub fn baseline(&self) -> Option<&TaskBranch> {

@@ -1050,3 +1050,121 @@ fn a_base_checked_out_in_another_worktree_is_not_moved() {
     assert_eq!(err.key(), "git.checked_out_elsewhere", "{err}");
     let _ = std::fs::remove_dir_all(&other);
 }
+
+/// The user's uncommitted work from before the session, left alone, is not the task's:
+/// not among its changes, not committed, and carried through the merge as it was, a
+/// fast-forward or a merge commit alike. Personal files are never the task's at all.
+#[test]
+fn work_left_alone_is_not_committed_and_survives_the_merge() {
+    for base_moves in [false, true] {
+        let name = if base_moves {
+            "left-alone-merge"
+        } else {
+            "left-alone-ff"
+        };
+        let t = TempRepo::with(
+            name,
+            &[("a.txt", "a\n"), ("notes.txt", "n\n"), ("b.txt", "b\n")],
+        );
+        t.write("notes.txt", "n\nthe user's edit\n");
+        t.write("user.txt", "the user's new file\n");
+        let (branch, carried) = t.open().start_task_branch("s1").unwrap();
+        assert_eq!(carried, vec!["notes.txt", "user.txt"]);
+        let repo = t
+            .open()
+            .leaving(["notes.txt".to_string(), "user.txt".to_string()]);
+        t.write("a.txt", "task\n");
+        t.write(".claude/settings.local.json", "{}\n");
+        let paths: Vec<String> = repo
+            .changes(&branch)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
+        assert_eq!(paths, vec!["a.txt"]);
+        let done = repo
+            .commit_reviewed(&branch, "task", &[keep("a.txt")])
+            .unwrap();
+        assert_eq!(done.kept, vec!["a.txt"]);
+        if base_moves {
+            // main moves on (b.txt) without a checkout, which would touch the user's files.
+            let parent = t.repo.find_commit(t.tip("main").unwrap()).unwrap();
+            let blob = t.repo.blob(b"main moved\n").unwrap();
+            let mut tree = t.repo.treebuilder(Some(&parent.tree().unwrap())).unwrap();
+            tree.insert("b.txt", blob, 0o100644).unwrap();
+            let tree = t.repo.find_tree(tree.write().unwrap()).unwrap();
+            let sig = Signature::now("Test", "test@example.com").unwrap();
+            t.repo
+                .commit(
+                    Some("refs/heads/main"),
+                    &sig,
+                    &sig,
+                    "main",
+                    &tree,
+                    &[&parent],
+                )
+                .unwrap();
+        }
+        let merged = repo.merge_into_base(&branch).unwrap();
+        let kind = if base_moves {
+            MergeKind::MergeCommit
+        } else {
+            MergeKind::FastForward
+        };
+        assert_eq!(merged.kind, kind, "{name}");
+        assert_eq!(t.head(), "main");
+        assert_eq!(t.read("a.txt").as_deref(), Some("task\n"));
+        assert_eq!(t.read("notes.txt").as_deref(), Some("n\nthe user's edit\n"));
+        assert_eq!(t.read("user.txt").as_deref(), Some("the user's new file\n"));
+        let b = if base_moves { "main moved\n" } else { "b\n" };
+        assert_eq!(t.read("b.txt").as_deref(), Some(b), "{name}");
+        let head = t.repo.head().unwrap().peel_to_tree().unwrap();
+        assert!(
+            head.get_path(Path::new("user.txt")).is_err(),
+            "{name}: user.txt committed"
+        );
+        assert!(
+            head.get_path(Path::new(".claude/settings.local.json"))
+                .is_err()
+        );
+        let notes = head.get_path(Path::new("notes.txt")).unwrap();
+        let blob = t.repo.find_blob(notes.id()).unwrap();
+        assert_eq!(
+            blob.content(),
+            b"n\n",
+            "{name}: the user's edit was committed"
+        );
+    }
+
+    // Without being left alone, the same work stops the merge, as before.
+    let t = TempRepo::with("left-alone-not", &[("a.txt", "a\n"), ("notes.txt", "n\n")]);
+    t.write("notes.txt", "n\nthe user's edit\n");
+    let (branch, _) = t.open().start_task_branch("s1").unwrap();
+    let err = t.open().merge_into_base(&branch).unwrap_err();
+    assert_eq!(err.key(), "git.uncommitted", "{err}");
+}
+
+/// `init` keeps the personal files out of git on this machine, once.
+#[test]
+fn personal_files_are_excluded_once() {
+    let t = TempRepo::with("exclude", &[("a.txt", "a\n")]);
+    let added = git::exclude_personal_files(&t.dir).unwrap();
+    assert_eq!(
+        added,
+        git::Excluded::Added(vec![
+            "/.claude/settings.local.json".to_string(),
+            "/CLAUDE.local.md".to_string()
+        ])
+    );
+    assert_eq!(
+        git::exclude_personal_files(&t.dir).unwrap(),
+        git::Excluded::AlreadyListed
+    );
+    t.write(".claude/settings.local.json", "{}\n");
+    assert!(t.status().is_empty(), "{:?}", t.status());
+    let outside = temp_dir("exclude-outside");
+    assert_eq!(
+        git::exclude_personal_files(&outside).unwrap(),
+        git::Excluded::NoRepository
+    );
+}

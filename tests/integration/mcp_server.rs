@@ -117,6 +117,12 @@ fn scenarios() {
         .collect();
     paths.sort();
     assert!(!paths.is_empty(), "no scenarios in {}", dir.display());
+    // `CODE_INTEL_SCENARIO=part_of_a_name` runs only the matching scenarios, while working
+    // on one.
+    if let Ok(only) = std::env::var("CODE_INTEL_SCENARIO") {
+        paths.retain(|p| p.to_string_lossy().contains(&only));
+        assert!(!paths.is_empty(), "no scenario matches {only}");
+    }
     // Two at a time: each scenario runs its own server processes.
     let failures: Vec<String> = paths
         .chunks(2)

@@ -114,15 +114,13 @@ impl Server {
             );
             return Reply::refused(&m);
         };
-        let changes = match git::open(self.root.path()).and_then(|repo| repo.changes(baseline)) {
-            Ok(c) => c,
-            Err(e) => return Reply::error(e.key(), e.to_string()),
-        };
-        let changes: Vec<_> = changes
-            .into_iter()
-            .filter(|c| !c.path.starts_with(".code-intel/"))
-            .collect();
         let root = self.root.path();
+        let left_alone = host.left_alone(root);
+        let changes =
+            match git::open(root).and_then(|repo| repo.leaving(left_alone).changes(baseline)) {
+                Ok(c) => c,
+                Err(e) => return Reply::error(e.key(), e.to_string()),
+            };
         let unexplored: Vec<&str> = changes
             .iter()
             .map(|c| c.path.as_str())

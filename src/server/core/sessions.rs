@@ -597,7 +597,7 @@ impl Server {
                     "the work of this session is on this branch".to_string()
                 } else {
                     format!(
-                        "{} uncommitted file(s) of the working tree were carried onto the task branch, unchanged; they count as changes of this session",
+                        "{} uncommitted file(s) of the working tree were carried onto the task branch, unchanged. They stay the user's: while this session does not change them they are not reviewed or committed, and the merge carries them back to the base branch as they are",
                         record.host.carried.len()
                     )
                 },

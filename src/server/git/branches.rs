@@ -356,7 +356,9 @@ impl Repo {
     /// Merges the checked-out task branch into its base: fast-forward when the base has not
     /// moved, else a merge commit. Then the base is checked out and the task branch deleted.
     ///
-    /// Refuses uncommitted changes (ignored files aside) and a missing base. The merge is
+    /// Refuses uncommitted changes (ignored files and what the repository leaves alone,
+    /// [`Repo::leaving`], aside: those are carried to the base as they are, and the safe
+    /// checkout refuses to overwrite one) and a missing base. The merge is
     /// computed in memory first, so a conflict changes nothing: HEAD, index and working
     /// tree stay as they were and the conflicted files are named.
     ///
@@ -369,7 +371,11 @@ impl Repo {
             return Ok(done);
         }
         let head = self.require_on(&branch.name)?;
-        let uncommitted = self.uncommitted_paths()?;
+        let uncommitted: Vec<String> = self
+            .uncommitted_paths()?
+            .into_iter()
+            .filter(|p| !self.leaves(p))
+            .collect();
         // A kill while the merge commit was being checked out leaves files of the merge in
         // the task tip's tree: those are checked out again, forced over them only.
         let interrupted =
@@ -495,6 +501,9 @@ impl Repo {
         let task_tree = read(task_tip)?;
         let index = self.repo.index().map_err(GitError::git("read index"))?;
         for path in self.differences_from(task_tip)? {
+            if self.leaves(&path) {
+                continue;
+            }
             let rel = Path::new(&path);
             let wanted = target.get_path(rel).ok().map(|e| e.id());
             let in_task = task_tree.get_path(rel).ok().map(|e| e.id());

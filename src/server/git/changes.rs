@@ -56,7 +56,7 @@ impl Repo {
         let diff = self.diff_against_base(branch, 3)?;
         let mut changes = Vec::new();
         for (index, delta) in diff.deltas().enumerate() {
-            if is_own_state(&path_of(&delta)) {
+            if self.leaves(&path_of(&delta)) {
                 continue;
             }
             let Some(status) = change_status(delta.status(), &delta) else {
@@ -107,7 +107,7 @@ impl Repo {
         let diff = self.diff_against_base(branch, 0)?;
         let mut out = ChangedLines::new();
         for (index, delta) in diff.deltas().enumerate() {
-            if is_own_state(&path_of(&delta)) {
+            if self.leaves(&path_of(&delta)) {
                 continue;
             }
             match change_status(delta.status(), &delta) {
@@ -150,7 +150,7 @@ impl Repo {
         Ok(diff
             .deltas()
             .filter_map(|delta| Some((path_of(&delta), change_status(delta.status(), &delta)?)))
-            .filter(|(path, _)| !is_own_state(path))
+            .filter(|(path, _)| !self.leaves(path))
             .collect())
     }
 
@@ -210,14 +210,6 @@ fn change_status(delta: Delta, diff_delta: &git2::DiffDelta<'_>) -> Option<Chang
 }
 
 /// The path a change is known by: the new one, or the old one for a deletion.
-/// code-intel's own directory (`.code-intel/`: prompts, config, session state) is never
-/// a change of a task: not listed, not reviewed, never committed or reverted by a task.
-pub(super) const OWN_DIR: &str = ".code-intel/";
-
-fn is_own_state(path: &str) -> bool {
-    path.starts_with(OWN_DIR)
-}
-
 fn path_of(delta: &git2::DiffDelta<'_>) -> String {
     if delta.status() == Delta::Deleted {
         diff_file_path(&delta.old_file())

@@ -32,6 +32,7 @@ mod changes;
 mod commit;
 mod error;
 mod name;
+mod personal;
 mod recover;
 mod repo;
 mod tree;
@@ -46,6 +47,7 @@ pub use error::GitError;
 pub use name::{
     TASK_PREFIX, checked_task_branch_name, is_valid_session_id, parse_task_branch, task_branch_name,
 };
+pub use personal::{Excluded, PERSONAL_FILES, exclude_personal_files, is_never_the_tasks};
 pub use recover::Recovered;
 pub use repo::{Repo, open};
 pub use tree::TreeChange;

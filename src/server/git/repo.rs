@@ -2,6 +2,7 @@
 //! what is uncommitted, and a checkout that refuses to overwrite uncommitted work.
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use git2::{
@@ -15,6 +16,8 @@ use super::error::GitError;
 pub struct Repo {
     pub(super) repo: Repository,
     pub(super) workdir: PathBuf,
+    /// Uncommitted paths that are not the task's (see [`Repo::leaving`]).
+    pub(super) left_alone: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for Repo {
@@ -51,9 +54,30 @@ pub fn open(root: &Path) -> Result<Repo, GitError> {
             workdir,
         });
     }
-    let repo = Repo { repo, workdir };
+    let repo = Repo {
+        repo,
+        workdir,
+        left_alone: BTreeSet::new(),
+    };
     repo.head_branch()?;
     Ok(repo)
+}
+
+impl Repo {
+    /// This repository with `paths` left alone: uncommitted work of the user's that the
+    /// task did not touch. They are not among the task's changes (never listed, reviewed
+    /// or committed), and a merge carries them to the base as they are instead of
+    /// refusing them. Code-intel's own and personal files are always left alone
+    /// ([`is_never_the_tasks`](super::personal::is_never_the_tasks)).
+    pub fn leaving(mut self, paths: impl IntoIterator<Item = String>) -> Repo {
+        self.left_alone.extend(paths);
+        self
+    }
+
+    /// Whether `path` is left out of the task's changes.
+    pub(super) fn leaves(&self, path: &str) -> bool {
+        super::personal::is_never_the_tasks(path) || self.left_alone.contains(path)
+    }
 }
 
 /// What an operation needs to know about HEAD.
@@ -129,6 +153,12 @@ impl Repo {
             });
         }
         Ok(head)
+    }
+
+    /// Every path with uncommitted changes (staged, unstaged or untracked, not ignored),
+    /// sorted.
+    pub fn uncommitted(&self) -> Result<Vec<String>, GitError> {
+        self.uncommitted_paths()
     }
 
     /// Every path with uncommitted changes (staged, unstaged or untracked, not ignored).
@@ -267,16 +297,33 @@ impl Repo {
         Ok(carried)
     }
 
-    /// Overwrites tracked files with a commit's tree; only for undoing this module's own
-    /// checkout.
+    /// Overwrites tracked files with a commit's tree; only for undoing or completing this
+    /// module's own checkout. What the repository leaves alone is not touched: it is the
+    /// user's work, which no checkout of ours wrote.
     pub(super) fn force_checkout(&self, commit: Oid) -> Result<(), GitError> {
         let tree = self
             .repo
             .find_commit(commit)
             .and_then(|c| c.tree())
             .map_err(GitError::git("read commit"))?;
+        let mut checkout = CheckoutBuilder::new();
+        checkout.force();
+        if !self.left_alone.is_empty() {
+            let paths: Vec<String> = self
+                .differences_from(commit)?
+                .into_iter()
+                .filter(|p| !self.leaves(p))
+                .collect();
+            if paths.is_empty() {
+                return Ok(());
+            }
+            checkout.disable_pathspec_match(true);
+            for path in &paths {
+                checkout.path(path.as_str());
+            }
+        }
         self.repo
-            .checkout_tree(tree.as_object(), Some(CheckoutBuilder::new().force()))
+            .checkout_tree(tree.as_object(), Some(&mut checkout))
             .map_err(GitError::git("checkout"))
     }
 

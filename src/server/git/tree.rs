@@ -8,7 +8,7 @@ use std::path::Path;
 use git2::{Delta, DiffOptions};
 
 use super::branches::TaskBranch;
-use super::changes::{ChangeStatus, OWN_DIR};
+use super::changes::ChangeStatus;
 use super::error::GitError;
 use super::repo::Repo;
 
@@ -25,7 +25,8 @@ pub struct TreeChange {
 impl Repo {
     /// Every path that differs from the baseline's commit, sorted, without diffs or
     /// rename detection (cheaper than [`Repo::changes`], and a rename cannot hide the
-    /// deletion of its source). `.code-intel/` is left out.
+    /// deletion of its source). What is never the task's ([`super::personal::is_never_the_tasks`]) is
+    /// left out.
     pub fn tree_changes(&self, baseline: &TaskBranch) -> Result<Vec<TreeChange>, GitError> {
         let base_tree = self.base_tree(baseline)?;
         let mut options = DiffOptions::new();
@@ -57,7 +58,7 @@ impl Repo {
                     delta.new_file()
                 };
                 let path = String::from_utf8_lossy(file.path_bytes()?).into_owned();
-                (!path.starts_with(OWN_DIR)).then_some(TreeChange { path, status })
+                (!super::personal::is_never_the_tasks(&path)).then_some(TreeChange { path, status })
             })
             .collect();
         out.sort_by(|a, b| a.path.cmp(&b.path));

@@ -95,7 +95,17 @@ pub fn run(contract: &Contract, options: &Options) -> Result<Report, InitError> 
         atomic_write(&path, new_manifest.to_text().as_bytes())
             .map_err(|source| InitError::Write { path, source })?;
     }
+    // Personal files (the server's approval in Claude Code's local settings) stay out of
+    // every commit, the task's included.
+    let excluded = crate::server::git::exclude_personal_files(root).map_err(|e| match e {
+        crate::server::git::GitError::Io { path, source, .. } => InitError::Write { path, source },
+        other => InitError::Write {
+            path: root.join(".git/info/exclude"),
+            source: std::io::Error::other(other.to_string()),
+        },
+    })?;
     Ok(Report {
+        excluded,
         files: plan
             .into_iter()
             .map(|p| FileReport {

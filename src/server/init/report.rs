@@ -43,9 +43,35 @@ pub struct FileReport {
     pub status: Status,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Report {
     pub files: Vec<FileReport>,
+    /// What became of the clients' personal files in git's `info/exclude`.
+    pub excluded: crate::server::git::Excluded,
+}
+
+impl Report {
+    /// What a `git add` of the setup names: the files a team shares, `.code-intel/` as
+    /// one directory (its `.gitignore` keeps the machine-local part out), personal files
+    /// never.
+    pub fn shared_paths(&self) -> Vec<String> {
+        let mut paths: Vec<String> = self
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .filter(|p| !crate::server::git::PERSONAL_FILES.contains(p))
+            .map(|p| {
+                if p.starts_with(".code-intel/") {
+                    ".code-intel".to_string()
+                } else {
+                    p.to_string()
+                }
+            })
+            .collect();
+        paths.sort();
+        paths.dedup();
+        paths
+    }
 }
 
 /// Why init wrote nothing.
