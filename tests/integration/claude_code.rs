@@ -1,11 +1,13 @@
-//! The real Claude Code client end to end, offline: `code-intel init` sets up a fresh
-//! git repository (nothing else configures the client), `claude mcp list` must report the
-//! server connected, and `claude -p` runs a scripted model (`tests/claude/model_server.py`,
-//! a loopback Messages API) through a session: tool discovery, `start_session`, the phases
-//! up to implementation (a shell command that writes on the way refused by the hook),
-//! then a write the hook must refuse and one it must let through. The assertions read
-//! what the client sent back to the model (the recorded `tool_result` blocks) and the
-//! repository.
+//! The real Claude Code client end to end, offline, as a new user meets it: `code-intel
+//! init` sets up a fresh git repository (nothing else configures the client, and nothing
+//! of it is committed), `claude mcp list` must report the server connected, and `claude
+//! -p "/code ..."` runs a scripted model (`tests/claude/model_server.py`, a loopback
+//! Messages API) through a whole first session: tool discovery, `start_session`, the
+//! phases up to implementation (a shell command that writes on the way refused by the
+//! hook), a write the hook must refuse and one it must let through, verification, a
+//! review of exactly the task's file, the quality review and the merge into `main`. Then
+//! the registration line init printed is run as printed. The assertions read what the
+//! client sent back to the model (the recorded `tool_result` blocks) and the repository.
 //!
 //! Claude Code comes from `tests/claude/node_modules` (pinned by its `package-lock.json`);
 //! when it is missing the test installs it as `.ci/run` does (`npm ci --prefix
@@ -151,6 +153,8 @@ fn script(repo_dir: &Path) -> Vec<(&'static str, Value)> {
         "submit_phase",
         "get_symbols",
         "search_text",
+        "review_changes",
+        "check_write_target",
     ]
     .iter()
     .map(|t| mcp(t))
@@ -238,12 +242,51 @@ fn script(repo_dir: &Path) -> Vec<(&'static str, Value)> {
         ),
         // An explored file: allowed.
         (
+            "check_write_target",
+            call(mcp("check_write_target"), json!({"file_path": "app.py"})),
+        ),
+        (
             "Write app.py",
             call(
                 "Write".into(),
                 json!({"file_path": repo_dir.join("app.py"), "content": APP_NEW}),
             ),
         ),
+        // The rest of the flow, through the commit review and the merge.
+        (
+            "submit READY_IMPL",
+            submit(
+                json!({"task_id": "t1", "checklist": [{"item": "parse --json in main", "status": "done", "evidence": "app.py:8-12"}],
+                      "tools_used": ["check_write_target"], "summary": "the flag is parsed"}),
+            ),
+        ),
+        (
+            "submit READY_COMPLETE",
+            submit(json!({"summary": "implemented"})),
+        ),
+        (
+            "submit POST_IMPL_VERIFY",
+            submit(
+                json!({"verifier_used": "verifiers/code.md", "passed": true, "details": "ran main with --json",
+                      "tools_used": [], "summary": "verified"}),
+            ),
+        ),
+        ("review_changes", call(mcp("review_changes"), json!({}))),
+        (
+            "submit PRE_COMMIT",
+            submit(
+                json!({"review_prompt_used": "garbage_detection.md", "reviewed_files": [{"path": "app.py", "decision": "keep"}],
+                      "commit_message": "Add --json to the export command", "tools_used": ["review_changes"], "summary": "reviewed"}),
+            ),
+        ),
+        (
+            "submit QUALITY_REVIEW",
+            submit(
+                json!({"quality_prompt_used": "quality_review.md", "quality_score": "good", "issues": [],
+                      "tools_used": [], "summary": "fine"}),
+            ),
+        ),
+        ("submit MERGE", submit(json!({"summary": "merged"}))),
         ("final", json!({"text": FINAL_TEXT})),
     ]
 }
@@ -304,8 +347,9 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
     let dirs = Dirs::new();
     crate::support::git_repo(&dirs.repo, &[("app.py", APP)]);
 
-    // 1. code-intel init is the only configuration the client gets.
-    crate::support::init_for_clients(&dirs.repo);
+    // 1. code-intel init is the only configuration the client gets, and nothing of it is
+    // committed: the first session must merge all the same.
+    let init_out = crate::support::init_for_clients(&dirs.repo);
 
     // 2. The health check. Claude Code 2.1.x applies the approval in
     // .claude/settings.local.json only once the workspace is trusted; until then the
@@ -341,7 +385,11 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
     let out = run_claude(
         &dirs,
         RUN_TIMEOUT_S,
-        &["-p", REQUEST, "--dangerously-skip-permissions"],
+        &[
+            "-p",
+            &format!("/code {REQUEST}"),
+            "--dangerously-skip-permissions",
+        ],
         &[
             ("IS_SANDBOX", "1".into()),
             (
@@ -378,6 +426,12 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
             .contains("mcp__code-intel__submit_phase"),
         "the first model request does not mention code-intel's tools\n{context}"
     );
+    // `/code` expanded into init's command: the model reads the flow and the request.
+    let first = main_loop[0]["body"]["messages"].to_string();
+    assert!(
+        first.contains("start_session") && first.contains(REQUEST),
+        "the first model request does not carry the /code command with the request\n{context}"
+    );
     let results = tool_results(&requests);
     let result = |name: &str| {
         let turn = steps
@@ -410,6 +464,12 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
         ("submit Q2", "Q3"),
         ("submit Q3", "READY_PLAN"),
         ("submit READY_PLAN", "READY_IMPL"),
+        ("submit READY_IMPL", "READY_COMPLETE"),
+        ("submit READY_COMPLETE", "POST_IMPL_VERIFY"),
+        ("submit POST_IMPL_VERIFY", "PRE_COMMIT"),
+        ("submit PRE_COMMIT", "QUALITY_REVIEW"),
+        ("submit QUALITY_REVIEW", "MERGE"),
+        ("submit MERGE", "SESSION_COMPLETE"),
     ] {
         let r = ok(name);
         let body: Value = serde_json::from_str(&r.text)
@@ -449,14 +509,95 @@ fn claude_code_runs_a_session_through_the_server_and_the_hook() {
     );
     assert!(stdout.contains(FINAL_TEXT), "no final answer\n{context}");
 
-    // The session moved the work onto its task branch.
+    // The review listed exactly the task's file: init's uncommitted files are left alone.
+    let review: Value = serde_json::from_str(&ok("review_changes").text).unwrap();
+    let listed: Vec<&str> = review["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["path"].as_str())
+        .collect();
+    assert_eq!(
+        listed,
+        vec!["app.py"],
+        "review_changes: {review}\n{context}"
+    );
+
+    // The session merged its branch into main: one commit holding app.py only, init's
+    // files still uncommitted beside it, the personal settings file ignored.
     let repository = git2::Repository::open(&dirs.repo).unwrap();
     let head = repository.head().unwrap();
-    let branch = head.shorthand().unwrap_or_default();
-    assert!(
-        branch.starts_with("llm_task_"),
-        "the session is not on a task branch: {branch}\n{context}"
+    assert_eq!(head.shorthand(), Ok("main"), "not back on main\n{context}");
+    let commit = head.peel_to_commit().unwrap();
+    assert_eq!(
+        commit.summary().ok().flatten(),
+        Some("Add --json to the export command")
     );
+    let parent = commit.parent(0).unwrap();
+    let diff = repository
+        .diff_tree_to_tree(
+            Some(&parent.tree().unwrap()),
+            Some(&commit.tree().unwrap()),
+            None,
+        )
+        .unwrap();
+    let committed: Vec<String> = diff
+        .deltas()
+        .filter_map(|d| d.new_file().path().map(|p| p.display().to_string()))
+        .collect();
+    assert_eq!(committed, vec!["app.py"], "{context}");
+    let mut options = git2::StatusOptions::new();
+    options.include_untracked(true);
+    let untracked: Vec<String> = repository
+        .statuses(Some(&mut options))
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.path().ok().map(str::to_string))
+        .collect();
+    assert_eq!(
+        untracked,
+        vec![".claude/", ".code-intel/", ".codex/", ".mcp.json"],
+        "{context}"
+    );
+    assert!(
+        repository
+            .is_path_ignored(".claude/settings.local.json")
+            .unwrap()
+    );
+    assert!(
+        repository
+            .find_branch("llm_task_", git2::BranchType::Local)
+            .is_err()
+            && repository
+                .branches(Some(git2::BranchType::Local))
+                .unwrap()
+                .all(|b| !b
+                    .unwrap()
+                    .0
+                    .name()
+                    .unwrap()
+                    .unwrap()
+                    .starts_with("llm_task_")),
+        "the task branch is left\n{context}"
+    );
+
+    // Registration as init printed it, for one user only, works right after init.
+    let line = init_out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("or, for you only:"))
+        .unwrap_or_else(|| panic!("init printed no registration line:\n{init_out}"))
+        .trim();
+    let args: Vec<&str> = line.split(' ').collect();
+    assert_eq!(&args[..2], ["claude", "mcp"], "{line}");
+    let out = run_claude(&dirs, MCP_LIST_TIMEOUT_S, &args[1..], &[]);
+    assert!(
+        out.status.success(),
+        "`{line}` failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = mcp_list_line(&dirs);
+    assert!(listed.contains("✔ Connected"), "after `{line}`: {listed}");
 
     drop(server);
 }

@@ -357,8 +357,8 @@ impl ModelServer {
 }
 
 /// `code-intel init DIR --command BIN`, the only client configuration the client tests
-/// give; fails the test with init's output when it fails.
-pub(crate) fn init_for_clients(dir: &Path) {
+/// give, returning what it printed; fails the test with init's output when it fails.
+pub(crate) fn init_for_clients(dir: &Path) -> String {
     let bin = binary();
     let init = std::process::Command::new(&bin)
         .arg("init")
@@ -373,6 +373,7 @@ pub(crate) fn init_for_clients(dir: &Path) {
         String::from_utf8_lossy(&init.stdout),
         String::from_utf8_lossy(&init.stderr)
     );
+    String::from_utf8_lossy(&init.stdout).into_owned()
 }
 
 /// A git repository for a server's sessions, with a state directory holding a test
