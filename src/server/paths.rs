@@ -3,8 +3,8 @@
 //! exploration claims (`host`). A path is confined to the repository root exactly as the
 //! file system will resolve it (an absolute path through a symlinked alias of the root is
 //! inside, a symlink that leaves the root is outside, nothing is trimmed), and a path in
-//! a reserved directory (`.git/`, code-intel's own `.code-intel/`) is never explorable or
-//! writable, however it is reached.
+//! a reserved directory (`.git/`, code-intel's own `.code-intel/`) or one of the clients'
+//! hook settings is never explorable or writable, however it is reached.
 
 use std::path::{Path, PathBuf};
 
@@ -23,11 +23,24 @@ pub enum Target {
 /// and config are code the user's next `git` command runs) and code-intel's state.
 const RESERVED_DIRS: [&str; 2] = [".git", ".code-intel"];
 
-/// Whether a root-relative path is, or is inside, a reserved directory. Compared without
-/// case, so a case-insensitive file system cannot reach `.git/` as `.GIT/`.
+/// The clients' settings that install the write hooks (Claude Code's shared and local
+/// settings, Codex's project configuration and hooks file), at the root: an agent that
+/// could write them could switch off the hooks that refuse its writes. Only the user
+/// changes them (`code-intel init` writes them).
+const RESERVED_FILES: [&str; 4] = [
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".codex/config.toml",
+    ".codex/hooks.json",
+];
+
+/// Whether a root-relative path is, or is inside, a reserved directory, or is one of the
+/// clients' hook settings. Compared without case, so a case-insensitive file system
+/// cannot reach `.git/` as `.GIT/`.
 pub fn is_reserved(rel: &str) -> bool {
     rel.split('/')
         .any(|part| RESERVED_DIRS.iter().any(|r| part.eq_ignore_ascii_case(r)))
+        || RESERVED_FILES.iter().any(|f| rel.eq_ignore_ascii_case(f))
 }
 
 /// A client path (absolute, or relative to `base`: the client's working directory for a
@@ -204,6 +217,11 @@ mod tests {
             ".GIT/config",
             ".code-intel/sessions/current.json",
             "a/.Code-Intel/x",
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".CLAUDE/Settings.json",
+            ".codex/config.toml",
+            ".codex/hooks.json",
         ] {
             assert!(is_reserved(rel), "{rel}");
         }
@@ -215,6 +233,9 @@ mod tests {
             "x.git/y",
             ".code-intel.md",
             "docs/.gitkeep",
+            ".claude/commands/code.md",
+            "sub/.claude/settings.json",
+            ".mcp.json",
         ] {
             assert!(!is_reserved(rel), "{rel}");
         }
