@@ -92,7 +92,7 @@ pub const ACTIONS: &[(&str, Perform)] = &[
     ("changes.require_explored", |h, _| {
         h.require_explored().map(|()| Value::Null)
     }),
-    ("git.resolve_stale_branches", |h, a| h.resolve_stale(a)),
+    (RESOLVE_STALE_ACTION, |h, a| h.resolve_stale(a)),
     ("git.ensure_task_branch", |h, _| h.ensure_task_branch()),
     ("git.commit", |h, a| h.commit(a, false)),
     ("git.prepare_commit", |h, a| h.commit(a, true)),
@@ -134,14 +134,24 @@ impl CodeIntelHost<'_> {
                 .with("errors", e.to_string())
                 .with("files", e.files().to_vec())
         })?;
+        // `continue` on a task branch makes it this session's; on any other branch the
+        // session has none yet, and READY starts one from that branch as usual.
+        let mut adopted = Value::Null;
         if choice == StaleChoice::Continue {
-            let adopted = repo.current_task_branch().map_err(git_failure)?;
-            self.state.borrow_mut().branch = adopted;
+            let current = repo.current_task_branch().map_err(git_failure)?;
+            adopted = current
+                .as_ref()
+                .map_or(Value::Null, |b| json!({"name": b.name, "base_branch": b.base_branch}));
+            self.state.borrow_mut().branch = current;
         }
         Ok(json!({
+            "choice": args.get("choice").cloned().unwrap_or(Value::Null),
             "deleted": outcome.deleted.iter().map(|d| json!({"name": d.name, "unmerged_commits": d.unmerged_commits})).collect::<Vec<_>>(),
             "kept": outcome.kept.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
             "merged": outcome.merged.as_ref().map(|m| json!({"branch": m.task_branch, "into": m.base_branch, "commit": m.commit})),
+            "checked_out": outcome.checked_out,
+            "carried_uncommitted_files": outcome.carried,
+            "adopted": adopted,
         }))
     }
 
@@ -397,6 +407,42 @@ pub fn check_explorable(
         return Err(ActionFailure::new("unseen").with("files", unseen));
     }
     Ok(accepted)
+}
+
+/// Stale branches shown before the user chooses, and subjects shown per branch: enough to
+/// recognise the work, small enough for any answer.
+pub const MAX_STALE_BRANCHES: usize = 10;
+pub const MAX_STALE_COMMITS: usize = 5;
+
+/// The action whose choice the stale-branch report is for: a reply of a state that runs it
+/// on submission shows the report.
+pub const RESOLVE_STALE_ACTION: &str = "git.resolve_stale_branches";
+
+/// The stale task branches (all but `own`) as the agent shows them to the user before they
+/// choose: each one's name, base, age in days, whether it is checked out, and its commits
+/// ahead of the base with their subjects, at most [`MAX_STALE_BRANCHES`] branches and
+/// [`MAX_STALE_COMMITS`] subjects each; `more_branches` and `more_commits` count what was
+/// left out. `Err` carries the git refusal's text.
+pub fn stale_branch_report(root: &Root, own: Option<&str>) -> Result<Value, String> {
+    let report = git::open(root.path())
+        .and_then(|repo| repo.stale_report(own, MAX_STALE_BRANCHES, MAX_STALE_COMMITS))
+        .map_err(|e| e.to_string())?;
+    let branches: Vec<Value> = report
+        .branches
+        .iter()
+        .map(|d| {
+            json!({
+                "name": d.branch.name,
+                "base_branch": d.branch.base_branch,
+                "checked_out": d.branch.checked_out,
+                "age_days": d.age_days,
+                "commits_ahead": d.branch.commits_ahead,
+                "commits": d.commits.iter().map(|c| json!({"id": c.id, "subject": c.subject})).collect::<Vec<_>>(),
+                "more_commits": d.more_commits,
+            })
+        })
+        .collect();
+    Ok(json!({"branches": branches, "more_branches": report.more_branches}))
 }
 
 /// A git refusal as the generic `failed` outcome with its text.

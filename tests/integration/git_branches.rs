@@ -502,6 +502,64 @@ fn stale_branches_are_listed_with_commits_ahead() {
 }
 
 #[test]
+fn the_stale_report_shows_age_and_subjects_bounded_with_the_checked_out_branch_first() {
+    let t = with_stale_branches("report");
+    t.switch("llm_task_session_20260126_210951_from_main");
+    t.write("long.txt", "x\n");
+    t.commit_all(&"a very long subject ".repeat(10));
+    let repo = t.open();
+    let report = repo.stale_report(None, 2, 1).unwrap();
+    // Three branches, two shown: the checked-out one first, then by name.
+    assert_eq!(report.more_branches, 1);
+    let shown: Vec<_> = report
+        .branches
+        .iter()
+        .map(|d| {
+            (
+                d.branch.name.as_str(),
+                d.branch.checked_out,
+                d.branch.commits_ahead,
+                d.commits.iter().map(|c| c.subject.chars().count()).collect::<Vec<_>>(),
+                d.more_commits,
+                d.age_days,
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            (
+                "llm_task_session_20260126_210951_from_main",
+                true,
+                Some(1),
+                vec![git::SUBJECT_CHARS],
+                0,
+                Some(0)
+            ),
+            ("llm_task_s1_from_main", false, Some(2), vec![6], 1, Some(0)),
+        ]
+    );
+    let long = &report.branches[0].commits[0];
+    assert!(long.subject.ends_with('…'), "{long:?}");
+    assert_eq!(long.id.len(), 12);
+    // The newest commit ahead comes first; with room for both, none is left out.
+    let report = repo.stale_report(None, 10, 5).unwrap();
+    assert_eq!(report.more_branches, 0);
+    let s1 = &report.branches[1];
+    let subjects: Vec<_> = s1.commits.iter().map(|c| c.subject.as_str()).collect();
+    assert_eq!(subjects, ["s1 two", "s1 one"]);
+    assert_eq!(s1.more_commits, 0);
+    // A branch with nothing ahead shows no commits.
+    assert!(report.branches[2].commits.is_empty());
+    assert_eq!(report.branches[2].branch.commits_ahead, Some(0));
+    // The session's own branch is never stale.
+    let own = repo
+        .stale_report(Some("llm_task_s1_from_main"), 10, 5)
+        .unwrap();
+    assert!(own.branches.iter().all(|d| d.branch.name != "llm_task_s1_from_main"));
+}
+
+#[test]
 fn resolve_continue_changes_nothing() {
     let t = with_stale_branches("continue");
     let repo = t.open();

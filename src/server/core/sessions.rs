@@ -14,7 +14,9 @@ use crate::server::checkpoint::{
     CheckpointError, MAX_REQUEST_BYTES, json_text_len, new_session_id,
 };
 use crate::server::git;
-use crate::server::host::{CodeIntelHost, QUALITY_PROMPT};
+use crate::server::host::{
+    CodeIntelHost, QUALITY_PROMPT, RESOLVE_STALE_ACTION, stale_branch_report,
+};
 use crate::server::log::now;
 use crate::server::record::{HostState, RECORD_VERSION, SessionRecord};
 use crate::server::recorder::{Recorded, Recorder};
@@ -412,7 +414,27 @@ impl Server {
         if let Some(m) = message {
             reply = reply.with("message", m);
         }
-        reply
+        self.with_stale_branches(reply, record)
+    }
+
+    /// In a state whose submission resolves stale task branches (the contract runs
+    /// [`RESOLVE_STALE_ACTION`] on leaving it), the answer shows those branches: the user
+    /// chooses knowing each one's base, age and the commits it would keep or lose.
+    fn with_stale_branches(&self, reply: Reply, record: &SessionRecord) -> Reply {
+        let Some(id) = self.contract.state_id(&record.instance.state) else {
+            return reply;
+        };
+        let resolves = self
+            .contract
+            .state(id)
+            .all_transitions()
+            .any(|t| t.actions.iter().any(|a| a.name == RESOLVE_STALE_ACTION));
+        if !resolves {
+            return reply;
+        }
+        let own = record.host.branch.as_ref().map(|b| b.name.as_str());
+        let report = stale_branch_report(&self.root, own).unwrap_or_else(|e| json!({"error": e}));
+        reply.with("stale_branches", report)
     }
 
     pub(super) fn submit(&self, state: &mut State, args: Map<String, Value>) -> Reply {
@@ -463,7 +485,19 @@ impl Server {
             driver.submit(host, store, instance, Value::Object(payload), tools_called)
         });
         self.log.turn(&active.record.id, &input, &recorded, &turn);
-        self.finish_turn(state, turn, shared, mismatch, branch_before)
+        // What the user's choice about stale branches did: deleted (with the commits only
+        // they had), merged, checked out, or the branch this session took over.
+        let resolved = recorded
+            .actions
+            .iter()
+            .find(|a| a["action"] == RESOLVE_STALE_ACTION)
+            .and_then(|a| a.get("result"))
+            .cloned();
+        let reply = self.finish_turn(state, turn, shared, mismatch, branch_before);
+        match resolved {
+            Some(result) if !reply.is_error => reply.with("stale_branches_resolved", result),
+            _ => reply,
+        }
     }
 
     /// The check of the working tree at a submission (`server::worktree`), or the
@@ -714,7 +748,7 @@ impl Server {
                 }
             }
         }
-        reply
+        self.with_stale_branches(reply, &active.record)
     }
 
     pub(super) fn record_outcome(&self, state: &mut State, args: Map<String, Value>) -> Reply {

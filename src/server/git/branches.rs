@@ -32,6 +32,41 @@ pub struct StaleBranch {
     pub checked_out: bool,
 }
 
+/// A commit of a stale branch that its base lacks, as shown to the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AheadCommit {
+    /// The abbreviated id (12 hex digits).
+    pub id: String,
+    /// The first line of its message, at most [`SUBJECT_CHARS`] characters.
+    pub subject: String,
+}
+
+/// The longest commit subject shown; a longer one is cut and ends in `…`.
+pub const SUBJECT_CHARS: usize = 120;
+
+/// A stale branch with what the user needs to decide about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleDetail {
+    pub branch: StaleBranch,
+    /// Whole days since the branch was created (its oldest reflog entry), or since its
+    /// tip was committed when it has no reflog.
+    pub age_days: Option<u64>,
+    /// The newest commits ahead of the base, newest first, at most the number asked for.
+    pub commits: Vec<AheadCommit>,
+    /// Commits ahead of the base that `commits` leaves out.
+    pub more_commits: usize,
+}
+
+/// The stale branches shown before the user chooses, bounded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StaleReport {
+    /// The checked-out one first (it is the one `merge` and `continue` act on), then by
+    /// name; at most the number asked for.
+    pub branches: Vec<StaleDetail>,
+    /// Stale branches that `branches` leaves out.
+    pub more_branches: usize,
+}
+
 /// The user's answer to stale task branches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StaleChoice {
@@ -252,6 +287,110 @@ impl Repo {
             });
         }
         Ok(out)
+    }
+
+    /// The stale branches (every `llm_task_*` branch but `own`) with their age and the
+    /// subjects of their commits ahead of the base: at most `max_branches` branches (the
+    /// checked-out one always among them) and `max_commits` subjects each, with counts of
+    /// what was left out.
+    pub fn stale_report(
+        &self,
+        own: Option<&str>,
+        max_branches: usize,
+        max_commits: usize,
+    ) -> Result<StaleReport, GitError> {
+        let mut stale = self.stale_task_branches(own)?;
+        // Stable: the checked-out branch first, the others keep their name order.
+        stale.sort_by_key(|b| !b.checked_out);
+        let more_branches = stale.len().saturating_sub(max_branches);
+        stale.truncate(max_branches);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut branches = Vec::with_capacity(stale.len());
+        for branch in stale {
+            let tip = self.branch_tip(&branch.name)?;
+            let base_tip = match &branch.base_branch {
+                Some(base) => self.branch_tip(base)?,
+                None => None,
+            };
+            let commits = match (tip, base_tip) {
+                (Some(tip), Some(base_tip)) => self.commits_ahead(tip, base_tip, max_commits)?,
+                _ => Vec::new(),
+            };
+            let more_commits = branch
+                .commits_ahead
+                .unwrap_or(0)
+                .saturating_sub(commits.len());
+            let age_days = self
+                .created_at(&branch.name, tip)
+                .map(|created| now.saturating_sub(created) / 86_400);
+            branches.push(StaleDetail {
+                branch,
+                age_days,
+                commits,
+                more_commits,
+            });
+        }
+        Ok(StaleReport {
+            branches,
+            more_branches,
+        })
+    }
+
+    /// The newest `max` commits reachable from `tip` but not from `base_tip`.
+    fn commits_ahead(
+        &self,
+        tip: Oid,
+        base_tip: Oid,
+        max: usize,
+    ) -> Result<Vec<AheadCommit>, GitError> {
+        let mut walk = self.repo.revwalk().map_err(GitError::git("revwalk"))?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)
+            .map_err(GitError::git("revwalk"))?;
+        walk.push(tip).map_err(GitError::git("revwalk"))?;
+        walk.hide(base_tip).map_err(GitError::git("revwalk"))?;
+        let mut out = Vec::new();
+        for oid in walk.take(max) {
+            let oid = oid.map_err(GitError::git("revwalk"))?;
+            let commit = self
+                .repo
+                .find_commit(oid)
+                .map_err(GitError::git("read commit"))?;
+            let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default());
+            let subject = if summary.chars().count() > SUBJECT_CHARS {
+                let cut: String = summary.chars().take(SUBJECT_CHARS - 1).collect();
+                format!("{cut}…")
+            } else {
+                summary.into_owned()
+            };
+            let id = oid.to_string();
+            out.push(AheadCommit {
+                id: id[..12.min(id.len())].to_string(),
+                subject,
+            });
+        }
+        Ok(out)
+    }
+
+    /// When branch `name` was created, in Unix seconds: its oldest reflog entry, or its
+    /// tip's commit time when git kept no reflog for it.
+    fn created_at(&self, name: &str, tip: Option<Oid>) -> Option<u64> {
+        let logged = self
+            .repo
+            .reflog(&format!("refs/heads/{name}"))
+            .ok()
+            .and_then(|log| {
+                let oldest = log.len().checked_sub(1)?;
+                log.get(oldest).map(|e| e.committer().when().seconds())
+            });
+        let committed = || {
+            tip.and_then(|t| self.repo.find_commit(t).ok())
+                .map(|c| c.time().seconds())
+        };
+        logged
+            .or_else(committed)
+            .and_then(|s| u64::try_from(s).ok())
     }
 
     fn task_branch_names(&self) -> Result<Vec<String>, GitError> {

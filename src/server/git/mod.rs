@@ -13,7 +13,8 @@
 //!   base written `__`; bases with `__` or `_/` are refused so every name parses back
 //!   ([`task_branch_name`], [`checked_task_branch_name`], [`parse_task_branch`]).
 //! - Branches: [`Repo::start_task_branch`] (carries a dirty tree, idempotent),
-//!   [`Repo::current_task_branch`], [`Repo::stale_task_branches`],
+//!   [`Repo::current_task_branch`], [`Repo::stale_task_branches`] (with their age and
+//!   the subjects of their commits ahead, bounded: [`Repo::stale_report`]),
 //!   [`Repo::resolve_stale`], [`Repo::merge_into_base`], [`Repo::delete_task_branch`].
 //! - Changes against the base commit: [`Repo::changes`] (diffs capped at
 //!   [`DIFF_CAP_BYTES`]), [`Repo::changed_lines`]; path by path for the check at every
@@ -38,8 +39,8 @@ mod repo;
 mod tree;
 
 pub use branches::{
-    DeleteOutcome, DeletedBranch, KeptBranch, MergeKind, MergeOutcome, StaleBranch, StaleChoice,
-    StaleOutcome, TaskBranch,
+    AheadCommit, DeleteOutcome, DeletedBranch, KeptBranch, MergeKind, MergeOutcome, SUBJECT_CHARS,
+    StaleBranch, StaleChoice, StaleDetail, StaleOutcome, StaleReport, TaskBranch,
 };
 pub use changes::{Change, ChangeStatus, ChangedLines, DIFF_CAP_BYTES};
 pub use commit::{CommitOutcome, Coverage, Decision, PreparedCommit, Reviewed, coverage};
