@@ -135,13 +135,14 @@ impl CodeIntelHost<'_> {
                 .with("files", e.files().to_vec())
         })?;
         // `continue` on a task branch makes it this session's; on any other branch the
-        // session has none yet, and READY starts one from that branch as usual.
+        // session has none yet, and the contract's `git.ensure_task_branch` starts one from that branch as usual.
         let mut adopted = Value::Null;
         if choice == StaleChoice::Continue {
             let current = repo.current_task_branch().map_err(git_failure)?;
-            adopted = current
-                .as_ref()
-                .map_or(Value::Null, |b| json!({"name": b.name, "base_branch": b.base_branch}));
+            adopted = current.as_ref().map_or(
+                Value::Null,
+                |b| json!({"name": b.name, "base_branch": b.base_branch}),
+            );
             self.state.borrow_mut().branch = current;
         }
         Ok(json!({

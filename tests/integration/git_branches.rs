@@ -519,7 +519,10 @@ fn the_stale_report_shows_age_and_subjects_bounded_with_the_checked_out_branch_f
                 d.branch.name.as_str(),
                 d.branch.checked_out,
                 d.branch.commits_ahead,
-                d.commits.iter().map(|c| c.subject.chars().count()).collect::<Vec<_>>(),
+                d.commits
+                    .iter()
+                    .map(|c| c.subject.chars().count())
+                    .collect::<Vec<_>>(),
                 d.more_commits,
                 d.age_days,
             )
@@ -556,7 +559,11 @@ fn the_stale_report_shows_age_and_subjects_bounded_with_the_checked_out_branch_f
     let own = repo
         .stale_report(Some("llm_task_s1_from_main"), 10, 5)
         .unwrap();
-    assert!(own.branches.iter().all(|d| d.branch.name != "llm_task_s1_from_main"));
+    assert!(
+        own.branches
+            .iter()
+            .all(|d| d.branch.name != "llm_task_s1_from_main")
+    );
 }
 
 #[test]
