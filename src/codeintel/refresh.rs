@@ -68,6 +68,22 @@ pub fn refresh_with_progress(
     refresh_tree(root, start, progress, Index::on_disk(root))
 }
 
+/// Builds the index again from the source files, whatever is on disk: every file is
+/// re-tagged and a new main index (of the next generation) replaces the old one and its
+/// delta. What `--rebuild` asks for, when the user no longer trusts the index.
+pub fn rebuild(root: &Root) -> Result<UpdateReport, Error> {
+    let start = Instant::now();
+    let _lock = WriteLock::acquire(root)?;
+    clean_up(root);
+    // As if there were no index: nothing of the old one is kept, and nothing about it is
+    // reported as recovered.
+    let none = Error::io(
+        root.path().join(INDEX_FILE),
+        std::io::Error::from(std::io::ErrorKind::NotFound),
+    );
+    refresh_tree_over(root, start, None, Err(none))
+}
+
 /// Re-tags the indexed files that changed and drops the deleted ones, without walking
 /// the tree for new files (they wait for [`refresh`]); builds the index when there is
 /// none. Returns the index as written, ready to answer from: it was checked under the

@@ -162,6 +162,17 @@ impl IndexCache {
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(index));
     }
 
+    /// Builds the index again from scratch (`--rebuild`) and answers from it from now on.
+    /// Waits for a refresh under way; the first build, if still running, keeps answering
+    /// [`Lookup::Building`] until it ends.
+    pub fn rebuild(&self) -> Result<crate::codeintel::refresh::UpdateReport, Error> {
+        let mut last_walk = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let report = crate::codeintel::refresh::rebuild(&self.root)?;
+        self.set(refresh_changed(&self.root)?);
+        *last_walk = Some(Instant::now());
+        Ok(report)
+    }
+
     /// After a tool found a piece of the index on disk that does not match its checksum
     /// (`problem`, read only then): checks the index whole and rebuilds it, or, when
     /// `.code-intel/` cannot be written, tags every source file in memory; the next

@@ -107,6 +107,9 @@ struct SyncStatus {
     total: usize,
     last: Option<Value>,
     error: Option<String>,
+    /// A rebuild asked for while a sync was running: it starts when that sync ends, so
+    /// the request is not lost to the sync already under way.
+    rebuild_queued: bool,
 }
 
 impl SyncStatus {
@@ -126,6 +129,9 @@ impl SyncStatus {
         }
         if let Some(e) = &self.error {
             v["error"] = json!(e);
+        }
+        if self.rebuild_queued {
+            v["rebuild_queued"] = json!(true);
         }
         v
     }
@@ -205,11 +211,13 @@ impl SemanticTools {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Starts a sync on its own thread unless one is running; the status either way.
+    /// Starts a sync on its own thread unless one is running; the status either way. A
+    /// rebuild asked for while one runs is queued behind it.
     pub fn start_sync(&self, rebuild: bool) -> Value {
         {
             let mut status = self.status();
             if status.running {
+                status.rebuild_queued |= rebuild;
                 return status.to_json();
             }
             status.running = true;
@@ -254,15 +262,21 @@ impl SemanticTools {
             last["finished_at"] = json!(now());
             Ok(last)
         })();
-        let mut status = self.status();
-        status.running = false;
-        status.phase = None;
-        match outcome {
-            Ok(last) => status.last = Some(last),
-            Err(e) => {
-                tracing::warn!("semantic sync failed: {e}");
-                status.error = Some(e);
+        let queued = {
+            let mut status = self.status();
+            status.running = false;
+            status.phase = None;
+            match outcome {
+                Ok(last) => status.last = Some(last),
+                Err(e) => {
+                    tracing::warn!("semantic sync failed: {e}");
+                    status.error = Some(e);
+                }
             }
+            std::mem::take(&mut status.rebuild_queued)
+        };
+        if queued {
+            self.start_sync(true);
         }
     }
 

@@ -50,17 +50,27 @@ impl Server {
                 ),
             );
         }
-        // `/code --resume` and `/code --clean` arrive as flags typed by the user; they are
-        // the server's options, not the contract's (unless the contract declares them).
+        // `/code --resume`, `--clean` and `--rebuild` arrive as flags typed by the user;
+        // they are the server's options, not the contract's (unless the contract declares
+        // them).
+        let mut rebuild = false;
         if let Some(text) = a.flags.take() {
-            let (flags, resume, clean) = session_options(&self.contract, &text);
-            a.flags = Some(flags);
-            a.resume |= resume;
-            a.clean |= clean;
+            let options = session_options(&self.contract, &text);
+            a.flags = Some(options.flags);
+            a.resume |= options.resume;
+            a.clean |= options.clean;
+            rebuild = options.rebuild;
         }
-        // A clean discards the saved session: everything else the call asks for is checked
-        // first, so a mistyped flag, intent or locale does not lose it.
-        if a.clean {
+        // A resumed session goes on as it was; the indexes are rebuilt on their own first.
+        if rebuild && a.resume {
+            return Reply::error(
+                "session.rebuild_with_resume",
+                "--rebuild cannot go with --resume, which continues the session as it was: run /code --rebuild first, then /code --resume",
+            );
+        }
+        // A clean discards the saved session and a rebuild the indexes: everything else the
+        // call asks for is checked first, so a mistyped flag, intent or locale does neither.
+        if a.clean || rebuild {
             let flag_text = a.flags.clone().unwrap_or_default();
             let request = Map::from_iter([("request".to_string(), Value::String(a.query.clone()))]);
             let checked = crate::contract::flags::parse(&self.contract, &flag_text)
@@ -86,9 +96,25 @@ impl Server {
                 Err(reply) => return reply,
             }
             // `/code --clean` with no request: clean up, and start nothing.
-            if a.query.trim().is_empty() {
+            if a.query.trim().is_empty() && !rebuild {
                 return Reply::ok(json!({"started": false, "cleaned": cleaned}));
             }
+        }
+        // `/code --rebuild` with no request: rebuild the indexes, and start nothing.
+        if rebuild && a.query.trim().is_empty() {
+            let rebuilt = match self.rebuild_indexes() {
+                Ok(r) => r,
+                Err(reply) => return reply,
+            };
+            let reply = Reply::ok(json!({"started": false, "rebuilt": rebuilt}));
+            return if cleaned.is_null() {
+                reply
+            } else {
+                reply.with("cleaned", cleaned)
+            };
+        }
+        if a.clean {
+            // Cleaned: nothing is left to resume or to offer.
         } else if let Some(active) = state.active.as_ref().filter(|a| !a.record.finished()) {
             if a.resume {
                 return self.status_reply(&active.record, None);
@@ -130,6 +156,15 @@ impl Server {
         // refused now, with what to do, rather than at the first commit.
         if let Err(e) = git::open(self.root.path()).and_then(|repo| repo.baseline()) {
             return Reply::error(e.key(), e.to_string());
+        }
+        // `--rebuild` with a request: once the session can start, before it does, so its
+        // first tools answer from the rebuilt indexes.
+        let mut rebuilt = Value::Null;
+        if rebuild {
+            match self.rebuild_indexes() {
+                Ok(r) => rebuilt = r,
+                Err(reply) => return reply,
+            }
         }
         let id = match new_session_id() {
             Ok(id) => id,
@@ -219,11 +254,14 @@ impl Server {
             lock: Some(lock),
         });
         let reply = self.finish_turn(state, turn, shared, None, branch_before);
-        let reply = if cleaned.is_null() {
+        let mut reply = if cleaned.is_null() {
             reply
         } else {
             reply.with("cleaned", cleaned)
         };
+        if !rebuilt.is_null() {
+            reply = reply.with("rebuilt", rebuilt);
+        }
         reply
             .with("session_id", id)
             .with("project_context", self.project_context())
@@ -369,6 +407,34 @@ impl Server {
         self.log.session("-", "cleaned", &cleaned);
         drop(lock);
         Ok(cleaned)
+    }
+
+    /// `--rebuild`: the symbol index built again from the source files (now), and the
+    /// semantic index dropped and built again (in the background: its progress is the
+    /// `sync` field here and in every semantic answer). A symbol index that cannot be
+    /// rebuilt refuses the call, so no session starts on an index the user distrusts.
+    fn rebuild_indexes(&self) -> Result<Value, Reply> {
+        let symbols = self.code.index.rebuild().map_err(|e| {
+            Reply::error(
+                e.key(),
+                format!("the symbol index could not be rebuilt: {e}"),
+            )
+        })?;
+        let semantic = self
+            .code
+            .semantic
+            .sync(crate::server::semantic_tools::SyncArgs { rebuild: true });
+        let rebuilt = json!({
+            "symbols": {
+                "files": symbols.files,
+                "tags": symbols.tags,
+                "tagged": symbols.tagged,
+                "elapsed_ms": symbols.elapsed_ms,
+            },
+            "semantic": semantic["sync"],
+        });
+        self.log.session("-", "rebuilt", &rebuilt);
+        Ok(rebuilt)
     }
 
     pub(super) fn status(&self, state: &mut State) -> Reply {
@@ -879,9 +945,22 @@ impl Server {
     }
 }
 
-/// Splits the server's own options (`--resume`, `--clean`) off a flag string, unless the
-/// contract declares a flag by that name: (the contract's flags, resume, clean).
-fn session_options(contract: &Contract, text: &str) -> (String, bool, bool) {
+/// The server's own options in a flag string, and the contract's flags left.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct SessionOptions {
+    /// The rest of the flag string, for the contract.
+    flags: String,
+    /// `--resume` / `-r`: continue the unfinished session.
+    resume: bool,
+    /// `--clean` / `-c`: discard saved sessions and task branches first.
+    clean: bool,
+    /// `--rebuild`: build the symbol and semantic indexes again first.
+    rebuild: bool,
+}
+
+/// Splits the server's own options (`--resume`, `--clean`, `--rebuild`) off a flag string,
+/// unless the contract declares a flag by that name.
+fn session_options(contract: &Contract, text: &str) -> SessionOptions {
     let declared = |long: &str| {
         contract
             .flags
@@ -894,18 +973,20 @@ fn session_options(contract: &Contract, text: &str) -> (String, bool, bool) {
             .iter()
             .any(|f| f.short.as_deref() == Some(short))
     };
-    let (mut resume, mut clean) = (false, false);
+    let mut options = SessionOptions::default();
     let mut kept = Vec::new();
     for word in text.split_whitespace() {
         match word {
-            "--resume" if !declared("resume") => resume = true,
-            "-r" if !declared_short("r") => resume = true,
-            "--clean" if !declared("clean") => clean = true,
-            "-c" if !declared_short("c") => clean = true,
+            "--resume" if !declared("resume") => options.resume = true,
+            "-r" if !declared_short("r") => options.resume = true,
+            "--clean" if !declared("clean") => options.clean = true,
+            "-c" if !declared_short("c") => options.clean = true,
+            "--rebuild" if !declared("rebuild") => options.rebuild = true,
             other => kept.push(other),
         }
     }
-    (kept.join(" "), resume, clean)
+    options.flags = kept.join(" ");
+    options
 }
 
 /// The project context file `code-intel init` writes.
