@@ -50,9 +50,10 @@ pub struct OutcomeArgs {
     /// What worked or what went wrong, for the outcome log.
     #[serde(default)]
     pub notes: Option<String>,
-    /// On success: the symbols that answered the request (`PasswordResetForm.send_mail`).
-    /// With the session's explored files they become an agreement of the Map, which
-    /// semantic_search offers first to a similar request later.
+    /// On success: the symbols that answered the request (`PasswordResetForm.send_mail`),
+    /// added to the agreement the Map records from the session's own evidence (which a
+    /// session ending in success records by itself); semantic_search answers a similar
+    /// request from it later.
     #[serde(default)]
     pub related_symbols: Vec<String>,
 }

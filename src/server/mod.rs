@@ -6,6 +6,7 @@
 //! the task branches, [`init`] sets a repository up for the clients, [`hook`] is the
 //! clients' write hook.
 
+pub mod agreement;
 pub mod args;
 pub mod checkpoint;
 pub mod code_tools;

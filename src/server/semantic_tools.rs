@@ -42,9 +42,10 @@ pub struct SemanticSearchArgs {
     /// How many results (default 10, at most 50).
     #[serde(default, deserialize_with = "result_count")]
     pub k: Option<usize>,
-    /// `forest`: chunks of the repository; `map`: agreements recorded by earlier successful
-    /// sessions (request → symbols and files); `both` (default): an agreement similar
-    /// enough to the query answers first (`answered_by: "map"`), with the chunks after it.
+    /// `auto` (default): an agreement recorded by an earlier successful session (request →
+    /// symbols and files) at least `map_threshold` similar to the query answers alone
+    /// (`answered_by: "map"`, `forest_skipped: true`), else the chunks of the repository
+    /// do; `both`: the agreements and the chunks; `map` or `forest`: only those.
     #[serde(default)]
     pub collection: Collection,
 }
@@ -52,9 +53,11 @@ pub struct SemanticSearchArgs {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Collection {
+    /// The Map first; the Forest only when no agreement is close enough.
+    #[default]
+    Auto,
     Forest,
     Map,
-    #[default]
     Both,
 }
 
@@ -383,10 +386,10 @@ impl SemanticTools {
             None => None,
         };
 
+        let threshold = self.settings().map_or(0.7, |s| s.map_threshold);
         let map_hits = if a.collection == Collection::Forest {
             Vec::new()
         } else {
-            let threshold = self.settings().map_or(0.7, |s| s.map_threshold);
             let map = semantic::map::Map::load(&semantic::map_path(&self.inner.root));
             let with_vector = model.zip(query_vector.as_deref()).map(|(m, v)| (m.id(), v));
             map.search(&a.query, with_vector, threshold, k)
@@ -397,6 +400,18 @@ impl SemanticTools {
                 "query": a.query,
                 "map": map_hits,
                 "answered_by": if map_hits.is_empty() { Value::Null } else { json!("map") },
+            }));
+        }
+        // An agreement close enough is the answer: the Forest is not searched (nor synced)
+        // unless the caller asks for both.
+        if a.collection == Collection::Auto && !map_hits.is_empty() {
+            return Ok(json!({
+                "query": a.query,
+                "map": map_hits,
+                "answered_by": "map",
+                "forest_skipped": true,
+                "map_threshold": (f64::from(threshold) * 1e4).round() / 1e4,
+                "sync": self.status().to_json(),
             }));
         }
 

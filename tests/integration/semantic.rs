@@ -477,3 +477,53 @@ fn a_missing_or_broken_model_is_a_clear_error() {
     let e = Embedder::load(&spec(broken.to_path_buf(), runtime.clone())).unwrap_err();
     assert_eq!(e.key(), "semantic.model_unavailable", "{e}");
 }
+
+#[test]
+fn an_agreement_above_map_threshold_answers_without_the_forest_unless_both_are_asked_for() {
+    use code_intel::semantic::catalog_stamp;
+    use code_intel::server::semantic_tools::{SemanticSearchArgs, SemanticTools};
+    let dir = fresh("map-first");
+    project(&dir);
+    write(
+        &dir,
+        ".code-intel/config.yml",
+        "semantic:\n  sync_on_start: false\n",
+    );
+    let root = Root::open(&dir).unwrap();
+    let tools = SemanticTools::start(root.clone());
+    tools
+        .record_agreement(
+            "deliver the password reset email",
+            vec!["Mailer.deliver".into()],
+            vec!["app/mail.py".into()],
+            Some("reset mails go through Mailer".into()),
+        )
+        .unwrap();
+    let search = |args: Value| {
+        let args: SemanticSearchArgs = serde_json::from_value(args).unwrap();
+        tools.search(args).unwrap()
+    };
+    let auto = search(serde_json::json!({"query": "deliver the password reset email"}));
+    assert_eq!(auto["answered_by"], "map", "{auto}");
+    assert_eq!(auto["forest_skipped"], true, "{auto}");
+    assert_eq!(auto["map"][0]["symbols"][0], "Mailer.deliver", "{auto}");
+    assert!(auto.get("hits").is_none(), "{auto}");
+    // The Forest was not searched: not even built for the answer.
+    assert_eq!(catalog_stamp(&root), None);
+    // Asked for, it is searched too, after the agreement.
+    let both = search(
+        serde_json::json!({"query": "deliver the password reset email", "collection": "both"}),
+    );
+    assert_eq!(both["answered_by"], "map", "{both}");
+    assert!(both.get("forest_skipped").is_none(), "{both}");
+    assert!(
+        both["hits"].as_array().is_some_and(|h| !h.is_empty()),
+        "{both}"
+    );
+    assert!(catalog_stamp(&root).is_some());
+    // A query no agreement is close to is the Forest's.
+    let other = search(serde_json::json!({"query": "parse an ISO timestamp"}));
+    assert_eq!(other["answered_by"], "forest", "{other}");
+    assert_eq!(other["hits"][0]["path"], "app/dates.py", "{other}");
+    assert!(other.get("map").is_none(), "{other}");
+}

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use crate::contract::Contract;
 use crate::machine::response::{phase_response, role_message};
 use crate::machine::{Accepted, Instance};
+use crate::server::agreement::session_evidence;
 use crate::server::args::{Outcome, OutcomeArgs, StartArgs, SubmitArgs};
 use crate::server::checkpoint::{
     CheckpointError, MAX_REQUEST_BYTES, json_text_len, new_session_id,
@@ -785,6 +786,10 @@ impl Server {
         if let Some(branch) = new_branch {
             reply = reply.with("task_branch", branch);
         }
+        // A session that ended in success this turn teaches the Map what answered it.
+        if next.outcome.as_deref() == Some(SUCCESS) && !active.record.finished() {
+            reply = reply.with("agreement", self.learn(&next, Vec::new(), None));
+        }
         if next.finished() {
             // The session is over: its checkpoint and pointer go, the lock is released.
             let removed = self
@@ -857,23 +862,11 @@ impl Server {
                 }
             }
         }
-        // A success teaches the Map: this request was answered by these symbols and files.
+        // A success teaches the Map: this request was answered by these symbols and files
+        // (the ones named here first, then the session's own evidence).
         let mut agreement = Value::Null;
         if a.outcome == Outcome::Success {
-            let files: Vec<String> = record.host.explored.iter().cloned().collect();
-            if !a.related_symbols.is_empty() || !files.is_empty() {
-                agreement = match self.code.semantic.record_agreement(
-                    &record.request,
-                    a.related_symbols.clone(),
-                    files.clone(),
-                    a.notes.clone(),
-                ) {
-                    Ok(()) => {
-                        json!({"query": record.request, "symbols": a.related_symbols, "files": files})
-                    }
-                    Err(e) => json!({"error": e.to_string()}),
-                };
-            }
+            agreement = self.learn(record, a.related_symbols.clone(), a.notes.clone());
         }
         if a.outcome != Outcome::Success && !record.finished() {
             // The session ends when its checkpoint and pointer are gone (the write hook
@@ -903,6 +896,37 @@ impl Server {
         Reply::ok(
             json!({"recorded": outcome, "session_id": active.record.id, "branch_deleted": branch_deleted, "branch_kept": branch_kept, "agreement": agreement}),
         )
+    }
+
+    /// Records in the Map that `record`'s request was answered by `named` symbols and by
+    /// the symbols and files of the session's own evidence ([`session_evidence`]). The
+    /// answer says what was recorded, `null` when there was nothing to record, or the error
+    /// (a Map that cannot be written does not undo a finished session).
+    fn learn(&self, record: &SessionRecord, named: Vec<String>, notes: Option<String>) -> Value {
+        let evidence = session_evidence(&self.root, record);
+        let mut symbols = named;
+        for symbol in evidence.symbols {
+            if !symbols.contains(&symbol) {
+                symbols.push(symbol);
+            }
+        }
+        if symbols.is_empty() && evidence.files.is_empty() {
+            return Value::Null;
+        }
+        // The last summary says what the session did: what a later search is told.
+        let notes = notes.or_else(|| record.instance.summaries.last().map(|s| s.text.clone()));
+        let recorded = self.code.semantic.record_agreement(
+            &record.request,
+            symbols.clone(),
+            evidence.files.clone(),
+            notes,
+        );
+        let answer = match recorded {
+            Ok(()) => json!({"query": record.request, "symbols": symbols, "files": evidence.files}),
+            Err(e) => json!({"error": e.to_string()}),
+        };
+        self.log.session(&record.id, "agreement", &answer);
+        answer
     }
 
     /// The project context for the document research, from `.code-intel/context.yml`:
@@ -988,6 +1012,9 @@ fn session_options(contract: &Contract, text: &str) -> SessionOptions {
     options.flags = kept.join(" ");
     options
 }
+
+/// The outcome of a session that ended well (`Stop::Finished`'s, lower-cased).
+const SUCCESS: &str = "success";
 
 /// The project context file `code-intel init` writes.
 const CONTEXT_FILE: &str = ".code-intel/context.yml";
