@@ -148,6 +148,10 @@ pub struct Node {
     /// character of the value, and one past its end, the character offset from the node's
     /// start where it is written. `None` when value and source line up one to one.
     pub escapes: Option<Vec<u32>>,
+    /// True for a literal block scalar (`|`, `|-`, `|+`): its value's lines are the file's
+    /// lines from the span's start on, each at the span's column, so a position inside
+    /// the value has a place in the file.
+    pub literal: bool,
 }
 
 /// Aliases may copy at most this many nodes per node written in the file before them...
@@ -210,6 +214,7 @@ pub fn parse(file: FileId, text: &str) -> Result<(Node, Vec<Diagnostic>), Diagno
         content_offset: 0,
         inline: true,
         escapes: None,
+        literal: false,
     });
     Ok((root, builder.warnings))
 }
@@ -331,6 +336,7 @@ impl Builder<'_> {
                     content_offset: u8::from(quoted),
                     inline,
                     escapes,
+                    literal: matches!(style, ScalarStyle::Literal),
                 };
                 if anchor > 0 {
                     self.anchors.insert(anchor, (node.clone(), size));
@@ -401,6 +407,7 @@ impl Builder<'_> {
                         content_offset: 0,
                         inline: false,
                         escapes: None,
+                        literal: false,
                     };
                     self.finish_collection(node, anchor, size.collection())
                 }
@@ -431,6 +438,7 @@ impl Builder<'_> {
                         content_offset: 0,
                         inline: false,
                         escapes: None,
+                        literal: false,
                     };
                     self.finish_collection(node, anchor, size.collection())
                 }
@@ -835,6 +843,18 @@ impl Node {
         (key, node)
     }
 
+    /// Where this node's text is written, kept apart from the text: what a later stage
+    /// needs to place a position inside a string it took from the tree.
+    pub fn text_span(&self) -> TextSpan {
+        TextSpan {
+            span: self.span,
+            content_offset: self.content_offset,
+            inline: self.inline,
+            escapes: self.escapes.clone(),
+            literal: self.literal,
+        }
+    }
+
     /// The span of the text inside a single-line scalar, starting at character `offset`.
     /// Falls back to the node's own span for block scalars.
     pub(crate) fn inner_span(&self, offset: usize, len: usize) -> Span {
@@ -857,6 +877,84 @@ impl Node {
     }
 }
 
+/// Where a scalar's text is written ([`Node::text_span`]): its span, and how the value's
+/// characters lie in the file when that can be said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextSpan {
+    pub span: Span,
+    content_offset: u8,
+    inline: bool,
+    escapes: Option<Vec<u32>>,
+    literal: bool,
+}
+
+impl TextSpan {
+    /// A place with no layout: every position inside maps to its start.
+    pub fn whole(span: Span) -> TextSpan {
+        TextSpan {
+            span,
+            content_offset: 0,
+            inline: false,
+            escapes: None,
+            literal: false,
+        }
+    }
+
+    /// Whether [`Self::at`] finds a position inside the text, not just the text's start.
+    pub fn is_exact(&self) -> bool {
+        self.inline || self.literal
+    }
+
+    /// The span of `len` characters at character `offset` of `text`, the value this
+    /// place holds: exact in a single-line scalar and in a literal block scalar (a
+    /// position's line and column in the value added to where the block starts), else
+    /// the first character of the scalar. One pass over `text` up to `offset`.
+    pub fn at(&self, text: &str, offset: usize, len: usize) -> Span {
+        if self.inline {
+            let node = Node {
+                kind: NodeKind::Null,
+                span: self.span,
+                content_offset: self.content_offset,
+                inline: true,
+                escapes: self.escapes.clone(),
+                literal: false,
+            };
+            return node.inner_span(offset, len);
+        }
+        let start = Span {
+            end: Pos {
+                line: self.span.start.line,
+                col: self.span.start.col.saturating_add(1),
+            },
+            ..self.span
+        };
+        if !self.literal {
+            return start;
+        }
+        let (mut line, mut col) = (0usize, 0usize);
+        for c in text.chars().take(offset) {
+            if c == '\n' {
+                line += 1;
+                col = 0;
+            } else {
+                col += 1;
+            }
+        }
+        let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let line = self.span.start.line.saturating_add(to_u32(line));
+        let col = self.span.start.col.saturating_add(to_u32(col));
+        // A span ends on its line: a name never holds a line break.
+        Span {
+            file: self.span.file,
+            start: Pos { line, col },
+            end: Pos {
+                line,
+                col: col.saturating_add(to_u32(len.max(1))),
+            },
+        }
+    }
+}
+
 /// Merges `overlay` into `base`: mappings merge key by key, anything else is replaced.
 /// Each node keeps the span of the file it came from.
 pub fn merge(base: &mut Node, overlay: Node) {
@@ -866,6 +964,7 @@ pub fn merge(base: &mut Node, overlay: Node) {
         content_offset,
         inline,
         escapes,
+        literal,
     } = overlay;
     match (&mut base.kind, kind) {
         (NodeKind::Map(base_entries), NodeKind::Map(overlay_entries)) => {
@@ -883,6 +982,7 @@ pub fn merge(base: &mut Node, overlay: Node) {
                 content_offset,
                 inline,
                 escapes,
+                literal,
             };
         }
     }
@@ -1083,6 +1183,33 @@ mod tests {
         let (v, warnings) = load("a: &a {p: 1}\nb: {q: 0, <<: *a, q: 3}\n");
         assert_eq!(v["b"], serde_json::json!({"p": 1, "q": 3}));
         assert_eq!(warnings.len(), 1);
+    }
+
+    #[test]
+    fn positions_inside_a_text_are_found_in_single_lines_and_literal_blocks() {
+        let text = "a:\n  lit: |-\n    one\n      two {{ x }}\n  quoted: \"say {{ y }}\"\n  folded: >-\n    one\n    two {{ z }}\n";
+        let (node, _) = parse(FileId(0), text).unwrap();
+        let at = |pointer: &str, needle: &str| {
+            let n = node.locate(pointer).1;
+            let value = n.as_str().unwrap();
+            let offset = value[..value.find(needle).unwrap()].chars().count();
+            let span = n.text_span().at(value, offset, needle.chars().count());
+            (span.start.line, span.start.col, span.end.col)
+        };
+        // In a literal block, the value's lines are the file's (indentation kept).
+        assert_eq!(at("/a/lit", "one"), (3, 5, 8));
+        assert_eq!(at("/a/lit", "x"), (4, 14, 15));
+        assert_eq!(at("/a/quoted", "{{"), (5, 16, 18));
+        // A folded block joins lines: only its start is known.
+        assert!(!node.locate("/a/folded").1.text_span().is_exact());
+        assert_eq!(at("/a/folded", "z"), (7, 5, 6));
+        // A value given by an overlay keeps the overlay's file.
+        let (mut base, _) = parse(FileId(0), "s: {t: {en: a, ja: b}}\n").unwrap();
+        let (overlay, _) = parse(FileId(1), "s:\n  t:\n    en: |-\n      {{ x }}\n").unwrap();
+        merge(&mut base, overlay);
+        let en = base.locate("/s/t/en").1;
+        assert_eq!(en.text_span().at("{{ x }}", 3, 1).file, FileId(1));
+        assert_eq!(base.locate("/s/t/ja").1.span.file, FileId(0));
     }
 
     #[test]

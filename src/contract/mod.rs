@@ -9,10 +9,11 @@ pub mod expected;
 pub mod flags;
 pub mod lower;
 pub mod model;
-mod overlay;
+pub(crate) mod overlay;
 pub mod raw;
 pub mod registry;
 pub(crate) mod roles;
+pub mod template_roots;
 
 use std::sync::OnceLock;
 

@@ -9,6 +9,7 @@ use super::raw::{CounterScope, FlagType, Outcome, StateKind, ValueType};
 use super::registry::{BuiltinAction, Registry};
 use crate::guard::Expr;
 use crate::source::Span;
+use crate::yaml::TextSpan;
 
 /// Index of a state in [`Contract::states`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,6 +23,9 @@ pub struct CounterId(pub usize);
 #[derive(Debug, Clone, Default)]
 pub struct Localized {
     pub texts: BTreeMap<String, String>,
+    /// Where each locale's text is written: the overlay's place for a text an overlay
+    /// gave, even when it replaced one locale of a mapping the base file holds.
+    pub spans: BTreeMap<String, TextSpan>,
 }
 
 impl Localized {
@@ -165,6 +169,8 @@ pub struct State {
     pub substep: Option<String>,
     pub label: String,
     pub has_instruction: bool,
+    /// The instruction template's text and place per locale (compiled in `templates`).
+    pub instruction: Option<Localized>,
     /// Where the instruction is written (the overlay's place when an overlay replaced
     /// it), for `code-intel show`.
     pub instruction_span: Option<Span>,

@@ -58,8 +58,9 @@ pub(crate) fn near_misses(base: &Node, overlay: &Node) -> Vec<Diagnostic> {
 }
 
 /// Levenshtein distance in characters, case-insensitive (a name differing only in case
-/// is a near miss too); stops early past 2, which is all the caller asks.
-fn edit_distance(a: &str, b: &str) -> usize {
+/// is a near miss too); stops early past 2, which is all the callers ask (here, and the
+/// "did you mean" of `unknown-template-name`).
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.to_lowercase().chars().collect();
     let b: Vec<char> = b.to_lowercase().chars().collect();
     if a.len().abs_diff(b.len()) > 2 {

@@ -195,6 +195,12 @@ pub const ALL: &[Code] = &[
         "an instruction template does not compile",
     ),
     code(
+        "unknown-template-name",
+        Error,
+        "lint",
+        "an instruction template reads a name it is not given, or a flag, param, counter or variable the contract does not declare",
+    ),
+    code(
         "invalid-flag-reference",
         Error,
         "lint",
@@ -265,6 +271,10 @@ const RULE_DOCS: &[(&str, &str)] = &[
     (
         "missing-locale-text",
         include_str!("../lint/rules/missing_locale_text.rs"),
+    ),
+    (
+        "unknown-template-name",
+        include_str!("../lint/rules/unknown_template_name.rs"),
     ),
 ];
 

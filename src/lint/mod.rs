@@ -103,6 +103,7 @@ pub fn check(contract: &Contract) -> Vec<Diagnostic> {
     out.extend(rules::unused_message::check(contract, &usages));
     out.extend(rules::placeholder_mismatch::check(contract, &usages));
     out.extend(rules::missing_locale_text::check(contract));
+    out.extend(rules::unknown_template_name::check(contract));
     out.extend(matrix_columns(contract));
     out
 }

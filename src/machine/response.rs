@@ -6,7 +6,9 @@ use serde_json::{Map, Value};
 
 use super::instance::Instance;
 use crate::contract::Contract;
+use crate::contract::model::State;
 use crate::contract::raw::StateKind;
+use crate::contract::template_roots::TemplateRoot;
 
 /// A message rendered in the session's locale.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -139,22 +141,42 @@ pub fn phase_response(contract: &Contract, instance: &Instance) -> PhaseResponse
     }
 }
 
+/// What instruction templates read: exactly the roots of [`TemplateRoot::ALL`], which is
+/// also what lint checks templates against (`unknown-template-name`).
+fn template_context(state: &State, instance: &Instance) -> Map<String, Value> {
+    let mut guard_roots = instance.guard_roots();
+    let mut from_guards = |name: &str| guard_roots.remove(name).unwrap_or(Value::Null);
+    TemplateRoot::ALL
+        .into_iter()
+        .map(|root| {
+            let value = match root {
+                TemplateRoot::Flags
+                | TemplateRoot::Intent
+                | TemplateRoot::Params
+                | TemplateRoot::Counters
+                | TemplateRoot::Tasks
+                | TemplateRoot::Vars => from_guards(root.name()),
+                TemplateRoot::Phase => Value::String(state.phase.clone()),
+                TemplateRoot::Step => state.step.map_or(Value::Null, Value::from),
+                TemplateRoot::State => Value::String(state.id.clone()),
+                TemplateRoot::NextTask => instance
+                    .tasks
+                    .iter()
+                    .find(|t| t.is_pending())
+                    .map_or(Value::Null, super::instance::Task::to_value),
+            };
+            (root.name().to_string(), value)
+        })
+        .collect()
+}
+
 /// Renders the current state's instruction template, then the contract's footer.
 pub fn instruction(contract: &Contract, instance: &Instance) -> String {
     let Some(id) = contract.state_id(&instance.state) else {
         return String::new();
     };
     let state = contract.state(id);
-    let mut ctx = instance.guard_roots();
-    ctx.insert("phase".into(), Value::String(state.phase.clone()));
-    ctx.insert("step".into(), state.step.map_or(Value::Null, Value::from));
-    ctx.insert("state".into(), Value::String(state.id.clone()));
-    let next_task = instance
-        .tasks
-        .iter()
-        .find(|t| t.is_pending())
-        .map_or(Value::Null, super::instance::Task::to_value);
-    ctx.insert("next_task".into(), next_task);
+    let ctx = template_context(state, instance);
     let ctx = minijinja::Value::from(minijinja::value::Serde(Value::Object(ctx)));
     let mut parts = Vec::new();
     for name in [
@@ -180,4 +202,39 @@ pub fn instruction(contract: &Contract, instance: &Instance) -> String {
     }
     parts.retain(|p| !p.trim().is_empty());
     parts.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::source::Sources;
+
+    #[test]
+    fn the_template_context_holds_exactly_the_template_roots() {
+        let text = "contract: t\nversion: 1\nhost: agent-runner\nlocales: [en]\ninitial: ASK\n\
+            vars: {base: {type: string}}\n\
+            states:\n  ASK: {step: 3, payload: {type: object}, instruction: \"{{ state }} {{ step }} {{ vars.base }}\", otherwise: {to: END}}\n  END: {kind: terminal}\n";
+        let mut sources = Sources::default();
+        let file = sources.add("t.yml", text);
+        let contract = crate::contract::load(&mut sources, file, &crate::hosts::all())
+            .contract
+            .unwrap();
+        let mut instance: Instance = serde_json::from_value(json!({
+            "contract": "t", "state": "ASK", "flags": {}, "intent": "DEFAULT", "locale": "en",
+            "params": {}, "counters": {}, "tasks": [], "vars": {"base": "main"}, "summaries": [],
+            "steps_taken": 0
+        }))
+        .unwrap();
+        let state = contract.state(contract.initial);
+        let mut names: Vec<String> = template_context(state, &instance).keys().cloned().collect();
+        names.sort_unstable();
+        let mut roots: Vec<&str> = TemplateRoot::ALL.iter().map(|r| r.name()).collect();
+        roots.sort_unstable();
+        assert_eq!(names, roots);
+        assert_eq!(super::instruction(&contract, &instance), "ASK 3 main");
+        instance.vars.clear();
+        assert_eq!(super::instruction(&contract, &instance), "ASK 3 ");
+    }
 }

@@ -32,6 +32,11 @@ impl Lowerer<'_> {
         self.root.locate(pointer).1.span
     }
 
+    /// Where the text the pointer names is written, for positions inside it.
+    pub(super) fn text_span(&self, pointer: &str) -> crate::yaml::TextSpan {
+        self.root.locate(pointer).1.text_span()
+    }
+
     /// The span of a mapping key when the pointer ends at one (`/states/A`), else the value.
     pub(super) fn key_span(&self, pointer: &str) -> Span {
         let (key, node) = self.root.locate(pointer);

@@ -38,7 +38,13 @@ impl Lowerer<'_> {
                 map.clone()
             }
         };
-        Localized { texts }
+        // A text given once for every locale is written at the pointer itself; `locate`
+        // stops at the deepest node that exists, so one lookup serves both shapes.
+        let spans = texts
+            .keys()
+            .map(|l| (l.clone(), self.text_span(&format!("{pointer}/{l}"))))
+            .collect();
+        Localized { texts, spans }
     }
 
     /// The message catalogue. A text in an undeclared locale is reported at its locale
@@ -67,6 +73,11 @@ impl Lowerer<'_> {
                     user_intervention: m.user_intervention,
                     text: Localized {
                         texts: m.text.clone(),
+                        spans: m
+                            .text
+                            .keys()
+                            .map(|l| (l.clone(), self.text_span(&format!("{p}/{l}"))))
+                            .collect(),
                     },
                     span: self.key_span(&p),
                 },

@@ -100,7 +100,7 @@ impl Lowerer<'_> {
                 Some("remove them or make the state `external` or `engine`".into()),
             );
         }
-        let has_instruction = self.instruction(name, s, templates);
+        let instruction = self.instruction(name, s, templates);
 
         State {
             id: name.to_string(),
@@ -109,7 +109,8 @@ impl Lowerer<'_> {
             label: s.label.clone().unwrap_or_else(|| phase.clone()),
             phase,
             substep: s.substep.clone(),
-            has_instruction,
+            has_instruction: instruction.is_some(),
+            instruction,
             // The default locale's text: an overlay may replace one locale's text and keep
             // the others, and the merged mapping keeps the built-in file's place.
             instruction_span: s.instruction.is_some().then(|| {

@@ -7,6 +7,7 @@
 use super::lowerer::Lowerer;
 use crate::contract::model::Localized;
 use crate::contract::raw::{RawContract, RawState, StateKind};
+use crate::source::Span;
 
 /// An empty template environment. Undefined values are chainable, so an instruction may
 /// read `vars.x.y` before `x` is set: it renders as nothing instead of failing.
@@ -30,10 +31,12 @@ impl Lowerer<'_> {
             for (locale, text) in &footer.texts {
                 let name = format!("__footer.{locale}");
                 if let Err(e) = templates.add_template_owned(name, text.clone()) {
-                    self.report(
+                    let span = error_span(footer, locale, text, &e)
+                        .unwrap_or_else(|| self.value_span("/instruction_footer"));
+                    self.push(
                         "template-syntax-error",
                         format!("instruction_footer ({locale}): {}", template_error(&e)),
-                        "/instruction_footer",
+                        span,
                         None,
                     );
                 }
@@ -42,14 +45,14 @@ impl Lowerer<'_> {
         footer
     }
 
-    /// Compiles the instruction of state `name`, and tells whether it has one. An external
-    /// state needs one: it is what the agent is told to do.
+    /// Compiles the instruction of state `name`, and returns it when it has one. An
+    /// external state needs one: it is what the agent is told to do.
     pub(super) fn instruction(
         &mut self,
         name: &str,
         s: &RawState,
         templates: &mut minijinja::Environment<'static>,
-    ) -> bool {
+    ) -> Option<Localized> {
         let p = format!("/states/{name}");
         let Some(text) = &s.instruction else {
             if s.kind == StateKind::External {
@@ -60,7 +63,7 @@ impl Lowerer<'_> {
                     Some("agents need `instruction:` to know what to do".into()),
                 );
             }
-            return false;
+            return None;
         };
         let localized = self.localized(
             text,
@@ -69,16 +72,33 @@ impl Lowerer<'_> {
         );
         for (locale, body) in &localized.texts {
             if let Err(e) = templates.add_template_owned(format!("{name}.{locale}"), body.clone()) {
-                self.report(
+                // At the locale's own text: an overlay that replaced one locale of the
+                // base's mapping wrote it, not the base (the mapping keeps the base's place).
+                let span = error_span(&localized, locale, body, &e)
+                    .unwrap_or_else(|| self.value_span(&format!("{p}/instruction")));
+                self.push(
                     "template-syntax-error",
                     format!("instruction of `{name}` ({locale}): {}", template_error(&e)),
-                    &format!("{p}/instruction"),
+                    span,
                     None,
                 );
             }
         }
-        true
+        Some(localized)
     }
+}
+
+/// Where in the text of `locale` (`body`) minijinja found error `e`: at the place in
+/// the file when the text's layout allows, else at the text.
+fn error_span(text: &Localized, locale: &str, body: &str, e: &minijinja::Error) -> Option<Span> {
+    let place = text.spans.get(locale)?;
+    let Some(range) = e.range() else {
+        return Some(place.span);
+    };
+    // minijinja counts bytes; spans count characters.
+    let chars = |end: usize| body.get(..end).map_or(0, |s| s.chars().count());
+    let start = chars(range.start);
+    Some(place.at(body, start, chars(range.end).saturating_sub(start)))
 }
 
 /// A template error without minijinja's template name, which is ours, not the user's.
@@ -136,9 +156,10 @@ mod tests {
         assert_eq!(
             found(&diagnostics),
             [
-                "5:21 template-syntax-error",
+                // Where minijinja stopped: at `%}` and at the end of the text.
+                "5:28 template-syntax-error",
                 "8:3 missing-locale-text",
-                "9:47 template-syntax-error",
+                "9:51 template-syntax-error",
             ]
         );
         assert!(diagnostics[0].message.contains("template line 1"));

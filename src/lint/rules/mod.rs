@@ -8,5 +8,6 @@ pub(crate) mod resource_not_released;
 pub(crate) mod shadowed_transition;
 pub(crate) mod unbounded_cycle;
 pub(crate) mod undefined_message;
+pub(crate) mod unknown_template_name;
 pub(crate) mod unreachable_state;
 pub(crate) mod unused_message;
