@@ -1,6 +1,7 @@
 //! The names an instruction template may use: the one list that the renderer
 //! (`machine::response::instruction`) fills the template context from and that lint
 //! (`unknown-template-name`) checks every template against, so the two cannot disagree.
+//! And how large one tag of a template may be, which keeps compiling it bounded.
 
 use super::model::Contract;
 
@@ -104,9 +105,122 @@ pub const NOT_IN_TEMPLATES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The most characters one tag (`{{ … }}`, `{% … %}`) may hold. minijinja compiles an
+/// expression by recursion as deep as the expression: `{{ x.a.a.a… }}` or `{{ 1+1+1… }}`
+/// with some ten thousand links overflows a thread's stack and aborts the process. A tag
+/// of this size nests at most some hundreds of levels; real tags hold a few dozen
+/// characters.
+pub const MAX_TAG_CHARS: usize = 1_000;
+
+/// The first tag of `text` longer than [`MAX_TAG_CHARS`], as the character offset of its
+/// start and its length in characters. One pass: string literals inside a tag are
+/// skipped (a `}}` in one does not end the tag), comments and `{% raw %}` blocks are text.
+pub fn oversized_tag(text: &str) -> Option<(usize, usize)> {
+    let chars: Vec<char> = text.chars().collect();
+    let at = |i: usize, s: &str| {
+        s.chars()
+            .enumerate()
+            .all(|(k, c)| chars.get(i + k) == Some(&c))
+    };
+    let mut i = 0;
+    while i + 1 < chars.len() {
+        if chars[i] != '{' {
+            i += 1;
+            continue;
+        }
+        let close = match chars[i + 1] {
+            '{' => "}}",
+            '%' => "%}",
+            '#' => {
+                // A comment is text to the compiler.
+                i += 2;
+                while i < chars.len() && !at(i, "#}") {
+                    i += 1;
+                }
+                i += 2;
+                continue;
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let start = i;
+        let mut j = i + 2;
+        let mut quote: Option<char> = None;
+        while j < chars.len() {
+            match quote {
+                Some(q) => {
+                    if chars[j] == '\\' {
+                        j += 1;
+                    } else if chars[j] == q {
+                        quote = None;
+                    }
+                }
+                None if chars[j] == '\'' || chars[j] == '"' => quote = Some(chars[j]),
+                None if at(j, close) => break,
+                None => {}
+            }
+            j += 1;
+        }
+        let end = (j + 2).min(chars.len());
+        if end - start > MAX_TAG_CHARS {
+            return Some((start, end - start));
+        }
+        let tag: String = chars[start..end].iter().collect();
+        let words: Vec<&str> = tag
+            .trim_matches(|c: char| "{}%-+ \t\r\n".contains(c))
+            .split_whitespace()
+            .collect();
+        i = end;
+        if close == "%}" && words == ["raw"] {
+            // Up to `{% endraw %}`, the text is not compiled.
+            while i < chars.len() && !(at(i, "{%") && raw_end(&chars[i..])) {
+                i += 1;
+            }
+        }
+    }
+    None
+}
+
+/// Whether `rest` starts with an `{% endraw %}` tag (with any whitespace control).
+fn raw_end(rest: &[char]) -> bool {
+    let head: String = rest.iter().take(32).collect();
+    head.strip_prefix("{%")
+        .map(|r| r.trim_start_matches(['-', '+']).trim_start())
+        .is_some_and(|r| r.starts_with("endraw"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_oversized_tag_is_found_where_it_starts() {
+        let long = format!("{{{{ x{} }}}}", ".a".repeat(MAX_TAG_CHARS));
+        assert_eq!(
+            oversized_tag(&format!("Hi {long}")),
+            Some((3, MAX_TAG_CHARS * 2 + 7))
+        );
+        let fits = format!("{{{{ x{} }}}}", ".a".repeat(MAX_TAG_CHARS / 2 - 5));
+        assert_eq!(oversized_tag(&fits), None);
+        // A `}}` inside a string does not end the tag.
+        let hidden = format!("{{{{ \"}}}}\" ~ x{} }}}}", ".a".repeat(MAX_TAG_CHARS));
+        assert_eq!(oversized_tag(&hidden), Some((0, hidden.chars().count())));
+        // Comments and raw blocks are text; prose is text.
+        let prose = "x ".repeat(MAX_TAG_CHARS);
+        assert_eq!(oversized_tag(&format!("{{# {prose} #}}")), None);
+        assert_eq!(
+            oversized_tag(&format!("{{% raw %}}{{{{ {prose} {{%- endraw %}}")),
+            None
+        );
+        assert_eq!(oversized_tag(&prose), None);
+        // An unclosed tag runs to the end of the text.
+        assert_eq!(
+            oversized_tag(&format!("{{{{ {prose}")),
+            Some((0, MAX_TAG_CHARS * 2 + 3))
+        );
+    }
 
     #[test]
     fn names_are_unique_and_found_again() {

@@ -7,7 +7,7 @@
 use super::lowerer::Lowerer;
 use crate::contract::model::Localized;
 use crate::contract::raw::{RawContract, RawState, StateKind};
-use crate::source::Span;
+use crate::contract::template_roots::{MAX_TAG_CHARS, oversized_tag};
 
 /// An empty template environment. Undefined values are chainable, so an instruction may
 /// read `vars.x.y` before `x` is set: it renders as nothing instead of failing.
@@ -28,18 +28,13 @@ impl Lowerer<'_> {
             .as_ref()
             .map(|t| self.localized(t, "/instruction_footer", "`instruction_footer`"));
         if let Some(footer) = &footer {
-            for (locale, text) in &footer.texts {
-                let name = format!("__footer.{locale}");
-                if let Err(e) = templates.add_template_owned(name, text.clone()) {
-                    let span = error_span(footer, locale, text, &e)
-                        .unwrap_or_else(|| self.value_span("/instruction_footer"));
-                    self.push(
-                        "template-syntax-error",
-                        format!("instruction_footer ({locale}): {}", template_error(&e)),
-                        span,
-                        None,
-                    );
-                }
+            for locale in footer.texts.keys() {
+                let place = Place {
+                    name: format!("__footer.{locale}"),
+                    what: format!("instruction_footer ({locale})"),
+                    pointer: "/instruction_footer".to_string(),
+                };
+                self.compile(templates, footer, locale, place);
             }
         }
         footer
@@ -70,35 +65,73 @@ impl Lowerer<'_> {
             &format!("{p}/instruction"),
             &format!("the instruction of `{name}`"),
         );
-        for (locale, body) in &localized.texts {
-            if let Err(e) = templates.add_template_owned(format!("{name}.{locale}"), body.clone()) {
-                // At the locale's own text: an overlay that replaced one locale of the
-                // base's mapping wrote it, not the base (the mapping keeps the base's place).
-                let span = error_span(&localized, locale, body, &e)
-                    .unwrap_or_else(|| self.value_span(&format!("{p}/instruction")));
-                self.push(
-                    "template-syntax-error",
-                    format!("instruction of `{name}` ({locale}): {}", template_error(&e)),
-                    span,
-                    None,
-                );
-            }
+        for locale in localized.texts.keys() {
+            let place = Place {
+                name: format!("{name}.{locale}"),
+                what: format!("instruction of `{name}` ({locale})"),
+                pointer: format!("{p}/instruction"),
+            };
+            self.compile(templates, &localized, locale, place);
         }
         Some(localized)
     }
+
+    /// Adds the text of `locale` to `templates` as `place.name`, or reports why it cannot
+    /// be: a tag too large to compile safely, or a syntax error. Either is reported at
+    /// the locale's own text, which an overlay that replaced one locale of the base's
+    /// mapping wrote (the mapping itself keeps the base's place).
+    fn compile(
+        &mut self,
+        templates: &mut minijinja::Environment<'static>,
+        text: &Localized,
+        locale: &str,
+        place: Place,
+    ) {
+        let Some(body) = text.texts.get(locale) else {
+            return;
+        };
+        let at =
+            |offset: usize, len: usize| text.spans.get(locale).map(|p| p.at(body, offset, len));
+        if let Some((offset, len)) = oversized_tag(body) {
+            let span = at(offset, len).unwrap_or_else(|| self.value_span(&place.pointer));
+            self.push(
+                "template-syntax-error",
+                format!(
+                    "{}: a tag of {len} characters; a template tag may hold at most {MAX_TAG_CHARS}",
+                    place.what
+                ),
+                span,
+                Some("split the expression: compute its parts with `{% set %}` first".into()),
+            );
+            return;
+        }
+        if let Err(e) = templates.add_template_owned(place.name, body.clone()) {
+            // minijinja counts bytes; spans count characters.
+            let chars = |end: usize| body.get(..end).map_or(0, |s| s.chars().count());
+            let span = match e.range() {
+                Some(range) => {
+                    let start = chars(range.start);
+                    at(start, chars(range.end).saturating_sub(start))
+                }
+                None => text.spans.get(locale).map(|p| p.span),
+            };
+            let span = span.unwrap_or_else(|| self.value_span(&place.pointer));
+            self.push(
+                "template-syntax-error",
+                format!("{}: {}", place.what, template_error(&e)),
+                span,
+                None,
+            );
+        }
+    }
 }
 
-/// Where in the text of `locale` (`body`) minijinja found error `e`: at the place in
-/// the file when the text's layout allows, else at the text.
-fn error_span(text: &Localized, locale: &str, body: &str, e: &minijinja::Error) -> Option<Span> {
-    let place = text.spans.get(locale)?;
-    let Some(range) = e.range() else {
-        return Some(place.span);
-    };
-    // minijinja counts bytes; spans count characters.
-    let chars = |end: usize| body.get(..end).map_or(0, |s| s.chars().count());
-    let start = chars(range.start);
-    Some(place.at(body, start, chars(range.end).saturating_sub(start)))
+/// Which template is compiled: its name in the environment, how findings name it, and
+/// where it is written when its text has no place of its own.
+struct Place {
+    name: String,
+    what: String,
+    pointer: String,
 }
 
 /// A template error without minijinja's template name, which is ours, not the user's.
@@ -165,5 +198,26 @@ mod tests {
         assert!(diagnostics[0].message.contains("template line 1"));
         let contract = contract.unwrap();
         assert!(!contract.state(contract.initial).has_instruction);
+    }
+
+    #[test]
+    fn a_tag_too_large_to_compile_safely_is_refused_where_it_starts() {
+        // Ten thousand links used to overflow the stack while compiling and abort.
+        let chain = format!("{{{{ tasks{} }}}}", ".a".repeat(10_000));
+        for expr in [chain, format!("{{{{ 1{} }}}}", "+1".repeat(10_000))] {
+            let text = format!(
+                "{HEADER}initial: ASK\nstates:\n  ASK: {{payload: {{type: object}}, instruction: \"Say {expr}\", otherwise: {{to: END}}}}\n  END: {{kind: terminal}}\n"
+            );
+            let (contract, diagnostics) = lower_yaml(&text);
+            assert_eq!(found(&diagnostics), ["7:52 template-syntax-error"]);
+            assert!(
+                diagnostics[0]
+                    .message
+                    .ends_with("characters; a template tag may hold at most 1000"),
+                "{}",
+                diagnostics[0].message
+            );
+            assert!(contract.unwrap().templates.get_template("ASK.en").is_err());
+        }
     }
 }

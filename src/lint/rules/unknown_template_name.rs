@@ -27,7 +27,7 @@ use std::collections::{BTreeSet, HashSet};
 use crate::contract::Contract;
 use crate::contract::model::Localized;
 use crate::contract::overlay::edit_distance;
-use crate::contract::template_roots::{NOT_IN_TEMPLATES, TemplateRoot};
+use crate::contract::template_roots::{NOT_IN_TEMPLATES, TemplateRoot, oversized_tag};
 use crate::diagnostic::Diagnostic;
 use crate::source::Span;
 use crate::yaml::TextSpan;
@@ -104,9 +104,12 @@ impl Checker<'_> {
         }
     }
 
-    /// Checks one template. A template that does not compile was reported by lowering
-    /// (`template-syntax-error`) and is skipped here.
+    /// Checks one template. A template that does not compile, or that lowering refused
+    /// to compile, was reported there (`template-syntax-error`) and is skipped here.
     fn text(&mut self, text: &Text<'_>) {
+        if oversized_tag(text.body).is_some() {
+            return;
+        }
         let Ok(template) = self.contract.templates.template_from_str(text.body) else {
             return;
         };
@@ -326,6 +329,79 @@ fn longest_attribute_chain(body: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::Sources;
+
+    /// The findings of this rule on a contract whose states are `states` (YAML lines).
+    fn findings(states: &str) -> Vec<Diagnostic> {
+        let text = format!(
+            "contract: t\nversion: 1\nhost: agent-runner\nlocales: [en, ja]\ninitial: ASK\n\
+             vars: {{target: {{type: string}}}}\nstates:\n{states}  END: {{kind: terminal}}\n"
+        );
+        let mut sources = Sources::default();
+        let file = sources.add("t.yml", text);
+        let loaded = crate::contract::load(&mut sources, file, &crate::hosts::all());
+        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+        check(&loaded.contract.unwrap())
+    }
+
+    fn state(instruction: &str) -> String {
+        format!(
+            "  ASK:\n    payload: {{type: object}}\n    otherwise: {{to: END}}\n    instruction: {instruction}\n"
+        )
+    }
+
+    #[test]
+    fn a_text_for_every_locale_is_checked_once_and_folded_text_names_its_line() {
+        let found = findings(&state("\"{{ vars.targte }}\""));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].message.contains("(en, ja) reads `vars.targte`"));
+        assert_eq!(
+            found[0].help.as_deref(),
+            Some("did you mean `vars.target`?")
+        );
+        // A folded block joins its lines (the blank one stays a line break): the finding
+        // is at the text, with its line in the template.
+        let folded = state(">-\n      first\n\n      then {{ nxt_task.id }}");
+        let found = findings(&folded);
+        let span = found[0].span.unwrap();
+        assert_eq!((span.start.line, span.start.col), (12, 7));
+        assert!(
+            found[0]
+                .message
+                .ends_with("which templates are not given (template line 2)"),
+            "{}",
+            found[0].message
+        );
+        assert_eq!(found[0].help.as_deref(), Some("did you mean `next_task`?"));
+        // Locals, loop variables and minijinja's globals are not context names.
+        let fine = "\"{% set n = 1 %}{% for t in tasks %}{{ loop.index }}{{ t.id }}{% endfor %}{{ range(n) }}{{ namespace() }}\"";
+        assert!(findings(&state(fine)).is_empty());
+        // A declared variable read without `vars.`.
+        let found = findings(&state("\"{{ target }}\""));
+        assert_eq!(
+            found[0].help.as_deref(),
+            Some("did you mean `vars.target`?")
+        );
+    }
+
+    #[test]
+    fn many_unknown_names_are_all_reported_in_linear_time() {
+        // 20,000 distinct unknown names in one text: each is reported, the first ones
+        // with their place and a suggestion, the rest at the text (the help budget).
+        let body: String = (0..20_000).map(|i| format!("{{{{ n{i} }}}}")).collect();
+        let started = std::time::Instant::now();
+        let found = findings(&state(&format!("\"{body}\"")));
+        assert_eq!(found.len(), 20_000);
+        assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+        // A chain longer than the nested analysis affords: the root is still checked.
+        let chain = format!(
+            "\"{{{{ nope{} }}}}{{{{ vars.nope }}}}\"",
+            ".a".repeat(MAX_CHAIN + 1)
+        );
+        let found = findings(&state(&chain));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].message.contains("reads `nope`"));
+    }
 
     #[test]
     fn attribute_chains_are_measured_in_one_pass() {
