@@ -59,6 +59,89 @@ impl Span {
     }
 }
 
+/// Where a YAML scalar's text is written (`yaml::Node::text_span`): its span, and how
+/// the value's characters lie in the file when that can be said. Kept apart from the
+/// tree, so a later stage can place a position inside a string it took from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextSpan {
+    pub span: Span,
+    /// Characters between the span's start and the value: 1 for a quoted scalar.
+    pub(crate) content_offset: u8,
+    /// A single-line plain or quoted scalar.
+    pub(crate) inline: bool,
+    /// For a single-line quoted scalar with escapes, where each character of the value
+    /// is written (see `yaml::Node::escapes`).
+    pub(crate) escapes: Option<Vec<u32>>,
+    /// A literal block scalar (`|`): the value's lines are the file's from the span on.
+    pub(crate) literal: bool,
+}
+
+impl TextSpan {
+    /// A place with no layout: every position inside maps to its start.
+    pub fn whole(span: Span) -> TextSpan {
+        TextSpan {
+            span,
+            content_offset: 0,
+            inline: false,
+            escapes: None,
+            literal: false,
+        }
+    }
+
+    /// Whether [`Self::at`] finds a position inside the text, not just the text's start.
+    pub fn is_exact(&self) -> bool {
+        self.inline || self.literal
+    }
+
+    /// The span of `len` characters at character `offset` of `text`, the value this
+    /// place holds: exact in a single-line scalar and in a literal block scalar (a
+    /// position's line and column in the value added to where the block starts), else
+    /// the first character of the scalar. One pass over `text` up to `offset`.
+    pub fn at(&self, text: &str, offset: usize, len: usize) -> Span {
+        if let (true, Some(map)) = (self.inline, &self.escapes) {
+            let at = |i: usize| map.get(i).or(map.last()).map_or(0, |o| *o as usize);
+            let start = at(offset);
+            return self.span.sub(start, at(offset + len).saturating_sub(start));
+        }
+        if self.inline {
+            return self
+                .span
+                .sub(usize::from(self.content_offset) + offset, len);
+        }
+        let start = Span {
+            end: Pos {
+                line: self.span.start.line,
+                col: self.span.start.col.saturating_add(1),
+            },
+            ..self.span
+        };
+        if !self.literal {
+            return start;
+        }
+        let (mut line, mut col) = (0usize, 0usize);
+        for c in text.chars().take(offset) {
+            if c == '\n' {
+                line += 1;
+                col = 0;
+            } else {
+                col += 1;
+            }
+        }
+        let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let line = self.span.start.line.saturating_add(to_u32(line));
+        let col = self.span.start.col.saturating_add(to_u32(col));
+        // A span ends on its line: a name never holds a line break.
+        Span {
+            file: self.span.file,
+            start: Pos { line, col },
+            end: Pos {
+                line,
+                col: col.saturating_add(to_u32(len.max(1))),
+            },
+        }
+    }
+}
+
 /// One loaded text file.
 #[derive(Debug, Clone)]
 pub struct SourceFile {

@@ -11,7 +11,7 @@ use saphyr_parser::{Event, Parser, ScalarStyle};
 use serde_json::{Map, Number, Value};
 
 use crate::diagnostic::Diagnostic;
-use crate::source::{FileId, Pos, Span};
+use crate::source::{FileId, Pos, Span, TextSpan};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum NodeKind {
@@ -858,100 +858,11 @@ impl Node {
     /// The span of the text inside a single-line scalar, starting at character `offset`.
     /// Falls back to the node's own span for block scalars.
     pub(crate) fn inner_span(&self, offset: usize, len: usize) -> Span {
-        if let (true, Some(map)) = (self.inline, &self.escapes) {
-            let at = |i: usize| map.get(i).or(map.last()).map_or(0, |o| *o as usize);
-            let start = at(offset);
-            self.span.sub(start, at(offset + len).saturating_sub(start))
-        } else if self.inline {
-            self.span
-                .sub(usize::from(self.content_offset) + offset, len)
-        } else {
-            Span {
-                end: Pos {
-                    line: self.span.start.line,
-                    col: self.span.start.col + 1,
-                },
-                ..self.span
-            }
-        }
-    }
-}
-
-/// Where a scalar's text is written ([`Node::text_span`]): its span, and how the value's
-/// characters lie in the file when that can be said.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TextSpan {
-    pub span: Span,
-    content_offset: u8,
-    inline: bool,
-    escapes: Option<Vec<u32>>,
-    literal: bool,
-}
-
-impl TextSpan {
-    /// A place with no layout: every position inside maps to its start.
-    pub fn whole(span: Span) -> TextSpan {
-        TextSpan {
-            span,
-            content_offset: 0,
-            inline: false,
-            escapes: None,
+        let literal = TextSpan {
             literal: false,
-        }
-    }
-
-    /// Whether [`Self::at`] finds a position inside the text, not just the text's start.
-    pub fn is_exact(&self) -> bool {
-        self.inline || self.literal
-    }
-
-    /// The span of `len` characters at character `offset` of `text`, the value this
-    /// place holds: exact in a single-line scalar and in a literal block scalar (a
-    /// position's line and column in the value added to where the block starts), else
-    /// the first character of the scalar. One pass over `text` up to `offset`.
-    pub fn at(&self, text: &str, offset: usize, len: usize) -> Span {
-        if self.inline {
-            let node = Node {
-                kind: NodeKind::Null,
-                span: self.span,
-                content_offset: self.content_offset,
-                inline: true,
-                escapes: self.escapes.clone(),
-                literal: false,
-            };
-            return node.inner_span(offset, len);
-        }
-        let start = Span {
-            end: Pos {
-                line: self.span.start.line,
-                col: self.span.start.col.saturating_add(1),
-            },
-            ..self.span
+            ..self.text_span()
         };
-        if !self.literal {
-            return start;
-        }
-        let (mut line, mut col) = (0usize, 0usize);
-        for c in text.chars().take(offset) {
-            if c == '\n' {
-                line += 1;
-                col = 0;
-            } else {
-                col += 1;
-            }
-        }
-        let to_u32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        let line = self.span.start.line.saturating_add(to_u32(line));
-        let col = self.span.start.col.saturating_add(to_u32(col));
-        // A span ends on its line: a name never holds a line break.
-        Span {
-            file: self.span.file,
-            start: Pos { line, col },
-            end: Pos {
-                line,
-                col: col.saturating_add(to_u32(len.max(1))),
-            },
-        }
+        literal.at("", offset, len)
     }
 }
 

@@ -8,8 +8,7 @@ use serde_json::Value;
 use super::raw::{CounterScope, FlagType, Outcome, StateKind, ValueType};
 use super::registry::{BuiltinAction, Registry};
 use crate::guard::Expr;
-use crate::source::Span;
-use crate::yaml::TextSpan;
+use crate::source::{Span, TextSpan};
 
 /// Index of a state in [`Contract::states`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -192,7 +192,7 @@ pub const ALL: &[Code] = &[
         "template-syntax-error",
         Error,
         "lint",
-        "an instruction template does not compile",
+        "an instruction template does not compile, or has a tag too large to compile safely",
     ),
     code(
         "unknown-template-name",

@@ -33,7 +33,7 @@ impl Lowerer<'_> {
     }
 
     /// Where the text the pointer names is written, for positions inside it.
-    pub(super) fn text_span(&self, pointer: &str) -> crate::yaml::TextSpan {
+    pub(super) fn text_span(&self, pointer: &str) -> crate::source::TextSpan {
         self.root.locate(pointer).1.text_span()
     }
 

@@ -29,8 +29,7 @@ use crate::contract::model::Localized;
 use crate::contract::overlay::edit_distance;
 use crate::contract::template_roots::{NOT_IN_TEMPLATES, TemplateRoot, oversized_tag};
 use crate::diagnostic::Diagnostic;
-use crate::source::Span;
-use crate::yaml::TextSpan;
+use crate::source::{Span, TextSpan};
 
 /// minijinja's attribute tracking walks each attribute chain from its end, once per
 /// link, when the chain does not start at a context name: n² for a chain of n. A
