@@ -3,6 +3,8 @@
 //! (`unknown-template-name`) checks every template against, so the two cannot disagree.
 //! And how large one tag of a template may be, which keeps compiling it bounded.
 
+use std::ops::Range;
+
 use super::model::Contract;
 
 /// A top-level name of the template context.
@@ -113,28 +115,43 @@ pub const NOT_IN_TEMPLATES: &[(&str, &str)] = &[
 pub const MAX_TAG_CHARS: usize = 1_000;
 
 /// The first tag of `text` longer than [`MAX_TAG_CHARS`], as the character offset of its
-/// start and its length in characters. One pass: string literals inside a tag are
-/// skipped (a `}}` in one does not end the tag), comments and `{% raw %}` blocks are text.
+/// start and its length in characters. One pass (see [`tags`]).
 pub fn oversized_tag(text: &str) -> Option<(usize, usize)> {
-    let chars: Vec<char> = text.chars().collect();
-    let at = |i: usize, s: &str| {
-        s.chars()
-            .enumerate()
-            .all(|(k, c)| chars.get(i + k) == Some(&c))
-    };
+    let mut chars_before = 0;
+    let mut counted_to = 0;
+    for tag in tags(text) {
+        let len = text[tag.clone()].chars().count();
+        chars_before += text[counted_to..tag.start].chars().count();
+        counted_to = tag.start;
+        if len > MAX_TAG_CHARS {
+            return Some((chars_before, len));
+        }
+    }
+    None
+}
+
+/// The byte ranges of the tags (`{{ … }}`, `{% … %}`, delimiters included) of `text`, the
+/// parts minijinja compiles, in one pass: a string literal inside a tag is skipped (a
+/// `}}` in one does not end the tag), comments and `{% raw %}` blocks are text, and a tag
+/// left open runs to the end of the text.
+pub fn tags(text: &str) -> Vec<Range<usize>> {
+    // Every delimiter is ASCII, so scanning bytes never splits a character.
+    let bytes = text.as_bytes();
+    let at = |i: usize, s: &[u8]| bytes.get(i..i + s.len()) == Some(s);
+    let mut out = Vec::new();
     let mut i = 0;
-    while i + 1 < chars.len() {
-        if chars[i] != '{' {
+    while i + 1 < bytes.len() {
+        if bytes[i] != b'{' {
             i += 1;
             continue;
         }
-        let close = match chars[i + 1] {
-            '{' => "}}",
-            '%' => "%}",
-            '#' => {
+        let close: &[u8] = match bytes[i + 1] {
+            b'{' => b"}}",
+            b'%' => b"%}",
+            b'#' => {
                 // A comment is text to the compiler.
                 i += 2;
-                while i < chars.len() && !at(i, "#}") {
+                while i < bytes.len() && !at(i, b"#}") {
                     i += 1;
                 }
                 i += 2;
@@ -147,46 +164,42 @@ pub fn oversized_tag(text: &str) -> Option<(usize, usize)> {
         };
         let start = i;
         let mut j = i + 2;
-        let mut quote: Option<char> = None;
-        while j < chars.len() {
+        let mut quote: Option<u8> = None;
+        while j < bytes.len() {
             match quote {
                 Some(q) => {
-                    if chars[j] == '\\' {
+                    if bytes[j] == b'\\' {
                         j += 1;
-                    } else if chars[j] == q {
+                    } else if bytes[j] == q {
                         quote = None;
                     }
                 }
-                None if chars[j] == '\'' || chars[j] == '"' => quote = Some(chars[j]),
+                None if bytes[j] == b'\'' || bytes[j] == b'"' => quote = Some(bytes[j]),
                 None if at(j, close) => break,
                 None => {}
             }
             j += 1;
         }
-        let end = (j + 2).min(chars.len());
-        if end - start > MAX_TAG_CHARS {
-            return Some((start, end - start));
-        }
-        let tag: String = chars[start..end].iter().collect();
-        let words: Vec<&str> = tag
+        let end = (j + 2).min(bytes.len());
+        out.push(start..end);
+        i = end;
+        let words: Vec<&str> = text[start..end]
             .trim_matches(|c: char| "{}%-+ \t\r\n".contains(c))
             .split_whitespace()
             .collect();
-        i = end;
-        if close == "%}" && words == ["raw"] {
+        if close == b"%}" && words == ["raw"] {
             // Up to `{% endraw %}`, the text is not compiled.
-            while i < chars.len() && !(at(i, "{%") && raw_end(&chars[i..])) {
+            while i < bytes.len() && !(at(i, b"{%") && raw_end(&text[i..])) {
                 i += 1;
             }
         }
     }
-    None
+    out
 }
 
 /// Whether `rest` starts with an `{% endraw %}` tag (with any whitespace control).
-fn raw_end(rest: &[char]) -> bool {
-    let head: String = rest.iter().take(32).collect();
-    head.strip_prefix("{%")
+fn raw_end(rest: &str) -> bool {
+    rest.strip_prefix("{%")
         .map(|r| r.trim_start_matches(['-', '+']).trim_start())
         .is_some_and(|r| r.starts_with("endraw"))
 }

@@ -22,12 +22,14 @@
 //!     instruction: "Rebase on {{ vars.targte }}.{% if flags.quik %} Be brief.{% endif %}"
 //! ```
 
+use std::cell::OnceCell;
 use std::collections::{BTreeSet, HashSet};
+use std::ops::Range;
 
 use crate::contract::Contract;
 use crate::contract::model::Localized;
 use crate::contract::overlay::edit_distance;
-use crate::contract::template_roots::{NOT_IN_TEMPLATES, TemplateRoot, oversized_tag};
+use crate::contract::template_roots::{NOT_IN_TEMPLATES, TemplateRoot, oversized_tag, tags};
 use crate::diagnostic::Diagnostic;
 use crate::source::{Span, TextSpan};
 
@@ -93,6 +95,7 @@ impl Checker<'_> {
                         body,
                         what: String::new(),
                         place,
+                        tags: OnceCell::new(),
                     },
                 )),
             }
@@ -251,7 +254,8 @@ impl Checker<'_> {
         if !self.spend() {
             return (whole, String::new());
         }
-        let Some(offset) = first_use(text.body, name) else {
+        let tags = text.tags.get_or_init(|| tags(text.body));
+        let Some(offset) = first_use(text.body, tags, name) else {
             return (whole, String::new());
         };
         match &text.place {
@@ -276,16 +280,26 @@ struct Text<'b> {
     /// "the instruction of `S` (en)".
     what: String,
     place: Option<TextSpan>,
+    /// Where its tags are, found when a finding first needs them.
+    tags: OnceCell<Vec<Range<usize>>>,
 }
 
-/// The byte offset of the first occurrence of `name` in `body` that is a whole name: not
-/// preceded by a name character or `.`, not followed by a name character.
-fn first_use(body: &str, name: &str) -> Option<usize> {
+/// The byte offset of the first place a tag of `body` reads `name` as a whole name: not
+/// preceded by a name character or `.`, not followed by a name character. Prose around
+/// the tags is not searched: "the stat" is not a read of `stat`.
+fn first_use(body: &str, tags: &[Range<usize>], name: &str) -> Option<usize> {
     let is_name = |c: char| c.is_alphanumeric() || c == '_';
-    body.match_indices(name).map(|(i, _)| i).find(|&i| {
-        let before = body[..i].chars().next_back();
-        let after = body[i + name.len()..].chars().next();
-        !before.is_some_and(|c| is_name(c) || c == '.') && !after.is_some_and(is_name)
+    tags.iter().find_map(|tag| {
+        let inside = &body[tag.clone()];
+        inside
+            .match_indices(name)
+            .map(|(i, _)| i)
+            .find(|&i| {
+                let before = inside[..i].chars().next_back();
+                let after = inside[i + name.len()..].chars().next();
+                !before.is_some_and(|c| is_name(c) || c == '.') && !after.is_some_and(is_name)
+            })
+            .map(|i| tag.start + i)
     })
 }
 
@@ -412,10 +426,22 @@ mod tests {
         assert_eq!(longest_attribute_chain(&long), 1000);
     }
 
+    fn first_use_in(body: &str, name: &str) -> Option<usize> {
+        first_use(body, &tags(body), name)
+    }
+
     #[test]
     fn a_use_is_a_whole_name() {
-        assert_eq!(first_use("{{ myvars.x }} {{ vars.x }}", "vars.x"), Some(18));
-        assert_eq!(first_use("{{ vars.xy }}", "vars.x"), None);
-        assert_eq!(first_use("{{ a.vars.x }}", "vars.x"), None);
+        assert_eq!(
+            first_use_in("{{ myvars.x }} {{ vars.x }}", "vars.x"),
+            Some(18)
+        );
+        assert_eq!(first_use_in("{{ vars.xy }}", "vars.x"), None);
+        assert_eq!(first_use_in("{{ a.vars.x }}", "vars.x"), None);
+        assert_eq!(first_use_in("the stat: {{ stat }}", "stat"), Some(13));
+        assert_eq!(
+            first_use_in("{# stat #}{% raw %}{{ stat }}{% endraw %}", "stat"),
+            None
+        );
     }
 }
