@@ -143,10 +143,35 @@ fn open(dir: &std::path::Path) -> Result<(Root, Config, Option<Embedder>), ExitC
 }
 
 pub(super) fn semantic(a: &SemanticArgs) -> ExitCode {
-    let (root, config, embedder) = match open(&a.root) {
-        Ok(opened) => opened,
-        Err(code) => return code,
+    search(a).unwrap_or_else(|code| code)
+}
+
+/// `code-intel query` with a question in plain words: the search `semantic` makes, with
+/// its output. `Err` (the error printed as a note) when the semantic index cannot answer,
+/// for the caller to fall back on.
+pub(super) fn ask(root: &std::path::Path, question: &str, json: bool) -> Result<ExitCode, ()> {
+    let a = SemanticArgs {
+        query: question.to_string(),
+        k: 10,
+        no_sync: false,
+        root: root.to_path_buf(),
+        json,
     };
+    search(&a).map_err(|_| ())
+}
+
+/// Searches and prints; `Err` with the exit code of an error, already printed.
+fn search(a: &SemanticArgs) -> Result<ExitCode, ExitCode> {
+    let (root, config, embedder) = open(&a.root)?;
+    Ok(search_in(a, &root, &config, embedder))
+}
+
+fn search_in(
+    a: &SemanticArgs,
+    root: &Root,
+    config: &Config,
+    embedder: Option<Embedder>,
+) -> ExitCode {
     let mut index = match SemanticIndex::open(&root, embedder.as_ref()) {
         Ok(index) => index,
         Err(e) => return fail(&e),

@@ -9,10 +9,12 @@ use std::process::ExitCode;
 use clap::Args;
 use serde::Serialize;
 
+use crate::codeintel::budget;
 use crate::codeintel::error::Error;
-use crate::codeintel::impact::{Impact, analyze_impact};
+use crate::codeintel::impact::{Impact, SUMMARY_TOP, Section, View, analyze};
 use crate::codeintel::index::{Freshness, Index};
-use crate::codeintel::page::Window;
+use crate::codeintel::page::{Page, Window};
+use crate::codeintel::qualified;
 use crate::codeintel::query::{self, Routed};
 use crate::codeintel::refresh::{refresh, refresh_changed, repair};
 use crate::codeintel::root::Root;
@@ -379,7 +381,7 @@ fn index_for_name(root: &Root, name: &str) -> Result<Index, Error> {
         // A writer killed before its first index leaves temp files; nothing else would
         // remove them until the next refresh.
         crate::codeintel::refresh::clean_up_if_idle(root);
-        Index::for_names(root, &[name.to_string()])
+        Index::for_names(root, &[qualified::word_of(name)])
     }
 }
 
@@ -541,61 +543,99 @@ fn print_structure(s: &Structure) {
 
 #[derive(Debug, Args)]
 pub(super) struct ImpactArgs {
-    /// Root-relative files or symbol names.
+    /// Root-relative files or symbol names (`Session.request`, `module.func` and
+    /// `Type::method` name a member).
     #[arg(required = true)]
     targets: Vec<String>,
+    /// List one section whole, paged by --limit and --offset: definitions, references,
+    /// subclasses, importers, callers, tests, config_and_docs, markup. Without it (and
+    /// without --all) each section shows its count and its first items.
+    #[arg(long, conflicts_with = "all")]
+    section: Option<String>,
+    /// Every section, each paged by --limit and --offset.
+    #[arg(long)]
+    all: bool,
     #[command(flatten)]
     common: Common,
 }
 
-/// Under a section cut by `--limit`: how much is shown, and how to see the rest.
-fn section_note<T>(label: &str, page: &crate::codeintel::page::Page<T>) {
-    if page.truncated {
-        outln!(
-            "         … showing {} of {} {label} (--offset {} or --limit 0 for more)",
-            page.returned,
-            page.total,
-            page.next_offset.unwrap_or(0)
-        );
+impl ImpactArgs {
+    fn view(&self) -> Result<View, Error> {
+        Ok(match (&self.section, self.all) {
+            (Some(name), _) => View::Section(Section::parse(name)?, self.common.window()),
+            (None, true) => View::All(self.common.window()),
+            (None, false) => View::Summary { top: SUMMARY_TOP },
+        })
     }
+}
+
+/// Under a section that shows fewer items than it has: how many, and how to see the rest.
+fn section_note<T>(view: View, label: &str, section: Section, page: &Page<T>) {
+    if !page.truncated {
+        return;
+    }
+    let how = match view {
+        View::Summary { .. } => format!("--section {} for all", section.name()),
+        View::Section(..) | View::All(_) => format!(
+            "--offset {} or --limit 0 for more",
+            page.next_offset.unwrap_or(0)
+        ),
+    };
+    if matches!(view, View::Section(shown, _) if shown != section) {
+        return;
+    }
+    outln!(
+        "         … showing {} of {} {label} ({how})",
+        page.returned,
+        page.total
+    );
 }
 
 pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
     match open(&a.common).and_then(|root| {
+        let view = a.view()?;
         let index = prepare(&root)?;
         answer_checked(&root, index, |index| {
-            analyze_impact(&root, index, &a.targets, a.common.window())
+            analyze(&root, index, &a.targets, view)
         })
+        .map(|i| (i, view))
     }) {
         Err(e) => fail(&e),
-        Ok(i) => {
+        Ok((i, view)) => {
             if a.common.json {
-                emit_json(&wire::Impact::from(&i));
+                emit_json(&wire::impact_value(&i, impact_budget(view)));
             } else {
-                print_impact(&i);
+                print_impact(&i, view);
             }
             impact_found(&i)
         }
     }
 }
 
+/// The byte budget of an impact's JSON: the summary's, or none when the reader chose
+/// the pages (`--section`, `--all`, with `--limit`).
+fn impact_budget(view: View) -> Option<usize> {
+    matches!(view, View::Summary { .. }).then_some(budget::IMPACT_SUMMARY_BUDGET)
+}
+
 fn impact_found(i: &Impact) -> ExitCode {
     found(
-        !i.definitions.is_empty()
+        i.definitions.total > 0
             || i.references.total > 0
             || i.tests.total + i.config_and_docs.total + i.markup.total > 0,
     )
 }
 
-fn print_impact(i: &Impact) {
+fn print_impact(i: &Impact, view: View) {
     note_unsaved(&i.freshness);
     outln!("names: {}", i.names.join(", "));
     outln!("risk: {} ({})", i.risk.level, i.risk.reasons.join("; "));
-    for d in &i.definitions {
+    for d in &i.definitions.items {
         outln!("defined  {}:{}: {} {}", d.path, d.line, d.kind, d.name);
     }
-    let only_name = |c: &crate::codeintel::impact::Caller| {
-        if c.resolution == "name" {
+    section_note(view, "definitions", Section::Definitions, &i.definitions);
+    let only_name = |resolution: &str| {
+        if resolution == "name" {
             " (name match)"
         } else {
             ""
@@ -609,14 +649,14 @@ fn print_impact(i: &Impact) {
             c.kind,
             c.name,
             c.uses,
-            only_name(c)
+            only_name(c.resolution)
         );
     }
-    section_note("subclasses", &i.subclasses);
+    section_note(view, "subclasses", Section::Subclasses, &i.subclasses);
     for m in &i.importers.items {
         outln!("importer {}:{}: {}", m.path, m.line, m.why);
     }
-    section_note("importers", &i.importers);
+    section_note(view, "importers", Section::Importers, &i.importers);
     for c in &i.callers.items {
         let verb = match c.via.first().map_or("", String::as_str) {
             "call" => "calls",
@@ -631,19 +671,32 @@ fn print_impact(i: &Impact) {
             c.kind,
             c.name,
             c.uses,
-            only_name(c)
+            only_name(c.resolution)
         );
     }
-    section_note("callers", &i.callers);
-    for (label, list) in [
-        ("test", &i.tests),
-        ("config", &i.config_and_docs),
-        ("markup", &i.markup),
+    section_note(view, "callers", Section::Callers, &i.callers);
+    for (label, section, list) in [
+        ("test", Section::Tests, &i.tests),
+        ("config", Section::ConfigAndDocs, &i.config_and_docs),
+        ("markup", Section::Markup, &i.markup),
     ] {
         for t in &list.items {
             outln!("{label:<8} {}:{}: {}", t.path, t.line, t.why);
         }
-        section_note(label, list);
+        section_note(view, section.name(), section, list);
+    }
+    for r in &i.references.items {
+        outln!(
+            "use      {}:{}: {} {}{}",
+            r.path,
+            r.line,
+            r.kind,
+            r.name,
+            only_name(r.resolution.unwrap_or(""))
+        );
+    }
+    if matches!(view, View::Section(Section::References, _)) {
+        section_note(view, "references", Section::References, &i.references);
     }
     let kinds: Vec<String> = i
         .uses
@@ -730,15 +783,28 @@ pub(super) fn index(a: &IndexArgs) -> ExitCode {
 
 #[derive(Debug, Args)]
 pub(super) struct QueryArgs {
-    /// A question in plain words, e.g. "where is parse_config defined".
-    question: String,
+    /// A question in plain words, e.g. "where is parse_config defined" (quoted or not).
+    #[arg(required = true, num_args = 1..)]
+    question: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
 
 pub(super) fn ask(a: &QueryArgs) -> ExitCode {
+    let question = a.question.join(" ");
+    // A description in plain words goes to semantic search, which prints its own answer;
+    // when it cannot answer, its longest word is searched as text (below).
+    if let Ok(root) = open(&a.common)
+        && let Ok(route) = query::route(&root, &question)
+        && route.is_semantic()
+    {
+        errln!("query: answered by semantic_search ({})", route.why);
+        if let Ok(code) = super::semantic::ask(&a.common.root, &question, a.common.json) {
+            return code;
+        }
+    }
     match open(&a.common).and_then(|root| {
-        let route = query::route(&root, &a.question)?;
+        let route = query::route(&root, &question)?;
         if !route.uses_index() {
             return query::answer(&root, None, route, a.common.window());
         }
@@ -757,7 +823,7 @@ pub(super) fn ask(a: &QueryArgs) -> ExitCode {
             match &answer.result {
                 Routed::Symbols(symbols) => print_symbols(&a.common, symbols),
                 Routed::Impact(impact) => {
-                    print_impact(impact);
+                    print_impact(impact, View::Summary { top: SUMMARY_TOP });
                     impact_found(impact)
                 }
                 Routed::Structure(structure) => {

@@ -44,6 +44,8 @@ pub enum Error {
     TooLarge { path: String, size: u64, limit: u64 },
     /// `--kind` names no kind any language has.
     UnknownKind { kind: String, known: String },
+    /// An impact section that does not exist; `known` lists them.
+    UnknownSection { section: String, known: String },
     /// A tags query does not compile against its grammar, or tagging failed.
     Tags {
         language: &'static str,
@@ -73,6 +75,7 @@ impl Error {
             Error::NothingToLookFor(_) => "request.empty",
             Error::NotFound(_) => "symbol.not_found",
             Error::UnknownKind { .. } => "kind.unknown",
+            Error::UnknownSection { .. } => "section.unknown",
             Error::TooLarge { .. } => "path.too_large",
             Error::IsDirectory(_) => "path.is_directory",
             Error::Tags { .. } => "tags.failed",
@@ -122,6 +125,9 @@ impl std::fmt::Display for Error {
             ),
             Error::UnknownKind { kind, known } => {
                 write!(f, "unknown kind `{kind}`; the kinds are: {known}")
+            }
+            Error::UnknownSection { section, known } => {
+                write!(f, "unknown section `{section}`; the sections are: {known}")
             }
             Error::NotFound(name) => write!(
                 f,

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::error::{Error, PathError};
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
+use super::qualified::{self, Qualified};
 use super::references::{self, Use, UseCounts};
 use super::root::Root;
 use super::search::search_words;
@@ -55,7 +56,8 @@ pub struct Risk {
 pub struct Impact {
     /// The symbol names analysed (a file target contributes its definitions).
     pub names: Vec<String>,
-    pub definitions: Vec<SymbolHit>,
+    /// Definitions in the target files first.
+    pub definitions: Page<SymbolHit>,
     /// Every use, what the files say first (see `references`).
     pub references: Page<SymbolHit>,
     /// Uses by kind and resolution.
@@ -72,6 +74,79 @@ pub struct Impact {
     pub risk: Risk,
     pub freshness: Freshness,
 }
+
+/// A section of an impact answer, as clients name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Definitions,
+    References,
+    Subclasses,
+    Importers,
+    Callers,
+    Tests,
+    ConfigAndDocs,
+    Markup,
+}
+
+impl Section {
+    /// Every section, in the order an answer lists them.
+    pub const ALL: &'static [Section] = &[
+        Section::Definitions,
+        Section::References,
+        Section::Subclasses,
+        Section::Importers,
+        Section::Callers,
+        Section::Tests,
+        Section::ConfigAndDocs,
+        Section::Markup,
+    ];
+
+    /// Its name in answers and arguments (`config_and_docs`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Definitions => "definitions",
+            Section::References => "references",
+            Section::Subclasses => "subclasses",
+            Section::Importers => "importers",
+            Section::Callers => "callers",
+            Section::Tests => "tests",
+            Section::ConfigAndDocs => "config_and_docs",
+            Section::Markup => "markup",
+        }
+    }
+
+    /// The section of this name; an unknown name is an error that lists them.
+    pub fn parse(name: &str) -> Result<Section, Error> {
+        Section::ALL
+            .iter()
+            .copied()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| Error::UnknownSection {
+                section: name.to_string(),
+                known: Section::names().join(", "),
+            })
+    }
+
+    /// Every section's name.
+    pub fn names() -> Vec<&'static str> {
+        Section::ALL.iter().map(|s| s.name()).collect()
+    }
+}
+
+/// How much of an impact an answer shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// Every section cut to the same window.
+    All(Window),
+    /// Every section's count and its first `top` items, best first; no references (the
+    /// callers, importers and subclasses say what they are, and `uses` counts them).
+    Summary { top: usize },
+    /// One section, paged; the others as counts only.
+    Section(Section, Window),
+}
+
+/// How many items of each section the default answer shows (before the byte budget).
+pub const SUMMARY_TOP: usize = 5;
 
 /// How many names a file target contributes at most (its first definitions).
 const MAX_NAMES: usize = 30;
@@ -151,12 +226,48 @@ fn looks_like_path(target: &str) -> bool {
         }) && !target.contains("::")
 }
 
+/// Whether a target ends in an extension of a file the tools know (`app.py`,
+/// `settings.yml`), so `Session.request` is a name and `missing.py` a path.
+fn looks_like_file_name(target: &str) -> bool {
+    target.contains('/')
+        || super::languages::for_path(std::path::Path::new(target)).is_some()
+        || is_config_or_doc(target)
+        || is_markup_style_or_script(target)
+}
+
+/// The definitions of `name`.
+fn defined_as(index: &Index, name: &str) -> Result<Vec<SymbolHit>, Error> {
+    let mut hits = Vec::new();
+    for t in index.lookup(name)? {
+        let (tag, file) = index.tag(t)?;
+        if tag.is_definition {
+            hits.push(super::symbols::hit(index.file_path(file), tag));
+        }
+    }
+    Ok(hits)
+}
+
 /// Analyses the impact of changing `targets`: root-relative file paths or symbol names.
 pub fn analyze_impact(
     root: &Root,
     index: &Index,
     targets: &[String],
     window: Window,
+) -> Result<Impact, Error> {
+    analyze(root, index, targets, View::All(window))
+}
+
+/// Analyses the impact of changing `targets` and shows the part `view` asks for. Every
+/// section is ranked before it is cut, so a summary's items are the first of the section
+/// paged whole: definitions in the target files first; subclasses, importers, callers and
+/// references outside tests before those in tests, and those the files resolve before
+/// name matches; test, configuration and markup lines one per file first (files with the
+/// most mentions first), then the rest.
+pub fn analyze(
+    root: &Root,
+    index: &Index,
+    targets: &[String],
+    view: View,
 ) -> Result<Impact, Error> {
     if targets.is_empty() {
         return Err(Error::NothingToLookFor(
@@ -165,15 +276,20 @@ pub fn analyze_impact(
     }
     let mut names: Vec<String> = Vec::new();
     let mut target_files: BTreeSet<String> = BTreeSet::new();
+    // Qualified targets (`Session.request`), each with whether its container is a type;
+    // and the names some target gave plainly (a file's definitions, a bare name).
+    let mut members: Vec<(Qualified, bool)> = Vec::new();
+    let mut plain: BTreeSet<String> = BTreeSet::new();
     for target in targets {
         let resolved = root.resolve(target);
+        let member = qualified::split(target).filter(|_| !looks_like_file_name(target));
         // A target that leaves the root is an error, not a name to search for; one that
         // looks like a path but does not exist is not found.
         match &resolved {
             Err(PathError::OutsideRoot(_)) => {
                 return Err(Error::Path(PathError::OutsideRoot(target.clone())));
             }
-            Err(PathError::NotFound(_)) if looks_like_path(target) => {
+            Err(PathError::NotFound(_)) if looks_like_path(target) && member.is_none() => {
                 return Err(Error::Path(PathError::NotFound(target.clone())));
             }
             _ => {}
@@ -189,6 +305,7 @@ pub fn analyze_impact(
                         .filter(|t| t.is_definition && t.scope.is_none())
                         .take(MAX_NAMES)
                     {
+                        plain.insert(t.name.clone());
                         if !names.contains(&t.name) {
                             names.push(t.name);
                         }
@@ -199,6 +316,7 @@ pub fn analyze_impact(
                     && let Ok(text) = std::fs::read_to_string(&abs)
                 {
                     for n in markup_names(&text).into_iter().take(MAX_NAMES) {
+                        plain.insert(n.clone());
                         if !names.contains(&n) {
                             names.push(n);
                         }
@@ -207,18 +325,59 @@ pub fn analyze_impact(
                 target_files.insert(rel);
             }
             None => {
-                if !names.contains(target) {
-                    names.push(target.clone());
+                let defined = || -> Result<bool, Error> {
+                    for t in index.lookup(target)? {
+                        if index.is_definition(t)? {
+                            return Ok(true);
+                        }
+                    }
+                    Ok(false)
+                };
+                let name = match member {
+                    Some(q) if !defined()? => {
+                        let found = q.filter(defined_as(index, &q.name)?);
+                        if found.is_empty() {
+                            // No such member: the same answer as an unknown name.
+                            return Err(Error::NotFound(target.clone()));
+                        }
+                        let of_type = found.iter().any(|d| d.scope.as_deref() == Some(q.last()));
+                        let name = q.name.clone();
+                        members.push((q, of_type));
+                        name
+                    }
+                    _ => {
+                        plain.insert(target.clone());
+                        target.clone()
+                    }
+                };
+                if !names.contains(&name) {
+                    names.push(name);
                 }
             }
         }
     }
+    // The members a name stands for when no target gave it plainly.
+    let members_of = |name: &str| -> Vec<&(Qualified, bool)> {
+        if plain.contains(name) {
+            Vec::new()
+        } else {
+            members.iter().filter(|(q, _)| q.name == name).collect()
+        }
+    };
     let mut definitions = Vec::new();
     for name in &names {
         for t in index.lookup(name)? {
             let (tag, file) = index.tag(t)?;
-            if tag.is_definition {
-                definitions.push(super::symbols::hit(index.file_path(file), tag));
+            let path = index.file_path(file);
+            let meant = || {
+                let of = members_of(name);
+                of.is_empty()
+                    || of
+                        .iter()
+                        .any(|(q, _)| q.defines(path, tag.scope.as_deref()))
+            };
+            if tag.is_definition && meant() {
+                definitions.push(super::symbols::hit(path, tag));
             }
         }
     }
@@ -237,6 +396,10 @@ pub fn analyze_impact(
         .filter(|f| !target_files.contains(&f.path))
         .collect();
     let mut uses = references::uses_in(&files, &names);
+    uses.retain(|u| {
+        let of = members_of(&u.tag.name);
+        of.is_empty() || of.iter().any(|(q, of_type)| q.may_use(u, &files, *of_type))
+    });
     references::sort_for_reading(&mut uses);
     let counts = UseCounts::of(&uses);
     let (subclasses, importers, callers) = dependents(&files, &uses);
@@ -257,7 +420,11 @@ pub fn analyze_impact(
                 continue;
             }
             for m in file.matches {
-                let Some(name) = names.iter().find(|n| contains_word(&m.text, n)) else {
+                let Some(name) = names.iter().find(|n| {
+                    let of = members_of(n);
+                    contains_word(&m.text, n)
+                        && (of.is_empty() || of.iter().any(|(q, _)| q.mentioned_in(&m.text)))
+                }) else {
                     continue;
                 };
                 let item = |why: String| ImpactItem {
@@ -303,24 +470,75 @@ pub fn analyze_impact(
     if nothing && target_files.is_empty() {
         return Err(Error::NotFound(targets.join(", ")));
     }
+    let mut definitions = definitions;
+    definitions.sort_by_key(|d| !target_files.contains(&d.path));
+    let mut references = references;
+    references.sort_by_key(|r| (r.resolution == Some("name"), is_test_path(&r.path)));
+    let (mut subclasses, mut importers, mut callers) = (subclasses, importers, callers);
+    subclasses.sort_by_key(|c| (c.resolution == "name", is_test_path(&c.path)));
+    callers.sort_by_key(|c| (c.resolution == "name", is_test_path(&c.path)));
+    importers.sort_by_key(|i| is_test_path(&i.path));
+    let window = |section: Section| match view {
+        View::All(window) => Some(window),
+        View::Summary { .. } if section == Section::References => None,
+        // A limit of 0 is no limit: a summary of no items is counts only.
+        View::Summary { top: 0 } => None,
+        View::Summary { top } => Some(Window {
+            offset: 0,
+            limit: top,
+        }),
+        View::Section(wanted, window) => (wanted == section).then_some(window),
+    };
+    // A section not shown keeps its count.
+    fn page<T>(all: Vec<T>, window: Option<Window>) -> Page<T> {
+        match window {
+            Some(w) => Page::of(all, w),
+            None => Page::counted(all.len()),
+        }
+    }
     Ok(Impact {
         names,
-        definitions,
+        definitions: page(definitions, window(Section::Definitions)),
         references: {
-            let mut page = Page::of(references, window);
+            let mut page = page(references, window(Section::References));
             super::symbols::fill_reference_lines(root, &mut page);
             page
         },
         uses: counts,
-        subclasses: Page::of(subclasses, window),
-        importers: Page::of(importers, window),
-        callers: Page::of(callers, window),
-        tests: Page::of(tests, window),
-        config_and_docs: Page::of(config_and_docs, window),
-        markup: Page::of(markup, window),
+        subclasses: page(subclasses, window(Section::Subclasses)),
+        importers: page(importers, window(Section::Importers)),
+        callers: page(callers, window(Section::Callers)),
+        tests: page(spread(tests), window(Section::Tests)),
+        config_and_docs: page(spread(config_and_docs), window(Section::ConfigAndDocs)),
+        markup: page(spread(markup), window(Section::Markup)),
         risk,
         freshness: index.freshness.clone(),
     })
+}
+
+/// Text mentions ranked for reading: the first line of each file, files with the most
+/// mentions first, then every other line in file order. A few items then cover as many
+/// files as they can.
+fn spread(items: Vec<ImpactItem>) -> Vec<ImpactItem> {
+    let mut per_file: BTreeMap<&str, usize> = BTreeMap::new();
+    for i in &items {
+        *per_file.entry(i.path.as_str()).or_default() += 1;
+    }
+    let mut firsts: Vec<usize> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (k, i) in items.iter().enumerate() {
+        if seen.insert(i.path.as_str()) {
+            firsts.push(k);
+        }
+    }
+    firsts.sort_by_key(|&k| std::cmp::Reverse(per_file[items[k].path.as_str()]));
+    let first: BTreeSet<usize> = firsts.iter().copied().collect();
+    let order: Vec<usize> = firsts
+        .into_iter()
+        .chain((0..items.len()).filter(|k| !first.contains(k)))
+        .collect();
+    let mut slots: Vec<Option<ImpactItem>> = items.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|k| slots[k].take()).collect()
 }
 
 /// The order in which a caller's ways of using a name are listed: the strongest first.

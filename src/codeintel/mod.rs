@@ -3,6 +3,7 @@
 //! Every path a client gives goes through [`root::Root`]; every list is a bounded
 //! [`page::Page`]; nothing here prints.
 
+pub mod budget;
 pub mod error;
 pub mod gitignore;
 pub mod impact;
@@ -10,6 +11,7 @@ pub mod index;
 pub(crate) mod languages;
 pub(crate) mod lock;
 pub mod page;
+pub(crate) mod qualified;
 pub mod query;
 pub(crate) mod references;
 pub mod refresh;

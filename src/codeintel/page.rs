@@ -66,6 +66,19 @@ impl<T> Page<T> {
         Page::cut(items, total, window)
     }
 
+    /// A page that shows none of a list of `total` items, only how many there are; the
+    /// next page starts at the first.
+    pub(crate) fn counted(total: usize) -> Page<T> {
+        Page {
+            items: Vec::new(),
+            total,
+            returned: 0,
+            truncated: total > 0,
+            offset: 0,
+            next_offset: (total > 0).then_some(0),
+        }
+    }
+
     /// A page of `items`, the part of a list of `total` items that `window` keeps
     /// ([`Window::range`]), cut by the caller.
     pub(crate) fn cut(items: Vec<T>, total: usize, window: Window) -> Page<T> {

@@ -3,7 +3,7 @@
 //! it is predictable.
 
 use super::error::Error;
-use super::impact::{Impact, analyze_impact};
+use super::impact::{Impact, SUMMARY_TOP, View, analyze};
 use super::index::Index;
 use super::page::Window;
 use super::root::Root;
@@ -136,8 +136,39 @@ pub(crate) struct Route {
 impl Route {
     /// Whether the tool reads the symbol index (a caller may want to refresh it first).
     pub(crate) fn uses_index(&self) -> bool {
-        !matches!(self.tool, "search_files" | "search_text")
+        !matches!(self.tool, "search_files" | "search_text" | SEMANTIC)
     }
+
+    /// Whether the question goes to semantic search, which the caller runs (the semantic
+    /// index lives above this module); [`answer`] gives the text search fallback.
+    pub(crate) fn is_semantic(&self) -> bool {
+        self.tool == SEMANTIC
+    }
+}
+
+/// The semantic search tool, for questions in plain words.
+const SEMANTIC: &str = "semantic_search";
+
+/// Whether a word is shaped like an identifier or a path rather than an English word:
+/// `parse_config`, `UserService`, `getUser`, `app.py`, `Index::open`, `src/lib.rs`.
+fn identifier_shaped(word: &str) -> bool {
+    let inner_upper = word.chars().skip(1).any(char::is_uppercase);
+    word.contains(['_', '/', '.', ':', '*'])
+        || inner_upper
+        || word.chars().any(|c| c.is_ascii_digit())
+}
+
+/// Whether a question is a description in plain words ("how does the library pick
+/// proxies from environment variables"): at least three words and none shaped like an
+/// identifier or path. Such a question names no symbol to look up; its words are what
+/// semantic search ranks by.
+fn is_plain_words(question: &str) -> bool {
+    let words: Vec<&str> = question
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| c.is_ascii_punctuation() && c != '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.len() >= 3 && !words.iter().any(|w| identifier_shaped(w))
 }
 
 /// Routes a question to a tool, without running it.
@@ -200,6 +231,11 @@ pub(crate) fn route(root: &Root, question: &str) -> Result<Route, Error> {
             )
         } else if quoted(question).is_some() {
             ("search_text", "the question quotes text to find")
+        } else if is_plain_words(question) {
+            (
+                SEMANTIC,
+                "the question describes behaviour in plain words and names no identifier",
+            )
         } else {
             (
                 "find_definitions",
@@ -242,11 +278,12 @@ pub(crate) fn answer(
             tool,
             why.into(),
             "targets",
-            Routed::Impact(Box::new(analyze_impact(
+            // Counts per section and the top items: a question wants the gist.
+            Routed::Impact(Box::new(analyze(
                 root,
                 index,
                 std::slice::from_ref(&subject),
-                window,
+                View::Summary { top: SUMMARY_TOP },
             )?)),
         ),
         ("find_references", Some(index)) => answer(
@@ -291,6 +328,14 @@ pub(crate) fn answer(
                 Routed::Text(search_text(root, &text(), window)?),
             )
         }
+        (SEMANTIC, _) => answer(
+            "search_text",
+            format!(
+                "{why}, but semantic search is not available here, so its longest word was searched"
+            ),
+            "pattern",
+            Routed::Text(search_text(root, &text(), window)?),
+        ),
         _ => answer(
             "search_text",
             why.into(),

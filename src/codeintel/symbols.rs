@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::error::Error;
 use super::index::{Freshness, Index};
 use super::page::{Page, Window};
+use super::qualified::{self, Qualified};
 use super::references::{self, REFERENCE_KINDS, Use, UseCounts};
 use super::root::Root;
 use super::search::search_words;
@@ -178,6 +179,12 @@ pub fn find_definitions(
         });
     }
     let mut hits = occurrences(index, name, true)?;
+    if hits.is_empty()
+        && let Some(q) = qualified::split(name)
+    {
+        // `Session.request`, `Index::open`: the member of that container.
+        hits = q.filter(occurrences(index, &q.name, true)?);
+    }
     if let Some(k) = kind {
         hits.retain(|h| h.kind == k);
     }
@@ -209,6 +216,11 @@ pub fn find_references(
             kind: k.to_string(),
             known: REFERENCE_KINDS.join(", "),
         });
+    }
+    if let Some(q) = qualified::split(name)
+        && occurrences(index, name, true)?.is_empty()
+    {
+        return member_references(root, index, name, &q, kind, window);
     }
     let names = [name.to_string()];
     // One text search: its files are parsed for uses, and are the fallback's matches.
@@ -272,6 +284,90 @@ pub fn find_references(
     })
 }
 
+/// The uses of a qualified name (`Session.request`): the uses of its member name that may
+/// be of it (see [`Qualified::may_use`]). A name whose container defines no such member
+/// is not found, as an unknown name is.
+fn member_references(
+    root: &Root,
+    index: &Index,
+    written: &str,
+    q: &Qualified,
+    kind: Option<&str>,
+    window: Window,
+) -> Result<SymbolAnswer, Error> {
+    let definitions = q.filter(occurrences(index, &q.name, true)?);
+    if definitions.is_empty() {
+        return Err(Error::NotFound(written.to_string()));
+    }
+    let of_type = definitions
+        .iter()
+        .any(|d| d.scope.as_deref() == Some(q.last()));
+    let names = [q.name.clone()];
+    let found = search_words(root, &names)?;
+    let files = references::tag_found(root, &found, &names);
+    let mut uses = references::uses_in(&files, &names);
+    uses.retain(|u| q.may_use(u, &files, of_type));
+    let counts = UseCounts::of(&uses);
+    if let Some(k) = kind {
+        uses.retain(|u| u.tag.kind == k);
+    }
+    references::sort_for_reading(&mut uses);
+    let mut symbols = Page::of(uses.into_iter().map(use_hit).collect(), window);
+    fill_reference_lines(root, &mut symbols);
+    Ok(SymbolAnswer {
+        symbols,
+        source: "syntax",
+        uses: Some(counts),
+        freshness: index.freshness.clone(),
+    })
+}
+
+/// The outline a name stands for when it is not a file: a module (`requests.sessions`,
+/// the one indexed file whose module path ends with it) or a definition (`Session`,
+/// `sessions.Session`, `Index::open`) with the definitions inside it. `None` when it is
+/// neither.
+fn named_outline(index: &Index, text: &str) -> Result<Option<Vec<SymbolHit>>, Error> {
+    let parts: Vec<String> = text
+        .split(['.', ':'])
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    let modules: Vec<usize> = (0..index.file_count())
+        .filter(|&i| qualified::is_module(index.file_path(i), &parts))
+        .collect();
+    if let [file] = modules.as_slice() {
+        let path = index.file_path(*file).to_string();
+        let hits = index
+            .file_tags(*file)?
+            .into_iter()
+            .filter(|t| t.is_definition)
+            .map(|t| hit(&path, t))
+            .collect();
+        return Ok(Some(hits));
+    }
+    let definitions = match qualified::split(text) {
+        Some(q) => q.filter(occurrences(index, &q.name, true)?),
+        None => occurrences(index, text, true)?,
+    };
+    if definitions.is_empty() {
+        return Ok(None);
+    }
+    let mut hits = Vec::new();
+    for d in definitions {
+        let Some(i) = index.file_index(&d.path) else {
+            continue;
+        };
+        hits.extend(
+            index
+                .file_tags(i)?
+                .into_iter()
+                .filter(|t| t.is_definition && d.line <= t.line && t.line <= d.end_line)
+                .map(|t| hit(&d.path, t)),
+        );
+    }
+    Ok(Some(hits))
+}
+
 fn file_index(index: &Index, root: &Root, file: &str) -> Result<(usize, String), Error> {
     let abs = root.resolve(file)?;
     let rel = root.relative(&abs);
@@ -321,7 +417,22 @@ pub fn get_symbols(
     file: &str,
     window: Window,
 ) -> Result<SymbolAnswer, Error> {
-    let (i, rel) = file_index(index, root, file)?;
+    let (i, rel) = match file_index(index, root, file) {
+        Ok(found) => found,
+        Err(not_a_file @ Error::Path(super::error::PathError::NotFound(_))) => {
+            // A class or module by name: its outline.
+            let Some(hits) = named_outline(index, file)? else {
+                return Err(not_a_file);
+            };
+            return Ok(SymbolAnswer {
+                symbols: Page::of(hits, window),
+                source: "index",
+                uses: None,
+                freshness: index.freshness.clone(),
+            });
+        }
+        Err(e) => return Err(e),
+    };
     let hits: Vec<SymbolHit> = index
         .file_tags(i)?
         .into_iter()

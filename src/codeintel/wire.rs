@@ -524,12 +524,16 @@ impl From<&impact::Risk> for Risk {
     }
 }
 
+/// How an impact answer's reader sees the rest of a section.
+pub(crate) const IMPACT_MORE: &str = "each section's `total` counts all its items; list one section with `section` (definitions, references, subclasses, importers, callers, tests, config_and_docs, markup) and `offset`/`limit` (CLI: --section NAME --offset N --limit N)";
+
 /// The answer of `analyze_impact`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub(crate) struct Impact {
     /// The symbol names analysed (a file target contributes its definitions).
     pub(crate) names: Vec<String>,
-    pub(crate) definitions: Vec<SymbolHit>,
+    /// Definitions in the target files first.
+    pub(crate) definitions: Page<SymbolHit>,
     /// Every use, what the files say first, name matches last.
     pub(crate) references: Page<SymbolHit>,
     /// Uses by kind and resolution.
@@ -545,14 +549,31 @@ pub(crate) struct Impact {
     /// Markup, stylesheets and scripts that use a name as a class or id.
     pub(crate) markup: Page<ImpactItem>,
     pub(crate) risk: Risk,
+    /// Whether a section shows fewer items than it has (each section's `total` counts
+    /// them all).
+    pub(crate) truncated: bool,
+    /// When truncated: how to see the rest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) more: Option<String>,
     pub(crate) freshness: Freshness,
 }
 
 impl From<&impact::Impact> for Impact {
     fn from(i: &impact::Impact) -> Impact {
+        let truncated = [
+            i.definitions.truncated,
+            i.references.truncated,
+            i.subclasses.truncated,
+            i.importers.truncated,
+            i.callers.truncated,
+            i.tests.truncated,
+            i.config_and_docs.truncated,
+            i.markup.truncated,
+        ]
+        .contains(&true);
         Impact {
             names: i.names.clone(),
-            definitions: i.definitions.iter().map(SymbolHit::from).collect(),
+            definitions: Page::from(&i.definitions),
             references: Page::from(&i.references),
             uses: UseCounts::from(&i.uses),
             subclasses: Page::from(&i.subclasses),
@@ -562,9 +583,24 @@ impl From<&impact::Impact> for Impact {
             config_and_docs: Page::from(&i.config_and_docs),
             markup: Page::from(&i.markup),
             risk: Risk::from(&i.risk),
+            truncated,
+            more: truncated.then(|| IMPACT_MORE.to_string()),
             freshness: Freshness::from(&i.freshness),
         }
     }
+}
+
+/// An impact as JSON, its lists cut to `budget` bytes when one is given; a cut answer
+/// says `truncated` and how to see the rest.
+pub(crate) fn impact_value(i: &impact::Impact, budget: Option<usize>) -> serde_json::Value {
+    let mut value = serde_json::to_value(Impact::from(i)).unwrap_or_default();
+    if let Some(budget) = budget
+        && super::budget::fit(&mut value, budget)
+    {
+        value["truncated"] = serde_json::Value::Bool(true);
+        value["more"] = serde_json::Value::String(IMPACT_MORE.to_string());
+    }
+    value
 }
 
 /// The answer of the tool a question was routed to; which one is in `tool`.

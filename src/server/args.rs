@@ -15,21 +15,22 @@ pub struct EmptyArgs {}
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartArgs {
-    /// The user's request, verbatim (the contract checks quotes against it as `params.request`).
+    // The contract checks quotes against it as `params.request`.
+    /// The user's request, verbatim.
     pub query: String,
-    /// IMPLEMENT, MODIFY, INVESTIGATE or QUESTION (default IMPLEMENT).
+    /// IMPLEMENT (default), MODIFY, INVESTIGATE or QUESTION.
     #[serde(default)]
     pub intent: Option<String>,
-    /// The flags as the user typed them, e.g. "--quick -ni".
+    /// The flags as typed (`--quick -ni`).
     #[serde(default)]
     pub flags: Option<String>,
-    /// `en` or `ja` (default: the contract's first locale).
+    /// `en` or `ja` (default: the contract's first).
     #[serde(default)]
     pub locale: Option<String>,
-    /// Continue the unfinished session of this repository instead of starting one.
+    /// Continue the unfinished session.
     #[serde(default)]
     pub resume: bool,
-    /// Discard every saved session of this repository first.
+    /// Discard the saved sessions first.
     #[serde(default)]
     pub clean: bool,
 }
@@ -37,23 +38,22 @@ pub struct StartArgs {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitArgs {
-    /// The phase's payload, as the current `expected_payload` describes, plus
-    /// `compaction_count`.
+    /// The payload `expected_payload` describes, with `compaction_count`.
     pub data: Map<String, Value>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutcomeArgs {
-    /// A failure or an abort ends the session and deletes its task branch.
+    /// `success`, `failure` or `aborted`.
     pub outcome: Outcome,
-    /// What worked or what went wrong, for the outcome log.
+    /// What worked or went wrong.
     #[serde(default)]
     pub notes: Option<String>,
-    /// On success: the symbols that answered the request (`PasswordResetForm.send_mail`),
-    /// added to the agreement the Map records from the session's own evidence (which a
-    /// session ending in success records by itself); semantic_search answers a similar
-    /// request from it later.
+    // Added to the agreement the Map records from the session's own evidence (which a
+    // session ending in success records by itself); semantic_search answers a similar
+    // request from it later.
+    /// On success: the symbols that answered the request (`Form.send_mail`), remembered for similar requests.
     #[serde(default)]
     pub related_symbols: Vec<String>,
 }
@@ -79,15 +79,14 @@ impl Outcome {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteTargetArgs {
-    /// The file you are about to create or edit (root-relative or absolute inside the root).
+    /// The file about to be created or edited.
     pub file_path: String,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddExploredArgs {
-    /// Files to add to the explored set: existing files must have appeared in a tool's
-    /// output in this session; new files (to be created) must lie inside the repository.
+    /// Existing files shown by a code-intel answer this session, or new files inside the repository.
     pub files: Vec<String>,
 }
 

@@ -2,6 +2,8 @@
 //! Schemas are the tools' input schemas) and one function per tool that answers with the
 //! `codeintel::wire` JSON. Paths go through `codeintel::root`, as for the CLI.
 
+use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -9,12 +11,14 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value, json};
 
 use super::index_cache::{IndexCache, Lookup, WALK_INTERVAL};
-use super::semantic_tools::SemanticTools;
+use super::semantic_tools::{Collection, SemanticSearchArgs, SemanticTools};
+use crate::codeintel::budget::{ANSWER_BUDGET, IMPACT_SUMMARY_BUDGET, fit};
 use crate::codeintel::error::Error;
-use crate::codeintel::impact::analyze_impact;
+use crate::codeintel::impact::{SUMMARY_TOP, Section, View, analyze};
 use crate::codeintel::index::Index;
 use crate::codeintel::languages;
 use crate::codeintel::page::Window;
+use crate::codeintel::qualified;
 use crate::codeintel::query;
 use crate::codeintel::root::Root;
 use crate::codeintel::search::{Case, FileQuery, TextQuery, search_files, search_text};
@@ -23,16 +27,17 @@ use crate::codeintel::symbols::{
 };
 use crate::codeintel::wire;
 
-/// How many results to skip and return. Numbers may also arrive as numeric strings
-/// (some clients, such as the MCP Inspector, send optional numbers that way).
+// How many results to skip and return. Numbers may also arrive as numeric strings
+// (some clients, such as the MCP Inspector, send optional numbers that way). A plain
+// comment, not a doc comment: schemars would copy it into every tool's schema.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 pub struct Paging {
-    /// Results to skip, to page through long lists (default 0).
+    /// Items to skip (a list's `next_offset`).
     #[serde(default, deserialize_with = "lenient_count")]
     #[schemars(with = "Option<u32>")]
     pub offset: usize,
-    /// The most results to return: 1 to 1000 (more is cut to 1000); absent or null
-    /// means 100.
+    // Answers are also cut at `budget::ANSWER_BUDGET` bytes, and say so.
+    /// Most items, 1-1000 (default 100).
     #[serde(default = "default_limit", deserialize_with = "lenient_limit")]
     #[schemars(with = "Option<u32>")]
     pub limit: usize,
@@ -98,10 +103,9 @@ fn lenient_count<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchTextArgs {
-    /// One or more patterns; a line matches when any of them does. Literal text unless
-    /// `regex` is true.
+    /// Patterns; a line matches any. Literal unless `regex`.
     pub patterns: Vec<String>,
-    /// Treat the patterns as regular expressions (Rust `regex` syntax).
+    /// Patterns are Rust regexes.
     #[serde(default)]
     pub regex: bool,
     /// Ignore case.
@@ -110,17 +114,17 @@ pub struct SearchTextArgs {
     /// Match whole words only.
     #[serde(default)]
     pub word: bool,
-    /// Only paths matching these globs (`src/**/*.rs`; `!*.min.js` excludes).
+    /// Only paths matching (`src/**/*.rs`, `!*.min.js`).
     #[serde(default)]
     pub globs: Vec<String>,
-    /// Only files of these types, by ripgrep's names (`rust`, `py`, `js`, ...).
+    /// Only these ripgrep file types (`rust`, `py`).
     #[serde(default)]
     pub types: Vec<String>,
-    /// Lines of context before and after each match (at most 10).
+    /// Context lines around each match (at most 10).
     #[serde(default, deserialize_with = "lenient_count")]
     #[schemars(with = "Option<u32>")]
     pub context: usize,
-    /// Search only under these root-relative paths.
+    /// Only under these paths.
     #[serde(default)]
     pub paths: Vec<String>,
     #[serde(flatten)]
@@ -130,10 +134,9 @@ pub struct SearchTextArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchFilesArgs {
-    /// Globs over root-relative paths; a bare name matches at any depth (`*.rs`,
-    /// `Cargo.toml`, `src/**/test_*.py`).
+    /// Path globs; a bare name matches at any depth (`*.rs`, `src/**/test_*.py`).
     pub globs: Vec<String>,
-    /// Only files of these types, by ripgrep's names.
+    /// Only these ripgrep file types.
     #[serde(default)]
     pub types: Vec<String>,
     #[serde(flatten)]
@@ -143,11 +146,9 @@ pub struct SearchFilesArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DefinitionsArgs {
-    /// The symbol name exactly as written in code (`parse_config`, `UserForm`).
+    /// A symbol (`parse_config`, `Session.request`, `Index::open`).
     pub name: String,
-    /// Only definitions of this kind, as the language names it (`function`, `class`,
-    /// `method`; Rust: `struct`, `enum`, `trait`, `impl`, `fn`, ...); an unknown kind is an
-    /// error that lists them.
+    /// Only this kind (`function`, `class`, `method`, `struct`, `fn`, ...).
     #[serde(default)]
     pub kind: Option<String>,
     #[serde(flatten)]
@@ -157,10 +158,9 @@ pub struct DefinitionsArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReferencesArgs {
-    /// The symbol name exactly as written in code.
+    /// A symbol (`save`, `Session.request`).
     pub name: String,
-    /// Only uses of this kind: `call`, `inherit` (subclasses, implementations), `import`,
-    /// `type`, `decorator` or `read` (any other use as a value).
+    /// Only this use: call, inherit, import, type, decorator or read.
     #[serde(default)]
     pub kind: Option<String>,
     #[serde(flatten)]
@@ -170,7 +170,7 @@ pub struct ReferencesArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileArgs {
-    /// A root-relative source file (`src/app.py`).
+    /// A source file (`src/app.py`), or a class or module by name (`Session`, `pkg.module`).
     pub file_path: String,
     #[serde(flatten)]
     pub paging: Paging,
@@ -179,9 +179,9 @@ pub struct FileArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LineArgs {
-    /// A root-relative source file.
+    /// A source file.
     pub file_path: String,
-    /// A 1-based line number in it.
+    /// A 1-based line.
     #[serde(deserialize_with = "lenient_count")]
     #[schemars(with = "u32")]
     pub line: usize,
@@ -190,7 +190,7 @@ pub struct LineArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PathArgs {
-    /// A root-relative file or directory (default: the whole repository).
+    /// A file or directory (default: all).
     #[serde(default = "dot")]
     pub path: String,
     #[serde(flatten)]
@@ -204,8 +204,11 @@ fn dot() -> String {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImpactArgs {
-    /// Root-relative files and/or symbol names you plan to change.
+    /// Files and/or symbols (`app.py`, `Session.request`).
     pub targets: Vec<String>,
+    /// List one section whole, paged (`callers`, `tests`, ...); default: counts and top items.
+    #[serde(default)]
+    pub section: Option<String>,
     #[serde(flatten)]
     pub paging: Paging,
 }
@@ -213,8 +216,7 @@ pub struct ImpactArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueryArgs {
-    /// A question in plain words, e.g. "where is parse_config defined" or "who calls
-    /// save"; it is routed to one of the other tools.
+    /// A question in plain words.
     pub question: String,
     #[serde(flatten)]
     pub paging: Paging,
@@ -318,7 +320,7 @@ impl CodeTools {
                     other => {
                         // The files that mention the name, tagged now: the answer the
                         // full index will give.
-                        let index = Index::for_names(root, std::slice::from_ref(&a.name))?;
+                        let index = Index::for_names(root, &[qualified::word_of(&a.name)])?;
                         let answer = find_definitions(
                             &index,
                             &a.name,
@@ -336,7 +338,7 @@ impl CodeTools {
                 let (index, status) = match self.index.lookup() {
                     Lookup::Ready(index) => (index, None),
                     other => (
-                        Arc::new(Index::for_names(root, std::slice::from_ref(&a.name))?),
+                        Arc::new(Index::for_names(root, &[qualified::word_of(&a.name)])?),
                         Some(not_ready(&other)),
                     ),
                 };
@@ -391,8 +393,15 @@ impl CodeTools {
                 let a: ImpactArgs = parse(args)?;
                 match self.index.lookup() {
                     Lookup::Ready(index) => {
-                        let i = analyze_impact(root, &index, &a.targets, a.paging.window())?;
-                        json(&wire::Impact::from(&i))
+                        let (view, budget) = match &a.section {
+                            Some(name) => (
+                                View::Section(Section::parse(name)?, a.paging.window()),
+                                ANSWER_BUDGET,
+                            ),
+                            None => (View::Summary { top: SUMMARY_TOP }, IMPACT_SUMMARY_BUDGET),
+                        };
+                        let i = analyze(root, &index, &a.targets, view)?;
+                        wire::impact_value(&i, Some(budget))
                     }
                     other => text_fallback(root, &a.targets, a.paging, &not_ready(&other))?,
                 }
@@ -400,7 +409,9 @@ impl CodeTools {
             "query" => {
                 let a: QueryArgs = parse(args)?;
                 let route = query::route(root, &a.question)?;
-                if route.uses_index() {
+                if route.is_semantic() {
+                    self.semantic_query(&a, route)?
+                } else if route.uses_index() {
                     match self.index.lookup() {
                         Lookup::Ready(index) => {
                             let answer =
@@ -421,7 +432,44 @@ impl CodeTools {
             }
             _ => return Ok(None),
         };
-        Ok(Some(server_freshness(value)))
+        Ok(Some(within_budget(self.server_freshness(value))))
+    }
+
+    /// A question in plain words, asked of `semantic_search`. Without an embedding model
+    /// the search ranks by words only and the answer says so (`note`); when the semantic
+    /// index cannot answer at all, the question's longest word is searched as text and
+    /// the answer says why.
+    fn semantic_query(&self, a: &QueryArgs, route: query::Route) -> Result<Value, ToolError> {
+        let args = SemanticSearchArgs {
+            query: a.question.clone(),
+            k: None,
+            collection: Collection::Both,
+        };
+        match self.semantic.search(args) {
+            Ok(result) => {
+                let mut answer = json!({
+                    "tool": "semantic_search",
+                    "why": route.why,
+                    "arguments": {"query": a.question},
+                });
+                let used = result.pointer("/vector/used").and_then(Value::as_bool);
+                if let Some(note) = result.pointer("/vector/note").and_then(Value::as_str) {
+                    answer["note"] = Value::String(if used == Some(false) {
+                        format!("ranked by words only, not by meaning: {note}")
+                    } else {
+                        note.to_string()
+                    });
+                }
+                answer["result"] = result;
+                Ok(answer)
+            }
+            Err(e) => {
+                let answer = query::answer(&self.root, None, route, a.paging.window())?;
+                let mut value = json(&wire::QueryAnswer::from(&answer));
+                value["note"] = Value::String(format!("semantic search could not answer: {e}"));
+                Ok(value)
+            }
+        }
     }
 
     /// The index for a file-scoped question: the shared one when ready, else that file
@@ -456,22 +504,67 @@ impl CodeTools {
     }
 }
 
-/// The server's own freshness note: unlike a CLI run, it walks for new files (at most
-/// every [`WALK_INTERVAL`], and at once before answering "not found").
-fn server_freshness(mut value: Value) -> Value {
-    let checked = FRESH_NOTE_PREFIX;
-    for freshness in [value.get_mut("freshness"), None].into_iter().flatten() {
-        if freshness["note"]
-            .as_str()
-            .is_some_and(|n| n.starts_with(checked))
-        {
-            freshness["note"] = Value::String(format!(
-                "every indexed file was checked before answering; new files are found by a walk at most every {} s, and at once before a lookup answers that nothing was found",
-                WALK_INTERVAL.as_secs()
-            ));
-        }
+/// Cuts an answer to [`ANSWER_BUDGET`] bytes; a cut answer says so once, at the top, and
+/// each cut list says `truncated` and `next_offset`.
+fn within_budget(mut value: Value) -> Value {
+    if fit(&mut value, ANSWER_BUDGET)
+        && let Value::Object(map) = &mut value
+    {
+        map.insert(
+            "budget".into(),
+            Value::String(format!(
+                "cut to {ANSWER_BUDGET} bytes: call again with `offset` = a list's `next_offset` for the rest"
+            )),
+        );
     }
     value
+}
+
+/// The roots whose answers have explained the freshness model already, in this process.
+static EXPLAINED: std::sync::Mutex<BTreeSet<PathBuf>> = std::sync::Mutex::new(BTreeSet::new());
+
+impl CodeTools {
+    /// The server's own freshness note: unlike a CLI run, it walks for new files (at most
+    /// every [`WALK_INTERVAL`], and at once before answering "not found"). That note
+    /// describes how every answer is made, not this one, so it is given once per server
+    /// process (the first answer that carries a freshness record) and left out after;
+    /// the other notes (no index yet, the first build under way, the index tagged in
+    /// memory) say something about the answer itself and are always given.
+    fn server_freshness(&self, mut value: Value) -> Value {
+        let checked = FRESH_NOTE_PREFIX;
+        // A query's answer holds the routed tool's.
+        let at = if value.get("freshness").is_some() {
+            "/freshness"
+        } else {
+            "/result/freshness"
+        };
+        let Some(freshness) = value.pointer_mut(at).and_then(Value::as_object_mut) else {
+            return value;
+        };
+        if !freshness
+            .get("note")
+            .and_then(Value::as_str)
+            .is_some_and(|n| n.starts_with(checked))
+        {
+            return value;
+        }
+        let first = EXPLAINED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(self.root.path().to_path_buf());
+        if first {
+            freshness.insert(
+                "note".into(),
+                Value::String(format!(
+                    "every indexed file was checked before answering; new files are found by a walk at most every {} s, and at once before a lookup answers that nothing was found (said once per server)",
+                    WALK_INTERVAL.as_secs()
+                )),
+            );
+        } else {
+            freshness.remove("note");
+        }
+        value
+    }
 }
 
 /// How the CLI's freshness note starts (`codeintel::index`).
@@ -538,7 +631,7 @@ fn search_files_tool(root: &Root, a: SearchFilesArgs) -> Result<Value, Error> {
 
 /// The root-relative paths a tool's answer shows: every `path` field, and the items of
 /// a file list. What an agent has seen of the repository, for exploration evidence.
-pub fn paths_in(answer: &Value, out: &mut std::collections::BTreeSet<String>) {
+pub fn paths_in(answer: &Value, out: &mut BTreeSet<String>) {
     match answer {
         Value::Object(map) => {
             for (k, v) in map {

@@ -39,11 +39,45 @@ pub struct ToolSpec {
 fn schema<T: JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut schema {
-        // Clients want a plain object schema; the draft marker and title add nothing.
+        // Clients want a plain object schema; the draft marker, the title and a
+        // description of the whole (the tool's own says it) add nothing.
         map.remove("$schema");
         map.remove("title");
+        map.remove("description");
     }
+    lean(&mut schema);
     schema
+}
+
+/// Takes out of a generated schema what every agent pays for in every session and none
+/// needs: number formats and bounds, defaults (the empty value, or stated in the
+/// description), `null` as an alternative type (absent means the same), and the line
+/// breaks of doc comments.
+fn lean(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            map.remove("format");
+            if map.get("minimum").and_then(Value::as_u64) == Some(0) {
+                map.remove("minimum");
+            }
+            map.remove("default");
+            if let Some(Value::Array(types)) = map.get("type") {
+                let types: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                if let [only] = types.as_slice() {
+                    let only = only.clone();
+                    map.insert("type".into(), only);
+                }
+            }
+            if let Some(Value::String(d)) = map.get_mut("description") {
+                *d = d.split_whitespace().collect::<Vec<_>>().join(" ");
+            }
+            for (_, v) in map.iter_mut() {
+                lean(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(lean),
+        _ => {}
+    }
 }
 
 /// Every tool the server offers, in the order clients list them.
@@ -51,121 +85,121 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "start_session",
         kind: ToolKind::StartSession,
-        description: "Start a code-intel session for the user's request before changing any code. Pass the request verbatim as `query` and the flags exactly as the user typed them (e.g. \"--quick -ni\"). The response is the first phase: follow its `instruction` and answer with submit_phase. If an unfinished session exists it is reported instead: continue it with resume: true or discard it with clean: true (ask the user).",
+        description: "Start a session for the user's request before changing code: `query` verbatim, `flags` as typed (\"--quick -ni\"). Follow the returned phase's `instruction`; answer with submit_phase. An unfinished session is reported: pass resume: true or clean: true (ask the user).",
         schema: schema::<StartArgs>,
     },
     ToolSpec {
         name: "submit_phase",
         kind: ToolKind::Submit,
-        description: "Submit the current phase's result: `data` must match the phase's `expected_payload` and include `compaction_count` (echo the last value you saw). The only way forward: the server validates the payload, checks which tools you called, performs the phase's actions (task branch, commit, merge) and answers with the next phase or with what to fix.",
+        description: "Submit the current phase's payload (`data`, as `expected_payload` says, with `compaction_count`). The only way forward: the server checks it and the tools you called, runs the phase's actions and answers with the next phase or what to fix.",
         schema: schema::<SubmitArgs>,
     },
     ToolSpec {
         name: "get_session_status",
         kind: ToolKind::Status,
-        description: "Where the session is: phase, instruction, expected payload, phase summaries, tasks, explored files and the tools called in this phase. Call it after a context compaction or a restart, or whenever you are unsure what to do next. It also resumes a session saved by an earlier server run.",
+        description: "The session's phase, instruction, expected payload, summaries and tasks. Call it after a context compaction or restart, or when unsure what to do next; it also resumes a saved session.",
         schema: schema::<EmptyArgs>,
     },
     ToolSpec {
         name: "search_text",
         kind: ToolKind::Code,
-        description: "Search file contents like ripgrep (literal text by default, `regex: true` for regular expressions), gitignore-aware. Use it to find where something is mentioned; the files in the results count as seen for explored_files.",
+        description: "Search file contents like ripgrep (literal unless `regex`), gitignore-aware. Use it to find where text is mentioned.",
         schema: schema::<SearchTextArgs>,
     },
     ToolSpec {
         name: "search_files",
         kind: ToolKind::Code,
-        description: "List files whose root-relative paths match globs (`*.rs`, `src/**/test_*.py`). Use it to find files by name.",
+        description: "List files whose paths match globs (`*.rs`, `src/**/test_*.py`). Use it to find files by name.",
         schema: schema::<SearchFilesArgs>,
     },
     ToolSpec {
         name: "find_definitions",
         kind: ToolKind::Code,
-        description: "Where a symbol (function, class, method, ...) is defined, from the tree-sitter symbol index. Use it before reading or changing a symbol.",
+        description: "Where a symbol is defined (tree-sitter index); `Class.method`, `module.func`, `Type::method` name a member. Use it before reading or changing a symbol.",
         schema: schema::<DefinitionsArgs>,
     },
     ToolSpec {
         name: "find_references",
         kind: ToolKind::Code,
-        description: "Where a symbol is used, parsed from the files that mention it: calls, subclasses and implementations (inherit), imports, type uses, decorators and reads, each with how far its file says it is this symbol (resolution; `name` = only the name matches, listed last). Optionally one `kind`. Text search is the fallback. Use it to find callers before changing a signature.",
+        description: "Where a symbol is used (calls, inherit, import, type, decorator, read), each with how sure its file is (`resolution`; `name` = name match only, listed last). Use it to find callers before changing a signature.",
         schema: schema::<ReferencesArgs>,
     },
     ToolSpec {
         name: "get_symbols",
         kind: ToolKind::Code,
-        description: "The outline of one source file: its classes, functions and methods with line ranges.",
+        description: "The outline of a source file (classes, functions, methods with line ranges), or of one class or module by name. Use it to see what a file or class holds.",
         schema: schema::<FileArgs>,
     },
     ToolSpec {
         name: "analyze_structure",
         kind: ToolKind::Code,
-        description: "Classes, functions, imports and nesting of a file or of every file under a directory, with definition counts.",
+        description: "Classes, functions, imports and nesting of a file or of every file under a directory, with counts. Use it to get the lie of a directory.",
         schema: schema::<PathArgs>,
     },
     ToolSpec {
         name: "get_function_at_line",
         kind: ToolKind::Code,
-        description: "The function or method (and its enclosing class) that contains a given line of a file.",
+        description: "The function (and enclosing class) containing a line of a file. Use it to place a line from a trace or a diff.",
         schema: schema::<LineArgs>,
     },
     ToolSpec {
         name: "analyze_impact",
         kind: ToolKind::Code,
-        description: "What a change to files or symbols may affect: definitions, subclasses and implementations, importers, callers, tests, configuration and docs, with a risk summary. Call it on everything you plan to change; the impact-analysis phase requires it.",
+        description: "What changing files or symbols may affect: counts per section (definitions, subclasses, importers, callers, tests, config and docs) with the top items and a risk summary; `section` lists one whole. Call it on everything you plan to change.",
         schema: schema::<ImpactArgs>,
     },
     ToolSpec {
         name: "query",
         kind: ToolKind::Code,
-        description: "Ask in plain words (\"where is parse_config defined\", \"who calls save\"); the question is routed to one of the other code tools and the answer says which.",
+        description: "Ask in plain words. Identifier questions (\"where is parse_config defined\", \"who calls save\") go to the matching code tool, descriptive ones to semantic_search; the answer says which.",
         schema: schema::<QueryArgs>,
     },
     ToolSpec {
         name: "semantic_search",
         kind: ToolKind::Code,
-        description: "Search the repository by meaning: code and docs cut into chunks (functions, classes, sections), ranked by an embedding model and by their words (BM25), fused; identifiers in the query rank their definitions first. Each hit says which rankings found it (`found_by`), and whether its file changed since the index was synced (`freshness`). Use it when you can describe behaviour but do not know the names; fetch_chunk_detail gives a hit's full text.",
+        description: "Search by meaning: code and doc chunks ranked by embeddings and words, fused. Use it when you can describe behaviour but do not know the names; fetch_chunk_detail gives a hit's full text.",
         schema: schema::<SemanticSearchArgs>,
     },
     ToolSpec {
         name: "fetch_chunk_detail",
         kind: ToolKind::Code,
-        description: "The full text of a semantic_search hit, by its chunk id, with its file, line range and symbol.",
+        description: "The full text of a semantic_search hit by chunk id, with file, lines and symbol. Use it after semantic_search.",
         schema: schema::<ChunkArgs>,
     },
     ToolSpec {
         name: "sync_index",
         kind: ToolKind::Code,
-        description: "Bring the semantic index up to date in the background (only changed files are re-read and re-embedded) and report its progress; `rebuild: true` drops and rebuilds it. semantic_search already syncs a stale index by itself.",
+        description: "Bring the semantic index up to date in the background and report progress (`rebuild: true` rebuilds it). Rarely needed: semantic_search syncs a stale index itself.",
         schema: schema::<SyncArgs>,
     },
     ToolSpec {
         name: "update_context",
         kind: ToolKind::Code,
-        description: "Save summaries of the design documents and project rules you read in the document research, so later sessions get them with start_session's project context.",
+        description: "Save summaries of the design documents and project rules you read in document research, so later sessions get them from start_session.",
         schema: schema::<UpdateContextArgs>,
     },
     ToolSpec {
         name: "check_write_target",
         kind: ToolKind::Control,
-        description: "Before creating or editing a file in the implementation phase: whether the session allows writing it (only explored or added files, never the session's own files). The implementation phase requires it; clients without write hooks must call it before every write.",
+        description: "Whether the session allows writing a file now (explored or added files only). Call it before every create or edit in the implementation phase.",
         schema: schema::<WriteTargetArgs>,
     },
     ToolSpec {
         name: "add_explored_files",
         kind: ToolKind::Control,
-        description: "Add files to the explored set during implementation, so they may be written: existing files must have appeared in a code-intel tool's output (or a read of yours) in this session; new files must lie inside the repository.",
+        description: "Add files to the explored set during implementation so they may be written: existing files must have appeared in a code-intel answer this session; new files must lie in the repository.",
         schema: schema::<AddExploredArgs>,
     },
     ToolSpec {
         name: "review_changes",
         kind: ToolKind::Control,
-        description: "Every change of this session against its base (committed on the task branch, staged, unstaged and untracked, renames as one entry) with diffs, and which changed files were never explored. Call it in the commit review before deciding keep or discard for each file, and when verifying or reviewing.",
+        description: "Every change of this session against its base, with diffs, and which changed files were never explored. Call it in the commit review, and when verifying or reviewing.",
         schema: schema::<EmptyArgs>,
     },
     ToolSpec {
         name: "cleanup_stale_branches",
         kind: ToolKind::Control,
-        description: "Outside a session only: delete every llm_task_* branch (unmerged work is listed) and every saved session of this repository. Use it when the user asks to clean up after abandoned sessions.",
+        description: "Outside a session only: delete every llm_task_* branch (unmerged work is listed) and every saved session. Use it when the user asks to clean up.",
         schema: schema::<EmptyArgs>,
     },
     ToolSpec {
