@@ -18,14 +18,22 @@ pub const ANSWER_BUDGET: usize = 16 * 1024;
 pub const IMPACT_SUMMARY_BUDGET: usize = 8 * 1024;
 
 /// A list in an answer that can be cut: a page (`items`, `returned`, `truncated`,
-/// `offset`) or a text search answer (`files` of `matches`, counted in lines).
+/// `offset`), a text search answer (`files` of `matches`, counted in lines), or a ranked
+/// list without pages (semantic search's `hits`: the best come first, so cutting keeps
+/// them; fewer are asked for with `k`).
 struct Cuttable {
-    /// JSON pointer to the page object.
+    /// JSON pointer to the object that holds the list.
     pointer: String,
-    /// Whether it is a text search answer (items are the matches of its files).
-    text: bool,
+    kind: List,
     /// The byte size of each item, in order (matches, for a text answer).
     sizes: Vec<usize>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum List {
+    Page,
+    Text,
+    Ranked,
 }
 
 fn is_page(map: &Map<String, Value>) -> bool {
@@ -41,9 +49,15 @@ fn len(v: &Value) -> usize {
 
 fn find(value: &Value, pointer: &mut String, out: &mut Vec<Cuttable>) {
     let Value::Object(map) = value else { return };
-    if is_page(map) {
-        let (text, sizes) = match map.get("items").and_then(Value::as_array) {
-            Some(items) => (false, items.iter().map(|i| len(i) + 1).collect()),
+    if let Some(hits) = map.get("hits").and_then(Value::as_array) {
+        out.push(Cuttable {
+            pointer: pointer.clone(),
+            kind: List::Ranked,
+            sizes: hits.iter().map(|h| len(h) + 1).collect(),
+        });
+    } else if is_page(map) {
+        let (kind, sizes) = match map.get("items").and_then(Value::as_array) {
+            Some(items) => (List::Page, items.iter().map(|i| len(i) + 1).collect()),
             None => {
                 let files = map.get("files").and_then(Value::as_array);
                 let sizes = files
@@ -53,12 +67,12 @@ fn find(value: &Value, pointer: &mut String, out: &mut Vec<Cuttable>) {
                     .flatten()
                     .map(|m| len(m) + 1)
                     .collect();
-                (true, sizes)
+                (List::Text, sizes)
             }
         };
         out.push(Cuttable {
             pointer: pointer.clone(),
-            text,
+            kind,
             sizes,
         });
     }
@@ -79,7 +93,16 @@ fn pop(answer: &mut Value, c: &mut Cuttable) {
         c.sizes.clear();
         return;
     };
-    if c.text {
+    if c.kind == List::Ranked {
+        if let Some(Value::Array(hits)) = page.get_mut("hits") {
+            hits.pop();
+        }
+        c.sizes.pop();
+        page.insert("returned".into(), Value::from(c.sizes.len()));
+        page.insert("truncated".into(), Value::Bool(true));
+        return;
+    }
+    if c.kind == List::Text {
         if let Some(Value::Array(files)) = page.get_mut("files") {
             if let Some(Value::Array(matches)) = files.last_mut().and_then(|f| f.get_mut("matches"))
             {
@@ -209,6 +232,22 @@ mod tests {
             a["files"].as_array().unwrap().len(),
             1,
             "the emptied file is dropped"
+        );
+    }
+
+    #[test]
+    fn ranked_hits_keep_the_best_and_say_they_were_cut() {
+        let hits: Vec<Value> = (0..50)
+            .map(|i| json!({"rank": i, "preview": "p".repeat(300)}))
+            .collect();
+        let mut a = json!({"query": "q", "hits": hits});
+        assert!(fit(&mut a, 5000));
+        assert!(len(&a) <= 5000);
+        let kept = a["hits"].as_array().unwrap();
+        assert_eq!(kept[0]["rank"], 0);
+        assert_eq!(
+            (a["returned"].as_u64().unwrap() as usize, &a["truncated"]),
+            (kept.len(), &json!(true))
         );
     }
 

@@ -67,24 +67,25 @@ pub(crate) fn split(text: &str) -> Option<Qualified> {
     })
 }
 
-/// A file's module path: its parts without the extension, and without a last part that
-/// only names its directory's module (`__init__`, `mod`, `index`, `lib`, `main`).
-fn module_parts(path: &str) -> Vec<&str> {
-    let stem = path.rsplit_once('.').map_or(
-        path,
-        |(stem, ext)| {
-            if ext.contains('/') { path } else { stem }
-        },
-    );
-    let mut parts: Vec<&str> = stem.split('/').collect();
-    if parts.len() > 1
+/// A file's module paths: its parts without the extension, and, when the last part may
+/// only name its directory's module (`__init__`, `mod`, `index`, `lib`, `main`), also
+/// without it (`pkg/__init__.py` is `pkg`; `src/index.rs` is still `index`).
+fn module_parts(path: &str) -> Vec<Vec<&str>> {
+    let stem = match path.rsplit_once('.') {
+        Some((stem, ext)) if !ext.contains('/') => stem,
+        _ => path,
+    };
+    let parts: Vec<&str> = stem.split('/').collect();
+    let directory = parts.len() > 1
         && parts
             .last()
-            .is_some_and(|p| matches!(*p, "__init__" | "mod" | "index" | "lib" | "main"))
-    {
-        parts.pop();
+            .is_some_and(|p| matches!(*p, "__init__" | "mod" | "index" | "lib" | "main"));
+    if directory {
+        let outer = parts[..parts.len() - 1].to_vec();
+        vec![parts, outer]
+    } else {
+        vec![parts]
     }
-    parts
 }
 
 /// Whether `run` occurs in `parts` as consecutive parts.
@@ -99,19 +100,20 @@ fn contains_run(parts: &[&str], run: &[String]) -> bool {
 /// `sessions` and with `requests.sessions`); a package's files also count
 /// (`src/requests/api.py` is in `requests`).
 pub(crate) fn in_module(path: &str, run: &[String]) -> bool {
-    contains_run(&module_parts(path), run)
+    module_parts(path).iter().any(|m| contains_run(m, run))
 }
 
 /// Whether a file is the module `parts` names: its module path ends with them
 /// (`src/requests/sessions.py` is `sessions` and `requests.sessions`).
 pub(crate) fn is_module(path: &str, parts: &[String]) -> bool {
-    let module = module_parts(path);
     !parts.is_empty()
-        && module.len() >= parts.len()
-        && module[module.len() - parts.len()..]
-            .iter()
-            .zip(parts)
-            .all(|(a, b)| a == b)
+        && module_parts(path).iter().any(|module| {
+            module.len() >= parts.len()
+                && module[module.len() - parts.len()..]
+                    .iter()
+                    .zip(parts)
+                    .all(|(a, b)| a == b)
+        })
 }
 
 impl Qualified {

@@ -507,15 +507,15 @@ impl CodeTools {
 /// Cuts an answer to [`ANSWER_BUDGET`] bytes; a cut answer says so once, at the top, and
 /// each cut list says `truncated` and `next_offset`.
 fn within_budget(mut value: Value) -> Value {
-    if fit(&mut value, ANSWER_BUDGET)
+    let note = format!(
+        "cut to {ANSWER_BUDGET} bytes: each cut list says `truncated`; call again with `offset` = its `next_offset` for the rest (semantic_search: a smaller `k`)"
+    );
+    // Room for the note itself: `"budget":"…",`.
+    let room = note.len() + 12;
+    if fit(&mut value, ANSWER_BUDGET.saturating_sub(room))
         && let Value::Object(map) = &mut value
     {
-        map.insert(
-            "budget".into(),
-            Value::String(format!(
-                "cut to {ANSWER_BUDGET} bytes: call again with `offset` = a list's `next_offset` for the rest"
-            )),
-        );
+        map.insert("budget".into(), Value::String(note));
     }
     value
 }

@@ -525,7 +525,8 @@ fn impact_and_refs_of_what_does_not_exist_are_errors() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A text section cut by `--limit` says how much it shows and how to see the rest.
+/// A section that shows fewer items than it has says how many, and how to see the rest:
+/// `--section` after the default summary, `--offset` when paging.
 #[test]
 fn truncated_impact_sections_say_what_they_show() {
     let dir = temp_dir("truncated");
@@ -541,15 +542,44 @@ fn truncated_impact_sections_say_what_they_show() {
         )
         .unwrap();
     }
+    for i in 5..8 {
+        std::fs::write(
+            dir.join(format!("c{i}.py")),
+            format!("def f{i}():\n    return parse_config({i})\n"),
+        )
+        .unwrap();
+    }
     assert_eq!(run(&dir, &["index"]).status.code(), Some(0));
-    let o = run(&dir, &["impact", "parse_config", "--limit", "2"]);
-    let text = stdout(&o);
+    // By default each section shows its count and its first items.
+    let text = stdout(&run(&dir, &["impact", "parse_config"]));
     assert!(
-        text.contains("showing 2 of 5 callers (--offset 2 or --limit 0 for more)"),
+        text.contains("showing 5 of 8 callers (--section callers for all)"),
         "{text}"
     );
-    let o = run(&dir, &["impact", "parse_config", "--limit", "0"]);
+    let o = run(&dir, &["impact", "parse_config", "--all", "--limit", "2"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("showing 2 of 8 callers (--offset 2 or --limit 0 for more)"),
+        "{text}"
+    );
+    let o = run(
+        &dir,
+        &[
+            "impact",
+            "parse_config",
+            "--section",
+            "callers",
+            "--offset",
+            "6",
+        ],
+    );
+    let text = stdout(&o);
+    assert_eq!(text.matches("caller   ").count(), 2, "{text}");
+    let o = run(&dir, &["impact", "parse_config", "--all", "--limit", "0"]);
     assert!(!stdout(&o).contains("showing"), "{}", stdout(&o));
+    let o = run(&dir, &["impact", "parse_config", "--section", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown section `nope`"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

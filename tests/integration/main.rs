@@ -2,6 +2,7 @@
 
 mod agent_runner;
 mod agent_runner_cli;
+mod answer_sizes;
 mod claude_code;
 mod cli;
 mod codeintel;
