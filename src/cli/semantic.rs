@@ -172,7 +172,7 @@ fn search_in(
     config: &Config,
     embedder: Option<Embedder>,
 ) -> ExitCode {
-    let mut index = match SemanticIndex::open(&root, embedder.as_ref()) {
+    let mut index = match SemanticIndex::open(root, embedder.as_ref()) {
         Ok(index) => index,
         Err(e) => return fail(&e),
     };
@@ -181,11 +181,11 @@ fn search_in(
         now().saturating_sub(i.synced_at()) >= ttl_secs || i.unembedded(embedder.as_ref()) > 0
     });
     if stale && !a.no_sync {
-        match run_sync(&root, &config, embedder.as_ref(), false) {
+        match run_sync(root, config, embedder.as_ref(), false) {
             Ok(report) => errln!("{}", describe(&report)),
             Err(e) => return fail(&e),
         }
-        index = match SemanticIndex::open(&root, embedder.as_ref()) {
+        index = match SemanticIndex::open(root, embedder.as_ref()) {
             Ok(index) => index,
             Err(e) => return fail(&e),
         };

@@ -335,7 +335,7 @@ pub fn analyze(
                 };
                 let name = match member {
                     Some(q) if !defined()? => {
-                        let found = q.filter(defined_as(index, &q.name)?);
+                        let found = super::symbols::members(&q, defined_as(index, &q.name)?);
                         if found.is_empty() {
                             // No such member: the same answer as an unknown name.
                             return Err(Error::NotFound(target.clone()));
@@ -470,7 +470,6 @@ pub fn analyze(
     if nothing && target_files.is_empty() {
         return Err(Error::NotFound(targets.join(", ")));
     }
-    let mut definitions = definitions;
     definitions.sort_by_key(|d| !target_files.contains(&d.path));
     let mut references = references;
     references.sort_by_key(|r| (r.resolution == Some("name"), is_test_path(&r.path)));

@@ -10,7 +10,6 @@
 //! container, or only by the name (the receiver's type is unknown; kept, marked `name`).
 
 use super::references::{Resolution, TaggedFile, Use};
-use super::symbols::SymbolHit;
 
 /// A name with its container.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,13 +129,6 @@ impl Qualified {
         let member = scope == Some(self.last()) && in_module(path, outer);
         let top_level = scope.is_none() && in_module(path, &self.container);
         member || top_level
-    }
-
-    /// The definitions among `hits` (of [`Qualified::name`]) that this name means.
-    pub(crate) fn filter(&self, hits: Vec<SymbolHit>) -> Vec<SymbolHit> {
-        hits.into_iter()
-            .filter(|h| self.defines(&h.path, h.scope.as_deref()))
-            .collect()
     }
 
     /// Whether a use of [`Qualified::name`] may be of this member: reached through the

@@ -136,18 +136,18 @@ pub(crate) struct Route {
 impl Route {
     /// Whether the tool reads the symbol index (a caller may want to refresh it first).
     pub(crate) fn uses_index(&self) -> bool {
-        !matches!(self.tool, "search_files" | "search_text" | SEMANTIC)
+        !matches!(self.tool, "search_files" | "search_text" | BY_MEANING)
     }
 
     /// Whether the question goes to semantic search, which the caller runs (the semantic
     /// index lives above this module); [`answer`] gives the text search fallback.
     pub(crate) fn is_semantic(&self) -> bool {
-        self.tool == SEMANTIC
+        self.tool == BY_MEANING
     }
 }
 
 /// The semantic search tool, for questions in plain words.
-const SEMANTIC: &str = "semantic_search";
+const BY_MEANING: &str = "semantic_search";
 
 /// Whether a word is shaped like an identifier or a path rather than an English word:
 /// `parse_config`, `UserService`, `getUser`, `app.py`, `Index::open`, `src/lib.rs`.
@@ -233,7 +233,7 @@ pub(crate) fn route(root: &Root, question: &str) -> Result<Route, Error> {
             ("search_text", "the question quotes text to find")
         } else if is_plain_words(question) {
             (
-                SEMANTIC,
+                BY_MEANING,
                 "the question describes behaviour in plain words and names no identifier",
             )
         } else {
@@ -328,7 +328,7 @@ pub(crate) fn answer(
                 Routed::Text(search_text(root, &text(), window)?),
             )
         }
-        (SEMANTIC, _) => answer(
+        (BY_MEANING, _) => answer(
             "search_text",
             format!(
                 "{why}, but semantic search is not available here, so its longest word was searched"

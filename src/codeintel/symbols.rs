@@ -62,6 +62,13 @@ pub(crate) fn hit(path: &str, tag: Tag) -> SymbolHit {
     }
 }
 
+/// The definitions among `hits` (of `q.name`) that the qualified name means.
+pub(crate) fn members(q: &Qualified, hits: Vec<SymbolHit>) -> Vec<SymbolHit> {
+    hits.into_iter()
+        .filter(|h| q.defines(&h.path, h.scope.as_deref()))
+        .collect()
+}
+
 fn use_hit(u: Use) -> SymbolHit {
     SymbolHit {
         resolution: Some(u.resolution.as_str()),
@@ -183,7 +190,7 @@ pub fn find_definitions(
         && let Some(q) = qualified::split(name)
     {
         // `Session.request`, `Index::open`: the member of that container.
-        hits = q.filter(occurrences(index, &q.name, true)?);
+        hits = members(&q, occurrences(index, &q.name, true)?);
     }
     if let Some(k) = kind {
         hits.retain(|h| h.kind == k);
@@ -295,7 +302,7 @@ fn member_references(
     kind: Option<&str>,
     window: Window,
 ) -> Result<SymbolAnswer, Error> {
-    let definitions = q.filter(occurrences(index, &q.name, true)?);
+    let definitions = members(q, occurrences(index, &q.name, true)?);
     if definitions.is_empty() {
         return Err(Error::NotFound(written.to_string()));
     }
@@ -346,7 +353,7 @@ fn named_outline(index: &Index, text: &str) -> Result<Option<Vec<SymbolHit>>, Er
         return Ok(Some(hits));
     }
     let definitions = match qualified::split(text) {
-        Some(q) => q.filter(occurrences(index, &q.name, true)?),
+        Some(q) => members(&q, occurrences(index, &q.name, true)?),
         None => occurrences(index, text, true)?,
     };
     if definitions.is_empty() {
