@@ -170,12 +170,17 @@ impl Qualified {
         })
     }
 
-    /// Whether a line of text (a test, a document) mentions this member rather than only
-    /// its name: `.request`, `::request`, or the container's name.
+    /// Whether a line of text (a test, a document) that mentions the member's name is
+    /// about this member: it names the container too (`Session().request(...)`,
+    /// `` `Index::open` ``), so `File::open` or a `request` variable are left out.
     pub(crate) fn mentioned_in(&self, line: &str) -> bool {
-        line.contains(&format!(".{}", self.name))
-            || line.contains(&format!("::{}", self.name))
-            || line.contains(self.last())
+        let container = self.last();
+        line.match_indices(container).any(|(at, _)| {
+            let before = line[..at].chars().next_back();
+            let after = line[at + container.len()..].chars().next();
+            let boundary = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            boundary(before) && boundary(after)
+        })
     }
 }
 
@@ -217,5 +222,14 @@ mod tests {
         assert!(rust.defines("src/codeintel/index.rs", Some("Index")));
         assert!(rust.defines("src/index/mod.rs", Some("Index")));
         assert!(!rust.defines("src/codeintel/store.rs", Some("Index")));
+    }
+
+    #[test]
+    fn a_text_line_is_about_a_member_when_it_names_the_container() {
+        let q = split("Index::open").unwrap();
+        assert!(q.mentioned_in("let index = Index::open(&root)?;"));
+        assert!(q.mentioned_in("`Index::open` reads the header"));
+        assert!(!q.mentioned_in("let f = File::open(path)?;"));
+        assert!(!q.mentioned_in("let i = IndexCache::open(root);"));
     }
 }

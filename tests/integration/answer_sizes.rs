@@ -305,6 +305,7 @@ fn plain_language_questions_go_to_semantic_search_and_identifiers_stay_routed() 
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("answered by semantic_search"), "{err}");
+    assert!(err.contains("no embedding model"), "{err}");
     assert_eq!(o.status.code(), Some(0), "{err}");
 }
 
