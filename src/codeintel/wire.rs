@@ -525,7 +525,7 @@ impl From<&impact::Risk> for Risk {
 }
 
 /// How an impact answer's reader sees the rest of a section.
-pub(crate) const IMPACT_MORE: &str = "each section's `total` counts all its items; list one section with `section` (definitions, references, subclasses, importers, callers, tests, config_and_docs, markup) and `offset`/`limit` (CLI: --section NAME --offset N --limit N)";
+pub(crate) const IMPACT_MORE: &str = "each section's `total` counts all its items; `section` (with `offset`/`limit`; CLI: --section) lists one";
 
 /// The answer of `analyze_impact`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]

@@ -507,9 +507,15 @@ impl CodeTools {
 /// Cuts an answer to [`ANSWER_BUDGET`] bytes; a cut answer says so once, at the top, and
 /// each cut list says `truncated` and `next_offset`.
 fn within_budget(mut value: Value) -> Value {
-    let note = format!(
-        "cut to {ANSWER_BUDGET} bytes: each cut list says `truncated`; call again with `offset` = its `next_offset` for the rest (semantic_search: a smaller `k`)"
-    );
+    // Ranked hits (semantic search) have no pages: the best are kept.
+    let ranked = value.get("hits").is_some() || value.pointer("/result/hits").is_some();
+    let note = if ranked {
+        format!("cut to {ANSWER_BUDGET} bytes: the best hits are kept")
+    } else {
+        format!(
+            "cut to {ANSWER_BUDGET} bytes: for the rest, call again with `offset` = a cut list's `next_offset`"
+        )
+    };
     // Room for the note itself: `"budget":"…",`.
     let room = note.len() + 12;
     if fit(&mut value, ANSWER_BUDGET.saturating_sub(room))
