@@ -443,7 +443,7 @@ impl CodeTools {
         let args = SemanticSearchArgs {
             query: a.question.clone(),
             k: None,
-            collection: Collection::Both,
+            collection: Collection::default(),
         };
         match self.semantic.search(args) {
             Ok(result) => {

@@ -85,19 +85,19 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "start_session",
         kind: ToolKind::StartSession,
-        description: "Start a session for the user's request before changing code: `query` verbatim, `flags` as typed (\"--quick -ni\"). Follow the returned phase's `instruction`; answer with submit_phase. An unfinished session is reported: pass resume: true or clean: true (ask the user).",
+        description: "Start a session for the user's request before changing code: `query` verbatim, `flags` as typed. Follow each phase's `instruction`; answer with submit_phase. An unfinished session is reported: resume: true or clean: true (ask the user).",
         schema: schema::<StartArgs>,
     },
     ToolSpec {
         name: "submit_phase",
         kind: ToolKind::Submit,
-        description: "Submit the current phase's payload (`data`, as `expected_payload` says, with `compaction_count`). The only way forward: the server checks it and the tools you called, runs the phase's actions and answers with the next phase or what to fix.",
+        description: "Submit the current phase's payload (`data` as `expected_payload` says, with `compaction_count`). The only way forward: answers with the next phase or what to fix.",
         schema: schema::<SubmitArgs>,
     },
     ToolSpec {
         name: "get_session_status",
         kind: ToolKind::Status,
-        description: "The session's phase, instruction, expected payload, summaries and tasks. Call it after a context compaction or restart, or when unsure what to do next; it also resumes a saved session.",
+        description: "The session's phase, instruction, expected payload and tasks. Call it after a compaction or restart, or when unsure; it also resumes a saved session.",
         schema: schema::<EmptyArgs>,
     },
     ToolSpec {
@@ -121,19 +121,19 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "find_references",
         kind: ToolKind::Code,
-        description: "Where a symbol is used (calls, inherit, import, type, decorator, read), each with how sure its file is (`resolution`; `name` = name match only, listed last). Use it to find callers before changing a signature.",
+        description: "Where a symbol is used (call, inherit, import, type, decorator, read) and how sure each use is (`resolution`; `name`: name match only, listed last). Use it to find callers before changing a signature.",
         schema: schema::<ReferencesArgs>,
     },
     ToolSpec {
         name: "get_symbols",
         kind: ToolKind::Code,
-        description: "The outline of a source file (classes, functions, methods with line ranges), or of one class or module by name. Use it to see what a file or class holds.",
+        description: "The outline of a source file, or of a class or module by name, with line ranges. Use it to see what a file or class holds.",
         schema: schema::<FileArgs>,
     },
     ToolSpec {
         name: "analyze_structure",
         kind: ToolKind::Code,
-        description: "Classes, functions, imports and nesting of a file or of every file under a directory, with counts. Use it to get the lie of a directory.",
+        description: "Classes, functions, imports and nesting of a file or directory, with counts. Use it to get the lie of a directory.",
         schema: schema::<PathArgs>,
     },
     ToolSpec {
@@ -145,7 +145,7 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "analyze_impact",
         kind: ToolKind::Code,
-        description: "What changing files or symbols may affect: counts per section (definitions, subclasses, importers, callers, tests, config and docs) with the top items and a risk summary; `section` lists one whole. Call it on everything you plan to change.",
+        description: "What changing files or symbols may affect: each section's count (definitions, subclasses, importers, callers, tests, config and docs) with its top items, and a risk summary. Call it on everything you plan to change.",
         schema: schema::<ImpactArgs>,
     },
     ToolSpec {
