@@ -170,38 +170,53 @@ fn template_context(state: &State, instance: &Instance) -> Map<String, Value> {
         .collect()
 }
 
-/// Renders the current state's instruction template, then the contract's footer.
+/// [`template_context`] as minijinja reads it.
+fn template_value(state: &State, instance: &Instance) -> minijinja::Value {
+    minijinja::Value::from(minijinja::value::Serde(Value::Object(template_context(
+        state, instance,
+    ))))
+}
+
+/// Renders the current state's instruction template. The contract's footer is not part
+/// of it: the host sends [`footer`] when it matters (for code-intel, once per session and
+/// again after a compaction), rather than repeating it in every response.
 pub fn instruction(contract: &Contract, instance: &Instance) -> String {
     let Some(id) = contract.state_id(&instance.state) else {
         return String::new();
     };
     let state = contract.state(id);
-    let ctx = template_context(state, instance);
-    let ctx = minijinja::Value::from(minijinja::value::Serde(Value::Object(ctx)));
-    let mut parts = Vec::new();
+    let ctx = template_value(state, instance);
     for name in [
         format!("{}.{}", state.id, instance.locale),
         format!("{}.{}", state.id, contract.default_locale()),
     ] {
         if let Ok(template) = contract.templates.get_template(&name) {
-            parts.push(
-                template
-                    .render(&ctx)
-                    .unwrap_or_else(|e| format!("(instruction could not be rendered: {e})")),
-            );
-            break;
+            let text = template
+                .render(&ctx)
+                .unwrap_or_else(|e| format!("(instruction could not be rendered: {e})"));
+            return if text.trim().is_empty() {
+                String::new()
+            } else {
+                text
+            };
         }
     }
-    if state.kind == StateKind::External
-        && let Ok(template) = contract
-            .templates
-            .get_template(&format!("__footer.{}", instance.locale))
-        && let Ok(text) = template.render(&ctx)
-    {
-        parts.push(text);
+    String::new()
+}
+
+/// The contract's `instruction_footer` rendered for the instance's current state, when
+/// that state is external (an agent acts next) and the footer is not blank.
+pub fn footer(contract: &Contract, instance: &Instance) -> Option<String> {
+    let state = contract.state(contract.state_id(&instance.state)?);
+    if state.kind != StateKind::External {
+        return None;
     }
-    parts.retain(|p| !p.trim().is_empty());
-    parts.join("\n")
+    let template = contract
+        .templates
+        .get_template(&format!("__footer.{}", instance.locale))
+        .ok()?;
+    let text = template.render(template_value(state, instance)).ok()?;
+    (!text.trim().is_empty()).then_some(text)
 }
 
 #[cfg(test)]

@@ -96,6 +96,32 @@ impl CheckpointError {
         }
     }
 
+    /// The values of the failure, for the contract's message of [`CheckpointError::key`]
+    /// (`{path}`, `{reason}`, `{found}`, `{expected}`, `{bytes}`, `{limit}`).
+    pub fn args(&self) -> Vec<(&'static str, serde_json::Value)> {
+        use serde_json::json;
+        let path = |p: &Path| json!(p.display().to_string());
+        match self {
+            CheckpointError::Io { path: p, error } => {
+                vec![("path", path(p)), ("reason", json!(error.to_string()))]
+            }
+            CheckpointError::Corrupt { path: p, reason } => {
+                vec![("path", path(p)), ("reason", json!(reason))]
+            }
+            CheckpointError::Version { path: p, found } => vec![
+                ("path", path(p)),
+                ("found", json!(found)),
+                ("expected", json!(RECORD_VERSION)),
+            ],
+            CheckpointError::Tampered { path: p } => vec![("path", path(p))],
+            CheckpointError::TooLarge { bytes } => vec![
+                ("bytes", json!(bytes)),
+                ("limit", json!(MAX_CHECKPOINT_BYTES)),
+            ],
+            CheckpointError::NoKeyDir => Vec::new(),
+        }
+    }
+
     fn io(path: &Path, error: std::io::Error) -> CheckpointError {
         CheckpointError::Io {
             path: path.to_path_buf(),
@@ -346,7 +372,14 @@ impl Checkpoints {
         if !record.finished()
             && self.current().ok().flatten().as_deref() != Some(record.id.as_str())
         {
-            self.set_current(Some(&record.id))?;
+            self.point_at(
+                &record.id,
+                record
+                    .write_gate
+                    .texts
+                    .get(crate::server::hook::decide::UNREADABLE)
+                    .cloned(),
+            )?;
         }
         Ok(reduced)
     }
@@ -499,19 +532,26 @@ impl Checkpoints {
     pub fn set_current(&self, id: Option<&str>) -> Result<(), CheckpointError> {
         let path = self.dir().join(CURRENT_FILE);
         match id {
-            Some(id) => {
-                let text = serde_json::to_string(&Pointer {
-                    session: id.to_string(),
-                })
-                .unwrap_or_default();
-                atomic_write(&path, text.as_bytes()).map_err(|e| CheckpointError::io(&path, e))
-            }
+            Some(id) => self.point_at(id, None),
             None => match std::fs::remove_file(&path) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
                 Err(e) => Err(CheckpointError::io(&path, e)),
             },
         }
+    }
+
+    /// Names `id` as the session in progress, with the write hook's refusal for when its
+    /// checkpoint cannot be read, in the session's locale (the one text the hook needs
+    /// before it has a trusted record; it only words a refusal, so it need not be sealed).
+    fn point_at(&self, id: &str, refusal: Option<String>) -> Result<(), CheckpointError> {
+        let path = self.dir().join(CURRENT_FILE);
+        let text = serde_json::to_string(&Pointer {
+            session: id.to_string(),
+            refusal,
+        })
+        .unwrap_or_default();
+        atomic_write(&path, text.as_bytes()).map_err(|e| CheckpointError::io(&path, e))
     }
 
     /// Removes the temp files that writes killed midway left in the sessions directory
@@ -562,6 +602,17 @@ impl Checkpoints {
 #[derive(Serialize, Deserialize)]
 struct Pointer {
     session: String,
+    /// `hook.session_unreadable` in the session's locale (see [`Checkpoints::point_at`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    refusal: Option<String>,
+}
+
+/// The write hook's refusal for an unreadable session, as the pointer of the session in
+/// progress at `root` words it (`None` without a pointer, or one that does not say).
+pub fn pointer_refusal(root: &Path) -> Option<String> {
+    let path = root.join(SESSIONS_DIR).join(CURRENT_FILE);
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str::<Pointer>(&text).ok()?.refusal
 }
 
 /// Where the write hook records the files a session's client read with its own tools

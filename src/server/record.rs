@@ -60,6 +60,27 @@ pub struct WriteGate {
     pub phase_refusal: String,
     /// The contract's message for a write to a file that is not explored.
     pub file_refusal: String,
+    /// The hook's other refusals (`hook.*` messages) in the session's locale, their
+    /// placeholders (`{files}`, `{reason}`, ...) left for the hook to fill in.
+    #[serde(default)]
+    pub texts: BTreeMap<String, String>,
+}
+
+impl WriteGate {
+    /// The refusal `key` with `args` filled in; `fallback` (English) for a checkpoint
+    /// written without it.
+    pub fn say(&self, key: &str, fallback: &str, args: &[(&str, String)]) -> String {
+        let template = self
+            .texts
+            .get(key)
+            .filter(|t| !t.trim().is_empty())
+            .map_or(fallback, String::as_str);
+        let args: serde_json::Map<String, serde_json::Value> = args
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), serde_json::Value::String(v.clone())))
+            .collect();
+        crate::machine::response::fill(template, &args)
+    }
 }
 
 /// What the server's host actions read and change: the enforcement data.

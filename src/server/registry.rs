@@ -125,37 +125,18 @@ pub fn registry() -> Registry {
             ],
         ),
     ];
+    // Every message the server renders itself, with the placeholders it provides. Besides
+    // these, a refusal's text may use `{details}` (the server's English detail) and the
+    // reply's own fields (`server::reply::Reply::localize`). A test below checks that
+    // each one is rendered by the server, and that the server renders no other.
     let messages = [
-        ("tool_errors.review_changes.phase_blocked", vec!["phase"]),
         ("tool_errors.review_changes.task_branch_not_enabled", vec![]),
-        (
-            "tool_errors.review_changes.branch_manager_not_found",
-            vec![],
-        ),
         ("tool_errors.check_write_target.write_blocked", vec![]),
         (
             "tool_errors.check_write_target.write_phase_blocked",
             vec!["phase"],
         ),
-        (
-            "tool_errors.add_explored_files.phase_mismatch",
-            vec!["phase"],
-        ),
         ("tool_errors.add_explored_files.no_files", vec![]),
-        ("tool_errors.query.no_pattern", vec![]),
-        ("tool_errors.query.no_symbol", vec![]),
-        ("tool_errors.query.no_file_path", vec![]),
-        ("tool_errors.query.chromadb_not_available", vec![]),
-        ("tool_errors.query.unknown_tool", vec!["tool"]),
-        ("tool_errors.query.semantic_search_failed", vec!["error"]),
-        (
-            "tool_errors.start_session.branch_setup_failed",
-            vec!["error"],
-        ),
-        (
-            "tool_errors.start_session.branch_setup_exception",
-            vec!["error"],
-        ),
         ("session.checkpoint_recovery", vec![]),
         (
             "tool_errors.gate.not_allowed",
@@ -165,14 +146,7 @@ pub fn registry() -> Registry {
         ("tool_errors.add_explored_files.outside_root", vec!["files"]),
         ("tool_errors.add_explored_files.reserved", vec!["files"]),
         ("session.no_active_session", vec![]),
-        ("session.no_active_session_short", vec![]),
-        ("session.checkpoint_restore_failed", vec![]),
-        ("session.invalid_data", vec!["error"]),
         ("hints.phase_blocked_hint", vec![]),
-        ("query_frame_hints.target_feature_missing", vec![]),
-        ("query_frame_hints.observed_issue_missing", vec![]),
-        ("query_frame_hints.trigger_condition_missing", vec![]),
-        ("query_frame_hints.desired_action_missing", vec![]),
         ("warnings.truncation_warning", vec![]),
         ("worktree.unexplored_changes", vec!["files"]),
         (
@@ -180,6 +154,71 @@ pub fn registry() -> Registry {
             vec!["phase", "files", "restore"],
         ),
         ("worktree.uncommitted_changed", vec!["files"]),
+        // The server's own refusals.
+        ("session.active", vec!["session_id", "phase"]),
+        ("session.active_cleanup", vec![]),
+        ("session.recoverable", vec!["session_id", "phase"]),
+        ("session.nothing_to_resume", vec![]),
+        ("session.request_too_long", vec!["bytes", "limit"]),
+        ("session.locked", vec!["session", "client", "pid"]),
+        ("session.locked_unnamed", vec![]),
+        ("session.lock_failed", vec!["details"]),
+        ("session.invalid_compaction_count", vec!["value"]),
+        ("session.not_started_unsaved", vec!["details"]),
+        ("session.submission_unsaved", vec!["details"]),
+        ("session.unsaved", vec!["details"]),
+        ("session.outcome_unsaved", vec!["details"]),
+        ("session.wrong_contract", vec!["found", "expected"]),
+        ("session.engine_loop", vec!["limit"]),
+        ("session.bad_start", vec!["details"]),
+        ("invalid_arguments", vec!["details"]),
+        ("unknown_tool", vec!["tool"]),
+        ("arguments.too_large", vec!["field", "limit", "details"]),
+        ("explored.budget_exceeded", vec!["count", "bytes", "limit"]),
+        ("explored.too_many_files", vec!["count", "limit"]),
+        ("explored.path_too_long", vec!["bytes", "start", "limit"]),
+        ("code_tools.failed", vec!["tool", "error", "details"]),
+        ("checkpoint.call_not_saved", vec!["tool", "details"]),
+        ("checkpoint.io", vec!["path", "reason", "details"]),
+        ("checkpoint.corrupt", vec!["path", "reason"]),
+        ("checkpoint.version", vec!["path", "found", "expected"]),
+        ("checkpoint.tampered", vec!["path"]),
+        ("checkpoint.too_large", vec!["bytes", "limit"]),
+        ("checkpoint.no_key_dir", vec![]),
+        // Git refusals (`core::git_refusal` gives each the values of its failure).
+        ("git.not_a_repository", vec!["path"]),
+        ("git.bare_repository", vec!["path"]),
+        ("git.not_repository_root", vec!["path", "workdir"]),
+        ("git.unborn_branch", vec!["branch"]),
+        ("git.detached_head", vec!["commit"]),
+        ("git.operation_in_progress", vec!["operation"]),
+        ("git.invalid_session_id", vec!["session_id"]),
+        ("git.unsupported_base_name", vec!["branch"]),
+        ("git.on_other_task_branch", vec!["branch"]),
+        ("git.task_branch_exists", vec!["branch"]),
+        ("git.not_on_task_branch", vec!["branch", "current"]),
+        ("git.no_task_branch_checked_out", vec!["branch"]),
+        ("git.base_branch_missing", vec!["branch"]),
+        ("git.checked_out_elsewhere", vec!["branch", "path"]),
+        ("git.uncommitted", vec!["files"]),
+        ("git.merge_conflict", vec!["files"]),
+        ("git.would_overwrite", vec!["files"]),
+        ("git.unknown_reviewed_paths", vec!["files"]),
+        ("git.contradictory_review", vec!["files"]),
+        ("git.prepared_stale", vec!["commit", "head"]),
+        ("git.failed", vec!["operation", "error"]),
+        ("git.io", vec!["operation", "path", "error"]),
+        // The write hooks' refusals (precomputed in the session's locale, filled in by
+        // the hook: `record::WriteGate::texts`).
+        ("hook.session_unreadable", vec!["reason"]),
+        ("hook.unknown_targets", vec!["reason"]),
+        ("hook.outside_root", vec!["files"]),
+        ("hook.reserved", vec!["files"]),
+        ("hook.shell_opaque", vec!["writes"]),
+        ("hook.shell_unreadable", vec!["reason", "refusal"]),
+        ("hook.shell_broad", vec!["writes", "refusal"]),
+        ("hook.shell_writes", vec!["files", "refusal"]),
+        ("hook.shell_refused", vec!["reason"]),
     ];
     Registry::new(
         "code-intel",
@@ -229,4 +268,149 @@ pub fn registry() -> Registry {
             .map(|(key, args)| host_message(key, args.as_slice()))
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    //! The registry's messages and the server's code agree both ways: every message the
+    //! registry declares is rendered somewhere in `server` (so no declared key is dead),
+    //! and every message the server renders by name is declared (so `lint` reports a
+    //! contract that lacks it).
+
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    use super::registry;
+
+    /// Every `.rs` file under `dir`, but this one.
+    fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && !path.ends_with("server/registry.rs")
+                && let Ok(text) = std::fs::read_to_string(&path)
+            {
+                out.push((path.display().to_string(), text));
+            }
+        }
+    }
+
+    fn server_sources() -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        sources(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/server"),
+            &mut out,
+        );
+        assert!(out.len() > 10, "the server's sources were not found");
+        out
+    }
+
+    /// The string literal that starts `text` (after whitespace), if one does.
+    fn literal(text: &str) -> Option<&str> {
+        let rest = text.trim_start().strip_prefix('"')?;
+        rest.find('"').map(|end| &rest[..end])
+    }
+
+    /// The text after the first argument of a call whose `(` was just passed.
+    fn after_first_argument(text: &str) -> Option<&str> {
+        let mut depth = 0i32;
+        for (i, c) in text.char_indices() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' if depth == 0 => return None,
+                ')' | ']' | '}' => depth -= 1,
+                ',' if depth == 0 => return Some(&text[i + 1..]),
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// The message keys the server names where it renders one: `Reply::error(KEY`,
+    /// `Reply::say(_, KEY`, `self.render(KEY`, `message(contract, KEY`.
+    fn rendered_keys(text: &str) -> BTreeSet<String> {
+        let mut keys = BTreeSet::new();
+        for (pattern, skip_first) in [
+            ("Reply::error(", false),
+            ("self.render(", false),
+            ("Reply::say(", true),
+            ("message(\n", true),
+            ("message(contract,", false),
+            ("message(&self.contract,", false),
+        ] {
+            for (at, _) in text.match_indices(pattern) {
+                // `role_message(` names an engine role, not a key.
+                if text[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+                {
+                    continue;
+                }
+                let rest = &text[at + pattern.len()..];
+                let rest = if skip_first {
+                    match after_first_argument(rest) {
+                        Some(r) => r,
+                        None => continue,
+                    }
+                } else {
+                    rest
+                };
+                if let Some(key) = literal(rest) {
+                    keys.insert(key.to_string());
+                }
+            }
+        }
+        keys
+    }
+
+    #[test]
+    fn every_declared_message_is_rendered_by_the_server() {
+        let sources = server_sources();
+        let dead: Vec<&str> = registry()
+            .messages
+            .iter()
+            .map(|m| m.key)
+            .filter(|key| {
+                let quoted = format!("\"{key}\"");
+                !sources.iter().any(|(_, text)| text.contains(&quoted))
+            })
+            .collect();
+        assert!(
+            dead.is_empty(),
+            "the registry declares messages the server never renders: {dead:?}"
+        );
+    }
+
+    #[test]
+    fn every_message_the_server_renders_is_declared() {
+        let declared: BTreeSet<&str> = registry().messages.iter().map(|m| m.key).collect();
+        let mut undeclared = Vec::new();
+        for (path, text) in server_sources() {
+            for key in rendered_keys(&text) {
+                if !declared.contains(key.as_str()) {
+                    undeclared.push(format!("{path}: {key}"));
+                }
+            }
+        }
+        assert!(
+            undeclared.is_empty(),
+            "the server renders messages its registry does not declare: {undeclared:?}"
+        );
+    }
+
+    #[test]
+    fn the_scanner_finds_keys_however_the_call_is_wrapped() {
+        let keys = rendered_keys(
+            "Reply::error(\n    \"a.b\",\n    x)\nReply::say(e.key(), \"c.d\", y)\nself.render(\"e.f\", &[])\nmessage(\n    contract,\n    \"g.h\",\n    &args)\nrole_message(\n    contract,\n    \"role\",\n    &args)",
+        );
+        let expected: BTreeSet<String> =
+            ["a.b", "c.d", "e.f", "g.h"].map(str::to_string).into();
+        assert_eq!(keys, expected);
+    }
 }

@@ -9,7 +9,8 @@ use crate::server::git;
 use crate::server::host::{check_explorable, seen_paths};
 use crate::server::reply::Reply;
 
-use super::{Server, State, no_session, parse};
+use super::{Server, State, git_refusal, no_session, parse};
+use crate::machine::response::RenderedMessage;
 use crate::server::hook::decide::{Decision, Target, Targets, decide_in_session};
 use crate::server::paths;
 
@@ -30,9 +31,14 @@ impl Server {
         };
         match decide_in_session(&active.record, &Targets::Paths(vec![target])) {
             Decision::Allow => Reply::ok(json!({"allowed": true, "file_path": file_path})),
-            Decision::Deny(reason) => {
-                Reply::error("write_blocked", reason).with("file_path", file_path)
-            }
+            // The reason is the contract's, in the session's locale (`WriteGate`).
+            Decision::Deny(reason) => Reply::refused(&RenderedMessage {
+                key: "tool_errors.check_write_target.write_blocked".into(),
+                error: Some("write_blocked".into()),
+                text: reason,
+                user_intervention: false,
+            })
+            .with("file_path", file_path),
         }
     }
 
@@ -77,6 +83,7 @@ impl Server {
                             explored.len()
                         ),
                     )
+                    .args(&[("count", json!(explored.len())), ("bytes", json!(bytes))])
                     .with("limit", EXPLORED_BUDGET)
                     .with("explored_count", record.host.explored.len());
                 }
@@ -119,7 +126,7 @@ impl Server {
         let changes =
             match git::open(root).and_then(|repo| repo.leaving(left_alone).changes(baseline)) {
                 Ok(c) => c,
-                Err(e) => return Reply::error(e.key(), e.to_string()),
+                Err(e) => return git_refusal(&e),
             };
         let unexplored: Vec<&str> = changes
             .iter()
@@ -168,8 +175,9 @@ impl Server {
             return reply;
         }
         if state.active.as_ref().is_some_and(|a| !a.record.finished()) {
-            return Reply::error(
+            return Reply::say(
                 "session.active",
+                "session.active_cleanup",
                 "a session is active: finish it or record its outcome before cleaning up",
             );
         }
@@ -181,7 +189,11 @@ impl Server {
                     "session {} (phase {}) can still be resumed; resume it, or ask the user before start_session with clean: true, which deletes it with its branches",
                     record.id, record.instance.state
                 ),
-            );
+            )
+            .args(&[
+                ("session_id", json!(record.id)),
+                ("phase", json!(record.instance.state)),
+            ]);
         }
         let lock = match self.take_lock(state, "cleaning") {
             Ok(lock) => lock,
@@ -191,9 +203,7 @@ impl Server {
             .and_then(|repo| repo.resolve_stale(git::StaleChoice::Delete))
         {
             Ok(o) => o,
-            Err(e) => {
-                return Reply::error(e.key(), e.to_string()).with("files", e.files().to_vec());
-            }
+            Err(e) => return git_refusal(&e).with("files", e.files().to_vec()),
         };
         let removed = self.checkpoints.all_ids();
         for id in &removed {
@@ -220,6 +230,7 @@ fn within_limits(files: &[String]) -> Result<(), Reply> {
                 files.len()
             ),
         )
+        .args(&[("count", json!(files.len()))])
         .with("limit", MAX_EXPLORED_PER_CALL));
     }
     if let Some(long) = files.iter().find(|f| f.len() > MAX_PATH_BYTES) {
@@ -231,6 +242,7 @@ fn within_limits(files: &[String]) -> Result<(), Reply> {
                 long.len()
             ),
         )
+        .args(&[("bytes", json!(long.len())), ("start", json!(start))])
         .with("limit", MAX_PATH_BYTES));
     }
     Ok(())

@@ -23,6 +23,7 @@ use super::checkpoint::{
 use super::code_tools::{CodeTools, ToolError, paths_in};
 use super::index_cache::{ChangeSource, IndexCache};
 use super::log::{Log, now};
+use super::git;
 use super::record::{HostState, SessionRecord, WriteGate};
 use super::reply::Reply;
 use super::session_lock::SessionLock;
@@ -32,7 +33,8 @@ use crate::config::Config;
 use crate::contract::Contract;
 use crate::contract::raw::StateKind;
 use crate::machine::Instance;
-use crate::machine::response::{message, phase_response};
+use crate::server::hook::decide::HOOK_MESSAGES;
+use crate::machine::response::{footer, message, phase_response};
 use crate::machine::tools::{ToolGate, gate};
 use crate::server::semantic_tools::SemanticTools;
 use crate::session::CheckpointStore;
@@ -130,10 +132,55 @@ impl Server {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Answers one tool call.
+    /// Answers one tool call, its texts in the session's locale ([`Server::locale`]).
     pub fn call(&self, tool: &str, args: Map<String, Value>) -> Reply {
+        // A new session's locale, when the call names one the contract has: the user
+        // asked for it, so even a refusal to start is in it.
+        let asked = args
+            .get("locale")
+            .and_then(Value::as_str)
+            .filter(|_| tool == "start_session")
+            .filter(|l| self.contract.locales.iter().any(|d| d == l))
+            .map(str::to_string);
+        let reply = self.answer(tool, args);
+        // A paged answer that left items out says so, and how to get the rest.
+        let truncated = !reply.is_error && reply.body.get("truncated") == Some(&Value::Bool(true));
+        if !reply.pending() && !truncated {
+            return reply;
+        }
+        let locale = asked.unwrap_or_else(|| self.locale());
+        if truncated {
+            let warning = message(
+                &self.contract,
+                TRUNCATION_WARNING,
+                &Map::new(),
+                &locale,
+            );
+            return reply.with("warning", warning.text);
+        }
+        reply.localize(&self.contract, &locale)
+    }
+
+    /// The locale of the server's own texts: the active (or last) session's; without one
+    /// in memory, the unfinished session's on disk; else `locale` of
+    /// `.code-intel/config.yml` (when the contract has it); else the contract's first.
+    pub fn locale(&self) -> String {
+        if let Some(active) = self.lock_state().active.as_ref() {
+            return active.record.instance.locale.clone();
+        }
+        if let Ok(Some(record)) = self.recoverable() {
+            return record.instance.locale;
+        }
+        self.default_locale
+            .clone()
+            .filter(|l| self.contract.locales.iter().any(|d| d == l))
+            .unwrap_or_else(|| self.contract.default_locale().to_string())
+    }
+
+    fn answer(&self, tool: &str, args: Map<String, Value>) -> Reply {
         let Some(spec) = tools::find(tool) else {
-            return Reply::error("unknown_tool", format!("there is no tool `{tool}`"));
+            return Reply::error("unknown_tool", format!("there is no tool `{tool}`"))
+                .args(&[("tool", json!(tool))]);
         };
         if let Err(refusal) = bounded(tool, &args) {
             return refusal;
@@ -202,7 +249,8 @@ impl Server {
                 return Err(Reply::error(
                     "unknown_tool",
                     format!("`{tool}` is not a tool of this server"),
-                ));
+                )
+                .args(&[("tool", json!(tool))]));
             }
             ToolGate::UnknownState { state } => self.render(
                 "tool_errors.gate.not_allowed",
@@ -272,13 +320,40 @@ impl Server {
         Ok(())
     }
 
+    /// Appends the contract's footer (the compaction protocol) to the reply's
+    /// `instruction`. Sent once per session rather than with every instruction: in the
+    /// first response, in every `get_session_status` and resume, and with the phase
+    /// summaries when a compaction is detected.
+    fn with_footer(&self, mut reply: Reply, instance: &Instance) -> Reply {
+        let Some(footer) = footer(&self.contract, instance) else {
+            return reply;
+        };
+        if let Some(Value::String(text)) = reply.body.get_mut("instruction") {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&footer);
+        }
+        reply
+    }
+
     fn code_tool(&self, tool: &str, args: Map<String, Value>) -> Reply {
         match self.code.call(tool, args) {
             Ok(Some(body)) => Reply::ok(body),
-            Ok(None) => Reply::error("unknown_tool", format!("`{tool}` is not a code tool")),
-            Err(ToolError::Arguments(message)) => Reply::error("invalid_arguments", message),
-            Err(ToolError::Tool(e)) => Reply::error(e.key(), e.to_string()),
-            Err(ToolError::Semantic(e)) => Reply::error(e.key(), e.to_string()),
+            Ok(None) => Reply::error("unknown_tool", format!("`{tool}` is not a code tool"))
+                .args(&[("tool", json!(tool))]),
+            Err(ToolError::Arguments(message)) => {
+                Reply::error("invalid_arguments", message.clone())
+                    .args(&[("details", json!(message))])
+            }
+            // The code tools' failures are many and technical: one message words them
+            // around the error's own details.
+            Err(ToolError::Tool(e)) => {
+                Reply::say(e.key(), "code_tools.failed", e.to_string()).args(&[("tool", json!(tool))])
+            }
+            Err(ToolError::Semantic(e)) => {
+                Reply::say(e.key(), "code_tools.failed", e.to_string()).args(&[("tool", json!(tool))])
+            }
         }
     }
 
@@ -288,7 +363,8 @@ impl Server {
             "add_explored_files" => self.add_explored_files(state, args),
             "review_changes" => self.review_changes(state, args),
             "cleanup_stale_branches" => self.cleanup_stale_branches(state, args),
-            other => Reply::error("unknown_tool", format!("`{other}` is not a control tool")),
+            other => Reply::error("unknown_tool", format!("`{other}` is not a control tool"))
+                .args(&[("tool", json!(other))]),
         }
     }
 }
@@ -360,12 +436,14 @@ fn checkpoint_key(e: &std::io::Error) -> &'static str {
 /// The refusal of a call whose checkpoint could not be written: its stable key
 /// (`checkpoint.too_large`, `checkpoint.io`, ...) and the reason; nothing changed.
 fn unsaved(what: &str, e: &CheckpointError) -> Reply {
-    Reply::error(
+    Reply::say(
         e.key(),
+        "checkpoint.call_not_saved",
         format!(
             "`{what}` is refused, because the session could not be saved: {e}; nothing changed"
         ),
     )
+    .args(&[("tool", json!(what)), ("details", json!(e.to_string()))])
     .with("saved", false)
 }
 
@@ -442,8 +520,20 @@ pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
             &instance.locale,
         )
         .text,
+        // Templates: the hook fills in the files and reasons it finds.
+        texts: HOOK_MESSAGES
+            .iter()
+            .filter(|key| contract.messages.contains_key(**key))
+            .map(|key| {
+                let text = message(contract, key, &Map::new(), &instance.locale).text;
+                ((*key).to_string(), text)
+            })
+            .collect(),
     }
 }
+
+/// The message added to a code tool's answer that left items out (`truncated: true`).
+const TRUNCATION_WARNING: &str = "warnings.truncation_warning";
 
 /// The tool whose presence in a state's allowed tools grants writes there.
 pub const WRITE_CHECK_TOOL: &str = "check_write_target";
@@ -457,7 +547,7 @@ fn step_of(state: &State) -> Option<(String, u64)> {
 }
 
 /// The refusal of a session tool when there is no session.
-fn no_session() -> Reply {
+pub(super) fn no_session() -> Reply {
     Reply::error(
         "session.no_active_session",
         "No active session. Call start_session first.",
@@ -466,8 +556,76 @@ fn no_session() -> Reply {
 
 /// Parses tool arguments, or the refusal naming what was wrong.
 fn parse<T: serde::de::DeserializeOwned>(args: Map<String, Value>) -> Result<T, Reply> {
-    serde_json::from_value(Value::Object(args))
-        .map_err(|e| Reply::error("invalid_arguments", format!("invalid arguments: {e}")))
+    serde_json::from_value(Value::Object(args)).map_err(|e| {
+        Reply::error("invalid_arguments", format!("invalid arguments: {e}"))
+            .args(&[("details", json!(e.to_string()))])
+    })
+}
+
+/// The refusal of a checkpoint that cannot be read or written: its stable key and the
+/// contract's message of that key.
+fn checkpoint_refusal(e: &CheckpointError) -> Reply {
+    Reply::error(e.key(), e.to_string()).args(&e.args())
+}
+
+/// The refusal of a git operation: its stable key, and the contract's message of that key
+/// with the failure's own values as placeholders (`{details}` is the whole English text,
+/// for a contract that words a failure generically).
+fn git_refusal(e: &git::GitError) -> Reply {
+    use git::GitError as G;
+    let path = |p: &std::path::Path| json!(p.display().to_string());
+    let mut args: Vec<(&str, Value)> = vec![("details", json!(e.to_string()))];
+    match e {
+        G::NotARepository { path: p } | G::BareRepository { path: p } => {
+            args.push(("path", path(p)));
+        }
+        G::NotRepositoryRoot { root, workdir } => {
+            args.push(("path", path(root)));
+            args.push(("workdir", path(workdir)));
+        }
+        G::UnbornBranch { branch } => args.push(("branch", json!(branch))),
+        G::DetachedHead { commit } => args.push(("commit", json!(commit))),
+        G::OperationInProgress { state } => args.push(("operation", json!(state))),
+        G::InvalidSessionId { session_id } => args.push(("session_id", json!(session_id))),
+        G::UnsupportedBaseName { base } | G::BaseBranchMissing { base } => {
+            args.push(("branch", json!(base)));
+        }
+        G::OnOtherTaskBranch { current } | G::NoTaskBranchCheckedOut { current } => {
+            args.push(("branch", json!(current)));
+        }
+        G::TaskBranchExists { name } => args.push(("branch", json!(name))),
+        G::NotOnTaskBranch { expected, current } => {
+            args.push(("branch", json!(expected)));
+            args.push(("current", json!(current)));
+        }
+        G::CheckedOutElsewhere { branch, worktree } => {
+            args.push(("branch", json!(branch)));
+            args.push(("path", path(worktree)));
+        }
+        G::Uncommitted { paths: files }
+        | G::MergeConflict { files }
+        | G::WouldOverwrite { files }
+        | G::UnknownReviewedPaths { paths: files } => args.push(("files", json!(files))),
+        G::ContradictoryReview { path: p } => args.push(("files", json!([p]))),
+        G::PreparedStale { prepared_on, head } => {
+            args.push(("commit", json!(prepared_on)));
+            args.push(("head", json!(head)));
+        }
+        G::Git { operation, message } => {
+            args.push(("operation", json!(operation)));
+            args.push(("error", json!(message)));
+        }
+        G::Io {
+            operation,
+            path: p,
+            source,
+        } => {
+            args.push(("operation", json!(operation)));
+            args.push(("path", path(p)));
+            args.push(("error", json!(source.to_string())));
+        }
+    }
+    Reply::error(e.key(), e.to_string()).args(&args)
 }
 
 #[cfg(test)]

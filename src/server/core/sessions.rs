@@ -28,7 +28,16 @@ use crate::session::{Driver, Stop, Turn};
 use crate::source::Sources;
 use crate::yaml;
 
-use super::{Active, RecordStore, Server, State, checkpoint_key, no_session, parse, write_gate};
+use super::{
+    Active, RecordStore, Server, State, active_record, checkpoint_key, checkpoint_refusal, git_refusal,
+    no_session, parse, write_gate,
+};
+
+/// A start refused for its flags, intent, locale or params: the error's stable key, the
+/// contract's wording around the engine's details.
+fn bad_start(key: &str, e: &dyn std::fmt::Display) -> Reply {
+    Reply::say(key, "session.bad_start", e.to_string())
+}
 
 impl Server {
     pub(super) fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
@@ -49,7 +58,11 @@ impl Server {
                 format!(
                     "the request takes {request_bytes} bytes as JSON; at most {MAX_REQUEST_BYTES} are kept with a session: summarise it, or put the details in a file and refer to it"
                 ),
-            );
+            )
+            .args(&[
+                ("bytes", json!(request_bytes)),
+                ("limit", json!(MAX_REQUEST_BYTES)),
+            ]);
         }
         // `/code --resume`, `--clean` and `--rebuild` arrive as flags typed by the user;
         // they are the server's options, not the contract's (unless the contract declares
@@ -75,7 +88,7 @@ impl Server {
             let flag_text = a.flags.clone().unwrap_or_default();
             let request = Map::from_iter([("request".to_string(), Value::String(a.query.clone()))]);
             let checked = crate::contract::flags::parse(&self.contract, &flag_text)
-                .map_err(|e| Reply::error(e.key(), e.to_string()))
+                .map_err(|e| bad_start(e.key(), &e))
                 .and_then(|flags| {
                     Instance::start(
                         &self.contract,
@@ -84,7 +97,7 @@ impl Server {
                         a.locale.as_deref(),
                         &request,
                     )
-                    .map_err(|e| Reply::error(e.key(), e.to_string()))
+                    .map_err(|e| bad_start(e.key(), &e))
                 });
             if let Err(reply) = checked {
                 return reply;
@@ -126,11 +139,15 @@ impl Server {
                     "session {} is active (phase {}); continue it (get_session_status), or start over with clean: true",
                     active.record.id, active.record.instance.state
                 ),
-            );
+            )
+            .args(&[
+                ("session_id", json!(active.record.id)),
+                ("phase", json!(active.record.instance.state)),
+            ]);
         } else {
             match self.recoverable() {
                 Err(e) => {
-                    return Reply::error(e.key(), e.to_string()).with(
+                    return checkpoint_refusal(&e).with(
                         "hint",
                         "start_session with clean: true discards the unreadable session",
                     );
@@ -156,7 +173,7 @@ impl Server {
         // branch: a detached HEAD, an unborn branch, a bare or missing repository is
         // refused now, with what to do, rather than at the first commit.
         if let Err(e) = git::open(self.root.path()).and_then(|repo| repo.baseline()) {
-            return Reply::error(e.key(), e.to_string());
+            return git_refusal(&e);
         }
         // `--rebuild` with a request: once the session can start, before it does, so its
         // first tools answer from the rebuilt indexes.
@@ -169,7 +186,7 @@ impl Server {
         }
         let id = match new_session_id() {
             Ok(id) => id,
-            Err(e) => return Reply::error(e.key(), e.to_string()),
+            Err(e) => return checkpoint_refusal(&e),
         };
         let lock = match self.take_lock(state, &id) {
             Ok(lock) => lock,
@@ -186,7 +203,7 @@ impl Server {
             &params,
         ) {
             Ok(i) => i,
-            Err(e) => return Reply::error(e.key(), e.to_string()),
+            Err(e) => return bad_start(e.key(), &e),
         };
         let created = now();
         let mut record = SessionRecord {
@@ -232,7 +249,7 @@ impl Server {
                         crate::session::StartFailure::Flags(f) => f.key(),
                         crate::session::StartFailure::Start(s) => s.key(),
                     };
-                    return Reply::error(key, e.to_string());
+                    return bad_start(key, &e);
                 }
             }
         };
@@ -243,8 +260,9 @@ impl Server {
             let _ = self.checkpoints.remove(&record.id);
             let _ = self.checkpoints.set_current(None);
             drop(lock);
-            return Reply::error(
+            return Reply::say(
                 checkpoint_key(e),
+                "session.not_started_unsaved",
                 format!("the session could not be saved, so it was not started: {e}"),
             )
             .with("saved", false);
@@ -255,6 +273,11 @@ impl Server {
             lock: Some(lock),
         });
         let reply = self.finish_turn(state, turn, shared, None, branch_before);
+        // The first response of a session carries the compaction protocol.
+        let reply = match active_record(state) {
+            Some(record) => self.with_footer(reply, &record.instance),
+            None => reply,
+        };
         let mut reply = if cleaned.is_null() {
             reply
         } else {
@@ -356,8 +379,17 @@ impl Server {
         }
         let holder = self.holder(state, id);
         SessionLock::acquire(self.root.path(), &holder).map_err(|e| match e {
-            LockError::Held(ref h) => Reply::error("session.locked", e.to_string())
+            LockError::Held(Some(ref h)) => Reply::error("session.locked", e.to_string())
+                .args(&[
+                    ("session", json!(h.session)),
+                    ("client", json!(h.client)),
+                    ("pid", json!(h.pid)),
+                ])
                 .with("holder", serde_json::to_value(h).unwrap_or(Value::Null)),
+            LockError::Held(None) => {
+                Reply::say("session.locked", "session.locked_unnamed", e.to_string())
+                    .with("holder", Value::Null)
+            }
             LockError::Io { .. } => Reply::error("session.lock_failed", e.to_string()),
         })
     }
@@ -384,9 +416,9 @@ impl Server {
         let lock = self.take_lock(state, "cleaning")?;
         let branches = match git::open(self.root.path()) {
             Ok(repo) => {
-                let outcome = repo.resolve_stale(git::StaleChoice::Delete).map_err(|e| {
-                    Reply::error(e.key(), e.to_string()).with("files", e.files().to_vec())
-                })?;
+                let outcome = repo
+                    .resolve_stale(git::StaleChoice::Delete)
+                    .map_err(|e| git_refusal(&e).with("files", e.files().to_vec()))?;
                 json!({
                     "deleted": outcome.deleted.iter().map(|d| json!({"name": d.name, "unmerged_commits": d.unmerged_commits})).collect::<Vec<_>>(),
                     "kept": outcome.kept.iter().map(|k| json!({"name": k.name, "reason": k.reason})).collect::<Vec<_>>(),
@@ -398,12 +430,12 @@ impl Server {
         let sessions = self.checkpoints.all_ids();
         for id in &sessions {
             if let Err(e) = self.checkpoints.remove(id) {
-                return Err(Reply::error(e.key(), e.to_string()));
+                return Err(checkpoint_refusal(&e));
             }
         }
         self.checkpoints
             .set_current(None)
-            .map_err(|e| Reply::error(e.key(), e.to_string()))?;
+            .map_err(|e| checkpoint_refusal(&e))?;
         let cleaned = json!({"task_branches": branches, "sessions": sessions});
         self.log.session("-", "cleaned", &cleaned);
         drop(lock);
@@ -441,7 +473,7 @@ impl Server {
     pub(super) fn status(&self, state: &mut State) -> Reply {
         if state.active.is_none() {
             match self.recoverable() {
-                Err(e) => return Reply::error(e.key(), e.to_string()),
+                Err(e) => return checkpoint_refusal(&e),
                 Ok(Some(record)) => return self.resume(state, record),
                 Ok(None) => {
                     return no_session();
@@ -481,6 +513,9 @@ impl Server {
         if let Some(m) = message {
             reply = reply.with("message", m);
         }
+        // Status is what an agent asks for after losing its context, and resume is a new
+        // start: both carry the compaction protocol again.
+        let reply = self.with_footer(reply, &record.instance);
         self.with_stale_branches(reply, record)
     }
 
@@ -531,6 +566,7 @@ impl Server {
                     "session.invalid_compaction_count",
                     format!("compaction_count must be a non-negative integer, not {other}"),
                 )
+                .args(&[("value", json!(other.to_string()))])
                 .with_phase(
                     &phase_response(&self.contract, &active.record.instance),
                     active.record.compaction_count,
@@ -573,7 +609,7 @@ impl Server {
     fn check_tree(&self, record: &SessionRecord) -> Result<(), Reply> {
         let gate = write_gate(&self.contract, &record.instance);
         let verdict = worktree::check(self.root.path(), &record.host, gate.writes_allowed)
-            .map_err(|e| Reply::error(e.key(), format!("cannot check the working tree: {e}")))?;
+            .map_err(|e| git_refusal(&e))?;
         if verdict.is_clean() {
             return Ok(());
         }
@@ -757,8 +793,9 @@ impl Server {
                     .with("details", Value::Object(failed.failure.args.clone()))
                     .with_phase(&phase, record.compaction_count)
             }
-            Stop::CheckpointFailed(e) => Reply::error(
+            Stop::CheckpointFailed(e) => Reply::say(
                 checkpoint_key(&e),
+                "session.submission_unsaved",
                 format!(
                     "the submission was not accepted, because the session could not be saved: {e}; the session stays where it was"
                 ),
@@ -770,16 +807,22 @@ impl Server {
                 format!(
                     "the session was started under the contract `{found}`, this server runs `{expected}`; start a new session with clean: true"
                 ),
-            ),
+            )
+            .args(&[("found", json!(found)), ("expected", json!(expected))]),
             Stop::EngineLoop { limit } => Reply::error(
                 "session.engine_loop",
                 format!(
                     "the contract's engine states ran {limit} steps without waiting for an agent"
                 ),
-            ),
+            )
+            .args(&[("limit", json!(limit))]),
         };
         let mut reply = if summaries_due {
-            reply.with("phase_summaries", summaries(&record.instance))
+            // The agent lost its context: the protocol comes again with the summaries.
+            self.with_footer(
+                reply.with("phase_summaries", summaries(&record.instance)),
+                &record.instance,
+            )
         } else {
             reply
         };
@@ -811,8 +854,9 @@ impl Server {
             match self.checkpoints.save_owned(next) {
                 Ok(on_disk) => active.record = on_disk,
                 Err(e) => {
-                    return Reply::error(
+                    return Reply::say(
                         e.key(),
+                        "session.unsaved",
                         format!("the session could not be saved: {e}; it stays where it was"),
                     )
                     .with("saved", false);
@@ -858,7 +902,7 @@ impl Server {
                 Ok(_) => branch_deleted = Some(branch.name.clone()),
                 Err(e) => {
                     record.host.branch = Some(branch);
-                    return Reply::error(e.key(), e.to_string()).with("files", e.files().to_vec());
+                    return git_refusal(&e).with("files", e.files().to_vec());
                 }
             }
         }
@@ -881,8 +925,9 @@ impl Server {
                 if let Ok(on_disk) = self.checkpoints.save_owned(record.clone()) {
                     *record = on_disk;
                 }
-                return Reply::error(
+                return Reply::say(
                     e.key(),
+                    "session.outcome_unsaved",
                     format!(
                         "the outcome was not recorded, because the session could not be ended: {e}"
                     ),

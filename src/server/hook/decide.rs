@@ -3,15 +3,20 @@
 //! the repository root. No IO here; `super` gathers the data.
 
 use super::shell::WriteKind;
-use crate::server::record::SessionRecord;
+use crate::server::record::{SessionRecord, WriteGate};
 
 /// The session in progress in the repository, as far as the hook can tell.
 #[derive(Debug)]
 pub enum Session {
     /// No `current.json`: nothing to enforce.
     None,
-    /// A session exists but its checkpoint cannot be trusted or read: the reason.
-    Unreadable(String),
+    /// A session exists but its checkpoint cannot be trusted or read: the reason, and the
+    /// refusal's template in the session's locale when the pointer names one
+    /// (`hook.session_unreadable`, `{reason}` to fill in).
+    Unreadable {
+        reason: String,
+        refusal: Option<String>,
+    },
     Active(Box<SessionRecord>),
 }
 
@@ -89,9 +94,18 @@ pub fn decide(session: &Session, targets: &Targets) -> Decision {
     let record = match session {
         Session::None => return Decision::Allow,
         Session::Active(record) if record.finished() => return Decision::Allow,
-        Session::Unreadable(reason) => {
-            return Decision::Deny(format!(
-                "code-intel cannot read the session in progress, so no file may be written until it can: {reason}"
+        Session::Unreadable { reason, refusal } => {
+            let gate = WriteGate {
+                texts: refusal
+                    .iter()
+                    .map(|t| (UNREADABLE.to_string(), t.clone()))
+                    .collect(),
+                ..WriteGate::default()
+            };
+            return Decision::Deny(gate.say(
+                UNREADABLE,
+                "code-intel cannot read the session in progress, so no file may be written until it can: {reason}",
+                &[("reason", reason.clone())],
             ));
         }
         Session::Active(record) => record,
@@ -105,8 +119,10 @@ pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision 
     let paths = match targets {
         Targets::Shell(shell) => return decide_shell(record, shell),
         Targets::Unknown(reason) => {
-            return Decision::Deny(format!(
-                "code-intel refuses this write: {reason}; write each file with a patch that names it"
+            return Decision::Deny(record.write_gate.say(
+                "hook.unknown_targets",
+                "code-intel refuses this write: {reason}; write each file with a patch that names it",
+                &[("reason", reason.clone())],
             ));
         }
         Targets::Paths(paths) => paths,
@@ -119,10 +135,12 @@ pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision 
             Target::Inside(_) => None,
         })
         .collect();
+    let gate = &record.write_gate;
     if !outside.is_empty() {
-        return Decision::Deny(format!(
-            "{} is outside the repository; code-intel allows writes inside it only",
-            outside.join(", ")
+        return Decision::Deny(gate.say(
+            "hook.outside_root",
+            "{files} is outside the repository; code-intel allows writes inside it only",
+            &[("files", outside.join(", "))],
         ));
     }
     let inside: Vec<&str> = paths
@@ -138,9 +156,8 @@ pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision 
         .filter(|rel| is_reserved(rel))
         .collect();
     if !state.is_empty() {
-        return Decision::Deny(protected_refusal(&state));
+        return Decision::Deny(protected_refusal(gate, &state));
     }
-    let gate = &record.write_gate;
     if !gate.writes_allowed {
         return Decision::Deny(non_empty(
             &gate.phase_refusal,
@@ -164,16 +181,34 @@ pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision 
     Decision::Allow
 }
 
-fn protected_refusal(paths: &[&str]) -> String {
-    format!(
-        "{}: .git/ (git's own files and hooks) and .code-intel/ (code-intel's session state) are never written by an agent",
-        paths.join(", ")
+fn protected_refusal(gate: &WriteGate, paths: &[&str]) -> String {
+    gate.say(
+        "hook.reserved",
+        "{files}: .git/ (git's own files and hooks) and .code-intel/ (code-intel's session state) are never written by an agent",
+        &[("files", paths.join(", "))],
     )
 }
+
+/// The key of the refusal for a session whose checkpoint cannot be read.
+pub const UNREADABLE: &str = "hook.session_unreadable";
+
+/// The `hook.*` messages the write gate carries (see [`WriteGate::texts`]).
+pub const HOOK_MESSAGES: [&str; 9] = [
+    UNREADABLE,
+    "hook.shell_refused",
+    "hook.unknown_targets",
+    "hook.outside_root",
+    "hook.reserved",
+    "hook.shell_opaque",
+    "hook.shell_unreadable",
+    "hook.shell_broad",
+    "hook.shell_writes",
+];
 
 /// The shell command table (see [`decide`]).
 fn decide_shell(record: &SessionRecord, shell: &ShellTargets) -> Decision {
     const PREFIX: &str = "code-intel refuses this shell command";
+    let gate = &record.write_gate;
     // A file brought back to HEAD's content, or a new path removed, where the accepted tree
     // holds nothing uncommitted, is being restored, as the server's refusals ask: never
     // refused.
@@ -202,27 +237,37 @@ fn decide_shell(record: &SessionRecord, shell: &ShellTargets) -> Decision {
         .filter(|rel| is_reserved(rel))
         .collect();
     if !state.is_empty() {
-        return Decision::Deny(format!("{PREFIX}: {}", protected_refusal(&state)));
-    }
-    if !shell.opaque.is_empty() {
-        return Decision::Deny(format!(
-            "{PREFIX}: {}. Inspect with read-only commands; write files with the edit tools, in the implementation phase, once they are explored; branches and commits are made by the server.",
-            shell.opaque.join("; ")
+        return Decision::Deny(gate.say(
+            "hook.shell_refused",
+            &format!("{PREFIX}: {{reason}}"),
+            &[("reason", protected_refusal(gate, &state))],
         ));
     }
-    let gate = &record.write_gate;
+    if !shell.opaque.is_empty() {
+        return Decision::Deny(gate.say(
+            "hook.shell_opaque",
+            &format!("{PREFIX}: {{writes}}. Inspect with read-only commands; write files with the edit tools, in the implementation phase, once they are explored; branches and commits are made by the server."),
+            &[("writes", shell.opaque.join("; "))],
+        ));
+    }
     if !gate.writes_allowed {
         let phase = non_empty(
             &gate.phase_refusal,
             "Writing files is not allowed in the current phase.",
         );
         if let Some(reason) = &shell.unparsed {
-            return Decision::Deny(format!(
-                "{PREFIX}: it cannot be read ({reason}), and {phase}"
+            return Decision::Deny(gate.say(
+                "hook.shell_unreadable",
+                &format!("{PREFIX}: it cannot be read ({{reason}}). {{refusal}}"),
+                &[("reason", reason.clone()), ("refusal", phase)],
             ));
         }
         if !shell.broad.is_empty() {
-            return Decision::Deny(format!("{PREFIX}: {}. {phase}", shell.broad.join("; ")));
+            return Decision::Deny(gate.say(
+                "hook.shell_broad",
+                &format!("{PREFIX}: {{writes}}. {{refusal}}"),
+                &[("writes", shell.broad.join("; ")), ("refusal", phase)],
+            ));
         }
         let files: Vec<&str> = inside
             .iter()
@@ -230,7 +275,11 @@ fn decide_shell(record: &SessionRecord, shell: &ShellTargets) -> Decision {
             .map(|(rel, _)| *rel)
             .collect();
         if !files.is_empty() {
-            return Decision::Deny(format!("{PREFIX}: it writes {}. {phase}", files.join(", ")));
+            return Decision::Deny(gate.say(
+                "hook.shell_writes",
+                &format!("{PREFIX}: it writes {{files}}. {{refusal}}"),
+                &[("files", files.join(", ")), ("refusal", phase)],
+            ));
         }
         return Decision::Allow;
     }
@@ -241,13 +290,18 @@ fn decide_shell(record: &SessionRecord, shell: &ShellTargets) -> Decision {
         .map(|(rel, _)| *rel)
         .collect();
     if !unexplored.is_empty() {
-        return Decision::Deny(format!(
-            "{PREFIX}: {}: {}",
+        let refusal = format!(
+            "{}: {}",
             unexplored.join(", "),
             non_empty(
                 &gate.file_refusal,
                 "This file is outside the explored files."
             )
+        );
+        return Decision::Deny(gate.say(
+            "hook.shell_refused",
+            &format!("{PREFIX}: {{reason}}"),
+            &[("reason", refusal)],
         ));
     }
     Decision::Allow
@@ -275,7 +329,7 @@ fn non_empty(text: &str, fallback: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::record::{HostState, RECORD_VERSION, WriteGate};
+    use crate::server::record::{HostState, RECORD_VERSION};
     use WriteKind::{Dir as D, File as F, FromHead as H, Remove as R, RemoveNew as N};
 
     fn record(writes_allowed: bool, explored: &[&str], outcome: Option<&str>) -> Session {
@@ -344,7 +398,10 @@ mod tests {
         );
         assert!(
             denied(decide(
-                &Session::Unreadable("tampered".into()),
+                &Session::Unreadable {
+                    reason: "tampered".into(),
+                    refusal: None,
+                },
                 &paths(&[inside("a.rs")])
             ))
             .contains("tampered")
@@ -423,7 +480,10 @@ mod tests {
         );
         assert!(
             denied(decide(
-                &Session::Unreadable("tampered".into()),
+                &Session::Unreadable {
+                    reason: "tampered".into(),
+                    refusal: None,
+                },
                 &shell(&[("a.rs", F)], &[], None)
             ))
             .contains("tampered")

@@ -26,7 +26,7 @@ use decide::{Decision, Session, ShellTargets, Target, Targets};
 use input::{Event, HookInput, Writes};
 use shell::WriteKind;
 
-use super::checkpoint::{CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey};
+use super::checkpoint::{CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey, pointer_refusal};
 use super::paths::{canonical_prefix, is_reserved, judge as confine};
 use crate::codeintel::root::Root;
 
@@ -353,12 +353,21 @@ fn pointer_exists(root: &Root) -> bool {
 
 /// The session in progress, read and verified.
 fn session(root: &Root) -> Session {
-    // A linked `.code-intel/` could name any session (or none): never trusted.
+    // A linked `.code-intel/` could name any session (or none): never trusted, nor is
+    // anything read through it.
     if let Err(e) =
         crate::codeintel::state_dir::check_path(&root.path().join(SESSIONS_DIR).join(CURRENT_FILE))
     {
-        return Session::Unreadable(e.to_string());
+        return Session::Unreadable {
+            reason: e.to_string(),
+            refusal: None,
+        };
     }
+    // The refusal's wording, in the session's locale, comes with the pointer.
+    let unreadable = |reason: String| Session::Unreadable {
+        reason,
+        refusal: pointer_refusal(root.path()),
+    };
     if !pointer_exists(root) {
         return Session::None;
     }
@@ -366,25 +375,25 @@ fn session(root: &Root) -> Session {
         Ok(Some(key)) => key,
         Ok(None) => {
             let dir = SealKey::dir().map_or_else(|e| e.to_string(), |d| d.display().to_string());
-            return Session::Unreadable(format!(
+            return unreadable(format!(
                 "there is no checkpoint key in {dir}, so the session's checkpoint cannot be verified"
             ));
         }
-        Err(e) => return Session::Unreadable(e.to_string()),
+        Err(e) => return unreadable(e.to_string()),
     };
     let checkpoints = Checkpoints::new(root.path(), key);
     let id = match checkpoints.current() {
         Ok(Some(id)) => id,
         Ok(None) => return Session::None,
-        Err(e) => return Session::Unreadable(e.to_string()),
+        Err(e) => return unreadable(e.to_string()),
     };
     match checkpoints.load(&id) {
         Ok(Some(record)) => Session::Active(Box::new(record)),
-        Ok(None) => Session::Unreadable(format!(
+        Ok(None) => unreadable(format!(
             "{} names session {id}, whose checkpoint {} is missing",
             root.path().join(SESSIONS_DIR).join(CURRENT_FILE).display(),
             checkpoints.path_of(&id).display()
         )),
-        Err(e) => Session::Unreadable(e.to_string()),
+        Err(e) => unreadable(e.to_string()),
     }
 }
