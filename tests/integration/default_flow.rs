@@ -1,7 +1,7 @@
 //! The default contract driven step by step: the happy path, every loop limit, the fixes
 //! of the original's bugs, and rejections that leave the session untouched.
 
-use code_intel::machine::response::phase_response;
+use code_intel::machine::response::{footer, phase_response};
 use serde_json::{Value, json};
 
 use crate::support::{Driver, default_contract};
@@ -134,11 +134,15 @@ fn the_response_is_self_contained() {
         (r.phase.as_str(), r.step, r.call.as_deref()),
         ("DOCUMENT_RESEARCH", Some(3), Some("submit_phase"))
     );
+    // The compaction protocol is the contract's footer, which the host sends when it
+    // matters (once per session, again after a compaction), not with every instruction.
     assert!(
-        r.instruction.contains("[compaction_protocol]"),
+        !r.instruction.contains("[compaction_protocol]"),
         "{}",
         r.instruction
     );
+    let footer = footer(&d.contract, &d.instance).unwrap_or_default();
+    assert!(footer.starts_with("[compaction_protocol]"), "{footer}");
     assert_eq!(
         r.expected_payload["documents_reviewed"],
         json!("list[str (non-empty)] (non-empty)")

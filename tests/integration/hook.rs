@@ -877,3 +877,206 @@ fn what_appeared_since_the_accepted_tree_may_be_removed_where_nothing_may_be_wri
         );
     }
 }
+
+/// Whether `text` holds Japanese (kana or kanji).
+fn has_japanese(text: &str) -> bool {
+    text.chars().any(|c| {
+        matches!(c, '\u{3040}'..='\u{30ff}' | '\u{4e00}'..='\u{9fff}')
+    })
+}
+
+/// Asserts that `text` is the Japanese of message `key`: Japanese characters, and no
+/// English sentence of the message's `en` text (each stretch of it between placeholders
+/// that holds a few words).
+fn assert_japanese(contract: &code_intel::contract::Contract, key: &str, text: &str) {
+    assert!(has_japanese(text), "{key}: not Japanese: {text}");
+    let Some(message) = contract.messages.get(key) else {
+        panic!("{key} is not a message of the contract (text: {text})");
+    };
+    let en = message.text.get("en", "en");
+    let mut rest = en;
+    while !rest.is_empty() {
+        let (stretch, after) = match rest.find('{') {
+            Some(open) => (
+                &rest[..open],
+                rest[open..].find('}').map_or("", |close| &rest[open + close + 1..]),
+            ),
+            None => (rest, ""),
+        };
+        let stretch = stretch.trim_matches(|c: char| c.is_ascii_punctuation() || c == ' ');
+        if stretch.split_whitespace().count() >= 3 {
+            assert!(
+                !text.contains(stretch),
+                "{key}: the Japanese text holds English of the en text ({stretch:?}): {text}"
+            );
+        }
+        rest = after;
+    }
+}
+
+/// A refusal of the server in Japanese: its `message` is the Japanese of its
+/// `message_key`, and so is its `hint` when it has one.
+fn refused_in_japanese(
+    contract: &code_intel::contract::Contract,
+    reply: &code_intel::server::reply::Reply,
+    error: &str,
+) {
+    assert!(reply.is_error, "{}", reply.body);
+    assert_eq!(reply.body["error"], error, "{}", reply.body);
+    let key = reply.body["message_key"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no message_key: {}", reply.body));
+    let text = reply.body["message"].as_str().unwrap_or_default();
+    assert_japanese(contract, key, text);
+    if let Some(hint) = reply.body["hint"].as_str() {
+        assert_japanese(contract, "hints.phase_blocked_hint", hint);
+    }
+}
+
+#[test]
+fn a_ja_session_answers_every_reply_in_japanese() {
+    let contract = default_contract();
+    let repo = Repo::new("ja");
+    // The locale init configured: the server's texts use it before any session.
+    std::fs::write(
+        repo.root.join(".code-intel/config.yml"),
+        "locale: ja\nsemantic:\n  sync_on_start: false\n",
+    )
+    .unwrap();
+    let server = repo.server();
+    let ask = |server: &Server, tool: &str, a: Value| server.call(tool, args(a));
+
+    // No session yet.
+    for tool in ["get_session_status", "submit_phase", "record_outcome"] {
+        let a = match tool {
+            "submit_phase" => json!({"data": {"summary": "x"}}),
+            "record_outcome" => json!({"outcome": "success"}),
+            _ => json!({}),
+        };
+        let reply = ask(&server, tool, a);
+        refused_in_japanese(&contract, &reply, "session.no_active_session");
+    }
+    refused_in_japanese(
+        &contract,
+        &ask(&server, "no_such_tool", json!({})),
+        "unknown_tool",
+    );
+    refused_in_japanese(
+        &contract,
+        &ask(&server, "submit_phase", json!({"data": "not an object"})),
+        "invalid_arguments",
+    );
+    // A paged answer that left items out says so.
+    let page = call(&server, "search_files", json!({"globs": ["*.py"], "limit": 1}));
+    assert_eq!(page["truncated"], true, "{page}");
+    assert_japanese(
+        &contract,
+        "warnings.truncation_warning",
+        page["warning"].as_str().unwrap_or_default(),
+    );
+    // A repository that cannot host a task branch: a git refusal.
+    let git = |a: &[&str]| {
+        let out = Command::new("git")
+            .args(a)
+            .current_dir(&repo.root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    git(&["checkout", "-q", "--detach"]);
+    refused_in_japanese(
+        &contract,
+        &ask(&server, "start_session", json!({"query": "add a --json flag to main"})),
+        "git.detached_head",
+    );
+    git(&["checkout", "-q", "main"]);
+
+    // The session starts in Japanese, with the compaction protocol once.
+    let started = call(
+        &server,
+        "start_session",
+        json!({"query": "add a --json flag to main"}),
+    );
+    let instruction = started["instruction"].as_str().unwrap_or_default();
+    assert!(has_japanese(instruction), "{instruction}");
+    assert!(instruction.contains("[compaction_protocol] submit_phase の data"), "{instruction}");
+    refused_in_japanese(
+        &contract,
+        &ask(&server, "start_session", json!({"query": "another request"})),
+        "session.active",
+    );
+    // A tool the phase does not allow, with its hint.
+    refused_in_japanese(
+        &contract,
+        &ask(&server, "review_changes", json!({})),
+        "tool_not_allowed",
+    );
+    refused_in_japanese(
+        &contract,
+        &ask(&server, "submit_phase", json!({"data": {"summary": "x", "compaction_count": "one"}})),
+        "session.invalid_compaction_count",
+    );
+    refused_in_japanese(
+        &contract,
+        &ask(&server, "submit_phase", json!({"data": {"documents_reviewed": 3, "tools_used": [], "summary": "x", "compaction_count": 0}})),
+        "payload_mismatch",
+    );
+
+    // The write hooks of both clients, through the real binary.
+    let denied = |reason: Option<String>, key: &str| {
+        let reason = reason.unwrap_or_else(|| panic!("{key}: the write was allowed"));
+        assert_japanese(&contract, key, &reason);
+    };
+    for client in ["claude", "codex"] {
+        denied(
+            repo.bash(client, "echo x > app.py"),
+            "hook.shell_writes",
+        );
+        denied(repo.bash(client, "git commit -qam wip"), "hook.shell_opaque");
+        denied(
+            repo.bash(client, "echo x > .code-intel/notes.txt"),
+            "hook.shell_refused",
+        );
+    }
+    denied(
+        repo.write(&repo.abs("app.py")),
+        "tool_errors.check_write_target.write_phase_blocked",
+    );
+    denied(repo.write(&repo.abs(".git/hooks/pre-commit")), "hook.reserved");
+    let outside = std::env::temp_dir().join("code-intel-ja-outside.txt");
+    denied(
+        repo.write(&outside.to_string_lossy()),
+        "hook.outside_root",
+    );
+    denied(
+        repo.pre("apply_patch", json!({"command": "no markers at all"})),
+        "hook.unknown_targets",
+    );
+
+    // A second server of the same repository: the session is another's.
+    let other = repo.server();
+    refused_in_japanese(
+        &contract,
+        &ask(&other, "start_session", json!({"query": "x", "resume": true})),
+        "session.locked",
+    );
+    refused_in_japanese(
+        &contract,
+        &ask(&other, "cleanup_stale_branches", json!({})),
+        "session.recoverable",
+    );
+    drop(other);
+
+    // A checkpoint edited by hand: the hook refuses, and a server will not load it.
+    let path = repo.checkpoint();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("add a --json", "add a --yaml", 1)).unwrap();
+    denied(repo.write(&repo.abs("lib.py")), "hook.session_unreadable");
+    drop(server);
+    let restarted = repo.server();
+    refused_in_japanese(
+        &contract,
+        &ask(&restarted, "get_session_status", json!({})),
+        "checkpoint.tampered",
+    );
+}
