@@ -5,6 +5,9 @@
 //! The Python client comes from `$CODE_INTEL_TEST_PYTHON`, else a `python3` that can
 //! `import mcp`, else a virtual environment this test creates under `target/` and fills
 //! from PyPI (`mcp==2.3.0`), so `cargo test` works on a fresh clone.
+//!
+//! What no scenario can say (a text that must be absent) is tested on the server in
+//! process: the compaction protocol is sent once per session, not with every response.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -140,4 +143,54 @@ fn scenarios() {
         })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The contract's footer: the compaction protocol an agent needs once, and again when it
+/// lost its context.
+const PROTOCOL: &str = "[compaction_protocol]";
+
+fn instruction_of(body: &Value) -> &str {
+    body["instruction"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn the_compaction_protocol_comes_once_per_session_and_after_a_compaction() {
+    use serde_json::json;
+    let repo = crate::support::SessionRepo::new(
+        "code-intel-mcp-footer",
+        [7; 32],
+        &[("app.py", "def main():\n    return 1\n"), ("README.md", "# demo\n")],
+    );
+    let server = repo.server();
+    let call = |tool: &str, a: Value| {
+        let reply = server.call(tool, a.as_object().cloned().unwrap_or_default());
+        (reply.is_error, reply.body)
+    };
+    let (_, started) = call("start_session", json!({"query": "explain main", "intent": "QUESTION"}));
+    assert!(instruction_of(&started).contains(PROTOCOL), "{started}");
+    call("search_files", json!({"globs": ["*.md"]}));
+    let (refused, gated) = call("review_changes", json!({}));
+    assert!(refused, "{gated}");
+    assert!(!instruction_of(&gated).contains(PROTOCOL), "{gated}");
+    let (_, next) = call(
+        "submit_phase",
+        json!({"data": {"documents_reviewed": ["README.md"], "tools_used": ["search_files"], "summary": "no rules", "compaction_count": 0}}),
+    );
+    assert_eq!(next["state"], "QUERY_FRAME", "{next}");
+    assert!(!instruction_of(&next).contains(PROTOCOL), "{next}");
+    let (_, status) = call("get_session_status", json!({}));
+    assert!(instruction_of(&status).contains(PROTOCOL), "{status}");
+    // The agent lost its context and says so with the next count: the protocol comes
+    // back with the summaries, whatever the submission's fate.
+    let (_, compacted) = call(
+        "submit_phase",
+        json!({"data": {"target_feature": {"value": "main", "quote": "main"}, "desired_action": {"value": "explain", "quote": "explain"}, "trigger_condition": null, "observed_issue": null, "tools_used": [], "summary": "frame", "compaction_count": 1}}),
+    );
+    assert!(compacted["phase_summaries"].is_object(), "{compacted}");
+    assert!(instruction_of(&compacted).contains(PROTOCOL), "{compacted}");
+    let (_, after) = call(
+        "submit_phase",
+        json!({"data": {"explored_files": ["app.py"], "findings": ["app.py:1 main"], "tools_used": [], "summary": "x", "compaction_count": 1}}),
+    );
+    assert!(!instruction_of(&after).contains(PROTOCOL), "{after}");
 }
