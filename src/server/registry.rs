@@ -178,6 +178,10 @@ pub fn registry() -> Registry {
         ("explored.too_many_files", vec!["count", "limit"]),
         ("explored.path_too_long", vec!["bytes", "start", "limit"]),
         ("code_tools.failed", vec!["tool", "error", "details"]),
+        ("internal", vec!["tool"]),
+        ("progress.index_building", vec!["done", "total"]),
+        ("notes.task_branch", vec![]),
+        ("notes.task_branch_carried", vec!["count"]),
         ("checkpoint.call_not_saved", vec!["tool", "details"]),
         ("checkpoint.io", vec!["path", "reason", "details"]),
         ("checkpoint.corrupt", vec!["path", "reason"]),
@@ -409,8 +413,7 @@ mod tests {
         let keys = rendered_keys(
             "Reply::error(\n    \"a.b\",\n    x)\nReply::say(e.key(), \"c.d\", y)\nself.render(\"e.f\", &[])\nmessage(\n    contract,\n    \"g.h\",\n    &args)\nrole_message(\n    contract,\n    \"role\",\n    &args)",
         );
-        let expected: BTreeSet<String> =
-            ["a.b", "c.d", "e.f", "g.h"].map(str::to_string).into();
+        let expected: BTreeSet<String> = ["a.b", "c.d", "e.f", "g.h"].map(str::to_string).into();
         assert_eq!(keys, expected);
     }
 }

@@ -19,8 +19,9 @@ use crate::machine::response::{PhaseResponse, RenderedMessage, message};
 pub struct Reply {
     pub is_error: bool,
     pub body: Value,
-    /// The contract message that gives `message` its text, not rendered yet.
-    text: Option<Pending>,
+    /// The contract message that gives `message` its text, not rendered yet (boxed: a
+    /// reply travels in `Result`s).
+    text: Option<Box<Pending>>,
 }
 
 /// A contract message to render into a reply's `message`.
@@ -52,10 +53,10 @@ impl Reply {
         Reply {
             is_error: true,
             body: json!({"error": error, "message": fallback.into()}),
-            text: Some(Pending {
+            text: Some(Box::new(Pending {
                 key: message_key.to_string(),
                 args: Map::new(),
-            }),
+            })),
         }
     }
 
@@ -103,7 +104,7 @@ impl Reply {
         }
         // Placeholders: the values given, then the reply's own fields (`limit`,
         // `file_path`, ...), then `details`, the English the code wrote.
-        let mut args = pending.args;
+        let Pending { key, mut args } = *pending;
         if let Value::Object(map) = &self.body {
             for (k, v) in map {
                 if k == "message" {
@@ -113,7 +114,7 @@ impl Reply {
                 }
             }
         }
-        let rendered = message(contract, &pending.key, &args, locale);
+        let rendered = message(contract, &key, &args, locale);
         if let Value::Object(map) = &mut self.body {
             map.insert("message".into(), Value::String(rendered.text));
             map.insert("message_key".into(), Value::String(rendered.key));

@@ -84,14 +84,20 @@ impl ServerHandler for Service {
         ) {
             let mut progress = ProgressNotificationParam::new(token, done as f64);
             progress.total = Some(total as f64);
-            progress.message = Some(format!(
-                "building the symbol index: {done} of {total} files tagged"
+            progress.message = Some(self.server.text(
+                "progress.index_building",
+                &[
+                    ("done", serde_json::json!(done)),
+                    ("total", serde_json::json!(total)),
+                ],
+                format!("building the symbol index: {done} of {total} files tagged"),
             ));
             if let Err(e) = context.peer.notify_progress(progress).await {
                 tracing::debug!("progress notification not delivered: {e}");
             }
         }
         let server = Arc::clone(&self.server);
+        let texts = Arc::clone(&self.server);
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
         let tool = name.clone();
@@ -104,7 +110,12 @@ impl ServerHandler for Service {
                 tracing::error!("tool {name} failed: {e}");
                 CallToolResult::structured_error(serde_json::json!({
                     "error": "internal",
-                    "message": format!("the server failed while running {name}; the session state is unchanged"),
+                    "message_key": "internal",
+                    "message": texts.text(
+                        "internal",
+                        &[("tool", serde_json::json!(name))],
+                        format!("the server failed while running {name}; the session state is unchanged"),
+                    ),
                 }))
             }
         };

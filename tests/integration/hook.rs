@@ -171,7 +171,8 @@ fn start(server: &Server) {
 
 /// Drives the default flow from the start to the state where the plan's task is
 /// implemented, with `explored` accepted in exploration (`app.py` is shown by tools).
-fn to_implementation(server: &Server, explored: &[&str]) {
+/// Returns the answer to the plan (which announces the task branch).
+fn to_implementation(server: &Server, explored: &[&str]) -> Value {
     call(server, "search_files", json!({"globs": ["*.md"]}));
     submit(
         server,
@@ -205,6 +206,7 @@ fn to_implementation(server: &Server, explored: &[&str]) {
     );
     let allowed = call(server, "check_write_target", json!({"file_path": "app.py"}));
     assert_eq!(allowed["allowed"], true, "{body}");
+    body
 }
 
 #[test]
@@ -880,9 +882,8 @@ fn what_appeared_since_the_accepted_tree_may_be_removed_where_nothing_may_be_wri
 
 /// Whether `text` holds Japanese (kana or kanji).
 fn has_japanese(text: &str) -> bool {
-    text.chars().any(|c| {
-        matches!(c, '\u{3040}'..='\u{30ff}' | '\u{4e00}'..='\u{9fff}')
-    })
+    text.chars()
+        .any(|c| matches!(c, '\u{3040}'..='\u{30ff}' | '\u{4e00}'..='\u{9fff}'))
 }
 
 /// Asserts that `text` is the Japanese of message `key`: Japanese characters, and no
@@ -899,7 +900,9 @@ fn assert_japanese(contract: &code_intel::contract::Contract, key: &str, text: &
         let (stretch, after) = match rest.find('{') {
             Some(open) => (
                 &rest[..open],
-                rest[open..].find('}').map_or("", |close| &rest[open + close + 1..]),
+                rest[open..]
+                    .find('}')
+                    .map_or("", |close| &rest[open + close + 1..]),
             ),
             None => (rest, ""),
         };
@@ -967,7 +970,11 @@ fn a_ja_session_answers_every_reply_in_japanese() {
         "invalid_arguments",
     );
     // A paged answer that left items out says so.
-    let page = call(&server, "search_files", json!({"globs": ["*.py"], "limit": 1}));
+    let page = call(
+        &server,
+        "search_files",
+        json!({"globs": ["*.py"], "limit": 1}),
+    );
     assert_eq!(page["truncated"], true, "{page}");
     assert_japanese(
         &contract,
@@ -986,7 +993,11 @@ fn a_ja_session_answers_every_reply_in_japanese() {
     git(&["checkout", "-q", "--detach"]);
     refused_in_japanese(
         &contract,
-        &ask(&server, "start_session", json!({"query": "add a --json flag to main"})),
+        &ask(
+            &server,
+            "start_session",
+            json!({"query": "add a --json flag to main"}),
+        ),
         "git.detached_head",
     );
     git(&["checkout", "-q", "main"]);
@@ -999,10 +1010,17 @@ fn a_ja_session_answers_every_reply_in_japanese() {
     );
     let instruction = started["instruction"].as_str().unwrap_or_default();
     assert!(has_japanese(instruction), "{instruction}");
-    assert!(instruction.contains("[compaction_protocol] submit_phase の data"), "{instruction}");
+    assert!(
+        instruction.contains("[compaction_protocol] submit_phase の data"),
+        "{instruction}"
+    );
     refused_in_japanese(
         &contract,
-        &ask(&server, "start_session", json!({"query": "another request"})),
+        &ask(
+            &server,
+            "start_session",
+            json!({"query": "another request"}),
+        ),
         "session.active",
     );
     // A tool the phase does not allow, with its hint.
@@ -1013,12 +1031,20 @@ fn a_ja_session_answers_every_reply_in_japanese() {
     );
     refused_in_japanese(
         &contract,
-        &ask(&server, "submit_phase", json!({"data": {"summary": "x", "compaction_count": "one"}})),
+        &ask(
+            &server,
+            "submit_phase",
+            json!({"data": {"summary": "x", "compaction_count": "one"}}),
+        ),
         "session.invalid_compaction_count",
     );
     refused_in_japanese(
         &contract,
-        &ask(&server, "submit_phase", json!({"data": {"documents_reviewed": 3, "tools_used": [], "summary": "x", "compaction_count": 0}})),
+        &ask(
+            &server,
+            "submit_phase",
+            json!({"data": {"documents_reviewed": 3, "tools_used": [], "summary": "x", "compaction_count": 0}}),
+        ),
         "payload_mismatch",
     );
 
@@ -1028,11 +1054,11 @@ fn a_ja_session_answers_every_reply_in_japanese() {
         assert_japanese(&contract, key, &reason);
     };
     for client in ["claude", "codex"] {
+        denied(repo.bash(client, "echo x > app.py"), "hook.shell_writes");
         denied(
-            repo.bash(client, "echo x > app.py"),
-            "hook.shell_writes",
+            repo.bash(client, "git commit -qam wip"),
+            "hook.shell_opaque",
         );
-        denied(repo.bash(client, "git commit -qam wip"), "hook.shell_opaque");
         denied(
             repo.bash(client, "echo x > .code-intel/notes.txt"),
             "hook.shell_refused",
@@ -1042,22 +1068,53 @@ fn a_ja_session_answers_every_reply_in_japanese() {
         repo.write(&repo.abs("app.py")),
         "tool_errors.check_write_target.write_phase_blocked",
     );
-    denied(repo.write(&repo.abs(".git/hooks/pre-commit")), "hook.reserved");
-    let outside = std::env::temp_dir().join("code-intel-ja-outside.txt");
     denied(
-        repo.write(&outside.to_string_lossy()),
-        "hook.outside_root",
+        repo.write(&repo.abs(".git/hooks/pre-commit")),
+        "hook.reserved",
     );
+    let outside = std::env::temp_dir().join("code-intel-ja-outside.txt");
+    denied(repo.write(&outside.to_string_lossy()), "hook.outside_root");
     denied(
         repo.pre("apply_patch", json!({"command": "no markers at all"})),
         "hook.unknown_targets",
     );
 
+    // In implementation: files that were not explored.
+    let planned = to_implementation(&server, &["app.py"]);
+    assert_japanese(
+        &contract,
+        "notes.task_branch",
+        planned["task_branch"]["note"].as_str().unwrap_or_default(),
+    );
+    refused_in_japanese(
+        &contract,
+        &ask(
+            &server,
+            "check_write_target",
+            json!({"file_path": "lib.py"}),
+        ),
+        "write_blocked",
+    );
+    refused_in_japanese(
+        &contract,
+        &ask(&server, "add_explored_files", json!({"files": ["lib.py"]})),
+        "files_not_seen",
+    );
+    denied(
+        repo.write(&repo.abs("lib.py")),
+        "tool_errors.check_write_target.write_blocked",
+    );
+    denied(repo.bash("claude", "echo x > lib.py"), "hook.shell_refused");
+
     // A second server of the same repository: the session is another's.
     let other = repo.server();
     refused_in_japanese(
         &contract,
-        &ask(&other, "start_session", json!({"query": "x", "resume": true})),
+        &ask(
+            &other,
+            "start_session",
+            json!({"query": "x", "resume": true}),
+        ),
         "session.locked",
     );
     refused_in_japanese(

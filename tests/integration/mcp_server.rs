@@ -159,14 +159,20 @@ fn the_compaction_protocol_comes_once_per_session_and_after_a_compaction() {
     let repo = crate::support::SessionRepo::new(
         "code-intel-mcp-footer",
         [7; 32],
-        &[("app.py", "def main():\n    return 1\n"), ("README.md", "# demo\n")],
+        &[
+            ("app.py", "def main():\n    return 1\n"),
+            ("README.md", "# demo\n"),
+        ],
     );
     let server = repo.server();
     let call = |tool: &str, a: Value| {
         let reply = server.call(tool, a.as_object().cloned().unwrap_or_default());
         (reply.is_error, reply.body)
     };
-    let (_, started) = call("start_session", json!({"query": "explain main", "intent": "QUESTION"}));
+    let (_, started) = call(
+        "start_session",
+        json!({"query": "explain main", "intent": "QUESTION"}),
+    );
     assert!(instruction_of(&started).contains(PROTOCOL), "{started}");
     call("search_files", json!({"globs": ["*.md"]}));
     let (refused, gated) = call("review_changes", json!({}));

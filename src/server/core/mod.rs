@@ -21,9 +21,9 @@ use super::checkpoint::{
     CheckpointError, Checkpoints, SEEN_PATHS_BUDGET, SealKey, json_text_len, paths_len,
 };
 use super::code_tools::{CodeTools, ToolError, paths_in};
+use super::git;
 use super::index_cache::{ChangeSource, IndexCache};
 use super::log::{Log, now};
-use super::git;
 use super::record::{HostState, SessionRecord, WriteGate};
 use super::reply::Reply;
 use super::session_lock::SessionLock;
@@ -33,9 +33,9 @@ use crate::config::Config;
 use crate::contract::Contract;
 use crate::contract::raw::StateKind;
 use crate::machine::Instance;
-use crate::server::hook::decide::HOOK_MESSAGES;
 use crate::machine::response::{footer, message, phase_response};
 use crate::machine::tools::{ToolGate, gate};
+use crate::server::hook::decide::HOOK_MESSAGES;
 use crate::server::semantic_tools::SemanticTools;
 use crate::session::CheckpointStore;
 
@@ -150,12 +150,7 @@ impl Server {
         }
         let locale = asked.unwrap_or_else(|| self.locale());
         if truncated {
-            let warning = message(
-                &self.contract,
-                TRUNCATION_WARNING,
-                &Map::new(),
-                &locale,
-            );
+            let warning = message(&self.contract, TRUNCATION_WARNING, &Map::new(), &locale);
             return reply.with("warning", warning.text);
         }
         reply.localize(&self.contract, &locale)
@@ -168,6 +163,11 @@ impl Server {
         if let Some(active) = self.lock_state().active.as_ref() {
             return active.record.instance.locale.clone();
         }
+        self.locale_without_session()
+    }
+
+    /// [`Server::locale`] when no session is in memory.
+    fn locale_without_session(&self) -> String {
         if let Ok(Some(record)) = self.recoverable() {
             return record.instance.locale;
         }
@@ -175,6 +175,34 @@ impl Server {
             .clone()
             .filter(|l| self.contract.locales.iter().any(|d| d == l))
             .unwrap_or_else(|| self.contract.default_locale().to_string())
+    }
+
+    /// Message `key` in the server's locale, for a text outside a tool's reply (a
+    /// progress notification, the answer to a call that failed); `fallback` when the
+    /// contract lacks it. Never waits for a call in progress (it runs on the async
+    /// runtime): while one holds the session, the locale without it is used.
+    pub fn text(&self, key: &str, args: &[(&str, Value)], fallback: String) -> String {
+        if !self.contract.messages.contains_key(key) {
+            return fallback;
+        }
+        let locale = match self.state.try_lock() {
+            Ok(state) => state
+                .active
+                .as_ref()
+                .map(|a| a.record.instance.locale.clone()),
+            Err(std::sync::TryLockError::Poisoned(state)) => state
+                .into_inner()
+                .active
+                .as_ref()
+                .map(|a| a.record.instance.locale.clone()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+        .unwrap_or_else(|| self.locale_without_session());
+        let args: Map<String, Value> = args
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), v.clone()))
+            .collect();
+        message(&self.contract, key, &args, &locale).text
     }
 
     fn answer(&self, tool: &str, args: Map<String, Value>) -> Reply {
@@ -348,12 +376,10 @@ impl Server {
             }
             // The code tools' failures are many and technical: one message words them
             // around the error's own details.
-            Err(ToolError::Tool(e)) => {
-                Reply::say(e.key(), "code_tools.failed", e.to_string()).args(&[("tool", json!(tool))])
-            }
-            Err(ToolError::Semantic(e)) => {
-                Reply::say(e.key(), "code_tools.failed", e.to_string()).args(&[("tool", json!(tool))])
-            }
+            Err(ToolError::Tool(e)) => Reply::say(e.key(), "code_tools.failed", e.to_string())
+                .args(&[("tool", json!(tool))]),
+            Err(ToolError::Semantic(e)) => Reply::say(e.key(), "code_tools.failed", e.to_string())
+                .args(&[("tool", json!(tool))]),
         }
     }
 

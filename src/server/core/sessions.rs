@@ -29,8 +29,8 @@ use crate::source::Sources;
 use crate::yaml;
 
 use super::{
-    Active, RecordStore, Server, State, active_record, checkpoint_key, checkpoint_refusal, git_refusal,
-    no_session, parse, write_gate,
+    Active, RecordStore, Server, State, active_record, checkpoint_key, checkpoint_refusal,
+    git_refusal, no_session, parse, write_gate,
 };
 
 /// A start refused for its flags, intent, locale or params: the error's stable key, the
@@ -731,12 +731,14 @@ impl Server {
                 "base_commit": b.base_commit,
                 "carried_uncommitted_files": record.host.carried,
                 "note": if record.host.carried.is_empty() {
-                    "the work of this session is on this branch".to_string()
+                    self.render("notes.task_branch", &[], &record.instance).text
                 } else {
-                    format!(
-                        "{} uncommitted file(s) of the working tree were carried onto the task branch, unchanged. They stay the user's: while this session does not change them they are not reviewed or committed, and the merge carries them back to the base branch as they are",
-                        record.host.carried.len()
+                    self.render(
+                        "notes.task_branch_carried",
+                        &[("count", json!(record.host.carried.len()))],
+                        &record.instance,
                     )
+                    .text
                 },
             })),
             _ => None,
