@@ -178,7 +178,7 @@ pub fn registry() -> Registry {
         ("explored.too_many_files", vec!["count", "limit"]),
         ("explored.path_too_long", vec!["bytes", "start", "limit"]),
         ("code_tools.failed", vec!["tool", "error", "details"]),
-        ("internal", vec!["tool"]),
+        ("server.internal_failure", vec!["tool"]),
         ("progress.index_building", vec!["done", "total"]),
         ("notes.task_branch", vec![]),
         ("notes.task_branch_carried", vec!["count"]),

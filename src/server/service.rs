@@ -110,9 +110,9 @@ impl ServerHandler for Service {
                 tracing::error!("tool {name} failed: {e}");
                 CallToolResult::structured_error(serde_json::json!({
                     "error": "internal",
-                    "message_key": "internal",
+                    "message_key": "server.internal_failure",
                     "message": texts.text(
-                        "internal",
+                        "server.internal_failure",
                         &[("tool", serde_json::json!(name))],
                         format!("the server failed while running {name}; the session state is unchanged"),
                     ),
