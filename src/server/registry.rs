@@ -223,6 +223,16 @@ pub fn registry() -> Registry {
         ("hook.shell_broad", vec!["writes", "refusal"]),
         ("hook.shell_writes", vec!["files", "refusal"]),
         ("hook.shell_refused", vec!["reason"]),
+        // What the shell scanner describes rather than names (`hook::shell::DESCRIPTIONS`).
+        ("hook.writes.run_by_other", vec!["what"]),
+        ("hook.writes.from_input", vec!["what"]),
+        ("hook.writes.archive", vec!["what"]),
+        ("hook.writes.find_delete", vec!["what"]),
+        ("hook.writes.other_repository", vec!["what"]),
+        ("hook.writes.git", vec!["what"]),
+        ("hook.writes.unnamed", vec!["what"]),
+        ("hook.writes.after_cd", vec!["what"]),
+        ("hook.writes.formatter", vec!["what"]),
     ];
     Registry::new(
         "code-intel",

@@ -1055,10 +1055,14 @@ fn a_ja_session_answers_every_reply_in_japanese() {
     };
     for client in ["claude", "codex"] {
         denied(repo.bash(client, "echo x > app.py"), "hook.shell_writes");
-        denied(
-            repo.bash(client, "git commit -qam wip"),
-            "hook.shell_opaque",
-        );
+        // What the scanner describes (a git command, a formatter) is Japanese too.
+        let commit = repo.bash(client, "git commit -qam wip");
+        denied(commit.clone(), "hook.shell_opaque");
+        denied(commit, "hook.writes.git");
+        let fmt = repo.bash(client, "cargo fmt");
+        denied(fmt.clone(), "hook.shell_broad");
+        denied(fmt, "hook.writes.formatter");
+        denied(repo.bash(client, "echo x > $OUT"), "hook.writes.unnamed");
         denied(
             repo.bash(client, "echo x > .code-intel/notes.txt"),
             "hook.shell_refused",

@@ -2,7 +2,7 @@
 //! cannot read, or its sealed record) and the write's targets, already resolved against
 //! the repository root. No IO here; `super` gathers the data.
 
-use super::shell::WriteKind;
+use super::shell::{DESCRIPTIONS, Described, WriteKind};
 use crate::server::record::{SessionRecord, WriteGate};
 
 /// The session in progress in the repository, as far as the hook can tell.
@@ -38,9 +38,9 @@ pub struct ShellTargets {
     /// Each file it writes, and how.
     pub paths: Vec<(Target, WriteKind)>,
     /// Writes whose files cannot be named, described.
-    pub opaque: Vec<String>,
+    pub opaque: Vec<Described>,
     /// Writes of files the program chooses (a formatter over the project), described.
-    pub broad: Vec<String>,
+    pub broad: Vec<Described>,
     /// Why the command could not be read, if it could not.
     pub unparsed: Option<String>,
 }
@@ -189,11 +189,20 @@ fn protected_refusal(gate: &WriteGate, paths: &[&str]) -> String {
     )
 }
 
+/// The described writes in the session's locale, joined.
+fn described(gate: &WriteGate, writes: &[Described]) -> String {
+    writes
+        .iter()
+        .map(|d| gate.say(d.key, d.english(), &[("what", d.what.clone())]))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The key of the refusal for a session whose checkpoint cannot be read.
 pub const UNREADABLE: &str = "hook.session_unreadable";
 
 /// The `hook.*` messages the write gate carries (see [`WriteGate::texts`]).
-pub const HOOK_MESSAGES: [&str; 9] = [
+pub const HOOK_MESSAGES: [&str; 9 + DESCRIPTIONS.len()] = [
     UNREADABLE,
     "hook.shell_refused",
     "hook.unknown_targets",
@@ -203,6 +212,15 @@ pub const HOOK_MESSAGES: [&str; 9] = [
     "hook.shell_unreadable",
     "hook.shell_broad",
     "hook.shell_writes",
+    DESCRIPTIONS[0].0,
+    DESCRIPTIONS[1].0,
+    DESCRIPTIONS[2].0,
+    DESCRIPTIONS[3].0,
+    DESCRIPTIONS[4].0,
+    DESCRIPTIONS[5].0,
+    DESCRIPTIONS[6].0,
+    DESCRIPTIONS[7].0,
+    DESCRIPTIONS[8].0,
 ];
 
 /// The shell command table (see [`decide`]).
@@ -247,7 +265,7 @@ fn decide_shell(record: &SessionRecord, shell: &ShellTargets) -> Decision {
         return Decision::Deny(gate.say(
             "hook.shell_opaque",
             &format!("{PREFIX}: {{writes}}. Inspect with read-only commands; write files with the edit tools, in the implementation phase, once they are explored; branches and commits are made by the server."),
-            &[("writes", shell.opaque.join("; "))],
+            &[("writes", described(gate, &shell.opaque))],
         ));
     }
     if !gate.writes_allowed {
@@ -266,7 +284,10 @@ fn decide_shell(record: &SessionRecord, shell: &ShellTargets) -> Decision {
             return Decision::Deny(gate.say(
                 "hook.shell_broad",
                 &format!("{PREFIX}: {{writes}}. {{refusal}}"),
-                &[("writes", shell.broad.join("; ")), ("refusal", phase)],
+                &[
+                    ("writes", described(gate, &shell.broad)),
+                    ("refusal", phase),
+                ],
             ));
         }
         let files: Vec<&str> = inside
@@ -460,7 +481,13 @@ mod tests {
                     (target, *dir)
                 })
                 .collect(),
-            opaque: opaque.iter().map(|s| s.to_string()).collect(),
+            opaque: opaque
+                .iter()
+                .map(|s| Described {
+                    key: "hook.writes.git",
+                    what: s.to_string(),
+                })
+                .collect(),
             broad: Vec::new(),
             unparsed: unparsed.map(str::to_string),
         })
@@ -531,7 +558,10 @@ mod tests {
         // A formatter over the project: refused before implementation, judged by the
         // check of the tree during it.
         let formatter = Targets::Shell(ShellTargets {
-            broad: vec!["`cargo fmt` rewrites the files it chooses".into()],
+            broad: vec![Described {
+                key: "hook.writes.formatter",
+                what: "cargo fmt".into(),
+            }],
             ..ShellTargets::default()
         });
         assert!(denied(decide(&closed, &formatter)).contains("cargo fmt"));

@@ -38,11 +38,11 @@ pub struct Scan {
     /// relative to the client's working directory, or absolute.
     pub writes: Vec<Write>,
     /// Writes whose files cannot be named, each described.
-    pub opaque: Vec<String>,
+    pub opaque: Vec<Described>,
     /// Writes of files the program chooses itself (a formatter or a fixer over the
     /// project, a code generator), each described: refused where no write is allowed,
     /// left to the check of the tree during implementation.
-    pub broad: Vec<String>,
+    pub broad: Vec<Described>,
     /// Why the command could not be read, if it could not.
     pub unparsed: Option<String>,
 }
@@ -56,6 +56,79 @@ impl Scan {
             && self.unparsed.is_none()
     }
 }
+
+/// A write the scanner describes rather than names: which kind (the key of the contract's
+/// message that words it, [`DESCRIPTIONS`]) and the words of the command it is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Described {
+    pub key: &'static str,
+    pub what: String,
+}
+
+impl Described {
+    fn new(key: &'static str, what: impl Into<String>) -> Described {
+        Described {
+            key,
+            what: what.into(),
+        }
+    }
+
+    /// The English wording (`{what}` to fill in), for a checkpoint written without the
+    /// contract's.
+    pub fn english(&self) -> &'static str {
+        DESCRIPTIONS
+            .iter()
+            .find(|(k, _)| *k == self.key)
+            .map_or("{what}", |(_, text)| text)
+    }
+}
+
+impl std::fmt::Display for Described {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.english().replace("{what}", &self.what))
+    }
+}
+
+/// Every kind of described write, with its English wording: the contract's messages of
+/// these keys word them in the session's locale.
+pub const DESCRIPTIONS: [(&str, &str); 9] = [
+    (
+        "hook.writes.run_by_other",
+        "`{what}` run by another command, on files it chooses",
+    ),
+    (
+        "hook.writes.from_input",
+        "`{what}` writes files its input names",
+    ),
+    (
+        "hook.writes.archive",
+        "`{what}` writes the files of the archive",
+    ),
+    (
+        "hook.writes.find_delete",
+        "`{what}` removes the files it finds",
+    ),
+    (
+        "hook.writes.other_repository",
+        "`{what}` with --git-dir or --work-tree reaches another repository",
+    ),
+    (
+        "hook.writes.git",
+        "`{what}` changes the repository or the working tree (branches, commits, the index and the configuration are the server's)",
+    ),
+    (
+        "hook.writes.unnamed",
+        "`{what}`: the hook cannot tell which file that is",
+    ),
+    (
+        "hook.writes.after_cd",
+        "`{what}` after a `cd` the hook cannot follow",
+    ),
+    (
+        "hook.writes.formatter",
+        "`{what}` rewrites the files it chooses",
+    ),
+];
 
 /// One path a command writes.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -704,9 +777,8 @@ fn analyse(
     }
     // A writer whose arguments another command supplies writes files nobody can name.
     let opaque_if_other = |out: &mut Scan, what: &str| {
-        out.opaque.push(format!(
-            "`{what}` run by another command, on files it chooses"
-        ));
+        out.opaque
+            .push(Described::new("hook.writes.run_by_other", what));
     };
     let writes_operands = |out: &mut Scan, cwd: &Option<String>, ops: &[&Word], kind: WriteKind| {
         if run_by_other {
@@ -900,7 +972,7 @@ fn analyse(
         }
         "patch" | "unzip" => out
             .opaque
-            .push(format!("`{name}` writes files its input names")),
+            .push(Described::new("hook.writes.from_input", name)),
         "sponge" => writes_operands(out, cwd, &operands(args, &[]), WriteKind::File),
         "awk" | "gawk" => {
             // gawk's `-i inplace` rewrites the files it reads.
@@ -922,14 +994,14 @@ fn analyse(
                 writes_operands(out, cwd, files, WriteKind::File);
             }
         }
-        _ if formats_in_place(name, args) => out.broad.push(format!(
-            "`{}` rewrites the files it chooses",
+        _ if formats_in_place(name, args) => out.broad.push(Described::new(
+            "hook.writes.formatter",
             command.words[start..]
                 .iter()
                 .take(3)
                 .map(|w| w.shown.as_str())
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join(" "),
         )),
         "tar" => {
             // `--extract`, `-x...`, or the old style `tar xzf` (a first word of letters).
@@ -944,7 +1016,7 @@ fn analyse(
             });
             if extract {
                 out.opaque
-                    .push("`tar -x` writes the files of the archive".into());
+                    .push(Described::new("hook.writes.archive", "tar -x"));
             }
         }
         "find" => find(src, args, depth, cwd, out),
@@ -1042,7 +1114,7 @@ fn find(src: &str, args: &[Word], depth: usize, cwd: &mut Option<String>, out: &
         match args[i].text.as_str() {
             "-delete" => out
                 .opaque
-                .push("`find -delete` removes the files it finds".into()),
+                .push(Described::new("hook.writes.find_delete", "find -delete")),
             "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
                 if let Some(file) = args.get(i + 1) {
                     write(out, cwd, file, WriteKind::File, "find -fprint");
@@ -1082,7 +1154,7 @@ fn git(args: &[Word], cwd: &Option<String>, out: &mut Scan) {
             "-c" | "--namespace" | "--exec-path" => i += 2,
             t if t.starts_with("--git-dir") || t.starts_with("--work-tree") => {
                 out.opaque
-                    .push("git with --git-dir or --work-tree reaches another repository".into());
+                    .push(Described::new("hook.writes.other_repository", "git"));
                 return;
             }
             t if t.starts_with('-') => i += 1,
@@ -1170,14 +1242,18 @@ fn git(args: &[Word], cwd: &Option<String>, out: &mut Scan) {
     };
     match files {
         Some((files, head)) if !files.is_empty() => {
-            let kind = if head { WriteKind::FromHead } else { WriteKind::File };
+            let kind = if head {
+                WriteKind::FromHead
+            } else {
+                WriteKind::File
+            };
             for f in files {
                 write(out, &dir, f, kind, &format!("git {} {}", sub.text, f.shown));
             }
         }
-        _ => out.opaque.push(format!(
-            "`git {}` changes the repository or the working tree (branches, commits, the index and the configuration are the server's)",
-            sub.text
+        _ => out.opaque.push(Described::new(
+            "hook.writes.git",
+            format!("git {}", sub.text),
         )),
     }
 }
@@ -1186,8 +1262,7 @@ fn git(args: &[Word], cwd: &Option<String>, out: &mut Scan) {
 /// cannot be told.
 fn write(out: &mut Scan, cwd: &Option<String>, word: &Word, kind: WriteKind, what: &str) {
     if !word.literal || word.text.is_empty() {
-        out.opaque
-            .push(format!("`{what}`: the hook cannot tell which file that is"));
+        out.opaque.push(Described::new("hook.writes.unnamed", what));
         return;
     }
     match cwd {
@@ -1197,7 +1272,7 @@ fn write(out: &mut Scan, cwd: &Option<String>, word: &Word, kind: WriteKind, wha
         }),
         None => out
             .opaque
-            .push(format!("`{what}` after a `cd` the hook cannot follow")),
+            .push(Described::new("hook.writes.after_cd", what)),
     }
 }
 
