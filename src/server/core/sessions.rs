@@ -448,8 +448,9 @@ impl Server {
     /// rebuilt refuses the call, so no session starts on an index the user distrusts.
     fn rebuild_indexes(&self) -> Result<Value, Reply> {
         let symbols = self.code.index.rebuild().map_err(|e| {
-            Reply::error(
+            Reply::say(
                 e.key(),
+                "code_tools.rebuild_failed",
                 format!("the symbol index could not be rebuilt: {e}"),
             )
         })?;
@@ -893,7 +894,7 @@ impl Server {
             branch_kept = Some(json!({
                 "name": branch.name,
                 "unmerged_commits": unmerged,
-                "note": "kept: it has commits no other branch has; merge it or delete it yourself (git branch -D) once the user agrees",
+                "note": self.render("notes.branch_kept", &[], &record.instance).text,
             }));
         } else if a.outcome != Outcome::Success
             && let Some(branch) = record.host.branch.take()
