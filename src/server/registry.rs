@@ -236,6 +236,11 @@ pub fn registry() -> Registry {
         ("hook.writes.unnamed", vec!["what"]),
         ("hook.writes.after_cd", vec!["what"]),
         ("hook.writes.formatter", vec!["what"]),
+        ("hook.unreadable.too_long", vec!["what"]),
+        ("hook.unreadable.too_deep", vec!["what"]),
+        ("hook.unreadable.shells_too_deep", vec!["what"]),
+        ("hook.unreadable.no_target", vec!["what"]),
+        ("hook.unreadable.not_closed", vec!["what"]),
     ];
     Registry::new(
         "code-intel",

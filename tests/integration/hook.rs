@@ -1063,6 +1063,9 @@ fn a_ja_session_answers_every_reply_in_japanese() {
         denied(fmt.clone(), "hook.shell_broad");
         denied(fmt, "hook.writes.formatter");
         denied(repo.bash(client, "echo x > $OUT"), "hook.writes.unnamed");
+        let unread = repo.bash(client, "echo 'open > app.py");
+        denied(unread.clone(), "hook.shell_unreadable");
+        denied(unread, "hook.unreadable.not_closed");
         denied(
             repo.bash(client, "echo x > .code-intel/notes.txt"),
             "hook.shell_refused",

@@ -42,7 +42,7 @@ pub struct ShellTargets {
     /// Writes of files the program chooses (a formatter over the project), described.
     pub broad: Vec<Described>,
     /// Why the command could not be read, if it could not.
-    pub unparsed: Option<String>,
+    pub unparsed: Option<Described>,
 }
 
 /// The hook's answer.
@@ -221,6 +221,11 @@ pub const HOOK_MESSAGES: [&str; 9 + DESCRIPTIONS.len()] = [
     DESCRIPTIONS[6].0,
     DESCRIPTIONS[7].0,
     DESCRIPTIONS[8].0,
+    DESCRIPTIONS[9].0,
+    DESCRIPTIONS[10].0,
+    DESCRIPTIONS[11].0,
+    DESCRIPTIONS[12].0,
+    DESCRIPTIONS[13].0,
 ];
 
 /// The shell command table (see [`decide`]).
@@ -277,7 +282,10 @@ fn decide_shell(record: &SessionRecord, shell: &ShellTargets) -> Decision {
             return Decision::Deny(gate.say(
                 "hook.shell_unreadable",
                 &format!("{PREFIX}: it cannot be read ({{reason}}). {{refusal}}"),
-                &[("reason", reason.clone()), ("refusal", phase)],
+                &[
+                    ("reason", described(gate, std::slice::from_ref(reason))),
+                    ("refusal", phase),
+                ],
             ));
         }
         if !shell.broad.is_empty() {
@@ -489,7 +497,10 @@ mod tests {
                 })
                 .collect(),
             broad: Vec::new(),
-            unparsed: unparsed.map(str::to_string),
+            unparsed: unparsed.map(|what| Described {
+                key: "hook.unreadable.not_closed",
+                what: what.to_string(),
+            }),
         })
     }
 

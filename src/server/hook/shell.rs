@@ -44,7 +44,7 @@ pub struct Scan {
     /// left to the check of the tree during implementation.
     pub broad: Vec<Described>,
     /// Why the command could not be read, if it could not.
-    pub unparsed: Option<String>,
+    pub unparsed: Option<Described>,
 }
 
 impl Scan {
@@ -91,7 +91,7 @@ impl std::fmt::Display for Described {
 
 /// Every kind of described write, with its English wording: the contract's messages of
 /// these keys word them in the session's locale.
-pub const DESCRIPTIONS: [(&str, &str); 9] = [
+pub const DESCRIPTIONS: [(&str, &str); 14] = [
     (
         "hook.writes.run_by_other",
         "`{what}` run by another command, on files it chooses",
@@ -128,7 +128,27 @@ pub const DESCRIPTIONS: [(&str, &str); 9] = [
         "hook.writes.formatter",
         "`{what}` rewrites the files it chooses",
     ),
+    // Why a command could not be read.
+    (
+        "hook.unreadable.too_long",
+        "the command takes {what} bytes, more than the hook reads",
+    ),
+    (
+        "hook.unreadable.too_deep",
+        "the command nests deeper than {what} levels",
+    ),
+    (
+        "hook.unreadable.shells_too_deep",
+        "shells nested deeper than {what} levels are not read",
+    ),
+    ("hook.unreadable.no_target", "`{what}` has no target"),
+    ("hook.unreadable.not_closed", "`{what}` is not closed"),
 ];
+
+/// Why a command cannot be read: a quote or bracket that is not closed.
+fn not_closed(what: &str) -> Described {
+    Described::new("hook.unreadable.not_closed", what)
+}
 
 /// One path a command writes.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -161,9 +181,9 @@ pub enum WriteKind {
 pub fn scan(command: &str) -> Scan {
     let mut out = Scan::default();
     if command.len() > MAX_COMMAND_BYTES {
-        out.unparsed = Some(format!(
-            "the command is {} bytes, more than the {MAX_COMMAND_BYTES} the hook reads",
-            command.len()
+        out.unparsed = Some(Described::new(
+            "hook.unreadable.too_long",
+            command.len().to_string(),
         ));
         return out;
     }
@@ -338,10 +358,11 @@ impl Lexer<'_> {
         }
     }
 
-    fn push(&mut self, frame: Frame) -> Result<(), String> {
+    fn push(&mut self, frame: Frame) -> Result<(), Described> {
         if self.stack.len() >= MAX_NESTING {
-            return Err(format!(
-                "the command nests deeper than {MAX_NESTING} levels"
+            return Err(Described::new(
+                "hook.unreadable.too_deep",
+                MAX_NESTING.to_string(),
             ));
         }
         let id = self.parents.len();
@@ -390,7 +411,7 @@ impl Lexer<'_> {
 
 /// Splits `src` into simple commands (those inside substitutions included); the error,
 /// if the text is not a complete command.
-fn lex(src: &str) -> (Vec<Command>, Vec<usize>, Option<String>) {
+fn lex(src: &str) -> (Vec<Command>, Vec<usize>, Option<Described>) {
     let mut lx = Lexer {
         src: src.as_bytes(),
         stack: vec![Context::new(Frame::Top, 0)],
@@ -402,9 +423,9 @@ fn lex(src: &str) -> (Vec<Command>, Vec<usize>, Option<String>) {
     let error = error.or_else(|| {
         let context = lx.stack.last()?;
         if context.in_double {
-            Some("a double quote is not closed".to_string())
+            Some(not_closed("\""))
         } else if lx.stack.len() > 1 {
-            Some("a `$(`, `(` or backtick is not closed".to_string())
+            Some(not_closed("$( ( `"))
         } else {
             None
         }
@@ -416,7 +437,7 @@ fn lex(src: &str) -> (Vec<Command>, Vec<usize>, Option<String>) {
     (lx.commands, lx.parents, error)
 }
 
-fn lex_into(lx: &mut Lexer<'_>) -> Result<(), String> {
+fn lex_into(lx: &mut Lexer<'_>) -> Result<(), Described> {
     let src = lx.src;
     let mut i = 0;
     let mut buf: Vec<u8> = Vec::new();
@@ -514,7 +535,7 @@ fn lex_into(lx: &mut Lexer<'_>) -> Result<(), String> {
                 let end = src[i + 1..]
                     .iter()
                     .position(|&c| c == b'\'')
-                    .ok_or("a single quote is not closed")?;
+                    .ok_or_else(|| not_closed("'"))?;
                 buf.extend_from_slice(&src[i + 1..i + 1 + end]);
                 lx.top().word(i);
                 i += end + 2;
@@ -599,7 +620,7 @@ fn lex_into(lx: &mut Lexer<'_>) -> Result<(), String> {
 
 /// At a `$` or a backtick: an expansion (not literal), or the start or end of a nested
 /// command. Returns where to go on.
-fn dollar_or_backtick(lx: &mut Lexer<'_>, i: usize) -> Result<usize, String> {
+fn dollar_or_backtick(lx: &mut Lexer<'_>, i: usize) -> Result<usize, Described> {
     let src = lx.src;
     if src[i] == b'`' {
         if lx.top().frame == Frame::Backtick {
@@ -617,7 +638,7 @@ fn dollar_or_backtick(lx: &mut Lexer<'_>, i: usize) -> Result<usize, String> {
             let end = src[i + 3..]
                 .windows(2)
                 .position(|w| w == b"))")
-                .ok_or("an arithmetic expansion is not closed")?;
+                .ok_or_else(|| not_closed("$(("))?;
             Ok(i + 3 + end + 2)
         }
         Some(b'(') => {
@@ -628,7 +649,7 @@ fn dollar_or_backtick(lx: &mut Lexer<'_>, i: usize) -> Result<usize, String> {
             let end = src[i + 2..]
                 .iter()
                 .position(|&c| c == b'}')
-                .ok_or("a `${` is not closed")?;
+                .ok_or_else(|| not_closed("${"))?;
             Ok(i + 2 + end + 1)
         }
         Some(b'\'') => {
@@ -638,7 +659,7 @@ fn dollar_or_backtick(lx: &mut Lexer<'_>, i: usize) -> Result<usize, String> {
                 j += if src[j] == b'\\' { 2 } else { 1 };
             }
             if j >= src.len() {
-                return Err("a `$'` quote is not closed".into());
+                return Err(not_closed("$'"));
             }
             Ok(j + 1)
         }
@@ -717,7 +738,7 @@ fn analyse(
     for (redir, target) in &command.redirects {
         let Some(target) = target else {
             out.unparsed
-                .get_or_insert_with(|| "a redirection has no target".into());
+                .get_or_insert_with(|| Described::new("hook.unreadable.no_target", ">"));
             continue;
         };
         match redir {
@@ -1040,7 +1061,7 @@ fn analyse(
             if let Some(script) = script {
                 if depth + 1 > MAX_DEPTH {
                     out.unparsed.get_or_insert_with(|| {
-                        format!("shells nested deeper than {MAX_DEPTH} levels are not read")
+                        Described::new("hook.unreadable.shells_too_deep", MAX_DEPTH.to_string())
                     });
                 } else {
                     let mut inner_cwd = cwd.clone();
