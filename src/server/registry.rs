@@ -427,6 +427,31 @@ mod tests {
     }
 
     #[test]
+    fn a_contract_without_a_message_the_server_renders_fails_lint() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("contracts/phase_contract.yml");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let removed = "  session.active:\n";
+        let start = text
+            .find(removed)
+            .expect("the built-in contract has session.active");
+        let end = text[start + removed.len()..]
+            .find("\n  session.")
+            .map_or(text.len(), |e| start + removed.len() + e + 1);
+        let without = format!("{}{}", &text[..start], &text[end..]);
+        let mut sources = crate::source::Sources::default();
+        let file = sources.add("phase_contract.yml", without);
+        let loaded = crate::lint::load_and_lint(&mut sources, file, &[registry()]);
+        assert!(
+            loaded
+                .diagnostics
+                .iter()
+                .any(|d| d.code == "undefined-message" && d.message.contains("session.active")),
+            "{:?}",
+            loaded.diagnostics
+        );
+    }
+
+    #[test]
     fn the_scanner_finds_keys_however_the_call_is_wrapped() {
         let keys = rendered_keys(
             "Reply::error(\n    \"a.b\",\n    x)\nReply::say(e.key(), \"c.d\", y)\nself.render(\"e.f\", &[])\nmessage(\n    contract,\n    \"g.h\",\n    &args)\nrole_message(\n    contract,\n    \"role\",\n    &args)",
