@@ -144,7 +144,7 @@ impl Server {
             .map(str::to_string);
         let reply = self.answer(tool, args);
         // A paged answer that left items out says so, and how to get the rest.
-        let truncated = !reply.is_error && reply.body.get("truncated") == Some(&Value::Bool(true));
+        let truncated = !reply.is_error && cut(&reply.body, 0);
         if !reply.pending() && !truncated {
             return reply;
         }
@@ -558,6 +558,18 @@ pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
     }
 }
 
+/// Whether a list of the answer left items out (`truncated: true` on it or on one of its
+/// sections, as size budgets mark them).
+fn cut(body: &Value, depth: usize) -> bool {
+    match body {
+        Value::Object(map) => {
+            map.get("truncated") == Some(&Value::Bool(true))
+                || (depth < 4 && map.values().any(|v| cut(v, depth + 1)))
+        }
+        _ => false,
+    }
+}
+
 /// The message added to a code tool's answer that left items out (`truncated: true`).
 const TRUNCATION_WARNING: &str = "warnings.truncation_warning";
 
@@ -660,6 +672,22 @@ mod tests {
 
     fn paths(prefix: &str, n: usize) -> BTreeSet<String> {
         (0..n).map(|i| format!("{prefix}/file_{i:05}.py")).collect()
+    }
+
+    #[test]
+    fn an_answer_is_cut_when_any_of_its_lists_is() {
+        use serde_json::json;
+        assert!(cut(&json!({"items": [], "truncated": true}), 0));
+        assert!(cut(
+            &json!({"target": "a.py", "callers": {"items": [], "truncated": true}}),
+            0
+        ));
+        assert!(!cut(
+            &json!({"callers": {"truncated": false}, "tests": {"truncated": false}}),
+            0
+        ));
+        // A flag inside an item's text or a list is not a page of the answer.
+        assert!(!cut(&json!({"items": [{"text": "truncated: true"}]}), 0));
     }
 
     #[test]
