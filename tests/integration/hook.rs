@@ -580,7 +580,7 @@ fn check_allows(server: &Server, path: &str) -> bool {
 }
 
 #[test]
-fn git_and_the_state_dir_are_never_explored_added_or_written() {
+fn git_the_state_dir_and_the_hook_settings_are_never_explored_added_or_written() {
     let repo = Repo::new("reserved");
     let server = repo.server();
     start(&server);
@@ -603,6 +603,11 @@ fn git_and_the_state_dir_are_never_explored_added_or_written() {
         ".git/hooks/pre-commit",
         "./.git/HEAD",
         ".code-intel/config.yml",
+        // The settings that install the hooks: writing them could switch the hooks off.
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        ".codex/config.toml",
+        ".codex/hooks.json",
     ] {
         let reply = server.call("add_explored_files", args(json!({"files": [path]})));
         assert!(reply.is_error, "{path}: {}", reply.body);
