@@ -340,6 +340,36 @@ fn locale_ja_writes_japanese_prompts() {
     assert!(read(&dir, ".code-intel/config.yml").contains("locale: ja"));
     // The flags are explained in the chosen locale.
     assert!(read(&dir, ".claude/commands/code.md").contains("探索(Steps 5-11)"));
+    // The command and the skill are Japanese through and through: every line of prose (not
+    // a code block, a table row of names, or a comment marker) has Japanese in it.
+    for file in [".claude/commands/code.md", ".codex/skills/code/SKILL.md"] {
+        let text = read(&dir, file);
+        let japanese = |l: &str| {
+            l.chars().any(|c| {
+                ('\u{3040}'..='\u{30ff}').contains(&c) || ('\u{4e00}'..='\u{9fff}').contains(&c)
+            })
+        };
+        let english: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                l.split_whitespace()
+                    .filter(|w| w.len() > 3 && w.chars().all(|c| c.is_ascii_alphabetic()))
+                    .count()
+                    >= 3
+            })
+            .filter(|l| !japanese(l))
+            .collect();
+        assert!(english.is_empty(), "{file} has English prose: {english:#?}");
+    }
+}
+
+#[test]
+fn locale_en_writes_english_commands() {
+    let dir = temp_dir("en");
+    assert!(init(&dir, &[]).status.success());
+    let text = read(&dir, ".claude/commands/code.md");
+    assert!(text.contains("## 1. Read the input"), "{text}");
+    assert!(!text.contains("入力"), "{text}");
 }
 
 #[test]

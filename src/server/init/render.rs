@@ -14,10 +14,14 @@ use crate::contract::Contract;
 use crate::contract::raw::{FlagType, StateKind};
 
 /// Templates by name; prompts are plain Markdown, one file per locale.
-const TEMPLATES: [(&str, &str); 6] = [
+const TEMPLATES: [(&str, &str); 7] = [
     (
-        "flow.md",
-        include_str!("../../../templates/shared/flow.md.j2"),
+        "flow.en.md",
+        include_str!("../../../templates/shared/flow.en.md.j2"),
+    ),
+    (
+        "flow.ja.md",
+        include_str!("../../../templates/shared/flow.ja.md.j2"),
     ),
     (
         "claude/code.md",
@@ -189,7 +193,17 @@ fn flow_context(contract: &Contract, locale: &str) -> Value {
         })
         .collect();
     let last_step = contract.states.iter().filter_map(|s| s.step).max();
+    // The command's own prose, in the locale when there is a translation of it (a
+    // project's contract may add locales), else in English.
+    let flow = format!("flow.{locale}.md");
+    let flow = if TEMPLATES.iter().any(|(name, _)| *name == flow) {
+        flow
+    } else {
+        "flow.en.md".to_string()
+    };
     context! {
+        flow => flow,
+        locale => locale,
         flags => Value::from(Serde(&flags)),
         phases => Value::from(Serde(&phases)),
         last_step => last_step,
