@@ -231,15 +231,27 @@ impl CodeIntelHost<'_> {
                 .with("missing", coverage.missing)
                 .with("unknown", coverage.unknown));
         }
-        // The user's uncommitted work from before the session is theirs: never reverted.
-        let users: Vec<String> = reviewed
-            .iter()
-            .filter(|r| {
-                r.decision == git::Decision::Discard
-                    && self.state.borrow().start_dirty.contains_key(&r.path)
-            })
-            .map(|r| r.path.clone())
-            .collect();
+        // The user's uncommitted work from before the session is theirs: never reverted,
+        // neither the file itself nor the source of a rename (discarding a rename restores
+        // its source as the base had it).
+        let users: Vec<String> = {
+            let state = self.state.borrow();
+            let renamed_from = |path: &str| {
+                changes.iter().find_map(|c| match &c.status {
+                    git::ChangeStatus::Renamed { from } if c.path == path => Some(from.clone()),
+                    _ => None,
+                })
+            };
+            reviewed
+                .iter()
+                .filter(|r| r.decision == git::Decision::Discard)
+                .filter(|r| {
+                    state.start_dirty.contains_key(&r.path)
+                        || renamed_from(&r.path).is_some_and(|f| state.start_dirty.contains_key(&f))
+                })
+                .map(|r| r.path.clone())
+                .collect()
+        };
         if !users.is_empty() {
             return Err(ActionFailure::new("discard_refused").with("files", users));
         }
@@ -330,7 +342,13 @@ impl CodeIntelHost<'_> {
         let Some(baseline) = self.state.borrow().baseline().cloned() else {
             return Err(ActionFailure::new("no_baseline"));
         };
-        let changed = self.repo()?.changed_lines(&baseline).map_err(git_failure)?;
+        // Lines of the user's untouched work are not this session's, with or without a
+        // task branch.
+        let untouched = self.state.borrow().untouched_user_work(self.root.path());
+        let changed = git::open(self.root.path())
+            .map(|repo| repo.leaving(untouched))
+            .and_then(|repo| repo.changed_lines(&baseline))
+            .map_err(git_failure)?;
         let checklist = args.get("checklist").cloned().unwrap_or(Value::Null);
         evidence::verify_checklist(self.root, &checklist, &changed).map_err(ActionFailure::from)?;
         Ok(Value::Null)

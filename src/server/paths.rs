@@ -25,13 +25,17 @@ const RESERVED_DIRS: [&str; 2] = [".git", ".code-intel"];
 
 /// The clients' settings that install the write hooks (Claude Code's shared and local
 /// settings, Codex's project configuration and hooks file), at the root: an agent that
-/// could write them could switch off the hooks that refuse its writes. Only the user
-/// changes them (`code-intel init` writes them).
-const RESERVED_FILES: [&str; 4] = [
+/// could write them could switch off the hooks that refuse its writes; and Claude Code's
+/// personal memory file. Only the user changes them (`code-intel init` writes the
+/// settings).
+const RESERVED_FILES: [&str; 5] = [
     ".claude/settings.json",
     ".claude/settings.local.json",
     ".codex/config.toml",
     ".codex/hooks.json",
+    // Claude Code's personal memory: standing instructions for every later session,
+    // never committed, so never reviewed.
+    "CLAUDE.local.md",
 ];
 
 /// Whether a root-relative path is, or is inside, a reserved directory, or is one of the
@@ -222,6 +226,7 @@ mod tests {
             ".CLAUDE/Settings.json",
             ".codex/config.toml",
             ".codex/hooks.json",
+            "CLAUDE.local.md",
         ] {
             assert!(is_reserved(rel), "{rel}");
         }

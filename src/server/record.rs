@@ -147,6 +147,11 @@ impl HostState {
         if self.branch.is_none() {
             return Vec::new();
         }
+        self.untouched_user_work(root)
+    }
+
+    /// The paths of the user's work from before the session that are still as they were.
+    pub fn untouched_user_work(&self, root: &std::path::Path) -> Vec<String> {
         self.start_dirty
             .keys()
             .filter(|p| self.untouched_user_change(root, p))

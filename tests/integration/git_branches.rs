@@ -1233,3 +1233,57 @@ fn personal_files_are_excluded_once() {
         git::Excluded::NoRepository
     );
 }
+
+/// A rename never pairs a left-alone path with a task's one: each side stands on its own,
+/// so neither hides the other's change nor drags the user's work into the commit.
+#[test]
+fn a_rename_never_pairs_the_users_work_with_the_tasks() {
+    let body = "line one\nline two\nline three\nline four\nline five\n";
+    // The user's untracked copy of t.txt, left alone; the task deletes t.txt.
+    let t = TempRepo::with("rename-new-side", &[("a.txt", "a\n"), ("t.txt", body)]);
+    t.write("u.txt", body);
+    let (branch, _) = t.open().start_task_branch("s1").unwrap();
+    let repo = t.open().leaving(["u.txt".to_string()]);
+    t.remove("t.txt");
+    t.write("a.txt", "task\n");
+    let changes: Vec<(String, ChangeStatus)> = repo
+        .changes(&branch)
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.path, c.status))
+        .collect();
+    assert_eq!(
+        changes,
+        vec![
+            ("a.txt".to_string(), ChangeStatus::Modified),
+            ("t.txt".to_string(), ChangeStatus::Deleted)
+        ]
+    );
+    repo.commit_reviewed(&branch, "task", &[keep("a.txt"), keep("t.txt")])
+        .unwrap();
+    let merged = repo.merge_into_base(&branch).unwrap();
+    assert_eq!(merged.kind, MergeKind::FastForward);
+    assert_eq!(t.read("u.txt").as_deref(), Some(body));
+
+    // The user deleted t.txt before the session, left alone; the task adds a copy of it.
+    let t = TempRepo::with("rename-old-side", &[("a.txt", "a\n"), ("t.txt", body)]);
+    t.remove("t.txt");
+    let (branch, _) = t.open().start_task_branch("s1").unwrap();
+    let repo = t.open().leaving(["t.txt".to_string()]);
+    t.write("z.txt", body);
+    let changes: Vec<(String, ChangeStatus)> = repo
+        .changes(&branch)
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.path, c.status))
+        .collect();
+    assert_eq!(changes, vec![("z.txt".to_string(), ChangeStatus::Added)]);
+    repo.commit_reviewed(&branch, "task", &[keep("z.txt")])
+        .unwrap();
+    let head = t.repo.head().unwrap().peel_to_tree().unwrap();
+    assert!(
+        head.get_path(Path::new("t.txt")).is_ok(),
+        "the user's deletion was committed with the task"
+    );
+    assert_eq!(t.read("t.txt"), None, "the user's deletion was undone");
+}

@@ -123,11 +123,12 @@ impl Server {
         };
         let root = self.root.path();
         let left_alone = host.left_alone(root);
-        let changes =
-            match git::open(root).and_then(|repo| repo.leaving(left_alone).changes(baseline)) {
-                Ok(c) => c,
-                Err(e) => return git_refusal(&e),
-            };
+        let changes = match git::open(root)
+            .and_then(|repo| repo.leaving(left_alone.iter().cloned()).changes(baseline))
+        {
+            Ok(c) => c,
+            Err(e) => return git_refusal(&e),
+        };
         let unexplored: Vec<&str> = changes
             .iter()
             .map(|c| c.path.as_str())
@@ -162,6 +163,10 @@ impl Server {
             "base_commit": baseline.base_commit,
             "changes": listed,
             "unexplored": unexplored,
+            // The user's uncommitted files this session did not touch: not reviewed, not
+            // committed, carried back to the base as they are (said, so nothing is a
+            // surprise).
+            "left_alone": left_alone,
         }))
     }
 

@@ -114,9 +114,16 @@ impl Server {
                 return Reply::ok(json!({"started": false, "cleaned": cleaned}));
             }
         }
-        // `/code --rebuild` with no request: rebuild the indexes, and start nothing.
+        // `/code --rebuild` with no request: rebuild the indexes, and start nothing. Under
+        // the session lock, as a clean: not under another client's running session.
         if rebuild && a.query.trim().is_empty() {
-            let rebuilt = match self.rebuild_indexes() {
+            let lock = match self.take_lock(state, "rebuilding") {
+                Ok(lock) => lock,
+                Err(reply) => return reply,
+            };
+            let rebuilt = self.rebuild_indexes();
+            drop(lock);
+            let rebuilt = match rebuilt {
                 Ok(r) => r,
                 Err(reply) => return reply,
             };
@@ -175,15 +182,6 @@ impl Server {
         if let Err(e) = git::open(self.root.path()).and_then(|repo| repo.baseline()) {
             return git_refusal(&e);
         }
-        // `--rebuild` with a request: once the session can start, before it does, so its
-        // first tools answer from the rebuilt indexes.
-        let mut rebuilt = Value::Null;
-        if rebuild {
-            match self.rebuild_indexes() {
-                Ok(r) => rebuilt = r,
-                Err(reply) => return reply,
-            }
-        }
         let id = match new_session_id() {
             Ok(id) => id,
             Err(e) => return checkpoint_refusal(&e),
@@ -192,6 +190,15 @@ impl Server {
             Ok(lock) => lock,
             Err(reply) => return reply,
         };
+        // `--rebuild` with a request: once the session holds the lock, before it starts, so
+        // its first tools answer from the rebuilt indexes.
+        let mut rebuilt = Value::Null;
+        if rebuild {
+            match self.rebuild_indexes() {
+                Ok(r) => rebuilt = r,
+                Err(reply) => return reply,
+            }
+        }
         let mut params = Map::new();
         params.insert("request".into(), Value::String(a.query.clone()));
         let flag_text = a.flags.clone().unwrap_or_default();
@@ -910,9 +917,11 @@ impl Server {
             }
         }
         // A success teaches the Map: this request was answered by these symbols and files
-        // (the ones named here first, then the session's own evidence).
+        // (the ones named here first, then the session's own evidence). Only once the flow
+        // itself ended in success: a claim of success in a session still running, or one
+        // that failed, teaches nothing (a Map hit answers without searching further).
         let mut agreement = Value::Null;
-        if a.outcome == Outcome::Success {
+        if a.outcome == Outcome::Success && record.outcome.as_deref() == Some("success") {
             agreement = self.learn(record, a.related_symbols.clone(), a.notes.clone());
         }
         if a.outcome != Outcome::Success && !record.finished() {

@@ -170,15 +170,29 @@ impl Repo {
             .include_typechange(true)
             .ignore_submodules(true)
             .context_lines(context);
-        let mut diff = self
-            .repo
-            .diff_tree_to_workdir_with_index(Some(&base_tree), Some(&mut options))
-            .map_err(GitError::git("diff"))?;
+        let diff = |options: &mut DiffOptions| {
+            self.repo
+                .diff_tree_to_workdir_with_index(Some(&base_tree), Some(options))
+                .map_err(GitError::git("diff"))
+        };
+        let mut found = diff(&mut options)?;
         let mut find = DiffFindOptions::new();
         find.renames(true).for_untracked(true);
-        diff.find_similar(Some(&mut find))
+        found
+            .find_similar(Some(&mut find))
             .map_err(GitError::git("find renames"))?;
-        Ok(diff)
+        // A rename pairs two paths; when one of them is left alone (the user's, or never a
+        // task's), the pair would hide the other side's change or drag the left-alone one
+        // into the task's commit. Each path then stands on its own.
+        let mixed = found.deltas().any(|d| {
+            d.status() == Delta::Renamed
+                && (self.leaves(&diff_file_path(&d.old_file()))
+                    || self.leaves(&diff_file_path(&d.new_file())))
+        });
+        if mixed {
+            found = diff(&mut options)?;
+        }
+        Ok(found)
     }
 
     /// Whether `path` (root-relative) is a file of the base commit: a file that does not

@@ -306,21 +306,18 @@ impl Repo {
             .find_commit(commit)
             .and_then(|c| c.tree())
             .map_err(GitError::git("read commit"))?;
+        let paths: Vec<String> = self
+            .differences_from(commit)?
+            .into_iter()
+            .filter(|p| !self.leaves(p))
+            .collect();
+        if paths.is_empty() {
+            return Ok(());
+        }
         let mut checkout = CheckoutBuilder::new();
-        checkout.force();
-        if !self.left_alone.is_empty() {
-            let paths: Vec<String> = self
-                .differences_from(commit)?
-                .into_iter()
-                .filter(|p| !self.leaves(p))
-                .collect();
-            if paths.is_empty() {
-                return Ok(());
-            }
-            checkout.disable_pathspec_match(true);
-            for path in &paths {
-                checkout.path(path.as_str());
-            }
+        checkout.force().disable_pathspec_match(true);
+        for path in &paths {
+            checkout.path(path.as_str());
         }
         self.repo
             .checkout_tree(tree.as_object(), Some(&mut checkout))

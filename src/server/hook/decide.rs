@@ -184,7 +184,7 @@ pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision 
 fn protected_refusal(gate: &WriteGate, paths: &[&str]) -> String {
     gate.say(
         "hook.reserved",
-        "{files}: .git/ (git's own files and hooks), .code-intel/ (code-intel's session state) and the clients' hook settings (.claude/settings*.json, .codex/config.toml, .codex/hooks.json: only the user changes them) are never written by an agent",
+        "{files}: .git/ (git's own files and hooks), .code-intel/ (code-intel's session state) and the clients' hook settings and personal memory (.claude/settings*.json, .codex/config.toml, .codex/hooks.json, CLAUDE.local.md: only the user changes them) are never written by an agent",
         &[("files", paths.join(", "))],
     )
 }
