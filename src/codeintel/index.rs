@@ -55,10 +55,12 @@ pub struct Freshness {
     pub recovered: Option<String>,
 }
 
-const FRESHNESS_NOTE: &str = "every indexed file was checked against the index before answering; files created since the last `index` run are not included until the next one";
-const CANDIDATES_NOTE: &str = "there is no index yet: the files that mention the name were found by text search and tagged in memory, which gives the same answer as a full index; `code-intel index` (or the server, in the background) builds it";
-const PARTIAL_NOTE: &str = "the full index is still being built: only the files asked about were tagged, in memory, for this answer";
-const IN_MEMORY_NOTE: &str = "there is no usable index on disk: every source file was tagged in memory for this answer; `code-intel index` saves that work";
+// The CLI's notes; the server words them from the contract's `code_tools.note.*`
+// messages in the session's locale (`server::code_tools`), recognising them by text.
+pub(crate) const FRESHNESS_NOTE: &str = "every indexed file was checked against the index before answering; files created since the last `index` run are not included until the next one";
+pub(crate) const CANDIDATES_NOTE: &str = "there is no index yet: the files that mention the name were found by text search and tagged in memory, which gives the same answer as a full index; `code-intel index` (or the server, in the background) builds it";
+pub(crate) const PARTIAL_NOTE: &str = "the full index is still being built: only the files asked about were tagged, in memory, for this answer";
+pub(crate) const IN_MEMORY_NOTE: &str = "there is no usable index on disk: every source file was tagged in memory for this answer; `code-intel index` saves that work";
 
 /// Where a live file or a tag is: a layer on disk, or the in-memory overlay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

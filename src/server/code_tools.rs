@@ -12,10 +12,13 @@ use serde_json::{Map, Value, json};
 
 use super::index_cache::{IndexCache, Lookup, WALK_INTERVAL};
 use super::semantic_tools::{Collection, SemanticSearchArgs, SemanticTools};
+use super::registry::builtin_contract;
 use crate::codeintel::budget::{ANSWER_BUDGET, IMPACT_SUMMARY_BUDGET, fit};
 use crate::codeintel::error::Error;
 use crate::codeintel::impact::{SUMMARY_TOP, Section, View, analyze};
-use crate::codeintel::index::Index;
+use crate::codeintel::index::{
+    CANDIDATES_NOTE, FRESHNESS_NOTE, IN_MEMORY_NOTE, Index, PARTIAL_NOTE,
+};
 use crate::codeintel::languages;
 use crate::codeintel::page::Window;
 use crate::codeintel::qualified;
@@ -26,6 +29,8 @@ use crate::codeintel::symbols::{
     analyze_structure, find_definitions, find_references, function_at_line, get_symbols,
 };
 use crate::codeintel::wire;
+use crate::contract::Contract;
+use crate::machine::response::message;
 
 // How many results to skip and return. Numbers may also arrive as numeric strings
 // (some clients, such as the MCP Inspector, send optional numbers that way). A plain
@@ -229,8 +234,55 @@ pub struct CodeTools {
     pub semantic: SemanticTools,
 }
 
+/// How the code tools word their notes: the contract's messages (`code_tools.*`,
+/// `semantic.note.*`) in one locale. The server passes its contract and the session's
+/// locale ([`CodeTools::call_in`]); [`CodeTools::call`] (tests, tools used without a
+/// server) words them in the built-in contract's English.
+#[derive(Clone, Copy)]
+pub struct Words<'a> {
+    contract: Option<&'a Contract>,
+    locale: &'a str,
+}
+
+impl<'a> Words<'a> {
+    pub fn new(contract: &'a Contract, locale: &'a str) -> Words<'a> {
+        Words {
+            contract: Some(contract),
+            locale,
+        }
+    }
+
+    /// The built-in contract's English.
+    pub fn english() -> Words<'static> {
+        Words {
+            contract: builtin_contract(),
+            locale: "en",
+        }
+    }
+
+    /// Message `key` with `args` filled in. A contract without the key cannot run (the
+    /// registry declares every key, and `lint` refuses a contract that lacks one); were
+    /// it missing anyway, the key itself is the text.
+    pub fn note(&self, key: &str, args: &[(&str, Value)]) -> String {
+        let Some(contract) = self.contract else {
+            return key.to_string();
+        };
+        let args: Map<String, Value> = args
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), v.clone()))
+            .collect();
+        message(contract, key, &args, self.locale).text
+    }
+}
+
 /// The text search a symbol tool falls back on while the index cannot answer, and why.
-fn text_fallback(root: &Root, names: &[String], paging: Paging, why: &str) -> Result<Value, Error> {
+fn text_fallback(
+    root: &Root,
+    names: &[String],
+    paging: Paging,
+    why: &str,
+    words: Words,
+) -> Result<Value, Error> {
     let q = TextQuery {
         patterns: names.to_vec(),
         word: true,
@@ -239,17 +291,21 @@ fn text_fallback(root: &Root, names: &[String], paging: Paging, why: &str) -> Re
     let r = search_text(root, &q, paging.window())?;
     Ok(json!({
         "source": "text",
-        "note": format!("{why}; these are whole-word text matches, not resolved symbols"),
+        "note": words.note("code_tools.note.text_matches", &[("why", json!(why))]),
         "matches": json(&wire::TextResult::from(&r)),
     }))
 }
 
-fn not_ready(lookup: &Lookup) -> String {
+fn not_ready(lookup: &Lookup, words: Words) -> String {
     match lookup {
-        Lookup::Building { done, total } => {
-            format!("the symbol index is still being built ({done} of {total} files tagged)")
-        }
-        Lookup::Failed(reason) => format!("the symbol index is unavailable ({reason})"),
+        Lookup::Building { done, total } => words.note(
+            "code_tools.note.index_building",
+            &[("done", json!(done)), ("total", json!(total))],
+        ),
+        Lookup::Failed(reason) => words.note(
+            "code_tools.note.index_unavailable",
+            &[("reason", json!(reason))],
+        ),
         Lookup::Ready(_) => String::new(),
     }
 }
@@ -263,26 +319,43 @@ fn with_status(mut value: Value, note: &str) -> Value {
 }
 
 impl CodeTools {
-    /// Runs the code tool `name`; `Ok(None)` when there is no such tool. The index on disk
-    /// is checked piece by piece as tools read it (`codeintel::store`): when a piece does
-    /// not match its checksum, the index is repaired and the tool runs again, once.
+    /// Runs the code tool `name`, its notes in English; `Ok(None)` when there is no such
+    /// tool. See [`CodeTools::call_in`].
     pub fn call(&self, name: &str, args: Map<String, Value>) -> Result<Option<Value>, ToolError> {
-        match self.call_once(name, args.clone()) {
+        self.call_in(name, args, Words::english())
+    }
+
+    /// Runs the code tool `name`, its notes worded by `words`; `Ok(None)` when there is no
+    /// such tool. The index on disk is checked piece by piece as tools read it
+    /// (`codeintel::store`): when a piece does not match its checksum, the index is
+    /// repaired and the tool runs again, once.
+    pub fn call_in(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        words: Words,
+    ) -> Result<Option<Value>, ToolError> {
+        match self.call_once(name, args.clone(), words) {
             Err(ToolError::Tool(problem @ Error::IndexCorrupt { .. })) => {
                 self.index.repair(&problem);
-                self.call_once(name, args)
+                self.call_once(name, args, words)
             }
             other => other,
         }
     }
 
-    fn call_once(&self, name: &str, args: Map<String, Value>) -> Result<Option<Value>, ToolError> {
+    fn call_once(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        words: Words,
+    ) -> Result<Option<Value>, ToolError> {
         let root = &self.root;
         let value = match name {
             "search_text" => search_text_tool(root, parse(args)?)?,
             "semantic_search" => self
                 .semantic
-                .search(parse(args)?)
+                .search_in(parse(args)?, words)
                 .map_err(ToolError::Semantic)?,
             "fetch_chunk_detail" => self
                 .semantic
@@ -327,7 +400,10 @@ impl CodeTools {
                             a.kind.as_deref(),
                             a.paging.window(),
                         )?;
-                        with_status(json(&wire::SymbolAnswer::from(&answer)), &not_ready(&other))
+                        with_status(
+                            json(&wire::SymbolAnswer::from(&answer)),
+                            &not_ready(&other, words),
+                        )
                     }
                 }
             }
@@ -339,7 +415,7 @@ impl CodeTools {
                     Lookup::Ready(index) => (index, None),
                     other => (
                         Arc::new(Index::for_names(root, &[qualified::word_of(&a.name)])?),
-                        Some(not_ready(&other)),
+                        Some(not_ready(&other, words)),
                     ),
                 };
                 let answer =
@@ -352,13 +428,13 @@ impl CodeTools {
             }
             "get_symbols" => {
                 let a: FileArgs = parse(args)?;
-                let (index, note) = self.index_for(&a.file_path)?;
+                let (index, note) = self.index_for(&a.file_path, words)?;
                 let answer = get_symbols(root, &index, &a.file_path, a.paging.window())?;
                 with_note(json(&wire::SymbolAnswer::from(&answer)), note)
             }
             "get_function_at_line" => {
                 let a: LineArgs = parse(args)?;
-                let (index, note) = self.index_for(&a.file_path)?;
+                let (index, note) = self.index_for(&a.file_path, words)?;
                 let line = u32::try_from(a.line).unwrap_or(u32::MAX);
                 let answer = function_at_line(root, &index, &a.file_path, line)?;
                 with_note(json(&wire::FunctionAtLine::from(&answer)), note)
@@ -370,7 +446,7 @@ impl CodeTools {
                     Lookup::Ready(index) => (index, None),
                     other if root.resolve(&a.path).is_ok_and(|p| p.is_file()) => (
                         Arc::new(Index::for_files(root, &[a.path.as_str()])?),
-                        Some(not_ready(&other)),
+                        Some(not_ready(&other, words)),
                     ),
                     other => {
                         let q = FileQuery {
@@ -381,7 +457,10 @@ impl CodeTools {
                         let files = search_files(root, &q, a.paging.window())?;
                         return Ok(Some(json!({
                             "source": "files",
-                            "note": format!("{}; the files under {} are listed instead of their structure", not_ready(&other), a.path),
+                            "note": words.note(
+                                "code_tools.note.files_instead",
+                                &[("why", json!(not_ready(&other, words))), ("path", json!(a.path))],
+                            ),
                             "files": json(&wire::FileList::from(&files)),
                         })));
                     }
@@ -403,14 +482,20 @@ impl CodeTools {
                         let i = analyze(root, &index, &a.targets, view)?;
                         wire::impact_value(&i, Some(budget))
                     }
-                    other => text_fallback(root, &a.targets, a.paging, &not_ready(&other))?,
+                    other => text_fallback(
+                        root,
+                        &a.targets,
+                        a.paging,
+                        &not_ready(&other, words),
+                        words,
+                    )?,
                 }
             }
             "query" => {
                 let a: QueryArgs = parse(args)?;
                 let route = query::route(root, &a.question)?;
                 if route.is_semantic() {
-                    self.semantic_query(&a, route)?
+                    self.semantic_query(&a, route, words)?
                 } else if route.uses_index() {
                     match self.index.lookup() {
                         Lookup::Ready(index) => {
@@ -422,7 +507,8 @@ impl CodeTools {
                             root,
                             std::slice::from_ref(&route.subject),
                             a.paging,
-                            &not_ready(&other),
+                            &not_ready(&other, words),
+                            words,
                         )?,
                     }
                 } else {
@@ -432,33 +518,36 @@ impl CodeTools {
             }
             _ => return Ok(None),
         };
-        Ok(Some(within_budget(self.server_freshness(value))))
+        let value = self.server_freshness(reword_more(value, words), words);
+        Ok(Some(within_budget(value, words)))
     }
 
     /// A question in plain words, asked of `semantic_search`. Without an embedding model
     /// the search ranks by words only and the answer says so (`note`); when the semantic
     /// index cannot answer at all, the question's longest word is searched as text and
     /// the answer says why.
-    fn semantic_query(&self, a: &QueryArgs, route: query::Route) -> Result<Value, ToolError> {
+    fn semantic_query(
+        &self,
+        a: &QueryArgs,
+        route: query::Route,
+        words: Words,
+    ) -> Result<Value, ToolError> {
         let args = SemanticSearchArgs {
             query: a.question.clone(),
             k: None,
             collection: Collection::default(),
         };
-        match self.semantic.search(args) {
+        match self.semantic.search_in(args, words) {
             Ok(result) => {
                 let mut answer = json!({
                     "tool": "semantic_search",
                     "why": route.why,
                     "arguments": {"query": a.question},
                 });
-                let used = result.pointer("/vector/used").and_then(Value::as_bool);
-                if let Some(note) = result.pointer("/vector/note").and_then(Value::as_str) {
-                    answer["note"] = Value::String(if used == Some(false) {
-                        format!("ranked by words only, not by meaning: {note}")
-                    } else {
-                        note.to_string()
-                    });
+                // Said on every such answer, briefly; why (no model, vectors not yet
+                // made) is in the result's `vector.note` when it matters.
+                if result.get("ranking").and_then(Value::as_str) == Some("lexical") {
+                    answer["note"] = json!(words.note("code_tools.note.words_only", &[]));
                 }
                 answer["result"] = result;
                 Ok(answer)
@@ -466,7 +555,10 @@ impl CodeTools {
             Err(e) => {
                 let answer = query::answer(&self.root, None, route, a.paging.window())?;
                 let mut value = json(&wire::QueryAnswer::from(&answer));
-                value["note"] = Value::String(format!("semantic search could not answer: {e}"));
+                value["note"] = json!(words.note(
+                    "code_tools.note.semantic_failed",
+                    &[("error", json!(e.to_string()))],
+                ));
                 Ok(value)
             }
         }
@@ -474,7 +566,7 @@ impl CodeTools {
 
     /// The index for a file-scoped question: the shared one when ready, else that file
     /// tagged on the spot, with the reason.
-    fn index_for(&self, file: &str) -> Result<(Arc<Index>, Option<String>), Error> {
+    fn index_for(&self, file: &str, words: Words) -> Result<(Arc<Index>, Option<String>), Error> {
         match self.index.lookup() {
             Lookup::Ready(index) => {
                 // Only a source file that exists but is missing is worth a walk; anything
@@ -492,13 +584,13 @@ impl CodeTools {
                     Lookup::Ready(index) => Ok((index, None)),
                     other => Ok((
                         Arc::new(Index::for_files(&self.root, &[file])?),
-                        Some(not_ready(&other)),
+                        Some(not_ready(&other, words)),
                     )),
                 }
             }
             other => Ok((
                 Arc::new(Index::for_files(&self.root, &[file])?),
-                Some(not_ready(&other)),
+                Some(not_ready(&other, words)),
             )),
         }
     }
@@ -506,15 +598,14 @@ impl CodeTools {
 
 /// Cuts an answer to [`ANSWER_BUDGET`] bytes; a cut answer says so once, at the top, and
 /// each cut list says `truncated` and `next_offset`.
-fn within_budget(mut value: Value) -> Value {
+fn within_budget(mut value: Value, words: Words) -> Value {
     // Ranked hits (semantic search) have no pages: the best are kept.
     let ranked = value.get("hits").is_some() || value.pointer("/result/hits").is_some();
+    let bytes = [("bytes", json!(ANSWER_BUDGET))];
     let note = if ranked {
-        format!("cut to {ANSWER_BUDGET} bytes: the best hits are kept")
+        words.note("code_tools.budget.ranked", &bytes)
     } else {
-        format!(
-            "cut to {ANSWER_BUDGET} bytes: for the rest, call again with `offset` = a cut list's `next_offset`"
-        )
+        words.note("code_tools.budget.paged", &bytes)
     };
     // Room for the note itself: `"budget":"…",`.
     let room = note.len() + 12;
@@ -530,14 +621,14 @@ fn within_budget(mut value: Value) -> Value {
 static EXPLAINED: std::sync::Mutex<BTreeSet<PathBuf>> = std::sync::Mutex::new(BTreeSet::new());
 
 impl CodeTools {
-    /// The server's own freshness note: unlike a CLI run, it walks for new files (at most
-    /// every [`WALK_INTERVAL`], and at once before answering "not found"). That note
-    /// describes how every answer is made, not this one, so it is given once per server
-    /// process (the first answer that carries a freshness record) and left out after;
-    /// the other notes (no index yet, the first build under way, the index tagged in
-    /// memory) say something about the answer itself and are always given.
-    fn server_freshness(&self, mut value: Value) -> Value {
-        let checked = FRESH_NOTE_PREFIX;
+    /// The freshness note of an answer, worded by `words`. The general one (the index
+    /// answers checked, and unlike a CLI run the server walks for new files at most every
+    /// [`WALK_INTERVAL`], and at once before answering "not found") describes how every
+    /// answer is made, not this one, so it is given once per server process (the first
+    /// answer that carries a freshness record) and left out after; the other notes (no
+    /// index yet, the first build under way, the index tagged in memory) say something
+    /// about the answer itself and are always given.
+    fn server_freshness(&self, mut value: Value, words: Words) -> Value {
         // A query's answer holds the routed tool's.
         let at = if value.get("freshness").is_some() {
             "/freshness"
@@ -547,11 +638,15 @@ impl CodeTools {
         let Some(freshness) = value.pointer_mut(at).and_then(Value::as_object_mut) else {
             return value;
         };
-        if !freshness
-            .get("note")
-            .and_then(Value::as_str)
-            .is_some_and(|n| n.starts_with(checked))
-        {
+        let key = match freshness.get("note").and_then(Value::as_str) {
+            Some(FRESHNESS_NOTE) => None,
+            Some(CANDIDATES_NOTE) => Some("code_tools.note.no_index"),
+            Some(PARTIAL_NOTE) => Some("code_tools.note.partial_index"),
+            Some(IN_MEMORY_NOTE) => Some("code_tools.note.in_memory"),
+            _ => return value,
+        };
+        if let Some(key) = key {
+            freshness.insert("note".into(), json!(words.note(key, &[])));
             return value;
         }
         let first = EXPLAINED
@@ -559,12 +654,10 @@ impl CodeTools {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(self.root.path().to_path_buf());
         if first {
+            let seconds = [("seconds", json!(WALK_INTERVAL.as_secs()))];
             freshness.insert(
                 "note".into(),
-                Value::String(format!(
-                    "every indexed file was checked before answering; new files are found by a walk at most every {} s, and at once before a lookup answers that nothing was found (said once per server)",
-                    WALK_INTERVAL.as_secs()
-                )),
+                json!(words.note("code_tools.note.freshness", &seconds)),
             );
         } else {
             freshness.remove("note");
@@ -573,8 +666,16 @@ impl CodeTools {
     }
 }
 
-/// How the CLI's freshness note starts (`codeintel::index`).
-const FRESH_NOTE_PREFIX: &str = "every indexed file was checked";
+/// An impact answer's `more` (how to see the rest of a cut section; `wire` words it for
+/// the CLI), worded by `words`. A query's answer holds the routed tool's.
+fn reword_more(mut value: Value, words: Words) -> Value {
+    for at in ["/more", "/result/more"] {
+        if let Some(more) = value.pointer_mut(at).filter(|m| m.is_string()) {
+            *more = json!(words.note("code_tools.impact_more", &[]));
+        }
+    }
+    value
+}
 
 fn with_note(value: Value, note: Option<String>) -> Value {
     match note {

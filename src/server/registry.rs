@@ -4,7 +4,28 @@
 
 use serde_json::{Value, json};
 
+use crate::contract::Contract;
 use crate::contract::registry::{Registry, host_action, host_message};
+
+/// The built-in contract resolved against this registry, loaded once per process: the
+/// wording of the server's own texts where no session's contract is at hand (the code
+/// tools called without a server, the write hook before it finds a session). `None` only
+/// if the built-in contract did not load, which its own tests rule out.
+pub fn builtin_contract() -> Option<&'static Contract> {
+    static BUILTIN: std::sync::OnceLock<Option<Contract>> = std::sync::OnceLock::new();
+    BUILTIN
+        .get_or_init(|| {
+            let mut sources = crate::source::Sources::default();
+            let file = sources.add(
+                crate::contract::BUILTIN_NAME,
+                crate::contract::BUILTIN_CONTRACT,
+            );
+            crate::contract::load(&mut sources, file, &[registry()])
+                .ok()
+                .ok()
+        })
+        .as_ref()
+}
 
 fn string() -> Value {
     json!({"type": "string"})
@@ -179,6 +200,24 @@ pub fn registry() -> Registry {
         ("explored.path_too_long", vec!["bytes", "start", "limit"]),
         ("code_tools.failed", vec!["tool", "error", "details"]),
         ("code_tools.rebuild_failed", vec!["details"]),
+        // The code tools' own notes (`code_tools::Words`).
+        ("code_tools.note.text_matches", vec!["why"]),
+        ("code_tools.note.index_building", vec!["done", "total"]),
+        ("code_tools.note.index_unavailable", vec!["reason"]),
+        ("code_tools.note.files_instead", vec!["why", "path"]),
+        ("code_tools.note.freshness", vec!["seconds"]),
+        ("code_tools.note.no_index", vec![]),
+        ("code_tools.note.partial_index", vec![]),
+        ("code_tools.note.in_memory", vec![]),
+        ("code_tools.budget.paged", vec!["bytes"]),
+        ("code_tools.budget.ranked", vec!["bytes"]),
+        ("code_tools.impact_more", vec![]),
+        ("code_tools.note.words_only", vec![]),
+        ("code_tools.note.semantic_failed", vec!["error"]),
+        ("semantic.note.no_model", vec!["model_variable", "runtime_variable"]),
+        ("semantic.note.model_failed", vec!["details"]),
+        ("semantic.note.no_vectors_yet", vec![]),
+        ("semantic.note.partial_vectors", vec!["embedded", "chunks"]),
         ("session.rebuild_with_resume", vec![]),
         ("notes.branch_kept", vec![]),
         ("server.internal_failure", vec!["tool"]),
@@ -354,7 +393,7 @@ mod tests {
     }
 
     /// The message keys the server names where it renders one: `Reply::error(KEY`,
-    /// `Reply::say(_, KEY`, `self.render(KEY`, `message(contract, KEY`.
+    /// `Reply::say(_, KEY`, `self.render(KEY`, `message(contract, KEY`, `words.note(KEY`.
     fn rendered_keys(text: &str) -> BTreeSet<String> {
         let mut keys = BTreeSet::new();
         for (pattern, skip_first) in [
@@ -364,6 +403,7 @@ mod tests {
             ("message(\n", true),
             ("message(contract,", false),
             ("message(&self.contract,", false),
+            ("words.note(", false),
         ] {
             for (at, _) in text.match_indices(pattern) {
                 // `role_message(` names an engine role, not a key.
@@ -454,9 +494,11 @@ mod tests {
     #[test]
     fn the_scanner_finds_keys_however_the_call_is_wrapped() {
         let keys = rendered_keys(
-            "Reply::error(\n    \"a.b\",\n    x)\nReply::say(e.key(), \"c.d\", y)\nself.render(\"e.f\", &[])\nmessage(\n    contract,\n    \"g.h\",\n    &args)\nrole_message(\n    contract,\n    \"role\",\n    &args)",
+            "Reply::error(\n    \"a.b\",\n    x)\nReply::say(e.key(), \"c.d\", y)\nself.render(\"e.f\", &[])\nmessage(\n    contract,\n    \"g.h\",\n    &args)\nrole_message(\n    contract,\n    \"role\",\n    &args)\nwords.note(\"i.j\", &[])\nwith_words.note(\"k.l\", &[])",
         );
-        let expected: BTreeSet<String> = ["a.b", "c.d", "e.f", "g.h"].map(str::to_string).into();
+        let expected: BTreeSet<String> = ["a.b", "c.d", "e.f", "g.h", "i.j"]
+            .map(str::to_string)
+            .into();
         assert_eq!(keys, expected);
     }
 }

@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::code_tools::Words;
 use super::log::now;
 use crate::codeintel::root::Root;
 use crate::codeintel::store::atomic_write;
@@ -153,6 +154,8 @@ struct Inner {
     index: Mutex<Option<OpenIndex>>,
     /// Whether an HNSW graph is being built.
     graph_building: std::sync::atomic::AtomicBool,
+    /// Whether an answer has said that no model is configured: said once per server.
+    model_note_given: std::sync::atomic::AtomicBool,
 }
 
 /// The semantic tools of one repository; cheap to clone (shared state).
@@ -182,6 +185,7 @@ impl SemanticTools {
                 status: Mutex::new(SyncStatus::default()),
                 index: Mutex::new(None),
                 graph_building: std::sync::atomic::AtomicBool::new(false),
+                model_note_given: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         if on_start {
@@ -362,8 +366,69 @@ impl SemanticTools {
         }
     }
 
-    /// `semantic_search`.
+    /// `semantic_search`, its notes in English ([`SemanticTools::search_in`]).
     pub fn search(&self, a: SemanticSearchArgs) -> Result<Value, semantic::Error> {
+        self.search_in(a, Words::english())
+    }
+
+    /// `semantic_search`, its notes worded by `words`. Every answer says how it was
+    /// ranked (`ranking`: `hybrid` with vectors, `lexical` by words only); why vectors
+    /// took no part, or only some, is `vector.note`: on every answer when it is about
+    /// this one (the model failed to load, vectors not all made yet), once per server
+    /// when it is that no model is configured, which is the same for every answer.
+    pub fn search_in(
+        &self,
+        a: SemanticSearchArgs,
+        words: Words,
+    ) -> Result<Value, semantic::Error> {
+        let mut value = self.search_unworded(a)?;
+        self.word_ranking(&mut value, words);
+        Ok(value)
+    }
+
+    /// Adds `ranking` and words `vector.note` (see [`SemanticTools::search_in`]).
+    fn word_ranking(&self, value: &mut Value, words: Words) {
+        use std::sync::atomic::Ordering;
+        let model = self.model();
+        let used = value.pointer("/vector/used").and_then(Value::as_bool);
+        // A Map answer has no vector ranking of its own: it was matched with the model
+        // when there is one.
+        let hybrid = used.unwrap_or(matches!(model, Ok(Some(_))));
+        value["ranking"] = json!(if hybrid { "hybrid" } else { "lexical" });
+        let Some(vector) = value.get_mut("vector").and_then(Value::as_object_mut) else {
+            return;
+        };
+        let count = |field: &str| vector.get(field).and_then(Value::as_u64).unwrap_or(0);
+        let (embedded, chunks) = (count("embedded"), count("chunks"));
+        let note = match model {
+            _ if hybrid => (embedded < chunks).then(|| {
+                words.note(
+                    "semantic.note.partial_vectors",
+                    &[("embedded", json!(embedded)), ("chunks", json!(chunks))],
+                )
+            }),
+            Ok(Some(_)) => Some(words.note("semantic.note.no_vectors_yet", &[])),
+            Err(e) => Some(words.note(
+                "semantic.note.model_failed",
+                &[("details", json!(e.to_string()))],
+            )),
+            Ok(None) => (!self.inner.model_note_given.swap(true, Ordering::SeqCst)).then(|| {
+                words.note(
+                    "semantic.note.no_model",
+                    &[
+                        ("model_variable", json!(semantic::embed::ENV_MODEL_PATH)),
+                        ("runtime_variable", json!(semantic::embed::ENV_RUNTIME)),
+                    ],
+                )
+            }),
+        };
+        match note {
+            Some(note) => vector.insert("note".into(), json!(note)),
+            None => vector.remove("note"),
+        };
+    }
+
+    fn search_unworded(&self, a: SemanticSearchArgs) -> Result<Value, semantic::Error> {
         if a.query.trim().is_empty() {
             return Err(semantic::Error::EmptyQuery);
         }

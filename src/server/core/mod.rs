@@ -20,7 +20,7 @@ use super::args::bounded;
 use super::checkpoint::{
     CheckpointError, Checkpoints, SEEN_PATHS_BUDGET, SealKey, json_text_len, paths_len,
 };
-use super::code_tools::{CodeTools, ToolError, paths_in};
+use super::code_tools::{CodeTools, ToolError, Words, paths_in};
 use super::git;
 use super::index_cache::{ChangeSource, IndexCache};
 use super::log::{Log, now};
@@ -366,7 +366,12 @@ impl Server {
     }
 
     fn code_tool(&self, tool: &str, args: Map<String, Value>) -> Reply {
-        match self.code.call(tool, args) {
+        // The answer's notes in the session's locale, as the server's other texts.
+        let locale = self.locale();
+        match self
+            .code
+            .call_in(tool, args, Words::new(&self.contract, &locale))
+        {
             Ok(Some(body)) => Reply::ok(body),
             Ok(None) => Reply::error("unknown_tool", format!("`{tool}` is not a code tool"))
                 .args(&[("tool", json!(tool))]),
