@@ -265,6 +265,10 @@ pub fn registry() -> Registry {
         ("hook.shell_broad", vec!["writes", "refusal"]),
         ("hook.shell_writes", vec!["files", "refusal"]),
         ("hook.shell_refused", vec!["reason"]),
+        // Denials before any session is found, in config.yml's locale (`hook::before_session`).
+        ("hook.failed", vec!["client", "what"]),
+        ("hook.input_unreadable", vec!["reason"]),
+        ("hook.no_working_directory", vec![]),
         // What the shell scanner describes rather than names (`hook::shell::DESCRIPTIONS`).
         ("hook.writes.run_by_other", vec!["what"]),
         ("hook.writes.from_input", vec!["what"]),

@@ -22,13 +22,19 @@ pub mod shell;
 
 use std::path::{Path, PathBuf};
 
+use serde_json::json;
+
 use decide::{Decision, Session, ShellTargets, Target, Targets};
 use input::{Event, HookInput, Writes};
 use shell::WriteKind;
 
 use super::checkpoint::{CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey, pointer_refusal};
+use super::code_tools::Words;
 use super::paths::{canonical_prefix, is_reserved, judge as confine};
+use super::registry::{builtin_contract, registry};
 use crate::codeintel::root::Root;
+use crate::config::Config;
+use crate::contract::Contract;
 
 /// The client calling the hook (both speak the same JSON for what the hook reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,8 +88,16 @@ impl HookOutput {
 /// Answers one hook call. `stdin` is the hook JSON, `process_cwd` the working directory
 /// to use when the input has none. Never panics: a panic inside becomes a deny.
 pub fn run(client: Client, stdin: &[u8], process_cwd: Option<&Path>) -> HookOutput {
-    let result =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer(stdin, process_cwd)));
+    run_with(client, process_cwd, || answer(stdin, process_cwd))
+}
+
+/// [`run`] with its answer made by `answer`: a panic in it becomes a deny.
+fn run_with(
+    client: Client,
+    process_cwd: Option<&Path>,
+    answer: impl FnOnce() -> HookOutput,
+) -> HookOutput {
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(answer));
     match result {
         Ok(output) => output,
         Err(panic) => {
@@ -92,21 +106,74 @@ pub fn run(client: Client, stdin: &[u8], process_cwd: Option<&Path>) -> HookOutp
                 .map(|s| (*s).to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a panic".to_string());
-            HookOutput::deny(&format!(
-                "the code-intel {} hook failed ({what}), so the write is refused; report this as a code-intel bug",
-                client.name()
-            ))
+            // Wording it must not panic in turn: if it does, the English.
+            std::panic::catch_unwind(|| {
+                deny_before_session(process_cwd, |words| {
+                    words.note(
+                        "hook.failed",
+                        &[("client", json!(client.name())), ("what", json!(what))],
+                    )
+                })
+            })
+            .unwrap_or_else(|_| {
+                HookOutput::deny(&format!(
+                    "the code-intel {} hook failed ({what}), so the write is refused; report this as a code-intel bug",
+                    client.name()
+                ))
+            })
         }
     }
+}
+
+/// A denial made before any session is found (the input unreadable, no working
+/// directory, the hook failed), worded by `say` ([`before_session`]).
+fn deny_before_session(dir: Option<&Path>, say: impl FnOnce(Words) -> String) -> HookOutput {
+    HookOutput::deny(&before_session(dir, say))
+}
+
+/// A text of the hook made without a session's wording, by `say` from the contract's
+/// messages: the project's contract (`.code-intel/phase_contract.yml`, else the built-in
+/// one) in the `locale` of `.code-intel/config.yml` when the repository of `dir` has one
+/// that can be read, else in the contract's default locale (English for the built-in
+/// contract).
+fn before_session(dir: Option<&Path>, say: impl FnOnce(Words) -> String) -> String {
+    let root = dir.map(repository_root);
+    let project = root.as_deref().and_then(project_contract);
+    let locale = root
+        .as_deref()
+        .and_then(|r| Config::load(r).ok())
+        .and_then(|c| c.locale);
+    let words = match project.as_ref().or_else(|| builtin_contract()) {
+        Some(contract) => Words::new(
+            contract,
+            locale
+                .as_deref()
+                .filter(|l| contract.locales.iter().any(|d| d == l))
+                .unwrap_or_else(|| contract.default_locale()),
+        ),
+        None => Words::english(),
+    };
+    say(words)
+}
+
+/// The project's own contract at `root` (an overlay of the built-in one, or a complete
+/// flow), when it has one that loads.
+fn project_contract(root: &Path) -> Option<Contract> {
+    let name = crate::contract::PROJECT_CONTRACT;
+    let text = std::fs::read_to_string(root.join(name)).ok()?;
+    let mut sources = crate::source::Sources::default();
+    crate::contract::load_layered(&mut sources, Some((name.to_string(), text)), &[registry()])
+        .ok()
+        .ok()
 }
 
 fn answer(stdin: &[u8], process_cwd: Option<&Path>) -> HookOutput {
     let input = match input::parse(stdin) {
         Ok(input) => input,
         Err(reason) => {
-            return HookOutput::deny(&format!(
-                "code-intel cannot read the hook input ({reason}), so the write is refused"
-            ));
+            return deny_before_session(process_cwd, |words| {
+                words.note("hook.input_unreadable", &[("reason", json!(reason))])
+            });
         }
     };
     let cwd = input
@@ -126,9 +193,8 @@ fn before_write(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
         return HookOutput::allow();
     }
     let Some(cwd) = cwd else {
-        return HookOutput::deny(
-            "code-intel cannot tell which repository this write is in (no working directory)",
-        );
+        // No directory, so no config to read the locale from either.
+        return deny_before_session(None, |words| words.note("hook.no_working_directory", &[]));
     };
     let paths = match writes {
         Writes::Nothing => return HookOutput::allow(),
@@ -355,18 +421,24 @@ fn pointer_exists(root: &Root) -> bool {
 fn session(root: &Root) -> Session {
     // A linked `.code-intel/` could name any session (or none): never trusted, nor is
     // anything read through it.
+    // Without the pointer's wording, the refusal is worded as before a session.
+    let unworded = || {
+        Some(before_session(Some(root.path()), |words| {
+            words.note("hook.session_unreadable", &[])
+        }))
+    };
     if let Err(e) =
         crate::codeintel::state_dir::check_path(&root.path().join(SESSIONS_DIR).join(CURRENT_FILE))
     {
         return Session::Unreadable {
             reason: e.to_string(),
-            refusal: None,
+            refusal: unworded(),
         };
     }
     // The refusal's wording, in the session's locale, comes with the pointer.
     let unreadable = |reason: String| Session::Unreadable {
         reason,
-        refusal: pointer_refusal(root.path()),
+        refusal: pointer_refusal(root.path()).or_else(unworded),
     };
     if !pointer_exists(root) {
         return Session::None;
