@@ -941,6 +941,87 @@ fn refused_in_japanese(
     }
 }
 
+/// Asserts that the text at `pointer` of `answer` is the Japanese of message `key`.
+fn note_in_japanese(
+    contract: &code_intel::contract::Contract,
+    answer: &Value,
+    pointer: &str,
+    key: &str,
+) {
+    let text = answer
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("{key}: no {pointer} in {answer}"));
+    assert_japanese(contract, key, text);
+}
+
+/// The notes the code tools add to their answers, before any session of a project whose
+/// config says `locale: ja`: through the server while its index is ready, and worded the
+/// same way by the code tools of an index that never loaded (the notes of an answer made
+/// without it).
+fn code_tool_notes_in_japanese(
+    contract: &code_intel::contract::Contract,
+    repo: &Repo,
+    server: &Server,
+) {
+    use code_intel::codeintel::root::Root;
+    use code_intel::server::code_tools::{CodeTools, Words};
+    use code_intel::server::index_cache::{ChangeSource, IndexCache};
+    use code_intel::server::semantic_tools::SemanticTools;
+
+    let started = std::time::Instant::now();
+    while server.index_building().is_some() {
+        assert!(started.elapsed().as_secs() < 60, "the index was never built");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The freshness note, once per server.
+    let symbols = call(server, "get_symbols", json!({"file_path": "app.py"}));
+    note_in_japanese(contract, &symbols, "/freshness/note", "code_tools.note.freshness");
+    let text = call(server, "search_text", json!({"patterns": ["needle"]}));
+    note_in_japanese(contract, &text, "/budget", "code_tools.budget.paged");
+    let impact = call(server, "analyze_impact", json!({"targets": ["helper"]}));
+    assert_eq!(impact["truncated"], true, "{impact}");
+    note_in_japanese(contract, &impact, "/more", "code_tools.impact_more");
+    // Without an embedding model: why, once per server; `ranking` on every answer.
+    let semantic = call(server, "semantic_search", json!({"query": "helper"}));
+    assert_eq!(semantic["ranking"], "lexical", "{semantic}");
+    note_in_japanese(contract, &semantic, "/vector/note", "semantic.note.no_model");
+    let again = call(server, "semantic_search", json!({"query": "needle"}));
+    assert_eq!(again["ranking"], "lexical", "{again}");
+    assert!(again["vector"].get("note").is_none(), "{again}");
+    let query = call(
+        server,
+        "query",
+        json!({"question": "how does the program read its configuration file"}),
+    );
+    assert_eq!(query["tool"], "semantic_search", "{query}");
+    note_in_japanese(contract, &query, "/note", "code_tools.note.words_only");
+
+    // An index that never loaded: the answers made without it say so.
+    let root = Root::open(&repo.root).unwrap();
+    let tools = CodeTools {
+        semantic: SemanticTools::start(root.clone()),
+        index: IndexCache::new(root.clone(), ChangeSource::Polling),
+        root,
+    };
+    let words = Words::new(contract, "ja");
+    let ask = |tool: &str, a: Value| {
+        tools
+            .call_in(tool, args(a), words)
+            .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
+            .unwrap_or_else(|| panic!("{tool}: no such tool"))
+    };
+    let defs = ask("find_definitions", json!({"name": "parse_config"}));
+    note_in_japanese(contract, &defs, "/index_status", "code_tools.note.index_unavailable");
+    note_in_japanese(contract, &defs, "/freshness/note", "code_tools.note.no_index");
+    let symbols = ask("get_symbols", json!({"file_path": "app.py"}));
+    note_in_japanese(contract, &symbols, "/freshness/note", "code_tools.note.partial_index");
+    let impact = ask("analyze_impact", json!({"targets": ["helper"]}));
+    note_in_japanese(contract, &impact, "/note", "code_tools.note.text_matches");
+    let structure = ask("analyze_structure", json!({"path": "."}));
+    note_in_japanese(contract, &structure, "/note", "code_tools.note.files_instead");
+}
+
 #[test]
 fn a_ja_session_answers_every_reply_in_japanese() {
     let contract = default_contract();
@@ -951,8 +1032,28 @@ fn a_ja_session_answers_every_reply_in_japanese() {
         "locale: ja\nsemantic:\n  sync_on_start: false\n",
     )
     .unwrap();
+    // Files whose answers the code tools cut: a name used by more callers than an
+    // impact summary lists, and lines longer than a text search's answer may hold.
+    let callers: String = (0..8)
+        .map(|i| format!("from lib import helper\n\n\ndef use_{i}():\n    return helper()\n\n\n"))
+        .collect();
+    std::fs::write(repo.root.join("callers.py"), callers).unwrap();
+    let long = format!("needle {}\n", "x".repeat(300)).repeat(120);
+    std::fs::write(repo.root.join("data.txt"), long).unwrap();
+    for a in [&["add", "callers.py", "data.txt"][..], &["commit", "-qm", "more files"]] {
+        let out = Command::new("git")
+            .args(a)
+            .current_dir(&repo.root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
     let server = repo.server();
     let ask = |server: &Server, tool: &str, a: Value| server.call(tool, args(a));
+    let denied = |reason: Option<String>, key: &str| {
+        let reason = reason.unwrap_or_else(|| panic!("{key}: the write was allowed"));
+        assert_japanese(&contract, key, &reason);
+    };
 
     // No session yet.
     for tool in ["get_session_status", "submit_phase", "record_outcome"] {
@@ -986,6 +1087,12 @@ fn a_ja_session_answers_every_reply_in_japanese() {
         "warnings.truncation_warning",
         page["warning"].as_str().unwrap_or_default(),
     );
+    code_tool_notes_in_japanese(&contract, &repo, &server);
+    // Denials before any session is found, in config.yml's locale.
+    for client in ["claude", "codex"] {
+        let garbage = decision(&repo.hook(client, b"{not json"));
+        denied(garbage, "hook.input_unreadable");
+    }
     // A repository that cannot host a task branch: a git refusal.
     let git = |a: &[&str]| {
         let out = Command::new("git")
@@ -1054,10 +1161,6 @@ fn a_ja_session_answers_every_reply_in_japanese() {
     );
 
     // The write hooks of both clients, through the real binary.
-    let denied = |reason: Option<String>, key: &str| {
-        let reason = reason.unwrap_or_else(|| panic!("{key}: the write was allowed"));
-        assert_japanese(&contract, key, &reason);
-    };
     for client in ["claude", "codex"] {
         denied(repo.bash(client, "echo x > app.py"), "hook.shell_writes");
         // What the scanner describes (a git command, a formatter) is Japanese too.

@@ -421,21 +421,21 @@ fn pointer_exists(root: &Root) -> bool {
 fn session(root: &Root) -> Session {
     // A linked `.code-intel/` could name any session (or none): never trusted, nor is
     // anything read through it.
-    // Without the pointer's wording, the refusal is worded as before a session.
-    let unworded = || {
-        Some(before_session(Some(root.path()), |words| {
-            words.note("hook.session_unreadable", &[])
-        }))
-    };
     if let Err(e) =
         crate::codeintel::state_dir::check_path(&root.path().join(SESSIONS_DIR).join(CURRENT_FILE))
     {
         return Session::Unreadable {
             reason: e.to_string(),
-            refusal: unworded(),
+            refusal: None,
         };
     }
-    // The refusal's wording, in the session's locale, comes with the pointer.
+    // The refusal's wording, in the session's locale, comes with the pointer; without
+    // it (a pointer that cannot be read), it is worded as before a session.
+    let unworded = || {
+        Some(before_session(Some(root.path()), |words| {
+            words.note("hook.session_unreadable", &[])
+        }))
+    };
     let unreadable = |reason: String| Session::Unreadable {
         reason,
         refusal: pointer_refusal(root.path()).or_else(unworded),
