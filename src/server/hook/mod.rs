@@ -469,3 +469,95 @@ fn session(root: &Root) -> Session {
         Err(e) => unreadable(e.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The denials made before a session is found come from the contract's messages, in
+    //! the locale of the repository's `.code-intel/config.yml`.
+
+    use std::path::PathBuf;
+
+    use serde_json::{Map, Value, json};
+
+    use super::*;
+    use crate::machine::response::message;
+
+    /// A directory with `.code-intel/config.yml` saying `locale: ja`; removed on drop.
+    struct JaDir(PathBuf);
+
+    impl JaDir {
+        fn new(name: &str) -> JaDir {
+            let dir = std::env::temp_dir().join(format!(
+                "code-intel-hook-unit-{name}-{}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(dir.join(".code-intel/sessions")).unwrap();
+            std::fs::write(dir.join(".code-intel/config.yml"), "locale: ja\n").unwrap();
+            JaDir(dir.canonicalize().unwrap())
+        }
+    }
+
+    impl Drop for JaDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn reason(output: &HookOutput) -> String {
+        let stdout = output.stdout.as_deref().expect("a deny");
+        let answer: Value = serde_json::from_str(stdout).unwrap();
+        answer["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn text(key: &str, args: &[(&str, Value)], locale: &str) -> String {
+        let args: Map<String, Value> = args
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), v.clone()))
+            .collect();
+        message(builtin_contract().unwrap(), key, &args, locale).text
+    }
+
+    #[test]
+    fn a_hook_that_fails_says_so_in_the_configured_locale() {
+        let dir = JaDir::new("panic");
+        let output = run_with(Client::Codex, Some(&dir.0), || panic!("boom"));
+        let args = [("client", json!("Codex")), ("what", json!("boom"))];
+        assert_eq!(reason(&output), text("hook.failed", &args, "ja"));
+        assert!(reason(&output).contains("フックが失敗"), "{output:?}");
+        // Without a directory to read a config in: the contract's English.
+        let output = run_with(Client::Codex, None, || panic!("boom"));
+        assert_eq!(reason(&output), text("hook.failed", &args, "en"));
+    }
+
+    #[test]
+    fn a_write_without_a_working_directory_is_refused_in_the_contracts_words() {
+        let input = json!({
+            "hook_event_name": "PreToolUse", "tool_name": "Write",
+            "tool_input": {"file_path": "app.py", "content": "x"},
+        });
+        let output = run(Client::Claude, input.to_string().as_bytes(), None);
+        assert_eq!(
+            reason(&output),
+            text("hook.no_working_directory", &[], "en")
+        );
+    }
+
+    #[test]
+    fn a_pointer_that_cannot_be_read_is_refused_in_the_configured_locale() {
+        let dir = JaDir::new("pointer");
+        std::fs::write(dir.0.join(".code-intel/sessions/current.json"), "{garbage").unwrap();
+        let input = json!({
+            "hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": dir.0,
+            "tool_input": {"file_path": "app.py", "content": "x"},
+        });
+        let output = run(Client::Claude, input.to_string().as_bytes(), None);
+        let reason = reason(&output);
+        let template = text("hook.session_unreadable", &[], "ja");
+        let (before, _) = template.split_once("{reason}").unwrap();
+        assert!(reason.starts_with(before), "{reason}");
+    }
+}
