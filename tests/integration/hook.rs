@@ -1020,6 +1020,28 @@ fn code_tool_notes_in_japanese(
     note_in_japanese(contract, &impact, "/note", "code_tools.note.text_matches");
     let structure = ask("analyze_structure", json!({"path": "."}));
     note_in_japanese(contract, &structure, "/note", "code_tools.note.files_instead");
+
+    // A model that is configured but cannot be loaded: said on every answer.
+    let broken = Repo::new("ja-model");
+    std::fs::write(
+        broken.root.join(".code-intel/config.yml"),
+        "locale: ja\nsemantic:\n  sync_on_start: false\n  embedding_model_path: no/model\n  onnxruntime_path: no/libonnxruntime.so\n",
+    )
+    .unwrap();
+    let root = Root::open(&broken.root).unwrap();
+    let tools = CodeTools {
+        semantic: SemanticTools::start(root.clone()),
+        index: IndexCache::new(root.clone(), ChangeSource::Polling),
+        root,
+    };
+    for _ in 0..2 {
+        let answer = tools
+            .call_in("semantic_search", args(json!({"query": "helper"})), words)
+            .unwrap()
+            .unwrap();
+        assert_eq!(answer["ranking"], "lexical", "{answer}");
+        note_in_japanese(contract, &answer, "/vector/note", "semantic.note.model_failed");
+    }
 }
 
 #[test]
