@@ -986,9 +986,11 @@ fn code_tool_notes_in_japanese(
     let semantic = call(server, "semantic_search", json!({"query": "helper"}));
     assert_eq!(semantic["ranking"], "lexical", "{semantic}");
     note_in_japanese(contract, &semantic, "/vector/note", "semantic.note.no_model");
-    let again = call(server, "semantic_search", json!({"query": "needle"}));
+    let again = call(server, "semantic_search", json!({"query": "needle", "k": 50}));
     assert_eq!(again["ranking"], "lexical", "{again}");
     assert!(again["vector"].get("note").is_none(), "{again}");
+    // Ranked hits are cut by keeping the best.
+    note_in_japanese(contract, &again, "/budget", "code_tools.budget.ranked");
     let query = call(
         server,
         "query",
