@@ -11,8 +11,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value, json};
 
 use super::index_cache::{IndexCache, Lookup, WALK_INTERVAL};
-use super::semantic_tools::{Collection, SemanticSearchArgs, SemanticTools};
 use super::registry::builtin_contract;
+use super::semantic_tools::{Collection, SemanticSearchArgs, SemanticTools};
 use crate::codeintel::budget::{ANSWER_BUDGET, IMPACT_SUMMARY_BUDGET, fit};
 use crate::codeintel::error::Error;
 use crate::codeintel::impact::{SUMMARY_TOP, Section, View, analyze};
@@ -482,13 +482,9 @@ impl CodeTools {
                         let i = analyze(root, &index, &a.targets, view)?;
                         wire::impact_value(&i, Some(budget))
                     }
-                    other => text_fallback(
-                        root,
-                        &a.targets,
-                        a.paging,
-                        &not_ready(&other, words),
-                        words,
-                    )?,
+                    other => {
+                        text_fallback(root, &a.targets, a.paging, &not_ready(&other, words), words)?
+                    }
                 }
             }
             "query" => {

@@ -214,7 +214,10 @@ pub fn registry() -> Registry {
         ("code_tools.impact_more", vec![]),
         ("code_tools.note.words_only", vec![]),
         ("code_tools.note.semantic_failed", vec!["error"]),
-        ("semantic.note.no_model", vec!["model_variable", "runtime_variable"]),
+        (
+            "semantic.note.no_model",
+            vec!["model_variable", "runtime_variable"],
+        ),
         ("semantic.note.model_failed", vec!["details"]),
         ("semantic.note.no_vectors_yet", vec![]),
         ("semantic.note.partial_vectors", vec!["embedded", "chunks"]),

@@ -376,11 +376,7 @@ impl SemanticTools {
     /// took no part, or only some, is `vector.note`: on every answer when it is about
     /// this one (the model failed to load, vectors not all made yet), once per server
     /// when it is that no model is configured, which is the same for every answer.
-    pub fn search_in(
-        &self,
-        a: SemanticSearchArgs,
-        words: Words,
-    ) -> Result<Value, semantic::Error> {
+    pub fn search_in(&self, a: SemanticSearchArgs, words: Words) -> Result<Value, semantic::Error> {
         let mut value = self.search_unworded(a)?;
         self.word_ranking(&mut value, words);
         Ok(value)

@@ -971,12 +971,20 @@ fn code_tool_notes_in_japanese(
 
     let started = std::time::Instant::now();
     while server.index_building().is_some() {
-        assert!(started.elapsed().as_secs() < 60, "the index was never built");
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the index was never built"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // The freshness note, once per server.
     let symbols = call(server, "get_symbols", json!({"file_path": "app.py"}));
-    note_in_japanese(contract, &symbols, "/freshness/note", "code_tools.note.freshness");
+    note_in_japanese(
+        contract,
+        &symbols,
+        "/freshness/note",
+        "code_tools.note.freshness",
+    );
     let text = call(server, "search_text", json!({"patterns": ["needle"]}));
     note_in_japanese(contract, &text, "/budget", "code_tools.budget.paged");
     let impact = call(server, "analyze_impact", json!({"targets": ["helper"]}));
@@ -985,8 +993,17 @@ fn code_tool_notes_in_japanese(
     // Without an embedding model: why, once per server; `ranking` on every answer.
     let semantic = call(server, "semantic_search", json!({"query": "helper"}));
     assert_eq!(semantic["ranking"], "lexical", "{semantic}");
-    note_in_japanese(contract, &semantic, "/vector/note", "semantic.note.no_model");
-    let again = call(server, "semantic_search", json!({"query": "needle", "k": 50}));
+    note_in_japanese(
+        contract,
+        &semantic,
+        "/vector/note",
+        "semantic.note.no_model",
+    );
+    let again = call(
+        server,
+        "semantic_search",
+        json!({"query": "needle", "k": 50}),
+    );
     assert_eq!(again["ranking"], "lexical", "{again}");
     assert!(again["vector"].get("note").is_none(), "{again}");
     // Ranked hits are cut by keeping the best.
@@ -1014,14 +1031,34 @@ fn code_tool_notes_in_japanese(
             .unwrap_or_else(|| panic!("{tool}: no such tool"))
     };
     let defs = ask("find_definitions", json!({"name": "parse_config"}));
-    note_in_japanese(contract, &defs, "/index_status", "code_tools.note.index_unavailable");
-    note_in_japanese(contract, &defs, "/freshness/note", "code_tools.note.no_index");
+    note_in_japanese(
+        contract,
+        &defs,
+        "/index_status",
+        "code_tools.note.index_unavailable",
+    );
+    note_in_japanese(
+        contract,
+        &defs,
+        "/freshness/note",
+        "code_tools.note.no_index",
+    );
     let symbols = ask("get_symbols", json!({"file_path": "app.py"}));
-    note_in_japanese(contract, &symbols, "/freshness/note", "code_tools.note.partial_index");
+    note_in_japanese(
+        contract,
+        &symbols,
+        "/freshness/note",
+        "code_tools.note.partial_index",
+    );
     let impact = ask("analyze_impact", json!({"targets": ["helper"]}));
     note_in_japanese(contract, &impact, "/note", "code_tools.note.text_matches");
     let structure = ask("analyze_structure", json!({"path": "."}));
-    note_in_japanese(contract, &structure, "/note", "code_tools.note.files_instead");
+    note_in_japanese(
+        contract,
+        &structure,
+        "/note",
+        "code_tools.note.files_instead",
+    );
 
     // A model that is configured but cannot be loaded: said on every answer.
     let broken = Repo::new("ja-model");
@@ -1042,7 +1079,12 @@ fn code_tool_notes_in_japanese(
             .unwrap()
             .unwrap();
         assert_eq!(answer["ranking"], "lexical", "{answer}");
-        note_in_japanese(contract, &answer, "/vector/note", "semantic.note.model_failed");
+        note_in_japanese(
+            contract,
+            &answer,
+            "/vector/note",
+            "semantic.note.model_failed",
+        );
     }
 }
 
@@ -1064,7 +1106,10 @@ fn a_ja_session_answers_every_reply_in_japanese() {
     std::fs::write(repo.root.join("callers.py"), callers).unwrap();
     let long = format!("needle {}\n", "x".repeat(300)).repeat(120);
     std::fs::write(repo.root.join("data.txt"), long).unwrap();
-    for a in [&["add", "callers.py", "data.txt"][..], &["commit", "-qm", "more files"]] {
+    for a in [
+        &["add", "callers.py", "data.txt"][..],
+        &["commit", "-qm", "more files"],
+    ] {
         let out = Command::new("git")
             .args(a)
             .current_dir(&repo.root)
