@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value, json};
 
 use super::index_cache::{IndexCache, Lookup, WALK_INTERVAL};
-use super::registry::builtin_contract;
+pub use super::registry::Words;
 use super::semantic_tools::{Collection, SemanticSearchArgs, SemanticTools};
 use crate::codeintel::budget::{ANSWER_BUDGET, IMPACT_SUMMARY_BUDGET, fit};
 use crate::codeintel::error::Error;
@@ -29,8 +29,6 @@ use crate::codeintel::symbols::{
     analyze_structure, find_definitions, find_references, function_at_line, get_symbols,
 };
 use crate::codeintel::wire;
-use crate::contract::Contract;
-use crate::machine::response::message;
 
 // How many results to skip and return. Numbers may also arrive as numeric strings
 // (some clients, such as the MCP Inspector, send optional numbers that way). A plain
@@ -232,47 +230,6 @@ pub struct CodeTools {
     pub root: Root,
     pub index: Arc<IndexCache>,
     pub semantic: SemanticTools,
-}
-
-/// How the code tools word their notes: the contract's messages (`code_tools.*`,
-/// `semantic.note.*`) in one locale. The server passes its contract and the session's
-/// locale ([`CodeTools::call_in`]); [`CodeTools::call`] (tests, tools used without a
-/// server) words them in the built-in contract's English.
-#[derive(Clone, Copy)]
-pub struct Words<'a> {
-    contract: Option<&'a Contract>,
-    locale: &'a str,
-}
-
-impl<'a> Words<'a> {
-    pub fn new(contract: &'a Contract, locale: &'a str) -> Words<'a> {
-        Words {
-            contract: Some(contract),
-            locale,
-        }
-    }
-
-    /// The built-in contract's English.
-    pub fn english() -> Words<'static> {
-        Words {
-            contract: builtin_contract(),
-            locale: "en",
-        }
-    }
-
-    /// Message `key` with `args` filled in. A contract without the key cannot run (the
-    /// registry declares every key, and `lint` refuses a contract that lacks one); were
-    /// it missing anyway, the key itself is the text.
-    pub fn note(&self, key: &str, args: &[(&str, Value)]) -> String {
-        let Some(contract) = self.contract else {
-            return key.to_string();
-        };
-        let args: Map<String, Value> = args
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), v.clone()))
-            .collect();
-        message(contract, key, &args, self.locale).text
-    }
 }
 
 /// The text search a symbol tool falls back on while the index cannot answer, and why.

@@ -2,10 +2,53 @@
 //! evidence actions it performs for the default contract, the facts it observes and the
 //! messages it renders on its own. `contract::load` checks a contract against this.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::contract::Contract;
 use crate::contract::registry::{Registry, host_action, host_message};
+use crate::machine::response::message;
+
+/// How the server words a text it makes outside a reply: one of the messages declared
+/// below (the code tools' notes, `code_tools.*` and `semantic.note.*`; the hook's denials
+/// before a session) in one locale. `Server` passes its contract and the session's
+/// locale to `code_tools::CodeTools::call_in`; `CodeTools::call` (tests, tools used
+/// without a server) words them in the built-in contract's English.
+#[derive(Clone, Copy)]
+pub struct Words<'a> {
+    contract: Option<&'a Contract>,
+    locale: &'a str,
+}
+
+impl<'a> Words<'a> {
+    pub fn new(contract: &'a Contract, locale: &'a str) -> Words<'a> {
+        Words {
+            contract: Some(contract),
+            locale,
+        }
+    }
+
+    /// The built-in contract's English.
+    pub fn english() -> Words<'static> {
+        Words {
+            contract: builtin_contract(),
+            locale: "en",
+        }
+    }
+
+    /// Message `key` with `args` filled in. A contract without the key cannot run (the
+    /// registry declares every key, and `lint` refuses a contract that lacks one); were
+    /// it missing anyway, the key itself is the text.
+    pub fn note(&self, key: &str, args: &[(&str, Value)]) -> String {
+        let Some(contract) = self.contract else {
+            return key.to_string();
+        };
+        let args: Map<String, Value> = args
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), v.clone()))
+            .collect();
+        message(contract, key, &args, self.locale).text
+    }
+}
 
 /// The built-in contract resolved against this registry, loaded once per process: the
 /// wording of the server's own texts where no session's contract is at hand (the code

@@ -16,8 +16,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::code_tools::Words;
 use super::log::now;
+use super::registry::Words;
 use crate::codeintel::root::Root;
 use crate::codeintel::store::atomic_write;
 use crate::config::{Config, SemanticSettings};

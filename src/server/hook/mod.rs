@@ -29,9 +29,8 @@ use input::{Event, HookInput, Writes};
 use shell::WriteKind;
 
 use super::checkpoint::{CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey, pointer_refusal};
-use super::code_tools::Words;
 use super::paths::{canonical_prefix, is_reserved, judge as confine};
-use super::registry::{builtin_contract, registry};
+use super::registry::{Words, builtin_contract, registry};
 use crate::codeintel::root::Root;
 use crate::config::Config;
 use crate::contract::Contract;
