@@ -233,21 +233,9 @@ pub fn find_references(
     // One text search: its files are parsed for uses, and are the fallback's matches.
     let found = search_words(root, &names)?;
     let files = references::tag_found(root, &found, &names);
-    let mut uses = references::uses_in(&files, &names);
+    let uses = references::uses_in(&files, &names);
     if !uses.is_empty() {
-        let counts = UseCounts::of(&uses);
-        if let Some(k) = kind {
-            uses.retain(|u| u.tag.kind == k);
-        }
-        references::sort_for_reading(&mut uses);
-        let mut symbols = Page::of(uses.into_iter().map(use_hit).collect(), window);
-        fill_reference_lines(root, &mut symbols);
-        return Ok(SymbolAnswer {
-            symbols,
-            source: "syntax",
-            uses: Some(counts),
-            freshness: index.freshness.clone(),
-        });
+        return Ok(syntax_answer(root, index, uses, kind, window));
     }
     let definitions: BTreeSet<(String, u32)> = occurrences(index, name, true)?
         .into_iter()
@@ -314,6 +302,18 @@ fn member_references(
     let files = references::tag_found(root, &found, &names);
     let mut uses = references::uses_in(&files, &names);
     uses.retain(|u| q.may_use(u, &files, of_type));
+    Ok(syntax_answer(root, index, uses, kind, window))
+}
+
+/// The uses found by parsing, counted by kind before `kind` filters them, in reading
+/// order, one page of them with their lines.
+fn syntax_answer(
+    root: &Root,
+    index: &Index,
+    mut uses: Vec<references::Use>,
+    kind: Option<&str>,
+    window: Window,
+) -> SymbolAnswer {
     let counts = UseCounts::of(&uses);
     if let Some(k) = kind {
         uses.retain(|u| u.tag.kind == k);
@@ -321,12 +321,12 @@ fn member_references(
     references::sort_for_reading(&mut uses);
     let mut symbols = Page::of(uses.into_iter().map(use_hit).collect(), window);
     fill_reference_lines(root, &mut symbols);
-    Ok(SymbolAnswer {
+    SymbolAnswer {
         symbols,
         source: "syntax",
         uses: Some(counts),
         freshness: index.freshness.clone(),
-    })
+    }
 }
 
 /// The outline a name stands for when it is not a file: a module (`requests.sessions`,
