@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::error::CliError;
-use crate::contract::{self, Contract};
+use crate::contract::Contract;
 use crate::diagnostic::render;
 use crate::server::git;
 use crate::server::init::{self, Kept, Options, Status};
@@ -78,19 +78,12 @@ pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
 }
 
 /// The project's overlay of the built-in contract, if it has one: the flow the server
-/// will run there, which the generated command and skill must describe.
+/// will run there, which the generated command and skill must describe. Loaded for the
+/// code-intel server only, as `serve` will.
 fn project_contract(root: &Path) -> Result<Contract, CliError> {
-    let project = root.join(contract::PROJECT_CONTRACT);
-    let overlay = if project.is_file() {
-        Some((
-            project.display().to_string(),
-            std::fs::read_to_string(&project).map_err(|e| CliError::read(&project, e))?,
-        ))
-    } else {
-        None
-    };
     let mut sources = Sources::default();
-    let loaded = crate::lint::load_layered_and_lint(&mut sources, overlay, &crate::hosts::all());
+    let loaded =
+        super::repository_contract(&mut sources, root, &[crate::server::registry::registry()])?;
     let diagnostics = loaded.diagnostics.clone();
     loaded.ok().map_err(|_| CliError::InvalidContract {
         rendered: render::human(&sources, &diagnostics),

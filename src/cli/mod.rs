@@ -500,7 +500,13 @@ fn serve(root: &Path, contract_file: Option<PathBuf>) -> Result<ExitCode, CliErr
         .with_ansi(false)
         .with_max_level(level)
         .try_init();
-    let contract = load_contract_at(root, contract_file.as_deref())?;
+    // Only the code-intel server's registry: a contract for another host is refused as
+    // it loads, with its diagnostics.
+    let (contract, _) = load_contract_and_sources(
+        root,
+        contract_file.as_deref(),
+        &[crate::server::registry::registry()],
+    )?;
     let key = crate::server::checkpoint::SealKey::load_or_create()
         .map_err(|e| CliError::Serve(e.to_string()))?;
     let server = crate::server::core::Server::new(root, contract, key).map_err(CliError::Serve)?;
@@ -516,44 +522,36 @@ fn read(path: &Path) -> Result<Vec<u8>, CliError> {
 /// Loads and lints the contract named by `source` (the project's, or the built-in one);
 /// a contract with errors is a [`CliError::InvalidContract`] with its diagnostics.
 fn load_contract(source: &ContractSource) -> Result<Contract, CliError> {
-    load_contract_at(Path::new("."), source.contract.as_deref())
-}
-
-/// [`load_contract`] for the repository at `root`.
-fn load_contract_at(root: &Path, file: Option<&Path>) -> Result<Contract, CliError> {
-    load_contract_and_sources(root, file).map(|(contract, _)| contract)
+    load_contract_and_sources(
+        Path::new("."),
+        source.contract.as_deref(),
+        &crate::hosts::all(),
+    )
+    .map(|(contract, _)| contract)
 }
 
 /// [`load_contract`], keeping the sources, whose names say where each span comes from.
 fn load_contract_with_sources(source: &ContractSource) -> Result<(Contract, Sources), CliError> {
-    load_contract_and_sources(Path::new("."), source.contract.as_deref())
+    load_contract_and_sources(
+        Path::new("."),
+        source.contract.as_deref(),
+        &crate::hosts::all(),
+    )
 }
 
+/// `file`, or the contract the repository at `root` runs, loaded for `hosts` and linted.
 fn load_contract_and_sources(
     root: &Path,
     file: Option<&Path>,
+    hosts: &[crate::contract::Registry],
 ) -> Result<(Contract, Sources), CliError> {
     let mut sources = Sources::default();
     let loaded = match file {
-        Some(path) => lint::load_file(&mut sources, path, read(path)?),
-        None => {
-            let project = root.join(contract::PROJECT_CONTRACT);
-            let project = project.as_path();
-            let overlay = if project.is_file() {
-                let name = contract::PROJECT_CONTRACT;
-                match crate::lint::decode(&mut sources, name, read(project)?) {
-                    Ok(text) => Some((name.to_string(), text)),
-                    Err(d) => {
-                        return Err(CliError::InvalidContract {
-                            rendered: render::human(&sources, &[d]),
-                        });
-                    }
-                }
-            } else {
-                None
-            };
-            crate::lint::load_layered_and_lint(&mut sources, overlay, &crate::hosts::all())
+        Some(path) => {
+            let name = path.display().to_string();
+            crate::lint::load_bytes_and_lint(&mut sources, name, read(path)?, hosts)
         }
+        None => repository_contract(&mut sources, root, hosts)?,
     };
     let diagnostics = loaded.diagnostics.clone();
     match loaded.ok() {
@@ -562,4 +560,19 @@ fn load_contract_and_sources(
             rendered: render::human(&sources, &diagnostics),
         }),
     }
+}
+
+/// The contract the repository at `root` runs ([`crate::lint::for_repository`]), for
+/// `hosts`; an unreadable overlay is a [`CliError`].
+fn repository_contract(
+    sources: &mut Sources,
+    root: &Path,
+    hosts: &[crate::contract::Registry],
+) -> Result<crate::contract::Loaded, CliError> {
+    crate::lint::for_repository(sources, root, hosts).map_err(|e| match e {
+        crate::lint::RepositoryContractError::Read { path, source } => CliError::read(path, source),
+        crate::lint::RepositoryContractError::Undecodable(d) => CliError::InvalidContract {
+            rendered: render::human(sources, &[d]),
+        },
+    })
 }

@@ -979,3 +979,22 @@ fn paths_reach_every_state_and_print_passing_scenarios() {
     assert_eq!(o.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `serve` loads its contract for the code-intel server alone: a contract for another host
+/// is refused as it loads, at its `host:` line, before anything is served.
+#[test]
+fn serve_refuses_a_contract_for_another_host_where_it_names_the_host() {
+    let dir = temp_dir("serve-other-host");
+    crate::support::git_repo(&dir, &[("a.py", "x = 1\n")]);
+    let runner = repo().join("contracts/agent_runner_task.yml");
+    let out = run(&dir, &["serve", "--contract", runner.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("unknown host `agent-runner`")
+            && stderr.contains("agent_runner_task.yml:22:7")
+            && stderr.contains("known hosts: code-intel"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "stdout is the MCP transport");
+}
