@@ -82,8 +82,11 @@ pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
 /// code-intel server only, as `serve` will.
 fn project_contract(root: &Path) -> Result<Contract, CliError> {
     let mut sources = Sources::default();
-    let loaded =
-        super::repository_contract(&mut sources, root, &[crate::server::registry::registry()])?;
+    let loaded = super::loading::repository_contract(
+        &mut sources,
+        root,
+        &[crate::server::registry::registry()],
+    )?;
     let diagnostics = loaded.diagnostics.clone();
     loaded.ok().map_err(|_| CliError::InvalidContract {
         rendered: render::human(&sources, &diagnostics),

@@ -4,6 +4,7 @@
 mod error;
 mod init;
 mod lint;
+mod loading;
 mod out;
 mod root;
 mod semantic;
@@ -19,7 +20,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::analysis::{diagram, matrix};
 use crate::contract::flags;
 use crate::contract::{self, Contract};
-use crate::diagnostic::render::{self, Format};
+use crate::diagnostic::render::Format;
 use crate::source::Sources;
 use error::CliError;
 use out::{err, errln, out, outln};
@@ -502,7 +503,7 @@ fn serve(root: &Path, contract_file: Option<PathBuf>) -> Result<ExitCode, CliErr
         .try_init();
     // Only the code-intel server's registry: a contract for another host is refused as
     // it loads, with its diagnostics.
-    let (contract, _) = load_contract_and_sources(
+    let (contract, _) = loading::load_contract_and_sources(
         root,
         contract_file.as_deref(),
         &[crate::server::registry::registry()],
@@ -515,14 +516,10 @@ fn serve(root: &Path, contract_file: Option<PathBuf>) -> Result<ExitCode, CliErr
     Ok(ExitCode::SUCCESS)
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|e| CliError::read(path, e))
-}
-
 /// Loads and lints the contract named by `source` (the project's, or the built-in one);
 /// a contract with errors is a [`CliError::InvalidContract`] with its diagnostics.
 fn load_contract(source: &ContractSource) -> Result<Contract, CliError> {
-    load_contract_and_sources(
+    loading::load_contract_and_sources(
         Path::new("."),
         source.contract.as_deref(),
         &crate::hosts::all(),
@@ -532,47 +529,9 @@ fn load_contract(source: &ContractSource) -> Result<Contract, CliError> {
 
 /// [`load_contract`], keeping the sources, whose names say where each span comes from.
 fn load_contract_with_sources(source: &ContractSource) -> Result<(Contract, Sources), CliError> {
-    load_contract_and_sources(
+    loading::load_contract_and_sources(
         Path::new("."),
         source.contract.as_deref(),
         &crate::hosts::all(),
     )
-}
-
-/// `file`, or the contract the repository at `root` runs, loaded for `hosts` and linted.
-fn load_contract_and_sources(
-    root: &Path,
-    file: Option<&Path>,
-    hosts: &[crate::contract::Registry],
-) -> Result<(Contract, Sources), CliError> {
-    let mut sources = Sources::default();
-    let loaded = match file {
-        Some(path) => {
-            let name = path.display().to_string();
-            crate::lint::load_bytes_and_lint(&mut sources, name, read(path)?, hosts)
-        }
-        None => repository_contract(&mut sources, root, hosts)?,
-    };
-    let diagnostics = loaded.diagnostics.clone();
-    match loaded.ok() {
-        Ok(contract) => Ok((contract, sources)),
-        Err(_) => Err(CliError::InvalidContract {
-            rendered: render::human(&sources, &diagnostics),
-        }),
-    }
-}
-
-/// The contract the repository at `root` runs ([`crate::lint::for_repository`]), for
-/// `hosts`; an unreadable overlay is a [`CliError`].
-fn repository_contract(
-    sources: &mut Sources,
-    root: &Path,
-    hosts: &[crate::contract::Registry],
-) -> Result<crate::contract::Loaded, CliError> {
-    crate::lint::for_repository(sources, root, hosts).map_err(|e| match e {
-        crate::lint::RepositoryContractError::Read { path, source } => CliError::read(path, source),
-        crate::lint::RepositoryContractError::Undecodable(d) => CliError::InvalidContract {
-            rendered: render::human(sources, &[d]),
-        },
-    })
 }

@@ -3,11 +3,9 @@
 //! Rules that need name resolution run during lowering (`contract::lower`); the rules here
 //! look at the whole flow: reachability, cycles, shadowing and the message catalogue.
 
-mod repository;
+pub mod repository;
 pub mod rules;
 pub mod usage;
-
-pub use repository::{RepositoryContractError, for_repository};
 
 use crate::contract::{self, Contract, Loaded, Registry};
 use crate::diagnostic::{self, Diagnostic};
