@@ -16,7 +16,7 @@ use crate::codeintel::index::{Freshness, Index};
 use crate::codeintel::page::{Page, Window};
 use crate::codeintel::qualified;
 use crate::codeintel::query::{self, Routed};
-use crate::codeintel::refresh::{refresh, refresh_changed, repair};
+use crate::codeintel::refresh::{refresh, refresh_changed, repair_or_in_memory};
 use crate::codeintel::root::Root;
 use crate::codeintel::search::{
     Case, FileList, FileQuery, Skipped, TextQuery, TextResult, search_files, search_text,
@@ -122,15 +122,7 @@ fn answer_checked<T>(
     match question(&index) {
         Err(problem @ Error::IndexCorrupt { .. }) => {
             drop(index);
-            let index = match repair(root) {
-                Ok(index) => index,
-                Err(e) => {
-                    let mut index = Index::without_disk(root, &problem)?;
-                    index.freshness.unsaved = Some(format!("the index could not be rebuilt ({e})"));
-                    index
-                }
-            };
-            question(&index)
+            question(&repair_or_in_memory(root, &problem)?)
         }
         other => other,
     }

@@ -101,6 +101,17 @@ pub(crate) fn repair(root: &Root) -> Result<Index, Error> {
     refresh_changed_checking(root, Check::Whole)
 }
 
+/// [`repair`], or, when the index cannot be rebuilt on disk (a read-only `.code-intel/`),
+/// every source file tagged in memory, its freshness saying why nothing was saved. What
+/// the CLI and the server both do after a query met `problem`, a corrupt piece.
+pub(crate) fn repair_or_in_memory(root: &Root, problem: &Error) -> Result<Index, Error> {
+    repair(root).or_else(|e| {
+        let mut index = Index::without_disk(root, problem)?;
+        index.freshness.unsaved = Some(format!("the index could not be rebuilt ({e})"));
+        Ok(index)
+    })
+}
+
 /// How much of the index on disk a refresh checks before building on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Check {

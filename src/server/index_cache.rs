@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 use super::watch::{Drained, Watch};
 use crate::codeintel::error::Error;
 use crate::codeintel::index::{Index, stale_files};
-use crate::codeintel::refresh::{Progress, refresh_changed, refresh_with_progress, repair};
+use crate::codeintel::refresh::{
+    Progress, refresh_changed, refresh_with_progress, repair_or_in_memory,
+};
 use crate::codeintel::root::Root;
 
 /// How often a tool call may trigger a walk for files created since the last one.
@@ -180,12 +182,7 @@ impl IndexCache {
     pub fn repair(&self, problem: &Error) {
         let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         tracing::warn!("{problem}; repairing the symbol index");
-        let repaired = repair(&self.root).or_else(|e| {
-            let mut index = Index::without_disk(&self.root, problem)?;
-            index.freshness.unsaved = Some(format!("the index could not be rebuilt ({e})"));
-            Ok::<_, Error>(index)
-        });
-        match repaired {
+        match repair_or_in_memory(&self.root, problem) {
             Ok(index) => self.set(index),
             Err(e) => tracing::warn!("the symbol index could not be repaired: {e}"),
         }
