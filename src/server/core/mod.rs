@@ -31,7 +31,6 @@ use super::tools::{self, ToolKind};
 use crate::codeintel::root::Root;
 use crate::config::Config;
 use crate::contract::Contract;
-use crate::contract::raw::StateKind;
 use crate::machine::Instance;
 use crate::machine::response::{footer, message, phase_response};
 use crate::machine::tools::{ToolGate, gate};
@@ -518,15 +517,8 @@ fn active_record(state: &State) -> Option<&SessionRecord> {
 /// The write rule of the instance's state (see [`WriteGate`]).
 pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
     let response = phase_response(contract, instance);
-    let writes_allowed = contract.state_id(&instance.state).is_some_and(|id| {
-        let state = contract.state(id);
-        state.kind == StateKind::External
-            && state
-                .allowed_tools
-                .iter()
-                .chain(&state.required_tools)
-                .any(|t| t == WRITE_CHECK_TOOL)
-    });
+    // Writes go where the write check may be called: the engine's tool gate decides.
+    let writes_allowed = gate(contract, instance, WRITE_CHECK_TOOL) == ToolGate::Allowed;
     let args = |pairs: &[(&str, Value)]| -> Map<String, Value> {
         pairs
             .iter()
