@@ -283,5 +283,21 @@ mod tests {
             inside(".git/hooks/pre-commit")
         );
         assert!(is_reserved(".git/hooks/pre-commit"));
+        // The hook settings however spelled or reached: through a link, with `.` or `//`,
+        // existing or not yet.
+        std::fs::create_dir_all(base.join("repo/.claude")).unwrap();
+        std::os::unix::fs::symlink(".claude", base.join("repo/cfg")).unwrap();
+        for spelled in [
+            "cfg/settings.json",
+            "./.claude/./settings.json",
+            ".claude//settings.json",
+            "src/../.claude/settings.json",
+            "cfg/settings.local.json",
+        ] {
+            match judge(&at_root, spelled) {
+                Target::Inside(rel) => assert!(is_reserved(&rel), "{spelled} -> {rel}"),
+                Target::Outside(_) => panic!("{spelled} judged outside"),
+            }
+        }
     }
 }
