@@ -158,7 +158,7 @@ impl Repo {
             return match parse_task_branch(&head.branch) {
                 Some((id, base)) if id == session_id => {
                     let branch = self.task_branch_at(&head.branch, &base, head.commit)?;
-                    Ok((branch, self.uncommitted_paths()?))
+                    Ok((branch, self.uncommitted()?))
                 }
                 _ => Err(GitError::OnOtherTaskBranch {
                     current: head.branch,
@@ -167,7 +167,7 @@ impl Repo {
         }
         let name = checked_task_branch_name(session_id, &head.branch)?;
         let _intent = self.begin("start the task branch", &[&name])?;
-        let carried = self.uncommitted_paths()?;
+        let carried = self.uncommitted()?;
         match self.branch_tip(&name)? {
             None => {
                 let commit = self
@@ -511,7 +511,7 @@ impl Repo {
         }
         let head = self.require_on(&branch.name)?;
         let uncommitted: Vec<String> = self
-            .uncommitted_paths()?
+            .uncommitted()?
             .into_iter()
             .filter(|p| !self.leaves(p))
             .collect();

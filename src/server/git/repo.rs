@@ -158,11 +158,6 @@ impl Repo {
     /// Every path with uncommitted changes (staged, unstaged or untracked, not ignored),
     /// sorted.
     pub fn uncommitted(&self) -> Result<Vec<String>, GitError> {
-        self.uncommitted_paths()
-    }
-
-    /// Every path with uncommitted changes (staged, unstaged or untracked, not ignored).
-    pub(super) fn uncommitted_paths(&self) -> Result<Vec<String>, GitError> {
         let mut options = StatusOptions::new();
         options
             .include_untracked(true)
@@ -289,7 +284,7 @@ impl Repo {
                 base: name.to_string(),
             })?;
         self.require_not_checked_out_elsewhere(name)?;
-        let carried = self.uncommitted_paths()?;
+        let carried = self.uncommitted()?;
         self.checkout_commit(tip)?;
         self.repo
             .set_head(&format!("refs/heads/{name}"))
