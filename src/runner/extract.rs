@@ -1,6 +1,6 @@
 //! Finding the JSON object a planner answered with, whatever wrapped it: the whole reply,
 //! a Claude CLI result envelope, a Codex `exec --json` event stream (the last agent
-//! message wins: the original took the first event and got nothing, B6), a fenced code
+//! message wins: the original took the first event and got nothing, AR-B6), a fenced code
 //! block, or an object inside prose, found by a brace scan that knows strings.
 //!
 //! Replies are untrusted: the size is bounded, the scan is linear, and unwrapping nests
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn the_last_agent_message_of_a_codex_stream_is_unwrapped() {
-        // B6: the first event is thread.started; the answer is the last agent message.
+        // AR-B6: the first event is thread.started; the answer is the last agent message.
         let stream = [
             json!({"type": "thread.started", "thread_id": "t"}),
             json!({"type": "turn.started"}),

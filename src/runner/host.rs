@@ -1,7 +1,7 @@
 //! AgentRunner as a host of the engine: it performs the task contract's actions (the
 //! PRD, preflight, the sandbox, planner calls, worker runs, the test command, the note)
 //! and keeps the evidence between them, so each planner call sees what the worker did
-//! (B7) and the Task Note can tell the whole story. The flow itself stays in
+//! (AR-B7) and the Task Note can tell the whole story. The flow itself stays in
 //! `contracts/agent_runner_task.yml`; nothing here decides a transition.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! Checks run before a task spends anything on the planner (the original checked after
-//! `plan_task`, M7): Docker answers, the worker image is present locally (never pulled
+//! `plan_task`, AR-M7): Docker answers, the worker image is present locally (never pulled
 //! silently), the worker CLI's login exists, and in local mode the CLI is on `PATH`.
 //!
 //! Every check is reported, passed or not, so the Task Note can show the whole picture.

@@ -1,7 +1,7 @@
 //! Running a child process the way every AgentRunner action needs it: stdin fed from
 //! memory, stdout and stderr captured within a bound, a deadline and a cancel token that
 //! stop the child's whole process group (TERM, a grace period, then KILL), so nothing is
-//! left running when a worker times out (the original abandoned it, B10) or the task is
+//! left running when a worker times out (the original abandoned it, AR-B10) or the task is
 //! cancelled.
 
 use std::collections::VecDeque;

@@ -1,7 +1,7 @@
 //! What a task leaves behind: the Task Note (Markdown from
 //! `templates/agent-runner/task_note.md.j2`) and the result JSON, both written on every
 //! exit path and atomically (by the host, with `codeintel::store::atomic_write`), so a reader never sees half a file (the original wrote the
-//! note only on success, overwrote it on a rerun and broke its code fences, M9).
+//! note only on success, overwrote it on a rerun and broke its code fences, AR-M9).
 
 use std::path::{Path, PathBuf};
 

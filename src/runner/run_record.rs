@@ -1,7 +1,7 @@
 //! One worker turn and its record: snapshot the repository's changed files, run the
 //! worker in the sandbox, snapshot again, and keep what happened as a [`WorkerRun`]
 //! (what the Task Note and the planner see). Also the task's test command, run inside
-//! the sandbox as a [`TestResult`] (the original ran it on the host, M8).
+//! the sandbox as a [`TestResult`] (the original ran it on the host, AR-M8).
 //!
 //! Nothing here fails: a worker that cannot be started, a repository git cannot read or
 //! a bad config becomes a record with `error` set, so the task can still report it.
@@ -47,7 +47,7 @@ impl From<Ending> for RunEnding {
 }
 
 /// Hands out `run-1`, `run-2`, … for one task, so two runs never share an id (the
-/// original used the Unix second, M6).
+/// original used the Unix second, AR-M6).
 #[derive(Debug, Default)]
 pub struct RunIds {
     next: u64,

@@ -3,10 +3,10 @@
 //! ([`LocalSandbox`]).
 //!
 //! The container is named and labelled so it can be found, and `stop` removes it (the
-//! original left every container behind, B9). A timeout or cancel kills the process
+//! original left every container behind, AR-B9). A timeout or cancel kills the process
 //! *inside* the container: killing the `docker exec` client alone leaves it running
-//! (B10). Environment values reach `docker exec` through the client's own environment,
-//! never its argv (M27).
+//! (AR-B10). Environment values reach `docker exec` through the client's own environment,
+//! never its argv (AR-M27).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -156,7 +156,7 @@ fn repo_path(repo: &Path) -> Result<PathBuf, SandboxError> {
 
 /// A docker container name for a task: `agent-runner-<task id>-<random>`, the id cut to
 /// docker's alphabet (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`) and a few dozen characters, so two
-/// runs of one task never collide (M6) and no id can make it invalid (M29).
+/// runs of one task never collide (AR-M6) and no id can make it invalid (AR-M29).
 pub fn container_name(task_id: &str) -> String {
     let mut id: String = task_id
         .chars()
@@ -197,7 +197,7 @@ pub struct DockerOptions {
     /// The repository on the host, mounted read-write at [`CONTAINER_WORKDIR`].
     pub repo: PathBuf,
     pub image: String,
-    /// Logins mounted read-only; only the chosen worker's (M28).
+    /// Logins mounted read-only; only the chosen worker's (AR-M28).
     pub mounts: Vec<AuthMount>,
     /// Between TERM and KILL when a command must be stopped.
     pub grace: Duration,
@@ -314,7 +314,7 @@ impl DockerSandbox {
     pub fn new(mut options: DockerOptions) -> Result<DockerSandbox, SandboxError> {
         let repo = repo_path(&options.repo)?;
         // Found once on the host's PATH: a worker `env` that sets PATH is handed to the
-        // docker client's environment (M27) and must not change which docker runs.
+        // docker client's environment (AR-M27) and must not change which docker runs.
         if let Some(path) = find_on_path(&options.program, std::env::var("PATH").ok().as_deref()) {
             options.program = path.display().to_string();
         }
@@ -478,7 +478,7 @@ impl Sandbox for DockerSandbox {
             "sleep".into(),
             "infinity".into(),
         ]);
-        // From here on a container may exist, so `stop` must remove it (B8), and so must
+        // From here on a container may exist, so `stop` must remove it (AR-B8), and so must
         // an exit that skips the finalizers (a second signal).
         self.created = true;
         super::cleanup::track_container(&self.options.program, &self.name);
@@ -511,7 +511,7 @@ impl Sandbox for DockerSandbox {
             args.push("-i".to_string());
         }
         for (key, _) in env {
-            // `-e KEY` makes the client take the value from its own environment (M27).
+            // `-e KEY` makes the client take the value from its own environment (AR-M27).
             args.push("-e".to_string());
             args.push(key.clone());
         }
@@ -528,7 +528,7 @@ impl Sandbox for DockerSandbox {
         spec.env = env.to_vec();
         spec.stdin = stdin;
         // The deadline and the cancel are watched here, not by `process::run`: they must
-        // kill the command inside the container first (B10).
+        // kill the command inside the container first (AR-B10).
         spec.timeout = None;
         spec.grace = Duration::from_secs(2);
 

@@ -3,7 +3,7 @@
 //! applied as documented, and resolved into a [`Task`] the runner can trust.
 //!
 //! The original read task YAML loosely (unknown keys ignored) yet refused `version: "1"`,
-//! which is exactly what its own orchestrator wrote (B1): here a quoted version is a
+//! which is exactly what its own orchestrator wrote (AR-B1): here a quoted version is a
 //! warning, an unknown key is an error at its line and column, and the JSON Schema in
 //! `schemas/task.schema.json` (generated from these types) lets editors check files.
 
@@ -50,7 +50,7 @@ pub struct TaskFile {
     pub runner: RunnerSpec,
 }
 
-/// `1`, or the string `"1"` that the original orchestrator wrote (B1).
+/// `1`, or the string `"1"` that the original orchestrator wrote (AR-B1).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Version {

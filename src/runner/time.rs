@@ -1,5 +1,5 @@
 //! Wall-clock times as the Task Note and the result JSON print them: RFC 3339 in UTC
-//! with millisecond precision (the original printed Go's monotonic-clock suffix, M9).
+//! with millisecond precision (the original printed Go's monotonic-clock suffix, AR-M9).
 //! Hand-written to keep a date crate out of the build for two formats.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

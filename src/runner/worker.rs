@@ -3,7 +3,7 @@
 //! its login lives, and how its final message is read back from what it printed.
 //!
 //! Nothing here runs a process; the sandbox does that. The argv builders are pure so their
-//! output can be pinned by golden tests (each flag once: the original doubled them, M5).
+//! output can be pinned by golden tests (each flag once: the original doubled them, AR-M5).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -252,7 +252,7 @@ impl WorkerKind {
         }
     }
 
-    /// Flags AgentRunner always passes, for dropping a user flag that repeats one (M5).
+    /// Flags AgentRunner always passes, for dropping a user flag that repeats one (AR-M5).
     fn fixed_flags(self) -> &'static [&'static str] {
         match self {
             WorkerKind::CodexCli => &[
@@ -416,7 +416,7 @@ impl WorkerConfig {
 
     /// Where the worker's login is on this host: `auth_path` (absolute or under `home`)
     /// or the kind's default file, and which API-key variables are set. Only this kind's
-    /// login is looked at, so only it is mounted (M28).
+    /// login is looked at, so only it is mounted (AR-M28).
     pub fn find_auth(
         &self,
         home: Option<&Path>,
@@ -488,7 +488,7 @@ impl WorkerConfig {
 
 /// The worker's final message, read from its stdout: Codex's last `agent_message` item,
 /// Claude's `result`, Gemini's `response`; otherwise the last non-empty lines. At most
-/// [`SUMMARY_CHARS`] characters, cut on a character boundary (M2).
+/// [`SUMMARY_CHARS`] characters, cut on a character boundary (AR-M2).
 pub fn summary(kind: WorkerKind, stdout: &str) -> String {
     let found = match kind {
         WorkerKind::CodexCli => codex_message(stdout),

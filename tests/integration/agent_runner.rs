@@ -166,7 +166,7 @@ fn unmet_criteria_go_back_to_work() {
 
 #[test]
 fn running_out_of_loops_leaves_the_task_incomplete() {
-    // FIX(V1, B4): the original stayed RUNNING with exit code 0.
+    // FIX(AR-B4): the original stayed RUNNING with exit code 0.
     let mut script = vec![("prd.load", ok()), ("meta.plan_task", plan())];
     script.extend(std::iter::repeat_n(
         ("meta.next_action", next("run_worker")),
@@ -197,7 +197,7 @@ fn the_default_loop_limit_lets_ten_workers_run() {
 
 #[test]
 fn completion_before_any_work_is_not_accepted() {
-    // FIX(V5): mark_complete with zero worker runs.
+    // FIX(AR-M10): mark_complete with zero worker runs.
     let (visited, _, _) = run(
         json!({}),
         &[
@@ -282,7 +282,7 @@ fn an_engine_state_refuses_a_submitted_payload() {
 #[test]
 fn finally_runs_on_every_exit_with_the_state_the_task_ended_in() {
     // A PRD that does not load ends the task in FAILED before anything was acquired:
-    // the note is still written (M9) and the release still runs (it is safe unacquired).
+    // the note is still written (AR-M9) and the release still runs (it is safe unacquired).
     let (_, host, _) = run_host(
         json!({}),
         Scripted::new(&[("prd.load", json!({"ok": false, "error": "missing"}))]),

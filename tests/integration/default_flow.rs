@@ -107,7 +107,7 @@ fn happy_path_runs_all_nineteen_steps() {
             "git.merge",
         ]
     );
-    // One summary per task: the original overwrote them (B24).
+    // One summary per task: the original overwrote them (CI-B24).
     let keys: Vec<&str> = d
         .instance
         .summaries
@@ -201,10 +201,10 @@ fn payload_problems_are_rejected_with_specific_messages() {
     let mut p = base.clone();
     p["tools_used"] = json!(["search_text"]);
     d.rejected(p, &["search_text"], "common_failures.exploration_min_tools");
-    // A payload meant for another phase (B13).
+    // A payload meant for another phase (CI-B13).
     d.rejected(json!({"needs_more_information": false, "reason": "long enough", "tools_used": [], "summary": "s"}), &tools, "common_failures.payload_mismatch");
     d.ok(base, &tools, "Q1");
-    // "false" is a string, not a boolean (B13).
+    // "false" is a string, not a boolean (CI-B13).
     d.rejected(json!({"needs_more_information": "false", "reason": "long enough", "tools_used": [], "summary": "s"}), &[], "tool_errors.check_phase_necessity.semantic_needs_more_information_type");
     d.rejected(json!({"needs_more_information": false, "reason": "short", "tools_used": [], "summary": "s"}), &[], "tool_errors.check_phase_necessity.semantic_reason_length");
     // gate=auto and true -> SEMANTIC, which requires semantic_search to be called and reported.
@@ -347,7 +347,7 @@ fn verification_loop_escalates_and_resumes() {
             assert_eq!(t.to, "READY_PLAN");
             assert_eq!(d.instance.tasks[0].counters["failure_count"], 0);
         } else {
-            // FIX(B9): the second intervention escalates to the user...
+            // FIX(CI-B9): the second intervention escalates to the user...
             assert_eq!(t.to, "USER_ESCALATION");
             assert_eq!(
                 t.message.unwrap().key,
@@ -368,7 +368,7 @@ fn verification_loop_escalates_and_resumes() {
 
 #[test]
 fn no_intervention_still_bounds_the_verify_loop() {
-    // FIX(B10): with -ni and an empty failed_tasks the original looped forever.
+    // FIX(CI-B10): with -ni and an empty failed_tasks the original looped forever.
     for flags in ["-ni --no-doc", "--quick --no-doc"] {
         let mut d = driver(flags);
         frame(
@@ -429,7 +429,7 @@ fn quality_reverts_force_completion_with_a_warning() {
 
 #[test]
 fn fast_commits_before_merging() {
-    // FIX(B3): --fast skips QUALITY_REVIEW and must commit at PRE_COMMIT.
+    // FIX(CI-B3): --fast skips QUALITY_REVIEW and must commit at PRE_COMMIT.
     let mut d = driver("--fast --no-doc");
     frame(&mut d, "READY_PLAN");
     implement(&mut d, &["t1"]);

@@ -13,6 +13,7 @@ mod evidence;
 mod generated;
 mod git_branches;
 mod guard_table;
+mod history;
 mod hook;
 mod index_concurrency;
 mod init;

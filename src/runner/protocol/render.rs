@@ -1,8 +1,8 @@
 //! Prompts from the templates in `templates/planner/` (embedded in the binary): the
 //! built-in system prompt, to which a task's own `system_prompt` is added (never
-//! replacing it: M19), and one user prompt per protocol that shows the evidence and states
+//! replacing it: AR-M19), and one user prompt per protocol that shows the evidence and states
 //! the exact reply schema. Evidence is cut by characters, never mid-UTF-8 (the original
-//! cut bytes: M2), and put in fences longer than any backtick run inside it so worker
+//! cut bytes: AR-M2), and put in fences longer than any backtick run inside it so worker
 //! output cannot break out of its block.
 
 use std::sync::OnceLock;
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn cuts_are_by_character_never_inside_one() {
-        // M2: the original cut bytes and split multi-byte characters.
+        // AR-M2: the original cut bytes and split multi-byte characters.
         let text = "日本語のテキスト".repeat(10);
         let cut = head(&text, 5);
         assert!(cut.starts_with("日本語のテ\n[... 75 more"), "{cut}");

@@ -1,10 +1,10 @@
 //! What the planner is asked, per protocol: typed requests that carry the evidence it
-//! decides on. The original's planner saw only counts (B7); here `next_action` and
+//! decides on. The original's planner saw only counts (AR-B7); here `next_action` and
 //! `completion_assessment` see the criteria, every run's exit code, summary, output tail
 //! and diff stat, and the last test result.
 //!
 //! The host fills these; the planner renders them into the prompt and hands them, as
-//! JSON, to the provider (the mock decides on them, not on prompt text: B5).
+//! JSON, to the provider (the mock decides on them, not on prompt text: AR-B5).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

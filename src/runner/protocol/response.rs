@@ -2,7 +2,7 @@
 //! typed payloads, their JSON Schemas (generated from these types; the committed
 //! `schemas/planner/*.schema.json` must equal them, a test checks) and the checks a reply
 //! passes before the host acts on it: the envelope's `type` and `version` (the original
-//! never read them, so a reply to another protocol became an empty answer: M4), the
+//! never read them, so a reply to another protocol became an empty answer: AR-M4), the
 //! schema, then what a schema cannot say (unique criterion ids, verdicts that name only
 //! the task's criteria and agree with the overall answer).
 
@@ -217,7 +217,7 @@ fn validator(protocol: Protocol) -> Option<&'static jsonschema::Validator> {
 }
 
 /// The envelope's `type` and `version`, checked before anything else so a reply to the
-/// wrong protocol is named as such (M4).
+/// wrong protocol is named as such (AR-M4).
 pub fn check_envelope(protocol: Protocol, reply: &Map<String, Value>) -> Result<(), InvalidReply> {
     match reply.get("type") {
         Some(Value::String(kind)) if kind == protocol.name() => {}
@@ -431,7 +431,7 @@ mod tests {
 
     #[test]
     fn the_envelope_type_and_version_are_checked() {
-        // M4: a reply for another protocol is refused, not read as an empty payload.
+        // AR-M4: a reply for another protocol is refused, not read as an empty payload.
         let other = json!({"type": "next_action", "version": 1, "payload": {"acceptance_criteria": [
             {"id": "AC-1", "description": "x"}]}});
         let e = plan_task(&object(other)).unwrap_err();

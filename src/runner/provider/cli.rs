@@ -1,8 +1,8 @@
 //! The `codex-cli` and `claude-code` providers: the CLI agent runs on the host with the
 //! whole prompt on stdin, through `runner::process` so the timeout and the task's cancel
 //! reach it and its whole process group (the original detached it from cancellation,
-//! M18). Codex prints an event stream (`--json`); its answer is the last agent message,
-//! which `runner::extract` finds (the original took the first event, B6), and a failed
+//! AR-M18). Codex prints an event stream (`--json`); its answer is the last agent message,
+//! which `runner::extract` finds (the original took the first event, AR-B6), and a failed
 //! turn or error event is a provider error. Claude prints one result envelope whose
 //! `is_error` is checked.
 

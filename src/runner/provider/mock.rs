@@ -1,6 +1,6 @@
 //! The `mock` provider: an offline planner that decides on the structured request, never
 //! on prompt text (the original matched prompt substrings, missed the completion prompt
-//! and could never finish a task: B5). Without a script it plans criteria from the PRD's
+//! and could never finish a task: AR-B5). Without a script it plans criteria from the PRD's
 //! bullet lines, runs the worker until a run and the test succeed, then marks the task
 //! complete and judges it satisfied; with a script ([`super::script`]) it answers with the
 //! scripted replies first.

@@ -5,7 +5,7 @@
 //! changed file is kept, listed or not. The commit's tree is the base tree plus each
 //! changed path's working-tree state, staged path by path, never the whole tree at once,
 //! so it holds exactly the kept changes (the original reverted every unlisted file and
-//! then ran `git add -A`, its bug B4).
+//! then ran `git add -A`, its bug CI-B4).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
