@@ -274,6 +274,35 @@ fn layering_violations(
     out
 }
 
+/// Allowances of the table that no import uses: a row that says more than the code does
+/// is a map that has drifted.
+fn unused_allowances(
+    graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+    allowed: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<String> {
+    let mut used: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (from, targets) in graph {
+        let Some(top) = from.first() else { continue };
+        for to in targets {
+            used.entry(top.as_str()).or_default().insert(to[0].as_str());
+        }
+    }
+    let mut out = Vec::new();
+    for (module, uses) in allowed {
+        for name in uses {
+            if !used
+                .get(module.as_str())
+                .is_some_and(|u| u.contains(name.as_str()))
+            {
+                out.push(format!(
+                    "the row of `{module}` allows `{name}`, which no file of `{module}` imports"
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// Every cycle of the graph's strongly connected components, as module lists.
 fn cycles(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<String>> {
     // Kosaraju: order by finish time, then collect components on the reversed graph.
@@ -327,6 +356,12 @@ fn imports_follow_the_documented_layering() {
     let violations = layering_violations(&graph, &allowed);
     assert!(violations.is_empty(), "{}", violations.join("\n"));
     // The table names real modules only, so it cannot silently drift.
+    let unused = unused_allowances(&graph, &allowed);
+    assert!(
+        unused.is_empty(),
+        "docs/ARCHITECTURE.md allows more than the code uses:\n{}",
+        unused.join("\n")
+    );
     let tops: BTreeSet<&String> = graph.keys().filter_map(|m| m.first()).collect();
     for (module, uses) in &allowed {
         for name in std::iter::once(module).chain(uses) {
@@ -344,8 +379,8 @@ fn no_source_files_import_each_other_in_a_cycle() {
     assert!(found.is_empty(), "import cycles: {found:?}");
 }
 
-/// The checker itself: a forbidden import and a cycle added to a copy of the real tree
-/// are found, so the two tests above can fail.
+/// The checker itself: a forbidden import, an unused allowance and a cycle added to a copy
+/// of the real tree are found, so the tests above can fail.
 #[test]
 fn a_forbidden_import_or_a_cycle_is_reported() {
     let mut files = library_files();
@@ -376,6 +411,15 @@ fn a_forbidden_import_or_a_cycle_is_reported() {
             .iter()
             .any(|v| v.starts_with("`machine::step` uses `yaml`")),
         "{violations:?}"
+    );
+
+    // An allowance no import uses is reported too.
+    let mut allowed = allowed_table(&architecture());
+    allowed.get_mut("guard").unwrap().insert("yaml".to_string());
+    assert!(
+        unused_allowances(&import_graph(&library_files()), &allowed)
+            .contains(&"the row of `guard` allows `yaml`, which no file of `guard` imports".into()),
+        "an unused allowance goes unreported"
     );
 
     let contract = files.iter_mut().find(|f| f.module == ["contract"]).unwrap();
