@@ -2,6 +2,28 @@
 //! commit the new instance (or keep the old one when an effect fails) → run engine states
 //! → checkpoint. The driver does no IO itself; a host does it through [`Host`] and
 //! [`CheckpointStore`], so the MCP server and AgentRunner never re-implement the loop.
+//!
+//! The loop every host shares. A host implements `Host` (`perform(&Effect) -> Result<Value,
+//! ActionFailure>`, `facts()`) and `CheckpointStore` (`save(&Instance)`); `Driver` does:
+//! ask the facts → `step` → perform the step's effects in order → on the first failure keep
+//! the old instance and stop with the contract's message for the outcome (its
+//! `MessageRequest` filled with the outcome's values, else the `action_failed` role) →
+//! otherwise save the new instance → run engine states (perform their `run` actions, step
+//! on the results) until a state waits for an agent or is terminal. It returns a `Turn`:
+//! the last committed instance, the accepted steps and why it stopped (`Stop::Waiting`,
+//! `Finished`, `Refused`, `ActionFailed`, `CheckpointFailed`, `WrongContract`,
+//! `EngineLoop`). A host resumes a stalled session (a restored checkpoint, an engine state
+//! whose action failed) with `Driver::advance`. A failure message renders with the
+//! outcome's values overridden by the contract's, except a contract value that is null
+//! (`merge_message_args`), so the host's details are never blanked.
+//!
+//! An effect whose action has a `retry` policy is performed again while it fails with an
+//! outcome the policy names, each attempt numbered (`Effect::attempt`); its `timeout` is
+//! handed to the host, which enforces it. When a turn's step enters a terminal state the
+//! driver performs the contract's `finally` actions (all of them, whatever fails; they are
+//! in `Turn::finalizers`); `Driver::cancel` takes the contract's `on_cancel` path (then the
+//! finalizers); `Driver::finalize` runs them for a session that ends anywhere else.
+//! `Host::stepped` is told of each committed step, for progress while a long turn runs.
 
 use serde_json::{Map, Value};
 

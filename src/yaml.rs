@@ -4,6 +4,58 @@
 //! with `saphyr-parser`'s event stream into [`Node`]s. Nodes convert to `serde_json`
 //! values for JSON Schema validation and typed deserialisation, and [`Node::locate`]
 //! turns a JSON pointer from either of those back into a [`Span`].
+//!
+//! ## How positions survive, and the budgets
+//!
+//! Every diagnostic must point at a line and column of the contract, including a column
+//! inside a guard string. `serde_yaml` cannot do that (it keeps no spans) and is archived
+//! upstream, so it is not used.
+//!
+//! Instead, `src/yaml.rs` reads the event stream of `saphyr-parser` and builds its own
+//! `Node` tree. Each scalar, sequence, mapping and mapping key keeps its `Span`; quoted
+//! single-line scalars also record where their content starts (and, when they contain
+//! escapes, where each character is written), so `Node::inner_span` can turn a guard's
+//! character range into a file column. The builder resolves anchors and
+//! aliases, applies `<<` merge keys, reports duplicate keys as diagnostics (keeping the
+//! later value), refuses a second document, and resolves plain scalars by the YAML 1.2
+//! core schema.
+//!
+//! A contract is untrusted input (CI lints files from pull requests), so the loader has
+//! budgets. An alias is a deep copy of its anchor, and nested aliases multiply (a 342-byte
+//! "billion laughs" file would expand to 9⁹ strings): every anchor remembers its size, and
+//! what aliases copy may not exceed 10 nodes per node written before the alias plus 10,000,
+//! nor 10 bytes of text per byte of the file plus 1 MiB; the alias that would go beyond is
+//! refused (`yaml-alias-budget`). `<<` merges copy only what their aliases already paid for,
+//! so a chain of merges that grows quadratically is refused the same way. Sequences and
+//! mappings nest at most 128 levels (`yaml-nesting-depth`), because every later stage
+//! (`to_json`, the schema, serde, dropping the tree) recurses. Each step is linear: the
+//! builder finds duplicate and overridden keys through a hash index per open mapping, and a
+//! `Mapping` that is large enough looks keys up through an index built on its first lookup,
+//! so `get`, `locate` and `merge` cost O(1) per step however many states or messages there
+//! are. `benches/contract_load.py` measures how lint scales with the number of keys and
+//! states.
+//!
+//! The tree is then used twice:
+//!
+//! 1. `Node::to_json` gives a `serde_json::Value`. It is validated against the generated
+//!    contract schema with `jsonschema`, and then deserialised into `contract::raw` with
+//!    `serde_json::from_value`. One parse serves both stages; there is no second YAML
+//!    deserializer. A float with no fraction (`2.0`) becomes an integer, because JSON
+//!    Schema counts it as one and serde's integers would not; counts in `contract::raw`
+//!    carry their range in the schema (`maximum: 4294967295`), so whatever the schema
+//!    passes serde accepts.
+//! 2. Schema errors and lowering problems name a JSON pointer (`/states/Q1/checks/0/require`).
+//!    `Node::locate` walks the tree to that node, so each diagnostic gets the span of the
+//!    exact key or value.
+//!
+//! `yaml::merge` works on the same tree, which is why an overlay's diagnostics point into
+//! the overlay file and the built-in contract's into the built-in one. A mapping both files
+//! write (an instruction whose `en` text the overlay replaces) keeps the built-in file's
+//! place while each of its entries keeps its own: findings about a text are reported at the
+//! text's node, never at the mapping around it. `Node::text_span` keeps where a scalar is
+//! written apart from the tree (`Localized::spans` holds one per locale), and
+//! `TextSpan::at` places a character of the value in the file, exactly for single-line
+//! scalars and literal blocks (`|`), whose lines are the file's (`source::TextSpan`).
 
 use std::collections::{HashMap, HashSet};
 

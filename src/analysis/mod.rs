@@ -1,6 +1,14 @@
 //! Whole-flow analysis: the transition graph, reachability under a flag set (abstract
 //! interpretation of guards), the phase × flag matrix, diagrams, and the effective
 //! contract under a flag set (`code-intel show`).
+//!
+//! Explaining a flow. `graph` builds the transition graph including counter-limit
+//! redirects, and strongly connected components (used by `unbounded-cycle`). `reach`
+//! computes which states can run under a flag set and intent, by abstract interpretation
+//! of the guards: flags, intent and params are known, everything else is unknown; unknown
+//! boolean leaves of one state's guards are shared variables, so that "first match wins"
+//! is respected. `matrix` turns that into the phase × flag table; `diagram` draws mermaid
+//! or graphviz.
 
 pub(crate) mod diagram;
 pub mod effective;

@@ -1,4 +1,15 @@
 //! The command line: argument definitions and dispatch. The only module that prints.
+//!
+//! Argument definitions (clap) and dispatch. `cli::lint` finds `*.yml`/`*.yaml` files
+//! (following links, each directory once), reads each as bytes, loads and lints it against
+//! every known host (`lint::load_bytes_and_lint`), renders the findings and prints a
+//! one-line summary on stderr. A path that cannot be read or decoded (`lint::decode`: not
+//! UTF-8, found at its first bad byte) is a `file-unreadable` finding for that path, so one
+//! bad file neither hides the others nor leaves an output format incomplete. Commands
+//! return `Result<ExitCode, CliError>`; `cli::error` is the one place typed errors become
+//! text and exit status: 0 clean, 1 findings at or above `--deny` (or an invalid contract
+//! for `graph`/`matrix`), 2 usage or IO errors (for `lint`: a file not read, or a directory
+//! with no contract file, after printing the findings).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod error;

@@ -4,6 +4,39 @@
 //! every diagnostic found. The built-in default contract is compiled into the binary;
 //! a project's `.code-intel/phase_contract.yml` either overlays it (`extends: builtin`)
 //! or replaces it.
+//!
+//! ## The parts
+//!
+//! - `contract::raw`: serde and schemars types that mirror the YAML exactly (`RawContract`,
+//!   `RawState`, ...). `schemas/contract.schema.json` is generated from them
+//!   (`contract::generated_schema`, printed by `code-intel schema`).
+//! - `contract::lower`: raw → model. Resolves state, counter, action, tool, var and param
+//!   names; parses and type-checks every guard against a `TypeEnv` built from flags,
+//!   intents, params, vars, counters, facts, payload and result schemas; compiles payload
+//!   validators and instruction templates. It collects every problem and returns
+//!   `(Option<Contract>, Vec<Diagnostic>)`.
+//! - `contract::model`: the resolved `Contract`. States and counters are indices
+//!   (`StateId`, `CounterId`), guards are parsed `Guard`s, payload schemas are compiled
+//!   `jsonschema::Validator`s, templates live in a `minijinja::Environment`.
+//! - `contract::registry`: the shape of what a host implements (`Registry`: actions with
+//!   argument and result schemas and failure outcomes, tools, ungated tools, facts, host
+//!   message keys) and the engine's built-in task actions, `BuiltinAction`. Lowering
+//!   resolves each action call to `Performer::Engine(BuiltinAction)` (applied inside the
+//!   step) or `Performer::Host` (emitted as an `Effect`); the step never dispatches on a
+//!   name. The hosts' own registries live with the hosts (`server::registry`,
+//!   `runner::registry`).
+//! - `contract::flags`: parses a flag string (`--fast -ni --gate=full`) against the
+//!   declared flags, with a typed `FlagError`.
+//! - `contract::roles`: the engine's message roles and their placeholders.
+//! - `contract::template_roots`: the names an instruction template is given
+//!   (`TemplateRoot::ALL`); `machine::response` builds the template context from exactly
+//!   this list and lint's `unknown-template-name` checks templates against it, so the two
+//!   cannot disagree. Also the size of one template tag that compiles safely.
+//! - `contract::expected`: the compact `expected_payload` description derived from a
+//!   payload schema.
+//! - `contract/mod.rs`: `load` and `load_layered` run YAML, overlay merge, schema and
+//!   lowering in order; top-level `x-` keys are dropped before the schema stage. Loading
+//!   never runs whole-flow lint: `lint` depends on `contract`, not the reverse.
 
 pub mod expected;
 pub mod flags;

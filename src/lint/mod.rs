@@ -2,6 +2,22 @@
 //!
 //! Rules that need name resolution run during lowering (`contract::lower`); the rules here
 //! look at the whole flow: reachability, cycles, shadowing and the message catalogue.
+//!
+//! Whole-flow rules over a resolved contract (`lint::check`; `load_and_lint` loads and
+//! checks; `lint::for_repository` answers "which contract does this repository run", its
+//! overlay or the built-in flow, loaded for the hosts given: `serve` and `init` pass the
+//! code-intel registry alone, so a contract for another host is refused as it loads), one file per rule in `lint/rules/` with the
+//! `## What it does / ## Why is this bad? / ## Example` doc: `unreachable-state`,
+//! `dead-end-state`, `unbounded-cycle`, `shadowed-transition`, `undefined-message`,
+//! `unused-message`, `placeholder-mismatch`, `missing-locale-text`, `unknown-template-name`
+//! (the names templates read, against `contract::template_roots`; bounded on hostile
+//! templates: minijinja's attribute tracking only where chains are short, "did you mean"
+//! and exact places for a fixed number of findings). `lint::usage` collects
+//! where each message key is used and which placeholders each use provides. Checks that need
+//! name resolution (unknown targets, counters, actions, tools, guard errors) are reported by
+//! `contract::lower` with the same codes. Rules do not restate what lowering reported: the
+//! model records an unresolved `initial` (`Contract::initial_known`) and an `otherwise`
+//! lowering dropped (`State::fallback_dropped`).
 
 pub mod repository;
 pub mod rules;

@@ -3,6 +3,29 @@
 //!
 //! Everything lives under `.code-intel/semantic/` (see [`Layout`]); [`sync::sync`]
 //! writes it, holding the semantic lock; [`search::SemanticIndex`] reads it.
+//!
+//! ## The parts
+//!
+//! Semantic search over chunks of the repository. `chunk` cuts a file along the
+//! definitions the symbol index's `Tagger` finds (a definition per chunk when it fits the
+//! token budget; a larger one split into its header and members; small neighbours merged;
+//! Markdown by heading, other text by runs of lines) and names each chunk `path#symbol`,
+//! unique by construction. `tokens` has the code-aware words (identifiers split at
+//! `snake_case`/`camelCase`, the whole kept) and the token estimate. `lexical` is a tantivy
+//! index of the chunks (BM25 over those words, a boosted field of symbol names, and the
+//! chunk's stored text, which `fetch_chunk_detail` reads). `embed` loads ONNX Runtime and
+//! the model from files through fastembed, once per process. `vectors` is the append-only,
+//! content-addressed vector log and the exact nearest-neighbour scan. `catalog` is the
+//! source of truth: the files synced, their SHA-256, and their chunks' ids and content
+//! hashes. `sync` has two phases under two locks: chunking (catalog and lexical index,
+//! seconds) and embedding (minutes, batch by batch). `search::SemanticIndex` fuses the name,
+//! lexical and vector rankings by weighted reciprocal rank; from `hnsw_min_chunks` vectors on
+//! the server gives it an instant-distance HNSW graph (built off the answering thread, kept
+//! across syncs that only appended vectors; newer vectors are scanned exactly). `map` is the
+//! Map of agreements that the server writes when a session ends in success
+//! (`server::agreement` reads the request's symbols and files from the session's own
+//! evidence) and `semantic_search` consults first: a hit at or above `map_threshold` answers
+//! without the chunks unless `collection: both` asks for them. `eval` scores the rankings on labelled queries (`code-intel semantic-eval`).
 
 pub(crate) mod catalog;
 pub(crate) mod chunk;

@@ -1,4 +1,109 @@
 //! The one integration-test binary: each module tests one feature at its boundary.
+//!
+//! ## The modules
+//!
+//! One module per feature, shared helpers in `support.rs`; unit tests sit next to the code
+//! in `#[cfg(test)]` modules. Each module's own `//!` says what it covers; in short:
+//!
+//! - `lint_fixtures`: data-driven. Each file in `tests/fixtures/lint/` is a small contract
+//!   named after the code it triggers, with the expected diagnostics written inline as
+//!   comments under the offending line (`#    ^^^^ code`, the first caret at the reported
+//!   column, or `# <- code` for column 1). A fixture must produce exactly those
+//!   diagnostics; `clean.yml` must produce none. They run in-process and through the binary
+//!   in every output format.
+//! - `generated`: checked-in generated files must equal what the code generates:
+//!   `schemas/contract.schema.json` (`contract::generated_schema`) and `docs/lints.md`
+//!   (`diagnostic::codes::markdown`, from the code registry and the rule docs).
+//!   `UPDATE_GENERATED=1 cargo test` rewrites them; review and commit the diff. Every file
+//!   in `contracts/` must load with no diagnostic at all.
+//! - `tidy`: the invariants of `docs/ARCHITECTURE.md` that a grep can check: no default-flow state or phase
+//!   name in `src/`, no host tool, action, fact or message key in the engine modules, every
+//!   source file starts with a `//!` doc, only the CLI prints, pest stays in
+//!   `guard::parser`. `rust_source` is the small lexer tidy and layering share: it blanks
+//!   comments and literals without moving positions and finds `#[cfg(test)]` items
+//!   wherever they sit.
+//! - `layering`: the dependency table of `docs/ARCHITECTURE.md`, checked against the imports of every library
+//!   file, plus no file-level import cycle and no path the checker cannot follow (crate
+//!   aliases, globs, re-exports in `lib.rs`); it also shows that an added forbidden import
+//!   or cycle is reported.
+//! - `driver`: `session::Driver` with scripted hosts and stores: a task run to completion,
+//!   an effect failing midway (the instance does not move, the mapped message renders),
+//!   refusals, a failing engine-state action and its resume, checkpoint failures, wrong
+//!   contracts, runaway engine loops, tool gating and evidence.
+//! - `mcp_server`: the MCP server end to end: every `tests/mcp/scenarios/*.json` runs the
+//!   real binary through the real Python `mcp` client (`tests/mcp/scenario.py`) in a fresh
+//!   git repository, step by step with inline expectations (tool calls, file writes, git
+//!   and shell checks, `kill -9` and resume, a second client, a tampered checkpoint). The
+//!   client comes from `target/mcp-venv` (made by `.ci/run`, or by the test itself).
+//! - `kill_anywhere`: the real binary through a minimal MCP client of its own (so the kill
+//!   follows the request by a measured delay) runs whole default sessions, with and without
+//!   the quality review, half of them merging into a `main` that moved (a merge commit
+//!   checked out), and is killed with SIGKILL at a random moment of every phase's
+//!   submission (the window measured per phase by an unkilled session), restarted and
+//!   resumed; every session must complete, merged into `main` with its commit once. A few
+//!   hundred kills; it prints its seed (`CODE_INTEL_KILL_SEED` replays the delays) and count.
+//! - `claude_code`: the real Claude Code client (pinned in `tests/claude/package-lock.json`)
+//!   offline: `code-intel init` alone configures a fresh repository, `claude mcp list` must
+//!   print `✔ Connected`, and `claude -p` against a scripted loopback Messages API
+//!   (`tests/claude/model_server.py`) runs a session to implementation; the recorded
+//!   `tool_result`s show each phase accepted, the hook refusing a `Bash` command that writes
+//!   during exploration (the file unchanged), and the write hook refusing an unexplored file
+//!   while an explored one is written. `npm ci --prefix tests/claude` (by `.ci/run`, or by
+//!   the test itself).
+//! - `codex`: the real Codex CLI (`@openai/codex`, pinned in `tests/codex/package-lock.json`;
+//!   its platform binary is an optional npm dependency, nothing is downloaded at run time)
+//!   offline, with `HOME` and `CODEX_HOME` in temporary directories: `code-intel init`
+//!   alone configures the project; the user config names the model provider (a scripted
+//!   loopback Responses API, `tests/codex/model_server.py`, no login), marks the project
+//!   trusted (before that `codex mcp list` lists no server) and trusts init's hook by its
+//!   key and hash from `codex app-server`'s `hooks/list`, as `/hooks` does. `codex exec
+//!   '$code …'` then gives the model init's skill (naming the tools as Codex does), loads
+//!   the deferred tools (`tool_search`), calls them as Codex names them
+//!   (namespace `mcp__code_intel`; `mcp__code_intel__<tool>` in hook inputs) up to
+//!   implementation; the hook refuses a shell command that writes during exploration
+//!   (`exec_command`, which hooks see as `Bash`; the file unchanged), refuses an
+//!   `apply_patch` to an unexplored file (file unwritten) and lets one to an explored file
+//!   through. `npm ci --prefix tests/codex` (by
+//!   `.ci/run`, or by the test itself).
+//! - `server_registry`, `server_index`, `git_branches`, `evidence`, `init`: the server's
+//!   parts at their boundaries (registry ↔ server both ways; the shared index with
+//!   background build, fallbacks, fresh and new files, concurrent readers and a damaged
+//!   piece repaired; git task
+//!   branches on real repositories, including every state a kill leaves (a branch not yet
+//!   checked out, stale lock files and the rule that clears them, a landed commit or merge); evidence rows per language; `init` as users run it).
+//! - `index_concurrency`: the symbol index shared by threads and processes: readers and a
+//!   writer at once, concurrent writers, a `kill -9` mid-write, an unwritable
+//!   `.code-intel/`, a read that writes nothing, and bytes damaged at 50 places of a real
+//!   index (each answer the undamaged one, or the damage found and the index rebuilt).
+//! - `hook`: `code-intel hook` through the real binary with recorded Claude Code and Codex
+//!   hook inputs, in temporary git repositories whose checkpoints the real server wrote:
+//!   every row of the decision table (file edits and shell commands), tampered and missing checkpoints, garbage input, and
+//!   reads recorded by the hook then accepted by `add_explored_files` (forged lines not).
+//! - `saving`: nothing acknowledged that is not saved, through `Server::call` in real git
+//!   repositories whose checkpoint path is made unwritable (a directory in its way, so it
+//!   holds for root too): a refused tool call, control tool, submission, start and outcome
+//!   each leave memory as on disk; thousands of explored files refused where they arrive;
+//!   stale temp files removed at start; input limits; `limit` null and 0; and the real
+//!   binary over stdio answering invalid JSON, deep nesting, non-messages and an over-long
+//!   line, then serving on.
+//! - `default_flow`, `agent_runner`, `matrix`, `guard_table`, `properties`, `cli`: the
+//!   machine is pure, so flow tests drive the default and AgentRunner contracts through
+//!   `session::Driver` (or `machine::step` directly) with payloads, facts and scripted
+//!   action results, without mocks; the matrix is compared with the design document's table;
+//!   guards are tested as tables; property tests check that random runs of the default
+//!   contract stay inside its states and end; the CLI is tested as users run it.
+//! - `codeintel`, `skipped`, `answer_sizes`: the code-intelligence tools on a small
+//!   repository of several languages (search, files, the symbol index, outlines, impact,
+//!   query routing, path confinement); what a walk does not read, reported; answers within
+//!   their byte budgets.
+//! - `semantic`: semantic search with the real embedding model loaded offline (the known
+//!   answer, a fixture repository, incremental sync, a sync killed mid-way).
+//! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
+//!   binary; the planner's protocols against loopback and fake providers; the worker side
+//!   with a fake `docker` whose recorded call sequences are golden.
+//! - `history`: every bug id cited anywhere is listed in `docs/history.md`, none bare.
+//! - `support`, `rust_source`: shared helpers (contracts and paths of the repository; the
+//!   Rust text lexer of `tidy` and `layering`).
 
 mod agent_runner;
 mod agent_runner_cli;
