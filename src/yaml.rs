@@ -44,7 +44,7 @@
 //!    Schema counts it as one and serde's integers would not; counts in `contract::raw`
 //!    carry their range in the schema (`maximum: 4294967295`), so whatever the schema
 //!    passes serde accepts.
-//! 2. Schema errors and lowering problems name a JSON pointer (`/states/Q1/checks/0/require`).
+//! 2. Schema errors and lowering problems name a JSON pointer (`/states/S1/checks/0/require`).
 //!    `Node::locate` walks the tree to that node, so each diagnostic gets the span of the
 //!    exact key or value.
 //!
