@@ -8,15 +8,15 @@ use serde_json::{Map, Value};
 
 use super::instance::{ChecklistItem, Instance, Task};
 
-/// A failure outcome of a built-in action (a key of the registry's `outcomes`).
+/// How a built-in action failed: its failure outcome (a key of the registry's `outcomes`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub struct BuiltinFailure {
     pub name: &'static str,
     pub args: Map<String, Value>,
 }
 
-fn outcome(name: &'static str, args: &[(&str, Value)]) -> Outcome {
-    Outcome {
+fn outcome(name: &'static str, args: &[(&str, Value)]) -> BuiltinFailure {
+    BuiltinFailure {
         name,
         args: args
             .iter()
@@ -65,7 +65,7 @@ pub(crate) fn register(
     instance: &mut Instance,
     args: &Map<String, Value>,
     task_counters: &[&str],
-) -> Result<(), Outcome> {
+) -> Result<(), BuiltinFailure> {
     let submitted = args
         .get("tasks")
         .and_then(Value::as_array)
@@ -157,7 +157,7 @@ pub(crate) fn evidence_format_ok(evidence: &str) -> bool {
 /// `tasks.complete`: completes the first pending task after checking the reported
 /// checklist item by item against the registered one (v1.16, without its bypasses: the
 /// checklist is always required and unknown statuses never pass).
-pub fn complete(instance: &mut Instance, args: &Map<String, Value>) -> Result<(), Outcome> {
+pub fn complete(instance: &mut Instance, args: &Map<String, Value>) -> Result<(), BuiltinFailure> {
     let task_id = args
         .get("task_id")
         .and_then(Value::as_str)
@@ -241,7 +241,7 @@ pub fn complete(instance: &mut Instance, args: &Map<String, Value>) -> Result<()
 }
 
 /// `tasks.require_all_complete`: tasks exist and none is pending.
-pub(crate) fn require_all_complete(instance: &Instance) -> Result<(), Outcome> {
+pub(crate) fn require_all_complete(instance: &Instance) -> Result<(), BuiltinFailure> {
     if instance.tasks.is_empty() {
         return Err(outcome("no_tasks_registered", &[]));
     }

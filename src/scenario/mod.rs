@@ -19,4 +19,4 @@ pub use model::{ContractRef, Expect, Scenario, ScenarioFile, Step};
 pub use paths::{Found, PathStep, Paths, shortest, to_scenarios};
 pub use raw::RawScenarioFile;
 pub use replay::{ReplayError, from_log};
-pub use run::{Failure, Report, ScriptedHost, Taken, run};
+pub use run::{Failure, ScenarioRun, ScriptedHost, Taken, run};

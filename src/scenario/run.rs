@@ -29,7 +29,7 @@ pub struct Failure {
 
 /// How one scenario went.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub struct ScenarioRun {
     pub name: String,
     pub span: Span,
     /// The first failure: later steps do not run, as they would start from the wrong place.
@@ -209,8 +209,8 @@ fn record(turn: &Turn, contract: &Contract, taken: &mut Vec<Taken>) {
 }
 
 /// Runs `scenario` against `contract`.
-pub fn run(contract: &Contract, scenario: &Scenario) -> Report {
-    let mut report = Report {
+pub fn run(contract: &Contract, scenario: &Scenario) -> ScenarioRun {
+    let mut report = ScenarioRun {
         name: scenario.name.clone(),
         span: scenario.span,
         failure: None,
