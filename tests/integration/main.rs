@@ -101,6 +101,8 @@
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
+//! - `docs_map`: `docs/ARCHITECTURE.md` names every top-level module and binary, and this
+//!   list names every module.
 //! - `history`: every bug id cited anywhere is listed in `docs/history.md`, none bare.
 //! - `support`, `rust_source`: shared helpers (contracts and paths of the repository; the
 //!   Rust text lexer of `tidy` and `layering`).
@@ -113,6 +115,7 @@ mod cli;
 mod codeintel;
 mod codex;
 mod default_flow;
+mod docs_map;
 mod driver;
 mod evidence;
 mod generated;
