@@ -344,6 +344,13 @@ enum Frame {
     },
 }
 
+/// Which collection an end event closes.
+#[derive(Clone, Copy)]
+enum Closing {
+    Sequence,
+    Mapping,
+}
+
 struct Builder<'t> {
     file: FileId,
     text: &'t str,
@@ -362,39 +369,7 @@ struct Builder<'t> {
 impl Builder<'_> {
     fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), Diagnostic> {
         match event {
-            Event::Scalar(value, style, anchor, _tag) => {
-                self.written += 1;
-                let size = Size::scalar(value.len());
-                let quoted = matches!(style, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted);
-                let kind = if matches!(style, ScalarStyle::Plain) {
-                    resolve_plain(&value)
-                } else {
-                    NodeKind::Str(value.into_owned())
-                };
-                let inline = span.start.line == span.end.line
-                    && matches!(
-                        style,
-                        ScalarStyle::Plain | ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted
-                    );
-                let escapes = if inline && quoted {
-                    let double = matches!(style, ScalarStyle::DoubleQuoted);
-                    self.escapes(span, double, &kind)
-                } else {
-                    None
-                };
-                let node = Node {
-                    kind,
-                    span,
-                    content_offset: u8::from(quoted),
-                    inline,
-                    escapes,
-                    literal: matches!(style, ScalarStyle::Literal),
-                };
-                if anchor > 0 {
-                    self.anchors.insert(anchor, (node.clone(), size));
-                }
-                self.push(node, size)
-            }
+            Event::Scalar(value, style, anchor, _tag) => self.scalar(value, style, anchor, span),
             Event::Alias(id) => {
                 self.written += 1;
                 let size = match self.anchors.get(&id) {
@@ -442,66 +417,107 @@ impl Builder<'_> {
                 });
                 Ok(())
             }
-            Event::SequenceEnd => match self.stack.pop() {
+            Event::SequenceEnd => self.close(Closing::Sequence, span),
+            Event::MappingEnd => self.close(Closing::Mapping, span),
+            _ => Ok(()),
+        }
+    }
+
+    /// A scalar: resolved by the core schema when plain, with where its text sits in the
+    /// file when it is written on one line.
+    fn scalar(
+        &mut self,
+        value: std::borrow::Cow<'_, str>,
+        style: ScalarStyle,
+        anchor: usize,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        self.written += 1;
+        let size = Size::scalar(value.len());
+        let quoted = matches!(style, ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted);
+        let kind = if matches!(style, ScalarStyle::Plain) {
+            resolve_plain(&value)
+        } else {
+            NodeKind::Str(value.into_owned())
+        };
+        let inline = span.start.line == span.end.line
+            && matches!(
+                style,
+                ScalarStyle::Plain | ScalarStyle::SingleQuoted | ScalarStyle::DoubleQuoted
+            );
+        let escapes = if inline && quoted {
+            let double = matches!(style, ScalarStyle::DoubleQuoted);
+            self.escapes(span, double, &kind)
+        } else {
+            None
+        };
+        let node = Node {
+            kind,
+            span,
+            content_offset: u8::from(quoted),
+            inline,
+            escapes,
+            literal: matches!(style, ScalarStyle::Literal),
+        };
+        if anchor > 0 {
+            self.anchors.insert(anchor, (node.clone(), size));
+        }
+        self.push(node, size)
+    }
+
+    /// Closes the collection on top of the stack at its end event's `span`: a sequence
+    /// keeps its items, a mapping the entries no later key replaced. An end event that does
+    /// not close the collection it should is a syntax error.
+    fn close(&mut self, closing: Closing, span: Span) -> Result<(), Diagnostic> {
+        let (kind, start, anchor, size) = match (self.stack.pop(), closing) {
+            (
                 Some(Frame::Seq {
                     mut items,
-                    span: start,
+                    span,
                     anchor,
                     size,
-                }) => {
-                    items.shrink_to_fit();
-                    let node = Node {
-                        kind: NodeKind::Seq(items),
-                        span: Span {
-                            end: span.end,
-                            ..start
-                        },
-                        content_offset: 0,
-                        inline: false,
-                        escapes: None,
-                        literal: false,
-                    };
-                    self.finish_collection(node, anchor, size.collection())
-                }
-                _ => Err(Diagnostic::new(
-                    "yaml-syntax",
-                    "unbalanced sequence end",
-                    Some(span),
-                )),
-            },
-            Event::MappingEnd => match self.stack.pop() {
+                }),
+                Closing::Sequence,
+            ) => {
+                items.shrink_to_fit();
+                (NodeKind::Seq(items), span, anchor, size)
+            }
+            (
                 Some(Frame::Map {
                     entries,
                     index,
-                    span: start,
+                    span,
                     anchor,
                     size,
                     ..
-                }) => {
-                    // The index holds exactly the entries that were not replaced.
-                    let mut live = Vec::with_capacity(index.len());
-                    live.extend(entries.into_iter().flatten());
-                    let node = Node {
-                        kind: NodeKind::Map(Mapping::new(live)),
-                        span: Span {
-                            end: span.end,
-                            ..start
-                        },
-                        content_offset: 0,
-                        inline: false,
-                        escapes: None,
-                        literal: false,
-                    };
-                    self.finish_collection(node, anchor, size.collection())
-                }
-                _ => Err(Diagnostic::new(
-                    "yaml-syntax",
-                    "unbalanced mapping end",
-                    Some(span),
-                )),
+                }),
+                Closing::Mapping,
+            ) => {
+                // The index holds exactly the entries that were not replaced.
+                let mut live = Vec::with_capacity(index.len());
+                live.extend(entries.into_iter().flatten());
+                (NodeKind::Map(Mapping::new(live)), span, anchor, size)
+            }
+            (_, closing) => {
+                let what = match closing {
+                    Closing::Sequence => "unbalanced sequence end",
+                    Closing::Mapping => "unbalanced mapping end",
+                };
+                return Err(Diagnostic::new("yaml-syntax", what, Some(span)));
+            }
+        };
+        let node = Node {
+            kind,
+            span: Span {
+                end: span.end,
+                ..start
             },
-            _ => Ok(()),
-        }
+            content_offset: 0,
+            inline: false,
+            escapes: None,
+            literal: false,
+        };
+        self.finish_collection(node, anchor, size.collection())
     }
 
     /// `yaml-nesting-depth` when a collection starting at `span` would be nested deeper
