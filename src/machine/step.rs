@@ -12,7 +12,7 @@ use super::tasks;
 use super::tools::{EvidenceProblem, check_evidence};
 use crate::contract::Contract;
 use crate::contract::model::{
-    ActionCall, CounterId, Guard, LimitValue, MessageRef, Performer, State, Transition,
+    ActionCall, CounterId, Guard, LimitValue, MessageRef, Performer, Redirect, State, Transition,
 };
 use crate::contract::raw::{CounterScope, StateKind};
 use crate::contract::registry::BuiltinAction;
@@ -150,87 +150,14 @@ pub fn step(
         };
         return cancel(contract, instance, state, ctx).map_err(reject);
     }
-    let payload = match (&event.input, state.kind) {
-        (
-            Input::Submit {
-                payload,
-                tools_called,
-            },
-            StateKind::External,
-        ) => {
-            validate_payload(contract, state, payload, tools_called, locale).map_err(reject)?;
-            roots.insert("payload".into(), payload.clone());
-            Some(payload)
-        }
-        (Input::Results { results }, StateKind::Engine) => {
-            roots.insert("result".into(), Value::Object(results.clone()));
-            None
-        }
-        (input, _) => {
-            let details = match input {
-                Input::Submit { .. } => {
-                    format!("state `{}` is run by the host, not submitted", state.id)
-                }
-                Input::Results { .. } => {
-                    format!("state `{}` waits for a submitted payload", state.id)
-                }
-                Input::Cancel => unreachable!("handled above"),
-            };
-            return Err(reject(role_message(
-                contract,
-                "payload_invalid",
-                &[
-                    ("phase", Value::String(state.phase.clone())),
-                    ("details", Value::String(details)),
-                ],
-                locale,
-            )));
-        }
-    };
+    let payload = bind_input(contract, state, &event.input, &mut roots, locale).map_err(reject)?;
 
     let ctx = Context {
         roots: &roots,
         unknown: &[],
     };
-    for check in &state.checks {
-        match holds(&check.guard, ctx) {
-            Ok(true) => {}
-            Ok(false) => {
-                return Err(reject(render_ref(
-                    contract,
-                    &check.message,
-                    ctx,
-                    &Map::new(),
-                    locale,
-                )));
-            }
-            Err(e) => return Err(reject(guard_failed(contract, &e, locale))),
-        }
-    }
-
-    let mut chosen = None;
-    for (index, t) in state.transitions.iter().enumerate() {
-        let Some(g) = &t.guard else { continue };
-        match holds(g, ctx) {
-            Ok(true) => {
-                chosen = Some((index, t));
-                break;
-            }
-            Ok(false) => {}
-            Err(e) => return Err(reject(guard_failed(contract, &e, locale))),
-        }
-    }
-    let transition = chosen.map(|(index, _)| index);
-    let Some(t) = chosen.map(|(_, t)| t).or(state.otherwise.as_ref()) else {
-        return Err(reject(guard_failed(
-            contract,
-            &format!(
-                "no transition of `{}` matches and it has no fallback",
-                state.id
-            ),
-            locale,
-        )));
-    };
+    run_checks(contract, state, ctx, locale).map_err(reject)?;
+    let (transition, t) = choose_transition(contract, state, ctx, locale).map_err(reject)?;
 
     let mut next = instance.clone();
     let mut effects = Vec::new();
@@ -246,11 +173,7 @@ pub fn step(
         next.vars.insert(var.clone(), value);
     }
 
-    // Counter limits: the first reached limit with a matching redirect wins.
-    let mut target = t.to;
-    let mut msg_ref = t.message.as_ref();
-    let mut limit_reached = None;
-    let mut redirect = None;
+    // Counter limits are judged on the instance after the transition's changes.
     let after = next.guard_roots();
     let mut after_roots = roots.clone();
     after_roots.extend(after);
@@ -258,39 +181,24 @@ pub fn step(
         roots: &after_roots,
         unknown: &[],
     };
-    'limits: for (counter_id, tasks_touched) in &incremented {
-        let counter = contract.counter(*counter_id);
-        if !limit_reached_now(contract, *counter_id, tasks_touched.as_ref(), &next) {
-            continue;
-        }
-        for (index, r) in counter.on_limit.iter().enumerate() {
-            let matches = match &r.guard {
-                None => true,
-                Some(g) => {
-                    holds(g, after_ctx).map_err(|e| reject(guard_failed(contract, &e, locale)))?
-                }
-            };
-            if matches {
-                target = r.to;
-                msg_ref = r.message.as_ref().or(msg_ref);
-                limit_reached = Some(counter.name.clone());
-                redirect = Some(index);
-                // The transition's side effects were meant for its own target; a redirect
-                // replaces them with its own.
-                effects.clear();
-                run_actions(
-                    contract,
-                    &r.actions,
-                    after_ctx,
-                    &mut next,
-                    &mut effects,
-                    locale,
-                )
-                .map_err(reject)?;
-                break 'limits;
-            }
-        }
-    }
+    let limit = redirect_on_limit(
+        contract,
+        &incremented,
+        after_ctx,
+        &mut next,
+        &mut effects,
+        locale,
+    )
+    .map_err(reject)?;
+    let (target, msg_ref, limit_reached, redirect) = match limit {
+        Some(hit) => (
+            hit.redirect.to,
+            hit.redirect.message.as_ref().or(t.message.as_ref()),
+            Some(hit.counter),
+            Some(hit.index),
+        ),
+        None => (t.to, t.message.as_ref(), None, None),
+    };
 
     if let Some(payload) = payload {
         persist(state, payload, &mut next);
@@ -309,6 +217,153 @@ pub fn step(
         redirect,
         cancelled: false,
     })
+}
+
+/// The event's input bound for the guards: a submitted payload for an external state
+/// (validated first, and returned to be persisted), an engine state's action results.
+/// Any other pairing is refused.
+fn bind_input<'e>(
+    contract: &Contract,
+    state: &State,
+    input: &'e Input,
+    roots: &mut Map<String, Value>,
+    locale: &str,
+) -> Result<Option<&'e Value>, RenderedMessage> {
+    match (input, state.kind) {
+        (
+            Input::Submit {
+                payload,
+                tools_called,
+            },
+            StateKind::External,
+        ) => {
+            validate_payload(contract, state, payload, tools_called, locale)?;
+            roots.insert("payload".into(), payload.clone());
+            Ok(Some(payload))
+        }
+        (Input::Results { results }, StateKind::Engine) => {
+            roots.insert("result".into(), Value::Object(results.clone()));
+            Ok(None)
+        }
+        (input, _) => {
+            let details = match input {
+                Input::Submit { .. } => {
+                    format!("state `{}` is run by the host, not submitted", state.id)
+                }
+                Input::Results { .. } => {
+                    format!("state `{}` waits for a submitted payload", state.id)
+                }
+                Input::Cancel => unreachable!("`step` answers a cancel before it binds input"),
+            };
+            Err(role_message(
+                contract,
+                "payload_invalid",
+                &[
+                    ("phase", Value::String(state.phase.clone())),
+                    ("details", Value::String(details)),
+                ],
+                locale,
+            ))
+        }
+    }
+}
+
+/// The state's checks, in order: the first that does not hold refuses with its message.
+fn run_checks(
+    contract: &Contract,
+    state: &State,
+    ctx: Context<'_>,
+    locale: &str,
+) -> Result<(), RenderedMessage> {
+    for check in &state.checks {
+        match holds(&check.guard, ctx) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(render_ref(
+                    contract,
+                    &check.message,
+                    ctx,
+                    &Map::new(),
+                    locale,
+                ));
+            }
+            Err(e) => return Err(guard_failed(contract, &e, locale)),
+        }
+    }
+    Ok(())
+}
+
+/// The first transition whose guard holds (with its index), else the state's fallback
+/// (`otherwise`, with no index).
+fn choose_transition<'c>(
+    contract: &Contract,
+    state: &'c State,
+    ctx: Context<'_>,
+    locale: &str,
+) -> Result<(Option<usize>, &'c Transition), RenderedMessage> {
+    for (index, t) in state.transitions.iter().enumerate() {
+        let Some(g) = &t.guard else { continue };
+        match holds(g, ctx) {
+            Ok(true) => return Ok((Some(index), t)),
+            Ok(false) => {}
+            Err(e) => return Err(guard_failed(contract, &e, locale)),
+        }
+    }
+    match &state.otherwise {
+        Some(t) => Ok((None, t)),
+        None => Err(guard_failed(
+            contract,
+            &format!(
+                "no transition of `{}` matches and it has no fallback",
+                state.id
+            ),
+            locale,
+        )),
+    }
+}
+
+/// A counter limit this step reached and the redirect it took.
+struct LimitHit<'c> {
+    /// The counter's name.
+    counter: String,
+    /// The redirect's index in the counter's `on_limit`.
+    index: usize,
+    redirect: &'c Redirect,
+}
+
+/// Counter limits: the first counter this step brought to its limit that has a redirect
+/// whose guard holds wins. The transition's side effects were meant for its own target,
+/// so the redirect's actions replace them.
+fn redirect_on_limit<'c>(
+    contract: &'c Contract,
+    incremented: &[Incremented],
+    ctx: Context<'_>,
+    next: &mut Instance,
+    effects: &mut Vec<Effect>,
+    locale: &str,
+) -> Result<Option<LimitHit<'c>>, RenderedMessage> {
+    for (counter_id, tasks_touched) in incremented {
+        let counter = contract.counter(*counter_id);
+        if !limit_reached_now(contract, *counter_id, tasks_touched.as_ref(), next) {
+            continue;
+        }
+        for (index, r) in counter.on_limit.iter().enumerate() {
+            let matches = match &r.guard {
+                None => true,
+                Some(g) => holds(g, ctx).map_err(|e| guard_failed(contract, &e, locale))?,
+            };
+            if matches {
+                effects.clear();
+                run_actions(contract, &r.actions, ctx, next, effects, locale)?;
+                return Ok(Some(LimitHit {
+                    counter: counter.name.clone(),
+                    index,
+                    redirect: r,
+                }));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The cancel path: straight to the `on_cancel` state with its message, no counters, no
