@@ -345,6 +345,41 @@ impl SemanticIndex {
             Vec::new()
         };
 
+        let (vector_hits, status) =
+            self.vector_hits(embedder, query_vector, model_note, query, pool, ranking)?;
+        let (ranked, mut stored) = fuse(named, lexical, vector_hits, k);
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (id, fused) in ranked {
+            let chunk = match stored.remove(&id) {
+                Some(c) => c,
+                None => match self.lexical.get(&id)? {
+                    Some(c) => c,
+                    None => continue,
+                },
+            };
+            hits.push(self.hit(chunk, fused));
+        }
+        Ok(SearchResult {
+            query: query.to_string(),
+            hits,
+            vector: status,
+            files: self.catalog.files.len(),
+            synced_at: self.catalog.synced_at,
+        })
+    }
+
+    /// The `pool` chunks nearest to the query's vector (computed now unless given), and
+    /// whether vectors took part and why not. Without an embedder, before any vector
+    /// exists, or under a ranking by words, there are none.
+    fn vector_hits(
+        &self,
+        embedder: Option<&Embedder>,
+        query_vector: Option<&[f32]>,
+        model_note: Option<&str>,
+        query: &str,
+        pool: usize,
+        ranking: Ranking,
+    ) -> Result<(Vec<(String, f32)>, VectorStatus), Error> {
         let chunks = self.chunk_count();
         let embedded = self.embedded_count();
         let mut vector_hits: Vec<(String, f32)> = Vec::new();
@@ -400,96 +435,47 @@ impl SemanticIndex {
                 ));
             }
         }
+        Ok((vector_hits, status))
+    }
 
-        // Fuse.
-        #[derive(Default)]
-        struct Fused {
-            score: f32,
-            name: Option<Signal>,
-            lexical: Option<Signal>,
-            vector: Option<Signal>,
-        }
-        let signal = |rank: usize, score: f32| Signal {
-            rank: rank + 1,
+    /// A fused chunk as a hit: its preview, freshness and the rankings that found it.
+    fn hit(&self, chunk: StoredChunk, fused: Fused) -> Hit {
+        let Fused {
             score,
-        };
-        let rrf = |rank: usize| 1.0 / (RRF_K + (rank + 1) as f32);
-        let mut fused: HashMap<String, Fused> = HashMap::new();
-        let mut stored: HashMap<String, StoredChunk> = HashMap::new();
-        for (rank, chunk) in named.into_iter().enumerate() {
-            let entry = fused.entry(chunk.id.clone()).or_default();
-            entry.score += NAME_WEIGHT * rrf(rank);
-            entry.name = Some(signal(rank, 1.0));
-            stored.insert(chunk.id.clone(), chunk);
+            name,
+            lexical,
+            vector,
+        } = fused;
+        let mut found_by = Vec::new();
+        if name.is_some() {
+            found_by.push("name");
         }
-        for (rank, (chunk, score)) in lexical.into_iter().enumerate() {
-            let entry = fused.entry(chunk.id.clone()).or_default();
-            entry.score += LEXICAL_WEIGHT * rrf(rank);
-            entry.lexical = Some(signal(rank, score));
-            stored.insert(chunk.id.clone(), chunk);
+        if lexical.is_some() {
+            found_by.push("lexical");
         }
-        for (rank, (id, score)) in vector_hits.into_iter().enumerate() {
-            let entry = fused.entry(id).or_default();
-            entry.score += VECTOR_WEIGHT * rrf(rank);
-            entry.vector = Some(signal(rank, score));
+        if vector.is_some() {
+            found_by.push("vector");
         }
-        let mut ranked: Vec<(String, Fused)> = fused.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then_with(|| a.0.cmp(&b.0)));
-        ranked.truncate(k);
-
-        let mut hits = Vec::with_capacity(ranked.len());
-        for (id, f) in ranked {
-            let Fused {
-                score,
-                name,
-                lexical,
-                vector,
-            } = f;
-            let chunk = match stored.remove(&id) {
-                Some(c) => c,
-                None => match self.lexical.get(&id)? {
-                    Some(c) => c,
-                    None => continue,
-                },
-            };
-            let mut found_by = Vec::new();
-            if name.is_some() {
-                found_by.push("name");
-            }
-            if lexical.is_some() {
-                found_by.push("lexical");
-            }
-            if vector.is_some() {
-                found_by.push("vector");
-            }
-            hits.push(Hit {
-                freshness: self.freshness(&chunk.path),
-                preview: chunk
-                    .text
-                    .lines()
-                    .take(PREVIEW_LINES)
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                id: chunk.id,
-                path: chunk.path,
-                start_line: chunk.start_line,
-                end_line: chunk.end_line,
-                symbol: chunk.symbol,
-                kind: chunk.kind,
-                score,
-                found_by,
-                name,
-                lexical,
-                vector,
-            });
+        Hit {
+            freshness: self.freshness(&chunk.path),
+            preview: chunk
+                .text
+                .lines()
+                .take(PREVIEW_LINES)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            id: chunk.id,
+            path: chunk.path,
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            symbol: chunk.symbol,
+            kind: chunk.kind,
+            score,
+            found_by,
+            name,
+            lexical,
+            vector,
         }
-        Ok(SearchResult {
-            query: query.to_string(),
-            hits,
-            vector: status,
-            files: self.catalog.files.len(),
-            synced_at: self.catalog.synced_at,
-        })
     }
 
     /// A chunk by id, with its whole text.
@@ -522,4 +508,51 @@ pub struct ChunkDetail {
     pub kind: String,
     pub freshness: Freshness,
     pub text: String,
+}
+
+/// A chunk's place in the fused ranking: its score and what each ranking said of it.
+#[derive(Default)]
+struct Fused {
+    score: f32,
+    name: Option<Signal>,
+    lexical: Option<Signal>,
+    vector: Option<Signal>,
+}
+
+/// Reciprocal rank fusion of the three rankings, weighted, best first (ties by id), cut
+/// to `k`; with the stored chunks the name and word rankings brought.
+fn fuse(
+    named: Vec<StoredChunk>,
+    lexical: Vec<(StoredChunk, f32)>,
+    vector_hits: Vec<(String, f32)>,
+    k: usize,
+) -> (Vec<(String, Fused)>, HashMap<String, StoredChunk>) {
+    let signal = |rank: usize, score: f32| Signal {
+        rank: rank + 1,
+        score,
+    };
+    let rrf = |rank: usize| 1.0 / (RRF_K + (rank + 1) as f32);
+    let mut fused: HashMap<String, Fused> = HashMap::new();
+    let mut stored: HashMap<String, StoredChunk> = HashMap::new();
+    for (rank, chunk) in named.into_iter().enumerate() {
+        let entry = fused.entry(chunk.id.clone()).or_default();
+        entry.score += NAME_WEIGHT * rrf(rank);
+        entry.name = Some(signal(rank, 1.0));
+        stored.insert(chunk.id.clone(), chunk);
+    }
+    for (rank, (chunk, score)) in lexical.into_iter().enumerate() {
+        let entry = fused.entry(chunk.id.clone()).or_default();
+        entry.score += LEXICAL_WEIGHT * rrf(rank);
+        entry.lexical = Some(signal(rank, score));
+        stored.insert(chunk.id.clone(), chunk);
+    }
+    for (rank, (id, score)) in vector_hits.into_iter().enumerate() {
+        let entry = fused.entry(id).or_default();
+        entry.score += VECTOR_WEIGHT * rrf(rank);
+        entry.vector = Some(signal(rank, score));
+    }
+    let mut ranked: Vec<(String, Fused)> = fused.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then_with(|| a.0.cmp(&b.0)));
+    ranked.truncate(k);
+    (ranked, stored)
 }
