@@ -5,6 +5,7 @@
 //! same tree gives the same answer, in the same order.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use super::error::{Error, PathError};
 use super::index::{Freshness, Index};
@@ -12,7 +13,7 @@ use super::page::{Page, Window};
 use super::qualified::{self, Qualified};
 use super::references::{self, Use, UseCounts};
 use super::root::Root;
-use super::search::search_words;
+use super::search::{TextResult, search_words};
 use super::symbols::SymbolHit;
 use super::tags::Tag;
 
@@ -274,179 +275,43 @@ pub fn analyze(
             "no target given: name files or symbols",
         ));
     }
-    let mut names: Vec<String> = Vec::new();
-    let mut target_files: BTreeSet<String> = BTreeSet::new();
-    // Qualified targets (`Session.request`), each with whether its container is a type;
-    // and the names some target gave plainly (a file's definitions, a bare name).
-    let mut members: Vec<(Qualified, bool)> = Vec::new();
-    let mut plain: BTreeSet<String> = BTreeSet::new();
-    for target in targets {
-        let resolved = root.resolve(target);
-        let member = qualified::split(target).filter(|_| !looks_like_file_name(target));
-        // A target that leaves the root is an error, not a name to search for; one that
-        // looks like a path but does not exist is not found.
-        match &resolved {
-            Err(PathError::OutsideRoot(_)) => {
-                return Err(Error::Path(PathError::OutsideRoot(target.clone())));
-            }
-            Err(PathError::NotFound(_)) if looks_like_path(target) && member.is_none() => {
-                return Err(Error::Path(PathError::NotFound(target.clone())));
-            }
-            _ => {}
-        }
-        let as_file = resolved.ok().filter(|p| p.is_file());
-        match as_file {
-            Some(abs) => {
-                let rel = root.relative(&abs);
-                if let Some(i) = index.file_index(&rel) {
-                    for t in index
-                        .file_tags(i)?
-                        .into_iter()
-                        .filter(|t| t.is_definition && t.scope.is_none())
-                        .take(MAX_NAMES)
-                    {
-                        plain.insert(t.name.clone());
-                        if !names.contains(&t.name) {
-                            names.push(t.name);
-                        }
-                    }
-                }
-                // Markup, stylesheet and script targets: their classes and ids are names.
-                if is_markup_style_or_script(&rel)
-                    && let Ok(text) = std::fs::read_to_string(&abs)
-                {
-                    for n in markup_names(&text).into_iter().take(MAX_NAMES) {
-                        plain.insert(n.clone());
-                        if !names.contains(&n) {
-                            names.push(n);
-                        }
-                    }
-                }
-                target_files.insert(rel);
-            }
-            None => {
-                let defined = || -> Result<bool, Error> {
-                    for t in index.lookup(target)? {
-                        if index.is_definition(t)? {
-                            return Ok(true);
-                        }
-                    }
-                    Ok(false)
-                };
-                let name = match member {
-                    Some(q) if !defined()? => {
-                        let found = super::symbols::members(&q, defined_as(index, &q.name)?);
-                        if found.is_empty() {
-                            // No such member: the same answer as an unknown name.
-                            return Err(Error::NotFound(target.clone()));
-                        }
-                        let of_type = found.iter().any(|d| d.scope.as_deref() == Some(q.last()));
-                        let name = q.name.clone();
-                        members.push((q, of_type));
-                        name
-                    }
-                    _ => {
-                        plain.insert(target.clone());
-                        target.clone()
-                    }
-                };
-                if !names.contains(&name) {
-                    names.push(name);
-                }
-            }
-        }
-    }
-    // The members a name stands for when no target gave it plainly.
-    let members_of = |name: &str| -> Vec<&(Qualified, bool)> {
-        if plain.contains(name) {
-            Vec::new()
-        } else {
-            members.iter().filter(|(q, _)| q.name == name).collect()
-        }
-    };
-    let mut definitions = Vec::new();
-    for name in &names {
-        for t in index.lookup(name)? {
-            let (tag, file) = index.tag(t)?;
-            let path = index.file_path(file);
-            let meant = || {
-                let of = members_of(name);
-                of.is_empty()
-                    || of
-                        .iter()
-                        .any(|(q, _)| q.defines(path, tag.scope.as_deref()))
-            };
-            if tag.is_definition && meant() {
-                definitions.push(super::symbols::hit(path, tag));
-            }
-        }
-    }
+    let resolved = Targets::resolve(root, index, targets)?;
+    let names = &resolved.names;
+    let mut definitions = resolved.definitions(index)?;
     // One text search finds both the files to parse for uses and the mentions in tests,
     // configuration, documentation and markup.
     let found = if names.is_empty() {
         None
     } else {
-        Some(search_words(root, &names)?)
+        Some(search_words(root, names)?)
     };
     let files: Vec<references::TaggedFile> = found
         .as_ref()
-        .map(|f| references::tag_found(root, f, &names))
+        .map(|f| references::tag_found(root, f, names))
         .unwrap_or_default()
         .into_iter()
-        .filter(|f| !target_files.contains(&f.path))
+        .filter(|f| !resolved.files.contains(&f.path))
         .collect();
-    let mut uses = references::uses_in(&files, &names);
+    let mut uses = references::uses_in(&files, names);
     uses.retain(|u| {
-        let of = members_of(&u.tag.name);
+        let of = resolved.members_of(&u.tag.name);
         of.is_empty() || of.iter().any(|(q, of_type)| q.may_use(u, &files, *of_type))
     });
     references::sort_for_reading(&mut uses);
     let counts = UseCounts::of(&uses);
-    let (subclasses, importers, callers) = dependents(&files, &uses);
-    let references: Vec<SymbolHit> = uses
+    let (mut subclasses, mut importers, mut callers) = dependents(&files, &uses);
+    let mut references: Vec<SymbolHit> = uses
         .iter()
         .map(|u| SymbolHit {
             resolution: Some(u.resolution.as_str()),
             ..super::symbols::hit(&u.path, u.tag.clone())
         })
         .collect();
-    // Text mentions outside the code index: tests, configuration, documentation, markup.
-    let mut tests = Vec::new();
-    let mut config_and_docs = Vec::new();
-    let mut markup = Vec::new();
-    if let Some(found) = found {
-        for file in found.files {
-            if target_files.contains(&file.path) {
-                continue;
-            }
-            for m in file.matches {
-                let Some(name) = names.iter().find(|n| {
-                    let of = members_of(n);
-                    contains_word(&m.text, n)
-                        && (of.is_empty() || of.iter().any(|(q, _)| q.mentioned_in(&m.text)))
-                }) else {
-                    continue;
-                };
-                let item = |why: String| ImpactItem {
-                    path: file.path.clone(),
-                    line: m.line,
-                    name: name.clone(),
-                    why,
-                };
-                if is_test_path(&file.path) {
-                    tests.push(item(format!("test file mentions `{name}`")));
-                } else if is_config_or_doc(&file.path) {
-                    config_and_docs.push(item(format!(
-                        "configuration or documentation names `{name}`"
-                    )));
-                } else if is_markup_style_or_script(&file.path)
-                    && markup_use(&file.path, &m.text, name)
-                {
-                    markup.push(item(format!("markup uses `{name}` as a class or id")));
-                }
-            }
-        }
-    }
+    let Mentions {
+        tests,
+        config_and_docs,
+        markup,
+    } = found.map_or_else(Mentions::default, |f| Mentions::of(f, &resolved));
     // Name matches say nothing about this code: they do not count towards the risk.
     let referencing_files: BTreeSet<&str> = uses
         .iter()
@@ -454,7 +319,7 @@ pub fn analyze(
         .map(|u| u.path.as_str())
         .collect();
     let risk = risk(
-        &names,
+        names,
         &definitions,
         &referencing_files,
         subclasses.len(),
@@ -467,13 +332,11 @@ pub fn analyze(
         && tests.is_empty()
         && config_and_docs.is_empty()
         && markup.is_empty();
-    if nothing && target_files.is_empty() {
+    if nothing && resolved.files.is_empty() {
         return Err(Error::NotFound(targets.join(", ")));
     }
-    definitions.sort_by_key(|d| !target_files.contains(&d.path));
-    let mut references = references;
+    definitions.sort_by_key(|d| !resolved.files.contains(&d.path));
     references.sort_by_key(|r| (r.resolution == Some("name"), is_test_path(&r.path)));
-    let (mut subclasses, mut importers, mut callers) = (subclasses, importers, callers);
     subclasses.sort_by_key(|c| (c.resolution == "name", is_test_path(&c.path)));
     callers.sort_by_key(|c| (c.resolution == "name", is_test_path(&c.path)));
     importers.sort_by_key(|i| is_test_path(&i.path));
@@ -496,7 +359,6 @@ pub fn analyze(
         }
     }
     Ok(Impact {
-        names,
         definitions: page(definitions, window(Section::Definitions)),
         references: {
             let mut page = page(references, window(Section::References));
@@ -512,7 +374,207 @@ pub fn analyze(
         markup: page(spread(markup), window(Section::Markup)),
         risk,
         freshness: index.freshness.clone(),
+        names: resolved.names,
     })
+}
+
+/// The targets resolved: the names to look for and the files they name.
+struct Targets {
+    /// Every name looked for, in the order the targets gave them.
+    names: Vec<String>,
+    /// The target files (root-relative), whose own lines are not impact.
+    files: BTreeSet<String>,
+    /// Qualified targets (`Session.request`), each with whether its container is a type.
+    members: Vec<(Qualified, bool)>,
+    /// The names some target gave plainly (a file's definitions, a bare name).
+    plain: BTreeSet<String>,
+}
+
+impl Targets {
+    /// Resolves each target as a file under the root or else as a symbol name. A target
+    /// that leaves the root is an error, not a name to search for; one that looks like a
+    /// path but does not exist is not found, and so is a member no type has.
+    fn resolve(root: &Root, index: &Index, targets: &[String]) -> Result<Targets, Error> {
+        let mut resolved = Targets {
+            names: Vec::new(),
+            files: BTreeSet::new(),
+            members: Vec::new(),
+            plain: BTreeSet::new(),
+        };
+        for target in targets {
+            let path = root.resolve(target);
+            let member = qualified::split(target).filter(|_| !looks_like_file_name(target));
+            match &path {
+                Err(PathError::OutsideRoot(_)) => {
+                    return Err(Error::Path(PathError::OutsideRoot(target.clone())));
+                }
+                Err(PathError::NotFound(_)) if looks_like_path(target) && member.is_none() => {
+                    return Err(Error::Path(PathError::NotFound(target.clone())));
+                }
+                _ => {}
+            }
+            match path.ok().filter(|p| p.is_file()) {
+                Some(abs) => resolved.add_file(root, index, &abs)?,
+                None => resolved.add_symbol(index, target, member)?,
+            }
+        }
+        Ok(resolved)
+    }
+
+    /// A target file: its top-level definitions are names, and so are the classes and ids
+    /// of a markup, stylesheet or script file.
+    fn add_file(&mut self, root: &Root, index: &Index, abs: &Path) -> Result<(), Error> {
+        let rel = root.relative(abs);
+        if let Some(i) = index.file_index(&rel) {
+            for t in index
+                .file_tags(i)?
+                .into_iter()
+                .filter(|t| t.is_definition && t.scope.is_none())
+                .take(MAX_NAMES)
+            {
+                self.add_plain(t.name);
+            }
+        }
+        if is_markup_style_or_script(&rel)
+            && let Ok(text) = std::fs::read_to_string(abs)
+        {
+            for n in markup_names(&text).into_iter().take(MAX_NAMES) {
+                self.add_plain(n);
+            }
+        }
+        self.files.insert(rel);
+        Ok(())
+    }
+
+    /// A symbol target: a bare name, or a member (`Type.member`) when the qualified text
+    /// is not itself defined.
+    fn add_symbol(
+        &mut self,
+        index: &Index,
+        target: &str,
+        member: Option<Qualified>,
+    ) -> Result<(), Error> {
+        let defined = || -> Result<bool, Error> {
+            for t in index.lookup(target)? {
+                if index.is_definition(t)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        };
+        match member {
+            Some(q) if !defined()? => {
+                let found = super::symbols::members(&q, defined_as(index, &q.name)?);
+                if found.is_empty() {
+                    // No such member: the same answer as an unknown name.
+                    return Err(Error::NotFound(target.to_string()));
+                }
+                let of_type = found.iter().any(|d| d.scope.as_deref() == Some(q.last()));
+                let name = q.name.clone();
+                self.members.push((q, of_type));
+                self.add_name(name);
+            }
+            _ => self.add_plain(target.to_string()),
+        }
+        Ok(())
+    }
+
+    fn add_plain(&mut self, name: String) {
+        self.plain.insert(name.clone());
+        self.add_name(name);
+    }
+
+    fn add_name(&mut self, name: String) {
+        if !self.names.contains(&name) {
+            self.names.push(name);
+        }
+    }
+
+    /// The members a name stands for when no target gave it plainly.
+    fn members_of(&self, name: &str) -> Vec<&(Qualified, bool)> {
+        if self.plain.contains(name) {
+            Vec::new()
+        } else {
+            self.members
+                .iter()
+                .filter(|(q, _)| q.name == name)
+                .collect()
+        }
+    }
+
+    /// The definitions of the names: of a member's name, only those of that member.
+    fn definitions(&self, index: &Index) -> Result<Vec<SymbolHit>, Error> {
+        let mut definitions = Vec::new();
+        for name in &self.names {
+            for t in index.lookup(name)? {
+                let (tag, file) = index.tag(t)?;
+                let path = index.file_path(file);
+                let meant = || {
+                    let of = self.members_of(name);
+                    of.is_empty()
+                        || of
+                            .iter()
+                            .any(|(q, _)| q.defines(path, tag.scope.as_deref()))
+                };
+                if tag.is_definition && meant() {
+                    definitions.push(super::symbols::hit(path, tag));
+                }
+            }
+        }
+        Ok(definitions)
+    }
+}
+
+/// Text mentions outside the code index: tests, configuration, documentation, markup.
+#[derive(Default)]
+struct Mentions {
+    tests: Vec<ImpactItem>,
+    config_and_docs: Vec<ImpactItem>,
+    markup: Vec<ImpactItem>,
+}
+
+impl Mentions {
+    /// The mentions among the lines the text search `found`, outside the target files: a
+    /// line names a target (of a member, with its container) as a whole word.
+    fn of(found: TextResult, targets: &Targets) -> Mentions {
+        let mut mentions = Mentions::default();
+        for file in found.files {
+            if targets.files.contains(&file.path) {
+                continue;
+            }
+            for m in file.matches {
+                let Some(name) = targets.names.iter().find(|n| {
+                    let of = targets.members_of(n);
+                    contains_word(&m.text, n)
+                        && (of.is_empty() || of.iter().any(|(q, _)| q.mentioned_in(&m.text)))
+                }) else {
+                    continue;
+                };
+                let item = |why: String| ImpactItem {
+                    path: file.path.clone(),
+                    line: m.line,
+                    name: name.clone(),
+                    why,
+                };
+                if is_test_path(&file.path) {
+                    mentions
+                        .tests
+                        .push(item(format!("test file mentions `{name}`")));
+                } else if is_config_or_doc(&file.path) {
+                    mentions.config_and_docs.push(item(format!(
+                        "configuration or documentation names `{name}`"
+                    )));
+                } else if is_markup_style_or_script(&file.path)
+                    && markup_use(&file.path, &m.text, name)
+                {
+                    mentions
+                        .markup
+                        .push(item(format!("markup uses `{name}` as a class or id")));
+                }
+            }
+        }
+        mentions
+    }
 }
 
 /// Text mentions ranked for reading: the first line of each file, files with the most
