@@ -310,46 +310,8 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             flags: flag_text,
             intent,
             format,
-        } => {
-            let contract = load_contract(&source)?;
-            if let Some(intent) = &intent
-                && !contract.intents.contains(intent)
-            {
-                return Err(CliError::UnknownIntent {
-                    intent: intent.clone(),
-                    known: contract.intents.clone(),
-                });
-            }
-            // An intent alone draws the flow for it with no flags given, rather than
-            // being ignored: only a diagram under some flag set depends on the intent.
-            let flag_text = flag_text.or_else(|| intent.as_ref().map(|_| String::new()));
-            let intent = intent.unwrap_or_else(|| contract.default_intent.clone());
-            let flag_set = flag_text
-                .as_deref()
-                .map(|t| flags::parse(&contract, t))
-                .transpose()
-                .map_err(CliError::Flags)?;
-            let format = match format {
-                GraphFormat::Mermaid => diagram::Format::Mermaid,
-                GraphFormat::Dot => diagram::Format::Dot,
-            };
-            out!(
-                "{}",
-                diagram::render(&contract, flag_set.as_ref(), &intent, format)
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Matrix { source, format } => {
-            let contract = load_contract(&source)?;
-            let m = matrix::compute(&contract).map_err(CliError::Matrix)?;
-            match format {
-                MatrixFormat::Markdown => out!("{}", matrix::to_markdown(&contract, &m)),
-                MatrixFormat::Json => {
-                    outln!("{}", serde_json::to_string_pretty(&m).unwrap_or_default());
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => graph(&source, flag_text, intent, format),
+        Command::Matrix { source, format } => matrix(&source, format),
         Command::Show {
             source,
             session:
@@ -417,50 +379,112 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
                     intent,
                 },
             facts,
-        } => {
-            let contract = load_contract(&source)?;
-            let facts = match facts {
-                None => None,
-                Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
-                    Ok(serde_json::Value::Object(map)) => Some(map),
-                    _ => {
-                        return Err(CliError::Usage(format!(
-                            "--facts must be a JSON object, not {text}"
-                        )));
-                    }
-                },
-            };
-            let paths = crate::scenario::shortest(&contract, &flag_text, intent.as_deref(), facts)
-                .map_err(CliError::Usage)?;
-            let named = source
-                .contract
-                .as_ref()
-                .map_or("builtin".to_string(), |p| p.display().to_string());
-            out!("{}", crate::scenario::to_scenarios(&paths, &named));
-            Ok(ExitCode::SUCCESS)
-        }
+        } => paths(&source, &flag_text, intent.as_deref(), facts),
         Command::Replay {
             log,
             session,
             check,
-        } => {
-            let text = std::fs::read_to_string(&log).map_err(|e| CliError::read(&log, e))?;
-            let project = Path::new(contract::PROJECT_CONTRACT).is_file();
-            let named = if project {
-                format!("../{}", contract::PROJECT_CONTRACT)
-            } else {
-                "builtin".to_string()
-            };
-            let scenario = crate::scenario::from_log(&text, session.as_deref(), &named)
-                .map_err(|e| CliError::Usage(format!("{}: {e}", log.display())))?;
-            out!("{scenario}");
-            if !check {
-                return Ok(ExitCode::SUCCESS);
-            }
-            let contract = load_contract(&ContractSource { contract: None })?;
-            test::check_text(&contract, &scenario)
+        } => replay(&log, session.as_deref(), check),
+    }
+}
+
+/// `graph`: the flow as a diagram, as it is under the flags given (an intent alone draws
+/// it under no flags).
+fn graph(
+    source: &ContractSource,
+    flag_text: Option<String>,
+    intent: Option<String>,
+    format: GraphFormat,
+) -> Result<ExitCode, CliError> {
+    let contract = load_contract(source)?;
+    if let Some(intent) = &intent
+        && !contract.intents.contains(intent)
+    {
+        return Err(CliError::UnknownIntent {
+            intent: intent.clone(),
+            known: contract.intents.clone(),
+        });
+    }
+    // An intent alone draws the flow for it with no flags given, rather than
+    // being ignored: only a diagram under some flag set depends on the intent.
+    let flag_text = flag_text.or_else(|| intent.as_ref().map(|_| String::new()));
+    let intent = intent.unwrap_or_else(|| contract.default_intent.clone());
+    let flag_set = flag_text
+        .as_deref()
+        .map(|t| flags::parse(&contract, t))
+        .transpose()
+        .map_err(CliError::Flags)?;
+    let format = match format {
+        GraphFormat::Mermaid => diagram::Format::Mermaid,
+        GraphFormat::Dot => diagram::Format::Dot,
+    };
+    out!(
+        "{}",
+        diagram::render(&contract, flag_set.as_ref(), &intent, format)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `matrix`: the phase × flag matrix of the contract, as Markdown or JSON.
+fn matrix(source: &ContractSource, format: MatrixFormat) -> Result<ExitCode, CliError> {
+    let contract = load_contract(source)?;
+    let m = matrix::compute(&contract).map_err(CliError::Matrix)?;
+    match format {
+        MatrixFormat::Markdown => out!("{}", matrix::to_markdown(&contract, &m)),
+        MatrixFormat::Json => {
+            outln!("{}", serde_json::to_string_pretty(&m).unwrap_or_default());
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `paths`: a shortest payload sequence to each state, printed as a scenario file.
+fn paths(
+    source: &ContractSource,
+    flag_text: &str,
+    intent: Option<&str>,
+    facts: Option<String>,
+) -> Result<ExitCode, CliError> {
+    let contract = load_contract(source)?;
+    let facts = match facts {
+        None => None,
+        Some(text) => match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Object(map)) => Some(map),
+            _ => {
+                return Err(CliError::Usage(format!(
+                    "--facts must be a JSON object, not {text}"
+                )));
+            }
+        },
+    };
+    let paths =
+        crate::scenario::shortest(&contract, flag_text, intent, facts).map_err(CliError::Usage)?;
+    let named = source
+        .contract
+        .as_ref()
+        .map_or("builtin".to_string(), |p| p.display().to_string());
+    out!("{}", crate::scenario::to_scenarios(&paths, &named));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `replay`: a session the server recorded as a scenario file, run against the
+/// repository's contract as it is now with `--check`.
+fn replay(log: &Path, session: Option<&str>, check: bool) -> Result<ExitCode, CliError> {
+    let text = std::fs::read_to_string(log).map_err(|e| CliError::read(log, e))?;
+    let project = Path::new(contract::PROJECT_CONTRACT).is_file();
+    let named = if project {
+        format!("../{}", contract::PROJECT_CONTRACT)
+    } else {
+        "builtin".to_string()
+    };
+    let scenario = crate::scenario::from_log(&text, session, &named)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", log.display())))?;
+    out!("{scenario}");
+    if !check {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let contract = load_contract(&ContractSource { contract: None })?;
+    test::check_text(&contract, &scenario)
 }
 
 /// `hook`: one hook call, stdin to stdout. Exits 0 whatever happens: a client lets a
