@@ -3,10 +3,13 @@
 //! every tool through the contract, records what the agent called and saw, runs the
 //! session driver for `start_session` and `submit_phase`, and checkpoints every change.
 //! `service` adapts it to rmcp; tests may call it directly. The session tools are in
-//! `sessions`, the control tools in `control`.
+//! `start` (`start_session`), `turn` (`submit_phase`) and `sessions` (the others), the
+//! control tools in `control`.
 
 mod control;
 mod sessions;
+mod start;
+mod turn;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
