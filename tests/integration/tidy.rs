@@ -203,3 +203,245 @@ fn no_host_tool_action_fact_or_message_is_named_in_the_engine() {
         found.join("\n")
     );
 }
+
+/// The longest a function may be, in lines (issue 18).
+const MAX_FUNCTION_LINES: usize = 150;
+
+/// The most code lines a file may have outside its tests (issue 18).
+const MAX_FILE_CODE_LINES: usize = 900;
+
+/// The functions allowed over [`MAX_FUNCTION_LINES`]: data tables only, each with why. A
+/// name is the module path and the function's name (a method's type is left out).
+const LONG_FUNCTIONS_ALLOWED: &[(&str, &str)] = &[
+    (
+        "server::registry::registry",
+        "the code-intel host's registry: one entry per tool, action, fact and message",
+    ),
+    // issue 18: being split
+    ("server::hook::shell::analyse", "not a table: being split"),
+    // issue 18: being split
+    ("server::hook::shell::lex_into", "not a table: being split"),
+    // issue 18: being split
+    ("server::code_tools::call_once", "not a table: being split"),
+];
+
+/// The files allowed over [`MAX_FILE_CODE_LINES`], each with why.
+const LONG_FILES_ALLOWED: &[(&str, &str)] = &[
+    // issue 18: being split
+    ("server/hook/shell.rs", "not a table: being split"),
+];
+
+/// A function found in a file: its name, the line of its `fn` and how many lines it takes.
+#[derive(Debug, PartialEq)]
+struct FunctionLength {
+    name: String,
+    line: usize,
+    lines: usize,
+}
+
+/// The length of every function with a body in `code` (blanked: see
+/// [`crate::rust_source::code_without_tests`]): from the line of its `fn` keyword to the
+/// line of its closing brace, both included. A function inside another is measured on its
+/// own and counts in the outer one's lines too; a declaration without a body (`fn f();`
+/// in a trait) and a function pointer type (`fn(u8) -> u8`) are not functions here.
+fn function_lengths(code: &str) -> Vec<FunctionLength> {
+    let chars: Vec<char> = code.chars().collect();
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let line_of = |at: usize| chars[..at].iter().filter(|c| **c == '\n').count() + 1;
+    let mut out = Vec::new();
+    for at in 0..chars.len().saturating_sub(2) {
+        let keyword = chars[at] == 'f'
+            && chars[at + 1] == 'n'
+            && chars[at + 2].is_whitespace()
+            && (at == 0 || !is_ident(chars[at - 1]));
+        if !keyword {
+            continue;
+        }
+        let mut i = at + 2;
+        while i < chars.len() && chars[i].is_whitespace() {
+            i += 1;
+        }
+        let name: String = chars[i..].iter().take_while(|c| is_ident(**c)).collect();
+        if name.is_empty() {
+            continue;
+        }
+        // The body is the first `{` outside the signature's parentheses and brackets; a
+        // `;` or a `}` first means there is none.
+        let mut depth = 0i32;
+        let mut body = None;
+        while i < chars.len() {
+            match chars[i] {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '{' if depth == 0 => {
+                    body = Some(i);
+                    break;
+                }
+                ';' | '}' if depth == 0 => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        let Some(open) = body else { continue };
+        let mut depth = 0;
+        let mut close = None;
+        for (k, c) in chars.iter().enumerate().skip(open) {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(k);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { continue };
+        let line = line_of(at);
+        out.push(FunctionLength {
+            name,
+            line,
+            lines: line_of(close) - line + 1,
+        });
+    }
+    out
+}
+
+/// The code lines of a file: its non-blank lines once comments and literals are blanked
+/// and its `#[cfg(test)]` items removed ([`crate::rust_source::code_without_tests`]).
+fn code_lines(text: &str) -> usize {
+    crate::rust_source::code_without_tests(text)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
+/// A source file's module path: `src/server/core/mod.rs` is `server::core`.
+fn module_path(file: &Path) -> String {
+    let relative = file.strip_prefix(repo().join("src")).unwrap();
+    let mut parts: Vec<String> = relative
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+#[test]
+fn the_function_measure_counts_from_the_fn_line_to_the_closing_brace() {
+    let function = |name: &str, lines: usize| {
+        let body = "    let s = \"}\"; // {\n".repeat(lines - 5);
+        format!(
+            "/// A doc line is not counted.\npub fn {name}(a: [u8; 2]) -> Vec<u8>\nwhere\n    u8: Copy,\n{{\n{body}}}\n"
+        )
+    };
+    // The signature's lines and the braces count: a function of n lines has n - 5 in its
+    // body here. Braces in strings and comments count for nothing.
+    let text = format!(
+        "{}{}trait T {{ fn declared(&self); }}\nstruct S {{ f: fn(u8) -> u8 }}\nimpl S {{ fn short(&self) {{}} }}\n",
+        function("at_the_limit", MAX_FUNCTION_LINES),
+        function("over_it", MAX_FUNCTION_LINES + 1),
+    );
+    let lengths = function_lengths(&crate::rust_source::code_without_tests(&text));
+    let names: Vec<(&str, usize)> = lengths.iter().map(|f| (f.name.as_str(), f.lines)).collect();
+    assert_eq!(
+        names,
+        [
+            ("at_the_limit", MAX_FUNCTION_LINES),
+            ("over_it", MAX_FUNCTION_LINES + 1),
+            ("short", 1)
+        ]
+    );
+    let over: Vec<&str> = lengths
+        .iter()
+        .filter(|f| f.lines > MAX_FUNCTION_LINES)
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(over, ["over_it"]);
+    // Comments, blank lines and test items are not code lines.
+    let file = "//! A module.\nfn a() {}\n\n/* two\nlines */\n#[cfg(test)]\nmod tests {\n    fn b() {}\n}\nfn c() {}\n";
+    assert_eq!(code_lines(file), 2);
+}
+
+/// No function in `src/` is longer than [`MAX_FUNCTION_LINES`], measured by
+/// [`function_lengths`] on the code without tests: from the line of the `fn` keyword to
+/// the line of the closing brace, both included, comments and blank lines inside
+/// counted. Data tables are allowed by name in [`LONG_FUNCTIONS_ALLOWED`], and an entry
+/// no longer needed must go.
+#[test]
+fn no_function_is_longer_than_150_lines() {
+    let mut over = Vec::new();
+    let mut allowed_and_long = Vec::new();
+    for file in src_files() {
+        let code = crate::rust_source::code_without_tests(&std::fs::read_to_string(&file).unwrap());
+        for f in function_lengths(&code) {
+            if f.lines <= MAX_FUNCTION_LINES {
+                continue;
+            }
+            let name = format!("{}::{}", module_path(&file), f.name);
+            if LONG_FUNCTIONS_ALLOWED.iter().any(|(n, _)| *n == name) {
+                allowed_and_long.push(name);
+            } else {
+                let relative = file.strip_prefix(repo()).unwrap().display().to_string();
+                over.push(format!("{relative}:{}: {name} ({} lines)", f.line, f.lines));
+            }
+        }
+    }
+    let stale: Vec<&str> = LONG_FUNCTIONS_ALLOWED
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| !allowed_and_long.iter().any(|a| a == n))
+        .collect();
+    assert!(
+        over.is_empty() && stale.is_empty(),
+        "{} functions over {MAX_FUNCTION_LINES} lines (split them where their comments put headers):\n{}\n\
+         {} allowed as long that are not (remove them from LONG_FUNCTIONS_ALLOWED): {stale:?}",
+        over.len(),
+        over.join("\n"),
+        stale.len(),
+    );
+}
+
+/// No file in `src/` has more than [`MAX_FILE_CODE_LINES`] code lines, counted by
+/// [`code_lines`]: the lines that are not blank once comments and string and char
+/// literals are blanked and `#[cfg(test)]` items removed. Files allowed by name in
+/// [`LONG_FILES_ALLOWED`]; an entry no longer needed must go.
+#[test]
+fn no_file_has_more_than_900_lines_of_code_outside_tests() {
+    let mut over = Vec::new();
+    let mut allowed_and_long = Vec::new();
+    for file in src_files() {
+        let lines = code_lines(&std::fs::read_to_string(&file).unwrap());
+        if lines <= MAX_FILE_CODE_LINES {
+            continue;
+        }
+        let relative = file.strip_prefix(repo().join("src")).unwrap();
+        let relative = relative.to_string_lossy().replace('\\', "/");
+        if LONG_FILES_ALLOWED.iter().any(|(f, _)| *f == relative) {
+            allowed_and_long.push(relative);
+        } else {
+            over.push(format!("src/{relative}: {lines} code lines"));
+        }
+    }
+    let stale: Vec<&str> = LONG_FILES_ALLOWED
+        .iter()
+        .map(|(f, _)| *f)
+        .filter(|f| !allowed_and_long.iter().any(|a| a == f))
+        .collect();
+    assert!(
+        over.is_empty() && stale.is_empty(),
+        "{} files over {MAX_FILE_CODE_LINES} code lines outside tests (split them where their comments put headers):\n{}\n\
+         {} allowed as long that are not (remove them from LONG_FILES_ALLOWED): {stale:?}",
+        over.len(),
+        over.join("\n"),
+        stale.len(),
+    );
+}
