@@ -100,7 +100,8 @@ pub const MAX_EXPLORED_PER_CALL: usize = 256;
 
 /// The most bytes a call's arguments may take as JSON: no more could be checkpointed.
 pub const MAX_ARGUMENTS_BYTES: usize = super::checkpoint::MAX_CHECKPOINT_BYTES;
-/// The longest string any argument may hold, unless `FIELD_LIMITS` says otherwise.
+/// The longest string any argument may hold, unless its tool declares a limit of its
+/// own ([`FieldLimit`]).
 pub const MAX_STRING_BYTES: usize = 16 * 1024;
 /// The most items of any list argument.
 pub const MAX_LIST_ITEMS: usize = 1000;
@@ -110,60 +111,26 @@ pub const MAX_QUERY_BYTES: usize = 4 * 1024;
 /// costs hundreds in the compiled matcher.
 pub const MAX_PATTERNS_BYTES: usize = 16 * 1024;
 
-/// The limits of one field of one tool.
-struct FieldLimit {
-    tool: &'static str,
-    field: &'static str,
+/// The limits of one field of a tool, beyond the general ones (each tool's declaration
+/// lists them: `server::tools::ToolSpec::limits`).
+#[derive(Debug, Clone, Copy)]
+pub struct FieldLimit {
+    pub field: &'static str,
     /// The longest string in it; `None` leaves it to the tool's own check (the request
     /// of `start_session`) or to the total of the call (`submit_phase`'s payload, whose
     /// texts the contract bounds).
-    string: Option<usize>,
+    pub string: Option<usize>,
     /// The most bytes the whole field may take.
-    total: Option<usize>,
+    pub total: Option<usize>,
 }
 
-const FIELD_LIMITS: &[FieldLimit] = &[
-    FieldLimit {
-        tool: "query",
-        field: "question",
-        string: Some(MAX_QUERY_BYTES),
-        total: None,
-    },
-    FieldLimit {
-        tool: "search_text",
-        field: "patterns",
-        string: Some(MAX_QUERY_BYTES),
-        total: Some(MAX_PATTERNS_BYTES),
-    },
-    FieldLimit {
-        tool: "analyze_impact",
-        field: "targets",
-        string: Some(MAX_QUERY_BYTES),
-        total: Some(MAX_PATTERNS_BYTES),
-    },
-    FieldLimit {
-        tool: "start_session",
-        field: "query",
-        string: None,
-        total: None,
-    },
-    FieldLimit {
-        tool: "submit_phase",
-        field: "data",
-        string: None,
-        total: None,
-    },
-];
-
-/// Refuses arguments over the input limits (`arguments.too_large`), naming the field
-/// and the limit. Stops counting at the first excess, so a huge argument costs one scan
-/// of its prefix.
-pub fn bounded(tool: &str, args: &Map<String, Value>) -> Result<(), Reply> {
+/// Refuses arguments of `tool` over the input limits (`arguments.too_large`): the
+/// general ones, or those of its `fields`. The refusal names the field and the limit.
+/// Stops counting at the first excess, so a huge argument costs one scan of its prefix.
+pub fn bounded(tool: &str, fields: &[FieldLimit], args: &Map<String, Value>) -> Result<(), Reply> {
     let mut total = 2;
     for (field, value) in args {
-        let limits = FIELD_LIMITS
-            .iter()
-            .find(|l| l.tool == tool && l.field == field);
+        let limits = fields.iter().find(|l| l.field == field);
         let strings = limits
             .map_or(Some(MAX_STRING_BYTES), |l| l.string)
             .unwrap_or(MAX_ARGUMENTS_BYTES);

@@ -11,8 +11,8 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value, json};
 
 use super::index_cache::{IndexCache, Lookup, WALK_INTERVAL};
-pub use super::registry::Words;
 use super::semantic_tools::{Collection, SemanticSearchArgs, SemanticTools};
+use super::words::Words;
 use crate::codeintel::budget::{ANSWER_BUDGET, IMPACT_SUMMARY_BUDGET, fit};
 use crate::codeintel::error::Error;
 use crate::codeintel::impact::{SUMMARY_TOP, Section, View, analyze};
@@ -275,204 +275,201 @@ fn with_status(mut value: Value, note: &str) -> Value {
     value
 }
 
-impl CodeTools {
-    /// Runs the code tool `name`, its notes in English; `Ok(None)` when there is no such
-    /// tool. See [`CodeTools::call_in`].
-    pub fn call(&self, name: &str, args: Map<String, Value>) -> Result<Option<Value>, ToolError> {
-        self.call_in(name, args, Words::english())
-    }
+/// What answers one code tool: the tool's arguments as the call gave them, and how to
+/// word notes. Its declaration (`server::tools`) names it; it parses the arguments
+/// itself ([`parse`]), into the type whose schema the declaration lists.
+pub type CodeHandler = fn(&CodeTools, Map<String, Value>, Words) -> Result<Value, ToolError>;
 
-    /// Runs the code tool `name`, its notes worded by `words`; `Ok(None)` when there is no
-    /// such tool. The index on disk is checked piece by piece as tools read it
+impl CodeTools {
+    /// Runs one code tool's handler, its notes worded by `words`, and fits the answer to
+    /// the answer budget. The index on disk is checked piece by piece as tools read it
     /// (`codeintel::store`): when a piece does not match its checksum, the index is
     /// repaired and the tool runs again, once.
-    pub fn call_in(
+    pub fn run(
         &self,
-        name: &str,
+        handler: CodeHandler,
         args: Map<String, Value>,
         words: Words,
-    ) -> Result<Option<Value>, ToolError> {
-        match self.call_once(name, args.clone(), words) {
+    ) -> Result<Value, ToolError> {
+        let value = match handler(self, args.clone(), words) {
             Err(ToolError::Tool(problem @ Error::IndexCorrupt { .. })) => {
                 self.index.repair(&problem);
-                self.call_once(name, args, words)
+                handler(self, args, words)?
             }
-            other => other,
+            other => other?,
+        };
+        let value = self.server_freshness(reword_more(value, words), words);
+        Ok(within_budget(value, words))
+    }
+
+    pub(super) fn search_text(&self, a: SearchTextArgs) -> Result<Value, ToolError> {
+        let q = TextQuery {
+            patterns: a.patterns,
+            regex: a.regex,
+            case: if a.ignore_case {
+                Case::Insensitive
+            } else {
+                Case::Sensitive
+            },
+            word: a.word,
+            globs: a.globs,
+            types: a.types,
+            context: a.context.min(10),
+            paths: a.paths,
+        };
+        let r = search_text(&self.root, &q, a.paging.window())?;
+        Ok(json(&wire::TextResult::from(&r)))
+    }
+
+    pub(super) fn search_files(&self, a: SearchFilesArgs) -> Result<Value, ToolError> {
+        let q = FileQuery {
+            globs: a.globs,
+            types: a.types,
+            paths: Vec::new(),
+        };
+        let p = search_files(&self.root, &q, a.paging.window())?;
+        Ok(json(&wire::FileList::from(&p)))
+    }
+
+    pub(super) fn find_definitions(
+        &self,
+        a: DefinitionsArgs,
+        words: Words,
+    ) -> Result<Value, ToolError> {
+        let find =
+            |index: &Index| find_definitions(index, &a.name, a.kind.as_deref(), a.paging.window());
+        match self.index.lookup() {
+            Lookup::Ready(index) => {
+                let mut answer = find(&index)?;
+                if answer.symbols.total == 0
+                    && let Lookup::Ready(index) = self.index.rescan()
+                {
+                    // Maybe defined in a file created since the last walk.
+                    answer = find(&index)?;
+                }
+                Ok(json(&wire::SymbolAnswer::from(&answer)))
+            }
+            other => {
+                // The files that mention the name, tagged now: the answer the full index
+                // will give.
+                let index = Index::for_names(&self.root, &[qualified::word_of(&a.name)])?;
+                let answer = find(&index)?;
+                Ok(with_status(
+                    json(&wire::SymbolAnswer::from(&answer)),
+                    &not_ready(&other, words),
+                ))
+            }
         }
     }
 
-    fn call_once(
+    pub(super) fn find_references(
         &self,
-        name: &str,
-        args: Map<String, Value>,
+        a: ReferencesArgs,
         words: Words,
-    ) -> Result<Option<Value>, ToolError> {
+    ) -> Result<Value, ToolError> {
         let root = &self.root;
-        let value = match name {
-            "search_text" => search_text_tool(root, parse(args)?)?,
-            "semantic_search" => self
-                .semantic
-                .search_in(parse(args)?, words)
-                .map_err(ToolError::Semantic)?,
-            "fetch_chunk_detail" => self
-                .semantic
-                .chunk(parse(args)?)
-                .map_err(ToolError::Semantic)?,
-            "sync_index" => self.semantic.sync(parse(args)?),
-            "update_context" => self
-                .semantic
-                .update_context(parse(args)?)
-                .map_err(ToolError::Arguments)?,
-            "search_files" => search_files_tool(root, parse(args)?)?,
-            "find_definitions" => {
-                let a: DefinitionsArgs = parse(args)?;
-                match self.index.lookup() {
-                    Lookup::Ready(index) => {
-                        let mut answer = find_definitions(
-                            &index,
-                            &a.name,
-                            a.kind.as_deref(),
-                            a.paging.window(),
-                        )?;
-                        if answer.symbols.total == 0
-                            && let Lookup::Ready(index) = self.index.rescan()
-                        {
-                            // Maybe defined in a file created since the last walk.
-                            answer = find_definitions(
-                                &index,
-                                &a.name,
-                                a.kind.as_deref(),
-                                a.paging.window(),
-                            )?;
-                        }
-                        json(&wire::SymbolAnswer::from(&answer))
-                    }
-                    other => {
-                        // The files that mention the name, tagged now: the answer the
-                        // full index will give.
-                        let index = Index::for_names(root, &[qualified::word_of(&a.name)])?;
-                        let answer = find_definitions(
-                            &index,
-                            &a.name,
-                            a.kind.as_deref(),
-                            a.paging.window(),
-                        )?;
-                        with_status(
-                            json(&wire::SymbolAnswer::from(&answer)),
-                            &not_ready(&other, words),
-                        )
-                    }
-                }
-            }
-            "find_references" => {
-                let a: ReferencesArgs = parse(args)?;
-                // Uses are parsed from the files that mention the name either way; the
-                // index only gives the definitions the text fallback leaves out.
-                let (index, status) = match self.index.lookup() {
-                    Lookup::Ready(index) => (index, None),
-                    other => (
-                        Arc::new(Index::for_names(root, &[qualified::word_of(&a.name)])?),
-                        Some(not_ready(&other, words)),
-                    ),
-                };
-                let answer =
-                    find_references(root, &index, &a.name, a.kind.as_deref(), a.paging.window())?;
-                let value = json(&wire::SymbolAnswer::from(&answer));
-                match status {
-                    Some(note) => with_status(value, &note),
-                    None => value,
-                }
-            }
-            "get_symbols" => {
-                let a: FileArgs = parse(args)?;
-                let (index, note) = self.index_for(&a.file_path, words)?;
-                let answer = get_symbols(root, &index, &a.file_path, a.paging.window())?;
-                with_note(json(&wire::SymbolAnswer::from(&answer)), note)
-            }
-            "get_function_at_line" => {
-                let a: LineArgs = parse(args)?;
-                let (index, note) = self.index_for(&a.file_path, words)?;
-                let line = u32::try_from(a.line).unwrap_or(u32::MAX);
-                let answer = function_at_line(root, &index, &a.file_path, line)?;
-                with_note(json(&wire::FunctionAtLine::from(&answer)), note)
-            }
-            "analyze_structure" => {
-                let a: PathArgs = parse(args)?;
-                let lookup = self.index.lookup();
-                let (index, note) = match lookup {
-                    Lookup::Ready(index) => (index, None),
-                    other if root.resolve(&a.path).is_ok_and(|p| p.is_file()) => (
-                        Arc::new(Index::for_files(root, &[a.path.as_str()])?),
-                        Some(not_ready(&other, words)),
-                    ),
-                    other => {
-                        let q = FileQuery {
-                            globs: Vec::new(),
-                            types: Vec::new(),
-                            paths: vec![a.path.clone()],
-                        };
-                        let files = search_files(root, &q, a.paging.window())?;
-                        return Ok(Some(json!({
-                            "source": "files",
-                            "note": words.note(
-                                "code_tools.note.files_instead",
-                                &[("why", json!(not_ready(&other, words))), ("path", json!(a.path))],
-                            ),
-                            "files": json(&wire::FileList::from(&files)),
-                        })));
-                    }
-                };
-                let s = analyze_structure(root, &index, &a.path, a.paging.window())?;
-                with_note(json(&wire::Structure::from(&s)), note)
-            }
-            "analyze_impact" => {
-                let a: ImpactArgs = parse(args)?;
-                match self.index.lookup() {
-                    Lookup::Ready(index) => {
-                        let (view, budget) = match &a.section {
-                            Some(name) => (
-                                View::Section(Section::parse(name)?, a.paging.window()),
-                                ANSWER_BUDGET,
-                            ),
-                            None => (View::Summary { top: SUMMARY_TOP }, IMPACT_SUMMARY_BUDGET),
-                        };
-                        let i = analyze(root, &index, &a.targets, view)?;
-                        wire::impact_value(&i, Some(budget))
-                    }
-                    other => {
-                        text_fallback(root, &a.targets, a.paging, &not_ready(&other, words), words)?
-                    }
-                }
-            }
-            "query" => {
-                let a: QueryArgs = parse(args)?;
-                let route = query::route(root, &a.question)?;
-                if route.is_semantic() {
-                    self.semantic_query(&a, route, words)?
-                } else if route.uses_index() {
-                    match self.index.lookup() {
-                        Lookup::Ready(index) => {
-                            let answer =
-                                query::answer(root, Some(&index), route, a.paging.window())?;
-                            json(&wire::QueryAnswer::from(&answer))
-                        }
-                        other => text_fallback(
-                            root,
-                            std::slice::from_ref(&route.subject),
-                            a.paging,
-                            &not_ready(&other, words),
-                            words,
-                        )?,
-                    }
-                } else {
-                    let answer = query::answer(root, None, route, a.paging.window())?;
-                    json(&wire::QueryAnswer::from(&answer))
-                }
-            }
-            _ => return Ok(None),
+        // Uses are parsed from the files that mention the name either way; the index
+        // only gives the definitions the text fallback leaves out.
+        let (index, status) = match self.index.lookup() {
+            Lookup::Ready(index) => (index, None),
+            other => (
+                Arc::new(Index::for_names(root, &[qualified::word_of(&a.name)])?),
+                Some(not_ready(&other, words)),
+            ),
         };
-        let value = self.server_freshness(reword_more(value, words), words);
-        Ok(Some(within_budget(value, words)))
+        let answer = find_references(root, &index, &a.name, a.kind.as_deref(), a.paging.window())?;
+        Ok(with_note(json(&wire::SymbolAnswer::from(&answer)), status))
+    }
+
+    pub(super) fn get_symbols(&self, a: FileArgs, words: Words) -> Result<Value, ToolError> {
+        let (index, note) = self.index_for(&a.file_path, words)?;
+        let answer = get_symbols(&self.root, &index, &a.file_path, a.paging.window())?;
+        Ok(with_note(json(&wire::SymbolAnswer::from(&answer)), note))
+    }
+
+    pub(super) fn function_at_line(&self, a: LineArgs, words: Words) -> Result<Value, ToolError> {
+        let (index, note) = self.index_for(&a.file_path, words)?;
+        let line = u32::try_from(a.line).unwrap_or(u32::MAX);
+        let answer = function_at_line(&self.root, &index, &a.file_path, line)?;
+        Ok(with_note(json(&wire::FunctionAtLine::from(&answer)), note))
+    }
+
+    pub(super) fn analyze_structure(&self, a: PathArgs, words: Words) -> Result<Value, ToolError> {
+        let root = &self.root;
+        let (index, note) = match self.index.lookup() {
+            Lookup::Ready(index) => (index, None),
+            other if root.resolve(&a.path).is_ok_and(|p| p.is_file()) => (
+                Arc::new(Index::for_files(root, &[a.path.as_str()])?),
+                Some(not_ready(&other, words)),
+            ),
+            other => {
+                let q = FileQuery {
+                    globs: Vec::new(),
+                    types: Vec::new(),
+                    paths: vec![a.path.clone()],
+                };
+                let files = search_files(root, &q, a.paging.window())?;
+                return Ok(json!({
+                    "source": "files",
+                    "note": words.note(
+                        "code_tools.note.files_instead",
+                        &[("why", json!(not_ready(&other, words))), ("path", json!(a.path))],
+                    ),
+                    "files": json(&wire::FileList::from(&files)),
+                }));
+            }
+        };
+        let s = analyze_structure(root, &index, &a.path, a.paging.window())?;
+        Ok(with_note(json(&wire::Structure::from(&s)), note))
+    }
+
+    pub(super) fn analyze_impact(&self, a: ImpactArgs, words: Words) -> Result<Value, ToolError> {
+        let root = &self.root;
+        match self.index.lookup() {
+            Lookup::Ready(index) => {
+                let (view, budget) = match &a.section {
+                    Some(name) => (
+                        View::Section(Section::parse(name)?, a.paging.window()),
+                        ANSWER_BUDGET,
+                    ),
+                    None => (View::Summary { top: SUMMARY_TOP }, IMPACT_SUMMARY_BUDGET),
+                };
+                let i = analyze(root, &index, &a.targets, view)?;
+                Ok(wire::impact_value(&i, Some(budget)))
+            }
+            other => Ok(text_fallback(
+                root,
+                &a.targets,
+                a.paging,
+                &not_ready(&other, words),
+                words,
+            )?),
+        }
+    }
+
+    pub(super) fn query(&self, a: QueryArgs, words: Words) -> Result<Value, ToolError> {
+        let root = &self.root;
+        let route = query::route(root, &a.question)?;
+        if route.is_semantic() {
+            return self.semantic_query(&a, route, words);
+        }
+        if !route.uses_index() {
+            let answer = query::answer(root, None, route, a.paging.window())?;
+            return Ok(json(&wire::QueryAnswer::from(&answer)));
+        }
+        match self.index.lookup() {
+            Lookup::Ready(index) => {
+                let answer = query::answer(root, Some(&index), route, a.paging.window())?;
+                Ok(json(&wire::QueryAnswer::from(&answer)))
+            }
+            other => Ok(text_fallback(
+                root,
+                std::slice::from_ref(&route.subject),
+                a.paging,
+                &not_ready(&other, words),
+                words,
+            )?),
+        }
     }
 
     /// A question in plain words, asked of `semantic_search`. Without an embedding model
@@ -651,42 +648,16 @@ impl From<Error> for ToolError {
     }
 }
 
-fn parse<T: serde::de::DeserializeOwned>(args: Map<String, Value>) -> Result<T, ToolError> {
+/// A code tool's arguments as the type its handler takes (and its schema describes).
+pub(super) fn parse<T: serde::de::DeserializeOwned>(
+    args: Map<String, Value>,
+) -> Result<T, ToolError> {
     serde_json::from_value(Value::Object(args))
         .map_err(|e| ToolError::Arguments(format!("invalid arguments: {e}")))
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-fn search_text_tool(root: &Root, a: SearchTextArgs) -> Result<Value, Error> {
-    let q = TextQuery {
-        patterns: a.patterns,
-        regex: a.regex,
-        case: if a.ignore_case {
-            Case::Insensitive
-        } else {
-            Case::Sensitive
-        },
-        word: a.word,
-        globs: a.globs,
-        types: a.types,
-        context: a.context.min(10),
-        paths: a.paths,
-    };
-    let r = search_text(root, &q, a.paging.window())?;
-    Ok(json(&wire::TextResult::from(&r)))
-}
-
-fn search_files_tool(root: &Root, a: SearchFilesArgs) -> Result<Value, Error> {
-    let q = FileQuery {
-        globs: a.globs,
-        types: a.types,
-        paths: Vec::new(),
-    };
-    let p = search_files(root, &q, a.paging.window())?;
-    Ok(json(&wire::FileList::from(&p)))
 }
 
 /// The root-relative paths a tool's answer shows: every `path` field, and the items of

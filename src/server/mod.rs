@@ -1,10 +1,10 @@
 //! The code-intel host: the MCP server that runs the default contract for coding agents.
 //!
-//! [`registry`] is what it implements, [`core::Server`] decides every tool call,
-//! [`service`] speaks MCP over stdio, [`host`] performs the contract's actions,
-//! [`checkpoint`] and [`session_lock`] keep sessions durable and single, [`git`] runs
-//! the task branches, [`init`] sets a repository up for the clients, [`hook`] is the
-//! clients' write hook.
+//! [`registry`] is what it implements, [`tools`] declares each tool (and where its calls
+//! go), [`core::Server`] decides every tool call, [`service`] speaks MCP over stdio,
+//! [`host`] performs the contract's actions, [`checkpoint`] and [`session_lock`] keep
+//! sessions durable and single, [`git`] runs the task branches, [`init`] sets a
+//! repository up for the clients, [`hook`] is the clients' write hook.
 
 pub mod agreement;
 pub mod args;
@@ -28,4 +28,5 @@ pub mod service;
 pub mod session_lock;
 pub mod tools;
 pub mod watch;
+pub mod words;
 pub mod worktree;

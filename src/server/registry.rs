@@ -1,53 +1,20 @@
-//! The code-intel host's registry: the tools the MCP server offers agents, the git and
-//! evidence actions it performs for the default contract, the facts it observes and the
-//! messages it renders on its own. `contract::load` checks a contract against this.
+//! The code-intel host's registry: the tools the MCP server offers agents (from their
+//! declarations, `server::tools`), the git and evidence actions it performs for the
+//! default contract, the facts it observes and the messages it renders on its own.
+//! `contract::load` checks a contract against this.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
+use super::tools::TOOLS;
+use super::words::Words;
 use crate::contract::Contract;
 use crate::contract::registry::{Registry, host_action, host_message};
-use crate::machine::response::message;
 
-/// How the server words a text it makes outside a reply: one of the messages declared
-/// below (the code tools' notes, `code_tools.*` and `semantic.note.*`; the hook's denials
-/// before a session) in one locale. `Server` passes its contract and the session's
-/// locale to `code_tools::CodeTools::call_in`; `CodeTools::call` (tests, tools used
-/// without a server) words them in the built-in contract's English.
-#[derive(Clone, Copy)]
-pub struct Words<'a> {
-    contract: Option<&'a Contract>,
-    locale: &'a str,
-}
-
-impl<'a> Words<'a> {
-    pub fn new(contract: &'a Contract, locale: &'a str) -> Words<'a> {
-        Words {
-            contract: Some(contract),
-            locale,
-        }
-    }
-
-    /// The built-in contract's English.
-    pub fn english() -> Words<'static> {
-        Words {
-            contract: builtin_contract(),
-            locale: "en",
-        }
-    }
-
-    /// Message `key` with `args` filled in. A contract without the key cannot run (the
-    /// registry declares every key, and `lint` refuses a contract that lacks one); were
-    /// it missing anyway, the key itself is the text.
-    pub fn note(&self, key: &str, args: &[(&str, Value)]) -> String {
-        let Some(contract) = self.contract else {
-            return key.to_string();
-        };
-        let args: Map<String, Value> = args
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), v.clone()))
-            .collect();
-        message(contract, key, &args, self.locale).text
-    }
+/// The server's own texts in the built-in contract's English, for callers without a
+/// session's contract (tests, tools used without a server, the hook before it finds a
+/// session).
+pub fn english() -> Words<'static> {
+    builtin_contract().map_or_else(Words::keys_only, |contract| Words::new(contract, "en"))
 }
 
 /// The built-in contract resolved against this registry, loaded once per process: the
@@ -334,38 +301,9 @@ pub fn registry() -> Registry {
     Registry::new(
         "code-intel",
         actions,
-        vec![
-            "start_session",
-            "submit_phase",
-            "get_session_status",
-            "search_text",
-            "search_files",
-            "find_definitions",
-            "find_references",
-            "get_symbols",
-            "analyze_structure",
-            "get_function_at_line",
-            "query",
-            "semantic_search",
-            "fetch_chunk_detail",
-            "analyze_impact",
-            "check_write_target",
-            "add_explored_files",
-            "review_changes",
-            "cleanup_stale_branches",
-            "sync_index",
-            "update_context",
-            "record_outcome",
-        ],
-        // Index maintenance and context notes may run in any phase: they change neither
-        // the code nor the flow.
-        vec![
-            "start_session",
-            "get_session_status",
-            "record_outcome",
-            "sync_index",
-            "update_context",
-        ],
+        // The tools and which of them are ungated follow from their declarations.
+        TOOLS.iter().map(|t| t.name).collect(),
+        TOOLS.iter().filter(|t| t.ungated).map(|t| t.name).collect(),
         vec![
             ("stale_branches_exist", json!({"type": "boolean"})),
             ("semantic_available", json!({"type": "boolean"})),

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::log::now;
-use super::registry::Words;
+use super::words::Words;
 use crate::codeintel::root::Root;
 use crate::codeintel::store::atomic_write;
 use crate::config::{Config, SemanticSettings};
@@ -364,11 +364,6 @@ impl SemanticTools {
         if spawned.is_err() {
             self.inner.graph_building.store(false, Ordering::SeqCst);
         }
-    }
-
-    /// `semantic_search`, its notes in English ([`SemanticTools::search_in`]).
-    pub fn search(&self, a: SemanticSearchArgs) -> Result<Value, semantic::Error> {
-        self.search_in(a, Words::english())
     }
 
     /// `semantic_search`, its notes worded by `words`. Every answer says how it was

@@ -12,7 +12,9 @@ use code_intel::codeintel::budget::{ANSWER_BUDGET, IMPACT_SUMMARY_BUDGET};
 use code_intel::codeintel::root::Root;
 use code_intel::server::code_tools::{CodeTools, ToolError};
 use code_intel::server::index_cache::{ChangeSource, IndexCache};
+use code_intel::server::registry::english;
 use code_intel::server::semantic_tools::SemanticTools;
+use code_intel::server::tools::call_code;
 use serde_json::{Value, json};
 
 use crate::support::{TempDir, binary};
@@ -84,14 +86,13 @@ fn code_tools(dir: &Path) -> CodeTools {
 }
 
 fn call(tools: &CodeTools, name: &str, args: Value) -> Value {
-    tools
-        .call(name, args.as_object().cloned().unwrap())
+    call_code(tools, name, args.as_object().cloned().unwrap(), english())
         .unwrap_or_else(|e| panic!("{name}: {e:?}"))
         .unwrap()
 }
 
 fn refused(tools: &CodeTools, name: &str, args: Value) -> String {
-    match tools.call(name, args.as_object().cloned().unwrap()) {
+    match call_code(tools, name, args.as_object().cloned().unwrap(), english()) {
         Err(ToolError::Tool(e)) => e.key().to_string(),
         other => panic!("{name} should be refused: {other:?}"),
     }

@@ -965,9 +965,11 @@ fn code_tool_notes_in_japanese(
     server: &Server,
 ) {
     use code_intel::codeintel::root::Root;
-    use code_intel::server::code_tools::{CodeTools, Words};
+    use code_intel::server::code_tools::CodeTools;
     use code_intel::server::index_cache::{ChangeSource, IndexCache};
     use code_intel::server::semantic_tools::SemanticTools;
+    use code_intel::server::tools::call_code;
+    use code_intel::server::words::Words;
 
     let started = std::time::Instant::now();
     while server.index_building().is_some() {
@@ -1025,8 +1027,7 @@ fn code_tool_notes_in_japanese(
     };
     let words = Words::new(contract, "ja");
     let ask = |tool: &str, a: Value| {
-        tools
-            .call_in(tool, args(a), words)
+        call_code(&tools, tool, args(a), words)
             .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
             .unwrap_or_else(|| panic!("{tool}: no such tool"))
     };
@@ -1074,10 +1075,14 @@ fn code_tool_notes_in_japanese(
         root,
     };
     for _ in 0..2 {
-        let answer = tools
-            .call_in("semantic_search", args(json!({"query": "helper"})), words)
-            .unwrap()
-            .unwrap();
+        let answer = call_code(
+            &tools,
+            "semantic_search",
+            args(json!({"query": "helper"})),
+            words,
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(answer["ranking"], "lexical", "{answer}");
         note_in_japanese(
             contract,

@@ -337,6 +337,7 @@ fn a_sync_killed_while_embedding_leaves_a_usable_index_and_the_next_one_finishes
 
 #[test]
 fn the_server_searches_through_a_graph_once_the_index_is_large_enough() {
+    use code_intel::server::registry::english;
     use code_intel::server::semantic_tools::{SemanticSearchArgs, SemanticTools};
     let dir = fresh("graph");
     project(&dir);
@@ -357,7 +358,7 @@ fn the_server_searches_through_a_graph_once_the_index_is_large_enough() {
             "query": "send an email message", "k": 2, "collection": "forest"
         }))
         .unwrap();
-        tools.search(args).unwrap()
+        tools.search_in(args, english()).unwrap()
     };
     let first = search();
     assert_eq!(first["hits"][0]["path"], "app/mail.py", "{first}");
@@ -481,6 +482,7 @@ fn a_missing_or_broken_model_is_a_clear_error() {
 #[test]
 fn an_agreement_above_map_threshold_answers_without_the_forest_unless_both_are_asked_for() {
     use code_intel::semantic::catalog_stamp;
+    use code_intel::server::registry::english;
     use code_intel::server::semantic_tools::{SemanticSearchArgs, SemanticTools};
     let dir = fresh("map-first");
     project(&dir);
@@ -501,7 +503,7 @@ fn an_agreement_above_map_threshold_answers_without_the_forest_unless_both_are_a
         .unwrap();
     let search = |args: Value| {
         let args: SemanticSearchArgs = serde_json::from_value(args).unwrap();
-        tools.search(args).unwrap()
+        tools.search_in(args, english()).unwrap()
     };
     let auto = search(serde_json::json!({"query": "deliver the password reset email"}));
     assert_eq!(auto["answered_by"], "map", "{auto}");

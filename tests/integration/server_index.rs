@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use code_intel::codeintel::root::Root;
 use code_intel::server::code_tools::CodeTools;
 use code_intel::server::index_cache::{ChangeSource, IndexCache, Lookup};
+use code_intel::server::registry::english;
 use code_intel::server::semantic_tools::SemanticTools;
+use code_intel::server::tools::call_code;
 use serde_json::{Map, Value, json};
 
 use crate::support::TempDir;
@@ -41,8 +43,7 @@ fn ready(cache: &IndexCache) {
 }
 
 fn call(tools: &CodeTools, name: &str, a: Value) -> Value {
-    tools
-        .call(name, args(a))
+    call_code(tools, name, args(a), english())
         .unwrap_or_else(|e| panic!("{name}: {e:?}"))
         .unwrap()
 }

@@ -19,7 +19,9 @@ use code_intel::codeintel::search::{
 };
 use code_intel::server::code_tools::CodeTools;
 use code_intel::server::index_cache::{ChangeSource, IndexCache};
+use code_intel::server::registry::english;
 use code_intel::server::semantic_tools::SemanticTools;
+use code_intel::server::tools::call_code;
 use serde_json::{Value, json};
 
 use crate::support::{TempDir, binary};
@@ -187,8 +189,7 @@ fn search_tools_report_what_they_skipped() {
         semantic: SemanticTools::start(root),
     };
     let call = |name: &str, args: Value| {
-        tools
-            .call(name, args.as_object().cloned().unwrap())
+        call_code(&tools, name, args.as_object().cloned().unwrap(), english())
             .unwrap_or_else(|e| panic!("{name}: {e:?}"))
             .unwrap()
     };

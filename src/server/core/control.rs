@@ -15,7 +15,7 @@ use crate::server::hook::decide::{Decision, Target, Targets, decide_in_session};
 use crate::server::paths;
 
 impl Server {
-    pub(super) fn check_write_target(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+    pub(crate) fn check_write_target(&self, state: &mut State, args: Map<String, Value>) -> Reply {
         let a: WriteTargetArgs = match parse(args) {
             Ok(a) => a,
             Err(reply) => return reply,
@@ -42,7 +42,7 @@ impl Server {
         }
     }
 
-    pub(super) fn add_explored_files(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+    pub(crate) fn add_explored_files(&self, state: &mut State, args: Map<String, Value>) -> Reply {
         let a: AddExploredArgs = match parse(args) {
             Ok(a) => a,
             Err(reply) => return reply,
@@ -105,7 +105,7 @@ impl Server {
 
     /// Every change of the session against its baseline (the task branch's base, or
     /// HEAD at the start), with diffs, and which changed files were never explored.
-    pub(super) fn review_changes(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+    pub(crate) fn review_changes(&self, state: &mut State, args: Map<String, Value>) -> Reply {
         if let Err(reply) = parse::<EmptyArgs>(args) {
             return reply;
         }
@@ -171,7 +171,7 @@ impl Server {
     }
 
     /// Outside a session: deletes every task branch and every saved session.
-    pub(super) fn cleanup_stale_branches(
+    pub(crate) fn cleanup_stale_branches(
         &self,
         state: &mut State,
         args: Map<String, Value>,

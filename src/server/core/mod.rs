@@ -2,11 +2,13 @@
 //! tool calls by name with JSON. It owns the active session (its record, its lock), gates
 //! every tool through the contract, records what the agent called and saw, runs the
 //! session driver for `start_session` and `submit_phase`, and checkpoints every change.
-//! `service` adapts it to rmcp; tests may call it directly. The session tools are in
+//! `service` adapts it to rmcp; tests may call it directly. A call goes to the handler
+//! its tool's declaration names (`server::tools`) in `dispatch`; the session tools are in
 //! `start` (`start_session`), `turn` (`submit_phase`) and `sessions` (the others), the
 //! control tools in `control`.
 
 mod control;
+mod dispatch;
 mod sessions;
 mod start;
 mod turn;
@@ -19,18 +21,16 @@ use std::sync::{Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
 
-use super::args::bounded;
 use super::checkpoint::{
     CheckpointError, Checkpoints, SEEN_PATHS_BUDGET, SealKey, json_text_len, paths_len,
 };
-use super::code_tools::{CodeTools, ToolError, Words, paths_in};
+use super::code_tools::CodeTools;
 use super::git;
 use super::index_cache::{ChangeSource, IndexCache};
 use super::log::{Log, now};
 use super::record::{HostState, SessionRecord, WriteGate};
 use super::reply::Reply;
 use super::session_lock::SessionLock;
-use super::tools::{self, ToolKind};
 use crate::codeintel::root::Root;
 use crate::config::Config;
 use crate::contract::Contract;
@@ -54,7 +54,7 @@ pub struct Server {
 }
 
 #[derive(Default)]
-struct State {
+pub(crate) struct State {
     active: Option<Active>,
     /// The MCP client's name, for the lock holder.
     client: String,
@@ -207,109 +207,6 @@ impl Server {
         message(&self.contract, key, &args, &locale).text
     }
 
-    fn answer(&self, tool: &str, args: Map<String, Value>) -> Reply {
-        let Some(spec) = tools::find(tool) else {
-            return Reply::error("unknown_tool", format!("there is no tool `{tool}`"))
-                .args(&[("tool", json!(tool))]);
-        };
-        if let Err(refusal) = bounded(tool, &args) {
-            return refusal;
-        }
-        let mut state = self.lock_state();
-        match spec.kind {
-            ToolKind::StartSession => self.start_session(&mut state, args),
-            ToolKind::Status => self.status(&mut state),
-            ToolKind::Submit => self.submit(&mut state, args),
-            ToolKind::RecordOutcome => self.record_outcome(&mut state, args),
-            ToolKind::Code | ToolKind::Control => {
-                if let Err(refusal) = self.gate(&state, tool) {
-                    return refusal;
-                }
-                let reply = match spec.kind {
-                    ToolKind::Code => {
-                        // Code tools read the repository only: run them without holding
-                        // the session, so parallel calls do not queue behind each other.
-                        let gated_in = step_of(&state);
-                        drop(state);
-                        let reply = self.code_tool(tool, args);
-                        state = self.lock_state();
-                        if step_of(&state) != gated_in {
-                            // The session moved on meanwhile: the call was allowed, and is
-                            // evidence, for the step it was gated in, not for this one.
-                            return reply;
-                        }
-                        reply
-                    }
-                    _ => {
-                        // A control tool changes the record in place; if the change
-                        // cannot be saved, the record before the call is put back.
-                        let before = active_record(&state).cloned();
-                        let reply = self.control_tool(&mut state, tool, args);
-                        if reply.is_error {
-                            return reply;
-                        }
-                        if let Err(refusal) = self.note_success(&mut state, tool, &reply.body) {
-                            if let (Some(before), Some(active)) = (before, state.active.as_mut()) {
-                                active.record = before;
-                            }
-                            return refusal;
-                        }
-                        return reply;
-                    }
-                };
-                if !reply.is_error
-                    && let Err(refusal) = self.note_success(&mut state, tool, &reply.body)
-                {
-                    return refusal;
-                }
-                reply
-            }
-        }
-    }
-
-    /// Refuses a tool the current phase does not allow (no refusal outside a session).
-    fn gate(&self, state: &State, tool: &str) -> Result<(), Reply> {
-        let Some(active) = state.active.as_ref().filter(|a| !a.record.finished()) else {
-            return Ok(());
-        };
-        let instance = &active.record.instance;
-        let refused = match gate(&self.contract, instance, tool) {
-            ToolGate::Allowed => return Ok(()),
-            ToolGate::Unknown => {
-                return Err(Reply::error(
-                    "unknown_tool",
-                    format!("`{tool}` is not a tool of this server"),
-                )
-                .args(&[("tool", json!(tool))]));
-            }
-            ToolGate::UnknownState { state } => self.render(
-                "tool_errors.gate.not_allowed",
-                &[
-                    ("tool", json!(tool)),
-                    ("phase", json!(state)),
-                    ("allowed", json!([])),
-                ],
-                instance,
-            ),
-            ToolGate::NotAllowedHere { phase, allowed, .. } => self.render(
-                "tool_errors.gate.not_allowed",
-                &[
-                    ("tool", json!(tool)),
-                    ("phase", json!(phase)),
-                    ("allowed", json!(allowed)),
-                ],
-                instance,
-            ),
-        };
-        let phase = phase_response(&self.contract, instance);
-        Err(Reply::refused(&refused)
-            .with(
-                "hint",
-                self.render("hints.phase_blocked_hint", &[], instance).text,
-            )
-            .with_phase(&phase, active.record.compaction_count))
-    }
-
     fn render(
         &self,
         key: &str,
@@ -321,33 +218,6 @@ impl Server {
             .map(|(k, v)| ((*k).to_string(), v.clone()))
             .collect();
         message(&self.contract, key, &args, &instance.locale)
-    }
-
-    /// After a gated tool succeeded: it counts as called in this phase, and the paths
-    /// its answer showed count as seen. Saved before it counts: the change is made to a
-    /// copy of the record, and the copy replaces the record only once it is on disk. When
-    /// it cannot be saved, the call is refused (`checkpoint.*`) and nothing changed, so
-    /// what the server enforces is always what the write hook reads.
-    fn note_success(&self, state: &mut State, tool: &str, body: &Value) -> Result<(), Reply> {
-        let Some(active) = state.active.as_mut().filter(|a| !a.record.finished()) else {
-            return Ok(());
-        };
-        let mut next = active.record.clone();
-        next.note_tool_call(tool);
-        let mut seen = BTreeSet::new();
-        paths_in(body, &mut seen);
-        if tool == "search_files"
-            && let Some(items) = body.get("items").and_then(Value::as_array)
-        {
-            seen.extend(items.iter().filter_map(Value::as_str).map(str::to_string));
-        }
-        add_seen(&mut next.host, seen);
-        next.updated_at = now();
-        active.record = self.checkpoints.save_owned(next).map_err(|e| {
-            tracing::error!("checkpoint after {tool} failed: {e}");
-            unsaved(tool, &e)
-        })?;
-        Ok(())
     }
 
     /// Appends the contract's footer (the compaction protocol) to the reply's
@@ -365,40 +235,6 @@ impl Server {
             text.push_str(&footer);
         }
         reply
-    }
-
-    fn code_tool(&self, tool: &str, args: Map<String, Value>) -> Reply {
-        // The answer's notes in the session's locale, as the server's other texts.
-        let locale = self.locale();
-        match self
-            .code
-            .call_in(tool, args, Words::new(&self.contract, &locale))
-        {
-            Ok(Some(body)) => Reply::ok(body),
-            Ok(None) => Reply::error("unknown_tool", format!("`{tool}` is not a code tool"))
-                .args(&[("tool", json!(tool))]),
-            Err(ToolError::Arguments(message)) => {
-                Reply::error("invalid_arguments", message.clone())
-                    .args(&[("details", json!(message))])
-            }
-            // The code tools' failures are many and technical: one message words them
-            // around the error's own details.
-            Err(ToolError::Tool(e)) => Reply::say(e.key(), "code_tools.failed", e.to_string())
-                .args(&[("tool", json!(tool))]),
-            Err(ToolError::Semantic(e)) => Reply::say(e.key(), "code_tools.failed", e.to_string())
-                .args(&[("tool", json!(tool))]),
-        }
-    }
-
-    fn control_tool(&self, state: &mut State, tool: &str, args: Map<String, Value>) -> Reply {
-        match tool {
-            "check_write_target" => self.check_write_target(state, args),
-            "add_explored_files" => self.add_explored_files(state, args),
-            "review_changes" => self.review_changes(state, args),
-            "cleanup_stale_branches" => self.cleanup_stale_branches(state, args),
-            other => Reply::error("unknown_tool", format!("`{other}` is not a control tool"))
-                .args(&[("tool", json!(other))]),
-        }
     }
 }
 

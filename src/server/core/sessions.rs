@@ -19,7 +19,7 @@ use crate::yaml;
 use super::{Server, State, checkpoint_refusal, git_refusal, no_session, parse};
 
 impl Server {
-    pub(super) fn status(&self, state: &mut State) -> Reply {
+    pub(crate) fn status(&self, state: &mut State) -> Reply {
         if state.active.is_none() {
             match self.recoverable() {
                 Err(e) => return checkpoint_refusal(&e),
@@ -88,7 +88,7 @@ impl Server {
         reply.with("stale_branches", report)
     }
 
-    pub(super) fn record_outcome(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+    pub(crate) fn record_outcome(&self, state: &mut State, args: Map<String, Value>) -> Reply {
         let a: OutcomeArgs = match parse(args) {
             Ok(a) => a,
             Err(reply) => return reply,

@@ -36,7 +36,7 @@ fn bad_start(key: &str, e: &dyn std::fmt::Display) -> Reply {
 impl Server {
     /// `start_session`: a new session, or the unfinished one resumed or offered, after a
     /// clean or a rebuild when asked for.
-    pub(super) fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+    pub(crate) fn start_session(&self, state: &mut State, args: Map<String, Value>) -> Reply {
         self.start(state, args).unwrap_or_else(|answer| answer)
     }
 

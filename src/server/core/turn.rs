@@ -27,7 +27,7 @@ use super::{
 const SUCCESS: &str = "success";
 
 impl Server {
-    pub(super) fn submit(&self, state: &mut State, args: Map<String, Value>) -> Reply {
+    pub(crate) fn submit(&self, state: &mut State, args: Map<String, Value>) -> Reply {
         let a: SubmitArgs = match parse(args) {
             Ok(a) => a,
             Err(reply) => return reply,

@@ -30,7 +30,8 @@ use shell::WriteKind;
 
 use super::checkpoint::{CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey, pointer_refusal};
 use super::paths::{canonical_prefix, is_reserved, judge as confine};
-use super::registry::{Words, builtin_contract, registry};
+use super::registry::{builtin_contract, english, registry};
+use super::words::Words;
 use crate::codeintel::root::Root;
 use crate::config::Config;
 use crate::contract::Contract;
@@ -150,7 +151,7 @@ fn before_session(dir: Option<&Path>, say: impl FnOnce(Words) -> String) -> Stri
                 .filter(|l| contract.locales.iter().any(|d| d == l))
                 .unwrap_or_else(|| contract.default_locale()),
         ),
-        None => Words::english(),
+        None => english(),
     };
     say(words)
 }
