@@ -249,4 +249,87 @@ impl Instance {
         roots.insert("vars".into(), Value::Object(self.vars.clone()));
         roots
     }
+
+    /// How many steps [`Instance::reduce_summaries`] has.
+    pub const SUMMARY_REDUCTIONS: usize = 5;
+
+    /// One step of making the instance smaller, for a host whose checkpoint of it is over
+    /// its size limit; a host takes them in order until the checkpoint fits (the
+    /// original's order): every phase summary cut to 400, 200, then 100 characters
+    /// (steps 0 to 2); only the last 10 summaries (3); none (4). Steps past the last
+    /// change nothing. Only the summaries are reduced: they remind the agent of earlier
+    /// phases, while the tasks, counters and variables are what the flow runs on.
+    pub fn reduce_summaries(&mut self, step: usize) {
+        match step {
+            0..=2 => {
+                let max = [400, 200, 100][step];
+                for s in &mut self.summaries {
+                    if s.text.chars().count() > max {
+                        s.text = s.text.chars().take(max).collect::<String>() + "...";
+                    }
+                }
+            }
+            3 => {
+                let n = self.summaries.len();
+                self.summaries.drain(..n.saturating_sub(10));
+            }
+            4 => self.summaries.clear(),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_summaries(n: usize, len: usize) -> Instance {
+        Instance {
+            contract: "c".into(),
+            state: "S".into(),
+            flags: FlagSet::default(),
+            intent: "I".into(),
+            locale: "en".into(),
+            params: Map::new(),
+            counters: BTreeMap::new(),
+            tasks: Vec::new(),
+            vars: Map::new(),
+            summaries: (0..n)
+                .map(|i| Summary {
+                    key: format!("step_{i}"),
+                    text: "é".repeat(len),
+                })
+                .collect(),
+            steps_taken: 0,
+        }
+    }
+
+    #[test]
+    fn summaries_are_reduced_cut_then_the_last_ten_then_none() {
+        let mut instance = with_summaries(12, 500);
+        let lengths = |i: &Instance| -> Vec<usize> {
+            i.summaries.iter().map(|s| s.text.chars().count()).collect()
+        };
+        // Characters, not bytes, and a mark that the text was cut.
+        instance.reduce_summaries(0);
+        assert_eq!(lengths(&instance), vec![403; 12]);
+        assert!(instance.summaries[0].text.ends_with("..."));
+        instance.reduce_summaries(1);
+        assert_eq!(lengths(&instance), vec![203; 12]);
+        instance.reduce_summaries(2);
+        assert_eq!(lengths(&instance), vec![103; 12]);
+        instance.reduce_summaries(3);
+        let keys: Vec<&str> = instance.summaries.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(keys.first(), Some(&"step_2"));
+        assert_eq!(keys.len(), 10);
+        let before = instance.clone();
+        instance.reduce_summaries(Instance::SUMMARY_REDUCTIONS);
+        assert_eq!(instance, before, "a step past the last changes nothing");
+        instance.reduce_summaries(4);
+        assert!(instance.summaries.is_empty());
+        // A short summary is left as it is.
+        let mut short = with_summaries(1, 50);
+        short.reduce_summaries(0);
+        assert_eq!(short, with_summaries(1, 50));
+    }
 }

@@ -18,6 +18,7 @@ use sha2::Sha256;
 
 use super::record::{RECORD_VERSION, SessionRecord};
 use crate::codeintel::store::atomic_write;
+use crate::machine::Instance;
 
 /// Where sessions live, relative to the repository root.
 pub const SESSIONS_DIR: &str = ".code-intel/sessions";
@@ -663,31 +664,19 @@ pub fn new_session_id() -> Result<String, CheckpointError> {
     Ok(hex(&bytes))
 }
 
-/// The reduction applied to a record over the size limit, one step at a time (the
-/// original's order): phase summaries cut to 400, 200 and 100 characters; then only the
-/// last 10 summaries; then none; then the seen paths not also explored. Tasks, counters,
-/// explored files and the branch are never reduced: enforcement depends on them.
+/// The reduction applied to a record over the size limit, one step at a time: first the
+/// engine's own ([`Instance::reduce_summaries`]: the phase summaries cut, then only the
+/// last 10, then none), then the seen paths not also explored. Tasks, counters, explored
+/// files and the branch are never reduced: enforcement depends on them.
 fn reduce(record: &SessionRecord, step: usize) -> Option<SessionRecord> {
     let mut r = record.clone();
-    match step {
-        0..=2 => {
-            let max = [400, 200, 100][step];
-            for s in &mut r.instance.summaries {
-                if s.text.chars().count() > max {
-                    s.text = s.text.chars().take(max).collect::<String>() + "...";
-                }
-            }
-        }
-        3 => {
-            let n = r.instance.summaries.len();
-            r.instance.summaries.drain(..n.saturating_sub(10));
-        }
-        4 => r.instance.summaries.clear(),
-        5 => {
+    match step.checked_sub(Instance::SUMMARY_REDUCTIONS) {
+        None => r.instance.reduce_summaries(step),
+        Some(0) => {
             let explored = r.host.explored.clone();
             r.host.seen_paths.retain(|p| explored.contains(p));
         }
-        _ => return None,
+        Some(_) => return None,
     }
     Some(r)
 }
