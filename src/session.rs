@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 
 use crate::contract::Contract;
 use crate::contract::flags::{self, FlagError};
-use crate::contract::raw::{Outcome, StateKind};
+use crate::contract::model::{Outcome, StateKind};
 use crate::machine::response::{RenderedMessage, message, role_message};
 use crate::machine::{
     Accepted, Effect, Event, Input, Instance, Rejection, StartError, finally_effects,

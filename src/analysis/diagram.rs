@@ -8,8 +8,7 @@ use serde_json::{Map, Value};
 
 use super::reach::{possible_transitions, reachable, static_roots};
 use crate::contract::Contract;
-use crate::contract::model::{StateId, Transition};
-use crate::contract::raw::StateKind;
+use crate::contract::model::{StateId, StateKind, Transition};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Format {

@@ -9,8 +9,7 @@ use serde_json::{Map, Value};
 
 use super::reach::{self, decide, static_roots};
 use crate::contract::Contract;
-use crate::contract::model::{LimitValue, Transition};
-use crate::contract::raw::StateKind;
+use crate::contract::model::{LimitValue, StateKind, Transition};
 use crate::machine::Instance;
 use crate::machine::response::instruction;
 use crate::source::Span;

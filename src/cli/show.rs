@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use super::error::CliError;
 use super::out::outln;
 use crate::analysis::effective::{self, EffectiveState};
-use crate::contract::raw::StateKind;
+use crate::contract::model::StateKind;
 use crate::contract::{Contract, flags};
 use crate::source::{Sources, Span};
 

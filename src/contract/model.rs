@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use super::raw::{CounterScope, FlagType, Outcome, StateKind, ValueType};
+// The YAML's enumerations, used in the resolved model as they are written: other
+// modules name them here, and only `contract` sees `raw`.
+pub use super::raw::{CounterScope, FlagType, Outcome, StateKind, ValueType};
 use super::registry::{BuiltinAction, Registry};
 use crate::guard::Expr;
 use crate::source::{Span, TextSpan};

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::contract::Contract;
 use crate::contract::flags::FlagSet;
-use crate::contract::raw::{CounterScope, ValueType};
+use crate::contract::model::{CounterScope, ValueType};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChecklistItem {

@@ -6,8 +6,7 @@ use serde_json::{Map, Value};
 
 use super::instance::Instance;
 use crate::contract::Contract;
-use crate::contract::model::State;
-use crate::contract::raw::StateKind;
+use crate::contract::model::{State, StateKind};
 use crate::contract::template_roots::TemplateRoot;
 
 /// A message rendered in the session's locale.

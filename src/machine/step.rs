@@ -14,7 +14,7 @@ use crate::contract::Contract;
 use crate::contract::model::{
     ActionCall, CounterId, Guard, LimitValue, MessageRef, Performer, Redirect, State, Transition,
 };
-use crate::contract::raw::{CounterScope, StateKind};
+use crate::contract::model::{CounterScope, StateKind};
 use crate::contract::registry::BuiltinAction;
 use crate::guard::eval::{Context, eval, eval_condition};
 

@@ -8,8 +8,7 @@ use serde_json::Value;
 
 use super::instance::Instance;
 use crate::contract::Contract;
-use crate::contract::model::State;
-use crate::contract::raw::StateKind;
+use crate::contract::model::{State, StateKind};
 
 /// Whether a tool call is allowed now.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use super::protocol::planner::Planner;
 use super::report::Status;
 use super::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox};
 use super::task::{self, Task};
-use crate::contract::raw::{Outcome, StateKind};
+use crate::contract::model::{Outcome, StateKind};
 use crate::contract::{self, Contract};
 use crate::diagnostic::render;
 use crate::session::{Driver, NoCheckpoints, Stop};

@@ -27,7 +27,7 @@ use super::task::Task;
 use super::time::{self, Timestamp};
 use super::worker::Invocation;
 use crate::codeintel::store::atomic_write;
-use crate::contract::raw::Outcome;
+use crate::contract::model::Outcome;
 use crate::machine::{Accepted, Effect};
 use crate::session::{ActionFailure, Host};
 

@@ -11,8 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::run::ScriptedHost;
 use crate::contract::Contract;
-use crate::contract::model::State;
-use crate::contract::raw::StateKind;
+use crate::contract::model::{State, StateKind};
 use crate::machine::Instance;
 use crate::session::{Driver, NoCheckpoints, Stop};
 

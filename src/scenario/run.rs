@@ -120,7 +120,7 @@ fn outcome(turn: &Turn) -> Outcome {
         }
         Stop::Finished(o) => {
             finished = Some(
-                o.map_or("none", crate::contract::raw::Outcome::as_str)
+                o.map_or("none", crate::contract::model::Outcome::as_str)
                     .to_string(),
             );
         }

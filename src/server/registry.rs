@@ -210,7 +210,7 @@ pub fn registry() -> Registry {
         ("explored.path_too_long", vec!["bytes", "start", "limit"]),
         ("code_tools.failed", vec!["tool", "error", "details"]),
         ("code_tools.rebuild_failed", vec!["details"]),
-        // The code tools' own notes (`code_tools::Words`).
+        // The code tools' own notes (`words::Words`).
         ("code_tools.note.text_matches", vec!["why"]),
         ("code_tools.note.index_building", vec!["done", "total"]),
         ("code_tools.note.index_unavailable", vec!["reason"]),

@@ -524,3 +524,139 @@ fn no_path_hides_from_the_checker() {
     };
     assert_eq!(hidden_paths(&lib).len(), 1);
 }
+
+/// The places a Rust source names `contract::raw` (the YAML mirror types), as
+/// `line: text`: a path through it (`crate::contract::raw::StateKind`, `contract :: raw`),
+/// `raw` in a use tree of `contract` (`contract::{raw, model}`), or a glob of `contract`,
+/// which brings `raw` in unnamed. Comments, strings and test items count as written
+/// (blanked literals aside): tests reach the model the same way.
+fn names_contract_raw(text: &str) -> Vec<String> {
+    let code = crate::rust_source::blank_literals(text);
+    let mut squeezed = String::with_capacity(code.len());
+    let mut lines = Vec::with_capacity(code.len());
+    let mut line = 1;
+    for c in code.chars() {
+        if c == '\n' {
+            line += 1;
+        }
+        if !c.is_whitespace() {
+            squeezed.push(c);
+            lines.push(line);
+        }
+    }
+    let word_before = |at: usize| {
+        squeezed[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    };
+    let mut found = Vec::new();
+    for (at, _) in squeezed.match_indices("contract::") {
+        if word_before(at) {
+            continue;
+        }
+        let rest = &squeezed[at + "contract::".len()..];
+        let named = if rest.starts_with('*') {
+            true
+        } else if let Some(tree) = rest.strip_prefix('{') {
+            // The top-level items of the use tree.
+            let mut depth = 0;
+            let mut items = vec![String::new()];
+            for c in tree.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => items.push(String::new()),
+                    _ => {}
+                }
+                if depth > 0 || !matches!(c, ',' | '{') {
+                    if let Some(item) = items.last_mut() {
+                        item.push(c);
+                    }
+                }
+            }
+            items.iter().any(|item| {
+                item == "*"
+                    || item == "raw"
+                    || item.starts_with("raw::")
+                    || item.starts_with("rawas")
+            })
+        } else {
+            rest.starts_with("raw::")
+                || rest.starts_with("raw;")
+                || rest.starts_with("rawas")
+                || rest.starts_with("raw,")
+                || rest.starts_with("raw}")
+        };
+        if named {
+            let end = squeezed[at..]
+                .find([';', '\n'])
+                .map_or(squeezed.len(), |e| at + e);
+            found.push(format!("{}: {}", lines[at], &squeezed[at..end]));
+        }
+    }
+    found
+}
+
+#[test]
+fn only_contract_names_its_raw_yaml_types() {
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for path in entries.map(|e| e.unwrap().path()) {
+            if path.is_dir() {
+                // Installed packages (`node_modules`) and build output hold no sources of ours.
+                if !path.ends_with("node_modules") && !path.ends_with("target") {
+                    rust_files(&path, out);
+                }
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let root = repo();
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches", "examples"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 100, "the sources were not found");
+    let contract = root.join("src/contract");
+    let mut named = Vec::new();
+    for path in files.iter().filter(|p| !p.starts_with(&contract)) {
+        let text = std::fs::read_to_string(path).unwrap();
+        for place in names_contract_raw(&text) {
+            let shown = path.strip_prefix(&root).unwrap_or(path).display();
+            named.push(format!("{shown}:{place}"));
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "outside `contract`, name the model (`contract::model`), not the YAML mirror types:\n{}",
+        named.join("\n")
+    );
+    // The checker itself, on samples: every way of naming `raw` is found, and nothing else.
+    for sample in [
+        "use crate::contract::raw::StateKind;\n",
+        "use code_intel::contract::raw::{Outcome, StateKind};\n",
+        "fn f() { crate::contract :: raw :: Outcome::as_str(o); }\n",
+        "use crate::contract::{self, raw};\n",
+        "use crate::contract::{model::State, raw::StateKind};\n",
+        "use crate::contract::{raw as yaml};\n",
+        "use crate::contract::raw;\n",
+        "use crate::contract::*;\n",
+        "use crate::contract::{\n    model,\n    raw::{Outcome, StateKind},\n};\n",
+    ] {
+        assert_eq!(names_contract_raw(sample).len(), 1, "{sample}");
+    }
+    for sample in [
+        "use crate::contract::model::{Outcome, StateKind};\n",
+        "use crate::scenario::raw::RawScenarioFile;\nuse raw::X;\n",
+        "use crate::contract::{self, Contract, model::raw_name};\n",
+        "// the YAML mirror types are contract::raw\nlet s = \"contract::raw::StateKind\";\n",
+        "use crate::subcontract::raw::X;\n",
+    ] {
+        assert_eq!(names_contract_raw(sample), Vec::<String>::new(), "{sample}");
+    }
+}

@@ -9,8 +9,7 @@
 use code_intel::analysis::reach::reachable;
 use code_intel::contract::Contract;
 use code_intel::contract::flags;
-use code_intel::contract::model::LimitValue;
-use code_intel::contract::raw::{CounterScope, StateKind};
+use code_intel::contract::model::{CounterScope, LimitValue, StateKind};
 use code_intel::guard::eval::{Context, eval};
 use code_intel::guard::parse;
 use code_intel::machine::{Event, Input, Instance, settle, step};

@@ -18,7 +18,7 @@
 //! Use instead: add `otherwise: {to: RETRY}`.
 
 use crate::contract::Contract;
-use crate::contract::raw::StateKind;
+use crate::contract::model::StateKind;
 use crate::diagnostic::Diagnostic;
 
 pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {

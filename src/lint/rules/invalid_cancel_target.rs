@@ -19,7 +19,7 @@
 //! Use instead: a `CANCELLED: {kind: terminal, outcome: cancelled}` state.
 
 use crate::contract::Contract;
-use crate::contract::raw::{Outcome, StateKind};
+use crate::contract::model::{Outcome, StateKind};
 use crate::diagnostic::Diagnostic;
 
 pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {

@@ -24,8 +24,7 @@ use serde_json::{Map, Value};
 
 use crate::analysis::reach::{decide, static_roots};
 use crate::contract::Contract;
-use crate::contract::model::{Flag, Guard};
-use crate::contract::raw::FlagType;
+use crate::contract::model::{Flag, FlagType, Guard};
 use crate::diagnostic::Diagnostic;
 use crate::guard::ast::{Expr, ExprKind};
 

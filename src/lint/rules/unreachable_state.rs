@@ -19,8 +19,7 @@
 
 use crate::analysis::graph::edges;
 use crate::contract::Contract;
-use crate::contract::model::StateId;
-use crate::contract::raw::StateKind;
+use crate::contract::model::{StateId, StateKind};
 use crate::diagnostic::Diagnostic;
 
 pub(crate) fn check(contract: &Contract) -> Vec<Diagnostic> {

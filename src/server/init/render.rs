@@ -11,7 +11,7 @@ use super::merge::hook_command;
 use super::report::{InitError, Options};
 use super::rules::Rule;
 use crate::contract::Contract;
-use crate::contract::raw::{FlagType, StateKind};
+use crate::contract::model::{FlagType, StateKind};
 
 /// Templates by name; prompts are plain Markdown, one file per locale.
 const TEMPLATES: [(&str, &str); 7] = [
