@@ -2,7 +2,7 @@
 //! its input schema (generated from the argument type its handler parses), the limits of
 //! its fields, whether the contract may gate it, and its handler. The tools the server
 //! lists (`service`), the registry's tools (`registry`) and the dispatch of a call
-//! (`core`) all follow from [`TOOLS`], so a tool is added or renamed here only.
+//! (`core::dispatch`) all follow from [`TOOLS`], so a tool is added or renamed here only.
 //!
 //! The handler says how the server runs the tool: a session tool (start, status, submit,
 //! outcome) holding the session, and not asked of the engine's tool gate (the driver
@@ -325,5 +325,94 @@ pub fn call_code(
     match find(name).map(|t| t.handler) {
         Some(Handler::Code(handler)) => code.run(handler, args, words).map(Some),
         _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The declarations are the only list of tools: the registry takes its tools from
+    //! them, and no other file of the server lists tool names or matches on them.
+
+    use std::path::Path;
+
+    use super::TOOLS;
+
+    /// Every `.rs` file under `dir` but this one, with its text.
+    fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && !path.ends_with("server/tools.rs")
+                && let Ok(text) = std::fs::read_to_string(&path)
+            {
+                out.push((path.display().to_string(), text));
+            }
+        }
+    }
+
+    /// The lines of `text` that list the tool `name` (the name alone on a line, as an
+    /// item of a list) or dispatch on it (a match arm).
+    fn restated(text: &str, name: &str) -> Vec<String> {
+        let quoted = format!("\"{name}\"");
+        text.lines()
+            .filter(|line| {
+                let line = line.trim();
+                line == format!("{quoted},")
+                    || line.contains(&format!("{quoted} =>"))
+                    || line.contains(&format!("{quoted} |"))
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_registry_lists_the_declared_tools_in_their_order() {
+        let registry = super::super::registry::registry();
+        let names: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        assert_eq!(registry.tools, names);
+        let ungated: Vec<&str> = TOOLS.iter().filter(|t| t.ungated).map(|t| t.name).collect();
+        assert_eq!(registry.ungated_tools, ungated);
+        assert_eq!(
+            ungated,
+            [
+                "start_session",
+                "get_session_status",
+                "sync_index",
+                "update_context",
+                "record_outcome"
+            ]
+        );
+    }
+
+    #[test]
+    fn no_other_file_of_the_server_lists_or_dispatches_tool_names() {
+        let mut files = Vec::new();
+        sources(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/server"),
+            &mut files,
+        );
+        assert!(files.len() > 10, "the server's sources were not found");
+        let mut found = Vec::new();
+        for (path, text) in &files {
+            for tool in TOOLS {
+                for line in restated(text, tool.name) {
+                    found.push(format!("{path}: {line}"));
+                }
+            }
+        }
+        assert!(
+            found.is_empty(),
+            "tool names outside their declarations: {found:#?}"
+        );
+        // The scanner finds both forms, and not a name as a value.
+        let sample = "match name {\n    \"search_text\" => a(),\n    \"query\" | \"x\" => b(),\n}\nvec![\n    \"get_symbols\",\n]\njson!({\"tool\": \"semantic_search\",\n";
+        assert_eq!(restated(sample, "search_text").len(), 1);
+        assert_eq!(restated(sample, "query").len(), 1);
+        assert_eq!(restated(sample, "get_symbols").len(), 1);
+        assert!(restated(sample, "semantic_search").is_empty());
     }
 }

@@ -20,8 +20,8 @@ use crate::server::tools::{self, Handler, SessionHandler};
 use crate::server::words::Words;
 
 impl Server {
-    /// Answers one tool call in English, or in the contract's words where the reply is
-    /// one of its messages; [`Server::call`] words it in the session's locale.
+    /// Answers one tool call; [`Server::call`] puts the reply's texts in the session's
+    /// locale.
     pub(super) fn answer(&self, tool: &str, args: Map<String, Value>) -> Reply {
         let Some(spec) = tools::find(tool) else {
             return Reply::error("unknown_tool", format!("there is no tool `{tool}`"))
