@@ -570,10 +570,10 @@ fn names_contract_raw(text: &str) -> Vec<String> {
                     ',' if depth == 0 => items.push(String::new()),
                     _ => {}
                 }
-                if depth > 0 || !matches!(c, ',' | '{') {
-                    if let Some(item) = items.last_mut() {
-                        item.push(c);
-                    }
+                if (depth > 0 || !matches!(c, ',' | '{'))
+                    && let Some(item) = items.last_mut()
+                {
+                    item.push(c);
                 }
             }
             items.iter().any(|item| {
