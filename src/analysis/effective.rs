@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use super::reach::{self, decide, static_roots};
 use crate::contract::Contract;
 use crate::contract::model::{LimitValue, StateKind, Transition};
-use crate::machine::Instance;
 use crate::machine::response::instruction;
+use crate::machine::{Instance, StartError};
 use crate::source::Span;
 
 /// The contract as a session under `flags`, `intent` and `locale` sees it.
@@ -75,9 +75,8 @@ pub fn compute(
     flags: &Map<String, Value>,
     intent: Option<&str>,
     locale: Option<&str>,
-) -> Result<Effective, String> {
-    let instance = Instance::start(contract, flags.clone(), intent, locale, &Map::new())
-        .map_err(|e| e.to_string())?;
+) -> Result<Effective, StartError> {
+    let instance = Instance::start(contract, flags.clone(), intent, locale, &Map::new())?;
     let roots = static_roots(contract, flags, &instance.intent);
     let reachable: BTreeSet<_> = reach::reachable(contract, flags, &instance.intent);
     let transition = |t: &Transition| EffectiveTransition {

@@ -6,7 +6,10 @@ use std::path::PathBuf;
 
 use crate::analysis::matrix::MatrixError;
 use crate::contract::flags::FlagError;
+use crate::server::checkpoint::CheckpointError;
+use crate::server::core::ServerError;
 use crate::server::init::InitError;
+use crate::server::service::ServeError;
 
 #[derive(Debug)]
 pub(super) enum CliError {
@@ -23,8 +26,12 @@ pub(super) enum CliError {
     InvalidContract { rendered: String },
     /// The matrix of a contract whose columns do not parse (exit 1).
     Matrix(MatrixError),
-    /// The MCP server could not start or stopped with an error (exit 2).
-    Serve(String),
+    /// The checkpoint key could not be read or made (exit 2).
+    Key(CheckpointError),
+    /// The MCP server could not start (exit 2).
+    Server(ServerError),
+    /// The MCP server stopped with an error (exit 2).
+    Serve(ServeError),
     /// `init` refused to set the project up and wrote nothing (exit 2).
     Init(InitError),
     /// An argument names something the contract does not have (exit 2).
@@ -45,6 +52,8 @@ impl CliError {
             CliError::Read { .. }
             | CliError::Flags(_)
             | CliError::UnknownIntent { .. }
+            | CliError::Key(_)
+            | CliError::Server(_)
             | CliError::Serve(_)
             | CliError::Init(_)
             | CliError::Usage(_) => 2,
@@ -67,7 +76,9 @@ impl fmt::Display for CliError {
             ),
             CliError::InvalidContract { rendered } => f.write_str(rendered),
             CliError::Matrix(e) => e.fmt(f),
-            CliError::Serve(e) => f.write_str(e),
+            CliError::Key(e) => e.fmt(f),
+            CliError::Server(e) => e.fmt(f),
+            CliError::Serve(e) => e.fmt(f),
             CliError::Init(e) => e.fmt(f),
             CliError::Usage(e) => f.write_str(e),
         }

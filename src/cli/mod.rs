@@ -457,8 +457,8 @@ fn paths(
             }
         },
     };
-    let paths =
-        crate::scenario::shortest(&contract, flag_text, intent, facts).map_err(CliError::Usage)?;
+    let paths = crate::scenario::shortest(&contract, flag_text, intent, facts)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     let named = source
         .contract
         .as_ref()
@@ -543,9 +543,8 @@ fn serve(root: &Path, contract_file: Option<PathBuf>) -> Result<ExitCode, CliErr
         contract_file.as_deref(),
         &[crate::server::registry::registry()],
     )?;
-    let key = crate::server::checkpoint::SealKey::load_or_create()
-        .map_err(|e| CliError::Serve(e.to_string()))?;
-    let server = crate::server::core::Server::new(root, contract, key).map_err(CliError::Serve)?;
+    let key = crate::server::checkpoint::SealKey::load_or_create().map_err(CliError::Key)?;
+    let server = crate::server::core::Server::new(root, contract, key).map_err(CliError::Server)?;
     tracing::info!("serving {}", server.root().display());
     crate::server::service::serve_stdio(server).map_err(CliError::Serve)?;
     Ok(ExitCode::SUCCESS)

@@ -123,10 +123,10 @@ pub(super) fn describe(report: &SyncReport) -> String {
 }
 
 /// The semantic half of `code-intel index`.
-pub(super) fn index(root: &Root, rebuild: bool) -> Result<SyncReport, String> {
-    let config = Config::load(root.path()).map_err(|e| e.to_string())?;
-    let embedder = load_model(root, &config).map_err(|e| e.to_string())?;
-    run_sync(root, &config, embedder.as_ref(), rebuild).map_err(|e| e.to_string())
+pub(super) fn index(root: &Root, rebuild: bool) -> Result<SyncReport, Error> {
+    let config = Config::load(root.path()).map_err(|e| Error::Config(e.to_string()))?;
+    let embedder = load_model(root, &config)?;
+    run_sync(root, &config, embedder.as_ref(), rebuild)
 }
 
 fn fail(e: &dyn std::fmt::Display) -> ExitCode {

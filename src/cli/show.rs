@@ -57,7 +57,8 @@ pub(super) fn run(
                 .join(", ")
         )));
     }
-    let e = effective::compute(contract, &flag_set, intent, locale).map_err(CliError::Usage)?;
+    let e = effective::compute(contract, &flag_set, intent, locale)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     let set: Vec<String> = e
         .flags
         .iter()

@@ -231,7 +231,7 @@ impl RunnerHost {
                 self.prd = Some(text);
                 json!({"ok": true})
             }
-            Err(e) => json!({"ok": false, "error": e}),
+            Err(e) => json!({"ok": false, "error": e.to_string()}),
         }
     }
 
@@ -566,7 +566,7 @@ impl RunnerHost {
                 }
             },
             Err(e) => {
-                errors.push(e);
+                errors.push(e.to_string());
                 None
             }
         };

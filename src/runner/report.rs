@@ -81,17 +81,17 @@ pub struct Report {
 
 impl Report {
     /// The Task Note in Markdown.
-    pub fn note(&self) -> Result<String, String> {
+    pub fn note(&self) -> Result<String, NoteError> {
         let mut env = minijinja::Environment::new();
         env.add_filter("fence", fence);
         env.add_template("task_note.md", NOTE_TEMPLATE)
-            .map_err(|e| format!("the Task Note template does not compile: {e}"))?;
+            .map_err(NoteError::Template)?;
         let template = env
             .get_template("task_note.md")
-            .map_err(|e| e.to_string())?;
+            .map_err(NoteError::Lookup)?;
         template
             .render(minijinja::value::Value::from(minijinja::value::Serde(self)))
-            .map_err(|e| format!("the Task Note could not be rendered: {e}"))
+            .map_err(NoteError::Render)
     }
 
     /// The result JSON of `--result-file`.
@@ -109,6 +109,35 @@ impl Report {
             "finished_at": self.finished_at,
             "warnings": self.warnings,
         })
+    }
+}
+
+/// Why the Task Note could not be written out as text.
+#[derive(Debug)]
+pub enum NoteError {
+    /// The built-in template does not compile.
+    Template(minijinja::Error),
+    /// The template, once added, cannot be found again.
+    Lookup(minijinja::Error),
+    /// Rendering the report through the template failed.
+    Render(minijinja::Error),
+}
+
+impl std::fmt::Display for NoteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoteError::Template(e) => write!(f, "the Task Note template does not compile: {e}"),
+            NoteError::Lookup(e) => e.fmt(f),
+            NoteError::Render(e) => write!(f, "the Task Note could not be rendered: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for NoteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NoteError::Template(e) | NoteError::Lookup(e) | NoteError::Render(e) => Some(e),
+        }
     }
 }
 

@@ -188,30 +188,75 @@ pub enum Prd {
 
 impl Prd {
     /// The PRD's text; a file is read now, within [`MAX_PRD_BYTES`].
-    pub fn read(&self) -> Result<String, String> {
+    pub fn read(&self) -> Result<String, PrdError> {
         match self {
             Prd::Text(text) => Ok(text.clone()),
             Prd::File(path) => {
                 use std::io::Read as _;
-                let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+                let cannot = |source: std::io::Error| PrdError::Read {
+                    path: path.clone(),
+                    source,
+                };
                 let file = std::fs::File::open(path).map_err(cannot)?;
                 // A FIFO or a device would block or never end; only a file's bytes are a PRD.
                 if !file.metadata().map_err(cannot)?.is_file() {
-                    return Err(format!("{} is not a regular file", path.display()));
+                    return Err(PrdError::NotAFile { path: path.clone() });
                 }
                 let mut bytes = Vec::new();
                 file.take(MAX_PRD_BYTES + 1)
                     .read_to_end(&mut bytes)
                     .map_err(cannot)?;
                 if bytes.len() as u64 > MAX_PRD_BYTES {
-                    return Err(format!(
-                        "{} is over the {MAX_PRD_BYTES}-byte limit",
-                        path.display()
-                    ));
+                    return Err(PrdError::TooLarge { path: path.clone() });
                 }
-                String::from_utf8(bytes)
-                    .map_err(|_| format!("{} is not UTF-8 text", path.display()))
+                String::from_utf8(bytes).map_err(|_| PrdError::NotUtf8 { path: path.clone() })
             }
+        }
+    }
+}
+
+/// Why a PRD file could not be read.
+#[derive(Debug)]
+pub enum PrdError {
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A FIFO, a device or a directory.
+    NotAFile {
+        path: PathBuf,
+    },
+    /// Over [`MAX_PRD_BYTES`].
+    TooLarge {
+        path: PathBuf,
+    },
+    NotUtf8 {
+        path: PathBuf,
+    },
+}
+
+impl std::fmt::Display for PrdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrdError::Read { path, source } => {
+                write!(f, "cannot read {}: {source}", path.display())
+            }
+            PrdError::NotAFile { path } => write!(f, "{} is not a regular file", path.display()),
+            PrdError::TooLarge { path } => write!(
+                f,
+                "{} is over the {MAX_PRD_BYTES}-byte limit",
+                path.display()
+            ),
+            PrdError::NotUtf8 { path } => write!(f, "{} is not UTF-8 text", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for PrdError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PrdError::Read { source, .. } => Some(source),
+            _ => None,
         }
     }
 }

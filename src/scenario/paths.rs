@@ -13,7 +13,7 @@ use super::run::ScriptedHost;
 use crate::contract::Contract;
 use crate::contract::model::{State, StateKind};
 use crate::machine::Instance;
-use crate::session::{Driver, NoCheckpoints, Stop};
+use crate::session::{Driver, NoCheckpoints, StartFailure, Stop};
 
 /// How many sessions the search may try before it stops.
 const MAX_TRIES: usize = 5_000;
@@ -54,7 +54,7 @@ pub fn shortest(
     flag_text: &str,
     intent: Option<&str>,
     facts: Option<Map<String, Value>>,
-) -> Result<Paths, String> {
+) -> Result<Paths, StartFailure> {
     let facts = facts.unwrap_or_else(|| {
         contract
             .registry
@@ -118,19 +118,17 @@ fn search(
     intent: Option<&str>,
     params: &Map<String, Value>,
     facts: &Map<String, Value>,
-) -> Result<BTreeMap<String, Vec<PathStep>>, String> {
+) -> Result<BTreeMap<String, Vec<PathStep>>, StartFailure> {
     let driver = Driver::new(contract);
     let host = || ScriptedHost::new(facts.clone(), Map::new());
-    let turn = driver
-        .start(
-            &mut host(),
-            &mut NoCheckpoints,
-            flag_text,
-            intent,
-            None,
-            params,
-        )
-        .map_err(|e| e.to_string())?;
+    let turn = driver.start(
+        &mut host(),
+        &mut NoCheckpoints,
+        flag_text,
+        intent,
+        None,
+        params,
+    )?;
     let mut reached: BTreeMap<String, Vec<PathStep>> = BTreeMap::new();
     reached.insert(contract.state(contract.initial).id.clone(), Vec::new());
     for s in &turn.steps {

@@ -25,21 +25,78 @@ struct EvalFile {
     queries: Vec<EvalQuery>,
 }
 
+/// Why an evaluation file could not be read. Each names the file.
+#[derive(Debug)]
+pub enum LoadError {
+    /// Not YAML the crate's loader reads; `at` is `line:col` (empty when unknown).
+    Yaml {
+        path: String,
+        at: String,
+        message: String,
+    },
+    /// YAML, but not `queries: [{query, expect}]`.
+    Shape {
+        path: String,
+        source: serde_json::Error,
+    },
+    /// A query with an empty `expect` could never score.
+    ExpectsNothing { path: String, query: String },
+}
+
+impl LoadError {
+    /// The stable key of the failure.
+    pub fn key(&self) -> &'static str {
+        match self {
+            LoadError::Yaml { .. } => "semantic.eval_file.yaml",
+            LoadError::Shape { .. } => "semantic.eval_file.shape",
+            LoadError::ExpectsNothing { .. } => "semantic.eval_file.expects_nothing",
+        }
+    }
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Yaml { path, at, message } => write!(f, "{path}:{at}: {message}"),
+            LoadError::Shape { path, source } => write!(f, "{path}: {source}"),
+            LoadError::ExpectsNothing { path, query } => {
+                write!(f, "{path}: the query `{query}` expects nothing")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LoadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LoadError::Shape { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
 /// Reads an evaluation file: YAML `queries: [{query, expect: [...]}]`.
-pub fn load(path: &str, text: &str) -> Result<Vec<EvalQuery>, String> {
+pub fn load(path: &str, text: &str) -> Result<Vec<EvalQuery>, LoadError> {
     let mut sources = Sources::default();
     let file = sources.add(path, text.to_string());
-    let (node, _) = crate::yaml::parse(file, text).map_err(|d| {
-        let at = d
+    let (node, _) = crate::yaml::parse(file, text).map_err(|d| LoadError::Yaml {
+        path: path.to_string(),
+        at: d
             .span
             .map(|s| format!("{}:{}", s.start.line, s.start.col))
-            .unwrap_or_default();
-        format!("{path}:{at}: {}", d.message)
+            .unwrap_or_default(),
+        message: d.message,
     })?;
     let parsed: EvalFile =
-        serde_json::from_value(node.to_json()).map_err(|e| format!("{path}: {e}"))?;
+        serde_json::from_value(node.to_json()).map_err(|source| LoadError::Shape {
+            path: path.to_string(),
+            source,
+        })?;
     if let Some(q) = parsed.queries.iter().find(|q| q.expect.is_empty()) {
-        return Err(format!("{path}: the query `{}` expects nothing", q.query));
+        return Err(LoadError::ExpectsNothing {
+            path: path.to_string(),
+            query: q.query.clone(),
+        });
     }
     Ok(parsed.queries)
 }
@@ -183,9 +240,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(q[0].expect, ["django/contrib/auth/hashers.py"]);
-        let e = load("e.yml", "queries:\n  - query: x\n    expect: []\n").unwrap_err();
+        let e = load("e.yml", "queries:\n  - query: x\n    expect: []\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expects nothing"), "{e}");
-        let e = load("e.yml", "queries:\n  - query: x\n    expected: [a]\n").unwrap_err();
+        let e = load("e.yml", "queries:\n  - query: x\n    expected: [a]\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expected"), "{e}");
     }
 }

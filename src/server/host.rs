@@ -441,11 +441,10 @@ pub const RESOLVE_STALE_ACTION: &str = "git.resolve_stale_branches";
 /// choose: each one's name, base, age in days, whether it is checked out, and its commits
 /// ahead of the base with their subjects, at most [`MAX_STALE_BRANCHES`] branches and
 /// [`MAX_STALE_COMMITS`] subjects each; `more_branches` and `more_commits` count what was
-/// left out. `Err` carries the git refusal's text.
-pub fn stale_branch_report(root: &Root, own: Option<&str>) -> Result<Value, String> {
+/// left out. `Err` is git's refusal.
+pub fn stale_branch_report(root: &Root, own: Option<&str>) -> Result<Value, GitError> {
     let report = git::open(root.path())
-        .and_then(|repo| repo.stale_report(own, MAX_STALE_BRANCHES, MAX_STALE_COMMITS))
-        .map_err(|e| e.to_string())?;
+        .and_then(|repo| repo.stale_report(own, MAX_STALE_BRANCHES, MAX_STALE_COMMITS))?;
     let branches: Vec<Value> = report
         .branches
         .iter()

@@ -569,7 +569,7 @@ impl SemanticTools {
 
     /// `update_context`: the summaries are kept beside `context.yml` and returned with
     /// the project context by `start_session`.
-    pub fn update_context(&self, a: UpdateContextArgs) -> Result<Value, String> {
+    pub fn update_context(&self, a: UpdateContextArgs) -> Result<Value, ContextError> {
         let path: PathBuf = self.inner.root.path().join(SUMMARIES_FILE);
         let mut current: Map<String, Value> = std::fs::read(&path)
             .ok()
@@ -585,7 +585,10 @@ impl SemanticTools {
             self.inner
                 .root
                 .resolve(&d.path)
-                .map_err(|e| format!("{}: {e}", d.path))?;
+                .map_err(|source| ContextError::Outside {
+                    path: d.path.clone(),
+                    source,
+                })?;
             docs.insert(
                 d.path.clone(),
                 json!({"summary": d.summary, "updated_at": now()}),
@@ -595,8 +598,8 @@ impl SemanticTools {
         if let Some(rules) = &a.project_rules_summary {
             current.insert("project_rules_summary".into(), json!(rules));
         }
-        let bytes = serde_json::to_vec_pretty(&current).map_err(|e| e.to_string())?;
-        atomic_write(&path, &bytes).map_err(|e| format!("{SUMMARIES_FILE}: {e}"))?;
+        let bytes = serde_json::to_vec_pretty(&current).map_err(ContextError::Serialise)?;
+        atomic_write(&path, &bytes).map_err(ContextError::Write)?;
         Ok(json!({
             "updated": {
                 "design_docs": a.design_doc_summaries.len(),
@@ -604,5 +607,38 @@ impl SemanticTools {
             },
             "file": SUMMARIES_FILE,
         }))
+    }
+}
+
+/// Why `update_context` saved nothing.
+#[derive(Debug)]
+pub enum ContextError {
+    /// A design document's path is not inside the repository.
+    Outside {
+        path: String,
+        source: crate::codeintel::error::PathError,
+    },
+    Serialise(serde_json::Error),
+    /// The summaries file could not be written.
+    Write(std::io::Error),
+}
+
+impl std::fmt::Display for ContextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ContextError::Outside { path, source } => write!(f, "{path}: {source}"),
+            ContextError::Serialise(e) => e.fmt(f),
+            ContextError::Write(e) => write!(f, "{SUMMARIES_FILE}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ContextError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ContextError::Outside { source, .. } => Some(source),
+            ContextError::Serialise(e) => Some(e),
+            ContextError::Write(e) => Some(e),
+        }
     }
 }

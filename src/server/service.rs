@@ -124,12 +124,12 @@ impl ServerHandler for Service {
 }
 
 /// Runs the server on stdin/stdout until the client disconnects.
-pub fn serve_stdio(server: Server) -> Result<(), String> {
+pub fn serve_stdio(server: Server) -> Result<(), ServeError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(ServeError::Runtime)?;
     runtime.block_on(async move {
         let running = Service::new(server)
             .serve(stdio::LineTransport::new(
@@ -137,11 +137,39 @@ pub fn serve_stdio(server: Server) -> Result<(), String> {
                 tokio::io::stdout(),
             ))
             .await
-            .map_err(|e| format!("MCP initialisation failed: {e}"))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| format!("the server stopped: {e}"))?;
+            .map_err(|e| ServeError::Initialise(Box::new(e)))?;
+        running.waiting().await.map_err(ServeError::Stopped)?;
         Ok(())
     })
+}
+
+/// Why serving over stdio ended with an error.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The async runtime could not be built.
+    Runtime(std::io::Error),
+    /// The MCP handshake failed (the client sent no valid `initialize`).
+    Initialise(Box<rmcp::service::ServerInitializeError>),
+    /// The service task ended abnormally.
+    Stopped(tokio::task::JoinError),
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServeError::Runtime(e) => write!(f, "cannot start the async runtime: {e}"),
+            ServeError::Initialise(e) => write!(f, "MCP initialisation failed: {e}"),
+            ServeError::Stopped(e) => write!(f, "the server stopped: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServeError::Runtime(e) => Some(e),
+            ServeError::Initialise(e) => Some(e),
+            ServeError::Stopped(e) => Some(e),
+        }
+    }
 }

@@ -263,7 +263,7 @@ pub const TOOLS: &[ToolSpec] = &[
             let args: UpdateContextArgs = parse(args)?;
             code.semantic
                 .update_context(args)
-                .map_err(ToolError::Arguments)
+                .map_err(|e| ToolError::Arguments(e.to_string()))
         }),
     },
     ToolSpec {

@@ -41,6 +41,37 @@ impl Drained {
     }
 }
 
+/// Why the tree is not (or no longer) watched; the server then checks files itself.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+enum WatchError {
+    /// inotify could not be set up.
+    Init(std::io::Error),
+    /// The directories to watch could not be listed.
+    Walk(crate::codeintel::error::Error),
+    /// A directory could not be watched (the system's watch limit, say).
+    Add {
+        dir: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+#[cfg(target_os = "linux")]
+impl std::fmt::Display for WatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WatchError::Init(e) => write!(f, "inotify: {e}"),
+            WatchError::Walk(e) => e.fmt(f),
+            WatchError::Add { dir, source } => {
+                write!(f, "cannot watch {}: {source}", dir.display())
+            }
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl std::error::Error for WatchError {}
+
 /// A file watcher over the repository's (non-ignored, non-hidden) directories.
 pub struct Watch {
     #[cfg(target_os = "linux")]
@@ -108,7 +139,7 @@ mod linux {
 
     use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 
-    use super::{Drained, relevant};
+    use super::{Drained, WatchError, relevant};
     use crate::codeintel::languages;
     use crate::codeintel::root::Root;
     use crate::codeintel::search::walk_dirs_under;
@@ -132,8 +163,8 @@ mod linux {
     }
 
     impl Inner {
-        pub(super) fn start(root: &Root) -> Result<Inner, String> {
-            let inotify = Inotify::init().map_err(|e| format!("inotify: {e}"))?;
+        pub(super) fn start(root: &Root) -> Result<Inner, WatchError> {
+            let inotify = Inotify::init().map_err(WatchError::Init)?;
             let mut inner = Inner {
                 inotify,
                 dirs: HashMap::new(),
@@ -144,14 +175,17 @@ mod linux {
         }
 
         /// Watches `dir` and every directory under it.
-        fn watch_tree(&mut self, root: &Root, dir: &std::path::Path) -> Result<(), String> {
-            let dirs = walk_dirs_under(root, dir).map_err(|e| e.to_string())?;
+        fn watch_tree(&mut self, root: &Root, dir: &std::path::Path) -> Result<(), WatchError> {
+            let dirs = walk_dirs_under(root, dir).map_err(WatchError::Walk)?;
             for d in dirs {
-                let wd = self
-                    .inotify
-                    .watches()
-                    .add(&d, mask())
-                    .map_err(|e| format!("cannot watch {}: {e}", d.display()))?;
+                let wd =
+                    self.inotify
+                        .watches()
+                        .add(&d, mask())
+                        .map_err(|source| WatchError::Add {
+                            dir: d.clone(),
+                            source,
+                        })?;
                 self.dirs.insert(wd, d);
             }
             Ok(())

@@ -711,7 +711,7 @@ fn a_linked_state_dir_is_refused_and_nothing_is_written_through_it() {
     std::os::unix::fs::symlink(&elsewhere, repo.root.join(".code-intel")).unwrap();
     let error = match Server::new(&repo.root, default_contract(), SealKey::from_bytes(KEY)) {
         Ok(_) => panic!("a server started on a linked .code-intel"),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     };
     assert!(error.contains(".code-intel is a symbolic link"), "{error}");
     // The CLI's index refuses too.

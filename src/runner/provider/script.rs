@@ -56,55 +56,120 @@ struct RawEntry {
     times: Option<u32>,
 }
 
+/// Why a script's text is not a script. The text names the entry and what is wrong.
+#[derive(Debug)]
+pub enum ScriptError {
+    /// The text is over [`MAX_SCRIPT_BYTES`].
+    TooLarge { bytes: usize },
+    /// The text is not YAML the crate's loader reads: where (`line N: `, or nothing) and
+    /// why.
+    Yaml { at: String, message: String },
+    /// The document is not a list.
+    NotAList,
+    /// Entry `index` (1-based) is wrong.
+    Entry { index: usize, problem: EntryProblem },
+}
+
+/// What is wrong with one entry of a script.
+#[derive(Debug)]
+pub enum EntryProblem {
+    /// Its keys or their types (an unknown key, a missing `protocol`).
+    Shape(serde_json::Error),
+    UnknownProtocol(String),
+    ReplyNotMapping,
+    BothReplies,
+    NoReply,
+    ZeroTimes,
+}
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScriptError::TooLarge { bytes } => write!(
+                f,
+                "the script is {bytes} bytes, over the {MAX_SCRIPT_BYTES}-byte limit"
+            ),
+            ScriptError::Yaml { at, message } => write!(f, "YAML: {at}{message}"),
+            ScriptError::NotAList => f.write_str("a script is a YAML list of entries"),
+            ScriptError::Entry { index, problem } => write!(f, "entry {index}: {problem}"),
+        }
+    }
+}
+
+impl std::fmt::Display for EntryProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EntryProblem::Shape(e) => e.fmt(f),
+            EntryProblem::UnknownProtocol(name) => write!(
+                f,
+                "unknown protocol {name:?} (plan_task, next_action or completion_assessment)"
+            ),
+            EntryProblem::ReplyNotMapping => {
+                f.write_str("`reply` must be a mapping (a JSON object)")
+            }
+            EntryProblem::BothReplies => f.write_str("give `reply` or `reply_text`, not both"),
+            EntryProblem::NoReply => f.write_str("`reply` or `reply_text` is required"),
+            EntryProblem::ZeroTimes => f.write_str("`times` must be at least 1"),
+        }
+    }
+}
+
+impl std::error::Error for ScriptError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ScriptError::Entry {
+                problem: EntryProblem::Shape(e),
+                ..
+            } => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// The entries of a script's text; the error names the entry and what is wrong.
-pub fn parse(text: &str) -> Result<Vec<Entry>, String> {
+pub fn parse(text: &str) -> Result<Vec<Entry>, ScriptError> {
     if text.len() > MAX_SCRIPT_BYTES {
-        return Err(format!(
-            "the script is {} bytes, over the {MAX_SCRIPT_BYTES}-byte limit",
-            text.len()
-        ));
+        return Err(ScriptError::TooLarge { bytes: text.len() });
     }
     let value = yaml_value(text)?;
     let items = match value {
         Value::Array(items) => items,
         Value::Null => Vec::new(),
-        _ => return Err("a script is a YAML list of entries".to_owned()),
+        _ => return Err(ScriptError::NotAList),
     };
     items
         .into_iter()
         .enumerate()
         .map(|(index, item)| {
-            let at = format!("entry {}", index + 1);
-            let raw: RawEntry = serde_json::from_value(item).map_err(|e| format!("{at}: {e}"))?;
-            let protocol = Protocol::from_name(&raw.protocol).ok_or_else(|| {
-                format!(
-                    "{at}: unknown protocol {:?} (plan_task, next_action or completion_assessment)",
-                    raw.protocol
-                )
-            })?;
-            let reply = match (raw.reply, raw.reply_text) {
-                (Some(Value::Object(object)), None) => Value::Object(object).to_string(),
-                (Some(_), None) => {
-                    return Err(format!("{at}: `reply` must be a mapping (a JSON object)"));
-                }
-                (None, Some(text)) => text,
-                (Some(_), Some(_)) => {
-                    return Err(format!("{at}: give `reply` or `reply_text`, not both"));
-                }
-                (None, None) => return Err(format!("{at}: `reply` or `reply_text` is required")),
-            };
-            let left = raw.times.unwrap_or(1);
-            if left == 0 {
-                return Err(format!("{at}: `times` must be at least 1"));
-            }
-            Ok(Entry {
-                protocol,
-                when: raw.when,
-                reply,
-                left,
+            entry(item).map_err(|problem| ScriptError::Entry {
+                index: index + 1,
+                problem,
             })
         })
         .collect()
+}
+
+fn entry(item: Value) -> Result<Entry, EntryProblem> {
+    let raw: RawEntry = serde_json::from_value(item).map_err(EntryProblem::Shape)?;
+    let protocol = Protocol::from_name(&raw.protocol)
+        .ok_or_else(|| EntryProblem::UnknownProtocol(raw.protocol.clone()))?;
+    let reply = match (raw.reply, raw.reply_text) {
+        (Some(Value::Object(object)), None) => Value::Object(object).to_string(),
+        (Some(_), None) => return Err(EntryProblem::ReplyNotMapping),
+        (None, Some(text)) => text,
+        (Some(_), Some(_)) => return Err(EntryProblem::BothReplies),
+        (None, None) => return Err(EntryProblem::NoReply),
+    };
+    let left = raw.times.unwrap_or(1);
+    if left == 0 {
+        return Err(EntryProblem::ZeroTimes);
+    }
+    Ok(Entry {
+        protocol,
+        when: raw.when,
+        reply,
+        left,
+    })
 }
 
 /// Whether `request` contains everything in `pattern` (see the module docs).
@@ -123,20 +188,18 @@ pub fn contains(request: &Value, pattern: &Value) -> bool {
 
 /// A YAML document as a JSON value, through the crate's YAML loader (linear, bounded
 /// aliases and nesting). Errors name the line and column.
-fn yaml_value(text: &str) -> Result<Value, String> {
-    let (node, findings) = crate::yaml::parse(crate::source::FileId(0), text).map_err(|d| {
-        let at = d
+fn yaml_value(text: &str) -> Result<Value, ScriptError> {
+    let yaml = |d: &crate::diagnostic::Diagnostic| ScriptError::Yaml {
+        at: d
             .span
             .map(|s| format!("line {}: ", s.start))
-            .unwrap_or_default();
-        format!("YAML: {at}{}", d.message)
-    })?;
+            .unwrap_or_default(),
+        message: d.message.clone(),
+    };
+    let (node, findings) =
+        crate::yaml::parse(crate::source::FileId(0), text).map_err(|d| yaml(&d))?;
     if let Some(d) = findings.first() {
-        let at = d
-            .span
-            .map(|s| format!("line {}: ", s.start))
-            .unwrap_or_default();
-        return Err(format!("YAML: {at}{}", d.message));
+        return Err(yaml(d));
     }
     Ok(node.to_json())
 }
@@ -173,25 +236,34 @@ mod tests {
         assert!(
             parse("- protocol: plan\n  reply_text: x")
                 .unwrap_err()
+                .to_string()
                 .contains("entry 1")
         );
         assert!(
             parse("- protocol: plan_task")
                 .unwrap_err()
+                .to_string()
                 .contains("required")
         );
         assert!(
             parse("- protocol: plan_task\n  reply: [1]")
                 .unwrap_err()
+                .to_string()
                 .contains("mapping")
         );
         assert!(
             parse("- protocol: plan_task\n  reply_text: x\n  tiems: 2")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown field")
         );
-        assert!(parse("{").unwrap_err().contains("YAML"));
-        assert!(parse("key: value").unwrap_err().contains("list"));
+        assert!(parse("{").unwrap_err().to_string().contains("YAML"));
+        assert!(
+            parse("key: value")
+                .unwrap_err()
+                .to_string()
+                .contains("list")
+        );
         assert_eq!(parse("").unwrap(), vec![]);
     }
 

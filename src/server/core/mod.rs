@@ -9,9 +9,12 @@
 
 mod control;
 mod dispatch;
+mod error;
 mod sessions;
 mod start;
 mod turn;
+
+pub use error::ServerError;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -69,21 +72,22 @@ struct Active {
 
 impl Server {
     /// A server for the repository at `root` running `contract` (a code-intel contract).
-    pub fn new(root: &Path, contract: Contract, key: SealKey) -> Result<Server, String> {
-        let config = Config::load(root).map_err(|e| e.to_string())?;
+    pub fn new(root: &Path, contract: Contract, key: SealKey) -> Result<Server, ServerError> {
+        let config = Config::load(root).map_err(ServerError::Config)?;
         let root = Root::open(root)
             .and_then(|r| r.excluding(&config.index.exclude))
-            .map_err(|e| e.to_string())?;
+            .map_err(ServerError::Root)?;
         if contract.registry.host != "code-intel" {
-            return Err(format!(
-                "the contract `{}` is for the host `{}`, not code-intel",
-                contract.name, contract.registry.host
-            ));
+            return Err(ServerError::WrongHost {
+                contract: contract.name.clone(),
+                host: contract.registry.host.to_string(),
+            });
         }
         // Before anything is written: a linked `.code-intel/` would take every write of
         // the server outside the repository.
-        crate::codeintel::state_dir::check(root.path()).map_err(|e| e.to_string())?;
-        crate::codeintel::gitignore::ensure_gitignore(root.path()).map_err(|e| e.to_string())?;
+        crate::codeintel::state_dir::check(root.path()).map_err(ServerError::StateDir)?;
+        crate::codeintel::gitignore::ensure_gitignore(root.path())
+            .map_err(ServerError::Gitignore)?;
         let checkpoints = Checkpoints::new(root.path(), key);
         // Writes of a server killed midway leave their temp files behind; nothing else
         // would ever remove them.

@@ -84,7 +84,8 @@ impl Server {
             return reply;
         }
         let own = record.host.branch.as_ref().map(|b| b.name.as_str());
-        let report = stale_branch_report(&self.root, own).unwrap_or_else(|e| json!({"error": e}));
+        let report = stale_branch_report(&self.root, own)
+            .unwrap_or_else(|e| json!({"error": e.to_string()}));
         reply.with("stale_branches", report)
     }
 

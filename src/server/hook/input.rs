@@ -30,11 +30,36 @@ pub struct HookInput {
     pub tool_response: Value,
 }
 
+/// Why the hook's stdin is not a hook input.
+#[derive(Debug)]
+pub enum InputError {
+    NotJson(serde_json::Error),
+    NotAnObject,
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::NotJson(e) => write!(f, "not JSON: {e}"),
+            InputError::NotAnObject => f.write_str("not a JSON object"),
+        }
+    }
+}
+
+impl std::error::Error for InputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InputError::NotJson(e) => Some(e),
+            InputError::NotAnObject => None,
+        }
+    }
+}
+
 /// Parses the hook JSON; the reason when it is not a hook input.
-pub fn parse(stdin: &[u8]) -> Result<HookInput, String> {
-    let value: Value = serde_json::from_slice(stdin).map_err(|e| format!("not JSON: {e}"))?;
+pub fn parse(stdin: &[u8]) -> Result<HookInput, InputError> {
+    let value: Value = serde_json::from_slice(stdin).map_err(InputError::NotJson)?;
     let Value::Object(mut map) = value else {
-        return Err("not a JSON object".into());
+        return Err(InputError::NotAnObject);
     };
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
     let event = match text(map.get("hook_event_name")).as_deref() {

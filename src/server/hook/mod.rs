@@ -172,7 +172,10 @@ fn answer(stdin: &[u8], process_cwd: Option<&Path>) -> HookOutput {
         Ok(input) => input,
         Err(reason) => {
             return deny_before_session(process_cwd, |words| {
-                words.note("hook.input_unreadable", &[("reason", json!(reason))])
+                words.note(
+                    "hook.input_unreadable",
+                    &[("reason", json!(reason.to_string()))],
+                )
             });
         }
     };
