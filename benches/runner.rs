@@ -116,12 +116,14 @@ fn main() {
             target: Target::Local,
             host_env: Box::new(|name| std::env::var(name).ok()),
             cancel: cancel.clone(),
-            events: Events::new(false, None),
+            events: Events::new(None, None),
             result_file: None,
             outcomes: app::terminal_outcomes(&contract),
         });
         let start = Instant::now();
-        let code = app::execute(&contract, &mut host, &params, &cancel);
+        let code = app::execute(&contract, &mut host, &params, &cancel)
+            .expect("the task contract starts the bench task")
+            .exit_code;
         let elapsed = start.elapsed();
         assert_eq!(code, 3, "the bench task ends INCOMPLETE");
         fakes += time_inside.get();

@@ -1,12 +1,17 @@
 //! The `agent-runner` binary: parses arguments, installs logging and the signal handler,
-//! and hands over to `code_intel::runner::app`.
+//! hands over to `code_intel::runner::app`, and is the one place that writes to the
+//! terminal: the task file's warnings, the progress lines (text mode) and why the task
+//! could not run, all on stderr.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use code_intel::runner::app::{self, LogFormat, Options};
+use code_intel::diagnostic::render;
+use code_intel::runner::app::{self, LogFormat, Options, RunError};
 use code_intel::runner::cancel::Cancel;
+use code_intel::runner::events::Progress;
 
 /// Runs a task: a planner LLM plans acceptance criteria and decides, a coding agent CLI
 /// works in a Docker sandbox, the test command decides, and a Task Note records it all.
@@ -68,7 +73,37 @@ fn main() -> ExitCode {
         events: args.events,
         unsafe_local: args.unsafe_local,
     };
-    exit(app::run(&options, &cancel))
+    let loaded = match app::load_task(&options) {
+        Ok(loaded) => loaded,
+        Err(e) => return failed(&e),
+    };
+    if !loaded.warnings.is_empty() {
+        say(&render::human(&loaded.sources, &loaded.warnings));
+    }
+    let progress = (format == LogFormat::Text).then(|| Box::new(std::io::stderr()) as Progress);
+    match app::run(loaded, &options, &cancel, progress) {
+        Ok(ended) => exit(ended.exit_code),
+        Err(e) => failed(&e),
+    }
+}
+
+/// Says why the task did not run and gives its exit code. The task file's findings are
+/// shown as rendered; every other error as one `agent-runner:` line.
+fn failed(e: &RunError) -> ExitCode {
+    match e {
+        RunError::InvalidTask { .. } => say(&e.to_string()),
+        _ => {
+            let text = e.to_string();
+            let end = if text.ends_with('\n') { "" } else { "\n" };
+            say(&format!("agent-runner: {text}{end}"));
+        }
+    }
+    exit(e.exit_code())
+}
+
+/// Writes `text` to stderr; a closed stderr loses it (the exit code still tells).
+fn say(text: &str) {
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 fn exit(code: i32) -> ExitCode {

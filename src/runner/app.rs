@@ -1,7 +1,10 @@
 //! `agent-runner`: read a task, run it through the task contract with the runner host,
-//! and turn how it ended into an exit code (0 complete, 1 failed, 2 usage or invalid
-//! task, 3 incomplete, 130 cancelled). Every exit after the task started runs the
-//! contract's `finally` actions, so the note is written and the sandbox released.
+//! and say how it ended ([`Ended`], whose exit code is 0 complete, 1 failed, 3
+//! incomplete, 130 cancelled) or why it could not run ([`RunError`], exit 2 for usage or
+//! an invalid task). Every exit after the task started runs the contract's `finally`
+//! actions, so the note is written and the sandbox released. Nothing here writes to the
+//! terminal: the binary (`src/bin/agent-runner.rs`) renders warnings, errors and the
+//! progress stream it hands over.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -12,17 +15,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Map, Value, json};
 
 use super::cancel::Cancel;
-use super::events::Events;
+use super::events::{Events, Progress};
 use super::host::{HostEnv, RunnerHost, Setup};
 use super::preflight::Target;
 use super::protocol::planner::Planner;
 use super::report::Status;
-use super::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox};
+use super::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox, SandboxError};
 use super::task::{self, Task};
 use crate::contract::model::{Outcome, StateKind};
 use crate::contract::{self, Contract};
-use crate::diagnostic::render;
-use crate::session::{Driver, NoCheckpoints, Stop};
+use crate::diagnostic::{Diagnostic, render};
+use crate::session::{Driver, NoCheckpoints, StartFailure, Stop};
 use crate::source::Sources;
 
 /// The task contract, compiled into the binary.
@@ -52,50 +55,153 @@ pub struct Options {
     pub unsafe_local: bool,
 }
 
-/// Runs one task; returns the process exit code. `cancel` is set by the signal handler.
-pub fn run(options: &Options, cancel: &Cancel) -> i32 {
-    let mut stderr = std::io::stderr();
-    let (task, warnings, sources) = match read_task(options) {
-        Ok(loaded) => loaded,
-        Err(message) => {
-            let _ = std::io::Write::write_all(&mut stderr, message.as_bytes());
-            return EXIT_USAGE;
+/// A task file read and checked, with the warnings its checks found (the binary shows
+/// them before the task runs).
+#[derive(Debug)]
+pub struct LoadedTask {
+    pub task: Task,
+    pub warnings: Vec<Diagnostic>,
+    /// The task file's text, for rendering the warnings.
+    pub sources: Sources,
+}
+
+/// How a task that started ended: its status and the process exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    pub status: Status,
+    /// 0 complete, 1 failed, 3 incomplete, 130 cancelled (see [`Status::exit_code`]); 1
+    /// when the flow stopped outside the contract (an action failed, the engine refused).
+    pub exit_code: i32,
+}
+
+/// Why `agent-runner` stopped without running the task (or, for [`RunError::Refused`],
+/// as it started it). [`RunError::exit_code`] is the process's exit code.
+#[derive(Debug)]
+pub enum RunError {
+    /// The task file could not be read.
+    ReadTask {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Standard input could not be read.
+    ReadStdin(std::io::Error),
+    /// The task file (`name`) is over [`task::MAX_TASK_BYTES`].
+    TooLarge { name: String },
+    /// The task file (`name`) is not UTF-8.
+    NotUtf8 { name: String },
+    /// The task file has errors: its findings, over its text in `sources`.
+    InvalidTask {
+        sources: Sources,
+        findings: Vec<Diagnostic>,
+    },
+    /// The task contract compiled into the binary does not load.
+    TaskContract(TaskContractError),
+    /// The `--events` file could not be created.
+    EventsFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The sandbox could not be set up.
+    Sandbox(SandboxError),
+    /// The task contract refused to start the task (a param it does not accept).
+    Refused(StartFailure),
+}
+
+impl RunError {
+    /// 2 for usage errors and invalid task files, 1 for a broken built-in contract.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::TaskContract(_) => 1,
+            _ => EXIT_USAGE,
         }
-    };
-    if !warnings.is_empty() {
-        let text = render::human(&sources, &warnings);
-        let _ = std::io::Write::write_all(&mut stderr, text.as_bytes());
     }
-    let contract = match task_contract() {
-        Ok(c) => c,
-        Err(message) => {
-            let _ = std::io::Write::write_all(&mut stderr, message.as_bytes());
-            return 1;
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::ReadTask { path, source } => {
+                write!(f, "cannot read {}: {source}", path.display())
+            }
+            RunError::ReadStdin(e) => write!(f, "cannot read the task from stdin: {e}"),
+            RunError::TooLarge { name } => write!(
+                f,
+                "{name} is over the {}-byte limit of a task file",
+                task::MAX_TASK_BYTES
+            ),
+            RunError::NotUtf8 { name } => write!(f, "{name} is not UTF-8 text"),
+            RunError::InvalidTask { sources, findings } => {
+                f.write_str(&render::human(sources, findings))
+            }
+            RunError::TaskContract(e) => e.fmt(f),
+            RunError::EventsFile { path, source } => {
+                write!(f, "cannot write events to {}: {source}", path.display())
+            }
+            RunError::Sandbox(e) => e.fmt(f),
+            RunError::Refused(e) => write!(f, "the task contract refused the task: {e}"),
         }
-    };
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::ReadTask { source, .. } | RunError::EventsFile { source, .. } => Some(source),
+            RunError::ReadStdin(e) => Some(e),
+            RunError::TaskContract(e) => Some(e),
+            RunError::Sandbox(e) => Some(e),
+            RunError::Refused(e) => Some(e),
+            RunError::TooLarge { .. } | RunError::NotUtf8 { .. } | RunError::InvalidTask { .. } => {
+                None
+            }
+        }
+    }
+}
+
+/// The built-in task contract does not load: its findings, over its text in `sources`.
+#[derive(Debug)]
+pub struct TaskContractError {
+    pub sources: Sources,
+    pub findings: Vec<Diagnostic>,
+}
+
+impl std::fmt::Display for TaskContractError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the built-in task contract does not load:\n{}",
+            render::human(&self.sources, &self.findings)
+        )
+    }
+}
+
+impl std::error::Error for TaskContractError {}
+
+/// Runs a loaded task (see [`load_task`]): its progress lines go to `progress` when given.
+/// `cancel` is set by the signal handler.
+pub fn run(
+    loaded: LoadedTask,
+    options: &Options,
+    cancel: &Cancel,
+    progress: Option<Progress>,
+) -> Result<Ended, RunError> {
+    let LoadedTask { task, .. } = loaded;
+    let contract = task_contract().map_err(RunError::TaskContract)?;
     let events = match &options.events {
-        None => Events::new(options.log_format == LogFormat::Text, None),
+        None => Events::new(progress, None),
         Some(path) => match std::fs::File::create(path) {
-            Ok(f) => Events::new(options.log_format == LogFormat::Text, Some(f)),
-            Err(e) => {
-                let message = format!(
-                    "agent-runner: cannot write events to {}: {e}\n",
-                    path.display()
-                );
-                let _ = std::io::Write::write_all(&mut stderr, message.as_bytes());
-                return EXIT_USAGE;
+            Ok(f) => Events::new(progress, Some(f)),
+            Err(source) => {
+                return Err(RunError::EventsFile {
+                    path: path.clone(),
+                    source,
+                });
             }
         },
     };
     let host_env: HostEnv = Box::new(|name| std::env::var(name).ok());
     let (sandbox, target) = sandbox_for(&task, options.unsafe_local, &*host_env);
-    let sandbox = match sandbox {
-        Ok(s) => s,
-        Err(message) => {
-            let _ = std::io::Write::write_all(&mut stderr, message.as_bytes());
-            return EXIT_USAGE;
-        }
-    };
+    let sandbox = sandbox.map_err(RunError::Sandbox)?;
     let params = params_for(&task);
     let planner = Planner::from_config(
         &task.meta,
@@ -118,32 +224,34 @@ pub fn run(options: &Options, cancel: &Cancel) -> i32 {
 }
 
 /// Starts the task and sees it to an end: a terminal state, or (a cancel, a failed
-/// action, an engine refusal) the cancel path or the finalizers run by hand. Returns the
-/// exit code. (`run` builds the host from a task file; benchmarks build their own.)
+/// action, an engine refusal) the cancel path or the finalizers run by hand. (`run`
+/// builds the host from a task file; benchmarks build their own.)
 pub fn execute(
     contract: &Contract,
     host: &mut RunnerHost,
     params: &Map<String, Value>,
     cancel: &Cancel,
-) -> i32 {
+) -> Result<Ended, RunError> {
     let driver = Driver::new(contract);
     let mut store = NoCheckpoints;
-    let turn = match driver.start(host, &mut store, "", None, None, params) {
-        Ok(turn) => turn,
-        Err(e) => {
-            let message = format!("agent-runner: the task contract refused the task: {e}\n");
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), message.as_bytes());
-            return EXIT_USAGE;
-        }
-    };
+    let turn = driver
+        .start(host, &mut store, "", None, None, params)
+        .map_err(RunError::Refused)?;
     let turn = match turn.stop {
         Stop::Finished(_) => turn,
         _ if cancel.is_cancelled() => driver.cancel(host, &mut store, turn.instance),
         stop => {
             host.abandon(describe(&stop));
             driver.finalize(host, &turn.instance);
-            let exit = finish(host);
-            return if exit == 0 { 1 } else { exit };
+            let ended = finish(host);
+            return Ok(Ended {
+                exit_code: if ended.exit_code == 0 {
+                    1
+                } else {
+                    ended.exit_code
+                },
+                ..ended
+            });
         }
     };
     if !matches!(turn.stop, Stop::Finished(_)) {
@@ -151,11 +259,11 @@ pub fn execute(
         host.abandon(describe(&turn.stop));
         driver.finalize(host, &turn.instance);
     }
-    finish(host)
+    Ok(finish(host))
 }
 
-/// The exit code once the finalizers ran, with the closing progress line.
-fn finish(host: &mut RunnerHost) -> i32 {
+/// How the task ended once the finalizers ran, with the closing progress line.
+fn finish(host: &mut RunnerHost) -> Ended {
     let (status, note, write_error) = match host.finished() {
         Some(f) => (
             f.status,
@@ -174,7 +282,10 @@ fn finish(host: &mut RunnerHost) -> i32 {
     }
     host.events()
         .finished(status.as_str(), status.exit_code(), note.as_deref());
-    status.exit_code()
+    Ended {
+        status,
+        exit_code: status.exit_code(),
+    }
 }
 
 fn describe(stop: &Stop) -> String {
@@ -191,14 +302,14 @@ fn describe(stop: &Stop) -> String {
     }
 }
 
-/// Reads and checks the task file (or stdin). Errors are rendered for the terminal.
-fn read_task(
-    options: &Options,
-) -> Result<(Task, Vec<crate::diagnostic::Diagnostic>, Sources), String> {
+/// Reads and checks the task file (or stdin).
+pub fn load_task(options: &Options) -> Result<LoadedTask, RunError> {
     let (name, text, base_dir) = match &options.task {
         Some(path) => {
-            let text = std::fs::read(path)
-                .map_err(|e| format!("agent-runner: cannot read {}: {e}\n", path.display()))?;
+            let text = std::fs::read(path).map_err(|source| RunError::ReadTask {
+                path: path.clone(),
+                source,
+            })?;
             let dir = path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
@@ -210,38 +321,38 @@ fn read_task(
             std::io::stdin()
                 .take(task::MAX_TASK_BYTES + 1)
                 .read_to_end(&mut text)
-                .map_err(|e| format!("agent-runner: cannot read the task from stdin: {e}\n"))?;
+                .map_err(RunError::ReadStdin)?;
             ("<stdin>".to_string(), text, PathBuf::from("."))
         }
     };
     if text.len() as u64 > task::MAX_TASK_BYTES {
-        return Err(format!(
-            "agent-runner: {name} is over the {}-byte limit of a task file\n",
-            task::MAX_TASK_BYTES
-        ));
+        return Err(RunError::TooLarge { name });
     }
     let mut sources = Sources::default();
     let text = match String::from_utf8(text) {
         Ok(t) => t,
-        Err(_) => return Err(format!("agent-runner: {name} is not UTF-8 text\n")),
+        Err(_) => return Err(RunError::NotUtf8 { name }),
     };
     let base_dir = std::fs::canonicalize(&base_dir).unwrap_or(base_dir);
     let file = sources.add(name, text);
     match task::load(&sources, file, &base_dir) {
-        Ok((task, warnings)) => Ok((task, warnings, sources)),
-        Err(findings) => Err(render::human(&sources, &findings)),
+        Ok((task, warnings)) => Ok(LoadedTask {
+            task,
+            warnings,
+            sources,
+        }),
+        Err(findings) => Err(RunError::InvalidTask { sources, findings }),
     }
 }
 
 /// The task contract, loaded for the AgentRunner host.
-pub fn task_contract() -> Result<Contract, String> {
+pub fn task_contract() -> Result<Contract, TaskContractError> {
     let mut sources = Sources::default();
     let file = sources.add("contracts/agent_runner_task.yml", TASK_CONTRACT);
     let loaded = contract::load(&mut sources, file, &[super::registry::registry()]);
-    loaded.ok().map_err(|findings| {
-        let text = render::human(&sources, &findings);
-        format!("agent-runner: the built-in task contract does not load:\n{text}")
-    })
+    loaded
+        .ok()
+        .map_err(|findings| TaskContractError { sources, findings })
 }
 
 /// The outcome of each terminal state of the contract, which the host maps to a status.
@@ -276,11 +387,9 @@ fn sandbox_for(
     task: &Task,
     local: bool,
     host_env: &dyn Fn(&str) -> Option<String>,
-) -> (Result<Box<dyn Sandbox>, String>, Target) {
+) -> (Result<Box<dyn Sandbox>, SandboxError>, Target) {
     if local {
-        let sandbox = LocalSandbox::new(&task.repo)
-            .map(|s| Box::new(s) as Box<dyn Sandbox>)
-            .map_err(|e| format!("agent-runner: {e}\n"));
+        let sandbox = LocalSandbox::new(&task.repo).map(|s| Box::new(s) as Box<dyn Sandbox>);
         return (sandbox, Target::Local);
     }
     let home = host_env("HOME").map(PathBuf::from);
@@ -292,9 +401,7 @@ fn sandbox_for(
         host_env,
     );
     let program = options.program.clone();
-    let sandbox = DockerSandbox::new(options)
-        .map(|s| Box::new(s) as Box<dyn Sandbox>)
-        .map_err(|e| format!("agent-runner: {e}\n"));
+    let sandbox = DockerSandbox::new(options).map(|s| Box::new(s) as Box<dyn Sandbox>);
     (sandbox, Target::Docker { program })
 }
 

@@ -1,6 +1,7 @@
 //! Progress a user can follow while a task runs: one line per state change and action on
-//! stderr (text mode), and the same as JSON lines in the `--events` file, apart from the
-//! logs. Writing never fails a task: a closed pipe or a full disk only loses progress.
+//! the progress stream the binary hands over (stderr in text mode), and the same as JSON
+//! lines in the `--events` file, apart from the logs. Writing never fails a task: a closed
+//! pipe or a full disk only loses progress.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -9,17 +10,29 @@ use serde_json::{Value, json};
 
 use super::time;
 
+/// A stream of progress lines (the binary's stderr).
+pub type Progress = Box<dyn Write + Send>;
+
 /// Where progress goes.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Events {
-    /// One line per event on stderr.
-    pub text: bool,
+    /// One line per event, when given.
+    text: Option<Progress>,
     file: Option<BufWriter<File>>,
 }
 
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events")
+            .field("text", &self.text.is_some())
+            .field("file", &self.file)
+            .finish()
+    }
+}
+
 impl Events {
-    /// Progress on stderr when `text`, and as JSON lines in `file` when given.
-    pub fn new(text: bool, file: Option<File>) -> Events {
+    /// Progress lines to `text` when given, and JSON lines in `file` when given.
+    pub fn new(text: Option<Progress>, file: Option<File>) -> Events {
         Events {
             text,
             file: file.map(BufWriter::new),
@@ -72,8 +85,10 @@ impl Events {
     }
 
     fn emit(&mut self, line: &str, mut record: Value) {
-        if self.text {
-            let _ = writeln!(std::io::stderr().lock(), "agent-runner: {line}");
+        if let Some(text) = &mut self.text {
+            // The whole line in one write, as `writeln!` on a locked stderr did.
+            let _ = text.write_all(format!("agent-runner: {line}\n").as_bytes());
+            let _ = text.flush();
         }
         if let Some(file) = &mut self.file {
             if let Some(map) = record.as_object_mut() {
