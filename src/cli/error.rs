@@ -36,6 +36,8 @@ pub(super) enum CliError {
     Init(InitError),
     /// An argument names something the contract does not have (exit 2).
     Usage(String),
+    /// An answer could not be written as JSON (exit 2): said, rather than printing nothing.
+    Encode(serde_json::Error),
 }
 
 impl CliError {
@@ -56,7 +58,8 @@ impl CliError {
             | CliError::Server(_)
             | CliError::Serve(_)
             | CliError::Init(_)
-            | CliError::Usage(_) => 2,
+            | CliError::Usage(_)
+            | CliError::Encode(_) => 2,
             CliError::InvalidContract { .. } | CliError::Matrix(_) => 1,
         }
     }
@@ -81,6 +84,7 @@ impl fmt::Display for CliError {
             CliError::Serve(e) => e.fmt(f),
             CliError::Init(e) => e.fmt(f),
             CliError::Usage(e) => f.write_str(e),
+            CliError::Encode(e) => write!(f, "the answer could not be written as JSON: {e}"),
         }
     }
 }

@@ -432,7 +432,10 @@ fn matrix(source: &ContractSource, format: MatrixFormat) -> Result<ExitCode, Cli
     match format {
         MatrixFormat::Markdown => out!("{}", matrix::to_markdown(&contract, &m)),
         MatrixFormat::Json => {
-            outln!("{}", serde_json::to_string_pretty(&m).unwrap_or_default());
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&m).map_err(CliError::Encode)?
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -201,10 +201,10 @@ fn search_in(
         Err(e) => return fail(&e),
     };
     if a.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&result).unwrap_or_default()
-        );
+        match serde_json::to_string_pretty(&result) {
+            Ok(text) => outln!("{text}"),
+            Err(e) => return fail(&Error::Code(crate::codeintel::error::Error::Encode(e))),
+        }
     } else {
         for (n, hit) in result.hits.iter().enumerate() {
             let mut signals = Vec::new();
@@ -312,11 +312,13 @@ pub(super) fn eval(a: &EvalArgs) -> ExitCode {
     };
     if a.json {
         let value = serde_json::json!({"rankings": scores, "hnsw": graph});
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        );
-        return ExitCode::SUCCESS;
+        return match serde_json::to_string_pretty(&value) {
+            Ok(text) => {
+                outln!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&Error::Code(crate::codeintel::error::Error::Encode(e))),
+        };
     }
     outln!(
         "{:<8} {:>10} {:>7} {:>8}",

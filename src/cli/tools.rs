@@ -139,11 +139,14 @@ fn note_unsaved(f: &Freshness) {
     }
 }
 
-fn emit_json<T: Serialize>(value: &T) {
+/// Prints `value` as JSON; when it cannot be written as JSON, says so and gives exit 2
+/// instead of printing nothing.
+fn emit_json<T: Serialize>(value: &T) -> Result<(), ExitCode> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| fail(&Error::Encode(e)))?;
     let mut out = std::io::stdout().lock();
-    let text = serde_json::to_string_pretty(value).unwrap_or_default();
     putln!(out, "{text}");
     finish(out);
+    Ok(())
 }
 
 fn found(any: bool) -> ExitCode {
@@ -207,7 +210,9 @@ pub(super) fn search(a: &SearchArgs) -> ExitCode {
         return match search_text(&root, &q, a.common.window()) {
             Err(e) => fail(&e),
             Ok(r) => {
-                emit_json(&wire::TextResult::from(&r));
+                if let Err(code) = emit_json(&wire::TextResult::from(&r)) {
+                    return code;
+                }
                 found(r.total > 0)
             }
         };
@@ -256,7 +261,9 @@ pub(super) fn files(a: &FilesArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(list) => {
             if a.common.json {
-                emit_json(&wire::FileList::from(&list));
+                if let Err(code) = emit_json(&wire::FileList::from(&list)) {
+                    return code;
+                }
             } else {
                 print_files(&list);
             }
@@ -305,7 +312,9 @@ pub(super) struct NameArgs {
 
 fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
     if a.json {
-        emit_json(&wire::SymbolAnswer::from(answer));
+        if let Err(code) = emit_json(&wire::SymbolAnswer::from(answer)) {
+            return code;
+        }
     } else {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         for s in &answer.symbols.items {
@@ -434,7 +443,9 @@ pub(super) fn symbols(a: &FileArgs) -> ExitCode {
             Err(e) => fail(&e),
             Ok(f) => {
                 if a.common.json {
-                    emit_json(&wire::FunctionAtLine::from(&f));
+                    if let Err(code) = emit_json(&wire::FunctionAtLine::from(&f)) {
+                        return code;
+                    }
                 } else {
                     note_unsaved(&f.freshness);
                     for e in &f.enclosing {
@@ -495,7 +506,9 @@ pub(super) fn structure(a: &PathArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(s) => {
             if a.common.json {
-                emit_json(&wire::Structure::from(&s));
+                if let Err(code) = emit_json(&wire::Structure::from(&s)) {
+                    return code;
+                }
             } else {
                 print_structure(&s);
             }
@@ -595,7 +608,12 @@ pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok((i, view)) => {
             if a.common.json {
-                emit_json(&wire::impact_value(&i, impact_budget(view)));
+                if let Err(code) = wire::impact_value(&i, impact_budget(view))
+                    .map_err(|e| fail(&e))
+                    .and_then(|value| emit_json(&value))
+                {
+                    return code;
+                }
             } else {
                 print_impact(&i, view);
             }
@@ -737,15 +755,16 @@ pub(super) fn index(a: &IndexArgs) -> ExitCode {
         }
     };
     if a.common.json {
-        let mut v = serde_json::to_value(wire::UpdateReport::from(&r)).unwrap_or_default();
-        if let (Some(map), Some(report)) = (v.as_object_mut(), &semantic) {
-            map.insert(
-                "semantic".into(),
-                serde_json::to_value(report).unwrap_or_default(),
-            );
-        }
-        emit_json(&v);
-        return ExitCode::SUCCESS;
+        let encoded = serde_json::to_value(wire::UpdateReport::from(&r)).and_then(|mut v| {
+            if let (Some(map), Some(report)) = (v.as_object_mut(), &semantic) {
+                map.insert("semantic".into(), serde_json::to_value(report)?);
+            }
+            Ok(v)
+        });
+        return match encoded {
+            Ok(v) => emit_json(&v).map_or_else(|code| code, |()| ExitCode::SUCCESS),
+            Err(e) => fail(&Error::Encode(e)),
+        };
     }
     outln!(
         "indexed {} files ({} tags) in {} ms: {} tagged, {} unchanged, {} touched but unchanged, {} removed, {} too large{}",
@@ -807,7 +826,9 @@ pub(super) fn ask(a: &QueryArgs) -> ExitCode {
         Err(e) => fail(&e),
         Ok(answer) => {
             if a.common.json {
-                emit_json(&wire::QueryAnswer::from(&answer));
+                if let Err(code) = emit_json(&wire::QueryAnswer::from(&answer)) {
+                    return code;
+                }
                 return found(answer.result.total().is_none_or(|t| t > 0));
             }
             // Which tool answered goes to stderr; stdout is that command's own output.

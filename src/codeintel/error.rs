@@ -56,6 +56,8 @@ pub enum Error {
     /// The project's settings (`.code-intel/config.yml`) cannot be used: the message says
     /// where and why.
     Settings(String),
+    /// An answer could not be written as JSON (a map key that is not a string, say).
+    Encode(serde_json::Error),
 }
 
 impl Error {
@@ -81,6 +83,7 @@ impl Error {
             Error::Tags { .. } => "tags.failed",
             Error::Worker(_) => "internal.worker",
             Error::Settings(_) => "config.invalid",
+            Error::Encode(_) => "answer.encode",
         }
     }
 
@@ -136,6 +139,7 @@ impl std::fmt::Display for Error {
             Error::Tags { language, message } => write!(f, "tagging {language}: {message}"),
             Error::Worker(what) => write!(f, "a {what} thread failed"),
             Error::Settings(message) => write!(f, "{message}"),
+            Error::Encode(e) => write!(f, "the answer could not be written as JSON: {e}"),
         }
     }
 }
@@ -145,6 +149,7 @@ impl std::error::Error for Error {
         match self {
             Error::Path(e) => Some(e),
             Error::Io { source, .. } => Some(source),
+            Error::Encode(e) => Some(e),
             _ => None,
         }
     }

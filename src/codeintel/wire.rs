@@ -592,15 +592,18 @@ impl From<&impact::Impact> for Impact {
 
 /// An impact as JSON, its lists cut to `budget` bytes when one is given; a cut answer
 /// says `truncated` and how to see the rest.
-pub(crate) fn impact_value(i: &impact::Impact, budget: Option<usize>) -> serde_json::Value {
-    let mut value = serde_json::to_value(Impact::from(i)).unwrap_or_default();
+pub(crate) fn impact_value(
+    i: &impact::Impact,
+    budget: Option<usize>,
+) -> Result<serde_json::Value, super::error::Error> {
+    let mut value = serde_json::to_value(Impact::from(i)).map_err(super::error::Error::Encode)?;
     if let Some(budget) = budget
         && super::budget::fit(&mut value, budget)
     {
         value["truncated"] = serde_json::Value::Bool(true);
         value["more"] = serde_json::Value::String(IMPACT_MORE.to_string());
     }
-    value
+    Ok(value)
 }
 
 /// The answer of the tool a question was routed to; which one is in `tool`.

@@ -249,7 +249,7 @@ fn text_fallback(
     Ok(json!({
         "source": "text",
         "note": words.note("code_tools.note.text_matches", &[("why", json!(why))]),
-        "matches": json(&wire::TextResult::from(&r)),
+        "matches": json(&wire::TextResult::from(&r))?,
     }))
 }
 
@@ -318,7 +318,7 @@ impl CodeTools {
             paths: a.paths,
         };
         let r = search_text(&self.root, &q, a.paging.window())?;
-        Ok(json(&wire::TextResult::from(&r)))
+        Ok(json(&wire::TextResult::from(&r))?)
     }
 
     pub(super) fn search_files(&self, a: SearchFilesArgs) -> Result<Value, ToolError> {
@@ -328,7 +328,7 @@ impl CodeTools {
             paths: Vec::new(),
         };
         let p = search_files(&self.root, &q, a.paging.window())?;
-        Ok(json(&wire::FileList::from(&p)))
+        Ok(json(&wire::FileList::from(&p))?)
     }
 
     pub(super) fn find_definitions(
@@ -347,7 +347,7 @@ impl CodeTools {
                     // Maybe defined in a file created since the last walk.
                     answer = find(&index)?;
                 }
-                Ok(json(&wire::SymbolAnswer::from(&answer)))
+                Ok(json(&wire::SymbolAnswer::from(&answer))?)
             }
             other => {
                 // The files that mention the name, tagged now: the answer the full index
@@ -355,7 +355,7 @@ impl CodeTools {
                 let index = Index::for_names(&self.root, &[qualified::word_of(&a.name)])?;
                 let answer = find(&index)?;
                 Ok(with_status(
-                    json(&wire::SymbolAnswer::from(&answer)),
+                    json(&wire::SymbolAnswer::from(&answer))?,
                     &not_ready(&other, words),
                 ))
             }
@@ -378,20 +378,20 @@ impl CodeTools {
             ),
         };
         let answer = find_references(root, &index, &a.name, a.kind.as_deref(), a.paging.window())?;
-        Ok(with_note(json(&wire::SymbolAnswer::from(&answer)), status))
+        Ok(with_note(json(&wire::SymbolAnswer::from(&answer))?, status))
     }
 
     pub(super) fn get_symbols(&self, a: FileArgs, words: Words) -> Result<Value, ToolError> {
         let (index, note) = self.index_for(&a.file_path, words)?;
         let answer = get_symbols(&self.root, &index, &a.file_path, a.paging.window())?;
-        Ok(with_note(json(&wire::SymbolAnswer::from(&answer)), note))
+        Ok(with_note(json(&wire::SymbolAnswer::from(&answer))?, note))
     }
 
     pub(super) fn function_at_line(&self, a: LineArgs, words: Words) -> Result<Value, ToolError> {
         let (index, note) = self.index_for(&a.file_path, words)?;
         let line = u32::try_from(a.line).unwrap_or(u32::MAX);
         let answer = function_at_line(&self.root, &index, &a.file_path, line)?;
-        Ok(with_note(json(&wire::FunctionAtLine::from(&answer)), note))
+        Ok(with_note(json(&wire::FunctionAtLine::from(&answer))?, note))
     }
 
     pub(super) fn analyze_structure(&self, a: PathArgs, words: Words) -> Result<Value, ToolError> {
@@ -415,12 +415,12 @@ impl CodeTools {
                         "code_tools.note.files_instead",
                         &[("why", json!(not_ready(&other, words))), ("path", json!(a.path))],
                     ),
-                    "files": json(&wire::FileList::from(&files)),
+                    "files": json(&wire::FileList::from(&files))?,
                 }));
             }
         };
         let s = analyze_structure(root, &index, &a.path, a.paging.window())?;
-        Ok(with_note(json(&wire::Structure::from(&s)), note))
+        Ok(with_note(json(&wire::Structure::from(&s))?, note))
     }
 
     pub(super) fn analyze_impact(&self, a: ImpactArgs, words: Words) -> Result<Value, ToolError> {
@@ -435,7 +435,7 @@ impl CodeTools {
                     None => (View::Summary { top: SUMMARY_TOP }, IMPACT_SUMMARY_BUDGET),
                 };
                 let i = analyze(root, &index, &a.targets, view)?;
-                Ok(wire::impact_value(&i, Some(budget)))
+                Ok(wire::impact_value(&i, Some(budget))?)
             }
             other => Ok(text_fallback(
                 root,
@@ -455,12 +455,12 @@ impl CodeTools {
         }
         if !route.uses_index() {
             let answer = query::answer(root, None, route, a.paging.window())?;
-            return Ok(json(&wire::QueryAnswer::from(&answer)));
+            return Ok(json(&wire::QueryAnswer::from(&answer))?);
         }
         match self.index.lookup() {
             Lookup::Ready(index) => {
                 let answer = query::answer(root, Some(&index), route, a.paging.window())?;
-                Ok(json(&wire::QueryAnswer::from(&answer)))
+                Ok(json(&wire::QueryAnswer::from(&answer))?)
             }
             other => Ok(text_fallback(
                 root,
@@ -504,7 +504,7 @@ impl CodeTools {
             }
             Err(e) => {
                 let answer = query::answer(&self.root, None, route, a.paging.window())?;
-                let mut value = json(&wire::QueryAnswer::from(&answer));
+                let mut value = json(&wire::QueryAnswer::from(&answer))?;
                 value["note"] = json!(words.note(
                     "code_tools.note.semantic_failed",
                     &[("error", json!(e.to_string()))],
@@ -656,8 +656,8 @@ pub(super) fn parse<T: serde::de::DeserializeOwned>(
         .map_err(|e| ToolError::Arguments(format!("invalid arguments: {e}")))
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
+fn json<T: serde::Serialize>(value: &T) -> Result<Value, Error> {
+    serde_json::to_value(value).map_err(Error::Encode)
 }
 
 /// The root-relative paths a tool's answer shows: every `path` field, and the items of
