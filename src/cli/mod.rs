@@ -364,9 +364,15 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         }),
         Command::Schema { scenarios } => {
             if scenarios {
-                out!("{}", crate::scenario::generated_schema());
+                out!(
+                    "{}",
+                    crate::scenario::generated_schema().map_err(CliError::Encode)?
+                );
             } else {
-                out!("{}", contract::generated_schema());
+                out!(
+                    "{}",
+                    contract::generated_schema().map_err(CliError::Encode)?
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -22,6 +22,23 @@ pub struct ChecklistItem {
     pub reason: Option<String>,
 }
 
+impl ChecklistItem {
+    /// The item as guards see it: built by hand, as [`Task::to_value`] is, so it cannot
+    /// fail (the serde form is the same: absent options are left out).
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("item".into(), Value::String(self.item.clone()));
+        map.insert("status".into(), Value::String(self.status.clone()));
+        if let Some(evidence) = &self.evidence {
+            map.insert("evidence".into(), Value::String(evidence.clone()));
+        }
+        if let Some(reason) = &self.reason {
+            map.insert("reason".into(), Value::String(reason.clone()));
+        }
+        Value::Object(map)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {
     pub id: String,
@@ -53,7 +70,7 @@ impl Task {
         map.insert("status".into(), Value::String(self.status.clone()));
         map.insert(
             "checklist".into(),
-            serde_json::to_value(&self.checklist).unwrap_or(Value::Null),
+            Value::Array(self.checklist.iter().map(ChecklistItem::to_value).collect()),
         );
         map.insert(
             "revert_reason".into(),
@@ -331,5 +348,31 @@ mod tests {
         let mut short = with_summaries(1, 50);
         short.reduce_summaries(0);
         assert_eq!(short, with_summaries(1, 50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Guards see a checklist item as its serde form: the hand-built value must not drift.
+    #[test]
+    fn a_checklist_item_as_guards_see_it_is_its_serde_form() {
+        for item in [
+            ChecklistItem {
+                item: "a".into(),
+                status: "done".into(),
+                evidence: Some("e".into()),
+                reason: Some("r".into()),
+            },
+            ChecklistItem {
+                item: "b".into(),
+                status: "pending".into(),
+                evidence: None,
+                reason: None,
+            },
+        ] {
+            assert_eq!(item.to_value(), serde_json::to_value(&item).unwrap());
+        }
     }
 }

@@ -500,15 +500,38 @@ impl RunnerHost {
                 }
             })
             .collect();
+        // What cannot be recorded as JSON is left out of the report, and its warnings say
+        // so: the note is still written.
+        let mut warnings = self.warnings.clone();
+        let mut encode = |what: &str, value: Result<Value, serde_json::Error>| match value {
+            Ok(v) => Some(v),
+            Err(e) => {
+                warnings.push(format!("{what} could not be recorded: {e}"));
+                None
+            }
+        };
+        let test = self
+            .last_test
+            .as_ref()
+            .and_then(|t| Some((t, encode("the last test run", serde_json::to_value(t))?)))
+            .map(|(t, mut v)| {
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("passed".into(), Value::Bool(t.passed()));
+                }
+                v
+            });
+        let suggested_impl = task
+            .suggested_impl
+            .as_ref()
+            .and_then(|s| encode("the suggested implementation", serde_json::to_value(s)));
+        let runs = self
+            .runs
+            .iter()
+            .filter_map(|r| encode(&format!("the run {}", r.id), serde_json::to_value(r)))
+            .collect();
         let validation = (self.last_test.is_some() || self.assessment.is_some()).then(|| {
             json!({
-                "test": self.last_test.as_ref().map(|t| {
-                    let mut v = serde_json::to_value(t).unwrap_or(Value::Null);
-                    if let Some(m) = v.as_object_mut() {
-                        m.insert("passed".into(), Value::Bool(t.passed()));
-                    }
-                    v
-                }),
+                "test": test,
                 "assessment": self.assessment.as_ref().map(|a| a.summary.clone()),
                 "all_criteria_satisfied": self.assessment.as_ref().map(|a| a.all_criteria_satisfied),
             })
@@ -536,19 +559,12 @@ impl RunnerHost {
                 self.setup.sandbox.describe()
             ),
             prd: self.prd.clone().unwrap_or_default(),
-            suggested_impl: task
-                .suggested_impl
-                .as_ref()
-                .and_then(|s| serde_json::to_value(s).ok()),
+            suggested_impl,
             acceptance_criteria,
-            runs: self
-                .runs
-                .iter()
-                .filter_map(|r| serde_json::to_value(r).ok())
-                .collect(),
+            runs,
             validation,
             planner_calls: self.exchanges.clone(),
-            warnings: self.warnings.clone(),
+            warnings,
             timeline: self.timeline.clone(),
         }
     }
@@ -571,13 +587,17 @@ impl RunnerHost {
             }
         };
         // The result goes beside the note always (`task-ID.json`), and to `--result-file`.
-        let mut text = serde_json::to_string_pretty(&report.result()).unwrap_or_default();
-        text.push('\n');
-        let beside = path.with_extension("json");
-        for file in std::iter::once(&beside).chain(self.setup.result_file.as_ref()) {
-            if let Err(e) = atomic_write(file, text.as_bytes()) {
-                errors.push(format!("the result {}: {e}", file.display()));
+        match serde_json::to_string_pretty(&report.result()) {
+            Ok(mut text) => {
+                text.push('\n');
+                let beside = path.with_extension("json");
+                for file in std::iter::once(&beside).chain(self.setup.result_file.as_ref()) {
+                    if let Err(e) = atomic_write(file, text.as_bytes()) {
+                        errors.push(format!("the result {}: {e}", file.display()));
+                    }
+                }
             }
+            Err(e) => errors.push(format!("the result could not be written as JSON: {e}")),
         }
         self.finished = Some(Finished {
             status: report.status,

@@ -262,11 +262,11 @@ impl std::error::Error for PrdError {
 }
 
 /// The JSON Schema of task files, generated from [`TaskFile`].
-pub fn generated_schema() -> String {
+pub fn generated_schema() -> Result<String, serde_json::Error> {
     let schema = schemars::schema_for!(TaskFile);
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    let mut text = serde_json::to_string_pretty(&schema)?;
     text.push('\n');
-    text
+    Ok(text)
 }
 
 fn validator() -> Option<&'static jsonschema::Validator> {

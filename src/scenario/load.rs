@@ -24,11 +24,11 @@ pub fn is_scenario_file(path: &Path) -> bool {
 
 /// The JSON Schema of scenario files (`schemas/scenario.schema.json` is this, checked by a
 /// test).
-pub fn generated_schema() -> String {
+pub fn generated_schema() -> Result<String, serde_json::Error> {
     let schema = schemars::schema_for!(raw::RawScenarioFile);
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    let mut text = serde_json::to_string_pretty(&schema)?;
     text.push('\n');
-    text
+    Ok(text)
 }
 
 /// Loads a scenario file. Problems are diagnostics at their place in the file
@@ -112,7 +112,7 @@ fn validator() -> Option<&'static jsonschema::Validator> {
         std::sync::OnceLock::new();
     VALIDATOR
         .get_or_init(|| {
-            let schema: serde_json::Value = serde_json::from_str(&generated_schema()).ok()?;
+            let schema: serde_json::Value = serde_json::from_str(&generated_schema().ok()?).ok()?;
             jsonschema::validator_for(&schema).ok()
         })
         .as_ref()

@@ -20,7 +20,7 @@ fn check(path: &str, generated: &str) {
 fn contract_schema_is_fresh() {
     check(
         "schemas/contract.schema.json",
-        &code_intel::contract::generated_schema(),
+        &code_intel::contract::generated_schema().expect("the schema encodes"),
     );
 }
 
@@ -28,7 +28,7 @@ fn contract_schema_is_fresh() {
 fn scenario_schema_is_fresh() {
     check(
         "schemas/scenario.schema.json",
-        &code_intel::scenario::generated_schema(),
+        &code_intel::scenario::generated_schema().expect("the schema encodes"),
     );
 }
 
@@ -36,7 +36,7 @@ fn scenario_schema_is_fresh() {
 fn task_schema_is_fresh() {
     check(
         "schemas/task.schema.json",
-        &code_intel::runner::task::generated_schema(),
+        &code_intel::runner::task::generated_schema().expect("the schema encodes"),
     );
 }
 

@@ -213,7 +213,14 @@ impl Planner {
         let rendered = user.and_then(|user| {
             render::system(self.options.system_prompt.as_deref()).map(|system| (system, user))
         });
-        let (system, user) = match rendered {
+        // The structured request goes to the provider (the mock matches on it): one that
+        // cannot be encoded is a render failure, not a request of `null`.
+        let rendered = rendered.and_then(|(system, user)| {
+            serde_json::to_value(request)
+                .map(|request| (system, user, request))
+                .map_err(|e| RenderError(format!("the structured request: {e}")))
+        });
+        let (system, user, request) = match rendered {
             Ok(parts) => parts,
             Err(error) => {
                 return Call {
@@ -226,7 +233,7 @@ impl Planner {
             protocol,
             system,
             messages: vec![Message::user(user)],
-            request: serde_json::to_value(request).unwrap_or(Value::Null),
+            request,
             schema: response::schema(protocol),
         };
         let attempts = self.options.retries.saturating_add(1);

@@ -136,8 +136,10 @@ pub fn system(custom: Option<&str>) -> Result<String, RenderError> {
     render("system", json!({"custom": custom}))
 }
 
-fn schema_text(protocol: Protocol) -> String {
-    response::generated_schema(protocol).trim_end().to_owned()
+fn schema_text(protocol: Protocol) -> Result<String, RenderError> {
+    response::generated_schema(protocol)
+        .map(|text| text.trim_end().to_owned())
+        .map_err(|e| RenderError(format!("the {} reply schema: {e}", protocol.name())))
 }
 
 fn run_view(run: &RunEvidence) -> Value {
@@ -184,12 +186,14 @@ fn criterion_view(state: &CriterionState) -> Value {
 
 /// The `plan_task` request as the planner reads it.
 pub fn plan_task(request: &PlanTaskRequest) -> Result<String, RenderError> {
-    let suggested = request.suggested_impl.as_ref().map(|v| {
-        head(
-            &serde_json::to_string_pretty(v).unwrap_or_default(),
+    let suggested = match &request.suggested_impl {
+        Some(v) => Some(head(
+            &serde_json::to_string_pretty(v)
+                .map_err(|e| RenderError(format!("the suggested implementation: {e}")))?,
             SUGGESTED_IMPL_CHARS,
-        )
-    });
+        )),
+        None => None,
+    };
     render(
         "plan_task",
         json!({
@@ -198,7 +202,7 @@ pub fn plan_task(request: &PlanTaskRequest) -> Result<String, RenderError> {
             "prd": head(request.prd.trim(), PRD_CHARS),
             "suggested_impl": suggested,
             "test_command": request.test_command,
-            "schema": schema_text(Protocol::PlanTask),
+            "schema": schema_text(Protocol::PlanTask)?,
         }),
     )
 }
@@ -217,7 +221,7 @@ pub fn next_action(request: &NextActionRequest) -> Result<String, RenderError> {
             "loops_used": request.loops_used,
             "max_loops": request.max_loops,
             "test": test_view(request.last_test.as_ref()),
-            "schema": schema_text(Protocol::NextAction),
+            "schema": schema_text(Protocol::NextAction)?,
         }),
     )
 }
@@ -241,7 +245,7 @@ pub fn completion_assessment(request: &CompletionAssessmentRequest) -> Result<St
             "runs": runs,
             "runs_omitted": omitted,
             "test": test_view(request.test.as_ref()),
-            "schema": schema_text(Protocol::CompletionAssessment),
+            "schema": schema_text(Protocol::CompletionAssessment)?,
         }),
     )
 }

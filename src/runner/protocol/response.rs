@@ -164,10 +164,10 @@ fn invalid(message: impl Into<String>) -> InvalidReply {
 
 /// The JSON Schema of `protocol`'s whole reply (envelope and payload), generated from the
 /// payload types; `schemas/planner/<protocol>.schema.json` must equal it.
-pub fn generated_schema(protocol: Protocol) -> String {
-    let mut text = serde_json::to_string_pretty(&schema(protocol)).unwrap_or_default();
+pub fn generated_schema(protocol: Protocol) -> Result<String, serde_json::Error> {
+    let mut text = serde_json::to_string_pretty(&schema(protocol))?;
     text.push('\n');
-    text
+    Ok(text)
 }
 
 /// The schema of `protocol`'s reply as a value.
