@@ -551,7 +551,10 @@ impl Checkpoints {
             session: id.to_string(),
             refusal,
         })
-        .unwrap_or_default();
+        .map_err(|e| CheckpointError::Corrupt {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
         atomic_write(&path, text.as_bytes()).map_err(|e| CheckpointError::io(&path, e))
     }
 

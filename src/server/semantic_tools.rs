@@ -265,7 +265,7 @@ impl SemanticTools {
             };
             let report = semantic::sync(&self.inner.root, model.as_deref(), &options)
                 .map_err(|e| e.to_string())?;
-            let mut last = serde_json::to_value(&report).unwrap_or(Value::Null);
+            let mut last = serde_json::to_value(&report).map_err(|e| e.to_string())?;
             last["finished_at"] = json!(now());
             Ok(last)
         })();
@@ -481,12 +481,7 @@ impl SemanticTools {
                     k,
                     semantic::search::Ranking::Hybrid,
                 )
-                .map(|r| {
-                    (
-                        serde_json::to_value(r).unwrap_or(Value::Null),
-                        index.synced_at(),
-                    )
-                })
+                .and_then(|r| Ok((encode(&r)?, index.synced_at())))
         };
         let mut answer = self.with_index(model, run)?;
         if answer.is_none() {
@@ -553,7 +548,7 @@ impl SemanticTools {
     pub fn chunk(&self, a: ChunkArgs) -> Result<Value, semantic::Error> {
         let model = self.model().as_ref().ok().cloned().flatten();
         match self.with_index(model.as_deref(), |index| index.chunk(&a.chunk_id))? {
-            Some(detail) => Ok(serde_json::to_value(detail).unwrap_or(Value::Null)),
+            Some(detail) => encode(&detail),
             None => Err(semantic::Error::UnknownChunk(a.chunk_id)),
         }
     }
@@ -571,10 +566,13 @@ impl SemanticTools {
     /// the project context by `start_session`.
     pub fn update_context(&self, a: UpdateContextArgs) -> Result<Value, ContextError> {
         let path: PathBuf = self.inner.root.path().join(SUMMARIES_FILE);
-        let mut current: Map<String, Value> = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        // No file yet is no summaries; one that cannot be read or is not a JSON object is
+        // an error, not an empty start that would overwrite what it holds.
+        let mut current: Map<String, Value> = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(ContextError::Corrupt)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
+            Err(e) => return Err(ContextError::Read(e)),
+        };
         let mut docs: Map<String, Value> = current
             .get("design_docs")
             .and_then(Value::as_object)
@@ -610,6 +608,12 @@ impl SemanticTools {
     }
 }
 
+/// An answer as JSON; a failure reaches the client as the tool's error.
+fn encode(value: &impl serde::Serialize) -> Result<Value, semantic::Error> {
+    serde_json::to_value(value)
+        .map_err(|e| semantic::Error::Code(crate::codeintel::error::Error::Encode(e)))
+}
+
 /// Why `update_context` saved nothing.
 #[derive(Debug)]
 pub enum ContextError {
@@ -618,6 +622,10 @@ pub enum ContextError {
         path: String,
         source: crate::codeintel::error::PathError,
     },
+    /// The summaries file could not be read.
+    Read(std::io::Error),
+    /// The summaries file is not a JSON object.
+    Corrupt(serde_json::Error),
     Serialise(serde_json::Error),
     /// The summaries file could not be written.
     Write(std::io::Error),
@@ -627,6 +635,11 @@ impl std::fmt::Display for ContextError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ContextError::Outside { path, source } => write!(f, "{path}: {source}"),
+            ContextError::Read(e) => write!(f, "{SUMMARIES_FILE}: {e}"),
+            ContextError::Corrupt(e) => write!(
+                f,
+                "{SUMMARIES_FILE} is not a JSON object ({e}): fix or remove it, then update the context again"
+            ),
             ContextError::Serialise(e) => e.fmt(f),
             ContextError::Write(e) => write!(f, "{SUMMARIES_FILE}: {e}"),
         }
@@ -637,8 +650,8 @@ impl std::error::Error for ContextError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ContextError::Outside { source, .. } => Some(source),
-            ContextError::Serialise(e) => Some(e),
-            ContextError::Write(e) => Some(e),
+            ContextError::Corrupt(e) | ContextError::Serialise(e) => Some(e),
+            ContextError::Read(e) | ContextError::Write(e) => Some(e),
         }
     }
 }

@@ -30,6 +30,18 @@ pub struct Holder {
     pub since: u64,
 }
 
+impl Holder {
+    /// The holder as JSON (its serde form), built from plain fields so it cannot fail.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::json!({
+            "pid": self.pid,
+            "client": self.client,
+            "session": self.session,
+            "since": self.since,
+        })
+    }
+}
+
 impl std::fmt::Display for Holder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -119,4 +131,20 @@ impl Drop for SessionLock {
 
 fn read_holder(path: &Path) -> Option<Holder> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_holder_as_json_is_its_serde_form() {
+        let holder = Holder {
+            pid: 7,
+            client: "claude-code".into(),
+            session: "s1".into(),
+            since: 1_700_000_000,
+        };
+        assert_eq!(holder.to_value(), serde_json::to_value(&holder).unwrap());
+    }
 }

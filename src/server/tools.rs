@@ -54,7 +54,8 @@ pub struct ToolSpec {
 }
 
 fn schema<T: JsonSchema>() -> Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    // A schemars schema is a JSON value already: no encoding that could fail.
+    let mut schema: Value = schemars::schema_for!(T).into();
     if let Value::Object(map) = &mut schema {
         // Clients want a plain object schema; the draft marker, the title and a
         // description of the whole (the tool's own says it) add nothing.

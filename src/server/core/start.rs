@@ -421,7 +421,7 @@ impl Server {
                     ("client", json!(h.client)),
                     ("pid", json!(h.pid)),
                 ])
-                .with("holder", serde_json::to_value(h).unwrap_or(Value::Null)),
+                .with("holder", h.to_value()),
             LockError::Held(None) => {
                 Reply::say("session.locked", "session.locked_unnamed", e.to_string())
                     .with("holder", Value::Null)

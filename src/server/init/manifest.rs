@@ -38,14 +38,14 @@ impl Manifest {
         self.files.insert(path.to_string(), hash);
     }
 
-    pub(super) fn to_text(&self) -> String {
+    pub(super) fn to_text(&self) -> Result<String, serde_json::Error> {
         let value = json!({
             "comment": "Written by `code-intel init`: the sha256 of what it last generated. Do not edit.",
             "files": self.files,
         });
-        let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        let mut text = serde_json::to_string_pretty(&value)?;
         text.push('\n');
-        text
+        Ok(text)
     }
 }
 

@@ -39,6 +39,8 @@ pub enum JsonProblem {
         pointer: String,
         expected: &'static str,
     },
+    /// The merged value could not be written back as JSON (serde's message).
+    Encode(String),
 }
 
 impl fmt::Display for JsonProblem {
@@ -52,6 +54,7 @@ impl fmt::Display for JsonProblem {
             JsonProblem::Shape { pointer, expected } => {
                 write!(f, "`{pointer}` must be {expected}")
             }
+            JsonProblem::Encode(message) => write!(f, "cannot be written as JSON: {message}"),
         }
     }
 }
@@ -122,7 +125,8 @@ fn merge_json(
     if original.as_ref() == Some(&merged) {
         return Ok(None);
     }
-    let mut out = serde_json::to_string_pretty(&merged).unwrap_or_default();
+    let mut out =
+        serde_json::to_string_pretty(&merged).map_err(|e| JsonProblem::Encode(e.to_string()))?;
     out.push('\n');
     Ok(Some(out))
 }

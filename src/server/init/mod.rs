@@ -92,8 +92,11 @@ pub fn run(contract: &Contract, options: &Options) -> Result<Report, InitError> 
     })?;
     if new_manifest != old_manifest {
         let path = root.join(manifest::PATH);
-        atomic_write(&path, new_manifest.to_text().as_bytes())
-            .map_err(|source| InitError::Write { path, source })?;
+        let text = new_manifest.to_text().map_err(|e| InitError::Json {
+            path: manifest::PATH.to_string(),
+            problem: JsonProblem::Encode(e.to_string()),
+        })?;
+        atomic_write(&path, text.as_bytes()).map_err(|source| InitError::Write { path, source })?;
     }
     // Personal files (the server's approval in Claude Code's local settings) stay out of
     // every commit, the task's included.

@@ -229,7 +229,9 @@ fn environment() -> Result<Environment<'static>, InitError> {
     env.add_filter("cell", |s: String| s.replace('|', "\\|").replace('\n', " "));
     // A JSON string is also a valid YAML double-quoted scalar and TOML basic string.
     env.add_filter("quoted", |s: String| {
-        serde_json::to_string(&s).unwrap_or_default()
+        serde_json::to_string(&s).map_err(|e| {
+            minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string())
+        })
     });
     for (name, source) in TEMPLATES {
         env.add_template(name, source)

@@ -120,7 +120,7 @@ impl fmt::Display for InitError {
             InitError::Json { path, problem } => {
                 let separator = match problem {
                     JsonProblem::Syntax { .. } => ":",
-                    JsonProblem::Shape { .. } => ": ",
+                    JsonProblem::Shape { .. } | JsonProblem::Encode(_) => ": ",
                 };
                 write!(
                     f,
