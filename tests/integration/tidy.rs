@@ -443,3 +443,355 @@ fn no_file_has_more_than_900_lines_of_code_outside_tests() {
         stale.len(),
     );
 }
+
+// ---- Typed errors to the edge: no `pub` function answers with a `String` error. ----
+
+/// The `pub` functions (any `pub(…)` too) and `pub` type aliases of a file's non-test
+/// code whose error type is `String`: `Result<T, String>` written on any number of lines,
+/// or an alias of it. Each as `line: name`.
+fn string_errors(text: &str) -> Vec<String> {
+    let code = crate::rust_source::code_without_tests(text);
+    let chars: Vec<char> = code.chars().collect();
+    let line_of = |at: usize| chars[..at].iter().filter(|c| **c == '\n').count() + 1;
+    let mut found = Vec::new();
+    // Aliases first: a function may hide its `String` error behind one.
+    let mut aliases = Vec::new();
+    for at in keyword_positions(&chars, "type") {
+        let Some((name, rest)) = item_name(&chars, at + 4) else {
+            continue;
+        };
+        let Some(eq) = (rest..chars.len()).find(|&k| chars[k] == '=' || chars[k] == ';') else {
+            continue;
+        };
+        if chars[eq] != '=' {
+            continue;
+        }
+        let end = (eq..chars.len())
+            .find(|&k| chars[k] == ';')
+            .unwrap_or(chars.len());
+        let ty: String = chars[eq + 1..end].iter().collect();
+        if is_string_result(&ty, &[]) {
+            if is_pub(&chars, at) {
+                found.push(format!("{}: type {name}", line_of(at)));
+            }
+            aliases.push(name);
+        }
+    }
+    for at in keyword_positions(&chars, "fn") {
+        if !is_pub(&chars, at) {
+            continue;
+        }
+        let Some((name, rest)) = item_name(&chars, at + 2) else {
+            continue;
+        };
+        // The signature runs to the body's `{` or the `;` of a declaration, outside
+        // brackets (a tuple or an array type may hold neither, but may hold a comma).
+        let mut depth = 0i32;
+        let mut end = rest;
+        while end < chars.len() {
+            match chars[end] {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '{' | ';' if depth <= 0 => break,
+                _ => {}
+            }
+            end += 1;
+        }
+        let signature: String = chars[rest..end].iter().collect();
+        // The return type: after the last `->` outside the parameter list, up to `where`.
+        let mut depth = 0i32;
+        let mut arrow = None;
+        let sig: Vec<char> = signature.chars().collect();
+        for k in 0..sig.len() {
+            match sig[k] {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '-' if depth == 0 && sig.get(k + 1) == Some(&'>') => {
+                    arrow = Some(k + 2);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let Some(arrow) = arrow else {
+            continue;
+        };
+        let ret: String = sig[arrow..].iter().collect();
+        let ret = match ret.find(" where ").or_else(|| ret.find("\nwhere")) {
+            Some(w) => ret[..w].to_string(),
+            None => ret,
+        };
+        if is_string_result(&ret, &aliases) {
+            found.push(format!("{}: fn {name}", line_of(at)));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Where `word` stands as a whole word.
+fn keyword_positions(chars: &[char], word: &str) -> Vec<usize> {
+    let w: Vec<char> = word.chars().collect();
+    let ident = |c: Option<&char>| c.is_some_and(|c| c.is_alphanumeric() || *c == '_');
+    (0..chars.len().saturating_sub(w.len() - 1))
+        .filter(|&i| {
+            chars[i..i + w.len()] == w[..]
+                && !ident(i.checked_sub(1).and_then(|p| chars.get(p)))
+                && !ident(chars.get(i + w.len()))
+        })
+        .collect()
+}
+
+/// The identifier after `from` (skipping whitespace) and where it ends.
+fn item_name(chars: &[char], from: usize) -> Option<(String, usize)> {
+    let start = (from..chars.len()).find(|&k| !chars[k].is_whitespace())?;
+    let end = (start..chars.len())
+        .find(|&k| !(chars[k].is_alphanumeric() || chars[k] == '_'))
+        .unwrap_or(chars.len());
+    (end > start).then(|| (chars[start..end].iter().collect(), end))
+}
+
+/// Whether the item keyword at `at` is preceded by a `pub` visibility (through `const`,
+/// `async`, `unsafe` and `extern "…"`).
+fn is_pub(chars: &[char], at: usize) -> bool {
+    let mut k = at;
+    loop {
+        while k > 0 && chars[k - 1].is_whitespace() {
+            k -= 1;
+        }
+        if k > 0 && chars[k - 1] == ')' {
+            // `pub(crate)`, `pub(super)`, `pub(in path)`.
+            let Some(open) = (0..k - 1).rev().find(|&p| chars[p] == '(') else {
+                return false;
+            };
+            k = open;
+            continue;
+        }
+        let end = k;
+        while k > 0 && (chars[k - 1].is_alphanumeric() || chars[k - 1] == '_') {
+            k -= 1;
+        }
+        let word: String = chars[k..end].iter().collect();
+        match word.as_str() {
+            "pub" => return true,
+            "const" | "async" | "unsafe" | "extern" => continue,
+            _ => return false,
+        }
+    }
+}
+
+/// Whether `ty` is `Result<_, String>` (any path to either), or one of `aliases`.
+fn is_string_result(ty: &str, aliases: &[String]) -> bool {
+    let ty: String = ty.chars().filter(|c| !c.is_whitespace()).collect();
+    let ty = ty.trim_end_matches(',');
+    // An alias is named with or without its own generic arguments.
+    let head = ty.split('<').next().unwrap_or(ty);
+    if aliases.iter().any(|a| head == a) {
+        return true;
+    }
+    let Some(open) = ty.find('<') else {
+        return false;
+    };
+    let outer = &ty[..open];
+    if !(outer == "Result" || outer.ends_with("::Result") && !outer.ends_with("io::Result")) {
+        return false;
+    }
+    let Some(inner) = ty[open + 1..].strip_suffix('>') else {
+        return false;
+    };
+    let mut depth = 0;
+    let mut args = vec![String::new()];
+    for c in inner.chars() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                args.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(last) = args.last_mut() {
+            last.push(c);
+        }
+    }
+    args.retain(|a| !a.is_empty());
+    args.len() == 2 && matches!(args[1].as_str(), "String" | "std::string::String")
+}
+
+#[test]
+fn no_pub_fn_answers_with_a_string_error() {
+    let mut found = Vec::new();
+    for file in src_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for f in string_errors(&text) {
+            found.push(format!("{}:{f}", file.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a `pub` function whose error is a `String` (give it an error type with the cases, a `Display` and `std::error::Error`):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The checker itself: each way of writing a `String` error is found, and what is not
+/// one (a private function, a `String` success, test code) is not.
+#[test]
+fn a_string_error_in_a_pub_fn_is_reported() {
+    let sample = "\
+pub fn one() -> Result<u8, String> { Ok(1) }
+pub(crate) async fn two(
+    a: (u8, u8),
+) -> std::result::Result<
+    Vec<u8>,
+    String,
+> {
+    todo()
+}
+pub type Answer = Result<Value, String>;
+type Hidden<T> = Result<T, String>;
+pub(super) fn three() -> Answer { x() }
+pub fn four() -> Hidden<u8> where u8: Copy { x() }
+impl A {
+    pub fn five(&self) -> Result<(), String>;
+}
+fn private() -> Result<u8, String> { Ok(1) }
+pub fn success() -> Result<String, Error> { x() }
+pub fn io() -> io::Result<String> { x() }
+pub fn text() -> String { \"Result<u8, String>\".into() }
+#[cfg(test)]
+pub fn in_tests() -> Result<u8, String> { Ok(1) }
+";
+    let found = string_errors(sample);
+    let mut names: Vec<&str> = found
+        .iter()
+        .map(|f| f.split(": ").nth(1).unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "fn five",
+            "fn four",
+            "fn one",
+            "fn three",
+            "fn two",
+            "type Answer"
+        ],
+        "{found:?}"
+    );
+    assert!(found.contains(&"2: fn two".to_string()), "{found:?}");
+}
+
+// ---- Only the binaries and the CLI write to the terminal. ----
+
+/// The files outside the binaries and `src/cli/` whose stream is the product itself.
+const STREAM_IS_THE_PRODUCT: &[(&str, &str)] = &[(
+    "src/server/service.rs",
+    "the MCP server's stdio transport: stdout carries the protocol, nothing else",
+)];
+
+/// Direct uses of the process's stdout or stderr in a file's non-test code
+/// (`std::io::stdout()`, `io::stderr()`, `tokio::io::stdout()`, an imported `stderr()`,
+/// `.with_writer(std::io::stderr)`), each as `line: what`.
+fn terminal_writes(text: &str) -> Vec<String> {
+    let code = crate::rust_source::code_without_tests(text);
+    let mut found = Vec::new();
+    for (number, line) in code.lines().enumerate() {
+        for stream in ["stdout", "stderr"] {
+            for (at, _) in line.match_indices(stream) {
+                let before = &line[..at];
+                let after = line[at + stream.len()..].trim_start();
+                let next = line[at + stream.len()..].chars().next();
+                if !is_word_boundary(next) {
+                    continue;
+                }
+                let by_path = before.ends_with("io::");
+                // A bare call of an imported `stdout`/`stderr`; a method (`.stdout(…)` of
+                // a `Command`) or a field (`output.stderr`) is not the process's stream.
+                let called = after.starts_with("()")
+                    && is_word_boundary(before.chars().next_back())
+                    && !before.trim_end().ends_with('.');
+                if by_path || called {
+                    found.push(format!("{}: {stream}", number + 1));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_binaries_and_the_cli_write_to_stdout_or_stderr() {
+    let root = repo();
+    let mut found = Vec::new();
+    let mut allowed_used = Vec::new();
+    for file in src_files() {
+        let relative = file
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        if relative == "src/main.rs"
+            || relative.starts_with("src/bin/")
+            || relative.starts_with("src/cli/")
+        {
+            continue;
+        }
+        let writes = terminal_writes(&std::fs::read_to_string(&file).unwrap());
+        if STREAM_IS_THE_PRODUCT.iter().any(|(f, _)| *f == relative) {
+            if !writes.is_empty() {
+                allowed_used.push(relative);
+            }
+            continue;
+        }
+        for w in writes {
+            found.push(format!("{relative}:{w}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the terminal belongs to the binaries and the CLI: return the text or a typed outcome, or take a writer:\n{}",
+        found.join("\n")
+    );
+    // An allowance no file needs any more is a hole for the next write: remove it.
+    for (file, why) in STREAM_IS_THE_PRODUCT {
+        assert!(
+            allowed_used.iter().any(|f| f == file),
+            "{file} is allowed to write to the terminal ({why}) but no longer does"
+        );
+    }
+}
+
+/// The checker itself: every way of reaching the process's streams is found, and the
+/// look-alikes (a child's piped output, a field, test code, text) are not.
+#[test]
+fn a_write_to_stdout_or_stderr_outside_the_binaries_is_reported() {
+    let sample = "\
+use std::io::{stderr, Write};
+fn a() { let _ = writeln!(std::io::stderr().lock(), \"x\"); }
+fn b() { let _ = io::stdout().flush(); }
+fn c() { let _ = stderr().write_all(b\"x\"); }
+fn d() { tracing_subscriber::fmt().with_writer(std::io::stderr).init(); }
+fn e() { tokio::io::stdout(); }
+fn f() { Command::new(\"git\").stdout(Stdio::piped()).stderr(Stdio::null()); }
+fn g(o: Output) -> Vec<u8> { o.stdout }
+fn h() -> &'static str { \"std::io::stdout()\" }
+fn i(child: &mut Child) { child.stdout.take(); }
+#[cfg(test)]
+fn j() { std::io::stdout(); }
+";
+    let found = terminal_writes(sample);
+    assert_eq!(
+        found,
+        [
+            "2: stderr",
+            "3: stdout",
+            "4: stderr",
+            "5: stderr",
+            "6: stdout"
+        ],
+        "{found:?}"
+    );
+}
