@@ -177,7 +177,13 @@ pub(super) fn run(paths: &[PathBuf], format: Format, deny_errors_only: bool) -> 
         all.extend(found);
     }
     diagnostic::sort(&mut all);
-    out!("{}", render(format, &sources, &all));
+    match render(format, &sources, &all) {
+        Ok(text) => out!("{text}"),
+        Err(e) => {
+            errln!("error: the findings could not be written as JSON: {e}");
+            return ExitCode::from(2);
+        }
+    }
 
     for dir in &empty {
         errln!(

@@ -29,12 +29,18 @@ impl Format {
     }
 }
 
-pub fn render(format: Format, sources: &Sources, diagnostics: &[Diagnostic]) -> String {
+/// `Err` only when the JSON or SARIF document cannot be encoded: said, rather than a
+/// report of nothing.
+pub fn render(
+    format: Format,
+    sources: &Sources,
+    diagnostics: &[Diagnostic],
+) -> Result<String, serde_json::Error> {
     match format {
-        Format::Human => human(sources, diagnostics),
+        Format::Human => Ok(human(sources, diagnostics)),
         Format::Json => json(sources, diagnostics),
         Format::Sarif => sarif(sources, diagnostics),
-        Format::Github => github(sources, diagnostics),
+        Format::Github => Ok(github(sources, diagnostics)),
     }
 }
 
@@ -149,7 +155,7 @@ struct JsonDiagnostic<'a> {
     notes: &'a [String],
 }
 
-pub fn json(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
+pub fn json(sources: &Sources, diagnostics: &[Diagnostic]) -> Result<String, serde_json::Error> {
     let items: Vec<JsonDiagnostic<'_>> = diagnostics
         .iter()
         .map(|d| JsonDiagnostic {
@@ -165,13 +171,12 @@ pub fn json(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
             notes: &d.notes,
         })
         .collect();
-    let mut s = serde_json::to_string_pretty(&json!({ "diagnostics": items }))
-        .unwrap_or_else(|_| "{}".into());
+    let mut s = serde_json::to_string_pretty(&json!({ "diagnostics": items }))?;
     s.push('\n');
-    s
+    Ok(s)
 }
 
-pub fn sarif(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
+pub fn sarif(sources: &Sources, diagnostics: &[Diagnostic]) -> Result<String, serde_json::Error> {
     let rules: Vec<Value> = codes::ALL
         .iter()
         .map(|c| {
@@ -225,9 +230,9 @@ pub fn sarif(sources: &Sources, diagnostics: &[Diagnostic]) -> String {
             "results": results,
         }]
     });
-    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into());
+    let mut s = serde_json::to_string_pretty(&doc)?;
     s.push('\n');
-    s
+    Ok(s)
 }
 
 /// A file name as a SARIF `uri` (an RFC 3986 URI reference): bytes other than unreserved
@@ -344,11 +349,11 @@ mod tests {
     #[test]
     fn every_format_is_valid_with_nothing_to_report() {
         let sources = Sources::default();
-        let sarif: Value = serde_json::from_str(&sarif(&sources, &[])).unwrap();
+        let sarif: Value = serde_json::from_str(&sarif(&sources, &[]).unwrap()).unwrap();
         assert_eq!(sarif["version"], "2.1.0");
         assert_eq!(sarif["runs"][0]["results"], json!([]));
         assert_eq!(sarif["runs"][0]["columnKind"], "unicodeCodePoints");
-        let doc: Value = serde_json::from_str(&json(&sources, &[])).unwrap();
+        let doc: Value = serde_json::from_str(&json(&sources, &[]).unwrap()).unwrap();
         assert_eq!(doc, json!({"diagnostics": []}));
         assert_eq!(github(&sources, &[]), "");
         assert_eq!(human(&sources, &[]), "");
@@ -364,7 +369,7 @@ mod tests {
             Some(Span::point(file, Pos::START)),
         );
         let sarif: Value =
-            serde_json::from_str(&sarif(&sources, std::slice::from_ref(&d))).unwrap();
+            serde_json::from_str(&sarif(&sources, std::slice::from_ref(&d)).unwrap()).unwrap();
         let result = &sarif["runs"][0]["results"][0];
         assert!(result.get("ruleIndex").is_none(), "{result}");
         assert_eq!(result["ruleId"], "not-a-registered-code");

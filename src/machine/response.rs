@@ -38,6 +38,32 @@ pub struct PhaseResponse {
     pub call: Option<String>,
 }
 
+impl PhaseResponse {
+    /// The phase as its serde form, built by hand so it cannot fail: hosts flatten it into
+    /// their replies.
+    pub fn to_map(&self) -> Map<String, Value> {
+        let mut map = Map::new();
+        map.insert("phase".into(), Value::String(self.phase.clone()));
+        if let Some(step) = self.step {
+            map.insert("step".into(), Value::from(step));
+        }
+        if let Some(substep) = &self.substep {
+            map.insert("substep".into(), Value::String(substep.clone()));
+        }
+        map.insert("state".into(), Value::String(self.state.clone()));
+        map.insert(
+            "instruction".into(),
+            Value::String(self.instruction.clone()),
+        );
+        map.insert("expected_payload".into(), self.expected_payload.clone());
+        map.insert(
+            "call".into(),
+            self.call.clone().map_or(Value::Null, Value::String),
+        );
+        map
+    }
+}
+
 /// Renders `{placeholder}`s from `args`; lists are joined with ", ". Unknown placeholders
 /// stay as written (lint makes sure that does not happen in a checked contract).
 pub(crate) fn fill(text: &str, args: &Map<String, Value>) -> String {
@@ -224,6 +250,29 @@ mod tests {
 
     use super::*;
     use crate::source::Sources;
+
+    /// Hosts flatten the phase into their replies: the hand-built form is the serde one.
+    #[test]
+    fn a_phase_as_a_map_is_its_serde_form() {
+        for (step, substep, call) in [
+            (Some(3), Some("3a".to_string()), Some("submit".to_string())),
+            (None, None, None),
+        ] {
+            let phase = PhaseResponse {
+                phase: "P".into(),
+                step,
+                substep,
+                state: "S".into(),
+                instruction: "do it".into(),
+                expected_payload: json!({"type": "object"}),
+                call,
+            };
+            assert_eq!(
+                Value::Object(phase.to_map()),
+                serde_json::to_value(&phase).unwrap()
+            );
+        }
+    }
 
     #[test]
     fn the_template_context_holds_exactly_the_template_roots() {

@@ -264,16 +264,26 @@ impl RunnerHost {
     fn plan(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
         // Nothing new starts (and nothing is spent) once the task is cancelled.
         self.cancelled()?;
+        // A suggestion that cannot be encoded is said, not left out of the plan silently.
+        let suggested_impl = match self
+            .setup
+            .task
+            .suggested_impl
+            .as_ref()
+            .map(serde_json::to_value)
+        {
+            Some(Err(e)) => {
+                let error = format!("the suggested implementation could not be encoded: {e}");
+                return Ok(json!({"ok": false, "error": error}));
+            }
+            Some(Ok(v)) => Some(v),
+            None => None,
+        };
         let request = PlanTaskRequest {
             task_id: self.setup.task.id.clone(),
             title: self.setup.task.title.clone(),
             prd: self.prd_text(),
-            suggested_impl: self
-                .setup
-                .task
-                .suggested_impl
-                .as_ref()
-                .and_then(|s| serde_json::to_value(s).ok()),
+            suggested_impl,
             test_command: self.setup.task.test.as_ref().map(|t| t.command.clone()),
         };
         let cancel = self.setup.cancel.clone();

@@ -150,10 +150,8 @@ impl Reply {
     /// Adds the phase the session is in, flattened into the body.
     #[must_use]
     pub fn with_phase(mut self, phase: &PhaseResponse, compaction_count: u64) -> Reply {
-        if let (Value::Object(map), Ok(Value::Object(p))) =
-            (&mut self.body, serde_json::to_value(phase))
-        {
-            for (k, v) in p {
+        if let Value::Object(map) = &mut self.body {
+            for (k, v) in phase.to_map() {
                 map.entry(k).or_insert(v);
             }
             map.insert("compaction_count".into(), Value::from(compaction_count));
