@@ -200,3 +200,45 @@ fn the_compaction_protocol_comes_once_per_session_and_after_a_compaction() {
     );
     assert!(!instruction_of(&after).contains(PROTOCOL), "{after}");
 }
+
+/// `update_context` keeps what the summaries file holds: one it cannot read as JSON is an
+/// error naming the file, and the file is left as it is, not replaced by the new
+/// summaries alone.
+#[test]
+fn update_context_reports_a_corrupt_summaries_file_and_leaves_it() {
+    use serde_json::json;
+    let repo = crate::support::SessionRepo::new(
+        "code-intel-mcp-summaries",
+        [8; 32],
+        &[("README.md", "# demo\n")],
+    );
+    let server = repo.server();
+    let update = |rules: &str| {
+        let reply = server.call(
+            "update_context",
+            json!({"project_rules_summary": rules})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        (reply.is_error, reply.body)
+    };
+    let (failed, body) = update("first");
+    assert!(!failed, "{body}");
+    let file = repo.root.join(".code-intel/context_summaries.json");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(saved["project_rules_summary"], "first", "{saved}");
+
+    std::fs::write(&file, "{not json").unwrap();
+    let (failed, body) = update("second");
+    assert!(failed, "{body}");
+    assert_eq!(body["error"], "invalid_arguments", "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("context_summaries.json is not a JSON object"),
+        "{body}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "{not json");
+}
