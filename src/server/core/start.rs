@@ -349,7 +349,12 @@ impl Server {
         };
         // Path by path, without rename detection, so a file the user moved is its old
         // path deleted and its new one added, both theirs.
-        let tree = worktree::snapshot(self.root.path()).unwrap_or_default();
+        // An unreadable tree is logged, as in `save`, and the session starts as if it
+        // were clean.
+        let tree = worktree::snapshot(self.root.path()).unwrap_or_else(|e| {
+            tracing::error!("cannot read the working tree at the session's start: {e}");
+            Default::default()
+        });
         state.start_dirty = tree.clone();
         state.accepted_tree = Some(tree);
         state
