@@ -349,11 +349,6 @@ mod tests {
         short.reduce_summaries(0);
         assert_eq!(short, with_summaries(1, 50));
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
 
     /// Guards see a checklist item as its serde form: the hand-built value must not drift.
     #[test]
