@@ -15,7 +15,7 @@ use crate::codeintel::impact::{Impact, SUMMARY_TOP, Section, View, analyze};
 use crate::codeintel::index::{Freshness, Index};
 use crate::codeintel::page::{Page, Window};
 use crate::codeintel::qualified;
-use crate::codeintel::query::{self, Routed};
+use crate::codeintel::query::{self, QueryAnswer, Routed};
 use crate::codeintel::refresh::{refresh, refresh_changed, repair_or_in_memory};
 use crate::codeintel::root::Root;
 use crate::codeintel::search::{
@@ -23,8 +23,8 @@ use crate::codeintel::search::{
     search_text_rendered,
 };
 use crate::codeintel::symbols::{
-    Outline, Structure, SymbolAnswer, analyze_structure, find_definitions, find_references,
-    function_at_line, get_symbols,
+    FunctionAtLine, Outline, Structure, SymbolAnswer, analyze_structure, find_definitions,
+    find_references, function_at_line, get_symbols,
 };
 use crate::codeintel::wire;
 
@@ -91,7 +91,6 @@ fn open(common: &Common) -> Result<Root, Error> {
     super::root::open_root(&common.root)
 }
 
-/// Prints a wire type (`codeintel::wire`), never a domain type: the JSON is the wire's.
 /// The index a symbol command answers from. The CLI refreshes the index on disk when it
 /// can, so the next run starts fresh, and answers from what it wrote; when it cannot (a
 /// read-only `.code-intel/`), it answers from files re-tagged in memory, and the
@@ -126,6 +125,45 @@ fn answer_checked<T>(
         }
         other => other,
     }
+}
+
+/// Asks `question` of the repository's symbol index (`index_for` says which), repaired and
+/// asked once more when a piece of it turns out damaged (`answer_checked`).
+fn ask_index<T>(
+    common: &Common,
+    index_for: impl FnOnce(&Root) -> Result<Index, Error>,
+    question: impl Fn(&Root, &Index) -> Result<T, Error>,
+) -> Result<T, Error> {
+    let root = open(common)?;
+    let index = index_for(&root)?;
+    answer_checked(&root, index, |index| question(&root, index))
+}
+
+/// How every code-intel command ends: the answer printed as JSON (its `codeintel::wire`
+/// form, never a domain type: the JSON is the wire's) or as text, then exit 0 when
+/// something was found, 1 when nothing was, and 2 on an error, which is printed.
+fn respond<A, W: Serialize>(
+    common: &Common,
+    answer: Result<A, Error>,
+    wire: impl FnOnce(&A) -> Result<W, Error>,
+    text: impl FnOnce(&A),
+    found_any: impl FnOnce(&A) -> bool,
+) -> ExitCode {
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(e) => return fail(&e),
+    };
+    if common.json {
+        if let Err(code) = wire(&answer)
+            .map_err(|e| fail(&e))
+            .and_then(|w| emit_json(&w))
+        {
+            return code;
+        }
+    } else {
+        text(&answer);
+    }
+    found(found_any(&answer))
 }
 
 /// In human output, says (on stderr) when the index on disk was unusable, and when it
@@ -207,15 +245,9 @@ pub(super) fn search(a: &SearchArgs) -> ExitCode {
         paths: a.paths.clone(),
     };
     if a.common.json {
-        return match search_text(&root, &q, a.common.window()) {
-            Err(e) => fail(&e),
-            Ok(r) => {
-                if let Err(code) = emit_json(&wire::TextResult::from(&r)) {
-                    return code;
-                }
-                found(r.total > 0)
-            }
-        };
+        let answer = search_text(&root, &q, a.common.window());
+        let wire = |r: &TextResult| Ok(wire::TextResult::from(r));
+        return respond(&a.common, answer, wire, |_| {}, |r| r.total > 0);
     }
     // Text: the lines are rendered on the walker threads; this only writes them out.
     match search_text_rendered(&root, &q, a.common.window()) {
@@ -248,28 +280,16 @@ pub(super) struct FilesArgs {
 }
 
 pub(super) fn files(a: &FilesArgs) -> ExitCode {
-    let root = match open(&a.common) {
-        Ok(r) => r,
-        Err(e) => return fail(&e),
-    };
     let q = FileQuery {
         globs: a.globs.clone(),
         types: a.types.clone(),
         paths: Vec::new(),
     };
-    match search_files(&root, &q, a.common.window()) {
-        Err(e) => fail(&e),
-        Ok(list) => {
-            if a.common.json {
-                if let Err(code) = emit_json(&wire::FileList::from(&list)) {
-                    return code;
-                }
-            } else {
-                print_files(&list);
-            }
-            found(list.files.total > 0)
-        }
-    }
+    let answer = open(&a.common).and_then(|root| search_files(&root, &q, a.common.window()));
+    let wire = |list: &FileList| Ok(wire::FileList::from(list));
+    respond(&a.common, answer, wire, print_files, |list| {
+        list.files.total > 0
+    })
 }
 
 fn print_files(list: &FileList) {
@@ -310,12 +330,10 @@ pub(super) struct NameArgs {
     common: Common,
 }
 
-fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
-    if a.json {
-        if let Err(code) = emit_json(&wire::SymbolAnswer::from(answer)) {
-            return code;
-        }
-    } else {
+/// A symbol answer as text: `path:line:column: kind name (in scope): signature`, and on
+/// stderr how it was found and what was cut.
+fn print_symbols(answer: &SymbolAnswer) {
+    {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         for s in &answer.symbols.items {
             let scope = s
@@ -370,7 +388,19 @@ fn print_symbols(a: &Common, answer: &SymbolAnswer) -> ExitCode {
             answer.symbols.next_offset,
         );
     }
-    found(answer.symbols.total > 0)
+}
+
+/// `respond` for a symbol answer.
+fn respond_symbols(common: &Common, answer: Result<SymbolAnswer, Error>) -> ExitCode {
+    respond(common, answer, symbols_wire, print_symbols, symbols_found)
+}
+
+fn symbols_wire(answer: &SymbolAnswer) -> Result<wire::SymbolAnswer, Error> {
+    Ok(wire::SymbolAnswer::from(answer))
+}
+
+fn symbols_found(answer: &SymbolAnswer) -> bool {
+    answer.symbols.total > 0
 }
 
 /// The index a name lookup answers from: with no index yet, the files that mention the
@@ -387,33 +417,28 @@ fn index_for_name(root: &Root, name: &str) -> Result<Index, Error> {
 }
 
 pub(super) fn defs(a: &NameArgs) -> ExitCode {
-    match open(&a.common).and_then(|root| {
-        let index = index_for_name(&root, &a.name)?;
-        answer_checked(&root, index, |index| {
-            find_definitions(index, &a.name, a.kind.as_deref(), a.common.window())
-        })
-    }) {
-        Ok(answer) => {
-            // Like grep, nothing found is exit 1; a person also gets a line saying so.
-            if answer.symbols.total == 0 && !a.common.json {
-                errln!("no definition of `{}` found", a.name);
-            }
-            print_symbols(&a.common, &answer)
+    let answer = ask_index(
+        &a.common,
+        |root| index_for_name(root, &a.name),
+        |_, index| find_definitions(index, &a.name, a.kind.as_deref(), a.common.window()),
+    );
+    let text = |answer: &SymbolAnswer| {
+        // Like grep, nothing found is exit 1; a person also gets a line saying so.
+        if answer.symbols.total == 0 {
+            errln!("no definition of `{}` found", a.name);
         }
-        Err(e) => fail(&e),
-    }
+        print_symbols(answer);
+    };
+    respond(&a.common, answer, symbols_wire, text, symbols_found)
 }
 
 pub(super) fn refs(a: &NameArgs) -> ExitCode {
-    match open(&a.common).and_then(|root| {
-        let index = index_for_name(&root, &a.name)?;
-        answer_checked(&root, index, |index| {
-            find_references(&root, index, &a.name, a.kind.as_deref(), a.common.window())
-        })
-    }) {
-        Ok(answer) => print_symbols(&a.common, &answer),
-        Err(e) => fail(&e),
-    }
+    let answer = ask_index(
+        &a.common,
+        |root| index_for_name(root, &a.name),
+        |root, index| find_references(root, index, &a.name, a.kind.as_deref(), a.common.window()),
+    );
+    respond_symbols(&a.common, answer)
 }
 
 #[derive(Debug, Args)]
@@ -428,47 +453,34 @@ pub(super) struct FileArgs {
 }
 
 pub(super) fn symbols(a: &FileArgs) -> ExitCode {
-    let root = match open(&a.common) {
-        Ok(r) => r,
-        Err(e) => return fail(&e),
-    };
-    let index = match prepare(&root) {
-        Ok(index) => index,
-        Err(e) => return fail(&e),
-    };
     if let Some(line) = a.line {
-        return match answer_checked(&root, index, |index| {
-            function_at_line(&root, index, &a.file, line)
-        }) {
-            Err(e) => fail(&e),
-            Ok(f) => {
-                if a.common.json {
-                    if let Err(code) = emit_json(&wire::FunctionAtLine::from(&f)) {
-                        return code;
-                    }
-                } else {
-                    note_unsaved(&f.freshness);
-                    for e in &f.enclosing {
-                        outln!(
-                            "{}:{}-{}: {} {}: {}",
-                            e.path,
-                            e.line,
-                            e.end_line,
-                            e.kind,
-                            e.name,
-                            e.signature
-                        );
-                    }
-                }
-                found(f.function.is_some() || !f.enclosing.is_empty())
-            }
-        };
+        let answer = ask_index(&a.common, prepare, |root, index| {
+            function_at_line(root, index, &a.file, line)
+        });
+        let wire = |f: &FunctionAtLine| Ok(wire::FunctionAtLine::from(f));
+        return respond(&a.common, answer, wire, print_function_at_line, |f| {
+            f.function.is_some() || !f.enclosing.is_empty()
+        });
     }
-    match answer_checked(&root, index, |index| {
-        get_symbols(&root, index, &a.file, a.common.window())
-    }) {
-        Ok(answer) => print_symbols(&a.common, &answer),
-        Err(e) => fail(&e),
+    let answer = ask_index(&a.common, prepare, |root, index| {
+        get_symbols(root, index, &a.file, a.common.window())
+    });
+    respond_symbols(&a.common, answer)
+}
+
+/// The functions around a line, outermost first: `path:line-end_line: kind name: signature`.
+fn print_function_at_line(f: &FunctionAtLine) {
+    note_unsaved(&f.freshness);
+    for e in &f.enclosing {
+        outln!(
+            "{}:{}-{}: {} {}: {}",
+            e.path,
+            e.line,
+            e.end_line,
+            e.kind,
+            e.name,
+            e.signature
+        );
     }
 }
 
@@ -497,24 +509,13 @@ fn print_outline(out: &mut impl std::io::Write, items: &[Outline], depth: usize)
 }
 
 pub(super) fn structure(a: &PathArgs) -> ExitCode {
-    match open(&a.common).and_then(|root| {
-        let index = prepare(&root)?;
-        answer_checked(&root, index, |index| {
-            analyze_structure(&root, index, &a.path, a.common.window())
-        })
-    }) {
-        Err(e) => fail(&e),
-        Ok(s) => {
-            if a.common.json {
-                if let Err(code) = emit_json(&wire::Structure::from(&s)) {
-                    return code;
-                }
-            } else {
-                print_structure(&s);
-            }
-            found(s.files.total > 0)
-        }
-    }
+    let answer = ask_index(&a.common, prepare, |root, index| {
+        analyze_structure(root, index, &a.path, a.common.window())
+    });
+    let wire = |s: &Structure| Ok(wire::Structure::from(s));
+    respond(&a.common, answer, wire, print_structure, |s| {
+        s.files.total > 0
+    })
 }
 
 fn print_structure(s: &Structure) {
@@ -597,29 +598,19 @@ fn section_note<T>(view: View, label: &str, section: Section, page: &Page<T>) {
 }
 
 pub(super) fn impact(a: &ImpactArgs) -> ExitCode {
-    match open(&a.common).and_then(|root| {
-        let view = a.view()?;
-        let index = prepare(&root)?;
-        answer_checked(&root, index, |index| {
-            analyze(&root, index, &a.targets, view)
+    let answer = a.view().and_then(|view| {
+        ask_index(&a.common, prepare, |root, index| {
+            analyze(root, index, &a.targets, view)
         })
         .map(|i| (i, view))
-    }) {
-        Err(e) => fail(&e),
-        Ok((i, view)) => {
-            if a.common.json {
-                if let Err(code) = wire::impact_value(&i, impact_budget(view))
-                    .map_err(|e| fail(&e))
-                    .and_then(|value| emit_json(&value))
-                {
-                    return code;
-                }
-            } else {
-                print_impact(&i, view);
-            }
-            impact_found(&i)
-        }
-    }
+    });
+    respond(
+        &a.common,
+        answer,
+        |(i, view)| wire::impact_value(i, impact_budget(*view)),
+        |(i, view)| print_impact(i, *view),
+        |(i, _)| impact_found_any(i),
+    )
 }
 
 /// The byte budget of an impact's JSON: the summary's, or none when the reader chose
@@ -628,12 +619,10 @@ fn impact_budget(view: View) -> Option<usize> {
     matches!(view, View::Summary { .. }).then_some(budget::IMPACT_SUMMARY_BUDGET)
 }
 
-fn impact_found(i: &Impact) -> ExitCode {
-    found(
-        i.definitions.total > 0
-            || i.references.total > 0
-            || i.tests.total + i.config_and_docs.total + i.markup.total > 0,
-    )
+fn impact_found_any(i: &Impact) -> bool {
+    i.definitions.total > 0
+        || i.references.total > 0
+        || i.tests.total + i.config_and_docs.total + i.markup.total > 0
 }
 
 fn print_impact(i: &Impact, view: View) {
@@ -814,7 +803,7 @@ pub(super) fn ask(a: &QueryArgs) -> ExitCode {
             return code;
         }
     }
-    match open(&a.common).and_then(|root| {
+    let answer = open(&a.common).and_then(|root| {
         let route = query::route(&root, &question)?;
         if !route.uses_index() {
             return query::answer(&root, None, route, a.common.window());
@@ -822,36 +811,32 @@ pub(super) fn ask(a: &QueryArgs) -> ExitCode {
         answer_checked(&root, prepare(&root)?, |index| {
             query::answer(&root, Some(index), route.clone(), a.common.window())
         })
-    }) {
-        Err(e) => fail(&e),
-        Ok(answer) => {
-            if a.common.json {
-                if let Err(code) = emit_json(&wire::QueryAnswer::from(&answer)) {
-                    return code;
-                }
-                return found(answer.result.total().is_none_or(|t| t > 0));
-            }
-            // Which tool answered goes to stderr; stdout is that command's own output.
-            errln!("query: answered by {} ({})", answer.tool, answer.why);
-            match &answer.result {
-                Routed::Symbols(symbols) => print_symbols(&a.common, symbols),
-                Routed::Impact(impact) => {
-                    print_impact(impact, View::Summary { top: SUMMARY_TOP });
-                    impact_found(impact)
-                }
-                Routed::Structure(structure) => {
-                    print_structure(structure);
-                    found(structure.files.total > 0)
-                }
-                Routed::Files(list) => {
-                    print_files(list);
-                    found(list.files.total > 0)
-                }
-                Routed::Text(text) => {
-                    print_text(text);
-                    found(text.total > 0)
-                }
-            }
-        }
+    });
+    let wire = |answer: &QueryAnswer| Ok(wire::QueryAnswer::from(answer));
+    respond(&a.common, answer, wire, print_routed, |answer| {
+        routed_found(&answer.result)
+    })
+}
+
+/// A routed answer as the command that answered prints it; which one goes to stderr.
+fn print_routed(answer: &QueryAnswer) {
+    errln!("query: answered by {} ({})", answer.tool, answer.why);
+    match &answer.result {
+        Routed::Symbols(symbols) => print_symbols(symbols),
+        Routed::Impact(impact) => print_impact(impact, View::Summary { top: SUMMARY_TOP }),
+        Routed::Structure(structure) => print_structure(structure),
+        Routed::Files(list) => print_files(list),
+        Routed::Text(text) => print_text(text),
+    }
+}
+
+/// Whether a routed answer found anything, as the command that answered would say.
+fn routed_found(result: &Routed) -> bool {
+    match result {
+        Routed::Symbols(symbols) => symbols_found(symbols),
+        Routed::Impact(impact) => impact_found_any(impact),
+        Routed::Structure(structure) => structure.files.total > 0,
+        Routed::Files(list) => list.files.total > 0,
+        Routed::Text(text) => text.total > 0,
     }
 }

@@ -35,19 +35,6 @@ pub enum Routed {
     Text(TextResult),
 }
 
-impl Routed {
-    /// The answer's top-level `total`, for answers that have one (an impact or a structure
-    /// has several lists and no single total).
-    pub(crate) fn total(&self) -> Option<usize> {
-        match self {
-            Routed::Symbols(a) => Some(a.symbols.total),
-            Routed::Files(p) => Some(p.files.total),
-            Routed::Text(t) => Some(t.total),
-            Routed::Impact(_) | Routed::Structure(_) => None,
-        }
-    }
-}
-
 /// Identifier-like words of the question, longest first (`parse_config`, `UserService`).
 fn identifiers(question: &str) -> Vec<String> {
     let stop = [
