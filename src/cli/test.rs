@@ -198,6 +198,9 @@ fn load_contract(
     contract: &ContractRef,
     path: &str,
 ) -> Result<Contract, String> {
+    // A scenario names the contract it tests: `builtin` is the shipped flow itself, not
+    // whatever this repository runs (`lint::repository::for_repository`), so a project's
+    // overlay cannot change what the shipped scenarios check.
     let loaded = match contract {
         ContractRef::Builtin => lint::load_layered_and_lint(sources, None, &hosts::all()),
         ContractRef::Path(_) => {
