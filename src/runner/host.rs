@@ -20,7 +20,7 @@ use super::protocol::request::{
 };
 use super::protocol::response::{CompletionAssessmentPayload, WorkerCall};
 use super::provider::ProviderError;
-use super::report::{CriterionResult, Report, Status, note_path};
+use super::report::{CriterionResult, Status, TaskReport, note_path};
 use super::run_record::{RunIds, TestResult, WorkerRun, WorkerTurn, run_test_command, run_worker};
 use super::sandbox::Sandbox;
 use super::task::Task;
@@ -479,7 +479,7 @@ impl RunnerHost {
     }
 
     /// The report of a task that ended in `state`.
-    pub fn report(&self, state: &str) -> Report {
+    pub fn report(&self, state: &str) -> TaskReport {
         let status = self.status(state);
         let task = &self.setup.task;
         let summary = match (&self.abandoned, status) {
@@ -546,7 +546,7 @@ impl RunnerHost {
                 "all_criteria_satisfied": self.assessment.as_ref().map(|a| a.all_criteria_satisfied),
             })
         });
-        Report {
+        TaskReport {
             task: json!({
                 "id": task.id,
                 "title": task.title,

@@ -53,7 +53,7 @@ pub struct CriterionResult {
 
 /// Everything the note and the result say about a task.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub struct TaskReport {
     pub task: Value,
     pub status: Status,
     pub exit_code: i32,
@@ -79,7 +79,7 @@ pub struct Report {
     pub timeline: Vec<String>,
 }
 
-impl Report {
+impl TaskReport {
     /// The Task Note in Markdown.
     pub fn note(&self) -> Result<String, NoteError> {
         let mut env = minijinja::Environment::new();
@@ -191,8 +191,8 @@ mod tests {
         }
     }
 
-    fn report() -> Report {
-        Report {
+    fn report() -> TaskReport {
+        TaskReport {
             task: json!({"id": "T-1", "title": "Say hello", "repo": "/r"}),
             status: Status::Complete,
             exit_code: 0,

@@ -58,20 +58,20 @@ pub struct MapHit {
 
 /// The agreements of a repository.
 #[derive(Debug, Default)]
-pub struct Map {
+pub struct AgreementMap {
     agreements: Vec<Agreement>,
 }
 
-impl Map {
+impl AgreementMap {
     /// The Map at `path`; empty when there is none or it cannot be read.
-    pub fn load(path: &Path) -> Map {
+    pub fn load(path: &Path) -> AgreementMap {
         let agreements = std::fs::read(path)
             .ok()
             .and_then(|b| serde_json::from_slice::<MapFile>(&b).ok())
             .filter(|m| m.version == VERSION)
             .map(|m| m.agreements)
             .unwrap_or_default();
-        Map { agreements }
+        AgreementMap { agreements }
     }
 
     pub fn len(&self) -> usize {
@@ -176,7 +176,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let _dir = TempDir(dir.clone());
         let path = dir.join("map.json");
-        let mut map = Map::load(&path);
+        let mut map = AgreementMap::load(&path);
         map.record(&path, agreement("fix the password reset email", vec![]))
             .unwrap();
         map.record(
@@ -184,7 +184,7 @@ mod tests {
             agreement("speed up the admin changelist", vec![0.0, 1.0]),
         )
         .unwrap();
-        let map = Map::load(&path);
+        let map = AgreementMap::load(&path);
         assert_eq!(map.len(), 2);
         let hits = map.search("the password reset email is wrong", None, 0.5, 5);
         assert_eq!(hits.len(), 1);

@@ -46,7 +46,7 @@ pub struct SubmitArgs {
 #[serde(deny_unknown_fields)]
 pub struct OutcomeArgs {
     /// `success`, `failure` or `aborted`.
-    pub outcome: Outcome,
+    pub outcome: ClaimedOutcome,
     /// What worked or went wrong.
     #[serde(default)]
     pub notes: Option<String>,
@@ -60,18 +60,18 @@ pub struct OutcomeArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Outcome {
+pub enum ClaimedOutcome {
     Success,
     Failure,
     Aborted,
 }
 
-impl Outcome {
+impl ClaimedOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Success => "success",
-            Outcome::Failure => "failure",
-            Outcome::Aborted => "aborted",
+            ClaimedOutcome::Success => "success",
+            ClaimedOutcome::Failure => "failure",
+            ClaimedOutcome::Aborted => "aborted",
         }
     }
 }

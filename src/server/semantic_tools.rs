@@ -446,7 +446,7 @@ impl SemanticTools {
         let map_hits = if a.collection == Collection::Forest {
             Vec::new()
         } else {
-            let map = semantic::map::Map::load(&semantic::map_path(&self.inner.root));
+            let map = semantic::map::AgreementMap::load(&semantic::map_path(&self.inner.root));
             let with_vector = model.zip(query_vector.as_deref()).map(|(m, v)| (m.id(), v));
             map.search(&a.query, with_vector, threshold, k)
         };
@@ -529,7 +529,7 @@ impl SemanticTools {
             None => (None, Vec::new()),
         };
         let path = semantic::map_path(&self.inner.root);
-        let mut map = semantic::map::Map::load(&path);
+        let mut map = semantic::map::AgreementMap::load(&path);
         map.record(
             &path,
             semantic::map::Agreement {

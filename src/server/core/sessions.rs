@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use crate::machine::Instance;
 use crate::machine::response::phase_response;
 use crate::server::agreement::session_evidence;
-use crate::server::args::{Outcome, OutcomeArgs};
+use crate::server::args::{ClaimedOutcome, OutcomeArgs};
 use crate::server::git;
 use crate::server::host::{RESOLVE_STALE_ACTION, stale_branch_report};
 use crate::server::record::SessionRecord;
@@ -105,7 +105,7 @@ impl Server {
         let mut branch_kept = None;
         // A branch with commits no other branch has holds work (the agent's commit, and
         // the user's uncommitted files it carried): it is kept, and the user decides.
-        if a.outcome != Outcome::Success
+        if a.outcome != ClaimedOutcome::Success
             && let Some(branch) = record.host.branch.clone()
             && let Ok(unmerged) =
                 git::open(self.root.path()).and_then(|repo| repo.unmerged_work(&branch))
@@ -116,7 +116,7 @@ impl Server {
                 "unmerged_commits": unmerged,
                 "note": self.render("notes.branch_kept", &[], &record.instance).text,
             }));
-        } else if a.outcome != Outcome::Success
+        } else if a.outcome != ClaimedOutcome::Success
             && let Some(branch) = record.host.branch.take()
         {
             // A failed task's branch goes; uncommitted work is carried to the base, never
@@ -134,10 +134,10 @@ impl Server {
         // itself ended in success: a claim of success in a session still running, or one
         // that failed, teaches nothing (a Map hit answers without searching further).
         let mut agreement = Value::Null;
-        if a.outcome == Outcome::Success && record.outcome.as_deref() == Some("success") {
+        if a.outcome == ClaimedOutcome::Success && record.outcome.as_deref() == Some("success") {
             agreement = self.learn(record, a.related_symbols.clone(), a.notes.clone());
         }
-        if a.outcome != Outcome::Success && !record.finished() {
+        if a.outcome != ClaimedOutcome::Success && !record.finished() {
             // The session ends when its checkpoint and pointer are gone (the write hook
             // enforces what is on disk); if they cannot go, it has not ended.
             let ended = self
