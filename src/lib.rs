@@ -12,6 +12,7 @@ pub mod codeintel;
 pub mod config;
 pub mod contract;
 pub mod diagnostic;
+pub mod git;
 pub mod guard;
 pub mod hosts;
 pub mod lint;

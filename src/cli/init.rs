@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use super::error::CliError;
 use crate::contract::Contract;
 use crate::diagnostic::render;
-use crate::server::git;
+use crate::git;
 use crate::server::init::{self, Kept, Options, Status};
 use crate::source::Sources;
 

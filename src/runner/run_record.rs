@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use git2::{DiffOptions, DiffStatsFormat, ObjectType, Oid, Repository, StatusOptions};
 use serde::Serialize;
 
 use super::cancel::Cancel;
@@ -18,6 +17,7 @@ use super::process::{Ending, Output};
 use super::sandbox::Sandbox;
 use super::time::Timestamp;
 use super::worker::{self, Invocation, WorkerConfig};
+use crate::git::{GitError, Oid, WorkTree};
 
 /// Characters kept from the end of a worker's or a test's output.
 pub const OUTPUT_TAIL_CHARS: usize = 4000;
@@ -299,7 +299,7 @@ fn millis(d: Duration) -> u64 {
 }
 
 /// The repository's changed files (work tree and index against HEAD, untracked
-/// included, ignored not) with a hash of their content, so a file already dirty before
+/// included, ignored not) with an id of their content, so a file already dirty before
 /// the run that changes again is seen; and HEAD, so a run that commits is seen too.
 /// More changed files than this and a run record does not track them.
 const MAX_SNAPSHOT_FILES: usize = 20_000;
@@ -311,65 +311,50 @@ struct Snapshot {
     files: BTreeMap<String, Option<Oid>>,
 }
 
-/// The git repository holding `repo` (which may be a directory inside it), its work
-/// tree, and `repo`'s path within it (empty at the top). Paths in records are relative
-/// to the work tree, as git shows them.
-fn open_repository(repo: &Path) -> Result<(Repository, std::path::PathBuf, String), git2::Error> {
-    let repository = Repository::discover(repo)?;
-    let workdir = repository
-        .workdir()
-        .ok_or_else(|| git2::Error::from_str("the repository has no work tree"))?
-        .to_path_buf();
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let prefix = canonical(repo)
-        .strip_prefix(canonical(&workdir))
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Ok((repository, workdir, prefix))
+/// Why a snapshot could not be taken.
+#[derive(Debug)]
+enum SnapshotError {
+    Git(GitError),
+    /// More changed files than [`MAX_SNAPSHOT_FILES`].
+    TooManyFiles(usize),
+}
+
+impl std::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotError::Git(e) => e.fmt(f),
+            SnapshotError::TooManyFiles(n) => write!(
+                f,
+                "{n} changed files, more than the {MAX_SNAPSHOT_FILES} a run record tracks"
+            ),
+        }
+    }
 }
 
 impl Snapshot {
-    fn take(repo: &Path) -> Result<Snapshot, git2::Error> {
-        let (repository, workdir, prefix) = open_repository(repo)?;
-        let head = repository.head().ok().and_then(|h| h.target());
-        let mut options = StatusOptions::new();
-        options
-            .include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .exclude_submodules(true);
-        if !prefix.is_empty() {
-            // Only the task's part of a larger repository.
-            options.pathspec(&prefix);
-        }
-        let statuses = repository.statuses(Some(&mut options))?;
-        let mut files = BTreeMap::new();
-        if statuses.len() > MAX_SNAPSHOT_FILES {
+    /// `repo` may be a directory inside the repository: only its part is looked at, and
+    /// paths in records are relative to the work tree, as git shows them.
+    fn take(repo: &Path) -> Result<Snapshot, SnapshotError> {
+        let tree = WorkTree::discover(repo).map_err(SnapshotError::Git)?;
+        let paths = tree.uncommitted().map_err(SnapshotError::Git)?;
+        if paths.len() > MAX_SNAPSHOT_FILES {
             // A worker that created a huge untracked tree (a vendored directory, build
             // output) would make every snapshot slow; the record says so instead.
-            return Err(git2::Error::from_str(&format!(
-                "{} changed files, more than the {MAX_SNAPSHOT_FILES} a run record tracks",
-                statuses.len()
-            )));
+            return Err(SnapshotError::TooManyFiles(paths.len()));
         }
-        for entry in statuses.iter() {
-            let path = String::from_utf8_lossy(entry.path_bytes()).into_owned();
-            let full = workdir.join(&path);
-            // Deleted files hash to nothing; that differs from any content. Large files
-            // are told apart by size and modification time rather than read whole.
-            let hash = match std::fs::metadata(&full) {
-                Ok(m) if m.is_file() && m.len() <= MAX_HASHED_BYTES => {
-                    Oid::hash_file(ObjectType::Blob, &full).ok()
-                }
-                Ok(m) if m.is_file() => {
-                    let stamp = format!("{}:{:?}", m.len(), m.modified().ok());
-                    Oid::hash_object(ObjectType::Blob, stamp.as_bytes()).ok()
-                }
-                _ => None,
-            };
-            files.insert(path, hash);
-        }
-        Ok(Snapshot { head, files })
+        // Deleted files have no id; that differs from any content. Large files are told
+        // apart by size and modification time rather than read whole.
+        let files = paths
+            .into_iter()
+            .map(|path| {
+                let id = tree.content_id(&path, MAX_HASHED_BYTES);
+                (path, id)
+            })
+            .collect();
+        Ok(Snapshot {
+            head: tree.head(),
+            files,
+        })
     }
 
     /// Paths whose state differs between `self` (before) and `after`, plus the paths of
@@ -382,7 +367,8 @@ impl Snapshot {
             }
         }
         if self.head != after.head
-            && let Ok(committed) = committed_paths(repo, self.head, after.head)
+            && let Ok(committed) =
+                WorkTree::discover(repo).and_then(|t| t.paths_between(self.head, after.head))
         {
             for path in committed {
                 // Committed and then changed back in the work tree is no change at all,
@@ -394,46 +380,12 @@ impl Snapshot {
     }
 }
 
-fn committed_paths(
-    repo: &Path,
-    from: Option<Oid>,
-    to: Option<Oid>,
-) -> Result<Vec<String>, git2::Error> {
-    let (repository, ..) = open_repository(repo)?;
-    let tree = |oid: Option<Oid>| -> Result<Option<git2::Tree<'_>>, git2::Error> {
-        oid.map(|o| repository.find_commit(o).and_then(|c| c.tree()))
-            .transpose()
-    };
-    let diff = repository.diff_tree_to_tree(tree(from)?.as_ref(), tree(to)?.as_ref(), None)?;
-    Ok(diff
-        .deltas()
-        .filter_map(|d| d.new_file().path().or_else(|| d.old_file().path()))
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect())
-}
-
 /// `git diff --stat` of `files` from the commit `base` to the work tree.
-fn diff_stat(repo: &Path, base: Option<Oid>, files: &[String]) -> Result<String, git2::Error> {
+fn diff_stat(repo: &Path, base: Option<Oid>, files: &[String]) -> Result<String, GitError> {
     if files.is_empty() {
         return Ok(String::new());
     }
-    let (repository, ..) = open_repository(repo)?;
-    let tree = base
-        .map(|o| repository.find_commit(o).and_then(|c| c.tree()))
-        .transpose()?;
-    let mut options = DiffOptions::new();
-    options
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .show_untracked_content(true)
-        .disable_pathspec_match(true);
-    for file in files {
-        options.pathspec(file);
-    }
-    let diff = repository.diff_tree_to_workdir_with_index(tree.as_ref(), Some(&mut options))?;
-    let stats = diff.stats()?;
-    let buf = stats.to_buf(DiffStatsFormat::FULL, 80)?;
-    Ok(String::from_utf8_lossy(&buf).into_owned())
+    WorkTree::discover(repo)?.diff_stat(base, files)
 }
 
 #[cfg(test)]

@@ -11,12 +11,12 @@ use serde_json::{Map, Value, json};
 
 use super::checkpoint::SealKey;
 use super::evidence;
-use super::git::{self, GitError, StaleChoice};
 use super::hook::decide::Target;
 use super::hook::reads::read_paths;
 use super::paths;
 use super::record::HostState;
 use crate::codeintel::root::Root;
+use crate::git::{self, GitError, StaleChoice};
 use crate::machine::Effect;
 use crate::session::{ActionFailure, Host};
 

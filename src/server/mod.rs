@@ -12,7 +12,6 @@ pub mod checkpoint;
 pub mod code_tools;
 pub mod core;
 pub mod evidence;
-pub mod git;
 pub mod hook;
 pub mod host;
 pub mod index_cache;

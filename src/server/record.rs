@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::git::{PreparedCommit, TaskBranch};
+use crate::git::{PreparedCommit, TaskBranch};
 use crate::machine::Instance;
 
 /// The checkpoint format's version; a checkpoint of another version is refused.
@@ -140,7 +140,7 @@ impl HostState {
 
     /// The user's uncommitted work from before the session that is still untouched:
     /// not the task's change, so left alone by review, commit and merge
-    /// ([`crate::server::git::Repo::leaving`]).
+    /// ([`crate::git::Repo::leaving`]).
     /// Only on a task branch, whose commit and merge are the task's: without one (a
     /// session that only verifies) the user's work is what is reviewed.
     pub fn left_alone(&self, root: &std::path::Path) -> Vec<String> {

@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::git::{self, ChangeStatus, GitError};
 use super::record::{HostState, bytes_hash, content_hash};
+use crate::git::{self, ChangeStatus, GitError};
 
 /// One changed path as it is now.
 #[derive(Debug, Clone, PartialEq, Eq)]

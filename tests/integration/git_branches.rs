@@ -1,4 +1,4 @@
-//! The task-branch lifecycle (`server::git`) on real repositories built in temp dirs:
+//! The task-branch lifecycle (`git`) on real repositories built in temp dirs:
 //! opening refusals, starting with a dirty tree, stale branches, changes and changed
 //! lines, reviewed commits, merges and their conflicts.
 
@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use code_intel::server::git::{
+use code_intel::git::{
     self, ChangeStatus, Decision, GitError, MergeKind, Reviewed, StaleChoice, TaskBranch,
 };
 use git2::{Oid, Repository, RepositoryInitOptions, Signature};

@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::git;
 use crate::server::args::{AddExploredArgs, EmptyArgs, MAX_EXPLORED_PER_CALL, WriteTargetArgs};
 use crate::server::checkpoint::{EXPLORED_BUDGET, MAX_PATH_BYTES, paths_len};
-use crate::server::git;
 use crate::server::host::{check_explorable, seen_paths};
 use crate::server::reply::Reply;
 

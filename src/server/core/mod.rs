@@ -28,7 +28,6 @@ use super::checkpoint::{
     CheckpointError, Checkpoints, SEEN_PATHS_BUDGET, SealKey, json_text_len, paths_len,
 };
 use super::code_tools::CodeTools;
-use super::git;
 use super::index_cache::{ChangeSource, IndexCache};
 use super::log::{Log, now};
 use super::record::{HostState, SessionRecord, WriteGate};
@@ -37,6 +36,7 @@ use super::session_lock::SessionLock;
 use crate::codeintel::root::Root;
 use crate::config::Config;
 use crate::contract::Contract;
+use crate::git;
 use crate::machine::Instance;
 use crate::machine::response::{footer, message, phase_response};
 use crate::machine::tools::{ToolGate, gate};

@@ -4,11 +4,11 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::git;
 use crate::machine::Instance;
 use crate::machine::response::phase_response;
 use crate::server::agreement::session_evidence;
 use crate::server::args::{ClaimedOutcome, OutcomeArgs};
-use crate::server::git;
 use crate::server::host::{RESOLVE_STALE_ACTION, stale_branch_report};
 use crate::server::record::SessionRecord;
 use crate::server::reply::Reply;

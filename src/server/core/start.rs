@@ -8,12 +8,12 @@ use std::rc::Rc;
 use serde_json::{Map, Value, json};
 
 use crate::contract::Contract;
+use crate::git;
 use crate::machine::Instance;
 use crate::server::args::StartArgs;
 use crate::server::checkpoint::{
     CheckpointError, MAX_REQUEST_BYTES, json_text_len, new_session_id,
 };
-use crate::server::git;
 use crate::server::host::QUALITY_PROMPT;
 use crate::server::log::now;
 use crate::server::record::{HostState, RECORD_VERSION, SessionRecord};

@@ -100,8 +100,8 @@ pub fn run(contract: &Contract, options: &Options) -> Result<Report, InitError> 
     }
     // Personal files (the server's approval in Claude Code's local settings) stay out of
     // every commit, the task's included.
-    let excluded = crate::server::git::exclude_personal_files(root).map_err(|e| match e {
-        crate::server::git::GitError::Io { path, source, .. } => InitError::Write { path, source },
+    let excluded = crate::git::exclude_personal_files(root).map_err(|e| match e {
+        crate::git::GitError::Io { path, source, .. } => InitError::Write { path, source },
         other => InitError::Write {
             path: root.join(".git/info/exclude"),
             source: std::io::Error::other(other.to_string()),

@@ -47,7 +47,7 @@ pub struct FileReport {
 pub struct Report {
     pub files: Vec<FileReport>,
     /// What became of the clients' personal files in git's `info/exclude`.
-    pub excluded: crate::server::git::Excluded,
+    pub excluded: crate::git::Excluded,
 }
 
 impl Report {
@@ -59,7 +59,7 @@ impl Report {
             .files
             .iter()
             .map(|f| f.path.as_str())
-            .filter(|p| !crate::server::git::PERSONAL_FILES.contains(p))
+            .filter(|p| !crate::git::PERSONAL_FILES.contains(p))
             .map(|p| {
                 if p.starts_with(".code-intel/") {
                     ".code-intel".to_string()

@@ -12,7 +12,7 @@ use git2::{
 
 use super::error::GitError;
 
-/// An open repository whose working tree is the server's root.
+/// An open repository whose working tree is the host's root.
 pub struct Repo {
     pub(super) repo: Repository,
     pub(super) workdir: PathBuf,
@@ -31,23 +31,12 @@ impl std::fmt::Debug for Repo {
 /// Opens the repository whose working tree is exactly `root`.
 ///
 /// `root` may not be a subdirectory of a repository: every path this module returns is
-/// relative to the working tree, and the server's paths are relative to its root, so the
+/// relative to the working tree, and a host's paths are relative to its root, so the
 /// two must be the same directory. Refuses a bare repository, an unborn branch and a
 /// detached HEAD, each with its own error, since none of them has a branch to start from.
 pub fn open(root: &Path) -> Result<Repo, GitError> {
-    let repo = Repository::discover(root).map_err(|e| match e.code() {
-        ErrorCode::NotFound => GitError::NotARepository {
-            path: root.to_path_buf(),
-        },
-        _ => GitError::git("open")(e),
-    })?;
-    let Some(workdir) = repo.workdir() else {
-        return Err(GitError::BareRepository {
-            path: repo.path().to_path_buf(),
-        });
-    };
+    let (repo, workdir) = discover(root)?;
     let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    let workdir = canonical(workdir);
     if workdir != canonical(root) {
         return Err(GitError::NotRepositoryRoot {
             root: root.to_path_buf(),
@@ -61,6 +50,53 @@ pub fn open(root: &Path) -> Result<Repo, GitError> {
     };
     repo.head_branch()?;
     Ok(repo)
+}
+
+/// The repository `dir` is in (at any depth) and its working tree, canonical; refuses a
+/// directory outside any repository and a bare repository.
+pub(super) fn discover(dir: &Path) -> Result<(Repository, PathBuf), GitError> {
+    let repo = Repository::discover(dir).map_err(|e| match e.code() {
+        ErrorCode::NotFound => GitError::NotARepository {
+            path: dir.to_path_buf(),
+        },
+        _ => GitError::git("open")(e),
+    })?;
+    let Some(workdir) = repo.workdir() else {
+        return Err(GitError::BareRepository {
+            path: repo.path().to_path_buf(),
+        });
+    };
+    let workdir = workdir
+        .canonicalize()
+        .unwrap_or_else(|_| workdir.to_path_buf());
+    Ok((repo, workdir))
+}
+
+/// Every path under `under` (a directory relative to the working tree; `""` for all of
+/// it) with uncommitted changes: staged, unstaged or untracked, not ignored, submodules
+/// left out; sorted. The one status query of this module, for [`Repo::uncommitted`] and
+/// [`WorkTree::uncommitted`](super::WorkTree::uncommitted).
+pub(super) fn uncommitted_under(repo: &Repository, under: &str) -> Result<Vec<String>, GitError> {
+    let mut options = StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    if !under.is_empty() {
+        options.pathspec(under);
+    }
+    let statuses = repo
+        .statuses(Some(&mut options))
+        .map_err(GitError::git("status"))?;
+    let mut paths: Vec<String> = statuses
+        .iter()
+        .filter(|s| !s.status().is_ignored())
+        .map(|s| String::from_utf8_lossy(s.path_bytes()).into_owned())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
 }
 
 impl Repo {
@@ -158,24 +194,7 @@ impl Repo {
     /// Every path with uncommitted changes (staged, unstaged or untracked, not ignored),
     /// sorted.
     pub fn uncommitted(&self) -> Result<Vec<String>, GitError> {
-        let mut options = StatusOptions::new();
-        options
-            .include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .exclude_submodules(true);
-        let statuses = self
-            .repo
-            .statuses(Some(&mut options))
-            .map_err(GitError::git("status"))?;
-        let mut paths: Vec<String> = statuses
-            .iter()
-            .filter(|s| !s.status().is_ignored())
-            .map(|s| String::from_utf8_lossy(s.path_bytes()).into_owned())
-            .collect();
-        paths.sort();
-        paths.dedup();
-        Ok(paths)
+        uncommitted_under(&self.repo, "")
     }
 
     /// Every path whose index or working-tree state differs from `commit`'s tree

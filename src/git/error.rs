@@ -1,5 +1,5 @@
 //! Why a git operation on the task branch failed, as data: one variant per failure mode,
-//! each with a stable `key()` for the server and a message that says what to do.
+//! each with a stable `key()` for the host and a message that says what to do.
 //!
 //! Messages are lowercase with no trailing period; the key never changes once published,
 //! the message may.

@@ -1,5 +1,14 @@
-//! The task-branch lifecycle in git, as a plain synchronous library for the server: start
-//! a session's branch, resolve stale ones, review and commit its changes, merge it back.
+//! git for every host, as a plain synchronous library: the task-branch lifecycle (start a
+//! session's branch, resolve stale ones, review and commit its changes, merge it back),
+//! which the code-intel server runs, and a read-only look at a work tree ([`WorkTree`])
+//! for a host that records what a process changed, as the agent runner does around each
+//! worker run.
+//!
+//! Host-neutral: nothing here imports a host (`server`, `runner`, `client`); the one other
+//! module it uses is `codeintel`'s atomic file write. What a task never changes
+//! (code-intel's own directory and the clients' personal files, [`is_never_the_tasks`])
+//! lives here rather than in a host, so every host that runs task branches leaves the same
+//! files alone.
 //!
 //! Everything is local (libgit2 through `git2`, no network), nothing prints, and every
 //! failure is a [`GitError`] variant with a stable `key()`. Refusals happen before any
@@ -27,6 +36,9 @@
 //!   killed one left ([`Repo::recover`], its rule in `recover`); and every action can be
 //!   called again after a kill: a task branch of the session's name is taken up, a commit
 //!   or merge that landed is recognised and reported, not refused or repeated.
+//! - Watching a work tree: [`WorkTree::discover`] from any directory inside it, its
+//!   uncommitted paths (the one status query, shared with [`Repo::uncommitted`]), an id
+//!   of a file's content, the paths between two commits and a `git diff --stat`.
 
 mod branches;
 mod changes;
@@ -37,6 +49,7 @@ mod personal;
 mod recover;
 mod repo;
 mod tree;
+mod work_tree;
 
 pub use branches::{
     AheadCommit, DeleteOutcome, DeletedBranch, KeptBranch, MergeKind, MergeOutcome, SUBJECT_CHARS,
@@ -52,3 +65,7 @@ pub use personal::{Excluded, PERSONAL_FILES, exclude_personal_files, is_never_th
 pub use recover::Recovered;
 pub use repo::{Repo, open};
 pub use tree::TreeChange;
+pub use work_tree::WorkTree;
+
+/// A commit's or a content's id (git's object id).
+pub use git2::Oid;
