@@ -8,6 +8,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod client;
 pub mod codeintel;
 pub mod config;
 pub mod contract;
@@ -22,5 +23,6 @@ pub mod scenario;
 pub mod semantic;
 pub mod server;
 pub mod session;
+pub mod shell;
 pub mod source;
 pub mod yaml;

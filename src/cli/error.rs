@@ -5,10 +5,10 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::analysis::matrix::MatrixError;
+use crate::client::init::InitError;
 use crate::contract::flags::FlagError;
 use crate::server::checkpoint::CheckpointError;
 use crate::server::core::ServerError;
-use crate::server::init::InitError;
 use crate::server::service::ServeError;
 
 #[derive(Debug)]

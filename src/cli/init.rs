@@ -1,15 +1,15 @@
 //! `code-intel init`: loads the contract the project will run, sets the project up through
-//! `server::init`, and prints the report and how to register the server with each client.
+//! `client::init`, and prints the report and how to register the server with each client.
 
 use super::out::{errln, outln};
 use std::path::Path;
 use std::process::ExitCode;
 
 use super::error::CliError;
+use crate::client::init::{self, Kept, Options, Status};
 use crate::contract::Contract;
 use crate::diagnostic::render;
 use crate::git;
-use crate::server::init::{self, Kept, Options, Status};
 use crate::source::Sources;
 
 pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {

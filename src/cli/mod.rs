@@ -352,7 +352,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             locale,
             command,
             force,
-        } => init::run(&crate::server::init::Options {
+        } => init::run(&crate::client::init::Options {
             root: path,
             locale: match locale {
                 InitLocale::En => "en",
@@ -498,9 +498,9 @@ fn replay(log: &Path, session: Option<&str>, check: bool) -> Result<ExitCode, Cl
 
 /// `hook`: one hook call, stdin to stdout. Exits 0 whatever happens: a client lets a
 /// write through when a hook fails with another status, so every failure is a deny answer
-/// (`server::hook` turns errors and panics into one), and a closed stdout is ignored.
+/// (`client::hook` turns errors and panics into one), and a closed stdout is ignored.
 fn hook(client: HookClient) -> ExitCode {
-    use crate::server::hook::{self, Client};
+    use crate::client::hook::{self, Client};
     use std::io::{Read as _, Write as _};
     /// More hook input than any tool call sends; past it the write is refused.
     const MAX_INPUT: u64 = 64 * 1024 * 1024;

@@ -378,7 +378,7 @@ impl Checkpoints {
                 record
                     .write_gate
                     .texts
-                    .get(crate::server::hook::decide::UNREADABLE)
+                    .get(crate::server::write_rule::UNREADABLE)
                     .cloned(),
             )?;
         }
@@ -620,7 +620,7 @@ pub fn pointer_refusal(root: &Path) -> Option<String> {
 }
 
 /// Where the write hook records the files a session's client read with its own tools
-/// (`server::hook::reads`): `.code-intel/sessions/<id>.reads`, one sealed JSON line each.
+/// (`server::reads`): `.code-intel/sessions/<id>.reads`, one sealed JSON line each.
 pub fn reads_path(root: &Path, id: &str) -> PathBuf {
     root.join(SESSIONS_DIR).join(format!("{id}.reads"))
 }

@@ -11,10 +11,10 @@ use serde_json::{Map, Value, json};
 
 use super::checkpoint::SealKey;
 use super::evidence;
-use super::hook::decide::Target;
-use super::hook::reads::read_paths;
 use super::paths;
+use super::reads::read_paths;
 use super::record::HostState;
+use super::write_rule::Target;
 use crate::codeintel::root::Root;
 use crate::git::{self, GitError, StaleChoice};
 use crate::machine::Effect;

@@ -88,7 +88,7 @@ impl WriteGate {
 pub struct HostState {
     /// Paths (root-relative) that appeared in the output of a code-intel tool call of
     /// this session: with the files the client's own read tools opened (recorded apart
-    /// by the hook, `hook::reads`), what an agent may claim to have explored.
+    /// by the hook, `server::reads`), what an agent may claim to have explored.
     #[serde(default)]
     pub seen_paths: BTreeSet<String>,
     /// Files the agent explored (accepted `explored_files`) or added with

@@ -278,11 +278,11 @@ pub fn registry() -> Registry {
         ("hook.shell_broad", vec!["writes", "refusal"]),
         ("hook.shell_writes", vec!["files", "refusal"]),
         ("hook.shell_refused", vec!["reason"]),
-        // Denials before any session is found, in config.yml's locale (`hook::before_session`).
+        // Denials before any session is found, in config.yml's locale (`client::hook::before_session`).
         ("hook.failed", vec!["client", "what"]),
         ("hook.input_unreadable", vec!["reason"]),
         ("hook.no_working_directory", vec![]),
-        // What the shell scanner describes rather than names (`hook::shell::DESCRIPTIONS`).
+        // What the shell scanner describes rather than names (`shell::DESCRIPTIONS`).
         ("hook.writes.run_by_other", vec!["what"]),
         ("hook.writes.from_input", vec!["what"]),
         ("hook.writes.archive", vec!["what"]),
@@ -349,12 +349,14 @@ mod tests {
         }
     }
 
+    /// The server's sources, and those of the modules whose message keys its registry
+    /// declares: the git library (`GitError::key`), the clients' hook and the shell
+    /// scanner (the texts it words before a session and the writes it describes).
     fn server_sources() -> Vec<(String, String)> {
         let mut out = Vec::new();
-        sources(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/server"),
-            &mut out,
-        );
+        for dir in ["src/server", "src/git", "src/client/hook", "src/shell"] {
+            sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir), &mut out);
+        }
         assert!(out.len() > 10, "the server's sources were not found");
         out
     }

@@ -11,8 +11,8 @@ use crate::server::reply::Reply;
 
 use super::{Server, State, git_refusal, no_session, parse};
 use crate::machine::response::RenderedMessage;
-use crate::server::hook::decide::{Decision, Target, Targets, decide_in_session};
 use crate::server::paths;
+use crate::server::write_rule::{Decision, Target, Targets, decide_in_session};
 
 impl Server {
     pub(crate) fn check_write_target(&self, state: &mut State, args: Map<String, Value>) -> Reply {

@@ -40,8 +40,8 @@ use crate::git;
 use crate::machine::Instance;
 use crate::machine::response::{footer, message, phase_response};
 use crate::machine::tools::{ToolGate, gate};
-use crate::server::hook::decide::HOOK_MESSAGES;
 use crate::server::semantic_tools::SemanticTools;
+use crate::server::write_rule::HOOK_MESSAGES;
 use crate::session::CheckpointStore;
 
 /// The server for one repository.

@@ -4,7 +4,7 @@
 //!
 //! Before a write it finds the repository (the git work tree containing the client's
 //! `cwd`), the session in progress (`.code-intel/sessions/current.json`) and its sealed
-//! checkpoint, and decides from the checkpoint alone ([`decide::decide`]): the server
+//! checkpoint, and decides from the checkpoint alone ([`write_rule::decide`]): the server
 //! precomputed there whether the current state allows writes and the contract's refusal
 //! texts ([`crate::server::record::WriteGate`]), so the hook never loads the contract,
 //! never builds the symbol index and never creates a key. It fails closed: once a session
@@ -12,29 +12,30 @@
 //! panic refuse the write, always as a deny answer with exit status 0 (a client lets a
 //! write through when a hook exits otherwise).
 //!
-//! After a read ([`reads`]) it records the files the client's own read tools opened, so
-//! that the server accepts them as explored. That hook never refuses anything.
+//! After a read it records the files the client's own read tools opened
+//! ([`crate::server::reads`]), so that the server accepts them as explored. That hook
+//! never refuses anything.
 
-pub mod decide;
 pub mod input;
-pub mod reads;
-pub mod shell;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use decide::{Decision, Session, ShellTargets, Target, Targets};
 use input::{Event, HookInput, Writes};
-use shell::WriteKind;
 
-use super::checkpoint::{CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey, pointer_refusal};
-use super::paths::{canonical_prefix, is_reserved, judge as confine};
-use super::registry::{builtin_contract, english, registry};
-use super::words::Words;
 use crate::codeintel::root::Root;
 use crate::config::Config;
 use crate::contract::Contract;
+use crate::server::checkpoint::{
+    CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey, pointer_refusal,
+};
+use crate::server::paths::{canonical_prefix, is_reserved, judge as confine};
+use crate::server::reads;
+use crate::server::registry::{builtin_contract, english, registry};
+use crate::server::words::Words;
+use crate::server::write_rule::{self, Decision, Session, ShellTargets, Target, Targets};
+use crate::shell::{self, WriteKind};
 
 /// The client calling the hook (both speak the same JSON for what the hook reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,7 +296,7 @@ fn decide_shell_in(
         broad: scan.broad.clone(),
         unparsed: scan.unparsed.clone(),
     });
-    match decide::decide(&session(&root), &targets) {
+    match write_rule::decide(&session(&root), &targets) {
         Decision::Allow => HookOutput::allow(),
         Decision::Deny(reason) => HookOutput::deny(&reason),
     }
@@ -333,7 +334,7 @@ fn decide_in(root: &Path, cwd: &Path, paths: Result<&[String], String>) -> HookO
         Ok(paths) => Targets::Paths(paths.iter().map(|p| confine(&root, cwd, p)).collect()),
         Err(reason) => Targets::Unknown(reason),
     };
-    match decide::decide(&session(&root), &targets) {
+    match write_rule::decide(&session(&root), &targets) {
         Decision::Allow => HookOutput::allow(),
         Decision::Deny(reason) => HookOutput::deny(&reason),
     }

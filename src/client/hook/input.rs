@@ -89,15 +89,15 @@ pub enum Writes {
     Paths(Vec<String>),
     /// A write tool whose input does not say which files it writes.
     Unknown(String),
-    /// A shell command that may write: what it writes (`super::shell`).
-    Shell(super::shell::Scan),
+    /// A shell command that may write: what it writes (`crate::shell`).
+    Shell(crate::shell::Scan),
 }
 
 /// The files a write tool's input names: Claude Code's `Write`, `Edit` and `MultiEdit`
 /// (`file_path`) and `NotebookEdit` (`notebook_path`); Codex's `apply_patch` (every file
 /// marker of the patch text); a shell command (`Bash`, the name both Claude Code and Codex
 /// 0.169 give their shell tool in hook input; `command` a string, or the words of a
-/// command line), through [`super::shell::scan`]. Any other tool writes nothing the hook
+/// command line), through [`crate::shell::scan`]. Any other tool writes nothing the hook
 /// gates.
 pub fn write_targets(tool: &str, tool_input: &Value) -> Writes {
     let field = |name: &str| -> Writes {
@@ -123,7 +123,7 @@ pub fn write_targets(tool: &str, tool_input: &Value) -> Writes {
                 Some(Value::Array(words)) => shell_words(words),
                 _ => return Writes::Unknown("the shell call names no command".into()),
             };
-            let scan = super::shell::scan(&command);
+            let scan = crate::shell::scan(&command);
             if scan.is_read_only() {
                 Writes::Nothing
             } else {

@@ -1,5 +1,7 @@
 //! What a shell command plainly writes, for the hook on Claude Code's `Bash` tool and
-//! Codex's shell tool (which Codex also names `Bash` in hook input). Pure: text in, data out.
+//! Codex's shell tool (which Codex also names `Bash` in hook input). Pure: text in, data
+//! out, and host-neutral (it uses no other module), so the clients' hook scans with it and
+//! the server's write rule (`server::write_rule`) judges and words what it found.
 //!
 //! This is an earlier, friendlier refusal, not the guarantee: the server compares the
 //! working tree at every submission whatever wrote to it (`server::worktree`). The scanner

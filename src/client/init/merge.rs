@@ -16,7 +16,7 @@ const SERVER: &str = "code-intel";
 /// the ones that read them: the hook gates the first and records the second.
 const CLAUDE_HOOKS: [(&str, &str); 3] = [
     ("PreToolUse", "Edit|Write|MultiEdit|NotebookEdit"),
-    // Shell commands that plainly write (`server::hook::shell`); a group of its own, so
+    // Shell commands that plainly write (`shell`); a group of its own, so
     // an install from before it gets the group added and the other left as it is.
     ("PreToolUse", "Bash"),
     ("PostToolUse", "Read|Grep|Glob"),

@@ -7,6 +7,10 @@
 //! session id and the path, so a line an agent appends by hand (it can write any file in
 //! the repository, but it has no key) is ignored, as is a line copied from another
 //! session.
+//!
+//! The hook (`client::hook`) appends ([`append`]) and the server reads ([`read_paths`]);
+//! the file is the server's session state, sealed with its checkpoint key, so both halves
+//! live here.
 
 use std::collections::BTreeSet;
 use std::io::{Read as _, Write as _};

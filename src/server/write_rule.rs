@@ -1,9 +1,13 @@
 //! The write decision, a pure function of what the hook found: the session (none, one it
 //! cannot read, or its sealed record) and the write's targets, already resolved against
-//! the repository root. No IO here; `super` gathers the data.
+//! the repository root. No IO here: the clients' write hook (`client::hook`) gathers the
+//! data, and the server's `check_write_target` asks the same rule for a session it holds
+//! ([`decide_in_session`]), so a client without hooks is told what the hook would say.
+//! It is the server's rule (its session record, its reserved paths, its messages), which
+//! is why it lives here and the hook uses it.
 
-use super::shell::{DESCRIPTIONS, Described, WriteKind};
 use crate::server::record::{SessionRecord, WriteGate};
+use crate::shell::{DESCRIPTIONS, Described, WriteKind};
 
 /// The session in progress in the repository, as far as the hook can tell.
 #[derive(Debug)]
@@ -28,7 +32,7 @@ pub enum Targets {
     /// A write tool whose input does not say what it writes: the reason.
     Unknown(String),
     Paths(Vec<Target>),
-    /// What a shell command writes (`super::shell`).
+    /// What a shell command writes (`crate::shell`).
     Shell(ShellTargets),
 }
 

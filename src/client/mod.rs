@@ -1,0 +1,12 @@
+//! How code-intel plugs into the coding agents' clients (Claude Code, Codex): the files
+//! [`init`] writes into a repository (the MCP server's registration, the hooks, the
+//! prompts, the `/code` command and Codex skill, the personal files kept out of git), and
+//! the [`hook`] process a client starts before each write and after each read.
+//!
+//! Neither is the MCP server: `init` runs once from the CLI, and `hook` is a cold process
+//! per tool call. Both use what the server keeps (its checkpoints, path rules, registry
+//! and write rule, [`crate::server::write_rule`]) so that the hook enforces exactly what
+//! the server decided; the server never uses this module.
+
+pub mod hook;
+pub mod init;
