@@ -5,7 +5,8 @@
 //! worker run.
 //!
 //! Host-neutral: nothing here imports a host (`server`, `runner`, `client`); the one other
-//! module it uses is `codeintel`'s atomic file write. What a task never changes
+//! module it uses is `codeintel`'s atomic file write. No other module uses libgit2 (the
+//! `tidy` test checks), so every host asks git the same way. What a task never changes
 //! (code-intel's own directory and the clients' personal files, [`is_never_the_tasks`])
 //! lives here rather than in a host, so every host that runs task branches leaves the same
 //! files alone.
@@ -27,7 +28,8 @@
 //!   [`Repo::resolve_stale`], [`Repo::merge_into_base`], [`Repo::delete_task_branch`].
 //! - Changes against the base commit: [`Repo::changes`] (diffs capped at
 //!   [`DIFF_CAP_BYTES`]), [`Repo::changed_lines`]; path by path for the check at every
-//!   submission, [`Repo::tree_changes`], [`Repo::content_at_head`].
+//!   submission, [`Repo::tree_changes`], [`Repo::content_at_head`]; whether a path is new
+//!   since HEAD ([`is_new_since_head`], for the write hook's removals).
 //! - Commits: [`coverage`], [`Repo::commit_reviewed`], or [`Repo::prepare`] →
 //!   [`Repo::commit_prepared`] / [`Repo::discard_prepared`]. A [`PreparedCommit`] is
 //!   returned to the caller, who keeps it (in its checkpoint) with the [`TaskBranch`].
@@ -64,7 +66,7 @@ pub use name::{
 pub use personal::{Excluded, PERSONAL_FILES, exclude_personal_files, is_never_the_tasks};
 pub use recover::Recovered;
 pub use repo::{Repo, open};
-pub use tree::TreeChange;
+pub use tree::{TreeChange, is_new_since_head};
 pub use work_tree::WorkTree;
 
 /// A commit's or a content's id (git's object id).

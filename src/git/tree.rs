@@ -86,3 +86,25 @@ impl Repo {
         Some(blob.content().to_vec())
     }
 }
+
+/// Whether `path` (relative to `root`, which must be a repository's working tree itself,
+/// not a directory inside one) is new since HEAD: HEAD's tree does not hold it (no file,
+/// no directory with a tracked file in it; a branch with no commit yet holds nothing) and
+/// git does not ignore it. The root itself is never new, and anything that cannot be
+/// established answers no. Read-only, and it needs no HEAD on a branch, unlike [`open`].
+///
+/// [`open`]: super::open
+pub fn is_new_since_head(root: &Path, path: &str) -> bool {
+    let Ok(repo) = git2::Repository::open(root) else {
+        return false;
+    };
+    let path = path.trim_end_matches('/');
+    if path.is_empty() || repo.is_path_ignored(Path::new(path)).unwrap_or(true) {
+        return false;
+    }
+    match repo.head().and_then(|head| head.peel_to_tree()) {
+        Ok(tree) => tree.get_path(Path::new(path)).is_err(),
+        // No commit yet: HEAD holds nothing.
+        Err(e) => e.code() == git2::ErrorCode::UnbornBranch,
+    }
+}

@@ -151,6 +151,20 @@ fn pest_stays_inside_the_guard_parser() {
     }
 }
 
+/// libgit2 is reached through the `git` module only, so every host asks git the same way
+/// (one status query, one open, one set of error keys) and a third host adds no copy.
+#[test]
+fn git2_stays_inside_the_git_module() {
+    let git = repo().join("src/git");
+    let found: Vec<String> = src_files()
+        .into_iter()
+        .filter(|file| !file.starts_with(&git))
+        .filter(|file| std::fs::read_to_string(file).unwrap().contains("git2::"))
+        .map(|file| file.display().to_string())
+        .collect();
+    assert!(found.is_empty(), "libgit2 used outside `git`: {found:?}");
+}
+
 /// The engine modules: they must stay generic over hosts.
 const ENGINE_MODULES: &[&str] = &[
     "contract", "machine", "guard", "lint", "analysis", "session",

@@ -308,18 +308,7 @@ fn decide_shell_in(
 /// removal restores nothing). Anything that cannot be established answers no, so the
 /// removal is judged as a write.
 fn removal_restores(root: &Root, rel: &str) -> bool {
-    let Ok(repo) = git2::Repository::open(root.path()) else {
-        return false;
-    };
-    let rel = rel.trim_end_matches('/');
-    if rel.is_empty() || repo.is_path_ignored(Path::new(rel)).unwrap_or(true) {
-        return false;
-    }
-    match repo.head().and_then(|head| head.peel_to_tree()) {
-        Ok(tree) => tree.get_path(Path::new(rel)).is_err(),
-        // No commit yet: HEAD holds nothing.
-        Err(e) => e.code() == git2::ErrorCode::UnbornBranch,
-    }
+    crate::git::is_new_since_head(root.path(), rel)
 }
 
 /// The decision of the session at `root` (if any) on the files a write names, or on a
