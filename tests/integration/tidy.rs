@@ -226,22 +226,13 @@ const MAX_FILE_CODE_LINES: usize = 900;
 
 /// The functions allowed over [`MAX_FUNCTION_LINES`]: data tables only, each with why. A
 /// name is the module path and the function's name (a method's type is left out).
-const LONG_FUNCTIONS_ALLOWED: &[(&str, &str)] = &[
-    (
-        "server::registry::registry",
-        "the code-intel host's registry: one entry per action, fact and message",
-    ),
-    // issue 18: being split
-    ("server::hook::shell::analyse", "not a table: being split"),
-    // issue 18: being split
-    ("server::hook::shell::lex_into", "not a table: being split"),
-];
+const LONG_FUNCTIONS_ALLOWED: &[(&str, &str)] = &[(
+    "server::registry::registry",
+    "the code-intel host's registry: one entry per action, fact and message",
+)];
 
 /// The files allowed over [`MAX_FILE_CODE_LINES`], each with why.
-const LONG_FILES_ALLOWED: &[(&str, &str)] = &[
-    // issue 18: being split
-    ("server/hook/shell.rs", "not a table: being split"),
-];
+const LONG_FILES_ALLOWED: &[(&str, &str)] = &[];
 
 /// A function found in a file: its name, the line of its `fn` and how many lines it takes.
 #[derive(Debug, PartialEq)]
