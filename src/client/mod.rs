@@ -4,9 +4,9 @@
 //! the [`hook`] process a client starts before each write and after each read.
 //!
 //! Neither is the MCP server: `init` runs once from the CLI, and `hook` is a cold process
-//! per tool call. Both use what the server keeps (its checkpoints, path rules, registry
-//! and write rule, [`crate::server::write_rule`]) so that the hook enforces exactly what
-//! the server decided; the server never uses this module.
+//! per tool call. The hook uses what the server keeps (its checkpoints, path rules,
+//! registry and write rule, [`crate::server::write_rule`]) so that it enforces exactly
+//! what the server decided; the server never uses this module (the `layering` test).
 
 pub mod hook;
 pub mod init;

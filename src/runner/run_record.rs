@@ -336,6 +336,7 @@ impl Snapshot {
     /// paths in records are relative to the work tree, as git shows them.
     fn take(repo: &Path) -> Result<Snapshot, SnapshotError> {
         let tree = WorkTree::discover(repo).map_err(SnapshotError::Git)?;
+        let head = tree.head();
         let paths = tree.uncommitted().map_err(SnapshotError::Git)?;
         if paths.len() > MAX_SNAPSHOT_FILES {
             // A worker that created a huge untracked tree (a vendored directory, build
@@ -351,10 +352,7 @@ impl Snapshot {
                 (path, id)
             })
             .collect();
-        Ok(Snapshot {
-            head: tree.head(),
-            files,
-        })
+        Ok(Snapshot { head, files })
     }
 
     /// Paths whose state differs between `self` (before) and `after`, plus the paths of
