@@ -41,6 +41,23 @@
 //! - Watching a work tree: [`WorkTree::discover`] from any directory inside it, its
 //!   uncommitted paths (the one status query, shared with [`Repo::uncommitted`]), an id
 //!   of a file's content, the paths between two commits and a `git diff --stat`.
+//!
+//! ## The task-branch lifecycle
+//!
+//! The task-branch lifecycle on git2 (`.code-intel/` and the clients' personal
+//! files are never a change of a task: not listed, reviewed, committed or reverted, nor is
+//! what a `Repo` is told to leave alone, the user's untouched work from before the
+//! session, which a merge carries to the base as it is; create with a carried dirty tree, stale
+//! branches (shown with their base, age and commits ahead, bounded: `Repo::stale_report`;
+//! the server adds them to every answer of a state that runs `git.resolve_stale_branches`)
+//! and the delete/merge/continue choices, changes and changed lines against the
+//! base commit, a review that must name exactly the changed files, prepared commits, a
+//! merge computed in memory first so a conflict changes nothing). Every action can be
+//! called again after a kill at any moment: each records itself first (an intent file in
+//! the git directory), so the next one clears the lock files a killed one left (only that
+//! action's own, its process dead, taken during it, held open by no process); a task branch
+//! of the session's name at or ahead of HEAD is taken up; a commit or merge that landed is
+//! recognised and finished, never refused or made twice.
 
 mod branches;
 mod changes;

@@ -21,11 +21,11 @@ use super::protocol::request::{
 use super::protocol::response::{CompletionAssessmentPayload, WorkerCall};
 use super::provider::ProviderError;
 use super::report::{CriterionResult, Status, TaskReport, note_path};
-use super::run_record::{RunIds, TestResult, WorkerRun, WorkerTurn, run_test_command, run_worker};
 use super::sandbox::Sandbox;
 use super::task::Task;
 use super::time::{self, Timestamp};
 use super::worker::Invocation;
+use super::worker_turn::{RunIds, TestResult, WorkerRun, WorkerTurn, run_test_command, run_worker};
 use crate::codeintel::store::atomic_write;
 use crate::contract::model::Outcome;
 use crate::machine::{Accepted, Effect};

@@ -2,7 +2,7 @@
 //! (`contracts/agent_runner_task.yml`) on the shared session driver. [`app`] is the
 //! `agent-runner` command, [`host`] performs the contract's actions with the [`task`],
 //! the planner ([`protocol`], [`provider`]), the worker in its [`sandbox`] ([`worker`],
-//! [`run_record`], [`preflight`]) and the Task Note ([`report`]).
+//! [`worker_turn`], [`preflight`]) and the Task Note ([`report`]).
 //!
 //! ## The parts
 //!
@@ -25,7 +25,7 @@
 //! - `worker` (each CLI's command line and final message), `sandbox` (`DockerSandbox`
 //!   through the docker CLI: a named, labelled container, `docker exec` under a wrapper
 //!   that records the pid so a timeout or cancel kills the process inside the container;
-//!   `LocalSandbox`), `preflight`, `run_record` (a worker turn with git snapshots before and
+//!   `LocalSandbox`), `preflight`, `worker_turn` (a worker turn with git snapshots before and
 //!   after; the test command), all on `process` (a child in its own process group, bounded
 //!   capture, deadline and cancel: TERM, grace, KILL). `cleanup` registers the live process
 //!   groups and containers, for an exit that cannot wait for the finalizers (a second
@@ -43,8 +43,8 @@ pub mod protocol;
 pub mod provider;
 pub mod registry;
 pub mod report;
-pub mod run_record;
 pub mod sandbox;
 pub mod task;
 pub mod time;
 pub mod worker;
+pub mod worker_turn;

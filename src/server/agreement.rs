@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 
 use super::evidence::cited_lines;
 use super::paths;
-use super::record::SessionRecord;
+use super::session_record::SessionRecord;
 use crate::codeintel::index::Index;
 use crate::codeintel::page::Window;
 use crate::codeintel::root::Root;

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use sha2::Sha256;
 
-use super::record::{RECORD_VERSION, SessionRecord};
+use super::session_record::{RECORD_VERSION, SessionRecord};
 use crate::codeintel::store::atomic_write;
 use crate::machine::Instance;
 

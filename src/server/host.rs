@@ -13,7 +13,7 @@ use super::checkpoint::SealKey;
 use super::evidence;
 use super::paths;
 use super::reads::read_paths;
-use super::record::HostState;
+use super::session_record::HostState;
 use super::write_rule::Target;
 use crate::codeintel::root::Root;
 use crate::git::{self, GitError, StaleChoice};

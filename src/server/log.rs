@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::machine::Accepted;
-use crate::server::recorder::Recorded;
+use crate::server::turn_recorder::Recorded;
 use crate::session::{Stop, Turn};
 
 pub const LOG_DIR: &str = ".code-intel/logs";

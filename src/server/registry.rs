@@ -268,7 +268,7 @@ pub fn registry() -> Registry {
         ("git.failed", vec!["operation", "error"]),
         ("git.io", vec!["operation", "path", "error"]),
         // The write hooks' refusals (precomputed in the session's locale, filled in by
-        // the hook: `record::WriteGate::texts`).
+        // the hook: `session_record::WriteGate::texts`).
         ("hook.session_unreadable", vec!["reason"]),
         ("hook.unknown_targets", vec!["reason"]),
         ("hook.outside_root", vec!["files"]),

@@ -10,13 +10,13 @@
 //!   user's own uncommitted work and nothing else, after it the implementation as
 //!   submitted.
 //!
-//! Which states allow writes comes from the contract through [`crate::server::record::WriteGate`],
+//! Which states allow writes comes from the contract through [`crate::server::session_record::WriteGate`],
 //! so no state is named here. [`judge`] is the pure rule; [`check`] reads the tree.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::record::{HostState, bytes_hash, content_hash};
+use super::session_record::{HostState, bytes_hash, content_hash};
 use crate::git::{self, ChangeStatus, GitError};
 
 /// One changed path as it is now.

@@ -6,7 +6,7 @@
 //! It is the server's rule (its session record, its reserved paths, its messages), which
 //! is why it lives here and the hook uses it.
 
-use crate::server::record::{SessionRecord, WriteGate};
+use crate::server::session_record::{SessionRecord, WriteGate};
 use crate::shell::{DESCRIPTIONS, Described, WriteKind};
 
 /// The session in progress in the repository, as far as the hook can tell.
@@ -362,7 +362,7 @@ fn non_empty(text: &str, fallback: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::record::{HostState, RECORD_VERSION};
+    use crate::server::session_record::{HostState, RECORD_VERSION};
     use WriteKind::{Dir as D, File as F, FromHead as H, Remove as R, RemoveNew as N};
 
     fn record(writes_allowed: bool, explored: &[&str], outcome: Option<&str>) -> Session {

@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 use code_intel::runner::cancel::Cancel;
 use code_intel::runner::preflight::{Target, preflight};
 use code_intel::runner::process::Ending;
-use code_intel::runner::run_record::{RunEnding, RunIds, WorkerTurn, run_test_command, run_worker};
 use code_intel::runner::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox};
 use code_intel::runner::worker::{Invocation, WorkerConfig, WorkerKind};
+use code_intel::runner::worker_turn::{
+    RunEnding, RunIds, WorkerTurn, run_test_command, run_worker,
+};
 
 use crate::support::TempDir;
 

@@ -6,7 +6,7 @@
 //! `cwd`), the session in progress (`.code-intel/sessions/current.json`) and its sealed
 //! checkpoint, and decides from the checkpoint alone ([`write_rule::decide`]): the server
 //! precomputed there whether the current state allows writes and the contract's refusal
-//! texts ([`crate::server::record::WriteGate`]), so the hook never loads the contract,
+//! texts ([`crate::server::session_record::WriteGate`]), so the hook never loads the contract,
 //! never builds the symbol index and never creates a key. It fails closed: once a session
 //! exists, a checkpoint it cannot verify, an input it cannot read, any error and even a
 //! panic refuse the write, always as a deny answer with exit status 0 (a client lets a
@@ -15,6 +15,11 @@
 //! After a read it records the files the client's own read tools opened
 //! ([`crate::server::reads`]), so that the server accepts them as explored. That hook
 //! never refuses anything.
+//!
+//! `client::hook` is `code-intel hook claude|codex`, the write hook init registers (Claude
+//! Code: PreToolUse on `Edit|Write|MultiEdit|NotebookEdit` and, in a group of its own, on
+//! `Bash`, and PostToolUse on `Read|Grep|Glob`; Codex: PreToolUse on `apply_patch` and on
+//! `Bash`, the name Codex gives its shell tool in hook input). `docs/enforcement.md` describes what it decides and why.
 
 pub mod input;
 

@@ -1,6 +1,18 @@
 //! `code-intel init`: sets a repository up for Claude Code and Codex. Every file is
 //! computed first (pure: [`render`], [`merge`], [`rules`]); only when all of them could be
 //! computed does [`run`] write anything, so a refused file never leaves a half-done setup.
+//!
+//! `client::init` is `code-intel init`: it sets a repository up for Claude Code and Codex.
+//! `render` fills the templates of the top-level `templates/` directory (embedded with
+//! `include_str!`, rendered with minijinja): the `.code-intel/` prompts in English or
+//! Japanese, `config.yml`, `context.yml` (with the list items of `CLAUDE.md`/`AGENTS.md` as
+//! `project_rules`, each with its `file:line`, from `rules`), and the `/code` command and
+//! Codex skill, whose flag table and phase list come from the loaded contract. `merge`
+//! merges the Claude Code JSON files key by key (`.mcp.json`, `enabledMcpjsonServers`, the
+//! hooks) and replaces a marked block in `.codex/config.toml`. `run` plans every file first
+//! and writes (atomically, with `codeintel::store::atomic_write`) only when all of them could be computed, so a JSON file
+//! that does not parse stops init before anything changes. `manifest` keeps the sha256 of
+//! what init last wrote to each file it owns in `.code-intel/init-manifest.json`.
 
 mod manifest;
 mod merge;
@@ -14,7 +26,7 @@ use crate::codeintel::store::atomic_write;
 use crate::contract::Contract;
 
 pub use merge::JsonProblem;
-pub use report::{FileReport, InitError, Kept, Options, Report, Status};
+pub use report::{FileReport, InitError, InitReport, Kept, Options, Status};
 
 /// A file's new content and how it is reported, decided before anything is written.
 struct Planned {
@@ -25,7 +37,7 @@ struct Planned {
 }
 
 /// Sets `options.root` up and reports what it did to every file.
-pub fn run(contract: &Contract, options: &Options) -> Result<Report, InitError> {
+pub fn run(contract: &Contract, options: &Options) -> Result<InitReport, InitError> {
     let root = options.root.as_path();
     if !root.is_dir() {
         return Err(InitError::NotADirectory(root.to_path_buf()));
@@ -107,7 +119,7 @@ pub fn run(contract: &Contract, options: &Options) -> Result<Report, InitError> 
             source: std::io::Error::other(other.to_string()),
         },
     })?;
-    Ok(Report {
+    Ok(InitReport {
         excluded,
         files: plan
             .into_iter()

@@ -44,13 +44,13 @@ pub struct FileReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Report {
+pub struct InitReport {
     pub files: Vec<FileReport>,
     /// What became of the clients' personal files in git's `info/exclude`.
     pub excluded: crate::git::Excluded,
 }
 
-impl Report {
+impl InitReport {
     /// What a `git add` of the setup names: the files a team shares, `.code-intel/` as
     /// one directory (its `.gitignore` keeps the machine-local part out), personal files
     /// never.

@@ -30,9 +30,9 @@ use super::checkpoint::{
 use super::code_tools::CodeTools;
 use super::index_cache::{ChangeSource, IndexCache};
 use super::log::{Log, now};
-use super::record::{HostState, SessionRecord, WriteGate};
 use super::reply::Reply;
 use super::session_lock::SessionLock;
+use super::session_record::{HostState, SessionRecord, WriteGate};
 use crate::codeintel::root::Root;
 use crate::config::Config;
 use crate::contract::Contract;

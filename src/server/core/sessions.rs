@@ -10,9 +10,9 @@ use crate::machine::response::phase_response;
 use crate::server::agreement::session_evidence;
 use crate::server::args::{ClaimedOutcome, OutcomeArgs};
 use crate::server::host::{RESOLVE_STALE_ACTION, stale_branch_report};
-use crate::server::record::SessionRecord;
 use crate::server::reply::Reply;
 use crate::server::semantic_tools::SUMMARIES_FILE;
+use crate::server::session_record::SessionRecord;
 use crate::source::Sources;
 use crate::yaml;
 

@@ -16,9 +16,9 @@ use crate::server::checkpoint::{
 };
 use crate::server::host::QUALITY_PROMPT;
 use crate::server::log::now;
-use crate::server::record::{HostState, RECORD_VERSION, SessionRecord};
 use crate::server::reply::Reply;
 use crate::server::session_lock::{Holder, LockError, SessionLock};
+use crate::server::session_record::{HostState, RECORD_VERSION, SessionRecord};
 use crate::server::worktree;
 use crate::session::{Stop, Turn};
 

@@ -12,9 +12,9 @@ use crate::machine::response::{PhaseResponse, phase_response, role_message};
 use crate::server::args::SubmitArgs;
 use crate::server::host::{CodeIntelHost, RESOLVE_STALE_ACTION};
 use crate::server::log::now;
-use crate::server::record::{HostState, SessionRecord};
-use crate::server::recorder::{Recorded, Recorder};
 use crate::server::reply::Reply;
+use crate::server::session_record::{HostState, SessionRecord};
+use crate::server::turn_recorder::{Recorded, Recorder};
 use crate::server::worktree;
 use crate::session::{Driver, Stop, Turn};
 
