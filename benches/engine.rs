@@ -10,7 +10,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use code_intel::contract::{BUILTIN_CONTRACT, Contract};
-use code_intel::scenario::{self, Scenario, ScriptedHost, Step};
+use code_intel::scenario;
+use code_intel::scenario::{Scenario, ScriptedHost, Step};
 use code_intel::session::{Driver, NoCheckpoints, Stop};
 use code_intel::source::Sources;
 

@@ -12,15 +12,15 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use code_intel::runner::Cancel;
+use code_intel::runner::Events;
+use code_intel::runner::Planner;
+use code_intel::runner::Target;
 use code_intel::runner::app;
-use code_intel::runner::cancel::Cancel;
-use code_intel::runner::events::Events;
-use code_intel::runner::host::{RunnerHost, Setup};
-use code_intel::runner::preflight::Target;
-use code_intel::runner::process::{Captured, Ending, Output};
-use code_intel::runner::protocol::planner::Planner;
-use code_intel::runner::sandbox::{Sandbox, SandboxError};
 use code_intel::runner::task;
+use code_intel::runner::{Captured, Ending, Output};
+use code_intel::runner::{RunnerHost, Setup};
+use code_intel::runner::{Sandbox, SandboxError};
 use code_intel::source::Sources;
 
 /// Loops per task; the task ends INCOMPLETE when they run out.

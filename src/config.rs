@@ -10,12 +10,12 @@ use crate::source::Sources;
 use crate::yaml;
 
 /// Where the settings live, relative to the root.
-pub const CONFIG_FILE: &str = ".code-intel/config.yml";
+pub(crate) const CONFIG_FILE: &str = ".code-intel/config.yml";
 
 /// The settings; `Config::default()` when there is no file.
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
-pub struct Config {
+pub(crate) struct Config {
     /// The language of the flow's texts (`en`, `ja`); the contract's default when unset.
     pub locale: Option<String>,
     pub index: IndexSettings,
@@ -24,7 +24,7 @@ pub struct Config {
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
-pub struct IndexSettings {
+pub(crate) struct IndexSettings {
     /// Gitignore-style globs left out of search, the symbol index and semantic search.
     pub exclude: Vec<String>,
 }
@@ -94,7 +94,7 @@ impl std::error::Error for ConfigError {}
 
 impl Config {
     /// The settings of the repository at `root`.
-    pub fn load(root: &Path) -> Result<Config, ConfigError> {
+    pub(crate) fn load(root: &Path) -> Result<Config, ConfigError> {
         let path = root.join(CONFIG_FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -112,7 +112,7 @@ impl Config {
     }
 
     /// Settings from the text of a config file at `path`.
-    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         let mut sources = Sources::default();
         let file = sources.add(path.to_string_lossy(), text.to_string());
         let at = |span: Option<crate::source::Span>, message: String| ConfigError {

@@ -1,16 +1,26 @@
-//! code-intel: a declarative state-machine framework driven by contract files, and the
-//! tools around it.
+//! code-intel: a declarative state-machine framework driven by contract files, the hosts
+//! that run it, and the tools around it.
 //!
 //! The flow (phases, transitions, flags, payload schemas, messages, loop limits) is data in
 //! a YAML contract. [`contract`] loads and resolves it, [`guard`] is its condition
-//! language, [`machine`] is the pure interpreter, [`lint`] and [`analysis`] check and
-//! explain it, and [`cli`] is the command line. See `docs/ARCHITECTURE.md`.
+//! language, [`machine`] is the pure interpreter and [`session`] the loop every host
+//! shares; [`lint`], [`analysis`] and [`scenario`] check and explain a contract. The hosts
+//! are [`server`] (the MCP server, with [`codeintel`] and [`semantic`] for code
+//! intelligence, [`git`] for task branches and [`client`] for the coding agents' clients)
+//! and [`runner`] (AgentRunner); [`hosts`] lists their registries; [`cli`] is the command
+//! line. See `docs/ARCHITECTURE.md`.
+//!
+//! This file is the crate's surface. The top-level modules are public (but `config` and
+//! `yaml`, used only inside), and each exposes at its root (`pub use`) what the binaries, the
+//! benches and the integration tests use; the modules inside them are `pub(crate)` unless a
+//! caller outside needs the module itself. The `unreachable_pub` lint (denied in CI through
+//! clippy's `-D warnings`) keeps every other item `pub(crate)`.
 
 pub mod analysis;
 pub mod cli;
 pub mod client;
 pub mod codeintel;
-pub mod config;
+pub(crate) mod config;
 pub mod contract;
 pub mod diagnostic;
 pub mod git;
@@ -25,4 +35,4 @@ pub mod server;
 pub mod session;
 pub mod shell;
 pub mod source;
-pub mod yaml;
+pub(crate) mod yaml;

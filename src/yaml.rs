@@ -207,16 +207,16 @@ pub struct Node {
 }
 
 /// Aliases may copy at most this many nodes per node written in the file before them...
-pub const ALIAS_NODES_PER_NODE: usize = 10;
+pub(crate) const ALIAS_NODES_PER_NODE: usize = 10;
 /// ... plus this many, so small files may share what they like.
-pub const ALIAS_NODES_FLOOR: usize = 10_000;
+pub(crate) const ALIAS_NODES_FLOOR: usize = 10_000;
 /// Aliases may copy at most this many bytes of scalars and keys per byte of the file...
-pub const ALIAS_BYTES_PER_BYTE: usize = 10;
+pub(crate) const ALIAS_BYTES_PER_BYTE: usize = 10;
 /// ... plus this many.
-pub const ALIAS_BYTES_FLOOR: usize = 1 << 20;
+pub(crate) const ALIAS_BYTES_FLOOR: usize = 1 << 20;
 /// The deepest nesting of sequences and mappings a file may have (serde_json and
 /// serde_yaml stop at the same depth); every later stage recurses over the tree.
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// Parses the first YAML document of `text`. Duplicate keys are reported and the later
 /// value wins, so the rest of the file can still be checked.
@@ -225,7 +225,7 @@ pub const MAX_DEPTH: usize = 128;
 /// the size of the text, what aliases copy is bounded by a budget proportional to it
 /// (`yaml-alias-budget`, see [`ALIAS_NODES_PER_NODE`]), and nesting by [`MAX_DEPTH`]
 /// (`yaml-nesting-depth`).
-pub fn parse(file: FileId, text: &str) -> Result<(Node, Vec<Diagnostic>), Diagnostic> {
+pub(crate) fn parse(file: FileId, text: &str) -> Result<(Node, Vec<Diagnostic>), Diagnostic> {
     let mut builder = Builder {
         file,
         text,
@@ -936,7 +936,7 @@ impl Node {
 
 /// Merges `overlay` into `base`: mappings merge key by key, anything else is replaced.
 /// Each node keeps the span of the file it came from.
-pub fn merge(base: &mut Node, overlay: Node) {
+pub(crate) fn merge(base: &mut Node, overlay: Node) {
     let Node {
         kind,
         span,

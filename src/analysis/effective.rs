@@ -16,7 +16,7 @@ use crate::source::Span;
 
 /// The contract as a session under `flags`, `intent` and `locale` sees it.
 #[derive(Debug, Clone)]
-pub struct Effective {
+pub(crate) struct Effective {
     pub intent: String,
     pub locale: String,
     pub flags: Map<String, Value>,
@@ -25,11 +25,10 @@ pub struct Effective {
 }
 
 #[derive(Debug, Clone)]
-pub struct EffectiveState {
+pub(crate) struct EffectiveState {
     pub id: String,
     pub kind: StateKind,
     pub step: Option<u32>,
-    pub phase: String,
     /// Whether some run under these flags and intent reaches the state.
     pub runs: bool,
     /// The instruction rendered for a session that has just entered the state (no
@@ -48,7 +47,7 @@ pub struct EffectiveState {
 }
 
 #[derive(Debug, Clone)]
-pub struct EffectiveTransition {
+pub(crate) struct EffectiveTransition {
     /// The guard as written; `None` for `otherwise`.
     pub guard: Option<String>,
     pub to: String,
@@ -59,18 +58,17 @@ pub struct EffectiveTransition {
 }
 
 #[derive(Debug, Clone)]
-pub struct EffectiveCounter {
+pub(crate) struct EffectiveCounter {
     pub name: String,
     /// The limit in force: a number, or a param's name and its value.
     pub limit: String,
     pub limit_origin: Span,
     /// `STATE` targets of the limit's redirects, in order.
     pub redirects: Vec<String>,
-    pub origin: Span,
 }
 
 /// The effective contract under already parsed `flags` (see `contract::flags::parse`).
-pub fn compute(
+pub(crate) fn compute(
     contract: &Contract,
     flags: &Map<String, Value>,
     intent: Option<&str>,
@@ -99,7 +97,6 @@ pub fn compute(
                 id: s.id.clone(),
                 kind: s.kind,
                 step: s.step,
-                phase: s.phase.clone(),
                 runs: reachable.contains(&crate::contract::model::StateId(i)),
                 instruction: s.has_instruction.then(|| instruction(contract, &entered)),
                 instruction_origin: s.instruction_span,
@@ -141,7 +138,6 @@ pub fn compute(
                 .iter()
                 .map(|r| contract.state(r.to).id.clone())
                 .collect(),
-            origin: c.span,
         })
         .collect();
     Ok(Effective {

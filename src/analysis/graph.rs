@@ -4,24 +4,10 @@ use crate::contract::Contract;
 use crate::contract::model::{CounterId, StateId, Transition};
 use crate::contract::registry::TaskEffect;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EdgeKind {
-    /// The `index`-th guarded transition.
-    Guarded(usize),
-    Otherwise,
-    /// The `redirect`-th `on_limit` entry of `counter`, reached from the transition `via`.
-    Limit {
-        counter: CounterId,
-        redirect: usize,
-        via: Option<usize>,
-    },
-}
-
 #[derive(Debug, Clone)]
-pub struct Edge {
+pub(crate) struct Edge {
     pub from: StateId,
     pub to: StateId,
-    pub kind: EdgeKind,
     /// Counters (session and task) the edge increments.
     pub increments: Vec<CounterId>,
     pub resets: Vec<CounterId>,
@@ -44,17 +30,11 @@ fn has_task_effect(contract: &Contract, t: &Transition, effect: TaskEffect) -> b
 }
 
 /// Every edge of the graph, in state order.
-pub fn edges(contract: &Contract) -> Vec<Edge> {
+pub(crate) fn edges(contract: &Contract) -> Vec<Edge> {
     let mut out = Vec::new();
     for (i, state) in contract.states.iter().enumerate() {
         let from = StateId(i);
-        let transitions = state
-            .transitions
-            .iter()
-            .enumerate()
-            .map(|(j, t)| (Some(j), t))
-            .chain(state.otherwise.iter().map(|t| (None, t)));
-        for (index, t) in transitions {
+        for t in state.transitions.iter().chain(&state.otherwise) {
             let increments: Vec<CounterId> = t
                 .increment
                 .iter()
@@ -64,7 +44,6 @@ pub fn edges(contract: &Contract) -> Vec<Edge> {
             let edge = Edge {
                 from,
                 to: t.to,
-                kind: index.map_or(EdgeKind::Otherwise, EdgeKind::Guarded),
                 increments: increments.clone(),
                 resets: t.reset.clone(),
                 consumes_task: has_task_effect(contract, t, TaskEffect::Consumes),
@@ -73,15 +52,10 @@ pub fn edges(contract: &Contract) -> Vec<Edge> {
             };
             out.push(edge);
             for counter in &increments {
-                for (r, redirect) in contract.counter(*counter).on_limit.iter().enumerate() {
+                for redirect in &contract.counter(*counter).on_limit {
                     out.push(Edge {
                         from,
                         to: redirect.to,
-                        kind: EdgeKind::Limit {
-                            counter: *counter,
-                            redirect: r,
-                            via: index,
-                        },
                         increments: increments.clone(),
                         resets: t.reset.clone(),
                         consumes_task: false,

@@ -11,7 +11,11 @@
 //! or graphviz.
 
 pub(crate) mod diagram;
-pub mod effective;
-pub mod graph;
-pub mod matrix;
-pub mod reach;
+pub(crate) mod effective;
+pub(crate) mod graph;
+pub(crate) mod matrix;
+pub(crate) mod reach;
+
+// The surface: what the binaries, benches and integration tests use from this module.
+pub use matrix::compute;
+pub use reach::reachable;

@@ -203,7 +203,11 @@ fn bool_eval(
 
 /// The states a transition can lead to: its target and the redirects of counter limits
 /// it may reach.
-pub fn targets(contract: &Contract, t: &Transition, roots: &Map<String, Value>) -> Vec<StateId> {
+pub(crate) fn targets(
+    contract: &Contract,
+    t: &Transition,
+    roots: &Map<String, Value>,
+) -> Vec<StateId> {
     let mut out = vec![t.to];
     let counters = t
         .increment

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use code_intel::diagnostic::render;
-use code_intel::runner::app::{self, LogFormat, Options, RunError};
-use code_intel::runner::cancel::Cancel;
-use code_intel::runner::events::Progress;
+use code_intel::runner::Cancel;
+use code_intel::runner::Progress;
+use code_intel::runner::{LogFormat, Options, RunError, app};
 
 /// Runs a task: a planner LLM plans acceptance criteria and decides, a coding agent CLI
 /// works in a Docker sandbox, the test command decides, and a Task Note records it all.

@@ -8,5 +8,5 @@
 //! registry and write rule, [`crate::server::write_rule`]) so that it enforces exactly
 //! what the server decided; the server never uses this module (the `layering` test).
 
-pub mod hook;
-pub mod init;
+pub(crate) mod hook;
+pub(crate) mod init;

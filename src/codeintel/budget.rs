@@ -136,7 +136,7 @@ fn pop(answer: &mut Value, c: &mut Cuttable) {
 /// as possible. One item is always kept, so paging on always moves forward; an answer
 /// whose single item is over the budget is returned as it is. Returns whether anything
 /// was cut; the cut pages say `truncated` and `next_offset`.
-pub fn fit(answer: &mut Value, budget: usize) -> bool {
+pub(crate) fn fit(answer: &mut Value, budget: usize) -> bool {
     let mut size = len(answer);
     if size <= budget {
         return false;

@@ -17,7 +17,7 @@ const GITIGNORE_TEXT: &str = "# Written by code-intel: machine-local state, neve
 /// Writes `.code-intel/.gitignore` unless it is current, or the user's own (it does not
 /// start with our header): every writer of `.code-intel/` (the server, `init`, `index`,
 /// a semantic sync) calls it first, so no machine-local file ever shows as untracked.
-pub fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
+pub(crate) fn ensure_gitignore(root: &Path) -> std::io::Result<()> {
     let path = root.join(STATE_DIR).join(GITIGNORE);
     match std::fs::read_to_string(&path) {
         Ok(text) if text == GITIGNORE_TEXT || !text.starts_with("# Written by code-intel") => {

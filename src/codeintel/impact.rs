@@ -78,7 +78,7 @@ pub struct Impact {
 
 /// A section of an impact answer, as clients name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Section {
+pub(crate) enum Section {
     Definitions,
     References,
     Subclasses,
@@ -91,7 +91,7 @@ pub enum Section {
 
 impl Section {
     /// Every section, in the order an answer lists them.
-    pub const ALL: &'static [Section] = &[
+    pub(crate) const ALL: &'static [Section] = &[
         Section::Definitions,
         Section::References,
         Section::Subclasses,
@@ -103,7 +103,7 @@ impl Section {
     ];
 
     /// Its name in answers and arguments (`config_and_docs`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Section::Definitions => "definitions",
             Section::References => "references",
@@ -117,7 +117,7 @@ impl Section {
     }
 
     /// The section of this name; an unknown name is an error that lists them.
-    pub fn parse(name: &str) -> Result<Section, Error> {
+    pub(crate) fn parse(name: &str) -> Result<Section, Error> {
         Section::ALL
             .iter()
             .copied()
@@ -129,14 +129,14 @@ impl Section {
     }
 
     /// Every section's name.
-    pub fn names() -> Vec<&'static str> {
+    pub(crate) fn names() -> Vec<&'static str> {
         Section::ALL.iter().map(|s| s.name()).collect()
     }
 }
 
 /// How much of an impact an answer shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum View {
+pub(crate) enum View {
     /// Every section cut to the same window.
     All(Window),
     /// Every section's count and its first `top` items, best first; no references (the
@@ -147,7 +147,7 @@ pub enum View {
 }
 
 /// How many items of each section the default answer shows (before the byte budget).
-pub const SUMMARY_TOP: usize = 5;
+pub(crate) const SUMMARY_TOP: usize = 5;
 
 /// How many names a file target contributes at most (its first definitions).
 const MAX_NAMES: usize = 30;
@@ -264,7 +264,7 @@ pub fn analyze_impact(
 /// references outside tests before those in tests, and those the files resolve before
 /// name matches; test, configuration and markup lines one per file first (files with the
 /// most mentions first), then the rest.
-pub fn analyze(
+pub(crate) fn analyze(
     root: &Root,
     index: &Index,
     targets: &[String],

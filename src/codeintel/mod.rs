@@ -104,23 +104,48 @@
 //! directory. A refresh, holding the lock, first removes any `symbols.*.tmp*` (a dead
 //! writer's) and any delta of another generation than the main index.
 
-pub mod budget;
-pub mod error;
-pub mod gitignore;
-pub mod impact;
-pub mod index;
+pub(crate) mod budget;
+pub(crate) mod error;
+pub(crate) mod gitignore;
+pub(crate) mod impact;
+pub(crate) mod index;
 pub(crate) mod languages;
 pub(crate) mod lock;
-pub mod page;
+pub(crate) mod page;
 pub(crate) mod qualified;
-pub mod query;
+pub(crate) mod query;
 pub(crate) mod references;
-pub mod refresh;
+pub(crate) mod refresh;
 pub(crate) mod retag;
-pub mod root;
-pub mod search;
-pub mod state_dir;
+pub(crate) mod root;
+pub(crate) mod search;
+pub(crate) mod state_dir;
 pub(crate) mod store;
-pub mod symbols;
+pub(crate) mod symbols;
 pub(crate) mod tags;
 pub(crate) mod wire;
+
+// The surface: what the binaries, benches and integration tests use from this module.
+pub use budget::ANSWER_BUDGET;
+pub use budget::IMPACT_SUMMARY_BUDGET;
+pub use impact::analyze_impact;
+pub use index::DELTA_FILE;
+pub use index::INDEX_FILE;
+pub use index::Index;
+pub use page::Window;
+pub use query::query;
+pub use refresh::refresh;
+pub use root::Root;
+pub use search::Case;
+pub use search::FileQuery;
+pub use search::SkipReason;
+pub use search::TextQuery;
+pub use search::search_files;
+pub use search::search_text;
+pub use search::search_text_rendered;
+pub use symbols::DEFINITION_KINDS;
+pub use symbols::analyze_structure;
+pub use symbols::find_definitions;
+pub use symbols::find_references;
+pub use symbols::function_at_line;
+pub use symbols::get_symbols;

@@ -12,7 +12,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use super::error::Error;
 use super::index::{DELTA_FILE, INDEX_FILE, Index, TOMBSTONE, is_missing, stale_files};
 use super::lock::WriteLock;
-pub use super::retag::Progress;
+pub(crate) use super::retag::Progress;
 use super::retag::{Job, Outcome, run_jobs, run_jobs_with, source_files, stamp};
 use super::root::Root;
 use super::search::Skipped;
@@ -58,7 +58,7 @@ pub fn refresh(root: &Root) -> Result<UpdateReport, Error> {
 }
 
 /// [`refresh`], counting tagged files into `progress` as it goes.
-pub fn refresh_with_progress(
+pub(crate) fn refresh_with_progress(
     root: &Root,
     progress: Option<&Progress>,
 ) -> Result<UpdateReport, Error> {
@@ -71,7 +71,7 @@ pub fn refresh_with_progress(
 /// Builds the index again from the source files, whatever is on disk: every file is
 /// re-tagged and a new main index (of the next generation) replaces the old one and its
 /// delta. What `--rebuild` asks for, when the user no longer trusts the index.
-pub fn rebuild(root: &Root) -> Result<UpdateReport, Error> {
+pub(crate) fn rebuild(root: &Root) -> Result<UpdateReport, Error> {
     let start = Instant::now();
     let _lock = WriteLock::acquire(root)?;
     clean_up(root);

@@ -74,7 +74,7 @@ pub(crate) enum Outcome {
 /// How far a long refresh has got: files tagged so far of the files to tag. Shared with
 /// whoever reports progress (the MCP server's progress notifications).
 #[derive(Debug, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     pub done: AtomicUsize,
     pub total: AtomicUsize,
 }

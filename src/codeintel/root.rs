@@ -7,7 +7,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::error::Error;
-pub use super::error::PathError;
+pub(crate) use super::error::PathError;
 
 /// A repository root, canonicalised once, with the globs the project excludes from every
 /// walk (`index.exclude` in `.code-intel/config.yml`), on top of `.gitignore`.

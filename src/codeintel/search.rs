@@ -904,14 +904,9 @@ pub fn search_files(root: &Root, query: &FileQuery, window: Window) -> Result<Fi
     })
 }
 
-/// Every directory under the root the walk visits (gitignore-aware, hidden ones skipped),
-/// the root included, as absolute paths: what a file watcher watches.
-pub fn walk_dirs(root: &Root) -> Result<Vec<PathBuf>, Error> {
-    walk_dirs_under(root, root.path())
-}
-
-/// [`walk_dirs`] for the subtree at `dir` (a directory under the root).
-pub fn walk_dirs_under(root: &Root, dir: &std::path::Path) -> Result<Vec<PathBuf>, Error> {
+/// Every directory the walk visits under `dir` (a directory under the root; gitignore-aware,
+/// hidden ones skipped), `dir` included, as absolute paths: what a file watcher watches.
+pub(crate) fn walk_dirs_under(root: &Root, dir: &std::path::Path) -> Result<Vec<PathBuf>, Error> {
     let walk = walker(root, &[dir.to_path_buf()], &[], &[])?;
     let mut dirs: Vec<PathBuf> = walk
         .build()

@@ -10,13 +10,13 @@ use std::fs::OpenOptions;
 use std::path::Path;
 
 /// The directory's name at the repository root.
-pub const STATE_DIR: &str = ".code-intel";
+pub(crate) const STATE_DIR: &str = ".code-intel";
 
 /// Checks the directories between `.code-intel` and `file` (both ends included, the file
 /// itself not): each that exists must be a directory, not a symlink. A path with no
 /// `.code-intel` component is not code-intel's state and passes. A missing directory
 /// passes too: its writer creates it as a real directory.
-pub fn check_path(file: &Path) -> std::io::Result<()> {
+pub(crate) fn check_path(file: &Path) -> std::io::Result<()> {
     let Some(parent) = file.parent() else {
         return Ok(());
     };
@@ -46,20 +46,23 @@ pub fn check_path(file: &Path) -> std::io::Result<()> {
 }
 
 /// Checks `.code-intel/` of the repository at `root` (see [`check_path`]).
-pub fn check(root: &Path) -> std::io::Result<()> {
+pub(crate) fn check(root: &Path) -> std::io::Result<()> {
     check_path(&root.join(STATE_DIR).join("-"))
 }
 
 /// `options` made to refuse a symlink as the opened file's own name (`O_NOFOLLOW`), for
 /// the files under `.code-intel/` that are opened in place rather than replaced by rename.
-pub fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
+pub(crate) fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
     use std::os::unix::fs::OpenOptionsExt as _;
     options.custom_flags(nix::libc::O_NOFOLLOW)
 }
 
 /// Opens `path` (under `.code-intel/`) in place: its directories checked and created, the
 /// file itself never through a symlink.
-pub fn open_in_place(path: &Path, options: &mut OpenOptions) -> std::io::Result<std::fs::File> {
+pub(crate) fn open_in_place(
+    path: &Path,
+    options: &mut OpenOptions,
+) -> std::io::Result<std::fs::File> {
     check_path(path)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;

@@ -38,15 +38,22 @@
 //!   lowering in order; top-level `x-` keys are dropped before the schema stage. Loading
 //!   never runs whole-flow lint: `lint` depends on `contract`, not the reverse.
 
-pub mod expected;
+pub(crate) mod expected;
 pub mod flags;
-pub mod lower;
-pub mod model;
+pub(crate) mod lower;
+pub(crate) mod model;
 pub(crate) mod overlay;
-pub mod raw;
-pub mod registry;
+pub(crate) mod raw;
+pub(crate) mod registry;
 pub(crate) mod roles;
-pub mod template_roots;
+pub(crate) mod template_roots;
+
+// The surface: what the binaries, benches and integration tests use from this module.
+pub use model::CounterScope;
+pub use model::LimitValue;
+pub use model::Outcome;
+pub use model::StateKind;
+pub use registry::BuiltinAction;
 
 use std::sync::OnceLock;
 

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 // The YAML's enumerations, used in the resolved model as they are written: other
 // modules name them here, and only `contract` sees `raw`.
-pub use super::raw::{CounterScope, FlagType, Outcome, StateKind, ValueType};
+pub use super::raw::{CounterScope, Outcome, StateKind};
+pub(crate) use super::raw::{FlagType, ValueType};
 use super::registry::{BuiltinAction, Registry};
 use crate::guard::Expr;
 use crate::source::{Span, TextSpan};

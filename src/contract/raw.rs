@@ -13,8 +13,11 @@ use serde_json::Value;
 /// A phase contract: the whole flow of a state machine as data.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawContract {
+pub(crate) struct RawContract {
     /// Editor hint; ignored by the loader.
+    // Accepted and documented in the schema (an editor hint, help for the contract's
+    // reader); the engine never reads it.
+    #[allow(dead_code)]
     #[serde(rename = "$schema", default)]
     pub schema: Option<String>,
     /// A dotted identifier of this flow, for example `code-intel.phase-flow`.
@@ -85,7 +88,7 @@ pub struct RawContract {
 /// A text per locale, or one text for all locales.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum Text {
+pub(crate) enum Text {
     PerLocale(BTreeMap<String, String>),
     Single(String),
 }
@@ -99,7 +102,7 @@ pub enum FlagType {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawFlag {
+pub(crate) struct RawFlag {
     #[serde(rename = "type")]
     pub kind: FlagType,
     /// The long option without dashes; defaults to the flag name with `_` replaced by `-`.
@@ -125,7 +128,7 @@ pub struct RawFlag {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawIntents {
+pub(crate) struct RawIntents {
     pub values: Vec<String>,
     pub default: String,
 }
@@ -158,19 +161,25 @@ impl ValueType {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawParam {
+pub(crate) struct RawParam {
     #[serde(rename = "type")]
     pub kind: ValueType,
     pub default: Value,
+    // Accepted and documented in the schema (an editor hint, help for the contract's
+    // reader); the engine never reads it.
+    #[allow(dead_code)]
     #[serde(default)]
     pub help: Option<Text>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawVar {
+pub(crate) struct RawVar {
     #[serde(rename = "type")]
     pub kind: ValueType,
+    // Accepted and documented in the schema (an editor hint, help for the contract's
+    // reader); the engine never reads it.
+    #[allow(dead_code)]
     #[serde(default)]
     pub help: Option<Text>,
 }
@@ -185,14 +194,14 @@ pub enum CounterScope {
 /// An integer, or the name of an integer param (`params.max_loops`).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum Limit {
+pub(crate) enum Limit {
     Fixed(#[schemars(range(max = u32::MAX))] u32),
     Param(String),
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawCounter {
+pub(crate) struct RawCounter {
     pub scope: CounterScope,
     /// When an increment makes the counter reach this value, `on_limit` decides where to go.
     pub limit: Limit,
@@ -200,13 +209,16 @@ pub struct RawCounter {
     /// When none matches, the transition proceeds as written.
     #[serde(default)]
     pub on_limit: Vec<RawRedirect>,
+    // Accepted and documented in the schema (an editor hint, help for the contract's
+    // reader); the engine never reads it.
+    #[allow(dead_code)]
     #[serde(default)]
     pub help: Option<Text>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawRedirect {
+pub(crate) struct RawRedirect {
     #[serde(default)]
     pub when: Option<String>,
     pub to: String,
@@ -256,7 +268,7 @@ impl Outcome {
 /// The cancel path: the terminal state a cancelled session moves to.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawCancel {
+pub(crate) struct RawCancel {
     pub to: String,
     #[serde(default)]
     pub message: Option<RawMessageRef>,
@@ -264,7 +276,7 @@ pub struct RawCancel {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawState {
+pub(crate) struct RawState {
     #[serde(default)]
     pub kind: StateKind,
     /// The step number in the documented flow (rows of the phase matrix).
@@ -319,13 +331,16 @@ pub struct RawState {
     /// For terminal states: how the session ended.
     #[serde(default)]
     pub outcome: Option<Outcome>,
+    // Accepted and documented in the schema (an editor hint, help for the contract's
+    // reader); the engine never reads it.
+    #[allow(dead_code)]
     #[serde(default)]
     pub help: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawCheck {
+pub(crate) struct RawCheck {
     /// A guard that must hold.
     pub require: String,
     /// The message shown when it does not.
@@ -334,7 +349,7 @@ pub struct RawCheck {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawTransition {
+pub(crate) struct RawTransition {
     /// The guard; required in `transitions`, forbidden in `otherwise`.
     #[serde(default)]
     pub when: Option<String>,
@@ -360,14 +375,14 @@ pub struct RawTransition {
 /// A message key, optionally with guard-language expressions for its placeholders.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum RawMessageRef {
+pub(crate) enum RawMessageRef {
     Key(String),
     WithArgs(RawMessageWithArgs),
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawMessageWithArgs {
+pub(crate) struct RawMessageWithArgs {
     pub key: String,
     /// Placeholder values as guard-language expressions.
     #[serde(default)]
@@ -377,14 +392,14 @@ pub struct RawMessageWithArgs {
 /// An action: a name from the host registry, or a mapping with arguments.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum RawActionCall {
+pub(crate) enum RawActionCall {
     Name(String),
     Full(RawAction),
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawAction {
+pub(crate) struct RawAction {
     pub action: String,
     /// Arguments as guard-language expressions.
     #[serde(default, rename = "with")]
@@ -411,7 +426,7 @@ pub struct RawAction {
 /// A retry policy: up to `max` more attempts after a failure whose outcome is in `on`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawRetry {
+pub(crate) struct RawRetry {
     /// Attempts after the first (an integer, or an int param as `params.NAME`).
     pub max: Limit,
     /// The failure outcomes worth another attempt (names from the action's registry entry).
@@ -419,7 +434,7 @@ pub struct RawRetry {
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-pub struct RawMessage {
+pub(crate) struct RawMessage {
     /// The error code put into responses (`payload_mismatch`); absent for successes.
     #[serde(default)]
     pub error: Option<String>,
@@ -433,13 +448,13 @@ pub struct RawMessage {
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawMatrix {
+pub(crate) struct RawMatrix {
     pub columns: Vec<RawMatrixColumn>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawMatrixColumn {
+pub(crate) struct RawMatrixColumn {
     /// The JSON key of the column.
     pub key: String,
     /// The heading in the markdown table.

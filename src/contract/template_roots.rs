@@ -9,7 +9,7 @@ use super::model::Contract;
 
 /// A top-level name of the template context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TemplateRoot {
+pub(crate) enum TemplateRoot {
     /// Every declared flag, by name.
     Flags,
     /// The session's intent.
@@ -34,7 +34,7 @@ pub enum TemplateRoot {
 
 impl TemplateRoot {
     /// Every root, in the order the documentation lists them.
-    pub const ALL: [TemplateRoot; 10] = [
+    pub(crate) const ALL: [TemplateRoot; 10] = [
         TemplateRoot::Flags,
         TemplateRoot::Intent,
         TemplateRoot::Params,
@@ -48,7 +48,7 @@ impl TemplateRoot {
     ];
 
     /// The name templates use.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             TemplateRoot::Flags => "flags",
             TemplateRoot::Intent => "intent",
@@ -64,14 +64,14 @@ impl TemplateRoot {
     }
 
     /// The root a template name is, if any.
-    pub fn find(name: &str) -> Option<TemplateRoot> {
+    pub(crate) fn find(name: &str) -> Option<TemplateRoot> {
         TemplateRoot::ALL.into_iter().find(|r| r.name() == name)
     }
 
     /// For a namespace whose keys are names the contract declares, those names: what
     /// `flags.X`, `params.X`, `counters.X` and `vars.X` may read. `None` for the others,
     /// whose attributes are not declared names (a task's fields, or none at all).
-    pub fn members(self, contract: &Contract) -> Option<Vec<&str>> {
+    pub(crate) fn members(self, contract: &Contract) -> Option<Vec<&str>> {
         match self {
             TemplateRoot::Flags => Some(contract.flags.iter().map(|f| f.name.as_str()).collect()),
             TemplateRoot::Params => Some(contract.params.keys().map(String::as_str).collect()),
@@ -92,7 +92,7 @@ impl TemplateRoot {
 /// Names that guards may read but templates may not, with why: an instruction is
 /// rendered on entering a state, before the agent submits its payload and outside any
 /// step, so there is no payload, no facts and no action result to show.
-pub const NOT_IN_TEMPLATES: &[(&str, &str)] = &[
+pub(crate) const NOT_IN_TEMPLATES: &[(&str, &str)] = &[
     (
         "payload",
         "the instruction is shown before the agent submits the state's payload",
@@ -112,11 +112,11 @@ pub const NOT_IN_TEMPLATES: &[(&str, &str)] = &[
 /// with some ten thousand links overflows a thread's stack and aborts the process. A tag
 /// of this size nests at most some hundreds of levels; real tags hold a few dozen
 /// characters.
-pub const MAX_TAG_CHARS: usize = 1_000;
+pub(crate) const MAX_TAG_CHARS: usize = 1_000;
 
 /// The first tag of `text` longer than [`MAX_TAG_CHARS`], as the character offset of its
 /// start and its length in characters. One pass (see [`tags`]).
-pub fn oversized_tag(text: &str) -> Option<(usize, usize)> {
+pub(crate) fn oversized_tag(text: &str) -> Option<(usize, usize)> {
     let mut chars_before = 0;
     let mut counted_to = 0;
     for tag in tags(text) {
@@ -134,7 +134,7 @@ pub fn oversized_tag(text: &str) -> Option<(usize, usize)> {
 /// parts minijinja compiles, in one pass: a string literal inside a tag is skipped (a
 /// `}}` in one does not end the tag), comments and `{% raw %}` blocks are text, and a tag
 /// left open runs to the end of the text.
-pub fn tags(text: &str) -> Vec<Range<usize>> {
+pub(crate) fn tags(text: &str) -> Vec<Range<usize>> {
     // Every delimiter is ASCII, so scanning bytes never splits a character.
     let bytes = text.as_bytes();
     let at = |i: usize, s: &[u8]| bytes.get(i..i + s.len()) == Some(s);

@@ -6,6 +6,8 @@
 pub mod codes;
 pub mod render;
 
+// The surface: what the binaries, benches and integration tests use from this module.
+
 pub use codes::Severity;
 
 use crate::source::Span;

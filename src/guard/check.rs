@@ -36,7 +36,7 @@ pub struct CheckError {
 }
 
 /// Checks `expr` and returns its type, or every problem found.
-pub fn check(expr: &Expr, env: &TypeEnv) -> Result<Ty, Vec<CheckError>> {
+pub(crate) fn check(expr: &Expr, env: &TypeEnv) -> Result<Ty, Vec<CheckError>> {
     let mut checker = Checker {
         env,
         errors: Vec::new(),

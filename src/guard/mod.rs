@@ -6,10 +6,18 @@
 //! are in `docs/guard-language.md`.
 
 pub(crate) mod ast;
-pub mod check;
-pub mod eval;
+pub(crate) mod check;
+pub(crate) mod eval;
 mod parser;
-pub mod types;
+pub(crate) mod types;
+
+// The surface: what the binaries, benches and integration tests use from this module.
+pub use check::CheckErrorKind;
+pub use check::TypeEnv;
+pub use check::check_condition;
+pub use eval::Context;
+pub use eval::eval;
+pub use types::Ty;
 
 pub use ast::{Expr, SyntaxError};
 

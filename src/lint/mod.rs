@@ -19,9 +19,9 @@
 //! model records an unresolved `initial` (`Contract::initial_known`) and an `otherwise`
 //! lowering dropped (`State::fallback_dropped`).
 
-pub mod repository;
-pub mod rules;
-pub mod usage;
+pub(crate) mod repository;
+pub(crate) mod rules;
+pub(crate) mod usage;
 
 use crate::contract::{self, Contract, Loaded, Registry};
 use crate::diagnostic::{self, Diagnostic};

@@ -8,7 +8,7 @@ use crate::contract::roles::{FIELD_MESSAGE_ARGS, role_args};
 use crate::source::Span;
 
 #[derive(Debug, Clone)]
-pub struct Usage {
+pub(crate) struct Usage {
     pub key: String,
     /// The placeholders this use fills in.
     pub provided: BTreeSet<String>,
@@ -50,7 +50,7 @@ fn action_usages(contract: &Contract, call: &ActionCall, out: &mut Vec<Usage>) {
 }
 
 /// Every use of every message key.
-pub fn collect(contract: &Contract) -> Vec<Usage> {
+pub(crate) fn collect(contract: &Contract) -> Vec<Usage> {
     let mut out = Vec::new();
     for (role, key) in &contract.engine_messages {
         let provided = role_args(role)

@@ -15,11 +15,17 @@
 //! instruction). The
 //! order of a step is documented in `docs/contract-format.md` §15.
 
-pub mod instance;
-pub mod response;
-pub mod step;
-pub mod tasks;
-pub mod tools;
+pub(crate) mod instance;
+pub(crate) mod response;
+pub(crate) mod step;
+pub(crate) mod tasks;
+pub(crate) mod tools;
+
+// The surface: what the binaries, benches and integration tests use from this module.
+pub use response::footer;
+pub use response::phase_response;
+pub use tools::ToolGate;
+pub use tools::gate;
 
 pub use instance::{Instance, StartError};
 pub use step::{

@@ -98,7 +98,7 @@ fn display(v: &Value) -> String {
 
 /// Renders message `key` in `locale`. A key the contract lacks renders as the key itself
 /// with an `undefined_message` error code rather than failing: lint prevents this case.
-pub fn message(
+pub(crate) fn message(
     contract: &Contract,
     key: &str,
     args: &Map<String, Value>,
@@ -205,7 +205,7 @@ fn template_value(state: &State, instance: &Instance) -> minijinja::Value {
 /// Renders the current state's instruction template. The contract's footer is not part
 /// of it: the host sends [`footer`] when it matters (for code-intel, once per session and
 /// again after a compaction), rather than repeating it in every response.
-pub fn instruction(contract: &Contract, instance: &Instance) -> String {
+pub(crate) fn instruction(contract: &Contract, instance: &Instance) -> String {
     let Some(id) = contract.state_id(&instance.state) else {
         return String::new();
     };

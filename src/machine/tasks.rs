@@ -10,7 +10,7 @@ use super::instance::{ChecklistItem, Instance, Task};
 
 /// How a built-in action failed: its failure outcome (a key of the registry's `outcomes`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct BuiltinFailure {
+pub(crate) struct BuiltinFailure {
     pub name: &'static str,
     pub args: Map<String, Value>,
 }
@@ -157,7 +157,10 @@ pub(crate) fn evidence_format_ok(evidence: &str) -> bool {
 /// `tasks.complete`: completes the first pending task after checking the reported
 /// checklist item by item against the registered one (v1.16, without its bypasses: the
 /// checklist is always required and unknown statuses never pass).
-pub fn complete(instance: &mut Instance, args: &Map<String, Value>) -> Result<(), BuiltinFailure> {
+pub(crate) fn complete(
+    instance: &mut Instance,
+    args: &Map<String, Value>,
+) -> Result<(), BuiltinFailure> {
     let task_id = args
         .get("task_id")
         .and_then(Value::as_str)

@@ -29,7 +29,7 @@ fn live() -> std::sync::MutexGuard<'static, Live> {
 
 /// A child's process group, registered until the guard drops.
 #[must_use]
-pub struct GroupGuard(i32);
+pub(crate) struct GroupGuard(i32);
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
@@ -38,26 +38,26 @@ impl Drop for GroupGuard {
 }
 
 /// Registers the process group `pgid` until the guard drops.
-pub fn track_group(pgid: i32) -> GroupGuard {
+pub(crate) fn track_group(pgid: i32) -> GroupGuard {
     live().groups.push(pgid);
     GroupGuard(pgid)
 }
 
 /// Registers a container that exists until [`untrack_container`].
-pub fn track_container(program: &str, name: &str) {
+pub(crate) fn track_container(program: &str, name: &str) {
     live()
         .containers
         .push((program.to_string(), name.to_string()));
 }
 
 /// The container was removed.
-pub fn untrack_container(name: &str) {
+pub(crate) fn untrack_container(name: &str) {
     live().containers.retain(|(_, n)| n != name);
 }
 
 /// Kills every registered process group and removes every registered container, for an
 /// exit that cannot wait for the finalizers. Best effort: errors are logged.
-pub fn kill_everything() {
+pub(crate) fn kill_everything() {
     let (groups, containers) = {
         let live = live();
         (live.groups.clone(), live.containers.clone())

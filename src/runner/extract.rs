@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 /// Replies larger than this are refused rather than scanned.
-pub const MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_REPLY_BYTES: usize = 4 * 1024 * 1024;
 /// Envelopes within envelopes (a stream whose message is a result envelope, ...).
 const MAX_NESTING: usize = 3;
 /// Characters of the reply quoted in an error.
@@ -18,7 +18,7 @@ const EXCERPT_CHARS: usize = 200;
 /// Why no object could be taken from a reply. The message is fed back to the planner
 /// when the contract retries, so it says what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ExtractError {
+pub(crate) enum ExtractError {
     Empty,
     TooLarge {
         bytes: usize,
@@ -60,7 +60,7 @@ fn excerpt(text: &str) -> String {
 }
 
 /// The JSON object in `reply`.
-pub fn json_object(reply: &str) -> Result<Map<String, Value>, ExtractError> {
+pub(crate) fn json_object(reply: &str) -> Result<Map<String, Value>, ExtractError> {
     if reply.len() > MAX_REPLY_BYTES {
         return Err(ExtractError::TooLarge { bytes: reply.len() });
     }

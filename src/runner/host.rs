@@ -32,7 +32,7 @@ use crate::machine::{Accepted, Effect};
 use crate::session::{ActionFailure, Host};
 
 /// Reads a host environment variable (tests pass their own).
-pub type HostEnv = Box<dyn Fn(&str) -> Option<String>>;
+pub(crate) type HostEnv = Box<dyn Fn(&str) -> Option<String>>;
 
 /// Everything the host needs that the task file does not say.
 pub struct Setup {

@@ -211,7 +211,7 @@ fn first_line(text: &str) -> Option<String> {
 }
 
 /// The first executable file named `program` in the `PATH` directories.
-pub fn find_on_path(program: &str, path: Option<&str>) -> Option<PathBuf> {
+pub(crate) fn find_on_path(program: &str, path: Option<&str>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         p.metadata()

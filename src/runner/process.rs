@@ -29,7 +29,7 @@ const MAX_POLL: Duration = Duration::from_millis(20);
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub program: String,
     pub args: Vec<String>,
     /// Added to the inherited environment.
@@ -44,7 +44,7 @@ pub struct Spec {
 }
 
 impl Spec {
-    pub fn new(
+    pub(crate) fn new(
         program: impl Into<String>,
         args: impl IntoIterator<Item = impl Into<String>>,
     ) -> Spec {
@@ -57,7 +57,7 @@ impl Spec {
     }
 
     /// The command line as a user would type it, for logs and errors.
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         std::iter::once(&self.program)
             .chain(&self.args)
             .map(|a| {
@@ -181,7 +181,7 @@ impl std::error::Error for SpawnError {
 }
 
 /// Runs `spec` to its end, its deadline or the cancel, whichever comes first.
-pub fn run(spec: &Spec, cancel: &Cancel) -> Result<Output, SpawnError> {
+pub(crate) fn run(spec: &Spec, cancel: &Cancel) -> Result<Output, SpawnError> {
     let started = Instant::now();
     let mut command = Command::new(&spec.program);
     command
@@ -296,7 +296,7 @@ pub fn run(spec: &Spec, cancel: &Cancel) -> Result<Output, SpawnError> {
 
 /// Why a command still running must be stopped now, if it must: the task was cancelled,
 /// or its deadline passed.
-pub fn stop_reason(cancel: &Cancel, deadline: Option<Instant>) -> Option<Ending> {
+pub(crate) fn stop_reason(cancel: &Cancel, deadline: Option<Instant>) -> Option<Ending> {
     if cancel.is_cancelled() {
         Some(Ending::Cancelled)
     } else if deadline.is_some_and(|d| Instant::now() >= d) {

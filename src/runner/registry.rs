@@ -40,7 +40,7 @@ fn ok_result(extra: Value) -> Value {
 }
 
 /// Everything the AgentRunner host implements.
-pub fn registry() -> Registry {
+pub(crate) fn registry() -> Registry {
     let actions = vec![
         result_action(
             "prd.load",

@@ -163,7 +163,7 @@ fn fence(text: String, lang: Option<String>) -> String {
 /// it (`.json`). The latest run's note always has that name: an earlier run's note (and
 /// result) is first moved to the next free `task-<id>-<n>` name, so nothing is lost and
 /// a reader of `task-<id>.md` never sees a stale run.
-pub fn note_path(repo: &Path, task_id: &str) -> PathBuf {
+pub(crate) fn note_path(repo: &Path, task_id: &str) -> PathBuf {
     let dir = repo.join(".agent-runner");
     let latest = dir.join(format!("task-{task_id}.md"));
     if latest.exists()

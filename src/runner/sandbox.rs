@@ -17,9 +17,9 @@ use super::process::{self, Ending, Output, SpawnError, Spec};
 use super::worker::{AuthMount, WorkerConfig};
 
 /// The repository's path inside the container.
-pub const CONTAINER_WORKDIR: &str = "/workspace/project";
+pub(crate) const CONTAINER_WORKDIR: &str = "/workspace/project";
 /// The label every AgentRunner container carries (`docker ps -f label=created-by=agent-runner`).
-pub const CREATED_BY_LABEL: &str = "created-by=agent-runner";
+pub(crate) const CREATED_BY_LABEL: &str = "created-by=agent-runner";
 /// How long `docker run -d` and `docker rm -f` may take.
 const DOCKER_COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 /// How often a running exec checks its deadline and the cancel token.
@@ -157,7 +157,7 @@ fn repo_path(repo: &Path) -> Result<PathBuf, SandboxError> {
 /// A docker container name for a task: `agent-runner-<task id>-<random>`, the id cut to
 /// docker's alphabet (`[a-zA-Z0-9][a-zA-Z0-9_.-]*`) and a few dozen characters, so two
 /// runs of one task never collide (AR-M6) and no id can make it invalid (AR-M29).
-pub fn container_name(task_id: &str) -> String {
+pub(crate) fn container_name(task_id: &str) -> String {
     let mut id: String = task_id
         .chars()
         .map(|c| {

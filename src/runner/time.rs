@@ -6,13 +6,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A moment, to the millisecond.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Timestamp {
+pub(crate) struct Timestamp {
     /// Milliseconds since 1970-01-01T00:00:00Z (clamped at the epoch).
     pub millis: u64,
 }
 
 /// Now.
-pub fn now() -> Timestamp {
+pub(crate) fn now() -> Timestamp {
     Timestamp::from(SystemTime::now())
 }
 
@@ -27,19 +27,20 @@ impl From<SystemTime> for Timestamp {
 
 impl Timestamp {
     /// `2026-11-24T07:05:03.123Z`.
-    pub fn rfc3339(self) -> String {
+    pub(crate) fn rfc3339(self) -> String {
         let (date, (h, m, s)) = self.civil();
         format!("{date}T{h:02}:{m:02}:{s:02}.{:03}Z", self.millis % 1000)
     }
 
     /// `20261124-070503`, for ids and file names.
-    pub fn compact(self) -> String {
+    pub(crate) fn compact(self) -> String {
         let ((y, mo, d), (h, m, s)) = self.parts();
         format!("{y:04}{mo:02}{d:02}-{h:02}{m:02}{s:02}")
     }
 
     /// Milliseconds from `self` to `later` (0 when `later` is earlier).
-    pub fn millis_until(self, later: Timestamp) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn millis_until(self, later: Timestamp) -> u64 {
         later.millis.saturating_sub(self.millis)
     }
 

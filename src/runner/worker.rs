@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `max_run_time_sec` when the task does not say.
-pub const DEFAULT_MAX_RUN_TIME_SEC: u64 = 1800;
+pub(crate) const DEFAULT_MAX_RUN_TIME_SEC: u64 = 1800;
 /// The longest summary kept from a worker's final message, in characters.
-pub const SUMMARY_CHARS: usize = 4000;
+pub(crate) const SUMMARY_CHARS: usize = 4000;
 /// The home directory of the user inside the worker images (they run as root).
-pub const CONTAINER_HOME: &str = "/root";
+pub(crate) const CONTAINER_HOME: &str = "/root";
 
 /// Which coding-agent CLI does the work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
@@ -489,7 +489,7 @@ impl WorkerConfig {
 /// The worker's final message, read from its stdout: Codex's last `agent_message` item,
 /// Claude's `result`, Gemini's `response`; otherwise the last non-empty lines. At most
 /// [`SUMMARY_CHARS`] characters, cut on a character boundary (AR-M2).
-pub fn summary(kind: WorkerKind, stdout: &str) -> String {
+pub(crate) fn summary(kind: WorkerKind, stdout: &str) -> String {
     let found = match kind {
         WorkerKind::CodexCli => codex_message(stdout),
         WorkerKind::ClaudeCode => json_field(stdout, "result"),
@@ -508,7 +508,7 @@ pub fn summary(kind: WorkerKind, stdout: &str) -> String {
 }
 
 /// The first `max` characters of `text`, with a marker when something was cut.
-pub fn truncate_chars(text: &str, max: usize) -> String {
+pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_string(),
         Some((cut, _)) => format!("{}…", &text[..cut]),

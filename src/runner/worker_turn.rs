@@ -20,7 +20,7 @@ use super::worker::{self, Invocation, WorkerConfig};
 use crate::git::{GitError, Oid, WorkTree};
 
 /// Characters kept from the end of a worker's or a test's output.
-pub const OUTPUT_TAIL_CHARS: usize = 4000;
+pub(crate) const OUTPUT_TAIL_CHARS: usize = 4000;
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -14,9 +14,9 @@ use fastembed::{
 };
 
 /// Overrides `semantic.onnxruntime_path`.
-pub const ENV_RUNTIME: &str = "CODE_INTEL_ORT_DYLIB";
+pub(crate) const ENV_RUNTIME: &str = "CODE_INTEL_ORT_DYLIB";
 /// Overrides `semantic.embedding_model_path`.
-pub const ENV_MODEL_PATH: &str = "CODE_INTEL_EMBEDDING_MODEL_PATH";
+pub(crate) const ENV_MODEL_PATH: &str = "CODE_INTEL_EMBEDDING_MODEL_PATH";
 
 /// The sequence length all-MiniLM-L6-v2 was trained with; text past it is not embedded.
 const MAX_SEQUENCE: usize = 256;

@@ -12,7 +12,7 @@ use crate::source::Sources;
 /// One labelled query.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EvalQuery {
+pub(crate) struct EvalQuery {
     pub query: String,
     /// Files (root-relative paths), directories (ending in `/`) or symbols (`Class.method`,
     /// or the last part of one) that answer it; a hit matching any one counts.
@@ -27,7 +27,7 @@ struct EvalFile {
 
 /// Why an evaluation file could not be read. Each names the file.
 #[derive(Debug)]
-pub enum LoadError {
+pub(crate) enum LoadError {
     /// Not YAML the crate's loader reads; `at` is `line:col` (empty when unknown).
     Yaml {
         path: String,
@@ -41,17 +41,6 @@ pub enum LoadError {
     },
     /// A query with an empty `expect` could never score.
     ExpectsNothing { path: String, query: String },
-}
-
-impl LoadError {
-    /// The stable key of the failure.
-    pub fn key(&self) -> &'static str {
-        match self {
-            LoadError::Yaml { .. } => "semantic.eval_file.yaml",
-            LoadError::Shape { .. } => "semantic.eval_file.shape",
-            LoadError::ExpectsNothing { .. } => "semantic.eval_file.expects_nothing",
-        }
-    }
 }
 
 impl std::fmt::Display for LoadError {
@@ -76,7 +65,7 @@ impl std::error::Error for LoadError {
 }
 
 /// Reads an evaluation file: YAML `queries: [{query, expect: [...]}]`.
-pub fn load(path: &str, text: &str) -> Result<Vec<EvalQuery>, LoadError> {
+pub(crate) fn load(path: &str, text: &str) -> Result<Vec<EvalQuery>, LoadError> {
     let mut sources = Sources::default();
     let file = sources.add(path, text.to_string());
     let (node, _) = crate::yaml::parse(file, text).map_err(|d| LoadError::Yaml {
@@ -111,7 +100,7 @@ fn answers(hit: &Hit, expected: &str) -> bool {
 
 /// One ranking's scores.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Scores {
+pub(crate) struct Scores {
     pub ranking: &'static str,
     pub queries: usize,
     /// Share of queries answered in the top k.
@@ -123,7 +112,7 @@ pub struct Scores {
 }
 
 /// Runs every query through the word, vector and hybrid rankings.
-pub fn evaluate(
+pub(crate) fn evaluate(
     index: &SemanticIndex,
     embedder: Option<&Embedder>,
     queries: &[EvalQuery],
@@ -175,7 +164,7 @@ pub fn evaluate(
 
 /// How the HNSW graph compares with the exact scan on the same query vectors.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GraphScores {
+pub(crate) struct GraphScores {
     pub vectors: usize,
     pub build_ms: u64,
     /// Share of the exact top k that the graph also returns, over all queries.
@@ -191,7 +180,7 @@ fn p50(mut samples: Vec<u64>) -> u64 {
 
 /// Builds an HNSW graph over `index`'s vectors and compares its top `k` with the exact
 /// scan's for every query (needs the model).
-pub fn compare_graph(
+pub(crate) fn compare_graph(
     index: &mut SemanticIndex,
     embedder: &Embedder,
     queries: &[EvalQuery],

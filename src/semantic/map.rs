@@ -22,7 +22,7 @@ const MAX_AGREEMENTS: usize = 2_000;
 
 /// One agreement: a request and what answered it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Agreement {
+pub(crate) struct Agreement {
     pub query: String,
     pub symbols: Vec<String>,
     pub files: Vec<String>,
@@ -45,7 +45,7 @@ struct MapFile {
 
 /// A Map hit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MapHit {
+pub(crate) struct MapHit {
     pub query: String,
     pub symbols: Vec<String>,
     pub files: Vec<String>,
@@ -58,13 +58,13 @@ pub struct MapHit {
 
 /// The agreements of a repository.
 #[derive(Debug, Default)]
-pub struct AgreementMap {
+pub(crate) struct AgreementMap {
     agreements: Vec<Agreement>,
 }
 
 impl AgreementMap {
     /// The Map at `path`; empty when there is none or it cannot be read.
-    pub fn load(path: &Path) -> AgreementMap {
+    pub(crate) fn load(path: &Path) -> AgreementMap {
         let agreements = std::fs::read(path)
             .ok()
             .and_then(|b| serde_json::from_slice::<MapFile>(&b).ok())
@@ -74,16 +74,8 @@ impl AgreementMap {
         AgreementMap { agreements }
     }
 
-    pub fn len(&self) -> usize {
-        self.agreements.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.agreements.is_empty()
-    }
-
     /// Adds an agreement (replacing one with the same query) and saves the Map.
-    pub fn record(&mut self, path: &Path, agreement: Agreement) -> Result<(), Error> {
+    pub(crate) fn record(&mut self, path: &Path, agreement: Agreement) -> Result<(), Error> {
         self.agreements.retain(|a| a.query != agreement.query);
         self.agreements.push(agreement);
         if self.agreements.len() > MAX_AGREEMENTS {
@@ -102,7 +94,7 @@ impl AgreementMap {
     /// Agreements at least `threshold` similar to `query`, most similar first. With
     /// `query_vector` (and `model`), agreements embedded by that model compare by cosine;
     /// the others by words.
-    pub fn search(
+    pub(crate) fn search(
         &self,
         query: &str,
         query_vector: Option<(&str, &[f32])>,
@@ -185,7 +177,7 @@ mod tests {
         )
         .unwrap();
         let map = AgreementMap::load(&path);
-        assert_eq!(map.len(), 2);
+        assert_eq!(map.agreements.len(), 2);
         let hits = map.search("the password reset email is wrong", None, 0.5, 5);
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].measured_by, "words");

@@ -29,14 +29,14 @@
 
 pub(crate) mod catalog;
 pub(crate) mod chunk;
-pub mod embed;
-pub mod error;
-pub mod eval;
+pub(crate) mod embed;
+pub(crate) mod error;
+pub(crate) mod eval;
 pub(crate) mod layout;
 pub(crate) mod lexical;
-pub mod map;
-pub mod search;
-pub mod sync;
+pub(crate) mod map;
+pub(crate) mod search;
+pub(crate) mod sync;
 pub(crate) mod tokens;
 pub(crate) mod vectors;
 

@@ -23,8 +23,8 @@ use crate::codeintel::root::Root;
 use crate::codeintel::symbols::{self, SymbolHit};
 
 /// Files and symbols kept in one agreement: what a later search can use at a glance.
-pub const MAX_FILES: usize = 20;
-pub const MAX_SYMBOLS: usize = 20;
+pub(crate) const MAX_FILES: usize = 20;
+pub(crate) const MAX_SYMBOLS: usize = 20;
 
 /// Names shorter than this are not taken from prose: `id` or `x` in a summary is a word
 /// more often than a reference to a definition.
@@ -32,20 +32,14 @@ const MIN_NAMED_LEN: usize = 3;
 
 /// The symbols and files a session's evidence names, strongest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Evidence {
+pub(crate) struct Evidence {
     pub symbols: Vec<String>,
     pub files: Vec<String>,
 }
 
-impl Evidence {
-    pub fn is_empty(&self) -> bool {
-        self.symbols.is_empty() && self.files.is_empty()
-    }
-}
-
 /// What `record`'s own evidence names, read against the files as they are now (after the
 /// merge, the base branch holds the session's work).
-pub fn session_evidence(root: &Root, record: &SessionRecord) -> Evidence {
+pub(crate) fn session_evidence(root: &Root, record: &SessionRecord) -> Evidence {
     let instance = &record.instance;
     let mut cited: Vec<(String, u32, u32)> = Vec::new();
     let mut texts: Vec<&str> = instance.summaries.iter().map(|s| s.text.as_str()).collect();
@@ -248,8 +242,11 @@ mod tests {
             "{found:?}"
         );
         assert_eq!(found.files, ["sessions.py", "NOTES.md"]);
-        assert!(!found.is_empty());
+        assert!(!found.symbols.is_empty());
         let nothing = session_evidence(&root, &record(&[], &[], &[]));
-        assert!(nothing.is_empty(), "{nothing:?}");
+        assert!(
+            nothing.symbols.is_empty() && nothing.files.is_empty(),
+            "{nothing:?}"
+        );
     }
 }

@@ -10,11 +10,11 @@ use super::reply::Reply;
 /// No arguments.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EmptyArgs {}
+pub(crate) struct EmptyArgs {}
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct StartArgs {
+pub(crate) struct StartArgs {
     // The contract checks quotes against it as `params.request`.
     /// The user's request, verbatim.
     pub query: String,
@@ -37,14 +37,14 @@ pub struct StartArgs {
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SubmitArgs {
+pub(crate) struct SubmitArgs {
     /// The payload `expected_payload` describes, with `compaction_count`.
     pub data: Map<String, Value>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct OutcomeArgs {
+pub(crate) struct OutcomeArgs {
     /// `success`, `failure` or `aborted`.
     pub outcome: ClaimedOutcome,
     /// What worked or went wrong.
@@ -60,14 +60,14 @@ pub struct OutcomeArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum ClaimedOutcome {
+pub(crate) enum ClaimedOutcome {
     Success,
     Failure,
     Aborted,
 }
 
 impl ClaimedOutcome {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ClaimedOutcome::Success => "success",
             ClaimedOutcome::Failure => "failure",
@@ -78,20 +78,20 @@ impl ClaimedOutcome {
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WriteTargetArgs {
+pub(crate) struct WriteTargetArgs {
     /// The file about to be created or edited.
     pub file_path: String,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AddExploredArgs {
+pub(crate) struct AddExploredArgs {
     /// Existing files shown by a code-intel answer this session, or new files inside the repository.
     pub files: Vec<String>,
 }
 
 /// The most files one `add_explored_files` call may name.
-pub const MAX_EXPLORED_PER_CALL: usize = 256;
+pub(crate) const MAX_EXPLORED_PER_CALL: usize = 256;
 
 // Input limits. Every call's arguments are measured before any work is done, so a
 // megabyte `query` or pattern is refused at once rather than compiled into a matcher
@@ -99,17 +99,17 @@ pub const MAX_EXPLORED_PER_CALL: usize = 256;
 // The limits are far beyond what an agent writes; a refusal names the field and limit.
 
 /// The most bytes a call's arguments may take as JSON: no more could be checkpointed.
-pub const MAX_ARGUMENTS_BYTES: usize = super::checkpoint::MAX_CHECKPOINT_BYTES;
+pub(crate) const MAX_ARGUMENTS_BYTES: usize = super::checkpoint::MAX_CHECKPOINT_BYTES;
 /// The longest string any argument may hold, unless its tool declares a limit of its
 /// own ([`FieldLimit`]).
-pub const MAX_STRING_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_STRING_BYTES: usize = 16 * 1024;
 /// The most items of any list argument.
-pub const MAX_LIST_ITEMS: usize = 1000;
+pub(crate) const MAX_LIST_ITEMS: usize = 1000;
 /// The longest `query` question and `search_text` pattern.
-pub const MAX_QUERY_BYTES: usize = 4 * 1024;
+pub(crate) const MAX_QUERY_BYTES: usize = 4 * 1024;
 /// The most bytes of all the patterns (or targets) of one text search: each byte
 /// costs hundreds in the compiled matcher.
-pub const MAX_PATTERNS_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_PATTERNS_BYTES: usize = 16 * 1024;
 
 /// The limits of one field of a tool, beyond the general ones (each tool's declaration
 /// lists them: `server::tools::ToolSpec::limits`).
@@ -127,7 +127,11 @@ pub struct FieldLimit {
 /// Refuses arguments of `tool` over the input limits (`arguments.too_large`): the
 /// general ones, or those of its `fields`. The refusal names the field and the limit.
 /// Stops counting at the first excess, so a huge argument costs one scan of its prefix.
-pub fn bounded(tool: &str, fields: &[FieldLimit], args: &Map<String, Value>) -> Result<(), Reply> {
+pub(crate) fn bounded(
+    tool: &str,
+    fields: &[FieldLimit],
+    args: &Map<String, Value>,
+) -> Result<(), Reply> {
     let mut total = 2;
     for (field, value) in args {
         let limits = fields.iter().find(|l| l.field == field);

@@ -21,9 +21,9 @@ use crate::codeintel::store::atomic_write;
 use crate::machine::Instance;
 
 /// Where sessions live, relative to the repository root.
-pub const SESSIONS_DIR: &str = ".code-intel/sessions";
+pub(crate) const SESSIONS_DIR: &str = ".code-intel/sessions";
 /// The file naming the session in progress (see [`Pointer`]).
-pub const CURRENT_FILE: &str = "current.json";
+pub(crate) const CURRENT_FILE: &str = "current.json";
 /// The most bytes a checkpoint may take; larger records are reduced ([`reduce`]).
 pub const MAX_CHECKPOINT_BYTES: usize = 256 * 1024;
 
@@ -34,16 +34,16 @@ pub const MAX_CHECKPOINT_BYTES: usize = 256 * 1024;
 // files and the write gate. Sizes are counted as JSON text (quotes, escapes, a separator).
 
 /// The longest request (JSON text) a session keeps.
-pub const MAX_REQUEST_BYTES: usize = MAX_CHECKPOINT_BYTES / 8;
+pub(crate) const MAX_REQUEST_BYTES: usize = MAX_CHECKPOINT_BYTES / 8;
 /// The most bytes (JSON text) of seen paths a record keeps (see `core::note_success`).
-pub const SEEN_PATHS_BUDGET: usize = MAX_CHECKPOINT_BYTES / 4;
+pub(crate) const SEEN_PATHS_BUDGET: usize = MAX_CHECKPOINT_BYTES / 4;
 /// The most bytes (JSON text) of explored files a record keeps.
 pub const EXPLORED_BUDGET: usize = MAX_CHECKPOINT_BYTES / 8;
 /// The longest path (bytes) an agent may name as explored.
-pub const MAX_PATH_BYTES: usize = 1024;
+pub(crate) const MAX_PATH_BYTES: usize = 1024;
 
 /// How many bytes `text` takes in a JSON array of strings: quotes, escapes, a comma.
-pub fn json_text_len(text: &str) -> usize {
+pub(crate) fn json_text_len(text: &str) -> usize {
     let escaped: usize = text
         .chars()
         .map(|c| match c {
@@ -56,11 +56,11 @@ pub fn json_text_len(text: &str) -> usize {
 }
 
 /// [`json_text_len`] of every path.
-pub fn paths_len<'a>(paths: impl IntoIterator<Item = &'a String>) -> usize {
+pub(crate) fn paths_len<'a>(paths: impl IntoIterator<Item = &'a String>) -> usize {
     paths.into_iter().map(|p| json_text_len(p)).sum()
 }
 /// The environment variable that moves the key directory (tests, unusual homes).
-pub const STATE_DIR_ENV: &str = "CODE_INTEL_STATE_DIR";
+pub(crate) const STATE_DIR_ENV: &str = "CODE_INTEL_STATE_DIR";
 
 const FORMAT: &str = "code-intel-checkpoint";
 const KEY_FILE: &str = "checkpoint.key";
@@ -613,7 +613,7 @@ struct Pointer {
 
 /// The write hook's refusal for an unreadable session, as the pointer of the session in
 /// progress at `root` words it (`None` without a pointer, or one that does not say).
-pub fn pointer_refusal(root: &Path) -> Option<String> {
+pub(crate) fn pointer_refusal(root: &Path) -> Option<String> {
     let path = root.join(SESSIONS_DIR).join(CURRENT_FILE);
     let text = std::fs::read_to_string(path).ok()?;
     serde_json::from_str::<Pointer>(&text).ok()?.refusal
@@ -621,7 +621,7 @@ pub fn pointer_refusal(root: &Path) -> Option<String> {
 
 /// Where the write hook records the files a session's client read with its own tools
 /// (`server::reads`): `.code-intel/sessions/<id>.reads`, one sealed JSON line each.
-pub fn reads_path(root: &Path, id: &str) -> PathBuf {
+pub(crate) fn reads_path(root: &Path, id: &str) -> PathBuf {
     root.join(SESSIONS_DIR).join(format!("{id}.reads"))
 }
 
@@ -650,7 +650,7 @@ fn writer_alive(pid: u32, age: Option<std::time::Duration>) -> bool {
 }
 
 /// Session ids are 32 lowercase hex digits; anything else never reaches the file system.
-pub fn valid_id(id: &str) -> bool {
+pub(crate) fn valid_id(id: &str) -> bool {
     id.len() == 32
         && id
             .bytes()
@@ -658,7 +658,7 @@ pub fn valid_id(id: &str) -> bool {
 }
 
 /// A new unguessable session id.
-pub fn new_session_id() -> Result<String, CheckpointError> {
+pub(crate) fn new_session_id() -> Result<String, CheckpointError> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).map_err(|e| CheckpointError::Io {
         path: PathBuf::from("<random>"),

@@ -34,7 +34,7 @@ use crate::codeintel::wire;
 // (some clients, such as the MCP Inspector, send optional numbers that way). A plain
 // comment, not a doc comment: schemars would copy it into every tool's schema.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-pub struct Paging {
+pub(crate) struct Paging {
     /// Items to skip (a list's `next_offset`).
     #[serde(default, deserialize_with = "lenient_count")]
     #[schemars(with = "Option<u32>")]
@@ -105,7 +105,7 @@ fn lenient_count<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SearchTextArgs {
+pub(crate) struct SearchTextArgs {
     /// Patterns; a line matches any. Literal unless `regex`.
     pub patterns: Vec<String>,
     /// Patterns are Rust regexes.
@@ -136,7 +136,7 @@ pub struct SearchTextArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SearchFilesArgs {
+pub(crate) struct SearchFilesArgs {
     /// Path globs; a bare name matches at any depth (`*.rs`, `src/**/test_*.py`).
     pub globs: Vec<String>,
     /// Only these ripgrep file types.
@@ -148,7 +148,7 @@ pub struct SearchFilesArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DefinitionsArgs {
+pub(crate) struct DefinitionsArgs {
     /// A symbol (`parse_config`, `Session.request`, `Index::open`).
     pub name: String,
     /// Only this kind (`function`, `class`, `method`, `struct`, `fn`, ...).
@@ -160,7 +160,7 @@ pub struct DefinitionsArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReferencesArgs {
+pub(crate) struct ReferencesArgs {
     /// A symbol (`save`, `Session.request`).
     pub name: String,
     /// Only this use: call, inherit, import, type, decorator or read.
@@ -172,7 +172,7 @@ pub struct ReferencesArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct FileArgs {
+pub(crate) struct FileArgs {
     /// A source file (`src/app.py`), or a class or module by name (`Session`, `pkg.module`).
     pub file_path: String,
     #[serde(flatten)]
@@ -181,7 +181,7 @@ pub struct FileArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct LineArgs {
+pub(crate) struct LineArgs {
     /// A source file.
     pub file_path: String,
     /// A 1-based line.
@@ -192,7 +192,7 @@ pub struct LineArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PathArgs {
+pub(crate) struct PathArgs {
     /// A file or directory (default: all).
     #[serde(default = "dot")]
     pub path: String,
@@ -206,7 +206,7 @@ fn dot() -> String {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ImpactArgs {
+pub(crate) struct ImpactArgs {
     /// Files and/or symbols (`app.py`, `Session.request`).
     pub targets: Vec<String>,
     /// List one section whole, paged (`callers`, `tests`, ...); default: counts and top items.
@@ -218,7 +218,7 @@ pub struct ImpactArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct QueryArgs {
+pub(crate) struct QueryArgs {
     /// A question in plain words.
     pub question: String,
     #[serde(flatten)]
@@ -278,7 +278,7 @@ fn with_status(mut value: Value, note: &str) -> Value {
 /// What answers one code tool: the tool's arguments as the call gave them, and how to
 /// word notes. Its declaration (`server::tools`) names it; it parses the arguments
 /// itself ([`parse`]), into the type whose schema the declaration lists.
-pub type CodeHandler = fn(&CodeTools, Map<String, Value>, Words) -> Result<Value, ToolError>;
+pub(crate) type CodeHandler = fn(&CodeTools, Map<String, Value>, Words) -> Result<Value, ToolError>;
 
 impl CodeTools {
     /// Runs one code tool's handler, its notes worded by `words`, and fits the answer to

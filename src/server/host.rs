@@ -103,7 +103,7 @@ pub const ACTIONS: &[(&str, Perform)] = &[
 ];
 
 /// The prompt whose presence turns the quality review on (`facts.quality_review_prompt_exists`).
-pub const QUALITY_PROMPT: &str = ".code-intel/review_prompts/quality_review.md";
+pub(crate) const QUALITY_PROMPT: &str = ".code-intel/review_prompts/quality_review.md";
 
 impl CodeIntelHost<'_> {
     /// The repository, leaving alone the user's untouched work from before the session.
@@ -370,7 +370,7 @@ impl CodeIntelHost<'_> {
 
 /// What a session may claim to have explored: the paths its code-intel tool calls showed
 /// (`seen`) and the files its client's own read tools opened, as the hook recorded them.
-pub fn seen_paths(
+pub(crate) fn seen_paths(
     root: &Root,
     session_id: &str,
     key: &SealKey,
@@ -385,7 +385,7 @@ pub fn seen_paths(
 /// a reserved directory (`.git/`, `.code-intel/`), and, when the file exists (or existed
 /// at the baseline), seen in this session. Returns the root-relative paths. The paths are
 /// judged as the write hook judges them ([`paths::judge`]).
-pub fn check_explorable(
+pub(crate) fn check_explorable(
     root: &Root,
     seen: &BTreeSet<String>,
     files: &[String],
@@ -430,19 +430,19 @@ pub fn check_explorable(
 
 /// Stale branches shown before the user chooses, and subjects shown per branch: enough to
 /// recognise the work, small enough for any answer.
-pub const MAX_STALE_BRANCHES: usize = 10;
-pub const MAX_STALE_COMMITS: usize = 5;
+pub(crate) const MAX_STALE_BRANCHES: usize = 10;
+pub(crate) const MAX_STALE_COMMITS: usize = 5;
 
 /// The action whose choice the stale-branch report is for: a reply of a state that runs it
 /// on submission shows the report.
-pub const RESOLVE_STALE_ACTION: &str = "git.resolve_stale_branches";
+pub(crate) const RESOLVE_STALE_ACTION: &str = "git.resolve_stale_branches";
 
 /// The stale task branches (all but `own`) as the agent shows them to the user before they
 /// choose: each one's name, base, age in days, whether it is checked out, and its commits
 /// ahead of the base with their subjects, at most [`MAX_STALE_BRANCHES`] branches and
 /// [`MAX_STALE_COMMITS`] subjects each; `more_branches` and `more_commits` count what was
 /// left out. `Err` is git's refusal.
-pub fn stale_branch_report(root: &Root, own: Option<&str>) -> Result<Value, GitError> {
+pub(crate) fn stale_branch_report(root: &Root, own: Option<&str>) -> Result<Value, GitError> {
     let report = git::open(root.path())
         .and_then(|repo| repo.stale_report(own, MAX_STALE_BRANCHES, MAX_STALE_COMMITS))?;
     let branches: Vec<Value> = report

@@ -28,7 +28,7 @@ use crate::codeintel::refresh::{
 use crate::codeintel::root::Root;
 
 /// How often a tool call may trigger a walk for files created since the last one.
-pub const WALK_INTERVAL: Duration = Duration::from_secs(2);
+pub(crate) const WALK_INTERVAL: Duration = Duration::from_secs(2);
 
 /// What a symbol tool answers from.
 pub enum Lookup {

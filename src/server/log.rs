@@ -12,10 +12,10 @@ use crate::machine::Accepted;
 use crate::server::turn_recorder::Recorded;
 use crate::session::{Stop, Turn};
 
-pub const LOG_DIR: &str = ".code-intel/logs";
+pub(crate) const LOG_DIR: &str = ".code-intel/logs";
 
 /// Seconds since the epoch.
-pub fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -23,18 +23,18 @@ pub fn now() -> u64 {
 
 /// The logs of one repository.
 #[derive(Debug, Clone)]
-pub struct Log {
+pub(crate) struct Log {
     dir: PathBuf,
 }
 
 impl Log {
-    pub fn new(root: &Path) -> Log {
+    pub(crate) fn new(root: &Path) -> Log {
         Log {
             dir: root.join(LOG_DIR),
         }
     }
 
-    pub fn step(&self, session: &str, step: &Accepted) {
+    pub(crate) fn step(&self, session: &str, step: &Accepted) {
         self.append(
             "decisions.jsonl",
             &json!({
@@ -52,7 +52,7 @@ impl Log {
 
     /// One driver turn, with everything a replay needs: the input (a start or a
     /// submission), the facts and action results the host gave, and where it ended.
-    pub fn turn(&self, session: &str, input: &Value, recorded: &Recorded, turn: &Turn) {
+    pub(crate) fn turn(&self, session: &str, input: &Value, recorded: &Recorded, turn: &Turn) {
         let stop = match &turn.stop {
             Stop::Waiting => json!({"waiting": true}),
             Stop::Finished(o) => json!({"finished": o.map(|o| format!("{o:?}").to_lowercase())}),
@@ -82,21 +82,21 @@ impl Log {
         );
     }
 
-    pub fn refusal(&self, session: &str, state: &str, key: &str) {
+    pub(crate) fn refusal(&self, session: &str, state: &str, key: &str) {
         self.append(
             "decisions.jsonl",
             &json!({"at": now(), "session": session, "event": "refused", "state": state, "message": key}),
         );
     }
 
-    pub fn session(&self, session: &str, event: &str, details: &Value) {
+    pub(crate) fn session(&self, session: &str, event: &str, details: &Value) {
         self.append(
             "decisions.jsonl",
             &json!({"at": now(), "session": session, "event": event, "details": details}),
         );
     }
 
-    pub fn outcome(&self, session: &str, outcome: &str, notes: Option<&str>, request: &str) {
+    pub(crate) fn outcome(&self, session: &str, outcome: &str, notes: Option<&str>, request: &str) {
         self.append(
             "outcomes.jsonl",
             &json!({"at": now(), "session": session, "outcome": outcome, "notes": notes, "request": request}),

@@ -12,7 +12,7 @@ use crate::codeintel::root::{PathError, Root};
 
 /// One path a client names, after confinement to the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// Root-relative, `/`-separated.
     Inside(String),
     /// Outside the root (`..`, another absolute path, a symlink that leaves it), as given.
@@ -41,7 +41,7 @@ const RESERVED_FILES: [&str; 5] = [
 /// Whether a root-relative path is, or is inside, a reserved directory, or is one of the
 /// clients' hook settings. Compared without case, so a case-insensitive file system
 /// cannot reach `.git/` as `.GIT/`.
-pub fn is_reserved(rel: &str) -> bool {
+pub(crate) fn is_reserved(rel: &str) -> bool {
     rel.split('/')
         .any(|part| RESERVED_DIRS.iter().any(|r| part.eq_ignore_ascii_case(r)))
         || RESERVED_FILES.iter().any(|f| rel.eq_ignore_ascii_case(f))
@@ -53,7 +53,7 @@ pub fn is_reserved(rel: &str) -> bool {
 /// inside the root and at something that exists (a dangling link would create its target
 /// wherever it points). An inside path is root-relative; whether it is reserved is
 /// [`is_reserved`]'s answer on it.
-pub fn judge(root: &Root, base: &Path, given: &str) -> Target {
+pub(crate) fn judge(root: &Root, base: &Path, given: &str) -> Target {
     let outside = || Target::Outside(given.to_string());
     if given.is_empty() || given.contains('\0') {
         return outside();
@@ -80,7 +80,7 @@ pub fn judge(root: &Root, base: &Path, given: &str) -> Target {
 
 /// `path` with its longest existing prefix canonicalised and the rest appended as given,
 /// so `/tmp/x/new.rs` under a symlinked `/tmp` compares with the canonical root.
-pub fn canonical_prefix(path: &Path) -> PathBuf {
+pub(crate) fn canonical_prefix(path: &Path) -> PathBuf {
     for ancestor in path.ancestors() {
         if let Ok(canonical) = ancestor.canonicalize() {
             return match path.strip_prefix(ancestor) {

@@ -45,7 +45,7 @@ fn seal(key: &SealKey, session_id: &str, path: &str) -> String {
 }
 
 /// Appends one sealed line per root-relative path, in one write.
-pub fn append(
+pub(crate) fn append(
     root: &Path,
     session_id: &str,
     key: &SealKey,
@@ -83,7 +83,7 @@ pub fn append(
 
 /// The paths of the valid lines of a session's `.reads` file; forged, foreign and
 /// malformed lines are skipped. No file, no paths.
-pub fn read_paths(root: &Path, session_id: &str, key: &SealKey) -> BTreeSet<String> {
+pub(crate) fn read_paths(root: &Path, session_id: &str, key: &SealKey) -> BTreeSet<String> {
     let mut paths = BTreeSet::new();
     if !valid_id(session_id) {
         return paths;

@@ -21,7 +21,7 @@ pub fn english() -> Words<'static> {
 /// wording of the server's own texts where no session's contract is at hand (the code
 /// tools called without a server, the write hook before it finds a session). `None` only
 /// if the built-in contract did not load, which its own tests rule out.
-pub fn builtin_contract() -> Option<&'static Contract> {
+pub(crate) fn builtin_contract() -> Option<&'static Contract> {
     static BUILTIN: std::sync::OnceLock<Option<Contract>> = std::sync::OnceLock::new();
     BUILTIN
         .get_or_init(|| {

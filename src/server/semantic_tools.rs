@@ -100,7 +100,7 @@ pub struct UpdateContextArgs {
 
 /// Where the context summaries are kept, relative to the root: a file of its own, so the
 /// user's commented `context.yml` is never rewritten.
-pub const SUMMARIES_FILE: &str = ".code-intel/context_summaries.json";
+pub(crate) const SUMMARIES_FILE: &str = ".code-intel/context_summaries.json";
 
 /// The state of the background sync.
 #[derive(Debug, Default)]

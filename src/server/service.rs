@@ -17,16 +17,16 @@ use serde_json::{Map, Value};
 use super::core::Server;
 use super::tools::TOOLS;
 
-pub mod stdio;
+pub(crate) mod stdio;
 
 /// The rmcp handler: a cheap clone of a shared [`Server`].
 #[derive(Clone)]
-pub struct Service {
+pub(crate) struct Service {
     server: Arc<Server>,
 }
 
 impl Service {
-    pub fn new(server: Server) -> Service {
+    pub(crate) fn new(server: Server) -> Service {
         Service {
             server: Arc::new(server),
         }
@@ -124,7 +124,7 @@ impl ServerHandler for Service {
 }
 
 /// Runs the server on stdin/stdout until the client disconnects.
-pub fn serve_stdio(server: Server) -> Result<(), ServeError> {
+pub(crate) fn serve_stdio(server: Server) -> Result<(), ServeError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -145,7 +145,7 @@ pub fn serve_stdio(server: Server) -> Result<(), ServeError> {
 
 /// Why serving over stdio ended with an error.
 #[derive(Debug)]
-pub enum ServeError {
+pub(crate) enum ServeError {
     /// The async runtime could not be built.
     Runtime(std::io::Error),
     /// The MCP handshake failed (the client sent no valid `initialize`).

@@ -21,7 +21,7 @@ const HOLDER_FILE: &str = "holder.json";
 
 /// Who holds a repository's session lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Holder {
+pub(crate) struct Holder {
     pub pid: u32,
     /// The MCP client's name as it introduced itself (`claude-code`, `codex`, ...).
     pub client: String,
@@ -32,7 +32,7 @@ pub struct Holder {
 
 impl Holder {
     /// The holder as JSON (its serde form), built from plain fields so it cannot fail.
-    pub fn to_value(&self) -> serde_json::Value {
+    pub(crate) fn to_value(&self) -> serde_json::Value {
         serde_json::json!({
             "pid": self.pid,
             "client": self.client,
@@ -54,7 +54,7 @@ impl std::fmt::Display for Holder {
 
 /// Why the lock was not taken.
 #[derive(Debug)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another process holds it (`None` when it has not said who it is yet).
     Held(Option<Holder>),
     Io {
@@ -79,14 +79,14 @@ impl std::fmt::Display for LockError {
 
 /// The held lock; released when dropped (or when the process ends).
 #[derive(Debug)]
-pub struct SessionLock {
+pub(crate) struct SessionLock {
     file: File,
     holder_path: PathBuf,
 }
 
 impl SessionLock {
     /// Takes the lock of the repository at `root` without waiting.
-    pub fn acquire(root: &Path, holder: &Holder) -> Result<SessionLock, LockError> {
+    pub(crate) fn acquire(root: &Path, holder: &Holder) -> Result<SessionLock, LockError> {
         let dir = root.join(SESSIONS_DIR);
         let io = |path: &Path, error| LockError::Io {
             path: path.to_path_buf(),
@@ -116,7 +116,7 @@ impl SessionLock {
     }
 
     /// Rewrites the holder information (a new session under the same lock).
-    pub fn update(&self, holder: &Holder) -> std::io::Result<()> {
+    pub(crate) fn update(&self, holder: &Holder) -> std::io::Result<()> {
         let text = serde_json::to_string(holder).map_err(std::io::Error::other)?;
         atomic_write(&self.holder_path, text.as_bytes())
     }

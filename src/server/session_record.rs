@@ -11,7 +11,7 @@ use crate::git::{PreparedCommit, TaskBranch};
 use crate::machine::Instance;
 
 /// The checkpoint format's version; a checkpoint of another version is refused.
-pub const RECORD_VERSION: u32 = 1;
+pub(crate) const RECORD_VERSION: u32 = 1;
 
 /// One session as the server keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -188,13 +188,13 @@ impl SessionRecord {
 }
 
 /// The sha256 (hex) of a file's content, `None` when it cannot be read (deleted).
-pub fn content_hash(path: &std::path::Path) -> Option<String> {
+pub(crate) fn content_hash(path: &std::path::Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
     Some(bytes_hash(&bytes))
 }
 
 /// The sha256 (hex) of `bytes`: what [`content_hash`] gives for a file holding them.
-pub fn bytes_hash(bytes: &[u8]) -> String {
+pub(crate) fn bytes_hash(bytes: &[u8]) -> String {
     use sha2::Digest as _;
     sha2::Sha256::digest(bytes)
         .iter()

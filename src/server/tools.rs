@@ -310,7 +310,7 @@ pub const TOOLS: &[ToolSpec] = &[
 ];
 
 /// The declared tool of this name.
-pub fn find(name: &str) -> Option<&'static ToolSpec> {
+pub(crate) fn find(name: &str) -> Option<&'static ToolSpec> {
     TOOLS.iter().find(|t| t.name == name)
 }
 

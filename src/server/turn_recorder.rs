@@ -9,14 +9,14 @@ use crate::session::{ActionFailure, Host};
 
 /// What the host answered during one turn.
 #[derive(Debug, Default, Clone)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     /// The facts of the first question in the turn (the ones the first step's guards saw).
     pub facts: Option<Map<String, Value>>,
     /// Each performed action in order: `{action, result}` or `{action, fail: outcome}`.
     pub actions: Vec<Value>,
 }
 
-pub struct Recorder<'a, H: Host> {
+pub(crate) struct Recorder<'a, H: Host> {
     pub inner: &'a mut H,
     pub recorded: Recorded,
 }

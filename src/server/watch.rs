@@ -15,7 +15,7 @@ use crate::codeintel::root::Root;
 
 /// What happened since the last drain.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Drained {
+pub(crate) enum Drained {
     /// Nothing that could change the index.
     #[default]
     Nothing,
@@ -73,7 +73,7 @@ impl std::fmt::Display for WatchError {
 impl std::error::Error for WatchError {}
 
 /// A file watcher over the repository's (non-ignored, non-hidden) directories.
-pub struct Watch {
+pub(crate) struct Watch {
     #[cfg(target_os = "linux")]
     inner: Option<linux::Inner>,
 }
@@ -81,7 +81,7 @@ pub struct Watch {
 impl Watch {
     /// Starts watching every directory the index walk visits; `None` when the platform
     /// or the system's limits do not allow it (the caller then polls).
-    pub fn start(root: &Root) -> Option<Watch> {
+    pub(crate) fn start(root: &Root) -> Option<Watch> {
         #[cfg(target_os = "linux")]
         {
             match linux::Inner::start(root) {
@@ -101,7 +101,7 @@ impl Watch {
 
     /// What changed since the last call. After a failure to watch, it answers
     /// [`Drained::Unknown`] forever (check everything).
-    pub fn drain(&mut self, root: &Root) -> Drained {
+    pub(crate) fn drain(&mut self, root: &Root) -> Drained {
         #[cfg(target_os = "linux")]
         {
             let Some(inner) = self.inner.as_mut() else {
@@ -139,10 +139,10 @@ mod linux {
 
     use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 
-    use super::{Drained, WatchError, relevant};
     use crate::codeintel::languages;
     use crate::codeintel::root::Root;
     use crate::codeintel::search::walk_dirs_under;
+    use crate::server::watch::{Drained, WatchError, relevant};
 
     pub(super) struct Inner {
         inotify: Inotify,

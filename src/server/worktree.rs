@@ -21,7 +21,7 @@ use crate::git::{self, ChangeStatus, GitError};
 
 /// One changed path as it is now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Current {
+pub(crate) struct Current {
     pub status: ChangeStatus,
     /// The sha256 of the content now, `None` when deleted.
     pub hash: Option<String>,
@@ -29,7 +29,7 @@ pub struct Current {
 
 /// What the check found.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// Changed files that were neither explored nor added (writes allowed).
     pub unexplored: Vec<String>,
     /// Files changed where no write is allowed, with how to restore each.
@@ -37,14 +37,14 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    pub fn is_clean(&self) -> bool {
+    pub(crate) fn is_clean(&self) -> bool {
         self.unexplored.is_empty() && self.changed.is_empty()
     }
 }
 
 /// A file changed in a state that allows no writes, and how it comes back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Restore {
+pub(crate) enum Restore {
     /// A file that was not there: delete it.
     Delete(String),
     /// HEAD holds the content it had: `git checkout HEAD -- FILE`.
@@ -55,14 +55,14 @@ pub enum Restore {
 }
 
 impl Restore {
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         match self {
             Restore::Delete(p) | Restore::FromHead(p) | Restore::ByHand(p) => p,
         }
     }
 
     /// The shell command that restores the file, if there is one.
-    pub fn command(&self) -> Option<String> {
+    pub(crate) fn command(&self) -> Option<String> {
         match self {
             Restore::Delete(p) => Some(format!("rm -- {}", shell_quote(p))),
             Restore::FromHead(p) => Some(format!("git checkout HEAD -- {}", shell_quote(p))),
@@ -74,7 +74,7 @@ impl Restore {
 /// The rule, on the tree as it is now (`current`: every path that differs from the
 /// baseline) and what the session knows. `head_hash` gives the sha256 of a path's
 /// content in HEAD (`None`: HEAD has no such file).
-pub fn judge(
+pub(crate) fn judge(
     current: &BTreeMap<String, Current>,
     host: &HostState,
     writes_allowed: bool,
@@ -172,7 +172,11 @@ fn current(
 /// judged here: the server's own (task branch, commit, merge) and the user's (a conflict
 /// they resolve, a branch they check out, as the flow's messages ask) move HEAD, and the
 /// agent's are refused by the hook and reviewed at commit against the baseline.
-pub fn check(root: &Path, host: &HostState, writes_allowed: bool) -> Result<Verdict, GitError> {
+pub(crate) fn check(
+    root: &Path,
+    host: &HostState,
+    writes_allowed: bool,
+) -> Result<Verdict, GitError> {
     if !writes_allowed && host.accepted_tree.is_none() {
         return Ok(Verdict::default());
     }
@@ -195,7 +199,7 @@ pub fn check(root: &Path, host: &HostState, writes_allowed: bool) -> Result<Verd
 
 /// The tree to accept from now on: every path that differs from HEAD, with its content
 /// hash.
-pub fn snapshot(root: &Path) -> Result<BTreeMap<String, Option<String>>, GitError> {
+pub(crate) fn snapshot(root: &Path) -> Result<BTreeMap<String, Option<String>>, GitError> {
     let repo = git::open(root)?;
     let head = repo.baseline()?;
     Ok(current(root, &repo, &head)?

@@ -11,7 +11,7 @@ use crate::shell::{DESCRIPTIONS, Described, WriteKind};
 
 /// The session in progress in the repository, as far as the hook can tell.
 #[derive(Debug)]
-pub enum Session {
+pub(crate) enum Session {
     /// No `current.json`: nothing to enforce.
     None,
     /// A session exists but its checkpoint cannot be trusted or read: the reason, and the
@@ -26,7 +26,7 @@ pub enum Session {
 
 /// What a tool call is about to write, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Targets {
+pub(crate) enum Targets {
     /// Not a write tool, or a shell command that plainly writes nothing.
     Nothing,
     /// A write tool whose input does not say what it writes: the reason.
@@ -38,7 +38,7 @@ pub enum Targets {
 
 /// A shell command's writes, resolved against the root.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ShellTargets {
+pub(crate) struct ShellTargets {
     /// Each file it writes, and how.
     pub paths: Vec<(Target, WriteKind)>,
     /// Writes whose files cannot be named, described.
@@ -51,12 +51,12 @@ pub struct ShellTargets {
 
 /// The hook's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     Allow,
     Deny(String),
 }
 
-pub use crate::server::paths::Target;
+pub(crate) use crate::server::paths::Target;
 use crate::server::paths::is_reserved;
 
 /// The decision table, first match wins:
@@ -91,7 +91,7 @@ use crate::server::paths::is_reserved;
 /// In both states a file brought back to HEAD ([`WriteKind::FromHead`]), or a path HEAD
 /// does not hold removed ([`WriteKind::RemoveNew`]), where the accepted tree holds nothing
 /// uncommitted, is not counted as a write: it restores the tree the server accepted.
-pub fn decide(session: &Session, targets: &Targets) -> Decision {
+pub(crate) fn decide(session: &Session, targets: &Targets) -> Decision {
     if *targets == Targets::Nothing {
         return Decision::Allow;
     }
@@ -119,7 +119,7 @@ pub fn decide(session: &Session, targets: &Targets) -> Decision {
 
 /// The decision for an unfinished session's record: the rule the hook and the server's
 /// `check_write_target` share.
-pub fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision {
+pub(crate) fn decide_in_session(record: &SessionRecord, targets: &Targets) -> Decision {
     let paths = match targets {
         Targets::Shell(shell) => return decide_shell(record, shell),
         Targets::Unknown(reason) => {
@@ -203,10 +203,10 @@ fn described(gate: &WriteGate, writes: &[Described]) -> String {
 }
 
 /// The key of the refusal for a session whose checkpoint cannot be read.
-pub const UNREADABLE: &str = "hook.session_unreadable";
+pub(crate) const UNREADABLE: &str = "hook.session_unreadable";
 
 /// The `hook.*` messages the write gate carries (see [`WriteGate::texts`]).
-pub const HOOK_MESSAGES: [&str; 9 + DESCRIPTIONS.len()] = [
+pub(crate) const HOOK_MESSAGES: [&str; 9 + DESCRIPTIONS.len()] = [
     UNREADABLE,
     "hook.shell_refused",
     "hook.unknown_targets",

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use code_intel::contract::model::Outcome;
+use code_intel::contract::Outcome;
 use code_intel::machine::{Effect, Event, Input, Instance, step};
 use code_intel::session::{ActionFailure, Driver, Host, NoCheckpoints, Stop};
 use serde_json::{Map, Value, json};

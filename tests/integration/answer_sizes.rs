@@ -8,13 +8,13 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use code_intel::codeintel::budget::{ANSWER_BUDGET, IMPACT_SUMMARY_BUDGET};
-use code_intel::codeintel::root::Root;
-use code_intel::server::code_tools::{CodeTools, ToolError};
-use code_intel::server::index_cache::{ChangeSource, IndexCache};
-use code_intel::server::registry::english;
-use code_intel::server::semantic_tools::SemanticTools;
-use code_intel::server::tools::call_code;
+use code_intel::codeintel::Root;
+use code_intel::codeintel::{ANSWER_BUDGET, IMPACT_SUMMARY_BUDGET};
+use code_intel::server::SemanticTools;
+use code_intel::server::call_code;
+use code_intel::server::english;
+use code_intel::server::{ChangeSource, IndexCache};
+use code_intel::server::{CodeTools, ToolError};
 use serde_json::{Value, json};
 
 use crate::support::{TempDir, binary};
@@ -243,7 +243,7 @@ fn the_freshness_note_is_given_once_per_server() {
 
 #[test]
 fn the_tool_list_is_lean() {
-    let tools: Vec<Value> = code_intel::server::tools::TOOLS
+    let tools: Vec<Value> = code_intel::server::TOOLS
         .iter()
         .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": (t.schema)()}))
         .collect();

@@ -112,8 +112,7 @@ fn matrix_json_matches_the_library() {
     assert!(o.status.success());
     let printed: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let computed =
-        serde_json::to_value(code_intel::analysis::matrix::compute(&default_contract()).unwrap())
-            .unwrap();
+        serde_json::to_value(code_intel::analysis::compute(&default_contract()).unwrap()).unwrap();
     assert_eq!(printed, computed);
     let markdown = stdout(&run(&repo(), &["matrix"]));
     assert!(

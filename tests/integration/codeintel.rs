@@ -5,13 +5,13 @@
 use std::path::Path;
 use std::process::Command;
 
-use code_intel::codeintel::impact::analyze_impact;
-use code_intel::codeintel::index::Index;
-use code_intel::codeintel::page::Window;
-use code_intel::codeintel::query::query;
-use code_intel::codeintel::root::Root;
-use code_intel::codeintel::search::{Case, FileQuery, TextQuery, search_files, search_text};
-use code_intel::codeintel::symbols::{
+use code_intel::codeintel::Index;
+use code_intel::codeintel::Root;
+use code_intel::codeintel::Window;
+use code_intel::codeintel::analyze_impact;
+use code_intel::codeintel::query;
+use code_intel::codeintel::{Case, FileQuery, TextQuery, search_files, search_text};
+use code_intel::codeintel::{
     analyze_structure, find_definitions, find_references, function_at_line, get_symbols,
 };
 use serde_json::Value;
@@ -356,7 +356,7 @@ fn a_changed_file_is_reindexed_before_answering() {
     let root = Root::open(&dir).unwrap();
     // Queries never write: the index on disk comes from an explicit refresh, and a file
     // that changed after it is re-tagged in memory for each answer.
-    code_intel::codeintel::refresh::refresh(&root).unwrap();
+    code_intel::codeintel::refresh(&root).unwrap();
     let before = find_definitions(&Index::open(&root).unwrap(), "build", None, all()).unwrap();
     assert_eq!(before.symbols.total, 1);
     let source = dir.join("src/lib.rs");
@@ -586,8 +586,8 @@ fn the_cli_prints_like_rg_or_json_and_exits_by_result() {
 
 #[test]
 fn updates_write_a_delta_and_fold_it_when_it_grows() {
-    use code_intel::codeintel::index::{DELTA_FILE, INDEX_FILE};
-    use code_intel::codeintel::refresh::refresh;
+    use code_intel::codeintel::refresh;
+    use code_intel::codeintel::{DELTA_FILE, INDEX_FILE};
     let dir = repo("delta");
     let root = Root::open(&dir).unwrap();
     let first = refresh(&root).unwrap();
@@ -651,7 +651,7 @@ fn updates_write_a_delta_and_fold_it_when_it_grows() {
 /// The kinds `--kind` accepts are exactly those the tags queries produce.
 #[test]
 fn definition_kinds_match_the_tags_queries() {
-    use code_intel::codeintel::symbols::DEFINITION_KINDS;
+    use code_intel::codeintel::DEFINITION_KINDS;
     let dir = crate::support::repo().join("src/codeintel/queries");
     let mut produced = std::collections::BTreeSet::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -809,7 +809,7 @@ fn multi_line_imports_are_whole() {
 /// the collected matches say, page for page, with and without context.
 #[test]
 fn search_rendered_text_matches_the_collected_matches() {
-    use code_intel::codeintel::search::search_text_rendered;
+    use code_intel::codeintel::search_text_rendered;
     let dir = repo("rendered");
     let root = Root::open(&dir).unwrap();
     for context in [0, 1, 3] {

@@ -1,7 +1,7 @@
 //! The default contract driven step by step: the happy path, every loop limit, the fixes
 //! of the original's bugs, and rejections that leave the session untouched.
 
-use code_intel::machine::response::{footer, phase_response};
+use code_intel::machine::{footer, phase_response};
 use serde_json::{Value, json};
 
 use crate::support::{Driver, default_contract};

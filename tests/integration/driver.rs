@@ -5,8 +5,8 @@
 use std::collections::VecDeque;
 
 use code_intel::contract::Contract;
-use code_intel::machine::tools::{ToolGate, gate};
 use code_intel::machine::{Effect, Instance};
+use code_intel::machine::{ToolGate, gate};
 use code_intel::session::{
     ActionFailure, CheckpointStore, Driver, Host, NoCheckpoints, Stop, Turn,
 };

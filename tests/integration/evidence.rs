@@ -2,8 +2,8 @@
 //! hold a real implementation. Most cases are rows of one table: a file, the lines cited,
 //! the lines the task changed and the expected outcome.
 
-use code_intel::codeintel::root::Root;
-use code_intel::server::evidence::{ChangedLines, EvidenceFailure, verify_checklist};
+use code_intel::codeintel::Root;
+use code_intel::server::{ChangedLines, EvidenceFailure, verify_checklist};
 use code_intel::session::ActionFailure;
 use serde_json::{Value, json};
 
@@ -547,7 +547,7 @@ fn failures_carry_the_arguments_their_messages_use() {
         json!({"evidence": "line 2 of a.py", "item": "Add double"})
     );
     // The registry entry declares exactly these outcomes, each with the args produced.
-    let registry = code_intel::server::registry::registry();
+    let registry = code_intel::server::registry();
     let spec = registry.action("checklist.verify_evidence").unwrap();
     let declared: Vec<&str> = spec.outcomes.iter().map(|(o, _)| *o).collect();
     assert_eq!(

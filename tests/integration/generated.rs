@@ -36,7 +36,7 @@ fn scenario_schema_is_fresh() {
 fn task_schema_is_fresh() {
     check(
         "schemas/task.schema.json",
-        &code_intel::runner::task::generated_schema().expect("the schema encodes"),
+        &code_intel::runner::task_schema().expect("the schema encodes"),
     );
 }
 

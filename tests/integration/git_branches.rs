@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use code_intel::git;
 use code_intel::git::{
-    self, ChangeStatus, Decision, GitError, MergeKind, Reviewed, StaleChoice, TaskBranch,
+    ChangeStatus, Decision, GitError, MergeKind, Reviewed, StaleChoice, TaskBranch,
 };
 use git2::{Oid, Repository, RepositoryInitOptions, Signature};
 

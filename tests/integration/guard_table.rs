@@ -1,10 +1,10 @@
 //! Table-driven tests of the guard language: evaluation, null handling, syntax errors with
 //! their positions, and the static checker.
 
-use code_intel::guard::check::{CheckErrorKind, TypeEnv, check_condition};
-use code_intel::guard::eval::{Context, eval};
+use code_intel::guard::Ty;
 use code_intel::guard::parse;
-use code_intel::guard::types::Ty;
+use code_intel::guard::{CheckErrorKind, TypeEnv, check_condition};
+use code_intel::guard::{Context, eval};
 use serde_json::{Value, json};
 
 fn data() -> Value {

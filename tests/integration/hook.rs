@@ -7,8 +7,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use code_intel::server::checkpoint::SealKey;
-use code_intel::server::core::Server;
+use code_intel::server::SealKey;
+use code_intel::server::Server;
 use serde_json::{Map, Value, json};
 
 use crate::support::{SessionRepo, binary, default_contract};
@@ -926,7 +926,7 @@ fn assert_japanese(contract: &code_intel::contract::Contract, key: &str, text: &
 /// `message_key`, and so is its `hint` when it has one.
 fn refused_in_japanese(
     contract: &code_intel::contract::Contract,
-    reply: &code_intel::server::reply::Reply,
+    reply: &code_intel::server::Reply,
     error: &str,
 ) {
     assert!(reply.is_error, "{}", reply.body);
@@ -964,12 +964,12 @@ fn code_tool_notes_in_japanese(
     repo: &Repo,
     server: &Server,
 ) {
-    use code_intel::codeintel::root::Root;
-    use code_intel::server::code_tools::CodeTools;
-    use code_intel::server::index_cache::{ChangeSource, IndexCache};
-    use code_intel::server::semantic_tools::SemanticTools;
-    use code_intel::server::tools::call_code;
-    use code_intel::server::words::Words;
+    use code_intel::codeintel::Root;
+    use code_intel::server::CodeTools;
+    use code_intel::server::SemanticTools;
+    use code_intel::server::Words;
+    use code_intel::server::call_code;
+    use code_intel::server::{ChangeSource, IndexCache};
 
     let started = std::time::Instant::now();
     while server.index_building().is_some() {

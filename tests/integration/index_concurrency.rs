@@ -7,11 +7,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use code_intel::codeintel::index::{DELTA_FILE, INDEX_FILE, Index};
-use code_intel::codeintel::page::Window;
-use code_intel::codeintel::refresh::refresh;
-use code_intel::codeintel::root::Root;
-use code_intel::codeintel::symbols::find_definitions;
+use code_intel::codeintel::Root;
+use code_intel::codeintel::Window;
+use code_intel::codeintel::find_definitions;
+use code_intel::codeintel::refresh;
+use code_intel::codeintel::{DELTA_FILE, INDEX_FILE, Index};
 use serde_json::Value;
 
 use crate::support::{TempDir, binary};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use code_intel::contract::model::StateKind;
+use code_intel::contract::StateKind;
 use serde_json::Value;
 
 use crate::support::{TempDir, binary, default_contract};

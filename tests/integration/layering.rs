@@ -492,6 +492,7 @@ fn hidden_paths(file: &SourceFile) -> Vec<String> {
         for line in code.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let declares = line
                 .strip_prefix("pub ")
+                .or_else(|| line.strip_prefix("pub(crate) "))
                 .unwrap_or(line)
                 .starts_with("mod ");
             if !declares {

@@ -1,7 +1,7 @@
 //! The phase matrix computed from the default contract equals the table of
 //! code-intel-design-v1.16 (フェーズマトリクス), except for the deviations listed here.
 
-use code_intel::analysis::matrix::compute;
+use code_intel::analysis::compute;
 use serde_json::Value;
 
 use crate::support::default_contract;

@@ -6,12 +6,12 @@
 //! ends in a terminal state within a bound derived from the counter limits, a phase the
 //! flags skip is never visited, and a rejected submission never changes the state.
 
-use code_intel::analysis::reach::reachable;
+use code_intel::analysis::reachable;
 use code_intel::contract::Contract;
 use code_intel::contract::flags;
-use code_intel::contract::model::{CounterScope, LimitValue, StateKind};
-use code_intel::guard::eval::{Context, eval};
+use code_intel::contract::{CounterScope, LimitValue, StateKind};
 use code_intel::guard::parse;
+use code_intel::guard::{Context, eval};
 use code_intel::machine::{Event, Input, Instance, settle, step};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};

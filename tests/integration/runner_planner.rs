@@ -10,18 +10,17 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use code_intel::runner::cancel::Cancel;
+use code_intel::runner::Cancel;
+use code_intel::runner::HttpProvider;
 use code_intel::runner::protocol::render;
-use code_intel::runner::protocol::response::{self, generated_schema};
-use code_intel::runner::protocol::{
+use code_intel::runner::protocol::response;
+use code_intel::runner::protocol::response::generated_schema;
+use code_intel::runner::{
     Action, CompletionAssessmentRequest, Criterion, CriterionState, NextActionRequest,
     PlanTaskRequest, Planner, PlannerError, PlannerOptions, Protocol, RunEvidence, Status,
     TestEvidence,
 };
-use code_intel::runner::provider::http::HttpProvider;
-use code_intel::runner::provider::{
-    self, MetaConfig, MetaKind, Prompt, Provider, ProviderError, Role,
-};
+use code_intel::runner::{MetaConfig, MetaKind, Prompt, Provider, ProviderError, Role, provider};
 use serde_json::{Value, json};
 
 use crate::support::{TempDir, repo};
@@ -313,7 +312,7 @@ fn prompt_for(protocol: Protocol) -> Prompt {
     Prompt {
         protocol,
         system: "system text".into(),
-        messages: vec![code_intel::runner::provider::Message::user("the request")],
+        messages: vec![code_intel::runner::Message::user("the request")],
         request: json!({}),
         schema: response::schema(protocol),
     }

@@ -9,14 +9,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use code_intel::runner::cancel::Cancel;
-use code_intel::runner::preflight::{Target, preflight};
-use code_intel::runner::process::Ending;
-use code_intel::runner::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox};
-use code_intel::runner::worker::{Invocation, WorkerConfig, WorkerKind};
-use code_intel::runner::worker_turn::{
-    RunEnding, RunIds, WorkerTurn, run_test_command, run_worker,
-};
+use code_intel::runner::Cancel;
+use code_intel::runner::Ending;
+use code_intel::runner::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox};
+use code_intel::runner::{Invocation, WorkerConfig, WorkerKind};
+use code_intel::runner::{RunEnding, RunIds, WorkerTurn, run_test_command, run_worker};
+use code_intel::runner::{Target, preflight};
 
 use crate::support::TempDir;
 
@@ -723,7 +721,7 @@ fn preflight_reports_docker_image_and_login() {
         program: docker.program.display().to_string(),
     };
     let cancel = Cancel::new();
-    let detail = |report: &code_intel::runner::preflight::PreflightReport, name: &str| {
+    let detail = |report: &code_intel::runner::PreflightReport, name: &str| {
         let check = report.checks.iter().find(|c| c.name == name).unwrap();
         (check.ok, check.detail.clone())
     };

@@ -9,8 +9,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use code_intel::server::checkpoint::{Checkpoints, EXPLORED_BUDGET, MAX_CHECKPOINT_BYTES, SealKey};
-use code_intel::server::core::Server;
+use code_intel::server::Server;
+use code_intel::server::{Checkpoints, EXPLORED_BUDGET, MAX_CHECKPOINT_BYTES, SealKey};
 use serde_json::{Map, Value, json};
 
 use crate::support::{SessionRepo, binary};

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use code_intel::codeintel::root::Root;
+use code_intel::codeintel::Root;
 use code_intel::semantic::{Embedder, ModelSpec, SemanticIndex, SyncOptions, SyncReport, sync};
 use serde_json::Value;
 
@@ -337,8 +337,8 @@ fn a_sync_killed_while_embedding_leaves_a_usable_index_and_the_next_one_finishes
 
 #[test]
 fn the_server_searches_through_a_graph_once_the_index_is_large_enough() {
-    use code_intel::server::registry::english;
-    use code_intel::server::semantic_tools::{SemanticSearchArgs, SemanticTools};
+    use code_intel::server::english;
+    use code_intel::server::{SemanticSearchArgs, SemanticTools};
     let dir = fresh("graph");
     project(&dir);
     run_sync(&dir, Some(embedder()));
@@ -482,8 +482,8 @@ fn a_missing_or_broken_model_is_a_clear_error() {
 #[test]
 fn an_agreement_above_map_threshold_answers_without_the_forest_unless_both_are_asked_for() {
     use code_intel::semantic::catalog_stamp;
-    use code_intel::server::registry::english;
-    use code_intel::server::semantic_tools::{SemanticSearchArgs, SemanticTools};
+    use code_intel::server::english;
+    use code_intel::server::{SemanticSearchArgs, SemanticTools};
     let dir = fresh("map-first");
     project(&dir);
     write(

@@ -6,12 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use code_intel::codeintel::root::Root;
-use code_intel::server::code_tools::CodeTools;
-use code_intel::server::index_cache::{ChangeSource, IndexCache, Lookup};
-use code_intel::server::registry::english;
-use code_intel::server::semantic_tools::SemanticTools;
-use code_intel::server::tools::call_code;
+use code_intel::codeintel::Root;
+use code_intel::server::CodeTools;
+use code_intel::server::SemanticTools;
+use code_intel::server::call_code;
+use code_intel::server::english;
+use code_intel::server::{ChangeSource, IndexCache, Lookup};
 use serde_json::{Map, Value, json};
 
 use crate::support::TempDir;
@@ -254,8 +254,8 @@ fn concurrent_calls_share_the_index_while_files_change() {
 /// reads it: the server rebuilds the index and the tool answers as if nothing happened.
 #[test]
 fn a_damaged_piece_of_the_index_found_by_a_tool_is_repaired() {
-    use code_intel::codeintel::index::INDEX_FILE;
-    use code_intel::codeintel::refresh::refresh;
+    use code_intel::codeintel::INDEX_FILE;
+    use code_intel::codeintel::refresh;
     let files: Vec<(String, String)> = (0..30)
         .map(|k| {
             (

@@ -4,10 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use code_intel::contract::registry::BuiltinAction;
-use code_intel::server::host::ACTIONS;
-use code_intel::server::registry::registry;
-use code_intel::server::tools::TOOLS;
+use code_intel::contract::BuiltinAction;
+use code_intel::server::ACTIONS;
+use code_intel::server::TOOLS;
+use code_intel::server::registry;
 
 #[test]
 fn every_declared_tool_is_served_and_every_served_tool_is_declared() {
@@ -57,9 +57,9 @@ fn every_tool_has_an_object_input_schema_and_a_description_that_says_when() {
 fn every_declared_fact_is_observed_and_nothing_else() {
     use code_intel::session::Host as _;
     let dir = crate::support::TempDir::create(&format!("code-intel-facts-{}", std::process::id()));
-    let root = code_intel::codeintel::root::Root::open(&dir).unwrap();
-    let key = code_intel::server::checkpoint::SealKey::from_bytes([1; 32]);
-    let mut host = code_intel::server::host::CodeIntelHost {
+    let root = code_intel::codeintel::Root::open(&dir).unwrap();
+    let key = code_intel::server::SealKey::from_bytes([1; 32]);
+    let mut host = code_intel::server::CodeIntelHost {
         root: &root,
         key: &key,
         session_id: "0123456789abcdef0123456789abcdef",

@@ -12,16 +12,16 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use code_intel::codeintel::page::Window;
-use code_intel::codeintel::root::Root;
-use code_intel::codeintel::search::{
+use code_intel::codeintel::Root;
+use code_intel::codeintel::Window;
+use code_intel::codeintel::{
     FileQuery, SkipReason, TextQuery, search_files, search_text, search_text_rendered,
 };
-use code_intel::server::code_tools::CodeTools;
-use code_intel::server::index_cache::{ChangeSource, IndexCache};
-use code_intel::server::registry::english;
-use code_intel::server::semantic_tools::SemanticTools;
-use code_intel::server::tools::call_code;
+use code_intel::server::CodeTools;
+use code_intel::server::SemanticTools;
+use code_intel::server::call_code;
+use code_intel::server::english;
+use code_intel::server::{ChangeSource, IndexCache};
 use serde_json::{Value, json};
 
 use crate::support::{TempDir, binary};
@@ -203,7 +203,7 @@ fn search_tools_report_what_they_skipped() {
     assert_eq!(text["skipped"]["first"][0]["location"], "data.bin");
     // A skipped file is not one the client has seen: no `path` field names it.
     let mut seen = std::collections::BTreeSet::new();
-    code_intel::server::code_tools::paths_in(&text, &mut seen);
+    code_intel::server::paths_in(&text, &mut seen);
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["src/app.py"]);
     let files = call("search_files", json!({"globs": ["*.py"]}));
     assert_eq!(files["items"], json!(["src/app.py"]), "{files}");

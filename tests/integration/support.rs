@@ -39,7 +39,8 @@ pub(crate) fn binary() -> PathBuf {
 }
 
 use code_intel::machine::{Accepted, Effect, Instance, Rejection};
-use code_intel::session::{self, ActionFailure, Host, NoCheckpoints, Stop};
+use code_intel::session;
+use code_intel::session::{ActionFailure, Host, NoCheckpoints, Stop};
 use serde_json::{Map, Value};
 
 /// The host's part in flow tests: fixed facts, and effects that always succeed.
@@ -412,21 +413,19 @@ impl SessionRepo {
     }
 
     pub(crate) fn server(&self) -> TestServer {
-        let key = code_intel::server::checkpoint::SealKey::from_bytes(self.key);
-        TestServer(
-            code_intel::server::core::Server::new(&self.root, default_contract(), key).unwrap(),
-        )
+        let key = code_intel::server::SealKey::from_bytes(self.key);
+        TestServer(code_intel::server::Server::new(&self.root, default_contract(), key).unwrap())
     }
 }
 
 /// A server whose drop waits for its background index build: a build still running
 /// when the test ends would write `.code-intel/` into the removed repository again.
-pub(crate) struct TestServer(pub(crate) code_intel::server::core::Server);
+pub(crate) struct TestServer(pub(crate) code_intel::server::Server);
 
 impl std::ops::Deref for TestServer {
-    type Target = code_intel::server::core::Server;
+    type Target = code_intel::server::Server;
 
-    fn deref(&self) -> &code_intel::server::core::Server {
+    fn deref(&self) -> &code_intel::server::Server {
         &self.0
     }
 }

@@ -180,7 +180,7 @@ fn no_host_tool_action_fact_or_message_is_named_in_the_engine() {
                 .actions
                 .iter()
                 .map(|a| a.name)
-                .filter(|a| code_intel::contract::registry::BuiltinAction::from_name(a).is_none())
+                .filter(|a| code_intel::contract::BuiltinAction::from_name(a).is_none())
                 .map(str::to_string),
         );
         names.extend(registry.facts.iter().map(|(f, _)| (*f).to_string()));

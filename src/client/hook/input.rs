@@ -13,7 +13,7 @@ use serde_json::Value;
 /// The hook event. A missing event name counts as a pre-tool-use call, the one that can
 /// refuse, so an odd input is gated rather than waved through.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub(crate) enum Event {
     PreToolUse,
     PostToolUse,
     Other(String),
@@ -21,7 +21,7 @@ pub enum Event {
 
 /// One hook call.
 #[derive(Debug, Clone)]
-pub struct HookInput {
+pub(crate) struct HookInput {
     pub event: Event,
     pub tool: String,
     /// The client's working directory, when it sent an absolute one.
@@ -32,7 +32,7 @@ pub struct HookInput {
 
 /// Why the hook's stdin is not a hook input.
 #[derive(Debug)]
-pub enum InputError {
+pub(crate) enum InputError {
     NotJson(serde_json::Error),
     NotAnObject,
 }
@@ -56,7 +56,7 @@ impl std::error::Error for InputError {
 }
 
 /// Parses the hook JSON; the reason when it is not a hook input.
-pub fn parse(stdin: &[u8]) -> Result<HookInput, InputError> {
+pub(crate) fn parse(stdin: &[u8]) -> Result<HookInput, InputError> {
     let value: Value = serde_json::from_slice(stdin).map_err(InputError::NotJson)?;
     let Value::Object(mut map) = value else {
         return Err(InputError::NotAnObject);
@@ -82,7 +82,7 @@ pub fn parse(stdin: &[u8]) -> Result<HookInput, InputError> {
 
 /// What a tool call is about to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Writes {
+pub(crate) enum Writes {
     /// Not a tool that writes files.
     Nothing,
     /// The paths as the client gave them (absolute, or relative to its `cwd`).
@@ -99,7 +99,7 @@ pub enum Writes {
 /// 0.169 give their shell tool in hook input; `command` a string, or the words of a
 /// command line), through [`crate::shell::scan`]. Any other tool writes nothing the hook
 /// gates.
-pub fn write_targets(tool: &str, tool_input: &Value) -> Writes {
+pub(crate) fn write_targets(tool: &str, tool_input: &Value) -> Writes {
     let field = |name: &str| -> Writes {
         match tool_input.get(name).and_then(Value::as_str) {
             Some(path) if !path.trim().is_empty() => Writes::Paths(vec![path.to_string()]),
@@ -177,7 +177,7 @@ fn patch_text(tool_input: &Value) -> String {
 
 /// Every path a Codex patch adds, updates, deletes or moves to, in order, without
 /// repeats. Lines are trimmed, as Codex's own parser does.
-pub fn patch_paths(patch: &str) -> Vec<String> {
+pub(crate) fn patch_paths(patch: &str) -> Vec<String> {
     const MARKERS: [&str; 4] = [
         "*** Add File:",
         "*** Update File:",
@@ -203,7 +203,7 @@ pub fn patch_paths(patch: &str) -> Vec<String> {
 /// `file.filePath`); `Grep` and `Glob` the response's `filenames` (relative to the
 /// client's working directory, or absolute). `files` is accepted as well. `Grep` in
 /// content or count mode lists no file names, so nothing is recorded for it.
-pub fn read_targets(tool: &str, tool_input: &Value, tool_response: &Value) -> Vec<String> {
+pub(crate) fn read_targets(tool: &str, tool_input: &Value, tool_response: &Value) -> Vec<String> {
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
             .map(|items| {

@@ -21,7 +21,7 @@
 //! `Bash`, and PostToolUse on `Read|Grep|Glob`; Codex: PreToolUse on `apply_patch` and on
 //! `Bash`, the name Codex gives its shell tool in hook input). `docs/enforcement.md` describes what it decides and why.
 
-pub mod input;
+pub(crate) mod input;
 
 use std::path::{Path, PathBuf};
 
@@ -44,7 +44,7 @@ use crate::shell::{self, WriteKind};
 
 /// The client calling the hook (both speak the same JSON for what the hook reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Client {
+pub(crate) enum Client {
     Claude,
     Codex,
 }
@@ -60,7 +60,7 @@ impl Client {
 
 /// What the command prints; it always exits 0.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HookOutput {
+pub(crate) struct HookOutput {
     /// The deny answer, if the call is refused; nothing for an allowed call.
     pub stdout: Option<String>,
     /// Problems that did not refuse anything (a read that could not be recorded).
@@ -93,7 +93,7 @@ impl HookOutput {
 
 /// Answers one hook call. `stdin` is the hook JSON, `process_cwd` the working directory
 /// to use when the input has none. Never panics: a panic inside becomes a deny.
-pub fn run(client: Client, stdin: &[u8], process_cwd: Option<&Path>) -> HookOutput {
+pub(crate) fn run(client: Client, stdin: &[u8], process_cwd: Option<&Path>) -> HookOutput {
     run_with(client, process_cwd, || answer(stdin, process_cwd))
 }
 

@@ -27,7 +27,7 @@ const BLOCK_END: &str = "# <<< code-intel";
 
 /// Why a JSON file cannot be merged into.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JsonProblem {
+pub(crate) enum JsonProblem {
     /// Not JSON; the position is 1-based.
     Syntax {
         line: usize,

@@ -25,8 +25,8 @@ use std::path::Path;
 use crate::codeintel::store::atomic_write;
 use crate::contract::Contract;
 
-pub use merge::JsonProblem;
-pub use report::{FileReport, InitError, InitReport, Kept, Options, Status};
+pub(crate) use merge::JsonProblem;
+pub(crate) use report::{FileReport, InitError, InitReport, Kept, Options, Status};
 
 /// A file's new content and how it is reported, decided before anything is written.
 struct Planned {
@@ -37,7 +37,7 @@ struct Planned {
 }
 
 /// Sets `options.root` up and reports what it did to every file.
-pub fn run(contract: &Contract, options: &Options) -> Result<InitReport, InitError> {
+pub(crate) fn run(contract: &Contract, options: &Options) -> Result<InitReport, InitError> {
     let root = options.root.as_path();
     if !root.is_dir() {
         return Err(InitError::NotADirectory(root.to_path_buf()));

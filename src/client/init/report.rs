@@ -7,7 +7,7 @@ use super::merge::JsonProblem;
 
 /// What the user asked for.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The repository to set up; must be a directory.
     pub root: PathBuf,
     /// The language of the prompt files: one of the contract's locales.
@@ -20,7 +20,7 @@ pub struct Options {
 
 /// What happened to one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     Created,
     Updated,
     Unchanged,
@@ -29,7 +29,7 @@ pub enum Status {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kept {
+pub(crate) enum Kept {
     /// The file differs from what init last wrote: someone edited it.
     EditedByYou,
     /// The file already configures code-intel itself, outside the part init manages.
@@ -38,13 +38,13 @@ pub enum Kept {
 
 /// One line of the report, with the path relative to the repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileReport {
+pub(crate) struct FileReport {
     pub path: String,
     pub status: Status,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InitReport {
+pub(crate) struct InitReport {
     pub files: Vec<FileReport>,
     /// What became of the clients' personal files in git's `info/exclude`.
     pub excluded: crate::git::Excluded,
@@ -54,7 +54,7 @@ impl InitReport {
     /// What a `git add` of the setup names: the files a team shares, `.code-intel/` as
     /// one directory (its `.gitignore` keeps the machine-local part out), personal files
     /// never.
-    pub fn shared_paths(&self) -> Vec<String> {
+    pub(crate) fn shared_paths(&self) -> Vec<String> {
         let mut paths: Vec<String> = self
             .files
             .iter()
@@ -76,7 +76,7 @@ impl InitReport {
 
 /// Why init wrote nothing.
 #[derive(Debug)]
-pub enum InitError {
+pub(crate) enum InitError {
     NotADirectory(PathBuf),
     UnknownLocale {
         locale: String,

@@ -7,9 +7,9 @@
 //! Modules inside `runner` use the files directly (`protocol::request::…`), not these
 //! re-exports, so the import graph has no cycle through this file.
 
-pub mod planner;
+pub(crate) mod planner;
 pub mod render;
-pub mod request;
+pub(crate) mod request;
 pub mod response;
 
 pub use planner::{Call, Exchange, Planner, PlannerError, PlannerOptions};

@@ -20,14 +20,14 @@ const EXCERPT_CHARS: usize = 300;
 const GRACE: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavour {
+pub(crate) enum Flavour {
     Codex,
     Claude,
 }
 
 /// A planner that is a CLI agent.
 #[derive(Debug, Clone)]
-pub struct CliProvider {
+pub(crate) struct CliProvider {
     flavour: Flavour,
     program: String,
     model: String,
@@ -36,7 +36,7 @@ pub struct CliProvider {
 
 impl CliProvider {
     /// `command` is the CLI to run; `None` means `codex` or `claude` on PATH.
-    pub fn new(
+    pub(crate) fn new(
         flavour: Flavour,
         command: Option<&str>,
         model: String,

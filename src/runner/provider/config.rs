@@ -70,8 +70,8 @@ pub struct MetaConfig {
     pub script: Option<String>,
 }
 
-pub const DEFAULT_OPENAI_MODEL: &str = "gpt-5.2";
-pub const DEFAULT_CLAUDE_MODEL: &str = "sonnet";
+pub(crate) const DEFAULT_OPENAI_MODEL: &str = "gpt-5.2";
+pub(crate) const DEFAULT_CLAUDE_MODEL: &str = "sonnet";
 
 fn default_base_url() -> String {
     "https://api.openai.com/v1".to_owned()

@@ -21,7 +21,7 @@ const MAX_BULLETS: usize = 20;
 
 /// The mock planner.
 #[derive(Debug, Clone, Default)]
-pub struct MockProvider {
+pub(crate) struct MockProvider {
     script: Vec<Entry>,
     /// The script's file name, for `name()`.
     source: Option<String>,
@@ -29,12 +29,12 @@ pub struct MockProvider {
 
 impl MockProvider {
     /// The unscripted mock.
-    pub fn new() -> MockProvider {
+    pub(crate) fn new() -> MockProvider {
         MockProvider::default()
     }
 
     /// A mock answering from a script's text first (see [`super::script`]).
-    pub fn from_script(text: &str, source: &str) -> Result<MockProvider, ProviderError> {
+    pub(crate) fn from_script(text: &str, source: &str) -> Result<MockProvider, ProviderError> {
         let script = script::parse(text).map_err(|message| ProviderError::Script {
             message: format!("{source}: {message}"),
         })?;
@@ -45,7 +45,7 @@ impl MockProvider {
     }
 
     /// A mock answering from the script file at `path` first.
-    pub fn from_file(path: &Path) -> Result<MockProvider, ProviderError> {
+    pub(crate) fn from_file(path: &Path) -> Result<MockProvider, ProviderError> {
         let shown = path.display().to_string();
         let size = std::fs::metadata(path)
             .map_err(|e| ProviderError::Config {

@@ -3,12 +3,12 @@
 //! offline [`mock`] (optionally [`script`]ed). [`provider`] builds one from the task's
 //! `runner.meta` block ([`config::MetaConfig`]).
 
-pub mod cli;
-pub mod config;
-pub mod http;
-pub mod mock;
-pub mod prompt;
-pub mod script;
+pub(crate) mod cli;
+pub(crate) mod config;
+pub(crate) mod http;
+pub(crate) mod mock;
+pub(crate) mod prompt;
+pub(crate) mod script;
 
 use std::path::Path;
 

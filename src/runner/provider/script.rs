@@ -29,11 +29,11 @@ use serde_json::Value;
 use crate::runner::protocol::request::Protocol;
 
 /// Script files larger than this are refused.
-pub const MAX_SCRIPT_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_SCRIPT_BYTES: usize = 1024 * 1024;
 
 /// One scripted reply.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub protocol: Protocol,
     pub when: Option<Value>,
     /// The text sent as the reply.
@@ -58,7 +58,7 @@ struct RawEntry {
 
 /// Why a script's text is not a script. The text names the entry and what is wrong.
 #[derive(Debug)]
-pub enum ScriptError {
+pub(crate) enum ScriptError {
     /// The text is over [`MAX_SCRIPT_BYTES`].
     TooLarge { bytes: usize },
     /// The text is not YAML the crate's loader reads: where (`line N: `, or nothing) and
@@ -72,7 +72,7 @@ pub enum ScriptError {
 
 /// What is wrong with one entry of a script.
 #[derive(Debug)]
-pub enum EntryProblem {
+pub(crate) enum EntryProblem {
     /// Its keys or their types (an unknown key, a missing `protocol`).
     Shape(serde_json::Error),
     UnknownProtocol(String),
@@ -127,7 +127,7 @@ impl std::error::Error for ScriptError {
 }
 
 /// The entries of a script's text; the error names the entry and what is wrong.
-pub fn parse(text: &str) -> Result<Vec<Entry>, ScriptError> {
+pub(crate) fn parse(text: &str) -> Result<Vec<Entry>, ScriptError> {
     if text.len() > MAX_SCRIPT_BYTES {
         return Err(ScriptError::TooLarge { bytes: text.len() });
     }
@@ -173,7 +173,7 @@ fn entry(item: Value) -> Result<Entry, EntryProblem> {
 }
 
 /// Whether `request` contains everything in `pattern` (see the module docs).
-pub fn contains(request: &Value, pattern: &Value) -> bool {
+pub(crate) fn contains(request: &Value, pattern: &Value) -> bool {
     match (request, pattern) {
         (Value::Object(have), Value::Object(want)) => want
             .iter()

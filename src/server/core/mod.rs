@@ -14,7 +14,7 @@ mod sessions;
 mod start;
 mod turn;
 
-pub use error::ServerError;
+pub(crate) use error::ServerError;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -358,7 +358,7 @@ fn active_record(state: &State) -> Option<&SessionRecord> {
 }
 
 /// The write rule of the instance's state (see [`WriteGate`]).
-pub fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
+pub(crate) fn write_gate(contract: &Contract, instance: &Instance) -> WriteGate {
     let response = phase_response(contract, instance);
     // Writes go where the write check may be called: the engine's tool gate decides.
     let writes_allowed = gate(contract, instance, WRITE_CHECK_TOOL) == ToolGate::Allowed;
@@ -414,7 +414,7 @@ fn cut(body: &Value, depth: usize) -> bool {
 const TRUNCATION_WARNING: &str = "warnings.truncation_warning";
 
 /// The tool whose presence in a state's allowed tools grants writes there.
-pub const WRITE_CHECK_TOOL: &str = "check_write_target";
+pub(crate) const WRITE_CHECK_TOOL: &str = "check_write_target";
 
 /// Which session and step the server is at: a tool call is evidence for this step only.
 fn step_of(state: &State) -> Option<(String, u64)> {

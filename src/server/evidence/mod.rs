@@ -224,7 +224,7 @@ pub fn verify_checklist(
 
 /// The lines a `path:line` or `path:start-end` evidence cites: `(path, start, end)`, or
 /// `None` when it is not one (as `checklist.verify_evidence` reads it).
-pub fn cited_lines(evidence: &str) -> Option<(&str, u32, u32)> {
+pub(crate) fn cited_lines(evidence: &str) -> Option<(&str, u32, u32)> {
     Citation::parse(evidence).map(|c| (c.path, c.start, c.end))
 }
 

@@ -19,14 +19,14 @@ use tokio::sync::Mutex;
 
 /// The longest line (one message) read. Far beyond any call the tools accept (their
 /// arguments are bounded to [`crate::server::args::MAX_ARGUMENTS_BYTES`]).
-pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 /// JSON-RPC's codes for input that is not a message.
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 
 /// Line-delimited JSON-RPC over a reader and a writer (stdin and stdout in the server).
-pub struct LineTransport<R, W> {
+pub(crate) struct LineTransport<R, W> {
     read: BufReader<R>,
     /// The line read so far; kept across cancelled reads (rmcp polls `receive` inside a
     /// `select!`, so a read may be dropped midway and resumed).
@@ -38,7 +38,7 @@ pub struct LineTransport<R, W> {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
-    pub fn new(read: R, write: W) -> Self {
+    pub(crate) fn new(read: R, write: W) -> Self {
         LineTransport {
             read: BufReader::new(read),
             line: Vec::new(),
@@ -46,12 +46,6 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
             limit: MAX_LINE_BYTES,
             write: Arc::new(Mutex::new(write)),
         }
-    }
-
-    /// A transport reading lines of at most `limit` bytes (tests).
-    pub fn with_limit(mut self, limit: usize) -> Self {
-        self.limit = limit;
-        self
     }
 }
 
