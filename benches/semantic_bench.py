@@ -93,6 +93,11 @@ def main():
     v = json.loads(out.stdout)
     for s in v["rankings"]:
         line("eval", f"{s['ranking']}: recall@10 {s['recall']:.3f}, MRR {s['mrr']:.3f} over {s['queries']} queries")
+        for label, half in (("tuned", (s.get("halves") or {}).get("tune")),
+                            ("held out", (s.get("halves") or {}).get("held_out"))):
+            if half:
+                line("", f"  {label}: recall@10 {half['recall']:.3f}, MRR {half['mrr']:.3f} "
+                         f"over {half['queries']} queries")
     g = v["hnsw"]
     if g:
         line("hnsw", f"recall@10 vs exact {g['recall']:.3f} over {g['vectors']} vectors; built in {g['build_ms']} ms; "

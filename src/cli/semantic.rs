@@ -335,6 +335,16 @@ pub(super) fn eval(a: &EvalArgs) -> ExitCode {
             s.mrr,
             s.queries
         );
+        if let Some(h) = &s.halves {
+            for (label, half) in [("tuned", &h.tune), ("held out", &h.held_out)] {
+                outln!(
+                    "  {label:<8} {:>8.3} {:>7.3} {:>8}",
+                    half.recall,
+                    half.mrr,
+                    half.queries
+                );
+            }
+        }
     }
     if let Some(g) = &graph {
         outln!(

@@ -17,6 +17,10 @@ pub(crate) struct EvalQuery {
     /// Files (root-relative paths), directories (ending in `/`) or symbols (`Class.method`,
     /// or the last part of one) that answer it; a hit matching any one counts.
     pub expect: Vec<String>,
+    /// Held out from tuning: weights and choices are tuned on the other queries, and the
+    /// scores of these say whether the tuning generalises.
+    #[serde(default)]
+    pub held_out: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -109,6 +113,58 @@ pub(crate) struct Scores {
     pub mrr: f64,
     /// Queries with no answer in the top k.
     pub missed: Vec<String>,
+    /// The same scores on the queries tuned on and on the held-out ones, when the file
+    /// marks some `held_out`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub halves: Option<Halves>,
+}
+
+/// Scores of the two halves of an evaluation file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Halves {
+    pub tune: Half,
+    pub held_out: Half,
+}
+
+/// Recall@k and MRR over some of the queries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Half {
+    pub queries: usize,
+    pub recall: f64,
+    pub mrr: f64,
+}
+
+impl Half {
+    /// From each query's reciprocal rank (0 when no answer is in the top k).
+    fn of<'a>(reciprocals: impl Iterator<Item = &'a f64>) -> Half {
+        let (mut queries, mut found, mut sum) = (0usize, 0usize, 0f64);
+        for r in reciprocals {
+            queries += 1;
+            found += usize::from(*r > 0.0);
+            sum += r;
+        }
+        let n = queries.max(1) as f64;
+        Half {
+            queries,
+            recall: found as f64 / n,
+            mrr: sum / n,
+        }
+    }
+}
+
+/// The scores of the tuned and the held-out queries, when the file has both.
+fn halves(queries: &[EvalQuery], reciprocals: &[f64]) -> Option<Halves> {
+    let of = |held_out: bool| {
+        Half::of(
+            queries
+                .iter()
+                .zip(reciprocals)
+                .filter(move |(q, _)| q.held_out == held_out)
+                .map(|(_, r)| r),
+        )
+    };
+    let (tune, held_out) = (of(false), of(true));
+    (tune.queries > 0 && held_out.queries > 0).then_some(Halves { tune, held_out })
 }
 
 /// Runs every query through the word, vector and hybrid rankings.
@@ -133,8 +189,7 @@ pub(crate) fn evaluate(
     }
     let mut out = Vec::new();
     for (ranking, name) in rankings {
-        let mut found = 0usize;
-        let mut reciprocal = 0f64;
+        let mut reciprocals = Vec::with_capacity(queries.len());
         let mut missed = Vec::new();
         for (q, v) in queries.iter().zip(&vectors) {
             let result = index.search_with(embedder, v.as_deref(), None, &q.query, k, ranking)?;
@@ -143,20 +198,21 @@ pub(crate) fn evaluate(
                 .iter()
                 .position(|h| q.expect.iter().any(|e| answers(h, e)))
             {
-                Some(rank) => {
-                    found += 1;
-                    reciprocal += 1.0 / (rank + 1) as f64;
+                Some(rank) => reciprocals.push(1.0 / (rank + 1) as f64),
+                None => {
+                    reciprocals.push(0.0);
+                    missed.push(q.query.clone());
                 }
-                None => missed.push(q.query.clone()),
             }
         }
-        let n = queries.len().max(1) as f64;
+        let all = Half::of(reciprocals.iter());
         out.push(Scores {
             ranking: name,
-            queries: queries.len(),
-            recall: found as f64 / n,
-            mrr: reciprocal / n,
+            queries: all.queries,
+            recall: all.recall,
+            mrr: all.mrr,
             missed,
+            halves: halves(queries, &reciprocals),
         });
     }
     Ok(out)
@@ -220,6 +276,39 @@ pub(crate) fn compare_graph(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn held_out_queries_are_scored_apart_from_the_tuned_ones() {
+        let q = load(
+            "e.yml",
+            "queries:\n  - query: a\n    expect: [x]\n  - query: b\n    expect: [x]\n    held_out: true\n  - query: c\n    expect: [x]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            q.iter().map(|q| q.held_out).collect::<Vec<_>>(),
+            [false, true, false]
+        );
+        // a: first hit, b: missed, c: second hit.
+        let h = halves(&q, &[1.0, 0.0, 0.5]).unwrap();
+        assert_eq!(
+            h.tune,
+            Half {
+                queries: 2,
+                recall: 1.0,
+                mrr: 0.75
+            }
+        );
+        assert_eq!(
+            h.held_out,
+            Half {
+                queries: 1,
+                recall: 0.0,
+                mrr: 0.0
+            }
+        );
+        // Without held-out queries there are no halves to report.
+        assert_eq!(halves(&q[..1], &[1.0]), None);
+    }
 
     #[test]
     fn an_eval_file_is_queries_with_expectations() {

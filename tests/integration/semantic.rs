@@ -396,7 +396,7 @@ fn semantic_eval_scores_each_ranking_on_labelled_queries() {
     write(
         &dir,
         "eval.yml",
-        "queries:\n  - query: how are user passwords hashed\n    expect: [app/auth.py]\n  - query: send an email message\n    expect: [Mailer]\n  - query: undo a bad release\n    expect: [docs/]\n  - query: a query nothing answers\n    expect: [no/such/file.py]\n",
+        "queries:\n  - query: how are user passwords hashed\n    expect: [app/auth.py]\n  - query: send an email message\n    expect: [Mailer]\n  - query: undo a bad release\n    expect: [docs/]\n  - query: a query nothing answers\n    expect: [no/such/file.py]\n    held_out: true\n",
     );
     let out = cli(
         &dir,
@@ -426,6 +426,11 @@ fn semantic_eval_scores_each_ranking_on_labelled_queries() {
         hybrid["missed"],
         serde_json::json!(["a query nothing answers"])
     );
+    // The held-out query is scored apart from the three tuned on.
+    assert_eq!(hybrid["halves"]["tune"]["queries"], 3, "{v}");
+    assert_eq!(hybrid["halves"]["tune"]["recall"], 1.0, "{v}");
+    assert_eq!(hybrid["halves"]["held_out"]["queries"], 1, "{v}");
+    assert_eq!(hybrid["halves"]["held_out"]["recall"], 0.0, "{v}");
     // A file that is not an eval set is refused with where it went wrong.
     write(&dir, "bad.yml", "queries:\n  - query: x\n    expect: []\n");
     let out = cli(&dir, &["semantic-eval", "bad.yml"]).output().unwrap();
