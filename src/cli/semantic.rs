@@ -331,9 +331,9 @@ pub(super) fn eval(a: &EvalArgs) -> ExitCode {
         outln!(
             "{:<8} {:>10.3} {:>7.3} {:>8}",
             s.ranking,
-            s.recall,
-            s.mrr,
-            s.queries
+            s.all.recall,
+            s.all.mrr,
+            s.all.queries
         );
         if let Some(h) = &s.halves {
             for (label, half) in [("tuned", &h.tune), ("held out", &h.held_out)] {

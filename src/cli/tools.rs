@@ -333,61 +333,59 @@ pub(super) struct NameArgs {
 /// A symbol answer as text: `path:line:column: kind name (in scope): signature`, and on
 /// stderr how it was found and what was cut.
 fn print_symbols(answer: &SymbolAnswer) {
-    {
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        for s in &answer.symbols.items {
-            let scope = s
-                .scope
-                .as_ref()
-                .map(|sc| format!(" (in {sc})"))
-                .unwrap_or_default();
-            let only_name = if s.resolution == Some("name") && answer.source == "syntax" {
-                " (name match)"
-            } else {
-                ""
-            };
-            putln!(
-                out,
-                "{}:{}:{}: {} {}{scope}{only_name}: {}",
-                s.path,
-                s.line,
-                s.column,
-                s.kind,
-                s.name,
-                s.signature
-            );
-        }
-        finish(out);
-        if answer.source == "text" {
-            errln!("note: found by text search (no parsed source file uses this name)");
-        }
-        if let Some(uses) = &answer.uses {
-            let total: usize = uses.by_kind.values().sum();
-            let kinds: Vec<String> = uses
-                .by_kind
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect();
-            let name_only = uses.by_resolution.get("name").copied().unwrap_or(0);
-            errln!(
-                "note: {total} use(s): {}; {name_only} match(es) by name only (the file does not say what they are reached through), listed last",
-                kinds.join(", ")
-            );
-        }
-        note_unsaved(&answer.freshness);
-        if !answer.freshness.reindexed.is_empty() {
-            errln!(
-                "note: re-indexed {} changed file(s) first",
-                answer.freshness.reindexed.len()
-            );
-        }
-        note_truncated(
-            answer.symbols.truncated,
-            answer.symbols.returned,
-            answer.symbols.total,
-            answer.symbols.next_offset,
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for s in &answer.symbols.items {
+        let scope = s
+            .scope
+            .as_ref()
+            .map(|sc| format!(" (in {sc})"))
+            .unwrap_or_default();
+        let only_name = if s.resolution == Some("name") && answer.source == "syntax" {
+            " (name match)"
+        } else {
+            ""
+        };
+        putln!(
+            out,
+            "{}:{}:{}: {} {}{scope}{only_name}: {}",
+            s.path,
+            s.line,
+            s.column,
+            s.kind,
+            s.name,
+            s.signature
         );
     }
+    finish(out);
+    if answer.source == "text" {
+        errln!("note: found by text search (no parsed source file uses this name)");
+    }
+    if let Some(uses) = &answer.uses {
+        let total: usize = uses.by_kind.values().sum();
+        let kinds: Vec<String> = uses
+            .by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let name_only = uses.by_resolution.get("name").copied().unwrap_or(0);
+        errln!(
+            "note: {total} use(s): {}; {name_only} match(es) by name only (the file does not say what they are reached through), listed last",
+            kinds.join(", ")
+        );
+    }
+    note_unsaved(&answer.freshness);
+    if !answer.freshness.reindexed.is_empty() {
+        errln!(
+            "note: re-indexed {} changed file(s) first",
+            answer.freshness.reindexed.len()
+        );
+    }
+    note_truncated(
+        answer.symbols.truncated,
+        answer.symbols.returned,
+        answer.symbols.total,
+        answer.symbols.next_offset,
+    );
 }
 
 /// `respond` for a symbol answer.

@@ -106,11 +106,9 @@ fn answers(hit: &Hit, expected: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Scores {
     pub ranking: &'static str,
-    pub queries: usize,
-    /// Share of queries answered in the top k.
-    pub recall: f64,
-    /// Mean reciprocal rank of the first answer (0 when none is in the top k).
-    pub mrr: f64,
+    /// Every query's scores (the JSON keeps them at the top: `queries`, `recall`, `mrr`).
+    #[serde(flatten)]
+    pub all: Half,
     /// Queries with no answer in the top k.
     pub missed: Vec<String>,
     /// The same scores on the queries tuned on and on the held-out ones, when the file
@@ -130,7 +128,9 @@ pub(crate) struct Halves {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Half {
     pub queries: usize,
+    /// Share of queries answered in the top k.
     pub recall: f64,
+    /// Mean reciprocal rank of the first answer (0 when none is in the top k).
     pub mrr: f64,
 }
 
@@ -205,12 +205,9 @@ pub(crate) fn evaluate(
                 }
             }
         }
-        let all = Half::of(reciprocals.iter());
         out.push(Scores {
             ranking: name,
-            queries: all.queries,
-            recall: all.recall,
-            mrr: all.mrr,
+            all: Half::of(reciprocals.iter()),
             missed,
             halves: halves(queries, &reciprocals),
         });
