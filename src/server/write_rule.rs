@@ -132,13 +132,13 @@ pub(crate) fn decide_in_session(record: &SessionRecord, targets: &Targets) -> De
         Targets::Paths(paths) => paths,
         Targets::Nothing => return Decision::Allow,
     };
-    let outside: Vec<&str> = paths
-        .iter()
-        .filter_map(|t| match t {
-            Target::Outside(given) => Some(given.as_str()),
-            Target::Inside(_) => None,
-        })
-        .collect();
+    let (mut inside, mut outside): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    for target in paths {
+        match target {
+            Target::Inside(rel) => inside.push(rel),
+            Target::Outside(given) => outside.push(given),
+        }
+    }
     let gate = &record.write_gate;
     if !outside.is_empty() {
         return Decision::Deny(gate.say(
@@ -147,13 +147,6 @@ pub(crate) fn decide_in_session(record: &SessionRecord, targets: &Targets) -> De
             &[("files", outside.join(", "))],
         ));
     }
-    let inside: Vec<&str> = paths
-        .iter()
-        .filter_map(|t| match t {
-            Target::Inside(rel) => Some(rel.as_str()),
-            Target::Outside(_) => None,
-        })
-        .collect();
     let state: Vec<&str> = inside
         .iter()
         .copied()
