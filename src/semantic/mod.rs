@@ -19,7 +19,8 @@
 //! source of truth: the files synced, their SHA-256, and their chunks' ids and content
 //! hashes. `sync` has two phases under two locks: chunking (catalog and lexical index,
 //! seconds) and embedding (minutes, batch by batch). `search::SemanticIndex` fuses the name,
-//! lexical and vector rankings by weighted reciprocal rank; from `hnsw_min_chunks` vectors on
+//! lexical and vector rankings by weighted reciprocal rank, counting tests and prose at a
+//! fraction unless the query asks for them (`role`); from `hnsw_min_chunks` vectors on
 //! the server gives it an instant-distance HNSW graph (built off the answering thread, kept
 //! across syncs that only appended vectors; newer vectors are scanned exactly). `map` is the
 //! Map of agreements that the server writes when a session ends in success
@@ -38,6 +39,7 @@ pub(crate) mod install;
 pub(crate) mod layout;
 pub(crate) mod lexical;
 pub(crate) mod map;
+pub(crate) mod role;
 pub(crate) mod search;
 pub(crate) mod sync;
 pub(crate) mod tokens;
