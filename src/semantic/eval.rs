@@ -94,12 +94,22 @@ pub(crate) fn load(path: &str, text: &str) -> Result<Vec<EvalQuery>, LoadError> 
     Ok(parsed.queries)
 }
 
-/// Whether `hit` answers a query expecting `expected`.
+/// Whether `hit` answers a query expecting `expected`: a directory (`auth/`) holds the
+/// hit's file, a file is it, or a symbol (`Form`, `Form.save`) is the hit's definition or
+/// one it belongs to — as any chunk of an expected file answers, so does any chunk of an
+/// expected class (`Form.clean` answers `Form`; a large class is cut into its members).
 fn answers(hit: &Hit, expected: &str) -> bool {
     if let Some(dir) = expected.strip_suffix('/') {
         return hit.path.starts_with(&format!("{dir}/"));
     }
-    hit.path == expected || hit.symbol == expected || hit.symbol.ends_with(&format!(".{expected}"))
+    if hit.path == expected {
+        return true;
+    }
+    let symbol: Vec<&str> = hit.symbol.split('.').collect();
+    let wanted: Vec<&str> = expected.split('.').collect();
+    symbol
+        .windows(wanted.len())
+        .any(|run| run == wanted.as_slice())
 }
 
 /// One ranking's scores.
@@ -272,6 +282,45 @@ pub(crate) fn compare_graph(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_symbol_is_answered_by_its_chunk_and_its_members_chunks() {
+        let hit = |path: &str, symbol: &str| super::Hit {
+            id: format!("{path}#{symbol}"),
+            path: path.into(),
+            start_line: 1,
+            end_line: 2,
+            symbol: symbol.into(),
+            kind: "code".into(),
+            score: 0.0,
+            found_by: Vec::new(),
+            name: None,
+            lexical: None,
+            vector: None,
+            freshness: crate::semantic::search::Freshness::Fresh,
+            preview: String::new(),
+        };
+        let method = hit("app/forms.py", "SetPasswordMixin.create_password_fields");
+        for yes in [
+            "app/forms.py",
+            "app/",
+            "SetPasswordMixin",
+            "create_password_fields",
+            "SetPasswordMixin.create_password_fields",
+        ] {
+            assert!(super::answers(&method, yes), "{yes}");
+        }
+        for no in [
+            "app/forms",
+            "ap/",
+            "Mixin",
+            "SetPassword",
+            "create_password",
+            "Form.create_password_fields",
+        ] {
+            assert!(!super::answers(&method, no), "{no}");
+        }
+    }
+
     use super::*;
 
     #[test]
