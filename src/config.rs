@@ -51,6 +51,79 @@ pub struct SemanticSettings {
     pub map_threshold: f32,
     /// A semantic search syncs first when the last sync is older than this (0: always).
     pub sync_ttl_hours: f64,
+    /// An OpenAI-compatible embedding server that embeds instead of the local model
+    /// (docs/semantic-model.md, "An embedding server"); unset: the local model.
+    pub endpoint: Option<EndpointSettings>,
+}
+
+/// `semantic.endpoint`: where the embedding server is and how hard to push it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EndpointSettings {
+    /// A base such as `http://host:8080/v1` (`/embeddings` is appended) or the full
+    /// `.../embeddings` URL (`CODE_INTEL_EMBEDDING_URL` overrides it).
+    pub url: String,
+    /// The model name sent with every request and recorded with the vectors
+    /// (`CODE_INTEL_EMBEDDING_ENDPOINT_MODEL` overrides it).
+    pub model: String,
+    /// The environment variable holding the API key, sent as a Bearer token; the key
+    /// itself is never written here.
+    pub api_key_env: Option<String>,
+    /// Texts per request.
+    pub batch: usize,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// The limit of one request, connecting and reading included.
+    pub timeout_seconds: u64,
+    /// The vectors' size, when known: checked against every answer, and no request is
+    /// made just to learn it when the embedder starts.
+    pub dimensions: Option<usize>,
+    /// Tries per request (the first included) on connection errors, 408, 429 and 5xx.
+    pub attempts: u32,
+}
+
+impl Default for EndpointSettings {
+    fn default() -> EndpointSettings {
+        EndpointSettings {
+            url: String::new(),
+            model: String::new(),
+            api_key_env: None,
+            batch: 64,
+            concurrency: 4,
+            timeout_seconds: 60,
+            dimensions: None,
+            attempts: 5,
+        }
+    }
+}
+
+impl EndpointSettings {
+    /// The first setting out of range: its key and why.
+    fn check(&self) -> Option<(&'static str, String)> {
+        let url = self.url.trim();
+        if !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Some((
+                "url",
+                format!("semantic.endpoint.url must start with http:// or https://, not `{url}`"),
+            ));
+        }
+        let at_least_one = [
+            ("batch", self.batch),
+            ("concurrency", self.concurrency),
+            (
+                "timeout_seconds",
+                usize::try_from(self.timeout_seconds).unwrap_or(usize::MAX),
+            ),
+            (
+                "attempts",
+                usize::try_from(self.attempts).unwrap_or(usize::MAX),
+            ),
+            ("dimensions", self.dimensions.unwrap_or(1)),
+        ];
+        at_least_one.into_iter().find_map(|(key, value)| {
+            (value == 0).then(|| (key, format!("semantic.endpoint.{key} must be at least 1")))
+        })
+    }
 }
 
 impl Default for SemanticSettings {
@@ -64,6 +137,7 @@ impl Default for SemanticSettings {
             map_threshold: 0.7,
             hnsw_min_chunks: 100_000,
             sync_ttl_hours: 24.0,
+            endpoint: None,
         }
     }
 }
@@ -125,7 +199,7 @@ impl Config {
         if matches!(node.kind, yaml::NodeKind::Null) {
             return Ok(Config::default());
         }
-        serde_json::from_value(node.to_json()).map_err(|e| {
+        let config: Config = serde_json::from_value(node.to_json()).map_err(|e| {
             // serde names the key or the expectation; find where the first quoted name in
             // its message is written, so the error points at the line to fix.
             let message = e.to_string();
@@ -135,8 +209,35 @@ impl Config {
                 .and_then(|name| find_key(&node, name))
                 .or(Some(node.span));
             at(span, message)
-        })
+        })?;
+        if let Some((key, message)) = config
+            .semantic
+            .endpoint
+            .as_ref()
+            .and_then(EndpointSettings::check)
+        {
+            let endpoint = find_key(&node, "endpoint");
+            let span = match endpoint {
+                Some(_) => find_endpoint_key(&node, key).or(endpoint),
+                None => None,
+            };
+            return Err(at(span, message));
+        }
+        Ok(config)
     }
+}
+
+/// Where `semantic.endpoint.<key>` is written.
+fn find_endpoint_key(node: &yaml::Node, key: &str) -> Option<crate::source::Span> {
+    fn child<'a>(node: &'a yaml::Node, name: &str) -> Option<&'a (yaml::Key, yaml::Node)> {
+        match &node.kind {
+            yaml::NodeKind::Map(entries) => entries.iter().find(|(k, _)| k.name == name),
+            _ => None,
+        }
+    }
+    let (_, semantic) = child(node, "semantic")?;
+    let (_, endpoint) = child(semantic, "endpoint")?;
+    child(endpoint, key).map(|(k, _)| k.span)
 }
 
 /// Where a key of this name is written, anywhere in the tree (depth first).
@@ -182,6 +283,29 @@ mod tests {
     fn a_wrong_type_is_an_error() {
         let e = parse("semantic:\n  chunk_max_tokens: lots\n").unwrap_err();
         assert!(e.message.contains("expected usize"), "{e}");
+    }
+
+    #[test]
+    fn an_endpoint_takes_its_defaults_and_a_bad_setting_is_an_error_where_it_is_written() {
+        let config =
+            parse("semantic:\n  endpoint:\n    url: http://gpu:8080/v1\n    model: bge\n").unwrap();
+        let endpoint = config.semantic.endpoint.unwrap();
+        assert_eq!(endpoint.url, "http://gpu:8080/v1");
+        assert_eq!(
+            (endpoint.batch, endpoint.concurrency, endpoint.attempts),
+            (64, 4, 5)
+        );
+        assert_eq!(endpoint.api_key_env, None);
+
+        let e = parse("semantic:\n  endpoint:\n    url: gpu:8080\n    model: bge\n").unwrap_err();
+        assert_eq!((e.line, e.col), (3, 5), "{e}");
+        assert!(e.message.contains("http://"), "{e}");
+        let e = parse("semantic:\n  endpoint:\n    model: bge\n    concurrency: 0\n").unwrap_err();
+        assert_eq!((e.line, e.col), (4, 5), "{e}");
+        assert!(e.message.contains("concurrency must be at least 1"), "{e}");
+        let e = parse("semantic:\n  endpoint:\n    api_key: sk-123\n").unwrap_err();
+        assert_eq!((e.line, e.col), (3, 5), "{e}");
+        assert!(e.message.contains("api_key"), "{e}");
     }
 
     #[test]

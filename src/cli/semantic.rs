@@ -37,13 +37,13 @@ pub(super) struct SemanticArgs {
 /// The model the config names, or why there is none. A model that is configured but
 /// cannot be loaded is an error; one that is not configured is a note (lexical only).
 pub(super) fn load_model(root: &Root, config: &Config) -> Result<Option<Embedder>, ModelError> {
-    match semantic::model_spec(root.path(), &config.semantic) {
+    match semantic::embedder_spec(root.path(), &config.semantic) {
         Err(e @ ModelError::NotConfigured { .. }) => {
             errln!("note: {e}");
             Ok(None)
         }
         Err(e) => Err(e),
-        Ok(spec) => Embedder::load(&spec).map(Some),
+        Ok(spec) => Embedder::open(&spec).map(Some),
     }
 }
 

@@ -13,8 +13,9 @@
 //! unique by construction. `tokens` has the code-aware words (identifiers split at
 //! `snake_case`/`camelCase`, the whole kept) and the token estimate. `lexical` is a tantivy
 //! index of the chunks (BM25 over those words, a boosted field of symbol names, and the
-//! chunk's stored text, which `fetch_chunk_detail` reads). `embed` loads ONNX Runtime and
-//! the model from files through fastembed, once per process. `vectors` is the append-only,
+//! chunk's stored text, which `fetch_chunk_detail` reads). `embed` is the model behind one API: ONNX
+//! Runtime and the model loaded from files through fastembed, once per process, or an
+//! OpenAI-compatible embedding server (`semantic.endpoint`). `vectors` is the append-only,
 //! content-addressed vector log and the exact nearest-neighbour scan. `catalog` is the
 //! source of truth: the files synced, their SHA-256, and their chunks' ids and content
 //! hashes. `sync` has two phases under two locks: chunking (catalog and lexical index,
@@ -47,7 +48,7 @@ pub(crate) mod vectors;
 
 use std::path::{Path, PathBuf};
 
-pub use embed::{Embedder, ModelError, ModelSpec};
+pub use embed::{Embedder, EmbedderSpec, EndpointSpec, ModelError, ModelSpec};
 pub use error::Error;
 pub use install::bert::{BuildError, Precision, build_bert_onnx};
 pub use install::safetensors::SafetensorsError;
@@ -55,6 +56,15 @@ pub use search::{ChunkDetail, Hit, SearchResult, SemanticIndex};
 pub use sync::{Phase, SyncOptions, SyncReport, sync, sync_files};
 
 use crate::config::SemanticSettings;
+
+/// The embedding server when one is configured (`semantic.endpoint` or
+/// `CODE_INTEL_EMBEDDING_URL`), else the local model ([`model_spec`]).
+pub fn embedder_spec(root: &Path, settings: &SemanticSettings) -> Result<EmbedderSpec, ModelError> {
+    match embed::endpoint::spec(settings)? {
+        Some(endpoint) => Ok(EmbedderSpec::Endpoint(endpoint)),
+        None => model_spec(root, settings).map(EmbedderSpec::Local),
+    }
+}
 
 /// Where the runtime and the model are, from the environment or the settings (relative
 /// paths are relative to the root).

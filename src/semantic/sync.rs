@@ -13,7 +13,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use super::catalog::{Catalog, ChunkRef, FileRecord};
 use super::chunk::{Chunk, Chunker};
 use super::chunk::{embedding_input, file_kind};
-use super::embed::{BATCH, Embedder};
+use super::embed::Embedder;
 use super::error::Error;
 use super::layout::{Layout, hex, unhex};
 use super::lexical::Lexical;
@@ -126,8 +126,11 @@ pub fn sync(
                 live.iter().filter(|(h, _)| !vectors.contains(h)).collect();
             missing.sort_by(|a, b| a.1.cmp(b.1));
             let total = missing.len();
-            for (done, batch) in missing.chunks(BATCH).enumerate() {
-                (options.progress)(Phase::Embedding, done * BATCH, total);
+            // A batch of the local model (`embed::BATCH`), or enough for every request
+            // an embedding server may have in flight.
+            let per_call = embedder.texts_per_call().max(1);
+            for (done, batch) in missing.chunks(per_call).enumerate() {
+                (options.progress)(Phase::Embedding, done * per_call, total);
                 let mut hashes = Vec::with_capacity(batch.len());
                 let mut inputs = Vec::with_capacity(batch.len());
                 for (hash, id) in batch {

@@ -203,10 +203,10 @@ impl SemanticTools {
             let Ok(settings) = self.settings() else {
                 return Ok(None);
             };
-            match semantic::model_spec(self.inner.root.path(), settings) {
+            match semantic::embedder_spec(self.inner.root.path(), settings) {
                 Err(ModelError::NotConfigured { .. }) => Ok(None),
                 Err(e) => Err(e),
-                Ok(spec) => Embedder::load(&spec).map(|e| Some(Arc::new(e))),
+                Ok(spec) => Embedder::open(&spec).map(|e| Some(Arc::new(e))),
             }
         })
     }

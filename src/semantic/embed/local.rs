@@ -1,4 +1,4 @@
-//! The embedding model: ONNX Runtime loaded from a library on disk and a model from a
+//! The local backend: ONNX Runtime loaded from a library on disk and a model from a
 //! directory of files, through fastembed; never anything from the network.
 //!
 //! Where they come from is configuration (`semantic.onnxruntime_path`,
@@ -13,6 +13,8 @@ use fastembed::{
     InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
 };
 
+use super::ModelError;
+
 /// Overrides `semantic.onnxruntime_path`.
 pub(crate) const ENV_RUNTIME: &str = "CODE_INTEL_ORT_DYLIB";
 /// Overrides `semantic.embedding_model_path`.
@@ -20,60 +22,6 @@ pub(crate) const ENV_MODEL_PATH: &str = "CODE_INTEL_EMBEDDING_MODEL_PATH";
 
 /// The sequence length all-MiniLM-L6-v2 was trained with; text past it is not embedded.
 const MAX_SEQUENCE: usize = 256;
-/// Texts per model call: large enough to keep both cores busy, small enough that one
-/// batch of long chunks stays well under a gigabyte.
-pub(crate) const BATCH: usize = 32;
-
-/// Why no model could be loaded or run. Every message names the file or setting to fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ModelError {
-    /// Nothing says where the model or the runtime is.
-    NotConfigured { missing: &'static str },
-    /// The ONNX Runtime library could not be loaded.
-    Runtime { path: PathBuf, reason: String },
-    /// A model file is missing or unreadable, or fastembed refused it.
-    Model { path: PathBuf, reason: String },
-    /// The model failed on input.
-    Embedding(String),
-}
-
-impl ModelError {
-    /// A stable key for clients.
-    pub fn key(&self) -> &'static str {
-        match self {
-            ModelError::NotConfigured { .. } => "semantic.model_not_configured",
-            ModelError::Runtime { .. } => "semantic.runtime_unavailable",
-            ModelError::Model { .. } => "semantic.model_unavailable",
-            ModelError::Embedding(_) => "semantic.embedding_failed",
-        }
-    }
-}
-
-impl std::fmt::Display for ModelError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ModelError::NotConfigured { missing } => write!(
-                f,
-                "no embedding model is configured ({missing} is not set): vector search is off and results are lexical only; run tests/model/fetch.sh DIR and set {ENV_RUNTIME}=DIR/libonnxruntime.so and {ENV_MODEL_PATH}=DIR/all-minilm-l6-v2 (or semantic.onnxruntime_path and semantic.embedding_model_path in .code-intel/config.yml)"
-            ),
-            ModelError::Runtime { path, reason } => write!(
-                f,
-                "ONNX Runtime could not be loaded from {}: {reason}",
-                path.display()
-            ),
-            ModelError::Model { path, reason } => {
-                write!(
-                    f,
-                    "the embedding model in {} is unusable: {reason}",
-                    path.display()
-                )
-            }
-            ModelError::Embedding(reason) => write!(f, "the embedding model failed: {reason}"),
-        }
-    }
-}
-
-impl std::error::Error for ModelError {}
 
 /// Where the runtime and the model are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,24 +68,6 @@ fn load_runtime(path: &Path) -> Result<ort::environment::Environment, ModelError
     Ok(env)
 }
 
-/// A loaded model. Calls are serialised: one ONNX session uses both cores already.
-pub struct Embedder {
-    model: Mutex<TextEmbedding>,
-    /// `name@sha256-prefix` of `model.onnx`: stored with every vector, so another model
-    /// (or another build of it) forces a re-embedding.
-    id: String,
-    dimensions: usize,
-}
-
-impl std::fmt::Debug for Embedder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Embedder")
-            .field("id", &self.id)
-            .field("dimensions", &self.dimensions)
-            .finish_non_exhaustive()
-    }
-}
-
 fn read(dir: &Path, name: &str) -> Result<Vec<u8>, ModelError> {
     let path = dir.join(name);
     std::fs::read(&path).map_err(|e| ModelError::Model {
@@ -146,9 +76,16 @@ fn read(dir: &Path, name: &str) -> Result<Vec<u8>, ModelError> {
     })
 }
 
-impl Embedder {
-    /// Loads the runtime (once per process) and the model.
-    pub fn load(spec: &ModelSpec) -> Result<Embedder, ModelError> {
+/// A loaded model. Calls are serialised: one ONNX session uses both cores already.
+pub(crate) struct Local {
+    model: Mutex<TextEmbedding>,
+}
+
+impl Local {
+    /// Loads the runtime (once per process) and the model; with the model's id
+    /// (`name@sha256-prefix` of `model.onnx`, so another model or another build of it
+    /// forces a re-embedding) and its dimensions.
+    pub(crate) fn load(spec: &ModelSpec) -> Result<(Local, String, usize), ModelError> {
         let environment = load_runtime(&spec.runtime)?;
         let dir = &spec.dir;
         let onnx = read(dir, "model.onnx")?;
@@ -173,7 +110,7 @@ impl Embedder {
             special_tokens_map_file: read(dir, "special_tokens_map.json")?,
             tokenizer_config_file: tokenizer_config,
         };
-        let digest = super::layout::hex(&crate::codeintel::retag::sha256(&onnx));
+        let digest = crate::semantic::layout::hex(&crate::codeintel::retag::sha256(&onnx));
         let id = format!("{}@{}", spec.name, &digest[..16]);
         let model = UserDefinedEmbeddingModel::new(onnx, files).with_pooling(Pooling::Mean);
         let threads = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
@@ -200,37 +137,20 @@ impl Embedder {
                 reason: "the model returned an empty vector".into(),
             });
         }
-        Ok(Embedder {
-            model: Mutex::new(model),
+        Ok((
+            Local {
+                model: Mutex::new(model),
+            },
             id,
             dimensions,
-        })
+        ))
     }
 
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    pub fn dimensions(&self) -> usize {
-        self.dimensions
-    }
-
-    /// Unit-length vectors of `texts`, in order.
-    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// Unit-length vectors of one batch, in order (fastembed normalises them).
+    pub(crate) fn embed(&self, batch: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
         let mut model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
-        let vectors = model
-            .embed(texts, Some(BATCH))
-            .map_err(|e| ModelError::Embedding(e.to_string()))?;
-        if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != self.dimensions) {
-            return Err(ModelError::Embedding(format!(
-                "{} vectors of {} dimensions expected",
-                texts.len(),
-                self.dimensions
-            )));
-        }
-        Ok(vectors)
+        model
+            .embed(batch, Some(batch.len().max(1)))
+            .map_err(|e| ModelError::Embedding(e.to_string()))
     }
 }
