@@ -101,6 +101,10 @@
 //! - `model_build`: the Rust ONNX builder on the real all-MiniLM-L6-v2 weights: the fp32
 //!   graph equals build_onnx.py's bytes and vectors, INT8 gives the known answer and stays
 //!   close to fp32, both builds deterministic.
+//! - `embedding_endpoint`: embeddings from an OpenAI-compatible `/v1/embeddings` server, a
+//!   loopback one in the test serving the same local model: equal vectors, the bearer key,
+//!   retries, the concurrency limit, bad answers, and a repository indexed through it
+//!   answering as the local model's does (CLI and MCP server).
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
@@ -120,6 +124,7 @@ mod codex;
 mod default_flow;
 mod docs_map;
 mod driver;
+mod embedding_endpoint;
 mod evidence;
 mod generated;
 mod git_branches;

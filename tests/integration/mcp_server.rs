@@ -20,7 +20,7 @@ use crate::support::{TempDir, binary, repo};
 const MCP_VERSION: &str = "2.3.0";
 
 /// A Python interpreter that has the `mcp` package, or why there is none.
-fn python() -> &'static Result<PathBuf, String> {
+pub(crate) fn python() -> &'static Result<PathBuf, String> {
     static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     PYTHON.get_or_init(|| {
         if let Some(p) = std::env::var_os("CODE_INTEL_TEST_PYTHON") {

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::support::{TempDir, binary, repo};
 
 /// The runtime library and the model directory, fetched if needed, or why not.
-fn model_files() -> &'static Result<(PathBuf, PathBuf), String> {
+pub(crate) fn model_files() -> &'static Result<(PathBuf, PathBuf), String> {
     static FILES: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
     FILES.get_or_init(|| {
         let env = |k: &str| {
@@ -51,7 +51,7 @@ fn model_files() -> &'static Result<(PathBuf, PathBuf), String> {
     })
 }
 
-fn embedder() -> &'static Embedder {
+pub(crate) fn embedder() -> &'static Embedder {
     static EMBEDDER: OnceLock<Embedder> = OnceLock::new();
     EMBEDDER.get_or_init(|| {
         let (runtime, dir) = model_files().as_ref().unwrap_or_else(|e| panic!("{e}"));
