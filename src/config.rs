@@ -101,7 +101,7 @@ impl EndpointSettings {
     /// The first setting out of range: its key and why.
     fn check(&self) -> Option<(&'static str, String)> {
         let url = self.url.trim();
-        if !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+        if !(url.is_empty() || url.starts_with("http://") || url.starts_with("https://")) {
             return Some((
                 "url",
                 format!("semantic.endpoint.url must start with http:// or https://, not `{url}`"),

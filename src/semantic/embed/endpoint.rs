@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use super::ModelError;
+use super::error::ModelError;
 use crate::config::SemanticSettings;
 
 /// Overrides `semantic.endpoint.url` (and turns the endpoint on by itself).

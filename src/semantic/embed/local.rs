@@ -13,12 +13,7 @@ use fastembed::{
     InitOptionsUserDefined, Pooling, TextEmbedding, TokenizerFiles, UserDefinedEmbeddingModel,
 };
 
-use super::ModelError;
-
-/// Overrides `semantic.onnxruntime_path`.
-pub(crate) const ENV_RUNTIME: &str = "CODE_INTEL_ORT_DYLIB";
-/// Overrides `semantic.embedding_model_path`.
-pub(crate) const ENV_MODEL_PATH: &str = "CODE_INTEL_EMBEDDING_MODEL_PATH";
+use super::error::ModelError;
 
 /// The sequence length all-MiniLM-L6-v2 was trained with; text past it is not embedded.
 const MAX_SEQUENCE: usize = 256;
