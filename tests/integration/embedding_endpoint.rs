@@ -21,6 +21,9 @@ use serde_json::{Value, json};
 use crate::semantic::{embedder, model_files};
 use crate::support::{TempDir, binary, git_repo};
 
+/// The longest a request may take here (see [`Loopback::spec`]).
+const TIMEOUT: Duration = Duration::from_secs(600);
+
 /// A reply the server gives instead of embedding.
 #[derive(Clone)]
 struct Canned {
@@ -96,11 +99,13 @@ impl Loopback {
         self.state.seen.lock().unwrap().clone()
     }
 
-    /// A spec for this server with fast retries.
+    /// A spec for this server with fast retries. The timeout is long: the server's model is
+    /// shared with the other tests of this binary, which may hold it for a while on a busy
+    /// machine.
     fn spec(&self) -> EndpointSpec {
         let mut spec = EndpointSpec::new(self.base_url.clone(), "all-minilm-l6-v2");
         spec.backoff = Duration::from_millis(10);
-        spec.timeout = Duration::from_secs(60);
+        spec.timeout = TIMEOUT;
         spec
     }
 }
@@ -613,8 +618,9 @@ fn a_repository_indexed_through_the_endpoint_answers_as_the_local_model_does() {
     std::fs::write(
         remote.join(".code-intel/config.yml"),
         format!(
-            "semantic:\n  sync_on_start: false\n  endpoint:\n    url: {}\n    model: all-minilm-l6-v2\n    api_key_env: {KEY_VARIABLE}\n    batch: 4\n    concurrency: 2\n",
+            "semantic:\n  sync_on_start: false\n  endpoint:\n    url: {}\n    model: all-minilm-l6-v2\n    api_key_env: {KEY_VARIABLE}\n    batch: 4\n    concurrency: 2\n    timeout_seconds: {}\n",
             server.base_url,
+            TIMEOUT.as_secs(),
         ),
     )
     .unwrap();

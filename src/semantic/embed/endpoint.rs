@@ -355,16 +355,21 @@ impl Endpoint {
                 ),
                 Raw::Transport { message, retryable } => (retryable, None, None, message),
             };
+            let failed = || ModelError::Endpoint {
+                url: shown(&self.url),
+                status,
+                message: self.redact(message.clone()),
+                attempts: attempt,
+            };
             if !retry || attempt >= self.attempts || stop.load(Ordering::SeqCst) {
-                return Err(ModelError::Endpoint {
-                    url: shown(&self.url),
-                    status,
-                    message: self.redact(message),
-                    attempts: attempt,
-                });
+                return Err(failed());
             }
             let random = RandomState::new().hash_one(Instant::now());
             std::thread::sleep(delay(self.backoff, attempt - 1, retry_after, random));
+            // Another batch of the same call failed meanwhile: this one's answer is not needed.
+            if stop.load(Ordering::SeqCst) {
+                return Err(failed());
+            }
         }
     }
 
