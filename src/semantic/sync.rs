@@ -126,8 +126,8 @@ pub fn sync(
                 live.iter().filter(|(h, _)| !vectors.contains(h)).collect();
             missing.sort_by(|a, b| a.1.cmp(b.1));
             let total = missing.len();
-            // A batch of the local model (`embed::BATCH`), or enough for every request
-            // an embedding server may have in flight.
+            // A window of the local model's batches, or enough for every request an
+            // embedding server may have in flight (`Embedder::texts_per_call`).
             let per_call = embedder.texts_per_call().max(1);
             for (done, batch) in missing.chunks(per_call).enumerate() {
                 (options.progress)(Phase::Embedding, done * per_call, total);

@@ -15,9 +15,14 @@ pub(crate) use error::{ENV_MODEL_PATH, ENV_RUNTIME};
 pub use local::ModelSpec;
 
 /// Texts per model call of the local model: large enough to keep both cores busy, small
-/// enough that one batch of long chunks stays well under a gigabyte. The sync hands the
-/// local model this many texts at a time.
+/// enough that one batch of long chunks stays well under a gigabyte. 16 and 32 ran at the
+/// same rate on two cores, 64 and 128 5–10 % slower (INT8, Django's code, sorted batches).
 pub(crate) const BATCH: usize = 32;
+/// Texts the sync hands the local model at a time: eight batches, which [`Embedder::embed`]
+/// sorts by length so that each batch pads little. Sorted batches ran 37 % faster than
+/// batches in the catalog's order (INT8, Django's code, two cores), and a window this size
+/// is still only seconds of work lost to a crash.
+const LOCAL_WINDOW: usize = 8 * BATCH;
 
 /// Which backend to load: the local model's files or an embedding server.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,11 +92,12 @@ impl Embedder {
         self.dimensions
     }
 
-    /// How many texts a caller embedding many should hand over per call: one batch of the
-    /// local model, or enough batches to keep every allowed request to a server busy.
+    /// How many texts a caller embedding many should hand over per call: a window of the
+    /// local model's batches to sort by length, or enough batches to keep every allowed
+    /// request to a server busy.
     pub fn texts_per_call(&self) -> usize {
         match &self.backend {
-            Backend::Local(_) => BATCH,
+            Backend::Local(_) => LOCAL_WINDOW,
             Backend::Endpoint(e) => e.texts_per_call(),
         }
     }
