@@ -228,6 +228,7 @@ struct Builder<'a> {
     precision: Precision,
     nodes: Vec<Node>,
     inits: Vec<Tensor>,
+    value_info: Vec<ValueInfo>,
     count: usize,
 }
 
@@ -239,6 +240,7 @@ impl<'a> Builder<'a> {
             precision,
             nodes: Vec::new(),
             inits: Vec::new(),
+            value_info: Vec::new(),
             count: 0,
         }
     }
@@ -423,6 +425,17 @@ impl<'a> Builder<'a> {
             "pos_emb",
             vec![],
         );
+        if self.precision == Precision::Int8 {
+            // ONNX Runtime cannot infer this Slice's shape (its end comes from Shape), so
+            // without the hint every value after it has an unknown sequence dimension and
+            // Add + LayerNormalization are not fused into SkipLayerNormalization. The fp32
+            // graph stays build_onnx.py's, without it.
+            self.value_info.push(ValueInfo {
+                name: pos.clone(),
+                elem_type: DataType::Float,
+                dims: vec![Dim::Param("sequence".into()), Dim::Value(as_i64(hidden))],
+            });
+        }
         let table = self.weight(
             "embeddings.token_type_embeddings.weight",
             &[c.type_vocab, hidden],
@@ -624,6 +637,7 @@ impl<'a> Builder<'a> {
                     Dim::Value(as_i64(hidden)),
                 ],
             }],
+            value_info: self.value_info,
         })
     }
 }
@@ -755,6 +769,33 @@ mod tests {
         let has = |bytes: &[u8], s: &str| bytes.windows(s.len()).any(|w| w == s.as_bytes());
         assert!(has(&int8, "MatMulInteger") && has(&int8, "DynamicQuantizeLinear"));
         assert!(!has(&f32, "MatMulInteger"));
+    }
+
+    #[test]
+    fn only_the_int8_graph_carries_the_sequence_shape_hint() {
+        let w = tiny_weights("", "");
+        let weights = Tensors::parse(&w).unwrap();
+        let cfg = Config::parse(CONFIG.as_bytes()).unwrap();
+        let graph = |p| Builder::new(&weights, &cfg, p).graph().unwrap();
+        assert!(graph(Precision::F32).value_info.is_empty());
+        let int8 = graph(Precision::Int8);
+        assert_eq!(
+            int8.value_info,
+            [ValueInfo {
+                name: "pos_emb_5".into(),
+                elem_type: DataType::Float,
+                dims: vec![Dim::Param("sequence".into()), Dim::Value(4)],
+            }]
+        );
+        // six quantised linears, each with its own DynamicQuantizeLinear
+        let count = |op: &str| int8.nodes.iter().filter(|n| n.op_type == op).count();
+        assert_eq!(count("MatMulInteger"), 6);
+        assert_eq!(count("DynamicQuantizeLinear"), 6);
+        assert_eq!(
+            count("MatMul"),
+            2,
+            "only the attention's own MatMuls stay float"
+        );
     }
 
     #[test]

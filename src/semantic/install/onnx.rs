@@ -382,6 +382,9 @@ pub(crate) struct Graph {
     pub(crate) initializers: Vec<Tensor>,
     pub(crate) inputs: Vec<ValueInfo>,
     pub(crate) outputs: Vec<ValueInfo>,
+    /// Shapes of intermediate values, hints for the runtime's optimiser; none in build_onnx.py's
+    /// graph.
+    pub(crate) value_info: Vec<ValueInfo>,
 }
 
 impl Message for Graph {
@@ -403,6 +406,11 @@ impl Message for Graph {
                 .iter()
                 .map(|v| message_len(12, v))
                 .sum::<usize>()
+            + self
+                .value_info
+                .iter()
+                .map(|v| message_len(13, v))
+                .sum::<usize>()
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
@@ -418,6 +426,9 @@ impl Message for Graph {
         }
         for v in &self.outputs {
             put_message(out, 12, v);
+        }
+        for v in &self.value_info {
+            put_message(out, 13, v);
         }
     }
 }
@@ -626,6 +637,7 @@ mod tests {
                     dims: vec![Dim::Param("b".into()), Dim::Value(3)],
                 }],
                 outputs: vec![],
+                value_info: vec![],
             },
             opset: 17,
             metadata: vec![("k".into(), "v".into())],
