@@ -54,6 +54,8 @@ pub struct SemanticSettings {
     /// An OpenAI-compatible embedding server that embeds instead of the local model
     /// (docs/semantic-model.md, "An embedding server"); unset: the local model.
     pub endpoint: Option<EndpointSettings>,
+    /// Where the vectors are kept: in the repository (the default) or a shared ChromaDB.
+    pub vector_store: VectorStoreSettings,
 }
 
 /// `semantic.endpoint`: where the embedding server is and how hard to push it.
@@ -126,6 +128,46 @@ impl EndpointSettings {
     }
 }
 
+/// Which store keeps the vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum VectorStoreKind {
+    /// An append-only log under `.code-intel/semantic/`, one per clone.
+    #[default]
+    Embedded,
+    /// A ChromaDB server that many clones share (docs/scaling.md).
+    Chroma,
+}
+
+/// `semantic.vector_store`: the store, and for a shared one where it is and who may use it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VectorStoreSettings {
+    pub kind: VectorStoreKind,
+    /// The server's base URL (`chroma run` listens on port 8000).
+    pub url: String,
+    pub tenant: String,
+    pub database: String,
+    /// The prefix of the collection's name; the rest is the model's id, so every model
+    /// has its own collection and every clone of the team shares it.
+    pub collection: String,
+    /// The environment variable holding the token sent to the server (none: no token).
+    pub token_env: Option<String>,
+}
+
+impl Default for VectorStoreSettings {
+    fn default() -> VectorStoreSettings {
+        VectorStoreSettings {
+            kind: VectorStoreKind::Embedded,
+            url: "http://localhost:8000".into(),
+            tenant: "default_tenant".into(),
+            database: "default_database".into(),
+            collection: "code-intel".into(),
+            token_env: None,
+        }
+    }
+}
+
 impl Default for SemanticSettings {
     fn default() -> SemanticSettings {
         SemanticSettings {
@@ -138,6 +180,7 @@ impl Default for SemanticSettings {
             hnsw_min_chunks: 100_000,
             sync_ttl_hours: 24.0,
             endpoint: None,
+            vector_store: VectorStoreSettings::default(),
         }
     }
 }
@@ -306,6 +349,22 @@ mod tests {
         let e = parse("semantic:\n  endpoint:\n    api_key: sk-123\n").unwrap_err();
         assert_eq!((e.line, e.col), (3, 5), "{e}");
         assert!(e.message.contains("api_key"), "{e}");
+    }
+
+    #[test]
+    fn a_shared_vector_store_is_read_with_its_defaults_filled_in() {
+        let config = parse(
+            "semantic:\n  vector_store:\n    kind: chroma\n    url: http://chroma.internal:8000\n    token_env: CHROMA_TOKEN\n",
+        )
+        .unwrap();
+        let store = &config.semantic.vector_store;
+        assert_eq!(store.kind, VectorStoreKind::Chroma);
+        assert_eq!(store.url, "http://chroma.internal:8000");
+        assert_eq!(store.token_env.as_deref(), Some("CHROMA_TOKEN"));
+        assert_eq!(store.tenant, "default_tenant");
+        assert_eq!(store.collection, "code-intel");
+        let e = parse("semantic:\n  vector_store:\n    kind: milvus\n").unwrap_err();
+        assert!(e.message.contains("milvus"), "{e}");
     }
 
     #[test]

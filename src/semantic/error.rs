@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::embed::ModelError;
+use super::store::StoreError;
 use crate::codeintel;
 
 /// A failed semantic-search call. No model is not an error (search is lexical then, and
@@ -21,6 +22,8 @@ pub enum Error {
     Lexical { path: PathBuf, reason: String },
     /// The embedding model failed.
     Model(ModelError),
+    /// The shared vector store failed (`semantic.vector_store`).
+    Store(StoreError),
     /// The query is empty.
     EmptyQuery,
     /// No chunk has this id (`fetch_chunk_detail`).
@@ -38,6 +41,7 @@ impl Error {
             Error::Io { .. } => "semantic.io",
             Error::Lexical { .. } => "semantic.lexical_index",
             Error::Model(e) => e.key(),
+            Error::Store(e) => e.key(),
             Error::EmptyQuery => "semantic.empty_query",
             Error::UnknownChunk(_) => "semantic.unknown_chunk",
             Error::Config(_) => "config.invalid",
@@ -80,6 +84,7 @@ impl std::fmt::Display for Error {
                 )
             }
             Error::Model(e) => e.fmt(f),
+            Error::Store(e) => e.fmt(f),
             Error::EmptyQuery => write!(f, "the query is empty: describe what you look for"),
             Error::UnknownChunk(id) => write!(
                 f,
@@ -105,5 +110,11 @@ impl From<codeintel::error::Error> for Error {
 impl From<ModelError> for Error {
     fn from(e: ModelError) -> Error {
         Error::Model(e)
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Error {
+        Error::Store(e)
     }
 }

@@ -42,6 +42,7 @@ pub(crate) mod lexical;
 pub(crate) mod map;
 pub(crate) mod role;
 pub(crate) mod search;
+pub(crate) mod store;
 pub(crate) mod sync;
 pub(crate) mod tokens;
 pub(crate) mod vectors;
@@ -53,6 +54,7 @@ pub use error::Error;
 pub use install::bert::{BuildError, Precision, build_bert_onnx};
 pub use install::safetensors::SafetensorsError;
 pub use search::{ChunkDetail, Hit, SearchResult, SemanticIndex};
+pub use store::StoreError;
 pub use sync::{Phase, SyncOptions, SyncReport, sync, sync_files};
 
 use crate::config::SemanticSettings;

@@ -12,6 +12,7 @@ use super::error::Error;
 use super::layout::{Layout, unhex};
 use super::lexical::{Lexical, StoredChunk};
 use super::role::{Asks, Role};
+use super::store::{Live, Shared, VectorSource};
 use super::vectors::{Graph, Hash, Vectors};
 use crate::codeintel::retag::stamp;
 use crate::codeintel::root::Root;
@@ -135,6 +136,8 @@ pub struct SemanticIndex {
     graph: Option<std::sync::Arc<Graph>>,
     /// The vector rows of the live chunks, for the exact scan.
     live_rows: Vec<u32>,
+    /// The shared store, when `semantic.vector_store` names one (then `vectors` is None).
+    shared: Option<Shared>,
 }
 
 impl std::fmt::Debug for SemanticIndex {
@@ -160,10 +163,6 @@ impl SemanticIndex {
         if lexical.generation() != Some(catalog.generation) {
             return Ok(None);
         }
-        let vectors = match embedder {
-            Some(e) => Some(Vectors::load(&layout.vectors, e.id(), e.dimensions())?),
-            None => None,
-        };
         let mut by_hash: HashMap<Hash, Vec<String>> = HashMap::new();
         for file in catalog.files.values() {
             for c in &file.chunks {
@@ -172,7 +171,24 @@ impl SemanticIndex {
                 }
             }
         }
+        let shared = match embedder {
+            Some(e) => {
+                let settings = crate::config::Config::load(root.path())
+                    .map_err(|e| Error::Config(e.to_string()))?
+                    .semantic
+                    .vector_store;
+                Shared::open(&settings, e.id(), e.dimensions(), by_hash.keys())
+            }
+            None => None,
+        };
+        let vectors = match embedder {
+            Some(e) if shared.is_none() => {
+                Some(Vectors::load(&layout.vectors, e.id(), e.dimensions())?)
+            }
+            _ => None,
+        };
         Ok(Some(SemanticIndex {
+            shared,
             root: root.clone(),
             catalog,
             lexical,
@@ -192,6 +208,12 @@ impl SemanticIndex {
         let Some(embedder) = embedder else {
             return Ok(());
         };
+        if let Some(shared) = &mut self.shared {
+            if shared.lacks(self.by_hash.keys()) {
+                shared.refresh(self.by_hash.keys());
+            }
+            return Ok(());
+        }
         let path = Layout::of(&self.root).vectors;
         match &mut self.vectors {
             Some(v) if v.model() == embedder.id() => {
@@ -278,7 +300,11 @@ impl SemanticIndex {
 
     /// Chunks that have a vector.
     pub fn embedded_count(&self) -> usize {
-        match &self.vectors {
+        let source = match &self.shared {
+            Some(shared) => shared.connected(),
+            None => self.vectors.as_ref().map(|v| v as &dyn VectorSource),
+        };
+        match source {
             Some(v) => self
                 .by_hash
                 .iter()
@@ -399,8 +425,19 @@ impl SemanticIndex {
             note: None,
         };
         let embedder = embedder.filter(|_| ranking != Ranking::Words);
-        match (embedder, &self.vectors) {
-            (Some(embedder), Some(vectors)) if vectors.len() > 0 => {
+        // A shared store that cannot answer fails the search (it does not fall back on
+        // an answer without vectors); the embedded log answers once it has any vector.
+        let source: Option<&dyn VectorSource> = match (&self.shared, embedder) {
+            (Some(shared), Some(_)) => Some(shared.source()?).filter(|_| embedded > 0),
+            (Some(_), None) => None,
+            (None, _) => self
+                .vectors
+                .as_ref()
+                .filter(|v| v.len() > 0)
+                .map(|v| v as &dyn VectorSource),
+        };
+        match (embedder, source) {
+            (Some(embedder), Some(source)) => {
                 let q = match query_vector {
                     Some(v) => v.to_vec(),
                     None => embedder
@@ -409,10 +446,12 @@ impl SemanticIndex {
                         .next()
                         .unwrap_or_default(),
                 };
-                let nearest = match &self.graph {
-                    Some(graph) => vectors.nearest_with_graph(graph, &q, &self.live_rows, pool),
-                    None => vectors.nearest_rows(&q, &self.live_rows, pool),
+                let live = Live {
+                    ids: &self.by_hash,
+                    rows: &self.live_rows,
+                    graph: self.graph.as_deref(),
                 };
+                let nearest = source.nearest(&q, &live, pool)?;
                 status.graph = self.graph.as_ref().map(|g| g.rows());
                 for (hash, score) in nearest {
                     for id in self.by_hash.get(&hash).into_iter().flatten() {

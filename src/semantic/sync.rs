@@ -4,7 +4,10 @@
 //! Two phases, each durable on its own. First the catalog and the lexical index (fast:
 //! reading and chunking), so lexical search covers every file within seconds. Then the
 //! vectors (slow: the model), appended batch by batch; a sync killed there leaves every
-//! finished batch on disk, and the next sync embeds only what is still missing.
+//! finished batch on disk, and the next sync embeds only what is still missing. The
+//! vectors go to the store `semantic.vector_store` names (`store`): the embedded log, or a
+//! ChromaDB collection shared by every clone, where what another clone embedded counts as
+//! present.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -17,7 +20,8 @@ use super::embed::Embedder;
 use super::error::Error;
 use super::layout::{Layout, hex, unhex};
 use super::lexical::Lexical;
-use super::vectors::{Hash, Vectors};
+use super::store;
+use super::vectors::Hash;
 use crate::codeintel::lock::WriteLock;
 use crate::codeintel::retag::{MAX_FILE_BYTES, sha256, stamp};
 use crate::codeintel::root::Root;
@@ -112,20 +116,25 @@ pub fn sync(
         }
         Some(embedder) => {
             report.model = Some(embedder.id().to_string());
-            if options.rebuild {
-                match std::fs::remove_file(&layout.vectors) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(Error::io(&layout.vectors, e)),
-                }
-            }
-            let mut vectors = Vectors::load(&layout.vectors, embedder.id(), embedder.dimensions())?;
+            let settings = crate::config::Config::load(root.path())
+                .map_err(|e| Error::Config(e.to_string()))?
+                .semantic
+                .vector_store;
+            let mut vectors = store::open(
+                &settings,
+                &layout.vectors,
+                embedder.id(),
+                embedder.dimensions(),
+                options.rebuild,
+            )?;
             let texts: HashMap<&str, &Chunk> =
                 added.iter().map(|(c, _)| (c.id.as_str(), c)).collect();
-            let mut missing: Vec<(&Hash, &String)> =
-                live.iter().filter(|(h, _)| !vectors.contains(h)).collect();
-            missing.sort_by(|a, b| a.1.cmp(b.1));
+            let mut hashes: Vec<Hash> = live.keys().copied().collect();
+            hashes.sort_by(|a, b| live[a].cmp(&live[b]));
+            // Asked once: with a shared store, what any clone embedded is not embedded again.
+            let missing = vectors.missing(&hashes)?;
             let total = missing.len();
+            let mut still_missing: HashSet<Hash> = missing.iter().copied().collect();
             // A window of the local model's batches, or enough for every request an
             // embedding server may have in flight (`Embedder::texts_per_call`).
             let per_call = embedder.texts_per_call().max(1);
@@ -133,7 +142,8 @@ pub fn sync(
                 (options.progress)(Phase::Embedding, done * per_call, total);
                 let mut hashes = Vec::with_capacity(batch.len());
                 let mut inputs = Vec::with_capacity(batch.len());
-                for (hash, id) in batch {
+                for hash in batch {
+                    let id = &live[hash];
                     let input = match texts.get(id.as_str()) {
                         Some(c) => embedding_input(c),
                         None => match lexical.get(id)? {
@@ -141,7 +151,7 @@ pub fn sync(
                             None => continue,
                         },
                     };
-                    hashes.push(**hash);
+                    hashes.push(*hash);
                     inputs.push(input);
                 }
                 let refs: Vec<&str> = inputs.iter().map(String::as_str).collect();
@@ -149,7 +159,10 @@ pub fn sync(
                 let embedded = embedder.embed(&refs)?;
                 report.embed_ms += u64::try_from(model_started.elapsed().as_millis()).unwrap_or(0);
                 let records: Vec<(Hash, Vec<f32>)> = hashes.into_iter().zip(embedded).collect();
-                vectors.append(&layout.vectors, &records)?;
+                vectors.put(&records)?;
+                for (hash, _) in &records {
+                    still_missing.remove(hash);
+                }
                 report.embedded += records.len();
             }
             (options.progress)(Phase::Embedding, report.embedded, total);
@@ -157,10 +170,10 @@ pub fn sync(
                 .files
                 .values()
                 .flat_map(|f| f.chunks.iter())
-                .filter(|c| unhex(&c.hash).is_none_or(|h| !vectors.contains(&h)))
+                .filter(|c| unhex(&c.hash).is_none_or(|h| still_missing.contains(&h)))
                 .count();
             let live_set: HashSet<Hash> = live.keys().copied().collect();
-            vectors.compact(&layout.vectors, &live_set)?;
+            vectors.settle(&live_set)?;
         }
     }
     report.elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -105,6 +105,11 @@
 //!   loopback one in the test serving the same local model: equal vectors, the bearer key,
 //!   retries, the concurrency limit, bad answers, and a repository indexed through it
 //!   answering as the local model's does (CLI and MCP server).
+//! - `chroma_store`: the shared vector store against a real `chroma run` (PyPI `chromadb`
+//!   in `target/chroma-venv`, made by `.ci/run` or by the test): two clones of one git
+//!   repository embed each chunk once between them, a search answers as the embedded store
+//!   does and never with a chunk the clone lacks, a stopped server and a collection of
+//!   another model fail with their keys.
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
@@ -117,6 +122,7 @@
 mod agent_runner;
 mod agent_runner_cli;
 mod answer_sizes;
+mod chroma_store;
 mod claude_code;
 mod cli;
 mod codeintel;

@@ -89,7 +89,7 @@ fn run_sync(dir: &Path, embedder: Option<&Embedder>) -> SyncReport {
 }
 
 /// A small project: each file does one thing a user would describe in other words.
-fn project(dir: &Path) {
+pub(crate) fn project(dir: &Path) {
     write(
         dir,
         "app/auth.py",

@@ -1,0 +1,376 @@
+//! The shared vector store: a real ChromaDB server (`chroma run` from the PyPI package
+//! `chromadb`, in `target/chroma-venv`, made by `.ci/run` or by this test) behind
+//! `semantic.vector_store.kind: chroma`, with the real embedding model. Two clones of one
+//! git repository share one collection and embed each chunk once between them; a search
+//! through it answers as the embedded store does and never with a chunk this clone lacks;
+//! a stopped server and a collection of another model fail with their keys.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use code_intel::codeintel::Root;
+use code_intel::semantic::{SemanticIndex, SyncOptions, SyncReport, sync};
+use serde_json::{Value, json};
+
+use crate::semantic::{embedder, project};
+use crate::support::{Reaped, TempDir, git_repo, repo};
+
+const CHROMA_VERSION: &str = "1.5.9";
+
+/// The `chroma` command of `target/chroma-venv`, installed there if needed.
+fn chroma_command() -> &'static PathBuf {
+    static CHROMA: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = CHROMA.get_or_init(|| {
+        let venv = repo().join("target/chroma-venv");
+        let chroma = venv.join("bin/chroma");
+        let python = venv.join("bin/python");
+        let installed = || {
+            Command::new(&python)
+                .args([
+                    "-c",
+                    "import chromadb, sys; sys.exit(chromadb.__version__ != sys.argv[1])",
+                ])
+                .arg(CHROMA_VERSION)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if chroma.is_file() && installed() {
+            return Ok(chroma);
+        }
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .output()
+            .map_err(|e| format!("python3 is needed for the Chroma tests: {e}"))?;
+        if !made.status.success() {
+            return Err(format!(
+                "python3 -m venv failed: {}",
+                String::from_utf8_lossy(&made.stderr)
+            ));
+        }
+        let pip = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args([
+                "--only-binary=:all:",
+                &format!("chromadb=={CHROMA_VERSION}"),
+            ])
+            .output()
+            .map_err(|e| format!("pip: {e}"))?;
+        if !pip.status.success() || !installed() {
+            return Err(format!(
+                "installing chromadb=={CHROMA_VERSION} into {} failed:\n{}",
+                venv.display(),
+                String::from_utf8_lossy(&pip.stderr)
+            ));
+        }
+        Ok(chroma)
+    });
+    found.as_ref().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A `chroma run` on a free loopback port with its data in a temporary directory; killed
+/// when dropped.
+struct ChromaServer {
+    child: Option<Reaped>,
+    url: String,
+    _data: TempDir,
+}
+
+impl ChromaServer {
+    fn start(name: &str) -> ChromaServer {
+        let data = TempDir::create(&format!("ci-chroma-{}-{name}", std::process::id()));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let log = std::fs::File::create(data.join("server.log")).unwrap();
+        let child = Command::new(chroma_command())
+            .arg("run")
+            .arg("--path")
+            .arg(data.join("db"))
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("chroma run: {e}"));
+        let server = ChromaServer {
+            child: Some(Reaped(child)),
+            url: format!("http://127.0.0.1:{port}"),
+            _data: data,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while server.get("/api/v2/heartbeat").is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "chroma run did not answer its heartbeat within 60 s:\n{}",
+                std::fs::read_to_string(server._data.join("server.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        server
+    }
+
+    fn get(&self, path: &str) -> Option<Value> {
+        let mut response = ureq::get(format!("{}{path}", self.url)).call().ok()?;
+        serde_json::from_str(&response.body_mut().read_to_string().ok()?).ok()
+    }
+
+    fn post(&self, path: &str, body: &Value) -> Value {
+        let mut response = ureq::post(format!("{}{path}", self.url))
+            .header("Content-Type", "application/json")
+            .send(body.to_string().as_bytes())
+            .unwrap();
+        serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap()
+    }
+
+    /// How many records the collection named `name` holds.
+    fn count(&self, name: &str) -> u64 {
+        let collections = "/api/v2/tenants/default_tenant/databases/default_database/collections";
+        let collection = self.get(&format!("{collections}/{name}")).unwrap();
+        let id = collection["id"].as_str().unwrap();
+        self.get(&format!("{collections}/{id}/count"))
+            .and_then(|v| v.as_u64())
+            .unwrap()
+    }
+
+    fn stop(&mut self) {
+        self.child = None;
+    }
+}
+
+/// The collection the model's vectors go to under `prefix` (the model id is `name@hex`).
+fn collection(prefix: &str) -> String {
+    format!("{prefix}-{}", embedder().id().replace('@', "-"))
+}
+
+fn config(url: &str, prefix: &str) -> String {
+    format!(
+        "semantic:\n  vector_store:\n    kind: chroma\n    url: {url}\n    collection: {prefix}\n"
+    )
+}
+
+fn run_sync(dir: &Path) -> Result<SyncReport, code_intel::semantic::Error> {
+    let root = Root::open(dir).unwrap();
+    sync(
+        &root,
+        Some(embedder()),
+        &SyncOptions {
+            chunk_max_tokens: 512,
+            rebuild: false,
+            progress: &|_, _, _| {},
+        },
+    )
+}
+
+/// A git repository of the small project whose config names the Chroma server, and a
+/// clone of it (`git clone`, as a teammate would).
+fn two_clones(name: &str, url: &str, prefix: &str) -> (TempDir, TempDir) {
+    let first = TempDir::create(&format!("ci-chroma-{}-{name}-a", std::process::id()));
+    project(&first);
+    std::fs::create_dir_all(first.join(".code-intel")).unwrap();
+    std::fs::write(first.join(".code-intel/config.yml"), config(url, prefix)).unwrap();
+    git_repo(&first, &[]);
+    let second = TempDir::claim(&format!("ci-chroma-{}-{name}-b", std::process::id()));
+    let cloned = Command::new("git")
+        .arg("clone")
+        .arg("--quiet")
+        .arg(first.path())
+        .arg(second.path())
+        .output()
+        .unwrap();
+    assert!(cloned.status.success(), "{cloned:?}");
+    (first, second)
+}
+
+/// The content hashes of the chunks a clone's catalog lists.
+fn live_hashes(dir: &Path) -> HashSet<String> {
+    let text = std::fs::read_to_string(dir.join(".code-intel/semantic/catalog.json")).unwrap();
+    let catalog: Value = serde_json::from_str(&text).unwrap();
+    catalog["files"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|f| f["chunks"].as_array().unwrap().iter())
+        .map(|c| c["hash"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn open(dir: &Path) -> SemanticIndex {
+    SemanticIndex::open(&Root::open(dir).unwrap(), Some(embedder()))
+        .unwrap()
+        .unwrap()
+}
+
+#[test]
+fn two_clones_share_one_collection_and_embed_each_chunk_once() {
+    let server = ChromaServer::start("share");
+    let (first, second) = two_clones("share", &server.url, "team");
+
+    let one = run_sync(&first).unwrap();
+    assert!(one.chunks > 0);
+    assert_eq!((one.embedded, one.unembedded), (one.chunks, 0), "{one:?}");
+    assert_eq!(server.count(&collection("team")), one.chunks as u64);
+    // Nothing of the vectors is kept in the clone.
+    assert!(!first.join(".code-intel/semantic/vectors.bin").exists());
+
+    // The teammate's clone: every chunk already has a vector.
+    let two = run_sync(&second).unwrap();
+    assert_eq!(two.chunks, one.chunks);
+    assert_eq!((two.embedded, two.unembedded), (0, 0), "{two:?}");
+
+    // A changed file in the second clone: only the chunks whose text is new are embedded.
+    let before: HashSet<String> = live_hashes(&first);
+    let auth = std::fs::read_to_string(second.join("app/auth.py")).unwrap();
+    std::fs::write(
+        second.join("app/auth.py"),
+        auth.replace("user.digest", "user.password_digest"),
+    )
+    .unwrap();
+    let changed = run_sync(&second).unwrap();
+    let new: HashSet<String> = live_hashes(&second).difference(&before).cloned().collect();
+    assert_eq!(changed.chunked, 1);
+    assert!(!new.is_empty() && new.len() < one.chunks, "{new:?}");
+    assert_eq!(changed.embedded, new.len(), "{changed:?}");
+    assert_eq!(
+        server.count(&collection("team")),
+        (one.chunks + new.len()) as u64
+    );
+    // Back in the first clone nothing is missing: its chunks were all there already.
+    assert_eq!(run_sync(&first).unwrap().embedded, 0);
+}
+
+#[test]
+fn the_shared_store_answers_as_the_embedded_one_and_never_with_a_chunk_this_clone_lacks() {
+    let server = ChromaServer::start("answers");
+    let (shared, other) = two_clones("answers", &server.url, "team");
+    let embedded = TempDir::create(&format!("ci-chroma-{}-answers-local", std::process::id()));
+    project(&embedded);
+    run_sync(&embedded).unwrap();
+    run_sync(&shared).unwrap();
+
+    // The other clone adds a file the first one never sees, and puts its vectors in.
+    std::fs::write(
+        other.join("app/payments.py"),
+        "def charge_card(card, amount):\n    \"\"\"Take money from a customer's credit card through the payment gateway.\"\"\"\n    return gateway.capture(card.token, amount)\n",
+    )
+    .unwrap();
+    assert!(run_sync(&other).unwrap().embedded >= 1);
+    let query = "take money from a credit card";
+    let theirs = open(&other)
+        .search(Some(embedder()), None, query, 5)
+        .unwrap();
+    assert_eq!(theirs.hits[0].path, "app/payments.py", "{:?}", theirs.hits);
+
+    let local = open(&embedded);
+    let index = open(&shared);
+    let queries = [
+        "how are user passwords hashed",
+        "send an email message",
+        "remove least recently used entries",
+        "undo a bad release",
+        "convert a string to a date",
+        query,
+    ];
+    for q in queries {
+        let want = local.search(Some(embedder()), None, q, 5).unwrap();
+        let got = index.search(Some(embedder()), None, q, 5).unwrap();
+        assert!(got.vector.used, "{q}: {:?}", got.vector);
+        assert_eq!(got.vector.embedded, want.vector.embedded);
+        let ids = |r: &code_intel::semantic::SearchResult| {
+            r.hits.iter().map(|h| h.id.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&got), ids(&want), "{q}");
+        for (g, w) in got.hits.iter().zip(&want.hits) {
+            let (g, w) = (g.vector.map(|s| s.score), w.vector.map(|s| s.score));
+            assert!(
+                match (g, w) {
+                    (Some(g), Some(w)) => (g - w).abs() < 1e-4,
+                    (g, w) => g.is_none() && w.is_none(),
+                },
+                "{q}: {g:?} vs {w:?}"
+            );
+        }
+        assert!(got.hits.iter().all(|h| h.path != "app/payments.py"), "{q}");
+    }
+}
+
+#[test]
+fn a_stopped_store_fails_with_its_key_and_words_still_answer() {
+    let mut server = ChromaServer::start("stopped");
+    let (first, _second) = two_clones("stopped", &server.url, "team");
+    run_sync(&first).unwrap();
+    let index = open(&first);
+    assert!(
+        index
+            .search(Some(embedder()), None, "send an email", 3)
+            .unwrap()
+            .vector
+            .used
+    );
+
+    server.stop();
+    let e = index
+        .search(Some(embedder()), None, "send an email", 3)
+        .unwrap_err();
+    // The open index keeps its connection: the search itself fails closed.
+    assert_eq!(e.key(), "semantic.store_unavailable", "{e}");
+    assert!(e.to_string().contains(&server.url), "{e}");
+    // Opening while it is down works; a search needing vectors says why it cannot answer.
+    let reopened = open(&first);
+    let e = reopened
+        .search(Some(embedder()), None, "send an email", 3)
+        .unwrap_err();
+    assert_eq!(e.key(), "semantic.store_unavailable", "{e}");
+    let e = run_sync(&first).unwrap_err();
+    assert_eq!(e.key(), "semantic.store_unavailable", "{e}");
+    // Without vectors the search ranks by words, as it does without a model.
+    let words = SemanticIndex::open(&Root::open(&first).unwrap(), None)
+        .unwrap()
+        .unwrap()
+        .search(None, None, "evict oldest", 3)
+        .unwrap();
+    assert_eq!(words.hits[0].path, "src/cache.rs");
+}
+
+#[test]
+fn a_collection_of_another_model_is_refused() {
+    let server = ChromaServer::start("mismatch");
+    let collections = "/api/v2/tenants/default_tenant/databases/default_database/collections";
+    // Collections under the names this model's vectors would go to, made by another
+    // model, by the same model with another dimension, and by something else.
+    let made = [
+        (
+            "other",
+            json!({"code_intel_model": "bge-small@0123", "code_intel_dimensions": 384}),
+        ),
+        (
+            "dims",
+            json!({"code_intel_model": embedder().id(), "code_intel_dimensions": 768}),
+        ),
+        ("foreign", json!({"owner": "someone"})),
+    ];
+    for (prefix, metadata) in made {
+        server.post(
+            collections,
+            &json!({"name": collection(prefix), "metadata": metadata, "get_or_create": true}),
+        );
+        let (dir, _clone) = two_clones(&format!("mismatch-{prefix}"), &server.url, prefix);
+        let e = run_sync(&dir).unwrap_err();
+        assert_eq!(e.key(), "semantic.store_model_mismatch", "{prefix}: {e}");
+        assert!(e.to_string().contains(&collection(prefix)), "{e}");
+        assert_eq!(server.count(&collection(prefix)), 0);
+    }
+    // The same server takes this model's vectors under a prefix of their own.
+    let (dir, _clone) = two_clones("mismatch-ours", &server.url, "ours");
+    assert!(run_sync(&dir).unwrap().embedded > 0);
+}
