@@ -16,7 +16,9 @@
 //! chunk's stored text, which `fetch_chunk_detail` reads). `embed` is the model behind one API: ONNX
 //! Runtime and the model loaded from files through fastembed, once per process, or an
 //! OpenAI-compatible embedding server (`semantic.endpoint`). `vectors` is the append-only,
-//! content-addressed vector log and the exact nearest-neighbour scan. `catalog` is the
+//! content-addressed vector log and the exact nearest-neighbour scan. `store` is the seam
+//! sync and search use: the log (the default) or a ChromaDB collection that every clone of
+//! a team shares (`semantic.vector_store`). `catalog` is the
 //! source of truth: the files synced, their SHA-256, and their chunks' ids and content
 //! hashes. `sync` has two phases under two locks: chunking (catalog and lexical index,
 //! seconds) and embedding (minutes, batch by batch). `search::SemanticIndex` fuses the name,

@@ -15,8 +15,8 @@ use code_intel::codeintel::Root;
 use code_intel::semantic::{SemanticIndex, SyncOptions, SyncReport, sync};
 use serde_json::{Value, json};
 
-use crate::semantic::{embedder, project};
-use crate::support::{Reaped, TempDir, git_repo, repo};
+use crate::semantic::{embedder, model_files, project};
+use crate::support::{Reaped, TempDir, binary, git_repo, repo};
 
 const CHROMA_VERSION: &str = "1.5.9";
 
@@ -258,18 +258,29 @@ fn the_shared_store_answers_as_the_embedded_one_and_never_with_a_chunk_this_clon
     run_sync(&embedded).unwrap();
     run_sync(&shared).unwrap();
 
-    // The other clone adds a file the first one never sees, and puts its vectors in.
-    std::fs::write(
-        other.join("app/payments.py"),
-        "def charge_card(card, amount):\n    \"\"\"Take money from a customer's credit card through the payment gateway.\"\"\"\n    return gateway.capture(card.token, amount)\n",
-    )
-    .unwrap();
-    assert!(run_sync(&other).unwrap().embedded >= 1);
+    // The other clone adds files the first one never sees, and puts their vectors in:
+    // more chunks nearer to the payment query than any of the first clone's, so the
+    // store's first answer to it holds none of the first clone's chunks.
+    std::fs::create_dir_all(other.join("app/payments")).unwrap();
+    for n in 0..120 {
+        std::fs::write(
+            other.join(format!("app/payments/p{n}.py")),
+            format!(
+                "def charge_card_{n}(card, amount):\n    \"\"\"Take money from credit card {n} through payment gateway {n}.\"\"\"\n    return gateway_{n}.capture(card.token, amount)\n"
+            ),
+        )
+        .unwrap();
+    }
+    assert!(run_sync(&other).unwrap().embedded >= 120);
     let query = "take money from a credit card";
     let theirs = open(&other)
         .search(Some(embedder()), None, query, 5)
         .unwrap();
-    assert_eq!(theirs.hits[0].path, "app/payments.py", "{:?}", theirs.hits);
+    assert!(
+        theirs.hits[0].path.starts_with("app/payments/"),
+        "{:?}",
+        theirs.hits
+    );
 
     let local = open(&embedded);
     let index = open(&shared);
@@ -300,7 +311,34 @@ fn the_shared_store_answers_as_the_embedded_one_and_never_with_a_chunk_this_clon
                 "{q}: {g:?} vs {w:?}"
             );
         }
-        assert!(got.hits.iter().all(|h| h.path != "app/payments.py"), "{q}");
+        assert!(
+            got.hits.iter().all(|h| !h.path.starts_with("app/payments")),
+            "{q}"
+        );
+    }
+
+    // The real binary, configured by the clone's config.yml alone, answers the same.
+    let (runtime, model) = model_files().as_ref().unwrap();
+    for q in queries {
+        let out = Command::new(binary())
+            .args(["semantic", q, "--json", "--no-sync", "-k", "5", "--root"])
+            .arg(shared.path())
+            .env("CODE_INTEL_ORT_DYLIB", runtime)
+            .env("CODE_INTEL_EMBEDDING_MODEL_PATH", model)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{q}: {out:?}");
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ids: Vec<&str> = answer["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["id"].as_str().unwrap())
+            .collect();
+        let want = local.search(Some(embedder()), None, q, 5).unwrap();
+        let want: Vec<&str> = want.hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, want, "{q}");
+        assert_eq!(answer["vector"]["used"], true, "{q}");
     }
 }
 
