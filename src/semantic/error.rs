@@ -1,9 +1,9 @@
-//! Why a semantic-search call failed, with a stable key per failure mode.
+//! Why a semantic-search call failed, with a stable key per failure mode (and why a shared
+//! vector store did, `StoreError`).
 
 use std::path::{Path, PathBuf};
 
 use super::embed::ModelError;
-use super::store::StoreError;
 use crate::codeintel;
 
 /// A failed semantic-search call. No model is not an error (search is lexical then, and
@@ -100,6 +100,82 @@ impl std::fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Why a shared store failed, with a stable key per failure mode. Every message names the
+/// server's URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The server could not be reached, or answered 5xx.
+    Unavailable { url: String, cause: String },
+    /// The server refused a request (4xx): a wrong token, tenant or database.
+    Rejected {
+        url: String,
+        status: u16,
+        message: String,
+    },
+    /// The collection holds another model's vectors, or vectors of another dimension.
+    ModelMismatch {
+        url: String,
+        collection: String,
+        found: String,
+        expected: String,
+    },
+    /// The server's answer was not what its API says.
+    BadResponse { url: String, reason: String },
+    /// `semantic.vector_store` cannot be used as it is.
+    Settings(String),
+}
+
+impl StoreError {
+    pub fn key(&self) -> &'static str {
+        match self {
+            StoreError::Unavailable { .. } => "semantic.store_unavailable",
+            StoreError::Rejected { .. } => "semantic.store_rejected",
+            StoreError::ModelMismatch { .. } => "semantic.store_model_mismatch",
+            StoreError::BadResponse { .. } => "semantic.store_bad_response",
+            StoreError::Settings(_) => "semantic.store_settings",
+        }
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Unavailable { url, cause } => write!(
+                f,
+                "the vector store at {url} is unavailable ({cause}): vector search cannot answer until it is back; start it (chroma run, docs/scaling.md) or set semantic.vector_store.kind: embedded"
+            ),
+            StoreError::Rejected {
+                url,
+                status,
+                message,
+            } => write!(
+                f,
+                "the vector store at {url} refused the request (HTTP {status}): {message}"
+            ),
+            StoreError::ModelMismatch {
+                url,
+                collection,
+                found,
+                expected,
+            } => write!(
+                f,
+                "the collection `{collection}` at {url} holds vectors of {found}, not of {expected}: choose another semantic.vector_store.collection prefix"
+            ),
+            StoreError::BadResponse { url, reason } => {
+                write!(
+                    f,
+                    "the vector store at {url} answered unexpectedly: {reason}"
+                )
+            }
+            StoreError::Settings(reason) => {
+                write!(f, "semantic.vector_store cannot be used: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
 
 impl From<codeintel::error::Error> for Error {
     fn from(e: codeintel::error::Error) -> Error {

@@ -120,7 +120,7 @@ pub fn sync(
                 .map_err(|e| Error::Config(e.to_string()))?
                 .semantic
                 .vector_store;
-            let mut vectors = store::open(
+            let mut vectors = store::select::open(
                 &settings,
                 &layout.vectors,
                 embedder.id(),

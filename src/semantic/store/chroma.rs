@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Live, StoreError, VectorSource, VectorStore};
-use crate::config::VectorStoreSettings;
-use crate::semantic::error::Error;
+use super::{Live, VectorSource, VectorStore};
+use crate::config::{VectorStoreKind, VectorStoreSettings};
+use crate::semantic::error::{Error, StoreError};
 use crate::semantic::layout::{hex, unhex};
 use crate::semantic::vectors::Hash;
 
@@ -104,7 +104,7 @@ pub(crate) fn collection_name(prefix: &str, model: &str) -> Result<String, Store
 }
 
 /// `max_batch_size` from `/pre-flight-checks`.
-pub(crate) fn parse_preflight(body: &Value) -> Result<usize, String> {
+fn parse_preflight(body: &Value) -> Result<usize, String> {
     body.get("max_batch_size")
         .and_then(Value::as_u64)
         .filter(|&n| n > 0)
@@ -114,7 +114,7 @@ pub(crate) fn parse_preflight(body: &Value) -> Result<usize, String> {
 
 /// The id of a collection as the server returned it, once its metadata says it holds
 /// `model`'s vectors of `dimensions` (`Err(found)` says what it holds otherwise).
-pub(crate) fn parse_collection(
+fn parse_collection(
     body: &Value,
     model: &str,
     dimensions: usize,
@@ -154,7 +154,7 @@ pub(crate) fn parse_collection(
 }
 
 /// The ids `/get` returned.
-pub(crate) fn parse_ids(body: &Value) -> Result<Vec<String>, String> {
+fn parse_ids(body: &Value) -> Result<Vec<String>, String> {
     body.get("ids")
         .and_then(Value::as_array)
         .map(|ids| {
@@ -167,7 +167,7 @@ pub(crate) fn parse_ids(body: &Value) -> Result<Vec<String>, String> {
 
 /// The (id, cosine similarity) pairs of the first query of a `/query` answer, nearest
 /// first. The collection's space is cosine, whose distance is 1 − cosine.
-pub(crate) fn parse_query(body: &Value) -> Result<Vec<(String, f32)>, String> {
+fn parse_query(body: &Value) -> Result<Vec<(String, f32)>, String> {
     let ids = body
         .pointer("/ids/0")
         .and_then(Value::as_array)
@@ -458,6 +458,72 @@ impl VectorStore for Chroma {
     /// Nothing: other clones may use what this one no longer does.
     fn settle(&mut self, _live: &HashSet<Hash>) -> Result<(), Error> {
         Ok(())
+    }
+}
+
+/// A search's handle on a shared store: connected, knowing which live hashes have a
+/// vector there, or why not. A search that needs vectors fails with that error (and the
+/// next answer tries again); one by words and names does not need it.
+pub(crate) struct Shared {
+    settings: VectorStoreSettings,
+    model: String,
+    dimensions: usize,
+    state: Result<Chroma, StoreError>,
+}
+
+impl Shared {
+    /// The shared store `settings` name, when they name one.
+    pub(crate) fn open<'a>(
+        settings: &VectorStoreSettings,
+        model: &str,
+        dimensions: usize,
+        live: impl Iterator<Item = &'a Hash>,
+    ) -> Option<Shared> {
+        if settings.kind == VectorStoreKind::Embedded {
+            return None;
+        }
+        let mut shared = Shared {
+            settings: settings.clone(),
+            model: model.to_string(),
+            dimensions,
+            state: Err(StoreError::Settings("not connected yet".into())),
+        };
+        shared.refresh(live);
+        Some(shared)
+    }
+
+    /// Connects again if the last attempt failed, and learns which of `live` got a vector
+    /// since (a sync on this or another machine put them).
+    pub(crate) fn refresh<'a>(&mut self, live: impl Iterator<Item = &'a Hash>) {
+        if self.state.is_err() {
+            self.state = Chroma::connect(&self.settings, &self.model, self.dimensions);
+        }
+        if let Ok(store) = &mut self.state
+            && let Err(e) = store.learn(live)
+        {
+            self.state = Err(e);
+        }
+    }
+
+    /// Whether some of `live` have no known vector yet.
+    pub(crate) fn lacks<'a>(&self, mut live: impl Iterator<Item = &'a Hash>) -> bool {
+        match &self.state {
+            Ok(store) => live.any(|h| !store.contains(h)),
+            Err(_) => true,
+        }
+    }
+
+    /// The store to search, or why there is none.
+    pub(crate) fn source(&self) -> Result<&dyn VectorSource, Error> {
+        match &self.state {
+            Ok(store) => Ok(store),
+            Err(e) => Err(e.clone().into()),
+        }
+    }
+
+    /// The store when connected (for counting what has a vector).
+    pub(crate) fn connected(&self) -> Option<&dyn VectorSource> {
+        self.state.as_ref().ok().map(|s| s as &dyn VectorSource)
     }
 }
 

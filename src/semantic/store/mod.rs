@@ -27,13 +27,13 @@
 //! and names works without it, as it does without a model.
 
 pub(crate) mod chroma;
+pub(crate) mod select;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::error::Error;
 use super::vectors::{Graph, Hash, Vectors};
-use crate::config::{VectorStoreKind, VectorStoreSettings};
 
 /// This clone's live chunks, as a search sees them: the chunks of each content hash, and
 /// for the embedded log their rows (sorted) and the HNSW graph when one was built.
@@ -124,178 +124,11 @@ impl VectorStore for Embedded {
     }
 }
 
-/// The store the settings name, for a sync with `model` (`dimensions` floats a vector).
-/// `rebuild` empties the embedded log; a shared store is left as it is (its vectors are
-/// keyed by content and model, so none of them can be stale, and other clones use them).
-pub(crate) fn open(
-    settings: &VectorStoreSettings,
-    log: &Path,
-    model: &str,
-    dimensions: usize,
-    rebuild: bool,
-) -> Result<Box<dyn VectorStore>, Error> {
-    match settings.kind {
-        VectorStoreKind::Embedded => {
-            if rebuild {
-                match std::fs::remove_file(log) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(Error::io(log, e)),
-                }
-            }
-            Ok(Box::new(Embedded::load(log, model, dimensions)?))
-        }
-        VectorStoreKind::Chroma => Ok(Box::new(chroma::Chroma::connect(
-            settings, model, dimensions,
-        )?)),
-    }
-}
-
-/// A search's handle on a shared store: connected, knowing which live hashes have a
-/// vector there, or why not. A search that needs vectors fails with that error (and the
-/// next answer tries again); one by words and names does not need it.
-pub(crate) struct Shared {
-    settings: VectorStoreSettings,
-    model: String,
-    dimensions: usize,
-    state: Result<chroma::Chroma, StoreError>,
-}
-
-impl Shared {
-    /// The shared store `settings` name, when they name one.
-    pub(crate) fn open<'a>(
-        settings: &VectorStoreSettings,
-        model: &str,
-        dimensions: usize,
-        live: impl Iterator<Item = &'a Hash>,
-    ) -> Option<Shared> {
-        if settings.kind == VectorStoreKind::Embedded {
-            return None;
-        }
-        let mut shared = Shared {
-            settings: settings.clone(),
-            model: model.to_string(),
-            dimensions,
-            state: Err(StoreError::Settings("not connected yet".into())),
-        };
-        shared.refresh(live);
-        Some(shared)
-    }
-
-    /// Connects again if the last attempt failed, and learns which of `live` got a vector
-    /// since (a sync on this or another machine put them).
-    pub(crate) fn refresh<'a>(&mut self, live: impl Iterator<Item = &'a Hash>) {
-        if self.state.is_err() {
-            self.state = chroma::Chroma::connect(&self.settings, &self.model, self.dimensions);
-        }
-        if let Ok(store) = &mut self.state
-            && let Err(e) = store.learn(live)
-        {
-            self.state = Err(e);
-        }
-    }
-
-    /// Whether some of `live` have no known vector yet.
-    pub(crate) fn lacks<'a>(&self, mut live: impl Iterator<Item = &'a Hash>) -> bool {
-        match &self.state {
-            Ok(store) => live.any(|h| !store.contains(h)),
-            Err(_) => true,
-        }
-    }
-
-    /// The store to search, or why there is none.
-    pub(crate) fn source(&self) -> Result<&dyn VectorSource, Error> {
-        match &self.state {
-            Ok(store) => Ok(store),
-            Err(e) => Err(e.clone().into()),
-        }
-    }
-
-    /// The store when connected (for counting what has a vector).
-    pub(crate) fn connected(&self) -> Option<&dyn VectorSource> {
-        self.state.as_ref().ok().map(|s| s as &dyn VectorSource)
-    }
-}
-
-/// Why a shared store failed, with a stable key per failure mode. Every message names the
-/// server's URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreError {
-    /// The server could not be reached, or answered 5xx.
-    Unavailable { url: String, cause: String },
-    /// The server refused a request (4xx): a wrong token, tenant or database.
-    Rejected {
-        url: String,
-        status: u16,
-        message: String,
-    },
-    /// The collection holds another model's vectors, or vectors of another dimension.
-    ModelMismatch {
-        url: String,
-        collection: String,
-        found: String,
-        expected: String,
-    },
-    /// The server's answer was not what its API says.
-    BadResponse { url: String, reason: String },
-    /// `semantic.vector_store` cannot be used as it is.
-    Settings(String),
-}
-
-impl StoreError {
-    pub fn key(&self) -> &'static str {
-        match self {
-            StoreError::Unavailable { .. } => "semantic.store_unavailable",
-            StoreError::Rejected { .. } => "semantic.store_rejected",
-            StoreError::ModelMismatch { .. } => "semantic.store_model_mismatch",
-            StoreError::BadResponse { .. } => "semantic.store_bad_response",
-            StoreError::Settings(_) => "semantic.store_settings",
-        }
-    }
-}
-
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreError::Unavailable { url, cause } => write!(
-                f,
-                "the vector store at {url} is unavailable ({cause}): vector search cannot answer until it is back; start it (chroma run, docs/scaling.md) or set semantic.vector_store.kind: embedded"
-            ),
-            StoreError::Rejected {
-                url,
-                status,
-                message,
-            } => write!(
-                f,
-                "the vector store at {url} refused the request (HTTP {status}): {message}"
-            ),
-            StoreError::ModelMismatch {
-                url,
-                collection,
-                found,
-                expected,
-            } => write!(
-                f,
-                "the collection `{collection}` at {url} holds vectors of {found}, not of {expected}: choose another semantic.vector_store.collection prefix"
-            ),
-            StoreError::BadResponse { url, reason } => {
-                write!(
-                    f,
-                    "the vector store at {url} answered unexpectedly: {reason}"
-                )
-            }
-            StoreError::Settings(reason) => {
-                write!(f, "semantic.vector_store cannot be used: {reason}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for StoreError {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::VectorStoreSettings;
+    use select::open;
 
     /// A temporary directory removed when the test ends, pass or fail.
     struct TempDir(PathBuf);
