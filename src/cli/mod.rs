@@ -16,6 +16,7 @@ mod error;
 mod init;
 mod lint;
 mod loading;
+mod model;
 mod out;
 mod root;
 mod semantic;
@@ -178,6 +179,12 @@ enum Command {
     SemanticEval(semantic::EvalArgs),
     /// Ask in plain words; the question is routed to one of the tools above.
     Query(tools::QueryArgs),
+    /// The embedding model semantic search ranks by meaning with: `install` it into the
+    /// user's cache (one command, no setting), see its `status`, `list` the models.
+    Model {
+        #[command(subcommand)]
+        command: model::ModelCommand,
+    },
     /// Run the MCP stdio server for coding agents (Claude Code, Codex) in a repository.
     ///
     /// stdout is the MCP transport; logs go to stderr (`CODE_INTEL_LOG=debug` for more).
@@ -215,6 +222,10 @@ enum Command {
         /// Overwrite generated files even when they were edited since init wrote them.
         #[arg(long)]
         force: bool,
+        /// Also run `code-intel model install` when no embedding model is found, so
+        /// semantic search ranks by meaning and not only by words.
+        #[arg(long)]
+        install_model: bool,
     },
 }
 
@@ -345,6 +356,7 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Semantic(a) => Ok(semantic::semantic(&a)),
         Command::SemanticEval(a) => Ok(semantic::eval(&a)),
         Command::Query(a) => Ok(tools::ask(&a)),
+        Command::Model { command } => Ok(model::run(&command)),
         Command::Serve { root, contract } => serve(&root, contract),
         Command::Hook { client } => Ok(hook(client)),
         Command::Init {
@@ -352,16 +364,20 @@ fn dispatch(cli: Cli) -> Result<ExitCode, CliError> {
             locale,
             command,
             force,
-        } => init::run(&crate::client::init::Options {
-            root: path,
-            locale: match locale {
-                InitLocale::En => "en",
-                InitLocale::Ja => "ja",
-            }
-            .to_string(),
-            command,
-            force,
-        }),
+            install_model,
+        } => init::run(
+            &crate::client::init::Options {
+                root: path,
+                locale: match locale {
+                    InitLocale::En => "en",
+                    InitLocale::Ja => "ja",
+                }
+                .to_string(),
+                command,
+                force,
+            },
+            install_model,
+        ),
         Command::Schema { scenarios } => {
             if scenarios {
                 out!(

@@ -69,29 +69,11 @@ pub fn embedder_spec(root: &Path, settings: &SemanticSettings) -> Result<Embedde
     }
 }
 
-/// Where the runtime and the model are, from the environment or the settings (relative
-/// paths are relative to the root).
+/// Where the runtime and the model are: each from its environment variable, else the
+/// setting (relative paths are relative to the root), else the model `code-intel model
+/// install` made active in the user's cache.
 pub fn model_spec(root: &Path, settings: &SemanticSettings) -> Result<ModelSpec, ModelError> {
-    let from = |env: &str, configured: &Option<PathBuf>| -> Option<PathBuf> {
-        match std::env::var_os(env) {
-            Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
-            _ => configured.as_ref().map(|p| root.join(p)),
-        }
-    };
-    let runtime =
-        from(embed::ENV_RUNTIME, &settings.onnxruntime_path).ok_or(ModelError::NotConfigured {
-            missing: embed::ENV_RUNTIME,
-        })?;
-    let dir = from(embed::ENV_MODEL_PATH, &settings.embedding_model_path).ok_or(
-        ModelError::NotConfigured {
-            missing: embed::ENV_MODEL_PATH,
-        },
-    )?;
-    Ok(ModelSpec {
-        name: settings.embedding_model.clone(),
-        dir,
-        runtime,
-    })
+    install::resolve(root, settings).map(|r| r.spec)
 }
 
 /// Where the Map of `root` is kept.

@@ -57,7 +57,7 @@ impl std::fmt::Display for ModelError {
         match self {
             ModelError::NotConfigured { missing } => write!(
                 f,
-                "no embedding model is configured ({missing} is not set): vector search is off and results are lexical only; run tests/model/fetch.sh DIR and set {ENV_RUNTIME}=DIR/libonnxruntime.so and {ENV_MODEL_PATH}=DIR/all-minilm-l6-v2 (or semantic.onnxruntime_path and semantic.embedding_model_path in .code-intel/config.yml), or name an embedding server in semantic.endpoint"
+                "no embedding model is installed or configured ({missing} is not set): vector search is off and results are lexical only; run `code-intel model install` (or set {ENV_RUNTIME} and {ENV_MODEL_PATH}, or semantic.onnxruntime_path and semantic.embedding_model_path in .code-intel/config.yml), or name an embedding server in semantic.endpoint"
             ),
             ModelError::Runtime { path, reason } => write!(
                 f,
