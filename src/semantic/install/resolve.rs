@@ -12,7 +12,7 @@ use super::check;
 use super::error::InstallError;
 use crate::config::SemanticSettings;
 use crate::semantic::embed::{ENV_MODEL_PATH, ENV_RUNTIME};
-use crate::semantic::{Embedder, ModelError, ModelSpec};
+use crate::semantic::embed::{Embedder, ModelError, ModelSpec};
 
 /// Where a path was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
