@@ -6,8 +6,9 @@
 //! server answers queries as one indexed with the local model does, through the CLI and
 //! the MCP server's semantic tools.
 
+use crate::support::{Seen, read_request};
 use std::collections::VecDeque;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Command;
@@ -38,14 +39,6 @@ fn canned(status: u16, body: &str) -> Canned {
         headers: Vec::new(),
         body: body.to_owned(),
     }
-}
-
-/// What the server saw of one request.
-#[derive(Debug, Clone)]
-struct Seen {
-    request_line: String,
-    authorization: Option<String>,
-    body: Value,
 }
 
 #[derive(Default)]
@@ -111,7 +104,7 @@ impl Loopback {
 }
 
 fn serve(stream: &TcpStream, state: &State) {
-    let Some(seen) = read_request(stream) else {
+    let Some(seen) = read_request(Duration::from_secs(30), stream) else {
         return;
     };
     state.seen.lock().unwrap().push(seen.clone());
@@ -157,49 +150,6 @@ fn embed_reply(seen: &Seen) -> Canned {
     let body = json!({"object": "list", "data": data, "model": model,
         "usage": {"prompt_tokens": 0, "total_tokens": 0}});
     canned(200, &body.to_string())
-}
-
-/// The head up to the blank line, then a body of `Content-Length` bytes.
-fn read_request(mut stream: &TcpStream) -> Option<Seen> {
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .ok()?;
-    let mut data = Vec::new();
-    let mut buffer = [0u8; 8192];
-    let head_end = loop {
-        let n = stream.read(&mut buffer).ok()?;
-        if n == 0 {
-            return None;
-        }
-        data.extend_from_slice(&buffer[..n]);
-        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
-    let header = |name: &str| {
-        head.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            key.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| value.trim().to_owned())
-        })
-    };
-    let length: usize = header("content-length")?.parse().ok()?;
-    while data.len() < head_end + length {
-        let n = stream.read(&mut buffer).ok()?;
-        if n == 0 {
-            break;
-        }
-        data.extend_from_slice(&buffer[..n]);
-    }
-    let body = serde_json::from_slice(&data[head_end..(head_end + length).min(data.len())])
-        .unwrap_or(Value::Null);
-    Some(Seen {
-        request_line: head.lines().next().unwrap_or("").to_owned(),
-        authorization: header("authorization"),
-        body,
-    })
 }
 
 fn write_response(mut stream: &TcpStream, reply: &Canned) -> std::io::Result<()> {

@@ -3,7 +3,8 @@
 //! executables, the mock with and without a script — plus the prompts' evidence and the
 //! freshness of the committed reply schemas.
 
-use std::io::{Read, Write};
+use crate::support::{Seen, read_request};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -192,13 +193,6 @@ fn status(status: u16, body: &str) -> Canned {
     }
 }
 
-#[derive(Debug, Clone)]
-struct Seen {
-    request_line: String,
-    authorization: Option<String>,
-    body: Value,
-}
-
 struct Server {
     base_url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -216,7 +210,7 @@ impl Server {
                 let Ok((stream, _)) = listener.accept() else {
                     return;
                 };
-                if let Some(request) = read_request(&stream) {
+                if let Some(request) = read_request(Duration::from_secs(10), &stream) {
                     record.lock().unwrap().push(request);
                 }
                 std::thread::sleep(reply.delay);
@@ -247,50 +241,6 @@ impl Server {
         )
         .with_backoff(Duration::from_millis(10))
     }
-}
-
-/// A minimal HTTP/1.1 request reader: the head up to the blank line, then a body of
-/// `Content-Length` bytes.
-fn read_request(mut stream: &TcpStream) -> Option<Seen> {
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .ok()?;
-    let mut data = Vec::new();
-    let mut buffer = [0u8; 8192];
-    let head_end = loop {
-        let n = stream.read(&mut buffer).ok()?;
-        if n == 0 {
-            return None;
-        }
-        data.extend_from_slice(&buffer[..n]);
-        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
-    let header = |name: &str| {
-        head.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            key.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| value.trim().to_owned())
-        })
-    };
-    let length: usize = header("content-length")?.parse().ok()?;
-    while data.len() < head_end + length {
-        let n = stream.read(&mut buffer).ok()?;
-        if n == 0 {
-            break;
-        }
-        data.extend_from_slice(&buffer[..n]);
-    }
-    let body = serde_json::from_slice(&data[head_end..(head_end + length).min(data.len())])
-        .unwrap_or(Value::Null);
-    Some(Seen {
-        request_line: head.lines().next().unwrap_or("").to_owned(),
-        authorization: header("authorization"),
-        body,
-    })
 }
 
 fn write_response(mut stream: TcpStream, reply: &Canned) -> std::io::Result<()> {

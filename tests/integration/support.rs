@@ -1,4 +1,5 @@
-//! Shared helpers: loading contracts and paths of the repository.
+//! Shared helpers: loading contracts, paths of the repository, and reading a request in a
+//! loopback HTTP server.
 
 use std::path::{Path, PathBuf};
 
@@ -437,4 +438,58 @@ impl Drop for TestServer {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
+}
+
+/// What a loopback HTTP server in a test saw of one request.
+#[derive(Debug, Clone)]
+pub(crate) struct Seen {
+    pub(crate) request_line: String,
+    pub(crate) authorization: Option<String>,
+    pub(crate) body: serde_json::Value,
+}
+
+/// A minimal HTTP/1.1 request reader for the tests' loopback servers: the head up to the
+/// blank line, then a body of `Content-Length` bytes (JSON, else `null`).
+pub(crate) fn read_request(
+    timeout: std::time::Duration,
+    mut stream: &std::net::TcpStream,
+) -> Option<Seen> {
+    use std::io::Read;
+    stream.set_read_timeout(Some(timeout)).ok()?;
+    let mut data = Vec::new();
+    let mut buffer = [0u8; 8192];
+    let head_end = loop {
+        let n = stream.read(&mut buffer).ok()?;
+        if n == 0 {
+            return None;
+        }
+        data.extend_from_slice(&buffer[..n]);
+        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).to_string();
+    let header = |name: &str| {
+        head.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_owned())
+        })
+    };
+    let length: usize = header("content-length")?.parse().ok()?;
+    while data.len() < head_end + length {
+        let n = stream.read(&mut buffer).ok()?;
+        if n == 0 {
+            break;
+        }
+        data.extend_from_slice(&buffer[..n]);
+    }
+    let body = serde_json::from_slice(&data[head_end..(head_end + length).min(data.len())])
+        .unwrap_or(serde_json::Value::Null);
+    Some(Seen {
+        request_line: head.lines().next().unwrap_or("").to_owned(),
+        authorization: header("authorization"),
+        body,
+    })
 }
