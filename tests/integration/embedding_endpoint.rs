@@ -6,9 +6,8 @@
 //! server answers queries as one indexed with the local model does, through the CLI and
 //! the MCP server's semantic tools.
 
-use crate::support::{Seen, read_request};
+use crate::support::{Seen, read_request, write_response};
 use std::collections::VecDeque;
-use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Command;
@@ -116,7 +115,7 @@ fn serve(stream: &TcpStream, state: &State) {
         .or_else(|| state.always.lock().unwrap().clone())
         .unwrap_or_else(|| embed_reply(&seen));
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
-    let _ = write_response(stream, &reply);
+    let _ = write_response(stream, reply.status, &reply.headers, &reply.body);
 }
 
 /// What an OpenAI-compatible server answers, made with the local model: the data in
@@ -150,21 +149,6 @@ fn embed_reply(seen: &Seen) -> Canned {
     let body = json!({"object": "list", "data": data, "model": model,
         "usage": {"prompt_tokens": 0, "total_tokens": 0}});
     canned(200, &body.to_string())
-}
-
-fn write_response(mut stream: &TcpStream, reply: &Canned) -> std::io::Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-        reply.status,
-        reply.body.len()
-    );
-    for (name, value) in &reply.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(reply.body.as_bytes())?;
-    stream.flush()
 }
 
 /// Code-like texts of many lengths.

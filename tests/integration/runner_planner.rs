@@ -3,9 +3,8 @@
 //! executables, the mock with and without a script — plus the prompts' evidence and the
 //! freshness of the committed reply schemas.
 
-use crate::support::{Seen, read_request};
-use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use crate::support::{Seen, read_request, write_response};
+use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -214,7 +213,7 @@ impl Server {
                     record.lock().unwrap().push(request);
                 }
                 std::thread::sleep(reply.delay);
-                let _ = write_response(stream, &reply);
+                let _ = write_response(&stream, reply.status, &reply.headers, &reply.body);
             }
         });
         Server { base_url, seen }
@@ -241,21 +240,6 @@ impl Server {
         )
         .with_backoff(Duration::from_millis(10))
     }
-}
-
-fn write_response(mut stream: TcpStream, reply: &Canned) -> std::io::Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {} Canned\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-        reply.status,
-        reply.body.len()
-    );
-    for (name, value) in &reply.headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(reply.body.as_bytes())?;
-    stream.flush()
 }
 
 fn prompt_for(protocol: Protocol) -> Prompt {

@@ -493,3 +493,25 @@ pub(crate) fn read_request(
         body,
     })
 }
+
+/// Writes a reply of a tests' loopback HTTP server: the status, JSON content type, the
+/// given headers, and the body; the connection closes after it.
+pub(crate) fn write_response(
+    mut stream: &std::net::TcpStream,
+    status: u16,
+    headers: &[(&str, String)],
+    body: &str,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut head = format!(
+        "HTTP/1.1 {status} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())?;
+    stream.flush()
+}
