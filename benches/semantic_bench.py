@@ -1,4 +1,4 @@
-"""Measures semantic search on a real corpus against the goals of issue 10.
+"""Measures semantic search on a real corpus against the goals of issues 10 and 19.
 
 Usage: semantic_bench.py BINARY CORPUS QUERIES.yml [--cold] [--label NAME] [--eval-only]
 
