@@ -26,6 +26,7 @@ pub mod diagnostic;
 pub mod git;
 pub mod guard;
 pub mod hosts;
+pub(crate) mod http_retry;
 pub mod lint;
 pub mod machine;
 pub mod runner;

@@ -162,15 +162,26 @@ pub(super) fn ask(root: &std::path::Path, question: &str, json: bool) -> Result<
 
 /// Searches and prints; `Err` with the exit code of an error, already printed.
 fn search(a: &SemanticArgs) -> Result<ExitCode, ExitCode> {
-    let (root, config, embedder) = open(&a.root)?;
-    Ok(search_in(a, &root, &config, embedder))
+    let root = super::root::open_root(&a.root).map_err(|e| fail(&e))?;
+    let config = Config::load(root.path()).map_err(|e| fail(&e))?;
+    match load_model(&root, &config) {
+        Ok(embedder) => Ok(search_in(a, &root, &config, embedder, None)),
+        // An embedding server that does not answer leaves the search to the words.
+        Err(e) if e.is_remote() => {
+            errln!("warning: {e}");
+            Ok(search_in(a, &root, &config, None, Some(e.into())))
+        }
+        Err(e) => Err(fail(&e)),
+    }
 }
 
+/// `vectors_failed`: why the model could not be had; the answer is by words then.
 fn search_in(
     a: &SemanticArgs,
     root: &Root,
     config: &Config,
     embedder: Option<Embedder>,
+    vectors_failed: Option<Error>,
 ) -> ExitCode {
     let mut index = match SemanticIndex::open(root, embedder.as_ref()) {
         Ok(index) => index,
@@ -181,14 +192,20 @@ fn search_in(
         now().saturating_sub(i.synced_at()) >= ttl_secs || i.unembedded(embedder.as_ref()) > 0
     });
     if stale && !a.no_sync {
-        match run_sync(root, config, embedder.as_ref(), false) {
-            Ok(report) => errln!("{}", describe(&report)),
-            Err(e) => return fail(&e),
+        // A sync that cannot finish (an embedding server or a shared store down) leaves
+        // what it wrote; the search answers from that, and says what it lacks.
+        let synced = run_sync(root, config, embedder.as_ref(), false);
+        match &synced {
+            Ok(report) => errln!("{}", describe(report)),
+            Err(e) => errln!("warning: the sync did not finish ({}): {e}", e.key()),
         }
         index = match SemanticIndex::open(root, embedder.as_ref()) {
             Ok(index) => index,
             Err(e) => return fail(&e),
         };
+        if let (None, Err(e)) = (&index, synced) {
+            return fail(&e);
+        }
     }
     let Some(index) = index else {
         return fail(&"there is no semantic index yet: run `code-intel index` (or drop --no-sync)");
@@ -196,10 +213,13 @@ fn search_in(
     let note = embedder
         .is_none()
         .then_some("no embedding model is configured: results are lexical only");
-    let result = match index.search(embedder.as_ref(), note, &a.query, a.k) {
+    let mut result = match index.search(embedder.as_ref(), note, &a.query, a.k) {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
+    if let Some(e) = &vectors_failed {
+        result.vector.failed(e);
+    }
     if a.json {
         match serde_json::to_string_pretty(&result) {
             Ok(text) => outln!("{text}"),

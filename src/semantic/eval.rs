@@ -202,7 +202,15 @@ pub(crate) fn evaluate(
         let mut reciprocals = Vec::with_capacity(queries.len());
         let mut missed = Vec::new();
         for (q, v) in queries.iter().zip(&vectors) {
-            let result = index.search_with(embedder, v.as_deref(), None, &q.query, k, ranking)?;
+            let mut result =
+                index.search_with(embedder, v.as_deref(), None, &q.query, k, ranking)?;
+            if result.vector.error.is_some() {
+                // A hybrid answer left to words by a failing endpoint or store would score
+                // the words as the fusion: the vector ranking alone fails with the cause,
+                // and if it answers now, the hybrid one is asked again.
+                index.search_with(embedder, v.as_deref(), None, &q.query, k, Ranking::Vector)?;
+                result = index.search_with(embedder, v.as_deref(), None, &q.query, k, ranking)?;
+            }
             match result
                 .hits
                 .iter()

@@ -56,7 +56,7 @@ pub use embed::{Embedder, EmbedderSpec, EndpointSpec, ModelError, ModelSpec};
 pub use error::{Error, StoreError};
 pub use install::bert::{BuildError, Precision, build_bert_onnx};
 pub use install::safetensors::SafetensorsError;
-pub use search::{ChunkDetail, Hit, SearchResult, SemanticIndex};
+pub use search::{ChunkDetail, Hit, SearchResult, SemanticIndex, VectorFailure};
 pub use sync::{Phase, SyncOptions, SyncReport, sync, sync_files};
 
 use crate::config::SemanticSettings;

@@ -113,6 +113,40 @@ pub struct VectorStatus {
     /// Why it did not take part, or took part on only some chunks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What kept vectors out of a hybrid answer: an embedding endpoint or a shared store
+    /// that did not answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<VectorFailure>,
+}
+
+impl VectorStatus {
+    /// Marks an answer the words gave alone because the vectors could not be had.
+    pub fn failed(&mut self, e: &Error) {
+        self.used = false;
+        self.graph = None;
+        self.note = Some(format!(
+            "the vectors could not be had ({}: {e}): results are lexical only",
+            e.key()
+        ));
+        self.error = Some(VectorFailure::of(e));
+    }
+}
+
+/// Why the vectors could not be had for one answer, which the words then gave alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VectorFailure {
+    /// The failure's stable key (`semantic.endpoint_failed`, `semantic.store_unavailable`, ...).
+    pub key: &'static str,
+    pub message: String,
+}
+
+impl VectorFailure {
+    pub fn of(e: &Error) -> VectorFailure {
+        VectorFailure {
+            key: e.key(),
+            message: e.to_string(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -424,35 +458,11 @@ impl SemanticIndex {
             chunks,
             graph: None,
             note: None,
+            error: None,
         };
         let embedder = embedder.filter(|_| ranking != Ranking::Words);
-        // A shared store that cannot answer fails the search (it does not fall back on
-        // an answer without vectors); the embedded log answers once it has any vector.
-        let source: Option<&dyn VectorSource> = match (&self.shared, embedder) {
-            (Some(shared), Some(_)) => Some(shared.source()?).filter(|_| embedded > 0),
-            (Some(_), None) => None,
-            (None, _) => self
-                .vectors
-                .as_ref()
-                .filter(|v| v.len() > 0)
-                .map(|v| v as &dyn VectorSource),
-        };
-        match (embedder, source) {
-            (Some(embedder), Some(source)) => {
-                let q = match query_vector {
-                    Some(v) => v.to_vec(),
-                    None => embedder
-                        .embed(&[query])?
-                        .into_iter()
-                        .next()
-                        .unwrap_or_default(),
-                };
-                let live = Live {
-                    ids: &self.by_hash,
-                    rows: &self.live_rows,
-                    graph: self.graph.as_deref(),
-                };
-                let nearest = source.nearest(&q, &live, pool)?;
+        match self.nearest_to_query(embedder, query_vector, query, pool) {
+            Ok(Some(nearest)) => {
                 status.graph = self.graph.as_ref().map(|g| g.rows());
                 for (hash, score) in nearest {
                     for id in self.by_hash.get(&hash).into_iter().flatten() {
@@ -466,16 +476,21 @@ impl SemanticIndex {
                     ));
                 }
             }
-            (Some(_), _) => {
+            // An endpoint or a shared store that does not answer now must not take the
+            // words away: the hybrid ranking answers by them and says why, with the key.
+            // A ranking by vectors alone has nothing else to give, so it fails.
+            Err(e) if ranking == Ranking::Hybrid => status.failed(&e),
+            Err(e) => return Err(e),
+            Ok(None) if embedder.is_some() => {
                 status.note = Some(
                     "no chunk has a vector yet (the sync embeds them in the background): results are lexical only"
                         .into(),
                 );
             }
-            (None, _) if ranking == Ranking::Words => {
+            Ok(None) if ranking == Ranking::Words => {
                 status.note = Some("this ranking leaves vectors out".into());
             }
-            (None, _) => {
+            Ok(None) => {
                 status.note = Some(model_note.map_or_else(
                     || "no embedding model: results are lexical only".to_string(),
                     str::to_string,
@@ -483,6 +498,47 @@ impl SemanticIndex {
             }
         }
         Ok((vector_hits, status))
+    }
+
+    /// The `pool` content hashes nearest to the query's vector (computed now unless
+    /// given), or None when there is no model or no vector to rank yet.
+    fn nearest_to_query(
+        &self,
+        embedder: Option<&Embedder>,
+        query_vector: Option<&[f32]>,
+        query: &str,
+        pool: usize,
+    ) -> Result<Option<Vec<(Hash, f32)>>, Error> {
+        let Some(embedder) = embedder else {
+            return Ok(None);
+        };
+        let source: Option<&dyn VectorSource> = match &self.shared {
+            // Connecting first: a store that cannot be reached is a failure to report, not
+            // a store without vectors.
+            Some(shared) => Some(shared.source()?).filter(|_| self.embedded_count() > 0),
+            None => self
+                .vectors
+                .as_ref()
+                .filter(|v| v.len() > 0)
+                .map(|v| v as &dyn VectorSource),
+        };
+        let Some(source) = source else {
+            return Ok(None);
+        };
+        let q = match query_vector {
+            Some(v) => v.to_vec(),
+            None => embedder
+                .embed(&[query])?
+                .into_iter()
+                .next()
+                .unwrap_or_default(),
+        };
+        let live = Live {
+            ids: &self.by_hash,
+            rows: &self.live_rows,
+            graph: self.graph.as_deref(),
+        };
+        Ok(Some(source.nearest(&q, &live, pool)?))
     }
 
     /// A fused chunk as a hit: its preview, freshness and the rankings that found it.

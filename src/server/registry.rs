@@ -230,6 +230,7 @@ pub fn registry() -> Registry {
         ),
         ("semantic.note.model_failed", vec!["details"]),
         ("semantic.note.no_vectors_yet", vec![]),
+        ("semantic.note.vectors_failed", vec!["key", "details"]),
         ("semantic.note.partial_vectors", vec!["embedded", "chunks"]),
         ("session.rebuild_with_resume", vec![]),
         ("notes.branch_kept", vec![]),

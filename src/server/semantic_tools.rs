@@ -10,7 +10,8 @@
 //! phase of a sync has written the catalog, and chunks gain vectors batch by batch.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -144,11 +145,18 @@ impl SyncStatus {
 /// An index as opened, with the catalog's (size, mtime) at that moment.
 type OpenIndex = (Option<(u64, u64)>, SemanticIndex);
 
+/// The model as loaded: `Ok(None)` when none is configured.
+type Loaded = Result<Option<Arc<Embedder>>, ModelError>;
+
+/// How long a server waits before it asks an embedding endpoint that failed to load again.
+const ENDPOINT_RETRY: Duration = Duration::from_secs(30);
+
 struct Inner {
     root: Root,
     settings: Result<SemanticSettings, String>,
-    /// Loaded once; `Ok(None)` when no model is configured.
-    model: OnceLock<Result<Option<Arc<Embedder>>, ModelError>>,
+    /// Loaded once, with the time it was tried; `Ok(None)` when no model is configured.
+    /// An embedding endpoint that did not answer is tried again (see [`ENDPOINT_RETRY`]).
+    model: Mutex<Option<(Loaded, Instant)>>,
     status: Mutex<SyncStatus>,
     /// The opened index and the catalog stamp it was opened at.
     index: Mutex<Option<OpenIndex>>,
@@ -181,7 +189,7 @@ impl SemanticTools {
             inner: Arc::new(Inner {
                 root,
                 settings,
-                model: OnceLock::new(),
+                model: Mutex::new(None),
                 status: Mutex::new(SyncStatus::default()),
                 index: Mutex::new(None),
                 graph_building: std::sync::atomic::AtomicBool::new(false),
@@ -198,17 +206,31 @@ impl SemanticTools {
         self.inner.settings.as_ref().map_err(Clone::clone)
     }
 
-    fn model(&self) -> &Result<Option<Arc<Embedder>>, ModelError> {
-        self.inner.model.get_or_init(|| {
-            let Ok(settings) = self.settings() else {
-                return Ok(None);
+    fn model(&self) -> Loaded {
+        let mut cached = self
+            .inner
+            .model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // A server started while its embedding endpoint was down (the endpoint is asked
+        // its dimensions on load) would otherwise rank by words for the rest of its life.
+        let stale = |(loaded, at): &(Loaded, Instant)| {
+            loaded.as_ref().is_err_and(ModelError::is_remote) && at.elapsed() >= ENDPOINT_RETRY
+        };
+        if cached.as_ref().is_none_or(stale) {
+            let loaded = match self.settings() {
+                Err(_) => Ok(None),
+                Ok(settings) => match semantic::embedder_spec(self.inner.root.path(), settings) {
+                    Err(ModelError::NotConfigured { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                    Ok(spec) => Embedder::open(&spec).map(|e| Some(Arc::new(e))),
+                },
             };
-            match semantic::embedder_spec(self.inner.root.path(), settings) {
-                Err(ModelError::NotConfigured { .. }) => Ok(None),
-                Err(e) => Err(e),
-                Ok(spec) => Embedder::open(&spec).map(|e| Some(Arc::new(e))),
-            }
-        })
+            *cached = Some((loaded, Instant::now()));
+        }
+        cached
+            .as_ref()
+            .map_or(Ok(None), |(loaded, _)| loaded.clone())
     }
 
     fn status(&self) -> std::sync::MutexGuard<'_, SyncStatus> {
@@ -248,10 +270,7 @@ impl SemanticTools {
     fn run_sync(&self, rebuild: bool) {
         let outcome = (|| -> Result<Value, String> {
             let settings = self.settings()?.clone();
-            let model = match self.model() {
-                Ok(m) => m.clone(),
-                Err(e) => return Err(e.to_string()),
-            };
+            let model = self.model().map_err(|e| e.to_string())?;
             let progress = |phase, done, total| {
                 let mut status = self.status();
                 status.phase = Some(phase);
@@ -391,7 +410,17 @@ impl SemanticTools {
         };
         let count = |field: &str| vector.get(field).and_then(Value::as_u64).unwrap_or(0);
         let (embedded, chunks) = (count("embedded"), count("chunks"));
+        let failure = vector.get("error").map(|f| {
+            let field = |name: &str| f.get(name).cloned().unwrap_or(Value::Null);
+            (field("key"), field("message"))
+        });
         let note = match model {
+            _ if failure.is_some() => failure.map(|(key, message)| {
+                words.note(
+                    "semantic.note.vectors_failed",
+                    &[("key", key), ("details", message)],
+                )
+            }),
             _ if hybrid => (embedded < chunks).then(|| {
                 words.note(
                     "semantic.note.partial_vectors",
@@ -423,8 +452,16 @@ impl SemanticTools {
         if a.query.trim().is_empty() {
             return Err(semantic::Error::EmptyQuery);
         }
+        // An embedding endpoint that does not answer (now, or when the model was loaded)
+        // leaves this answer to the words (the Map's and the Forest's), saying why,
+        // rather than failing it.
+        let mut vectors_failed = None;
         let (model, note) = match self.model() {
-            Ok(m) => (m.clone(), None),
+            Ok(m) => (m, None),
+            Err(e) if e.is_remote() => {
+                vectors_failed = Some(semantic::Error::from(e));
+                (None, None)
+            }
             Err(e) => (None, Some(e.to_string())),
         };
         let model = model.as_deref();
@@ -437,10 +474,16 @@ impl SemanticTools {
             })
         });
         let k = a.k.unwrap_or(10).clamp(1, 50);
-        let query_vector = match model {
-            Some(m) => m.embed(&[a.query.as_str()])?.into_iter().next(),
+        let query_vector = match model.map(|m| m.embed(&[a.query.as_str()])) {
+            Some(Ok(v)) => v.into_iter().next(),
+            Some(Err(e)) => {
+                vectors_failed = Some(e.into());
+                None
+            }
             None => None,
         };
+        // The index stays opened with the model (it is cached for the next answers).
+        let ranking_model = model.filter(|_| vectors_failed.is_none());
 
         let threshold = self.settings().map_or(0.7, |s| s.map_threshold);
         let map_hits = if a.collection == Collection::Forest {
@@ -474,7 +517,7 @@ impl SemanticTools {
         let run = |index: &SemanticIndex| {
             index
                 .search_with(
-                    model,
+                    ranking_model,
                     query_vector.as_deref(),
                     note.as_deref(),
                     &a.query,
@@ -498,6 +541,9 @@ impl SemanticTools {
         let Some((mut value, synced_at)) = answer else {
             return Err(semantic::Error::NotBuilt);
         };
+        if let Some(e) = vectors_failed {
+            value["vector"]["error"] = encode(&semantic::VectorFailure::of(&e))?;
+        }
         if let Ok(settings) = self.settings() {
             let ttl = (settings.sync_ttl_hours * 3600.0).max(0.0) as u64;
             if now().saturating_sub(synced_at) >= ttl {
@@ -520,7 +566,7 @@ impl SemanticTools {
         files: Vec<String>,
         notes: Option<String>,
     ) -> Result<(), semantic::Error> {
-        let model = self.model().as_ref().ok().cloned().flatten();
+        let model = self.model().ok().flatten();
         let (model_id, vector) = match &model {
             Some(m) => (
                 Some(m.id().to_string()),
@@ -546,7 +592,7 @@ impl SemanticTools {
 
     /// `fetch_chunk_detail`.
     pub fn chunk(&self, a: ChunkArgs) -> Result<Value, semantic::Error> {
-        let model = self.model().as_ref().ok().cloned().flatten();
+        let model = self.model().ok().flatten();
         match self.with_index(model.as_deref(), |index| index.chunk(&a.chunk_id))? {
             Some(detail) => encode(&detail),
             None => Err(semantic::Error::UnknownChunk(a.chunk_id)),

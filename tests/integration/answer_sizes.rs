@@ -5,7 +5,7 @@
 //! by the symbol tools and commands.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use code_intel::codeintel::Root;
@@ -17,7 +17,7 @@ use code_intel::server::{ChangeSource, IndexCache};
 use code_intel::server::{CodeTools, ToolError};
 use serde_json::{Value, json};
 
-use crate::support::{TempDir, binary};
+use crate::support::TempDir;
 
 /// A small library shaped like `requests`: a `Session.request` method, a module-level
 /// `request` function, another class with its own `request`, thirty modules that call it,
@@ -311,7 +311,7 @@ fn plain_language_questions_go_to_semantic_search_and_identifiers_stay_routed() 
 }
 
 fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(binary())
+    crate::support::code_intel()
         .args(args)
         .current_dir(dir)
         .env_remove("CODE_INTEL_ORT_DYLIB")

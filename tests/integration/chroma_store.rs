@@ -16,7 +16,7 @@ use code_intel::semantic::{SemanticIndex, SyncOptions, SyncReport, sync};
 use serde_json::{Value, json};
 
 use crate::semantic::{embedder, model_files, project};
-use crate::support::{Reaped, TempDir, binary, git_repo, repo};
+use crate::support::{Reaped, TempDir, git_repo, repo};
 
 const CHROMA_VERSION: &str = "1.5.9";
 
@@ -148,9 +148,15 @@ impl ChromaServer {
     }
 }
 
-/// The collection the model's vectors go to under `prefix` (the model id is `name@hex`).
+/// The collection the model's vectors go to under `prefix`: the model id with what a
+/// collection name cannot hold (`@`, `/`) made `-`.
 fn collection(prefix: &str) -> String {
-    format!("{prefix}-{}", embedder().id().replace('@', "-"))
+    let id: String = embedder()
+        .id()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("{prefix}-{id}")
 }
 
 fn config(url: &str, prefix: &str) -> String {
@@ -320,7 +326,7 @@ fn the_shared_store_answers_as_the_embedded_one_and_never_with_a_chunk_this_clon
     // The real binary, configured by the clone's config.yml alone, answers the same.
     let (runtime, model) = model_files().as_ref().unwrap();
     for q in queries {
-        let out = Command::new(binary())
+        let out = crate::support::code_intel()
             .args(["semantic", q, "--json", "--no-sync", "-k", "5", "--root"])
             .arg(shared.path())
             .env("CODE_INTEL_ORT_DYLIB", runtime)
@@ -340,10 +346,25 @@ fn the_shared_store_answers_as_the_embedded_one_and_never_with_a_chunk_this_clon
         assert_eq!(ids, want, "{q}");
         assert_eq!(answer["vector"]["used"], true, "{q}");
     }
+    // And so does the MCP server, through the real client.
+    let answers = crate::embedding_endpoint::mcp_answers(&shared, &queries, &[]);
+    for (q, answer) in queries.iter().zip(&answers) {
+        let ids: Vec<&str> = answer["hits"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{q}: {answer}"))
+            .iter()
+            .map(|h| h["id"].as_str().unwrap())
+            .collect();
+        let want = local.search(Some(embedder()), None, q, 3).unwrap();
+        let want: Vec<&str> = want.hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, want, "{q}");
+        assert_eq!(answer["vector"]["used"], true, "{q}: {answer}");
+        assert_eq!(answer["ranking"], "hybrid", "{q}: {answer}");
+    }
 }
 
 #[test]
-fn a_stopped_store_fails_with_its_key_and_words_still_answer() {
+fn a_stopped_store_leaves_a_search_to_words_with_its_key_and_fails_a_sync() {
     let mut server = ChromaServer::start("stopped");
     let (first, _second) = two_clones("stopped", &server.url, "team");
     run_sync(&first).unwrap();
@@ -357,18 +378,25 @@ fn a_stopped_store_fails_with_its_key_and_words_still_answer() {
     );
 
     server.stop();
-    let e = index
-        .search(Some(embedder()), None, "send an email", 3)
-        .unwrap_err();
-    // The open index keeps its connection: the search itself fails closed.
-    assert_eq!(e.key(), "semantic.store_unavailable", "{e}");
-    assert!(e.to_string().contains(&server.url), "{e}");
-    // Opening while it is down works; a search needing vectors says why it cannot answer.
-    let reopened = open(&first);
-    let e = reopened
-        .search(Some(embedder()), None, "send an email", 3)
-        .unwrap_err();
-    assert_eq!(e.key(), "semantic.store_unavailable", "{e}");
+    // The open index keeps its connection; the search answers by words and says why the
+    // vectors are missing, naming the key and the server.
+    let degraded = |index: &SemanticIndex| {
+        let answer = index
+            .search(Some(embedder()), None, "evict oldest", 3)
+            .unwrap();
+        assert!(!answer.vector.used);
+        let failure = answer.vector.error.clone().expect("the failure is named");
+        assert_eq!(failure.key, "semantic.store_unavailable");
+        assert!(failure.message.contains(&server.url), "{}", failure.message);
+        let note = answer.vector.note.clone().unwrap_or_default();
+        assert!(note.contains("lexical only"), "{note}");
+        assert!(note.contains(&server.url), "{note}");
+        assert_eq!(answer.hits[0].path, "src/cache.rs");
+    };
+    degraded(&index);
+    // Opening while it is down works, and answers the same way.
+    degraded(&open(&first));
+    // A sync has nothing to fall back on: it fails with the key.
     let e = run_sync(&first).unwrap_err();
     assert_eq!(e.key(), "semantic.store_unavailable", "{e}");
     // Without vectors the search ranks by words, as it does without a model.

@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::support::{TempDir, binary, default_contract, repo};
+use crate::support::{TempDir, default_contract, repo};
 
 fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(binary())
+    crate::support::code_intel()
         .args(args)
         .current_dir(dir)
         .output()
@@ -455,7 +455,7 @@ fn run_into_closing_pipe(
 ) -> (std::process::ExitStatus, String) {
     use std::io::Read as _;
     use std::process::Stdio;
-    let mut command = Command::new(binary());
+    let mut command = crate::support::code_intel();
     command
         .args(args)
         .current_dir(dir)

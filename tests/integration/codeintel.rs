@@ -3,7 +3,6 @@
 //! structure, impact, query routing, bounded output and path confinement.
 
 use std::path::Path;
-use std::process::Command;
 
 use code_intel::codeintel::Index;
 use code_intel::codeintel::Root;
@@ -16,7 +15,7 @@ use code_intel::codeintel::{
 };
 use serde_json::Value;
 
-use crate::support::{TempDir, binary};
+use crate::support::TempDir;
 
 const FILES: &[(&str, &str)] = &[
     (".gitignore", "ignored/\n"),
@@ -468,7 +467,7 @@ fn query_routes_and_says_where() {
 }
 
 fn run(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let o = Command::new(binary())
+    let o = crate::support::code_intel()
         .args(args)
         .arg("--root")
         .arg(dir)

@@ -518,7 +518,16 @@ fn codex_runs_a_session_through_the_server_and_the_hook() {
     // The server gets the variables that place the checkpoint key, as the hook does.
     assert_eq!(
         listed["transport"]["env_vars"],
-        json!(["CODE_INTEL_STATE_DIR", "XDG_STATE_HOME"]),
+        json!([
+            "CODE_INTEL_STATE_DIR",
+            "XDG_STATE_HOME",
+            "CODE_INTEL_CACHE_DIR",
+            "XDG_CACHE_HOME",
+            "CODE_INTEL_ORT_DYLIB",
+            "CODE_INTEL_EMBEDDING_MODEL_PATH",
+            "CODE_INTEL_EMBEDDING_URL",
+            "CODE_INTEL_EMBEDDING_ENDPOINT_MODEL"
+        ]),
         "{listed}"
     );
 

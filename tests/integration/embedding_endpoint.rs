@@ -432,7 +432,7 @@ const QUERIES: &[&str] = &[
 /// wins over them) and none of the endpoint's.
 fn cli(dir: &Path, args: &[&str]) -> Command {
     let (runtime, model) = model_files().as_ref().unwrap_or_else(|e| panic!("{e}"));
-    let mut c = Command::new(binary());
+    let mut c = crate::support::code_intel();
     c.args(args)
         .current_dir(dir)
         .env("CODE_INTEL_ORT_DYLIB", runtime)
@@ -508,6 +508,18 @@ asyncio.run(main())
 
 /// The same, from the MCP server through the real Python client.
 fn mcp_top_hits(dir: &Path, key: &str) -> Vec<Vec<String>> {
+    mcp_answers(dir, QUERIES, &[(KEY_VARIABLE, key)])
+        .iter()
+        .map(|v| {
+            assert_eq!(v["vector"]["used"], true, "{v}");
+            hit_names(v)
+        })
+        .collect()
+}
+
+/// The answers of `code-intel serve` in `dir` to `semantic_search` (k 3) for each query,
+/// through the real Python client, with the local model's variables set and `env`.
+pub(crate) fn mcp_answers(dir: &Path, queries: &[&str], env: &[(&str, &str)]) -> Vec<Value> {
     let python = crate::mcp_server::python()
         .as_ref()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -516,12 +528,12 @@ fn mcp_top_hits(dir: &Path, key: &str) -> Vec<Vec<String>> {
         .args(["-c", MCP_CLIENT])
         .arg(binary())
         .arg(dir)
-        .arg(serde_json::to_string(QUERIES).unwrap())
+        .arg(serde_json::to_string(queries).unwrap())
         .env("CODE_INTEL_ORT_DYLIB", runtime)
         .env("CODE_INTEL_EMBEDDING_MODEL_PATH", model)
         .env_remove("CODE_INTEL_EMBEDDING_URL")
         .env_remove("CODE_INTEL_EMBEDDING_ENDPOINT_MODEL")
-        .env(KEY_VARIABLE, key)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     assert!(
@@ -529,14 +541,7 @@ fn mcp_top_hits(dir: &Path, key: &str) -> Vec<Vec<String>> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let answers: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    answers
-        .iter()
-        .map(|v| {
-            assert_eq!(v["vector"]["used"], true, "{v}");
-            hit_names(v)
-        })
-        .collect()
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 const KEY_VARIABLE: &str = "CODE_INTEL_TEST_EMBEDDING_KEY";
@@ -621,4 +626,33 @@ fn a_repository_indexed_through_the_endpoint_answers_as_the_local_model_does() {
             .iter()
             .all(|s| s.authorization.as_deref() == Some("Bearer sk-team-key"))
     );
+
+    // The server down at query time: the answers are by words, and say why.
+    server.always(canned(503, r#"{"error": {"message": "the GPU is busy"}}"#));
+    let config = remote.join(".code-intel/config.yml");
+    let once = std::fs::read_to_string(&config).unwrap() + "    attempts: 1\n";
+    std::fs::write(&config, once).unwrap();
+    let query = "evict the oldest entry";
+    let mut c = cli(
+        &remote,
+        &["semantic", query, "-k", "3", "--no-sync", "--json"],
+    );
+    c.env(KEY_VARIABLE, "sk-team-key");
+    let words = json_of(c);
+    let mcp = mcp_answers(&remote, &[query], &[(KEY_VARIABLE, "sk-team-key")]);
+    for answer in [&words, &mcp[0]] {
+        assert_eq!(answer["vector"]["used"], false, "{answer}");
+        assert_eq!(
+            answer["vector"]["error"]["key"], "semantic.endpoint_failed",
+            "{answer}"
+        );
+        let note = answer["vector"]["note"].as_str().unwrap_or_default();
+        assert!(note.contains("lexical only"), "{note}");
+        assert!(note.contains("the GPU is busy"), "{note}");
+        assert!(
+            hit_names(answer)[0].starts_with("src/cache.rs#"),
+            "{answer}"
+        );
+    }
+    assert_eq!(mcp[0]["ranking"], "lexical", "{}", mcp[0]);
 }

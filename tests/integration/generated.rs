@@ -54,7 +54,7 @@ fn host_docs_are_fresh() {
 /// and cover every rule of both contracts.
 #[test]
 fn every_shipped_scenario_passes() {
-    let o = std::process::Command::new(crate::support::binary())
+    let o = crate::support::code_intel()
         .args(["test", "contracts/", "--coverage"])
         .current_dir(repo())
         .output()

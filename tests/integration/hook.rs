@@ -11,7 +11,7 @@ use code_intel::server::SealKey;
 use code_intel::server::Server;
 use serde_json::{Map, Value, json};
 
-use crate::support::{SessionRepo, binary, default_contract};
+use crate::support::{SessionRepo, default_contract};
 
 const KEY: [u8; 32] = [42; 32];
 
@@ -49,7 +49,7 @@ impl Repo {
 
     /// Runs the hook binary with `stdin`; returns stdout (exit status 0 is asserted).
     fn hook(&self, client: &str, stdin: &[u8]) -> String {
-        let mut child = Command::new(binary())
+        let mut child = crate::support::code_intel()
             .args(["hook", client])
             .current_dir(&self.root)
             .env("CODE_INTEL_STATE_DIR", &self.state)
@@ -547,7 +547,7 @@ fn the_hook_runs_from_a_subdirectory_and_survives_a_closed_stdout() {
     let input = json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": "app.py"}});
     assert!(decision(&repo.hook("claude", input.to_string().as_bytes())).is_some());
 
-    let mut child = Command::new(binary())
+    let mut child = crate::support::code_intel()
         .args(["hook", "claude"])
         .current_dir(&repo.root)
         .env("CODE_INTEL_STATE_DIR", &repo.state)
@@ -715,7 +715,7 @@ fn a_linked_state_dir_is_refused_and_nothing_is_written_through_it() {
     };
     assert!(error.contains(".code-intel is a symbolic link"), "{error}");
     // The CLI's index refuses too.
-    let out = Command::new(binary())
+    let out = crate::support::code_intel()
         .args(["index"])
         .current_dir(&repo.root)
         .env("CODE_INTEL_STATE_DIR", &repo.state)

@@ -4,7 +4,7 @@
 //! consistent, and never an error. No assertion depends on timing.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use code_intel::codeintel::Root;
@@ -14,7 +14,7 @@ use code_intel::codeintel::refresh;
 use code_intel::codeintel::{DELTA_FILE, INDEX_FILE, Index};
 use serde_json::Value;
 
-use crate::support::{TempDir, binary};
+use crate::support::TempDir;
 
 /// How many source files the shared repositories have: more than the delta's minimum
 /// (64), so rewriting them round-robin makes refreshes fold the delta again and again.
@@ -193,7 +193,7 @@ fn threads_refresh_the_same_index_at_once() {
 }
 
 fn spawn(dir: &Path, args: &[&str]) -> Child {
-    Command::new(binary())
+    crate::support::code_intel()
         .args(args)
         .arg("--root")
         .arg(dir)

@@ -15,7 +15,7 @@ fn init(dir: &Path, extra: &[&str]) -> Output {
     let bin = binary();
     let mut args = vec!["init", ".", "--command", bin.to_str().unwrap()];
     args.extend_from_slice(extra);
-    Command::new(binary())
+    crate::support::code_intel()
         .args(&args)
         .current_dir(dir)
         .output()
@@ -146,7 +146,7 @@ fn the_command_and_the_skill_list_every_flag_and_phase_of_the_contract() {
     assert!(toml.contains("[mcp_servers.code-intel]"), "{toml}");
     // Codex passes a server only the variables it names; the hook sees them all.
     assert!(
-        toml.contains("env_vars = [\"CODE_INTEL_STATE_DIR\", \"XDG_STATE_HOME\"]"),
+        toml.contains("env_vars = [\"CODE_INTEL_STATE_DIR\", \"XDG_STATE_HOME\", \"CODE_INTEL_CACHE_DIR\", \"XDG_CACHE_HOME\","),
         "{toml}"
     );
     // Without it `codex exec` refuses every call to the server (approval policy "never").
@@ -391,7 +391,7 @@ fn init_outside_a_git_repository_says_what_the_first_session_needs() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     // The index `index` writes is git-ignored from the start: only init's own files, the
     // project's to commit, show as new.
-    let index = Command::new(binary())
+    let index = crate::support::code_intel()
         .args(["index", "--root"])
         .arg(&*repo)
         .output()

@@ -90,7 +90,7 @@ impl Server {
             .append(true)
             .open(log)
             .map_err(|e| format!("{}: {e}", log.display()))?;
-        let mut child = Command::new(binary())
+        let mut child = crate::support::code_intel()
             .arg("serve")
             .arg("--root")
             .arg(root)

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use code_intel::diagnostic::{Severity, codes, render};
 use code_intel::source::Sources;
@@ -296,7 +296,7 @@ fn every_code_has_a_fixture_and_every_fixture_a_code() {
 }
 
 fn lint(args: &[&str]) -> Output {
-    Command::new(support::binary())
+    crate::support::code_intel()
         .arg("lint")
         .args(args)
         .current_dir(support::repo())

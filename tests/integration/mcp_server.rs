@@ -90,7 +90,7 @@ fn run_scenario(path: &Path) -> Result<(), String> {
     let dir = git_repo(&name, &files);
     let state = TempDir::at(dir.with_extension("state"));
     let python = python().as_ref().map_err(Clone::clone)?;
-    let out = Command::new(python)
+    let out = crate::support::no_installed_model(&mut Command::new(python))
         .arg(repo().join("tests/mcp/scenario.py"))
         .arg(binary())
         .arg(dir.path())

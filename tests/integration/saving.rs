@@ -5,7 +5,7 @@
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use code_intel::server::Server;
 use code_intel::server::{Checkpoints, EXPLORED_BUDGET, MAX_CHECKPOINT_BYTES, SealKey};
 use serde_json::{Map, Value, json};
 
-use crate::support::{SessionRepo, binary};
+use crate::support::SessionRepo;
 
 const KEY: [u8; 32] = [9; 32];
 
@@ -74,7 +74,7 @@ impl Repo {
             "tool_input": {"file_path": self.root.join(path), "content": "x = 2\n"},
             "tool_use_id": "toolu_1",
         });
-        let mut child = Command::new(binary())
+        let mut child = crate::support::code_intel()
             .args(["hook", "claude"])
             .current_dir(&self.root)
             .env("CODE_INTEL_STATE_DIR", &self.state)
@@ -481,7 +481,7 @@ struct Serve {
 
 impl Serve {
     fn start(repo: &Repo) -> Serve {
-        let mut child = Command::new(binary())
+        let mut child = crate::support::code_intel()
             .args(["serve", "--root"])
             .arg(&repo.root)
             .env("CODE_INTEL_STATE_DIR", &repo.state)

@@ -15,7 +15,7 @@ use code_intel::codeintel::Root;
 use code_intel::semantic::{Embedder, ModelSpec, SemanticIndex, SyncOptions, SyncReport, sync};
 use serde_json::Value;
 
-use crate::support::{TempDir, binary, repo};
+use crate::support::{TempDir, repo};
 
 /// The runtime library and the model directory, fetched if needed, or why not.
 pub(crate) fn model_files() -> &'static Result<(PathBuf, PathBuf), String> {
@@ -264,7 +264,7 @@ fn big_project(dir: &Path) {
 
 fn cli(dir: &Path, args: &[&str]) -> Command {
     let (runtime, model) = model_files().as_ref().unwrap_or_else(|e| panic!("{e}"));
-    let mut c = Command::new(binary());
+    let mut c = crate::support::code_intel();
     c.args(args)
         .current_dir(dir)
         .env("CODE_INTEL_ORT_DYLIB", runtime)

@@ -134,7 +134,11 @@ fn search_reports_the_binary_files_and_fifos_it_skipped() {
     );
 
     // The CLI: a summary on stderr in text, the details in JSON.
-    let (code, out, err) = run(&mut Command::new(binary()), &dir, &["search", "needle"]);
+    let (code, out, err) = run(
+        &mut crate::support::code_intel(),
+        &dir,
+        &["search", "needle"],
+    );
     assert_eq!(code, Some(0));
     assert_eq!(out, "src/app.py:1:def needle():\n");
     assert!(
@@ -142,7 +146,7 @@ fn search_reports_the_binary_files_and_fifos_it_skipped() {
         "{err}"
     );
     let (code, out, _) = run(
-        &mut Command::new(binary()),
+        &mut crate::support::code_intel(),
         &dir,
         &["search", "needle", "--json"],
     );
@@ -159,20 +163,24 @@ fn search_reports_the_binary_files_and_fifos_it_skipped() {
             ],
         })
     );
-    let (_, out, _) = run(&mut Command::new(binary()), &dir, &["files", "--json"]);
+    let (_, out, _) = run(
+        &mut crate::support::code_intel(),
+        &dir,
+        &["files", "--json"],
+    );
     assert_eq!(
         json_of(&out)["skipped"]["by_reason"],
         json!({"not_a_regular_file": 1})
     );
     // Nothing skipped, nothing said.
     let (_, out, err) = run(
-        &mut Command::new(binary()),
+        &mut crate::support::code_intel(),
         &dir,
         &["search", "needle", "--json", "--path", "src"],
     );
     assert!(json_of(&out).get("skipped").is_none(), "{out}");
     let (_, _, err_text) = run(
-        &mut Command::new(binary()),
+        &mut crate::support::code_intel(),
         &dir,
         &["search", "needle", "--path", "src"],
     );
@@ -215,14 +223,18 @@ fn search_tools_report_what_they_skipped() {
 fn index_reports_fifos_and_files_too_large_by_path() {
     let dir = temp_repo("index");
     std::fs::write(dir.join("big.py"), "x = 1\n".repeat(400_000)).unwrap();
-    let (code, out, err) = run(&mut Command::new(binary()), &dir, &["index"]);
+    let (code, out, err) = run(&mut crate::support::code_intel(), &dir, &["index"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("1 too large"), "{out}");
     assert!(
         err.contains("note: not indexed: 1 not a regular file, 1 too large"),
         "{err}"
     );
-    let (code, out, _) = run(&mut Command::new(binary()), &dir, &["index", "--json"]);
+    let (code, out, _) = run(
+        &mut crate::support::code_intel(),
+        &dir,
+        &["index", "--json"],
+    );
     assert_eq!(code, Some(0));
     let v = json_of(&out);
     assert_eq!(
@@ -247,7 +259,7 @@ fn binary_bound_by_file_modes(probe_dir: &Path) -> Option<Command> {
     std::fs::write(&probe, "x").unwrap();
     std::fs::set_permissions(&probe, std::fs::Permissions::from_mode(0o000)).unwrap();
     let command = if std::fs::read(&probe).is_err() {
-        Some(Command::new(binary()))
+        Some(crate::support::code_intel())
     } else {
         let drop = ["--bounding-set", "-dac_override,-dac_read_search", "--"];
         let denied = Command::new("setpriv")
@@ -258,6 +270,7 @@ fn binary_bound_by_file_modes(probe_dir: &Path) -> Option<Command> {
             .is_ok_and(|o| !o.status.success());
         denied.then(|| {
             let mut c = Command::new("setpriv");
+            crate::support::no_installed_model(&mut c);
             c.args(drop).arg(binary());
             c
         })

@@ -39,6 +39,26 @@ pub(crate) fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_code-intel"))
 }
 
+/// `code-intel` as the tests run it: see [`no_installed_model`].
+pub(crate) fn code_intel() -> std::process::Command {
+    let mut command = std::process::Command::new(binary());
+    no_installed_model(&mut command);
+    command
+}
+
+/// Points the model cache of `command` (and of any `code-intel` it starts) at a directory
+/// that does not exist, so that a model a developer installed into `~/.cache` does not
+/// turn a test's lexical answers into ranked ones. A test that wants the model sets the
+/// model's variables, which win over the cache.
+pub(crate) fn no_installed_model(
+    command: &mut std::process::Command,
+) -> &mut std::process::Command {
+    command.env(
+        "CODE_INTEL_CACHE_DIR",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-model-cache"),
+    )
+}
+
 use code_intel::machine::{Accepted, Effect, Instance, Rejection};
 use code_intel::session;
 use code_intel::session::{ActionFailure, Host, NoCheckpoints, Stop};
@@ -362,7 +382,7 @@ impl ModelServer {
 /// give, returning what it printed; fails the test with init's output when it fails.
 pub(crate) fn init_for_clients(dir: &Path) -> String {
     let bin = binary();
-    let init = std::process::Command::new(&bin)
+    let init = code_intel()
         .arg("init")
         .arg(dir)
         .arg("--command")

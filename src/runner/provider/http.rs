@@ -1,27 +1,22 @@
 //! The `openai-chat` provider: an OpenAI-compatible `POST {base_url}/chat/completions`
 //! asking for a JSON object (`response_format: json_object`), with a per-attempt timeout,
-//! retries with jittered exponential backoff on transport errors, timeouts, 429 and 5xx
+//! retries with jittered exponential backoff on transport errors, timeouts, 408, 429 and 5xx
 //! (honouring `Retry-After`), and a cancel token that ends a request in flight and a
 //! backoff sleep at once. The API key is read once, sent only in the `Authorization`
 //! header and never logged.
 
-use std::hash::{BuildHasher, RandomState};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::config::MetaConfig;
 use super::prompt::{Prompt, Provider, ProviderError, excerpt};
+use crate::http_retry;
 use crate::runner::cancel::Cancel;
 
 /// Replies larger than this are refused (a chat completion is a few kilobytes).
 const MAX_BODY_BYTES: u64 = 8 * 1024 * 1024;
-/// The first retry waits about this long; each further one twice as long.
-const DEFAULT_BACKOFF: Duration = Duration::from_millis(500);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// A server's `Retry-After` is honoured up to this.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// How often a waiting call looks at the cancel token.
 const CANCEL_POLL: Duration = Duration::from_millis(20);
 const EXCERPT_CHARS: usize = 300;
@@ -78,7 +73,7 @@ impl HttpProvider {
             key: key.trim().to_owned(),
             timeout,
             max_retries: config.max_retries,
-            backoff: DEFAULT_BACKOFF,
+            backoff: http_retry::DEFAULT_BACKOFF,
         }
     }
 
@@ -131,18 +126,6 @@ impl HttpProvider {
             }
         }
     }
-
-    /// The delay before retry number `retry` (0-based): exponential, capped, with the
-    /// upper half jittered so many runners do not retry in step.
-    fn delay(&self, retry: u32) -> Duration {
-        let full = self
-            .backoff
-            .saturating_mul(2u32.saturating_pow(retry))
-            .min(MAX_BACKOFF);
-        let random = RandomState::new().hash_one(Instant::now());
-        let fraction = 0.5 + (random % 1000) as f64 / 2000.0;
-        full.mul_f64(fraction)
-    }
 }
 
 /// What one attempt came to.
@@ -170,12 +153,7 @@ fn send(agent: &ureq::Agent, url: &str, authorization: &str, body: Vec<u8>) -> R
         Err(e) => return classify(e),
     };
     let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
+    let retry_after = http_retry::retry_after(response.headers());
     match response
         .body_mut()
         .with_config()
@@ -272,7 +250,7 @@ impl Provider for HttpProvider {
                         excerpt: error_excerpt(&body),
                         attempts: attempt,
                     };
-                    if status != 429 && status < 500 {
+                    if !http_retry::retryable(status) {
                         return Err(error);
                     }
                     (error, retry_after)
@@ -298,10 +276,7 @@ impl Provider for HttpProvider {
             if attempt >= attempts {
                 return Err(error);
             }
-            let wait = match retry_after {
-                Some(after) => after.min(MAX_RETRY_AFTER),
-                None => self.delay(attempt - 1),
-            };
+            let wait = http_retry::delay(self.backoff, attempt - 1, retry_after);
             tracing::warn!(%error, wait_ms = wait.as_millis() as u64, "planner request failed; retrying");
             if cancel.sleep(wait) {
                 return Err(ProviderError::Cancelled);
@@ -337,16 +312,6 @@ mod tests {
                 .to_string()
                 .contains("refused")
         );
-    }
-
-    #[test]
-    fn backoff_doubles_within_its_cap() {
-        let provider = HttpProvider::new(&MetaConfig::default(), "m".into(), "k".into());
-        for retry in 0..12 {
-            let full = DEFAULT_BACKOFF.saturating_mul(1 << retry).min(MAX_BACKOFF);
-            let d = provider.delay(retry);
-            assert!(d >= full / 2 && d <= full, "{retry}: {d:?}");
-        }
     }
 
     #[test]

@@ -9,7 +9,6 @@
 //! length, since not every server normalises. The API key goes only into the
 //! `Authorization` header: never into a log line, an error or `Debug`.
 
-use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -18,6 +17,7 @@ use serde::Deserialize;
 
 use super::error::ModelError;
 use crate::config::SemanticSettings;
+use crate::http_retry;
 
 /// Overrides `semantic.endpoint.url` (and turns the endpoint on by itself).
 pub(crate) const ENV_URL: &str = "CODE_INTEL_EMBEDDING_URL";
@@ -27,10 +27,6 @@ pub(crate) const ENV_MODEL: &str = "CODE_INTEL_EMBEDDING_ENDPOINT_MODEL";
 /// Answers larger than this are refused: 64 texts of 4096 floats as JSON are ~6 MiB.
 const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 /// The first retry waits about this long; each further one twice as long.
-const DEFAULT_BACKOFF: Duration = Duration::from_millis(500);
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// A server's `Retry-After` is honoured up to this.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// How much of a server's error message an error keeps.
 const MESSAGE_CHARS: usize = 300;
 
@@ -70,7 +66,7 @@ impl EndpointSpec {
             timeout: Duration::from_secs(defaults.timeout_seconds),
             dimensions: defaults.dimensions,
             attempts: defaults.attempts,
-            backoff: DEFAULT_BACKOFF,
+            backoff: http_retry::DEFAULT_BACKOFF,
         }
     }
 }
@@ -131,7 +127,7 @@ pub(crate) fn spec(settings: &SemanticSettings) -> Result<Option<EndpointSpec>, 
         timeout: Duration::from_secs(configured.timeout_seconds),
         dimensions: configured.dimensions,
         attempts: configured.attempts,
-        backoff: DEFAULT_BACKOFF,
+        backoff: http_retry::DEFAULT_BACKOFF,
     }))
 }
 
@@ -348,7 +344,7 @@ impl Endpoint {
                     retry_after,
                     body,
                 } => (
-                    retryable(status),
+                    http_retry::retryable(status),
                     retry_after,
                     Some(status),
                     server_message(&body),
@@ -364,8 +360,7 @@ impl Endpoint {
             if !retry || attempt >= self.attempts || stop.load(Ordering::SeqCst) {
                 return Err(failed());
             }
-            let random = RandomState::new().hash_one(Instant::now());
-            std::thread::sleep(delay(self.backoff, attempt - 1, retry_after, random));
+            std::thread::sleep(http_retry::delay(self.backoff, attempt - 1, retry_after));
             // Another batch of the same call failed meanwhile: this one's answer is not needed.
             if stop.load(Ordering::SeqCst) {
                 return Err(failed());
@@ -387,12 +382,7 @@ impl Endpoint {
             Err(e) => return transport(&e),
         };
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = http_retry::retry_after(response.headers());
         match response
             .body_mut()
             .with_config()
@@ -448,25 +438,6 @@ fn transport(error: &ureq::Error) -> Raw {
         message: error.to_string(),
         retryable,
     }
-}
-
-/// Statuses a later try may not see: a timeout, throttling, a server error.
-fn retryable(status: u16) -> bool {
-    status == 408 || status == 429 || (500..600).contains(&status)
-}
-
-/// The wait before retry number `retry` (0-based): the server's `Retry-After` (capped) if
-/// it sent one, else exponential from `backoff`, capped, its upper half jittered by
-/// `random` so many clients do not retry in step.
-fn delay(backoff: Duration, retry: u32, retry_after: Option<Duration>, random: u64) -> Duration {
-    if let Some(after) = retry_after {
-        return after.min(MAX_RETRY_AFTER);
-    }
-    let full = backoff
-        .saturating_mul(2u32.saturating_pow(retry))
-        .min(MAX_BACKOFF);
-    let fraction = 0.5 + (random % 1000) as f64 / 2000.0;
-    full.mul_f64(fraction)
 }
 
 /// The most telling part of an error body: OpenAI's `error.message`, TEI's and Ollama's
@@ -681,40 +652,6 @@ mod tests {
         assert_eq!(m(""), "(no message)");
         let long = m(&"x".repeat(1000));
         assert!(long.ends_with(" [...]") && long.len() < 320, "{long}");
-    }
-
-    #[test]
-    fn timeouts_throttling_and_server_errors_are_retried_and_nothing_else() {
-        for status in [408, 429, 500, 502, 503, 504] {
-            assert!(retryable(status), "{status}");
-        }
-        for status in [200, 301, 400, 401, 403, 404, 413, 422] {
-            assert!(!retryable(status), "{status}");
-        }
-    }
-
-    #[test]
-    fn the_backoff_doubles_with_jitter_is_capped_and_retry_after_wins() {
-        let base = Duration::from_millis(100);
-        for retry in 0..4 {
-            let full = base * 2u32.pow(retry);
-            let low = delay(base, retry, None, 0);
-            let high = delay(base, retry, None, 999);
-            assert_eq!(low, full / 2, "{retry}");
-            assert!(
-                high < full && high > full.mul_f64(0.99),
-                "{retry}: {high:?}"
-            );
-        }
-        assert!(delay(base, 30, None, 999) <= MAX_BACKOFF);
-        assert_eq!(
-            delay(base, 0, Some(Duration::from_secs(7)), 0),
-            Duration::from_secs(7)
-        );
-        assert_eq!(
-            delay(base, 0, Some(Duration::from_secs(86_400)), 0),
-            MAX_RETRY_AFTER
-        );
     }
 
     #[test]

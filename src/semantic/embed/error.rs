@@ -50,6 +50,15 @@ impl ModelError {
             ModelError::EndpointResponse { .. } => "semantic.endpoint_bad_response",
         }
     }
+
+    /// Whether an embedding server failed to answer (or answered wrongly): a failure of
+    /// the moment, which may pass, unlike a model or a setting that is wrong.
+    pub fn is_remote(&self) -> bool {
+        matches!(
+            self,
+            ModelError::Endpoint { .. } | ModelError::EndpointResponse { .. }
+        )
+    }
 }
 
 impl std::fmt::Display for ModelError {
