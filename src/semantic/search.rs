@@ -561,12 +561,7 @@ impl SemanticIndex {
         }
         Hit {
             freshness: self.freshness(&chunk.path),
-            preview: chunk
-                .text
-                .lines()
-                .take(PREVIEW_LINES)
-                .collect::<Vec<_>>()
-                .join("\n"),
+            preview: preview(&chunk.text, &chunk.symbol),
             id: chunk.id,
             path: chunk.path,
             start_line: chunk.start_line,
@@ -620,6 +615,33 @@ struct Fused {
     name: Option<Signal>,
     lexical: Option<Signal>,
     vector: Option<Signal>,
+}
+
+/// The chunk's first lines from the line that defines its symbol (a chunk that merged the
+/// imports above a function starts at the function), blank lines left out.
+fn preview(text: &str, symbol: &str) -> String {
+    let name = symbol
+        .rsplit(['.', ':', '/'])
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches(|c: char| c == '~' || c == '@' || c.is_ascii_digit());
+    let defines = |line: &str| {
+        !name.is_empty()
+            && line.match_indices(name).any(|(at, _)| {
+                let before = line[..at].chars().next_back();
+                let after = line[at + name.len()..].chars().next();
+                let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                !word(before) && !word(after)
+            })
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.iter().position(|l| defines(l)).unwrap_or(0);
+    lines[start..]
+        .iter()
+        .take(PREVIEW_LINES)
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The vector ranking by similarity less the margin of each chunk's role
@@ -679,6 +701,23 @@ fn fuse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_preview_starts_at_the_definition_and_leaves_blank_lines_out() {
+        let text = "import hashlib, hmac\n\n\ndef check_password(user, raw):\n    \"\"\"Compare.\"\"\"\n\n    return ok\n";
+        assert_eq!(
+            preview(text, "check_password"),
+            "def check_password(user, raw):\n    \"\"\"Compare.\"\"\"\n    return ok"
+        );
+        // A method's symbol names its class; a repeat carries ~2; no match starts at the top.
+        let method = "    @property\n    def save(self):\n        return 1\n";
+        assert!(preview(method, "Form.save~2").starts_with("    def save"));
+        assert_eq!(preview("a\n\nb\n", "Other"), "a\nb");
+        // The name as part of a longer word does not count.
+        assert!(preview("x = saved\ndef save():\n", "save").starts_with("def save"));
+        let long: String = (0..20).map(|n| format!("line {n}\n")).collect();
+        assert_eq!(preview(&long, "").lines().count(), PREVIEW_LINES);
+    }
 
     #[test]
     fn the_vector_ranking_lets_code_pass_a_test_it_nearly_ties_but_not_a_clearly_better_doc() {
