@@ -197,7 +197,10 @@ fn search_in(
         let synced = run_sync(root, config, embedder.as_ref(), false);
         match &synced {
             Ok(report) => errln!("{}", describe(report)),
-            Err(e) => errln!("warning: the sync did not finish ({}): {e}", e.key()),
+            Err(e) if e.is_transient() => {
+                errln!("warning: the sync did not finish ({}): {e}", e.key());
+            }
+            Err(e) => return fail(e),
         }
         index = match SemanticIndex::open(root, embedder.as_ref()) {
             Ok(index) => index,

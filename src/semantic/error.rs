@@ -49,6 +49,16 @@ impl Error {
         }
     }
 
+    /// Whether an embedding server or a shared store did not answer this time (a search
+    /// then answers by words); anything else is a fault to report.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Model(e) => e.is_remote(),
+            Error::Store(e) => matches!(e, StoreError::Unavailable { .. }),
+            _ => false,
+        }
+    }
+
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Error {
         Error::Io {
             path: path.to_path_buf(),

@@ -479,7 +479,7 @@ impl SemanticIndex {
             // An endpoint or a shared store that does not answer now must not take the
             // words away: the hybrid ranking answers by them and says why, with the key.
             // A ranking by vectors alone has nothing else to give, so it fails.
-            Err(e) if ranking == Ranking::Hybrid => status.failed(&e),
+            Err(e) if ranking == Ranking::Hybrid && e.is_transient() => status.failed(&e),
             Err(e) => return Err(e),
             Ok(None) if embedder.is_some() => {
                 status.note = Some(
@@ -620,11 +620,7 @@ struct Fused {
 /// The chunk's first lines from the line that defines its symbol (a chunk that merged the
 /// imports above a function starts at the function), blank lines left out.
 fn preview(text: &str, symbol: &str) -> String {
-    let name = symbol
-        .rsplit(['.', ':', '/'])
-        .next()
-        .unwrap_or_default()
-        .trim_end_matches(|c: char| c == '~' || c == '@' || c.is_ascii_digit());
+    let name = symbol.rsplit(['.', ':', '/']).next().unwrap_or_default();
     let defines = |line: &str| {
         !name.is_empty()
             && line.match_indices(name).any(|(at, _)| {
@@ -709,9 +705,11 @@ mod tests {
             preview(text, "check_password"),
             "def check_password(user, raw):\n    \"\"\"Compare.\"\"\"\n    return ok"
         );
-        // A method's symbol names its class; a repeat carries ~2; no match starts at the top.
+        // A method's symbol names its class; digits are part of a name; no match starts at
+        // the top.
         let method = "    @property\n    def save(self):\n        return 1\n";
-        assert!(preview(method, "Form.save~2").starts_with("    def save"));
+        assert!(preview(method, "Form.save").starts_with("    def save"));
+        assert!(preview("x = 1\ndef sha256(b):\n", "sha256").starts_with("def sha256"));
         assert_eq!(preview("a\n\nb\n", "Other"), "a\nb");
         // The name as part of a longer word does not count.
         assert!(preview("x = saved\ndef save():\n", "save").starts_with("def save"));

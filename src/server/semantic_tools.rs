@@ -476,10 +476,11 @@ impl SemanticTools {
         let k = a.k.unwrap_or(10).clamp(1, 50);
         let query_vector = match model.map(|m| m.embed(&[a.query.as_str()])) {
             Some(Ok(v)) => v.into_iter().next(),
-            Some(Err(e)) => {
+            Some(Err(e)) if e.is_remote() => {
                 vectors_failed = Some(e.into());
                 None
             }
+            Some(Err(e)) => return Err(e.into()),
             None => None,
         };
         // The index stays opened with the model (it is cached for the next answers).
@@ -567,11 +568,13 @@ impl SemanticTools {
         notes: Option<String>,
     ) -> Result<(), semantic::Error> {
         let model = self.model().ok().flatten();
-        let (model_id, vector) = match &model {
-            Some(m) => (
-                Some(m.id().to_string()),
-                m.embed(&[query])?.into_iter().next().unwrap_or_default(),
-            ),
+        // An embedding endpoint that does not answer now must not lose the agreement: it
+        // is kept without a vector, matched by its words, as without a model.
+        let embedded = model
+            .as_ref()
+            .and_then(|m| Some((m.id().to_string(), m.embed(&[query]).ok()?.pop()?)));
+        let (model_id, vector) = match embedded {
+            Some((id, vector)) => (Some(id), vector),
             None => (None, Vec::new()),
         };
         let path = semantic::map_path(&self.inner.root);

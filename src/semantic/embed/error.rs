@@ -51,13 +51,14 @@ impl ModelError {
         }
     }
 
-    /// Whether an embedding server failed to answer (or answered wrongly): a failure of
-    /// the moment, which may pass, unlike a model or a setting that is wrong.
+    /// Whether an embedding server did not answer: unreachable, timed out, throttled or
+    /// failing (5xx). A failure of the moment, which may pass, unlike a key, a URL, a model
+    /// name or a setting that is wrong (those stay errors).
     pub fn is_remote(&self) -> bool {
-        matches!(
-            self,
-            ModelError::Endpoint { .. } | ModelError::EndpointResponse { .. }
-        )
+        match self {
+            ModelError::Endpoint { status, .. } => status.is_none_or(crate::http_retry::retryable),
+            _ => false,
+        }
     }
 }
 
