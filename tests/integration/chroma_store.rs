@@ -198,6 +198,22 @@ fn two_clones(name: &str, url: &str, prefix: &str) -> (TempDir, TempDir) {
     (first, second)
 }
 
+/// The chunk ids of a JSON answer's hits, in order.
+fn hit_ids(answer: &Value) -> Vec<String> {
+    answer["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hits: {answer}"))
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The chunk ids of the embedded store's `k` best hits for `query`.
+fn local_ids(local: &SemanticIndex, query: &str, k: usize) -> Vec<String> {
+    let answer = local.search(Some(embedder()), None, query, k).unwrap();
+    answer.hits.into_iter().map(|h| h.id).collect()
+}
+
 /// The content hashes of the chunks a clone's catalog lists.
 fn live_hashes(dir: &Path) -> HashSet<String> {
     let text = std::fs::read_to_string(dir.join(".code-intel/semantic/catalog.json")).unwrap();
@@ -335,29 +351,13 @@ fn the_shared_store_answers_as_the_embedded_one_and_never_with_a_chunk_this_clon
             .unwrap();
         assert!(out.status.success(), "{q}: {out:?}");
         let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let ids: Vec<&str> = answer["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["id"].as_str().unwrap())
-            .collect();
-        let want = local.search(Some(embedder()), None, q, 5).unwrap();
-        let want: Vec<&str> = want.hits.iter().map(|h| h.id.as_str()).collect();
-        assert_eq!(ids, want, "{q}");
+        assert_eq!(hit_ids(&answer), local_ids(&local, q, 5), "{q}");
         assert_eq!(answer["vector"]["used"], true, "{q}");
     }
     // And so does the MCP server, through the real client.
     let answers = crate::embedding_endpoint::mcp_answers(&shared, &queries, &[]);
     for (q, answer) in queries.iter().zip(&answers) {
-        let ids: Vec<&str> = answer["hits"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{q}: {answer}"))
-            .iter()
-            .map(|h| h["id"].as_str().unwrap())
-            .collect();
-        let want = local.search(Some(embedder()), None, q, 3).unwrap();
-        let want: Vec<&str> = want.hits.iter().map(|h| h.id.as_str()).collect();
-        assert_eq!(ids, want, "{q}");
+        assert_eq!(hit_ids(answer), local_ids(&local, q, 3), "{q}");
         assert_eq!(answer["vector"]["used"], true, "{q}: {answer}");
         assert_eq!(answer["ranking"], "hybrid", "{q}: {answer}");
     }
