@@ -21,6 +21,7 @@ use super::preflight::Target;
 use super::protocol::planner::Planner;
 use super::report::Status;
 use super::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox, SandboxError};
+use super::sandbox_policy::HostFacts;
 use super::task::{self, Task};
 use crate::contract::model::{Outcome, StateKind};
 use crate::contract::{self, Contract};
@@ -393,12 +394,20 @@ fn sandbox_for(
         return (sandbox, Target::Local);
     }
     let home = host_env("HOME").map(PathBuf::from);
+    let policy = match task.sandbox.resolve(&HostFacts::current()) {
+        Ok(policy) => policy,
+        Err(e) => {
+            let program = "docker".to_string();
+            return (Err(SandboxError::Policy(e)), Target::Docker { program });
+        }
+    };
     let options = DockerOptions::for_worker(
         &task.worker,
         &task.id,
         &task.repo,
         home.as_deref(),
         host_env,
+        policy,
     );
     let program = options.program.clone();
     let sandbox = DockerSandbox::new(options).map(|s| Box::new(s) as Box<dyn Sandbox>);

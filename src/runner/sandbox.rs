@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use super::cancel::Cancel;
 use super::preflight::find_on_path;
 use super::process::{self, Ending, Output, SpawnError, Spec};
+use super::sandbox_policy::{CONTAINER_HOME, PolicyError, SandboxPolicy};
 use super::worker::{AuthMount, WorkerConfig};
 
 /// The repository's path inside the container.
@@ -62,6 +63,8 @@ pub enum SandboxError {
     Stopped { sandbox: String },
     /// `exec` with an empty argv.
     EmptyCommand,
+    /// `runner.sandbox` cannot be applied on this host.
+    Policy(PolicyError),
     /// The repository path does not exist, or cannot be mounted (`:` or `,` in it).
     BadRepo { path: PathBuf, reason: String },
     /// The docker CLI (or, locally, the command) could not be started at all.
@@ -88,6 +91,7 @@ impl std::fmt::Display for SandboxError {
                 )
             }
             SandboxError::EmptyCommand => write!(f, "no command to run in the sandbox"),
+            SandboxError::Policy(e) => write!(f, "{e}"),
             SandboxError::BadRepo { path, reason } => {
                 write!(
                     f,
@@ -201,17 +205,20 @@ pub struct DockerOptions {
     pub mounts: Vec<AuthMount>,
     /// Between TERM and KILL when a command must be stopped.
     pub grace: Duration,
+    /// Limits, network and user of the container.
+    pub policy: SandboxPolicy,
 }
 
 impl DockerOptions {
     /// The options for a task's worker: its image and its login mounts, found under
-    /// `home` and through `host_env`.
+    /// `home` and through `host_env`, under `policy`.
     pub fn for_worker(
         config: &WorkerConfig,
         task_id: &str,
         repo: &Path,
         home: Option<&Path>,
         host_env: &dyn Fn(&str) -> Option<String>,
+        policy: SandboxPolicy,
     ) -> DockerOptions {
         DockerOptions {
             program: "docker".to_string(),
@@ -220,6 +227,7 @@ impl DockerOptions {
             image: config.image(),
             mounts: config.find_auth(home, host_env).mounts,
             grace: Duration::from_secs(5),
+            policy,
         }
     }
 }
@@ -422,6 +430,76 @@ impl DockerSandbox {
     }
 }
 
+impl DockerSandbox {
+    /// The run user's home: `HOME`, a tmpfs it owns at [`CONTAINER_HOME`], and one for each
+    /// directory between it and a login file mounted inside it, so the CLI can write its
+    /// state beside the read-only login (a bind mount's missing parents would be root's).
+    /// Git is told the mounted repository is safe whoever owns it (git refuses a repository
+    /// owned by another user, which the repository is when the worker runs as root).
+    fn home_args(&self) -> Vec<String> {
+        let (uid, gid) = self.options.policy.ids();
+        let tmpfs = |dir: &str| format!("{dir}:rw,exec,nosuid,uid={uid},gid={gid},mode=0700");
+        let mut dirs = vec![CONTAINER_HOME.to_string()];
+        for mount in &self.options.mounts {
+            let Some(rest) = mount.container.strip_prefix(&format!("{CONTAINER_HOME}/")) else {
+                continue;
+            };
+            let mut dir = CONTAINER_HOME.to_string();
+            let parts: Vec<&str> = rest.split('/').collect();
+            for part in &parts[..parts.len().saturating_sub(1)] {
+                dir = format!("{dir}/{part}");
+                if !dirs.contains(&dir) {
+                    dirs.push(dir.clone());
+                }
+            }
+        }
+        let mut args = vec!["-e".to_string(), format!("HOME={CONTAINER_HOME}")];
+        for dir in dirs {
+            args.push("--tmpfs".into());
+            args.push(tmpfs(&dir));
+        }
+        args.extend(
+            [
+                "-e",
+                "GIT_CONFIG_COUNT=1",
+                "-e",
+                "GIT_CONFIG_KEY_0=safe.directory",
+                "-e",
+            ]
+            .map(String::from),
+        );
+        args.push(format!("GIT_CONFIG_VALUE_0={CONTAINER_WORKDIR}"));
+        args
+    }
+
+    /// Gives the run user a name in the image's `/etc/passwd` when it has none: tools
+    /// that ask who they are (`whoami`, Node's `os.userInfo()`, ssh, git's identity
+    /// fallback) fail for a uid without one. Best effort: an image whose `/etc/passwd`
+    /// cannot be written still runs.
+    fn add_user_entry(&self, cancel: &Cancel) {
+        let (uid, gid) = self.options.policy.ids();
+        if uid == 0 {
+            return;
+        }
+        let script = format!(
+            "grep -q '^[^:]*:[^:]*:{uid}:' /etc/passwd 2>/dev/null ||\n\
+             echo 'agent:x:{uid}:{gid}:agent-runner worker:{CONTAINER_HOME}:/bin/sh' >> /etc/passwd"
+        );
+        let args = vec![
+            "exec".to_string(),
+            "-u".into(),
+            "0".into(),
+            self.name.clone(),
+            "sh".into(),
+            "-c".into(),
+            script,
+        ];
+        if let Err(e) = self.docker("name the run user in /etc/passwd", args, cancel) {
+            tracing::warn!(container = %self.name, error = %e, "the worker's uid has no name in the image");
+        }
+    }
+}
+
 impl Sandbox for DockerSandbox {
     fn start(&mut self, cancel: &Cancel) -> Result<(), SandboxError> {
         match self.state {
@@ -469,6 +547,8 @@ impl Sandbox for DockerSandbox {
         .iter()
         .map(|s| (*s).to_string())
         .collect();
+        args.extend(self.options.policy.docker_run_args());
+        args.extend(self.home_args());
         for mount in &self.options.mounts {
             args.push("-v".to_string());
             args.push(format!("{}:{}:ro", mount.host.display(), mount.container));
@@ -484,7 +564,13 @@ impl Sandbox for DockerSandbox {
         super::cleanup::track_container(&self.options.program, &self.name);
         self.docker("start the container", args, cancel)?;
         self.state = State::Running;
-        tracing::info!(container = %self.name, image = %self.options.image, "started the sandbox container");
+        self.add_user_entry(cancel);
+        tracing::info!(
+            container = %self.name,
+            image = %self.options.image,
+            policy = %self.options.policy.describe(),
+            "started the sandbox container"
+        );
         Ok(())
     }
 

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::provider::MetaConfig;
+use super::sandbox_policy::SandboxSpec;
 use super::worker::WorkerConfig;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::source::{FileId, Sources};
@@ -155,9 +156,12 @@ pub struct RunnerSpec {
     /// The planner (meta) LLM.
     #[serde(default)]
     pub meta: MetaConfig,
-    /// The coding agent CLI and its sandbox.
+    /// The coding agent CLI and its image.
     #[serde(default)]
     pub worker: WorkerConfig,
+    /// The worker container's limits and user (docs/agent-runner.md "Sandbox policy").
+    #[serde(default)]
+    pub sandbox: SandboxSpec,
 }
 
 /// A task ready to run: defaults applied, paths absolute.
@@ -175,6 +179,8 @@ pub struct Task {
     pub provider_retries: u32,
     pub meta: MetaConfig,
     pub worker: WorkerConfig,
+    /// `runner.sandbox`, checked; resolved against the host when the container starts.
+    pub sandbox: SandboxSpec,
     /// The directory relative paths of the task file are read from.
     pub base_dir: PathBuf,
 }
@@ -389,6 +395,12 @@ fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagn
             at("/runner/worker"),
         ));
     }
+    if let Err(e) = raw.runner.sandbox.check() {
+        let pointer = format!("/runner/sandbox/{}", e.key);
+        findings.push(
+            Diagnostic::new("schema-violation", e.to_string(), at(&pointer)).with_help(e.help),
+        );
+    }
     if let Some(cwd) = raw.task.test.as_ref().and_then(|t| t.cwd.as_deref()) {
         let path = Path::new(cwd);
         let escapes = path.is_absolute()
@@ -435,6 +447,7 @@ fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagn
             .unwrap_or(DEFAULT_PROVIDER_RETRIES),
         meta: raw.runner.meta,
         worker,
+        sandbox: raw.runner.sandbox,
         base_dir: base_dir.to_path_buf(),
     }
 }

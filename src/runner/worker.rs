@@ -17,8 +17,8 @@ use serde_json::Value;
 pub(crate) const DEFAULT_MAX_RUN_TIME_SEC: u64 = 1800;
 /// The longest summary kept from a worker's final message, in characters.
 pub(crate) const SUMMARY_CHARS: usize = 4000;
-/// The home directory of the user inside the worker images (they run as root).
-pub(crate) const CONTAINER_HOME: &str = "/root";
+/// The worker's home inside the container (a tmpfs the sandbox makes for the run user).
+pub(crate) use super::sandbox_policy::CONTAINER_HOME;
 
 /// Which coding-agent CLI does the work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
@@ -805,15 +805,18 @@ mod tests {
         let none = |_: &str| None;
         let codex = config(WorkerKind::CodexCli).find_auth(Some(&home), &none);
         assert_eq!(codex.mounts.len(), 1);
-        assert_eq!(codex.mounts[0].container, "/root/.codex/auth.json");
+        assert_eq!(codex.mounts[0].container, "/home/agent/.codex/auth.json");
         let claude = config(WorkerKind::ClaudeCode).find_auth(Some(&home), &none);
         assert!(!claude.found(), "{claude:?}");
         let gemini = config(WorkerKind::GeminiCli).find_auth(Some(&home), &none);
-        assert_eq!(gemini.mounts[0].container, "/root/.gemini");
+        assert_eq!(gemini.mounts[0].container, "/home/agent/.gemini");
         let mut custom = config(WorkerKind::ClaudeCode);
         custom.auth_path = Some("~/.codex/auth.json".into());
         let found = custom.find_auth(Some(&home), &none);
-        assert_eq!(found.mounts[0].container, "/root/.claude/.credentials.json");
+        assert_eq!(
+            found.mounts[0].container,
+            "/home/agent/.claude/.credentials.json"
+        );
         let _ = std::fs::remove_dir_all(&home);
     }
 }

@@ -117,6 +117,10 @@
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
+//! - `runner_docker`: AgentRunner against a real Docker daemon and a busybox image made
+//!   offline: a task completes in a container, files stay the invoking user's, the sandbox
+//!   policy's limits are in the daemon and the kernel, a timeout kills inside, SIGTERM
+//!   (once or twice) leaves no container, env values are on no command line.
 //! - `docs_map`: `docs/ARCHITECTURE.md` names every top-level module and binary, and this
 //!   list names every module.
 //! - `history`: every bug id cited anywhere is listed in `docs/history.md`, none bare.
@@ -151,6 +155,7 @@ mod mcp_server;
 mod model_build;
 mod model_install;
 mod properties;
+mod runner_docker;
 mod runner_planner;
 mod runner_sandbox;
 mod rust_source;

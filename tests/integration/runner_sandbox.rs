@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use code_intel::runner::Cancel;
 use code_intel::runner::Ending;
-use code_intel::runner::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox};
+use code_intel::runner::{
+    DockerOptions, DockerSandbox, HostFacts, LocalSandbox, Sandbox, SandboxSpec,
+};
 use code_intel::runner::{Invocation, WorkerConfig, WorkerKind};
 use code_intel::runner::{RunEnding, RunIds, WorkerTurn, run_test_command, run_worker};
 use code_intel::runner::{Target, preflight};
@@ -51,7 +53,7 @@ run)
     case $1 in
       --name) name=$2; shift 2;;
       -v) case $2 in *:/workspace/project) repo=${2%:/workspace/project};; esac; shift 2;;
-      --label|-w|-e) shift 2;;
+      --label|-w|-e|--memory|--memory-swap|--cpus|--pids-limit|--network|--security-opt|--cap-drop|--cap-add|--user|--tmpfs) shift 2;;
       -*) shift;;
       *) break;;
     esac
@@ -61,15 +63,19 @@ run)
   printf '%s' "$repo" > "$S/containers/$name/repo"
   echo "0123456789abcdef" ;;
 exec)
+  user=
   while [ $# -gt 0 ]; do
     case $1 in
       -i) shift;;
       -e|-w) shift 2;;
+      -u) user=$2; shift 2;;
       *) break;;
     esac
   done
   name=$1; shift
   if [ ! -d "$S/containers/$name" ]; then echo "Error response from daemon: No such container: $name" >&2; exit 1; fi
+  # As root: the runner's setup of the image (a passwd entry), which must not touch this host.
+  [ "$user" = 0 ] && exit 0
   repo=$(cat "$S/containers/$name/repo")
   for a; do shift; case $a in /workspace/project*) a="$repo${a#/workspace/project}";; esac; set -- "$@" "$a"; done
   cd "$repo" || exit 126
@@ -159,6 +165,14 @@ impl FakeDocker {
             image: "agent-runner-codex:test".to_string(),
             mounts: Vec::new(),
             grace: Duration::from_secs(1),
+            policy: SandboxSpec::default()
+                .resolve(&HostFacts {
+                    memory_bytes: Some(16 << 30),
+                    cores: 2,
+                    uid: 1000,
+                    gid: 1000,
+                })
+                .unwrap(),
         }
     }
 
@@ -271,7 +285,13 @@ fn argv(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| (*s).to_string()).collect()
 }
 
-const RUN_LINE: &str = "run -d --init --pull=never --name <name> --label created-by=agent-runner --label agent-runner.task=TASK 9/b -v <repo>:/workspace/project -w /workspace/project agent-runner-codex:test sleep infinity";
+const RUN_LINE: &str = "run -d --init --pull=never --name <name> --label created-by=agent-runner --label agent-runner.task=TASK 9/b -v <repo>:/workspace/project -w /workspace/project \
+    --memory 8589934592 --memory-swap 8589934592 --cpus 2 --pids-limit 4096 --network bridge --security-opt no-new-privileges --cap-drop ALL --user 1000:1000 \
+    -e HOME=/home/agent --tmpfs /home/agent:rw,exec,nosuid,uid=1000,gid=1000,mode=0700 \
+    -e GIT_CONFIG_COUNT=1 -e GIT_CONFIG_KEY_0=safe.directory -e GIT_CONFIG_VALUE_0=/workspace/project \
+    agent-runner-codex:test sleep infinity";
+/// After the start: the run user gets a name in the image's /etc/passwd.
+const PASSWD_LINE: &str = "exec -u 0 <name> sh -c <script>";
 
 #[test]
 fn b9_container_is_named_labelled_and_removed() {
@@ -311,6 +331,7 @@ fn b9_container_is_named_labelled_and_removed() {
         docker.sequence(&name, &repo),
         vec![
             RUN_LINE.to_string(),
+            PASSWD_LINE.to_string(),
             "exec -i -e FAKE_EXIT -e FAKE_RECORD -e PATH <name> sh -c <script> agent-runner-exec <pidfile> codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -".to_string(),
             "exec <name> sh -c <script> agent-runner-exec <pidfile> sh -c <script> agent-runner-test /workspace/project grep -q fixed hello.txt".to_string(),
             "rm -f <name>".to_string(),
@@ -347,7 +368,7 @@ fn b8_stop_after_an_error_still_removes_the_container() {
     // The finalizer still runs its `rm -f`, and "no such container" is not a failure.
     sandbox.stop().unwrap();
     assert_eq!(
-        docker.sequence(&name, &repo)[1..],
+        docker.sequence(&name, &repo)[2..],
         [
             "exec <name> sh -c <script> agent-runner-exec <pidfile> sh -c exit 0",
             "exec <name> sh -c <script> agent-runner-exec <pidfile> true",
@@ -380,7 +401,10 @@ fn b8_stop_after_an_error_still_removes_the_container() {
     sandbox.start(&cancel).unwrap();
     drop(sandbox);
     assert!(!docker.container_exists(&name));
-    assert_eq!(docker.sequence(&name, &repo), [RUN_LINE, "rm -f <name>"]);
+    assert_eq!(
+        docker.sequence(&name, &repo),
+        [RUN_LINE, PASSWD_LINE, "rm -f <name>"]
+    );
 }
 
 /// Runs a fake agent that sleeps forever (with a child of its own) in the fake container
@@ -430,7 +454,7 @@ fn assert_killed_inside(
     );
     sandbox.stop().unwrap();
     assert_eq!(
-        docker.sequence(&name, &repo)[1..],
+        docker.sequence(&name, &repo)[2..],
         [
             "exec <name> sh -c <script> agent-runner-exec <pidfile> sh -c <script>".to_string(),
             "exec <name> sh -c <script> agent-runner-kill <pidfile> 1".to_string(),
@@ -495,13 +519,16 @@ fn stop_twice_removes_once() {
     sandbox.stop().unwrap();
     assert!(sandbox.start(&Cancel::new()).is_err());
     drop(sandbox);
-    assert_eq!(docker.sequence(&name, &repo), [RUN_LINE, "rm -f <name>"]);
+    assert_eq!(
+        docker.sequence(&name, &repo),
+        [RUN_LINE, PASSWD_LINE, "rm -f <name>"]
+    );
 
     // Never started: nothing to remove, no docker call at all.
     let mut sandbox = DockerSandbox::new(docker.options(&repo)).unwrap();
     sandbox.stop().unwrap();
     drop(sandbox);
-    assert_eq!(docker.calls().len(), 2);
+    assert_eq!(docker.calls().len(), 3);
 }
 
 #[test]
@@ -533,7 +560,7 @@ fn m27_env_values_are_not_in_any_argv() {
         "an env value reached the docker argv"
     );
     assert!(
-        docker.calls()[1]
+        docker.calls()[2]
             .windows(2)
             .any(|w| w == ["-e", "SECRET_TOKEN"])
     );
@@ -773,7 +800,7 @@ fn preflight_reports_docker_image_and_login() {
     assert!(
         detail(&report, "worker login")
             .1
-            .contains("/root/.codex/auth.json")
+            .contains("/home/agent/.codex/auth.json")
     );
     let calls = docker.calls();
     assert_eq!(

@@ -1,0 +1,573 @@
+//! AgentRunner against a real Docker daemon: tasks run in real containers made from a
+//! busybox image built offline (`docker import` of a root filesystem from Debian's
+//! `busybox-static`), with the sandbox policy's limits checked in the daemon
+//! (`docker inspect`) and inside the container (the kernel refuses the fork past the pids
+//! limit). The fake-CLI golden tests (`runner_sandbox`) pin the command lines; these show
+//! the daemon does what the lines ask.
+//!
+//! Needs a daemon: `.ci/run` installs `docker.io` and starts `dockerd`. Run as root with
+//! no daemon answering, the suite installs (`apt-get`) and starts one itself, as other
+//! tests install their npm and PyPI helpers; otherwise it fails and says what to run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use code_intel::runner::{
+    Cancel, DockerOptions, DockerSandbox, Ending, HostFacts, Sandbox, SandboxSpec,
+};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::support::TempDir;
+
+fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent-runner"))
+}
+
+/// The test image's tag, once the daemon answers and the image exists.
+fn image() -> &'static str {
+    static IMAGE: OnceLock<Result<String, String>> = OnceLock::new();
+    match IMAGE.get_or_init(prepare) {
+        Ok(tag) => tag,
+        Err(e) => panic!("the real-Docker tests need a Docker daemon: {e}"),
+    }
+}
+
+fn docker(args: &[&str]) -> Output {
+    Command::new("docker")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("docker {args:?}: {e}"))
+}
+
+fn daemon_answers() -> bool {
+    Command::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+fn on_path(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Debian packages, installed when missing and this is root (a fresh machine of the CI's
+/// kind); an update of the lists first when the install alone fails.
+fn apt_install(packages: &[&str]) -> Result<(), String> {
+    if !is_root() || !on_path("apt-get") {
+        return Err(format!(
+            "install {} (e.g. `sudo apt-get install {}`)",
+            packages.join(", "),
+            packages.join(" ")
+        ));
+    }
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "--no-install-recommends"])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdin(Stdio::null())
+            .output()
+    };
+    let out = install().map_err(|e| format!("apt-get: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let _ = Command::new("apt-get").args(["update", "-q"]).output();
+    let out = install().map_err(|e| format!("apt-get: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "apt-get install {packages:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn prepare() -> Result<String, String> {
+    if !daemon_answers() {
+        if !on_path("dockerd") {
+            apt_install(&["docker.io"])?;
+        }
+        if !is_root() {
+            return Err("no daemon answers `docker version`; start one (`sudo dockerd &`)".into());
+        }
+        let log = std::fs::File::create(std::env::temp_dir().join("code-intel-dockerd.log"))
+            .map_err(|e| e.to_string())?;
+        // Detached: it serves the rest of the run (and later runs) like a system daemon.
+        Command::new("setsid")
+            .arg("dockerd")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("dockerd: {e}"))?;
+        let until = Instant::now() + Duration::from_secs(90);
+        while !daemon_answers() {
+            if Instant::now() > until {
+                return Err(
+                    "dockerd did not answer within 90 s (see /tmp/code-intel-dockerd.log)".into(),
+                );
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+    let busybox = Path::new("/bin/busybox");
+    if !busybox.exists() {
+        apt_install(&["busybox-static"])?;
+    }
+    let bytes = std::fs::read(busybox).map_err(|e| format!("{}: {e}", busybox.display()))?;
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(&bytes);
+    let tag = format!(
+        "code-intel-test/busybox:{}",
+        digest
+            .iter()
+            .take(6)
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
+    if docker(&["image", "inspect", &tag]).status.success() {
+        return Ok(tag);
+    }
+    build_image(&tag, busybox)?;
+    Ok(tag)
+}
+
+/// A root filesystem with busybox and its applets, a writable /tmp and a passwd file
+/// with root only (the runner names the run user itself), imported as `tag`.
+fn build_image(tag: &str, busybox: &Path) -> Result<(), String> {
+    let dir = TempDir::new("docker-rootfs");
+    let root = dir.path().join("rootfs");
+    for sub in ["bin", "tmp", "etc", "proc", "sys", "dev", "home"] {
+        std::fs::create_dir_all(root.join(sub)).map_err(|e| e.to_string())?;
+    }
+    std::fs::copy(busybox, root.join("bin/busybox")).map_err(|e| e.to_string())?;
+    let list = Command::new(busybox)
+        .arg("--list")
+        .output()
+        .map_err(|e| e.to_string())?;
+    for applet in String::from_utf8_lossy(&list.stdout).lines() {
+        if applet != "busybox" && !applet.is_empty() {
+            std::os::unix::fs::symlink("busybox", root.join("bin").join(applet))
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(root.join("tmp"), std::fs::Permissions::from_mode(0o1777))
+        .map_err(|e| e.to_string())?;
+    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")
+        .map_err(|e| e.to_string())?;
+    std::fs::write(root.join("etc/group"), "root:x:0:\n").map_err(|e| e.to_string())?;
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            "tar -C \"$1\" -c . | docker import -c 'ENV PATH=/bin' - \"$2\"",
+            "import",
+        ])
+        .arg(&root)
+        .arg(tag)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "docker import failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// The containers of task `id` that still exist, running or not.
+fn containers_of(id: &str) -> Vec<String> {
+    let out = docker(&[
+        "ps",
+        "-a",
+        "-q",
+        "--filter",
+        &format!("label=agent-runner.task={id}"),
+    ]);
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A task in a temporary directory: `repo/` (a git repository with one commit) and
+/// `task.yaml`, whose worker is a shell script run in the test image.
+struct Fixture {
+    dir: TempDir,
+    id: String,
+}
+
+impl Fixture {
+    /// `worker` is the script `sh -c` runs in the repository inside the container;
+    /// `runner` is added to the `runner:` block (indented two spaces).
+    fn new(name: &str, worker: &str, test: &str, runner: &str) -> Fixture {
+        let dir = TempDir::new(&format!("docker-{name}"));
+        let repo_dir = dir.path().join("repo");
+        std::fs::create_dir_all(&repo_dir).unwrap();
+        crate::support::git_repo(&repo_dir, &[("README.md", "# repo\n")]);
+        // A unique id per run, so a container left by an earlier run cannot be mistaken
+        // for this one's.
+        let id = format!("dk-{name}-{}", std::process::id());
+        let task = format!(
+            "version: 1\ntask:\n  id: {id}\n  title: {name}\n  repo: repo\n  prd:\n    text: |\n      - the worker ran\n  test:\n    command: {test}\n    timeout_sec: 60\nrunner:\n  max_loops: 2\n  meta: {{kind: mock}}\n  worker:\n    kind: command\n    command: [sh, -c, {worker}]\n    docker_image: {image}\n    max_run_time_sec: 120\n{runner}",
+            test = serde_json::to_string(test).unwrap(),
+            worker = serde_json::to_string(worker).unwrap(),
+            image = image(),
+        );
+        std::fs::write(dir.path().join("task.yaml"), task).unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        Fixture { dir, id }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(binary());
+        command
+            .args(["task.yaml", "--result-file", "result.json"])
+            .current_dir(self.path())
+            .env("HOME", self.path().join("home"))
+            .env_remove("AGENT_RUNNER_LOG")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn result(&self) -> Value {
+        let text = std::fs::read_to_string(self.path().join("result.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn repo_file(&self, name: &str) -> PathBuf {
+        self.path().join("repo").join(name)
+    }
+
+    /// Waits until the worker wrote `name` in the repository.
+    fn wait_for(&self, name: &str, child: &mut Child) {
+        let path = self.repo_file(name);
+        let until = Instant::now() + Duration::from_secs(120);
+        while !path.exists() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("agent-runner ended ({status}) before the worker wrote {name}");
+            }
+            assert!(Instant::now() < until, "the worker never wrote {name}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn a_task_completes_in_a_real_container_and_leaves_none() {
+    let f = Fixture::new(
+        "complete",
+        "cat > /dev/null; echo hello > hello.txt; id -u > uid.txt; echo done",
+        "grep -q hello hello.txt",
+        "",
+    );
+    let o = f.command().output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let result = f.result();
+    assert_eq!(result["status"], "complete", "{result}");
+    assert_eq!(result["runs"][0]["exit_code"], 0);
+    // The default user is the one who ran agent-runner: the file is theirs.
+    use std::os::unix::fs::MetadataExt as _;
+    let uid = nix::unistd::getuid().as_raw();
+    assert_eq!(
+        std::fs::read_to_string(f.repo_file("uid.txt"))
+            .unwrap()
+            .trim(),
+        uid.to_string()
+    );
+    assert_eq!(
+        std::fs::metadata(f.repo_file("hello.txt")).unwrap().uid(),
+        uid
+    );
+    assert!(
+        containers_of(&f.id).is_empty(),
+        "a container was left behind"
+    );
+}
+
+#[test]
+fn files_the_worker_writes_belong_to_the_user_who_ran_it() {
+    // As an ordinary user (uid 4243, in the docker group to reach the daemon), the files
+    // the worker writes in the mounted repository are that user's, not root's.
+    if !is_root() {
+        // Not root: the test above already ran as an ordinary user.
+        return;
+    }
+    let group = Command::new("getent")
+        .args(["group", "docker"])
+        .output()
+        .unwrap();
+    let docker_gid = String::from_utf8_lossy(&group.stdout)
+        .split(':')
+        .nth(2)
+        .map(str::to_string)
+        .expect("docker.io makes a `docker` group");
+    let f = Fixture::new(
+        "as-user",
+        "cat > /dev/null; echo hello > hello.txt; id -u > uid.txt; ls -ld $HOME > home.txt",
+        "grep -q hello hello.txt",
+        "",
+    );
+    let chown = Command::new("chown")
+        .args(["-R", "4243:4243"])
+        .arg(f.path())
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid",
+            "4243",
+            "--regid",
+            "4243",
+            &format!("--groups={docker_gid}"),
+            "--",
+        ])
+        .arg(binary())
+        .args(["task.yaml", "--result-file", "result.json"])
+        .current_dir(f.path())
+        .env("HOME", f.path().join("home"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    use std::os::unix::fs::MetadataExt as _;
+    for file in ["hello.txt", "uid.txt", ".agent-runner"] {
+        let meta = std::fs::metadata(f.repo_file(file)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (4243, 4243), "{file}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(f.repo_file("uid.txt"))
+            .unwrap()
+            .trim(),
+        "4243"
+    );
+    // Its home is a directory of its own (a tmpfs), whatever users the image has.
+    let home = std::fs::read_to_string(f.repo_file("home.txt")).unwrap();
+    assert!(home.contains("/home/agent"), "{home}");
+    assert!(home.starts_with("drwx------"), "{home}");
+    assert!(containers_of(&f.id).is_empty());
+}
+
+/// A sandbox on the test image with `spec`, started.
+fn started_sandbox(dir: &Path, spec: &str) -> DockerSandbox {
+    let spec: SandboxSpec = serde_json::from_str(spec).unwrap();
+    let policy = spec.resolve(&HostFacts::current()).unwrap();
+    let options = DockerOptions {
+        program: "docker".into(),
+        task_id: format!("lib-{}", std::process::id()),
+        repo: dir.to_path_buf(),
+        image: image().to_string(),
+        mounts: Vec::new(),
+        grace: Duration::from_secs(1),
+        policy,
+    };
+    let mut sandbox = DockerSandbox::new(options).unwrap();
+    sandbox.start(&Cancel::new()).unwrap();
+    sandbox
+}
+
+fn exec(sandbox: &mut DockerSandbox, script: &str) -> (Ending, String) {
+    let argv = ["sh", "-c", script].map(String::from);
+    let out = sandbox
+        .exec(
+            &argv,
+            &[],
+            None,
+            Some(Duration::from_secs(60)),
+            &Cancel::new(),
+        )
+        .unwrap();
+    let text = format!("{}{}", out.stdout.text(), out.stderr.text());
+    (out.ending, text)
+}
+
+#[test]
+fn the_sandbox_policy_is_in_force_in_the_daemon_and_the_kernel() {
+    let dir = TempDir::new("docker-limits");
+    let mut sandbox = started_sandbox(
+        dir.path(),
+        r#"{"memory": "256m", "cpus": 0.5, "pids": 32, "network": "none", "user": "4321:4321"}"#,
+    );
+    let inspect = docker(&["inspect", sandbox.name()]);
+    assert!(inspect.status.success(), "{}", text(&inspect));
+    let info: Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    let host = &info[0]["HostConfig"];
+    assert_eq!(host["Memory"], 256 << 20);
+    assert_eq!(host["MemorySwap"], 256 << 20);
+    assert_eq!(host["NanoCpus"], 500_000_000);
+    assert_eq!(host["PidsLimit"], 32);
+    assert_eq!(host["NetworkMode"], "none");
+    assert_eq!(host["CapDrop"], serde_json::json!(["ALL"]));
+    assert_eq!(
+        host["SecurityOpt"],
+        serde_json::json!(["no-new-privileges"])
+    );
+    assert_eq!(info[0]["Config"]["User"], "4321:4321");
+
+    // Inside: the user, no capability, no network but loopback, and the kernel refusing
+    // the fork past the pids limit.
+    let (ending, out) = exec(
+        &mut sandbox,
+        "id -u; id -un; grep CapEff /proc/self/status; ls /sys/class/net",
+    );
+    assert_eq!(ending, Ending::Exited(0), "{out}");
+    assert!(out.starts_with("4321\nagent\n"), "{out}");
+    assert!(out.contains("CapEff:\t0000000000000000"), "{out}");
+    assert_eq!(out.lines().skip(3).collect::<Vec<_>>(), ["lo"], "{out}");
+    // No setuid program can make the worker root again.
+    let (_, out) = exec(&mut sandbox, "grep NoNewPrivs /proc/self/status");
+    assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+    // Last, as it leaves the container full: 64 background processes under a limit of 32.
+    let (ending, out) = exec(
+        &mut sandbox,
+        "for i in $(seq 64); do sleep 30 & done; echo all started",
+    );
+    assert_ne!(ending, Ending::Exited(0), "{out}");
+    assert!(out.contains("can't fork"), "{out}");
+    assert!(!out.contains("all started"), "{out}");
+    sandbox.stop().unwrap();
+    assert!(!docker(&["inspect", sandbox.name()]).status.success());
+}
+
+#[test]
+fn a_timeout_kills_the_command_inside_the_container() {
+    let dir = TempDir::new("docker-timeout");
+    let mut sandbox = started_sandbox(dir.path(), "{}");
+    let argv = ["sh", "-c", "sleep 300 & sleep 301; echo never"].map(String::from);
+    let started = Instant::now();
+    let out = sandbox
+        .exec(
+            &argv,
+            &[],
+            None,
+            Some(Duration::from_secs(1)),
+            &Cancel::new(),
+        )
+        .unwrap();
+    assert_eq!(out.ending, Ending::TimedOut);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    // Both sleeps, the child in the background included, are gone; the container is not.
+    let (ending, left) = exec(
+        &mut sandbox,
+        "for d in /proc/[0-9]*; do cat $d/cmdline 2>/dev/null | tr '\\0' ' '; echo; done",
+    );
+    assert_eq!(ending, Ending::Exited(0));
+    assert!(!left.contains("sleep 30"), "left running: {left}");
+    sandbox.stop().unwrap();
+}
+
+#[test]
+fn sigterm_ends_with_130_and_leaves_no_container() {
+    for signals in [1, 2] {
+        let f = Fixture::new(
+            &format!("sigterm{signals}"),
+            "cat > /dev/null; touch started; sleep 300",
+            "true",
+            "",
+        );
+        let mut child = f.command().stderr(Stdio::piped()).spawn().unwrap();
+        f.wait_for("started", &mut child);
+        assert_eq!(containers_of(&f.id).len(), 1);
+        for _ in 0..signals {
+            kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(130),
+            "{signals} signal(s): {}",
+            text(&o)
+        );
+        assert!(
+            containers_of(&f.id).is_empty(),
+            "{signals} signal(s) left a container"
+        );
+        if signals == 1 {
+            assert_eq!(f.result()["status"], "cancelled");
+        }
+    }
+}
+
+#[test]
+fn env_values_reach_the_worker_but_never_a_command_line() {
+    let secret = "hunter2-real-docker-secret";
+    let f = Fixture::new(
+        "env",
+        "cat > /dev/null; printf %s \"$SECRET_TOKEN\" | sha256sum > secret.sum; touch started; \
+         while [ ! -e go ]; do sleep 0.1; done",
+        "true",
+        "",
+    );
+    // The env block goes under runner.worker.
+    let task = std::fs::read_to_string(f.path().join("task.yaml")).unwrap();
+    let task = task.replace(
+        "    max_run_time_sec: 120\n",
+        &format!("    max_run_time_sec: 120\n    env: {{SECRET_TOKEN: {secret}}}\n"),
+    );
+    std::fs::write(f.path().join("task.yaml"), task).unwrap();
+    let mut child = f.command().stderr(Stdio::piped()).spawn().unwrap();
+    f.wait_for("started", &mut child);
+    let ids = containers_of(&f.id);
+    assert_eq!(ids.len(), 1);
+    let inspect = docker(&["inspect", &ids[0]]);
+    assert!(inspect.status.success());
+    let inspect = String::from_utf8_lossy(&inspect.stdout);
+    assert!(!inspect.contains(secret), "the value is in docker inspect");
+    // Nor on any host command line (the docker exec client's included).
+    let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&ps.stdout).contains(secret));
+    std::fs::write(f.repo_file("go"), "").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    use sha2::Digest as _;
+    let want: String = sha2::Sha256::digest(secret.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let got = std::fs::read_to_string(f.repo_file("secret.sum")).unwrap();
+    assert!(
+        got.starts_with(&want),
+        "the worker saw another value: {got}"
+    );
+    let note =
+        std::fs::read_to_string(f.repo_file(&format!(".agent-runner/task-{}.md", f.id))).unwrap();
+    assert!(!note.contains(secret));
+    assert!(!text(&o).contains(secret));
+}
