@@ -11,7 +11,7 @@ use clap::{Parser, ValueEnum};
 use code_intel::diagnostic::render;
 use code_intel::runner::Cancel;
 use code_intel::runner::Progress;
-use code_intel::runner::{LogFormat, Options, RunError, app};
+use code_intel::runner::{LogFormat, Options, RunError, app, images};
 
 /// Runs a task: a planner LLM plans acceptance criteria and decides, a coding agent CLI
 /// works in a Docker sandbox, the test command decides, and a Task Note records it all.
@@ -47,7 +47,48 @@ enum Format {
     Json,
 }
 
+/// `agent-runner image build KIND`: builds a worker image (the base, then the kind's CLI
+/// on it) from the Dockerfiles built into this binary (`docker/` in the source).
+#[derive(Debug, Parser)]
+#[command(name = "agent-runner image", version)]
+struct ImageArgs {
+    #[command(subcommand)]
+    command: ImageCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ImageCommand {
+    /// Build the worker image of KIND (`codex`, `claude`, `gemini`), tagged as the task
+    /// files' default for that kind. Needs a registry for the base image and npm.
+    Build {
+        /// `codex`, `claude` or `gemini` (or the kind as in task files: `codex-cli`, ...).
+        kind: String,
+        /// The worker image's tag instead of the default (`agent-runner-codex:<version>`).
+        #[arg(long)]
+        tag: Option<String>,
+        /// The image the base starts from (default `node:22-bookworm-slim`): any image with
+        /// Node.js 20 or later and apt, e.g. a mirror.
+        #[arg(long)]
+        base_image: Option<String>,
+        /// `KEY=VALUE` for the base, e.g. `EXTRA_PACKAGES="openjdk-17-jdk maven"`.
+        #[arg(long = "build-arg")]
+        build_args: Vec<String>,
+        /// Build every layer again.
+        #[arg(long)]
+        no_cache: bool,
+        /// Print the Dockerfiles and the docker commands instead of running them.
+        #[arg(long)]
+        print: bool,
+    },
+    /// List the worker images: kind, tag, pinned CLI version.
+    List,
+}
+
 fn main() -> ExitCode {
+    // `image` is a command of its own; a task file named `image` is `./image`.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "image") {
+        return image_command();
+    }
     let args = match Args::try_parse() {
         Ok(args) => args,
         Err(e) => {
@@ -130,4 +171,107 @@ fn init_logs(format: LogFormat) {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
+}
+
+fn image_command() -> ExitCode {
+    let args = match ImageArgs::try_parse_from(std::env::args_os().skip(1)) {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return exit(if e.use_stderr() { app::EXIT_USAGE } else { 0 });
+        }
+    };
+    match args.command {
+        ImageCommand::List => {
+            let mut out = String::new();
+            for image in images::all() {
+                out.push_str(&format!(
+                    "{:<8} {:<12} {}\n",
+                    image.name,
+                    image.kind.name(),
+                    image.tag()
+                ));
+            }
+            let _ = std::io::stdout().write_all(out.as_bytes());
+            exit(0)
+        }
+        ImageCommand::Build {
+            kind,
+            tag,
+            base_image,
+            build_args,
+            no_cache,
+            print,
+        } => {
+            let Some(image) = images::by_name(&kind) else {
+                let known: Vec<&str> = images::all().iter().map(|i| i.name).collect();
+                say(&format!(
+                    "agent-runner: no worker image for `{kind}`; one of {} (a `command` worker names its own image)\n",
+                    known.join(", ")
+                ));
+                return exit(app::EXIT_USAGE);
+            };
+            let options = images::BuildOptions {
+                tag,
+                base_image,
+                build_args,
+                no_cache,
+            };
+            let plan = match images::build_plan(image, &options) {
+                Ok(plan) => plan,
+                Err(e) => {
+                    say(&format!("agent-runner: {e}\n"));
+                    return exit(app::EXIT_USAGE);
+                }
+            };
+            for step in &plan {
+                let line = format!(
+                    "docker {} <<'EOF'\n{}EOF\n",
+                    step.args.join(" "),
+                    step.dockerfile
+                );
+                if print {
+                    let _ = std::io::stdout().write_all(line.as_bytes());
+                    continue;
+                }
+                say(&format!("agent-runner: building {}\n", step.tag));
+                if let Err(e) = docker_build(step) {
+                    say(&format!(
+                        "agent-runner: could not build {}: {e}\n",
+                        step.tag
+                    ));
+                    return exit(1);
+                }
+            }
+            if !print {
+                say(&format!(
+                    "agent-runner: built {}; tasks with `kind: {}` use it by default\n",
+                    plan.last().map_or("", |s| s.tag.as_str()),
+                    image.kind.name()
+                ));
+            }
+            exit(0)
+        }
+    }
+}
+
+/// Runs one `docker build`, its Dockerfile on stdin and its progress on this terminal.
+fn docker_build(step: &images::BuildStep) -> Result<(), String> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("docker")
+        .args(&step.args)
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("docker: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(step.dockerfile.as_bytes())
+            .map_err(|e| format!("docker build's stdin: {e}"))?;
+    }
+    let status = child.wait().map_err(|e| format!("docker: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("docker build {status}"))
+    }
 }

@@ -37,6 +37,7 @@ pub(crate) mod cleanup;
 pub(crate) mod events;
 pub(crate) mod extract;
 pub(crate) mod host;
+pub mod images;
 pub(crate) mod preflight;
 pub(crate) mod process;
 pub mod protocol;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::cancel::Cancel;
+use super::images;
 use super::process::{self, Spec};
 use super::worker::{WorkerConfig, WorkerKind};
 
@@ -179,7 +180,7 @@ fn docker_checks(
             false
         }
     };
-    let image = config.image();
+    let image = images::image_of(config);
     if !docker_ok {
         report.push(
             "image",
@@ -188,17 +189,90 @@ fn docker_checks(
         );
         return;
     }
-    match run(&["image", "inspect", "--format", "{{.Id}}", &image]) {
-        Ok(out) if out.ending.success() => {
-            report.push("image", true, format!("{image} is present locally"));
-        }
-        Ok(_) | Err(_) => report.push(
+    let present = run(&["image", "inspect", "--format", "{{.Id}}", &image])
+        .is_ok_and(|out| out.ending.success());
+    if !present {
+        let how = match images::for_kind(config.kind).filter(|i| i.tag() == image) {
+            Some(own) => format!(
+                "build it with `agent-runner image build {}` (where a registry is reachable)",
+                own.name
+            ),
+            None => format!("run `docker pull {image}` or build it"),
+        };
+        report.push(
             "image",
             false,
             format!(
-                "{image} is not present locally; run `docker pull {image}` (AgentRunner does not pull images itself). The image must contain the `{}` CLI",
+                "{image} is not present locally; {how}. AgentRunner never pulls an image itself; the image must contain the `{}` CLI",
                 config.program()
             ),
+        );
+        return;
+    }
+    report.push("image", true, format!("{image} is present locally"));
+    cli_in_image(config, &image, &run, report);
+}
+
+/// The worker's CLI is in the image: `command -v` in a throwaway container of it, so a
+/// task whose image lacks the CLI stops here instead of failing every worker run with 127.
+fn cli_in_image(
+    config: &WorkerConfig,
+    image: &str,
+    run: &dyn Fn(&[&str]) -> Result<process::Output, process::SpawnError>,
+    report: &mut PreflightReport,
+) {
+    let program = config.program();
+    if program.is_empty() || (program.contains('/') && !program.starts_with('/')) {
+        // A relative path is resolved in the repository at run time: nothing to check yet.
+        return;
+    }
+    let script = "command -v \"$1\" || { echo \"not found\" >&2; exit 127; }";
+    let args = [
+        "run",
+        "--rm",
+        "--pull=never",
+        "--network",
+        "none",
+        "--entrypoint",
+        "sh",
+        image,
+        "-c",
+        script,
+        "agent-runner-preflight",
+        &program,
+    ];
+    match run(&args) {
+        Ok(out) if out.ending.success() => {
+            let found = first_line(&out.stdout.text()).unwrap_or_else(|| program.clone());
+            report.push(
+                "worker CLI",
+                true,
+                format!("`{program}` is {found} in {image}"),
+            );
+        }
+        Ok(out) if out.ending == process::Ending::Exited(127) => report.push(
+            "worker CLI",
+            false,
+            format!(
+                "`{program}` is not in the image {image}; use an image that has it{}",
+                images::for_kind(config.kind)
+                    .map(|own| format!(" (`agent-runner image build {}` makes one)", own.name))
+                    .unwrap_or_default()
+            ),
+        ),
+        Ok(out) => report.push(
+            "worker CLI",
+            false,
+            format!(
+                "could not look for `{program}` in {image}: {}",
+                first_line(&out.stderr.text())
+                    .unwrap_or_else(|| format!("exit {}", out.ending.code()))
+            ),
+        ),
+        Err(e) => report.push(
+            "worker CLI",
+            false,
+            format!("could not look for `{program}` in {image}: {e}"),
         ),
     }
 }

@@ -52,6 +52,10 @@ pub trait Sandbox {
     fn workdir(&self) -> String;
     /// One line for logs and the Task Note.
     fn describe(&self) -> String;
+    /// Where commands run, for "could not run in ...": `the image NAME`, `this machine`.
+    fn environment(&self) -> String {
+        "this machine".to_string()
+    }
 }
 
 /// A sandbox operation that failed.
@@ -224,7 +228,7 @@ impl DockerOptions {
             program: "docker".to_string(),
             task_id: task_id.to_string(),
             repo: repo.to_path_buf(),
-            image: config.image(),
+            image: super::images::image_of(config),
             mounts: config.find_auth(home, host_env).mounts,
             grace: Duration::from_secs(5),
             policy,
@@ -674,6 +678,10 @@ impl Sandbox for DockerSandbox {
 
     fn workdir(&self) -> String {
         CONTAINER_WORKDIR.to_string()
+    }
+
+    fn environment(&self) -> String {
+        format!("the image {}", self.options.image)
     }
 
     fn describe(&self) -> String {

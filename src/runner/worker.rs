@@ -210,18 +210,6 @@ impl WorkerKind {
         }
     }
 
-    /// The image used when the task names none. Each must contain the kind's CLI; only
-    /// the Codex one is built by the original project, the others follow its naming.
-    pub fn default_image(self) -> &'static str {
-        match self {
-            WorkerKind::CodexCli => "ghcr.io/biwakonbu/agent-runner-codex:latest",
-            WorkerKind::ClaudeCode => "ghcr.io/biwakonbu/agent-runner-claude:latest",
-            WorkerKind::GeminiCli => "ghcr.io/biwakonbu/agent-runner-gemini:latest",
-            // A command worker names its own image; this one has a shell, nothing more.
-            WorkerKind::Command => "debian:stable-slim",
-        }
-    }
-
     /// Host variables that log the CLI in on their own; passed to the worker by name.
     pub fn auth_env_vars(self) -> &'static [&'static str] {
         match self {
@@ -306,13 +294,6 @@ impl WorkerConfig {
             WorkerKind::Command => self.command.first().cloned().unwrap_or_default(),
             kind => kind.program().to_string(),
         }
-    }
-
-    /// The image to run: the task's, or the kind's default.
-    pub fn image(&self) -> String {
-        self.docker_image
-            .clone()
-            .unwrap_or_else(|| self.kind.default_image().to_string())
     }
 
     /// The worker's command line; the prompt goes to stdin (`Invocation::prompt`), so it
@@ -709,7 +690,6 @@ mod tests {
     fn the_yaml_block_parses_with_defaults_and_rejects_unknowns() {
         let c: WorkerConfig = serde_json::from_value(serde_json::json!({})).unwrap();
         assert_eq!(c, WorkerConfig::default());
-        assert_eq!(c.image(), "ghcr.io/biwakonbu/agent-runner-codex:latest");
         let c: WorkerConfig = serde_json::from_value(serde_json::json!({
             "kind": "claude-code", "model": "opus", "max_run_time_sec": 60,
             "env": {"A": "1"}, "flags": ["--x"]

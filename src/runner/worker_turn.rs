@@ -267,6 +267,28 @@ pub fn run_test_command(
                     .collect();
             }
             result.output_tail = tail;
+            // 126 and 127 are the shell's "cannot execute" and "not found": the image (or
+            // machine) lacks the test's tool, which no worker run can fix. Said at once
+            // rather than sending the worker back until the loops run out.
+            if let Ending::Exited(code @ (126 | 127)) = output.ending {
+                let why = if code == 127 {
+                    "not found"
+                } else {
+                    "not executable"
+                };
+                let last = result
+                    .output_tail
+                    .trim()
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                result.error = Some(format!(
+                    "the test command could not run in {} (exit {code}: {why}): {last}",
+                    sandbox.environment()
+                ));
+            }
         }
         Err(e) => result.error = Some(format!("could not run the test command: {e}")),
     }

@@ -385,10 +385,12 @@ fn b9_a_docker_task_works_in_a_named_labelled_container_that_is_removed() {
     let verbs: Vec<&str> = calls.iter().map(|c| c[0].as_str()).collect();
     assert_eq!(
         verbs,
-        ["version", "image", "run", "exec", "exec", "rm"],
+        ["version", "image", "run", "run", "exec", "exec", "rm"],
         "{calls:?}"
     );
-    let run = &calls[2];
+    // Preflight looked for the worker's program in a throwaway container of the image.
+    assert_eq!(calls[2][..2], ["run", "--rm"], "{calls:?}");
+    let run = &calls[3];
     let name = &run[run.iter().position(|a| a == "--name").unwrap() + 1];
     assert!(name.starts_with("agent-runner-docker-"), "{name}");
     assert!(
@@ -396,7 +398,7 @@ fn b9_a_docker_task_works_in_a_named_labelled_container_that_is_removed() {
         "{run:?}"
     );
     assert!(run.contains(&"agent-image:test".to_string()), "{run:?}");
-    assert_eq!(calls[5], ["rm", "-f", name.as_str()]);
+    assert_eq!(calls[6], ["rm", "-f", name.as_str()]);
     assert!(!docker.container_exists(name));
     assert_eq!(f.result()["status"], "complete");
 }

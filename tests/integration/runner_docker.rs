@@ -571,3 +571,69 @@ fn env_values_reach_the_worker_but_never_a_command_line() {
     assert!(!note.contains(secret));
     assert!(!text(&o).contains(secret));
 }
+
+#[test]
+fn a_test_command_the_image_lacks_fails_the_task_at_once() {
+    let f = Fixture::new(
+        "no-cargo",
+        "cat > /dev/null; echo hello > hello.txt",
+        "cargo test --quiet",
+        "",
+    );
+    let o = f.command().output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let result = f.result();
+    assert_eq!(result["status"], "failed", "{result}");
+    // One worker run, not a loop per allowed return.
+    assert_eq!(result["runs"].as_array().map(Vec::len), Some(1), "{result}");
+    let summary = result["summary"].as_str().unwrap_or_default();
+    let want = format!("the test command could not run in the image {}", image());
+    assert!(summary.contains(&want), "{summary}");
+    assert!(summary.contains("exit 127: not found"), "{summary}");
+    assert!(summary.contains("cargo: not found"), "{summary}");
+    assert!(containers_of(&f.id).is_empty());
+}
+
+#[test]
+fn preflight_looks_for_the_worker_cli_in_the_image() {
+    use code_intel::runner::{Target, WorkerConfig, WorkerKind, preflight};
+    let target = Target::Docker {
+        program: "docker".into(),
+    };
+    let no_env = |_: &str| None;
+    let codex = WorkerConfig {
+        docker_image: Some(image().to_string()),
+        ..WorkerConfig::default()
+    };
+    let report = preflight(&codex, &target, &no_env, &Cancel::new());
+    let check = report
+        .checks
+        .iter()
+        .find(|c| c.name == "worker CLI")
+        .unwrap();
+    assert!(!check.ok, "{report}");
+    assert!(
+        check.detail.contains("`codex` is not in the image")
+            && check.detail.contains("agent-runner image build codex"),
+        "{}",
+        check.detail
+    );
+    let shell = WorkerConfig {
+        kind: WorkerKind::Command,
+        command: vec!["sh".into(), "-c".into(), "true".into()],
+        docker_image: Some(image().to_string()),
+        ..WorkerConfig::default()
+    };
+    let report = preflight(&shell, &target, &no_env, &Cancel::new());
+    assert!(report.ok(), "{report}");
+    let check = report
+        .checks
+        .iter()
+        .find(|c| c.name == "worker CLI")
+        .unwrap();
+    assert!(
+        check.ok && check.detail.starts_with("`sh` is "),
+        "{}",
+        check.detail
+    );
+}

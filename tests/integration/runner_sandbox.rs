@@ -53,7 +53,7 @@ run)
     case $1 in
       --name) name=$2; shift 2;;
       -v) case $2 in *:/workspace/project) repo=${2%:/workspace/project};; esac; shift 2;;
-      --label|-w|-e|--memory|--memory-swap|--cpus|--pids-limit|--network|--security-opt|--cap-drop|--cap-add|--user|--tmpfs) shift 2;;
+      --label|-w|-e|--memory|--memory-swap|--cpus|--pids-limit|--network|--security-opt|--cap-drop|--cap-add|--user|--tmpfs|--entrypoint) shift 2;;
       -*) shift;;
       *) break;;
     esac
@@ -782,7 +782,18 @@ fn preflight_reports_docker_image_and_login() {
     let (ok, text) = detail(&report, "image");
     assert!(!ok);
     assert!(
-        text.contains("docker pull ghcr.io/biwakonbu/agent-runner-codex:latest"),
+        text.contains("agent-runner-codex:")
+            && text.contains("build it with `agent-runner image build codex`"),
+        "{text}"
+    );
+    // An image of the user's own: pull or build it.
+    let own = WorkerConfig {
+        docker_image: Some("registry.example/team/codex:7".into()),
+        ..WorkerConfig::default()
+    };
+    let (_, text) = detail(&preflight(&own, &target, &env, &cancel), "image");
+    assert!(
+        text.contains("docker pull registry.example/team/codex:7"),
         "{text}"
     );
     let (ok, text) = detail(&report, "worker login");
@@ -802,17 +813,28 @@ fn preflight_reports_docker_image_and_login() {
             .1
             .contains("/home/agent/.codex/auth.json")
     );
+    assert!(detail(&report, "worker CLI").0, "{report}");
     let calls = docker.calls();
+    let image = code_intel::runner::images::default_image(WorkerKind::CodexCli);
     assert_eq!(
-        calls[calls.len() - 2..],
+        calls[calls.len() - 3..],
         [
             argv(&["version", "--format", "{{.Server.Version}}"]),
+            argv(&["image", "inspect", "--format", "{{.Id}}", &image]),
+            // The CLI is looked for in a throwaway container of the image.
             argv(&[
-                "image",
-                "inspect",
-                "--format",
-                "{{.Id}}",
-                "ghcr.io/biwakonbu/agent-runner-codex:latest"
+                "run",
+                "--rm",
+                "--pull=never",
+                "--network",
+                "none",
+                "--entrypoint",
+                "sh",
+                &image,
+                "-c",
+                "command -v \"$1\" || { echo \"not found\" >&2; exit 127; }",
+                "agent-runner-preflight",
+                "codex"
             ]),
         ]
     );
