@@ -5,6 +5,11 @@
 //! until its budget runs out; the time per loop is everything but the fakes.
 //!
 //! Run with `cargo bench --bench runner`. The goal (issue 11) is < 5 ms per loop.
+//!
+//! Then the cost of one command in the worker's sandbox, the same command (`true`) run
+//! through a real Docker container (`docker exec` under the pid-recording wrapper) and on
+//! the host (`--unsafe-local`), with their ratio. The image is `AGENT_RUNNER_BENCH_IMAGE`,
+//! or the busybox image the real-Docker tests build; without a daemon that part says so.
 #![allow(clippy::print_stdout)]
 
 use std::cell::Cell;
@@ -139,4 +144,86 @@ fn main() {
         max.as_secs_f64() * 1e3,
         fakes.as_secs_f64() * 1e3
     );
+    exec_overhead();
+}
+
+/// Execs of `true` per sandbox.
+const EXECS: u32 = 40;
+
+/// The mean time of one `true` through `sandbox`, after one warm-up exec.
+fn time_execs(sandbox: &mut dyn Sandbox) -> Result<Duration, SandboxError> {
+    let cancel = Cancel::new();
+    sandbox.start(&cancel)?;
+    let argv = vec!["true".to_string()];
+    sandbox.exec(&argv, &[], None, None, &cancel)?;
+    let start = Instant::now();
+    for _ in 0..EXECS {
+        let out = sandbox.exec(&argv, &[], None, None, &cancel)?;
+        assert_eq!(out.ending, Ending::Exited(0));
+    }
+    let mean = start.elapsed() / EXECS;
+    sandbox.stop()?;
+    Ok(mean)
+}
+
+/// The image to time `docker exec` in: the variable's, or the tests' busybox image.
+fn bench_image() -> Option<String> {
+    if let Ok(image) = std::env::var("AGENT_RUNNER_BENCH_IMAGE") {
+        return Some(image);
+    }
+    let out = std::process::Command::new("docker")
+        .args([
+            "images",
+            "--format",
+            "{{.Repository}}:{{.Tag}}",
+            "code-intel-test/busybox",
+        ])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(str::to_string)
+}
+
+fn exec_overhead() {
+    use code_intel::runner::{DockerOptions, DockerSandbox, HostFacts, LocalSandbox, SandboxSpec};
+    let dir = std::env::temp_dir().join(format!("code-intel-bench-exec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let local = LocalSandbox::new(&dir).and_then(|mut s| time_execs(&mut s));
+    let Some(image) = bench_image() else {
+        println!(
+            "sandbox exec: no Docker image to time (set AGENT_RUNNER_BENCH_IMAGE, or run `cargo test --test integration runner_docker` once)"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    };
+    let policy = SandboxSpec::default()
+        .resolve(&HostFacts::current())
+        .expect("the default sandbox policy");
+    let options = DockerOptions {
+        program: "docker".into(),
+        task_id: "bench".into(),
+        repo: dir.clone(),
+        image: image.clone(),
+        mounts: Vec::new(),
+        grace: Duration::from_secs(1),
+        policy,
+    };
+    let docker = DockerSandbox::new(options).and_then(|mut s| time_execs(&mut s));
+    let _ = std::fs::remove_dir_all(&dir);
+    match (local, docker) {
+        (Ok(local), Ok(docker)) => println!(
+            "sandbox exec of `true`, mean of {EXECS}: docker exec in {image} {:.1} ms, local {:.2} ms, ratio {:.0}x: a worker run or test command costs {:.0} ms more in Docker",
+            docker.as_secs_f64() * 1e3,
+            local.as_secs_f64() * 1e3,
+            docker.as_secs_f64() / local.as_secs_f64().max(1e-9),
+            (docker.saturating_sub(local)).as_secs_f64() * 1e3
+        ),
+        (local, docker) => println!(
+            "sandbox exec: not timed (local: {:?}, docker: {:?})",
+            local.err().map(|e| e.to_string()),
+            docker.err().map(|e| e.to_string())
+        ),
+    }
 }

@@ -73,6 +73,10 @@ enum ImageCommand {
         /// `KEY=VALUE` for the base, e.g. `EXTRA_PACKAGES="openjdk-17-jdk maven"`.
         #[arg(long = "build-arg")]
         build_args: Vec<String>,
+        /// A PEM certificate the image trusts besides the system's (a proxy that inspects
+        /// TLS); may be given more than once.
+        #[arg(long = "ca-cert")]
+        ca_certs: Vec<PathBuf>,
         /// Build every layer again.
         #[arg(long)]
         no_cache: bool,
@@ -200,6 +204,7 @@ fn image_command() -> ExitCode {
             tag,
             base_image,
             build_args,
+            ca_certs,
             no_cache,
             print,
         } => {
@@ -211,10 +216,31 @@ fn image_command() -> ExitCode {
                 ));
                 return exit(app::EXIT_USAGE);
             };
+            let mut pems = Vec::new();
+            for path in &ca_certs {
+                match std::fs::read_to_string(path) {
+                    Ok(pem) if pem.contains("-----BEGIN CERTIFICATE-----") => pems.push(pem),
+                    Ok(_) => {
+                        say(&format!(
+                            "agent-runner: {} holds no PEM certificate\n",
+                            path.display()
+                        ));
+                        return exit(app::EXIT_USAGE);
+                    }
+                    Err(e) => {
+                        say(&format!(
+                            "agent-runner: cannot read {}: {e}\n",
+                            path.display()
+                        ));
+                        return exit(app::EXIT_USAGE);
+                    }
+                }
+            }
             let options = images::BuildOptions {
                 tag,
                 base_image,
                 build_args,
+                ca_certs: pems,
                 no_cache,
             };
             let plan = match images::build_plan(image, &options) {

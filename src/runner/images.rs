@@ -107,6 +107,8 @@ pub struct BuildOptions {
     pub base_image: Option<String>,
     /// `KEY=VALUE` build arguments for the base (`EXTRA_PACKAGES=...`).
     pub build_args: Vec<String>,
+    /// PEM certificates the base trusts besides the system's (`--ca-cert FILE`).
+    pub ca_certs: Vec<String>,
     pub no_cache: bool,
 }
 
@@ -153,6 +155,13 @@ pub fn build_plan(
             return Err(BadBuildArg(arg.clone()));
         }
         base_args.extend(["--build-arg".into(), arg.clone()]);
+    }
+    if !options.ca_certs.is_empty() {
+        let pem: Vec<&str> = options.ca_certs.iter().map(|c| c.trim()).collect();
+        base_args.extend([
+            "--build-arg".into(),
+            format!("EXTRA_CA_CERTS={}", pem.join("\n")),
+        ]);
     }
     base_args.push("-".into());
     let tag = options.tag.clone().unwrap_or_else(|| image.tag());
@@ -231,6 +240,7 @@ mod tests {
             tag: Some("my/codex:1".into()),
             base_image: Some("mirror/node:22".into()),
             build_args: vec!["EXTRA_PACKAGES=openjdk-17-jdk maven".into()],
+            ca_certs: vec!["-----BEGIN CERTIFICATE-----\nAA\n-----END CERTIFICATE-----\n".into()],
             no_cache: true,
         };
         let plan = build_plan(codex, &options).unwrap();
@@ -247,6 +257,8 @@ mod tests {
                 "NODE_IMAGE=mirror/node:22",
                 "--build-arg",
                 "EXTRA_PACKAGES=openjdk-17-jdk maven",
+                "--build-arg",
+                "EXTRA_CA_CERTS=-----BEGIN CERTIFICATE-----\nAA\n-----END CERTIFICATE-----",
                 "-"
             ]
         );
