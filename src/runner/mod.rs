@@ -23,9 +23,10 @@
 //!   reason) over `provider` (OpenAI-compatible HTTP with `ureq`, the Codex and Claude CLIs,
 //!   the mock and its script); `extract` finds the JSON object in any reply.
 //! - `worker` (each CLI's command line and final message), `sandbox` (`DockerSandbox`
-//!   through the docker CLI: a named, labelled container, `docker exec` under a wrapper
-//!   that records the pid so a timeout or cancel kills the process inside the container;
-//!   `LocalSandbox`), `preflight`, `worker_turn` (a worker turn with git snapshots before and
+//!   through the docker CLI: a named, labelled container under the `sandbox_policy`
+//!   (limits, network, the invoking user), `docker exec` under a wrapper that records the
+//!   pid so a timeout or cancel kills the process inside the container; `LocalSandbox`),
+//!   `images` (the worker images' Dockerfiles and builds), `preflight`, `worker_turn` (a worker turn with git snapshots before and
 //!   after; the test command), all on `process` (a child in its own process group, bounded
 //!   capture, deadline and cancel: TERM, grace, KILL). `cleanup` registers the live process
 //!   groups and containers, for an exit that cannot wait for the finalizers (a second
