@@ -146,13 +146,14 @@ fn prepare() -> Result<String, String> {
     if docker(&["image", "inspect", &tag]).status.success() {
         return Ok(tag);
     }
-    build_image(&tag, busybox)?;
+    build_image(&tag, busybox, &[])?;
     Ok(tag)
 }
 
 /// A root filesystem with busybox and its applets, a writable /tmp and a passwd file
-/// with root only (the runner names the run user itself), imported as `tag`.
-fn build_image(tag: &str, busybox: &Path) -> Result<(), String> {
+/// with root only (the runner names the run user itself), imported as `tag`; `extra`
+/// files (host path, path in the image) are copied in.
+fn build_image(tag: &str, busybox: &Path, extra: &[(&Path, &str)]) -> Result<(), String> {
     let dir = TempDir::new("docker-rootfs");
     let root = dir.path().join("rootfs");
     for sub in ["bin", "tmp", "etc", "proc", "sys", "dev", "home"] {
@@ -175,6 +176,9 @@ fn build_image(tag: &str, busybox: &Path) -> Result<(), String> {
     std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")
         .map_err(|e| e.to_string())?;
     std::fs::write(root.join("etc/group"), "root:x:0:\n").map_err(|e| e.to_string())?;
+    for (from, to) in extra {
+        std::fs::copy(from, root.join(to)).map_err(|e| format!("{}: {e}", from.display()))?;
+    }
     let out = Command::new("sh")
         .args([
             "-c",
@@ -635,5 +639,227 @@ fn preflight_looks_for_the_worker_cli_in_the_image() {
         check.ok && check.detail.starts_with("`sh` is "),
         "{}",
         check.detail
+    );
+}
+
+/// The test image with the real Codex CLI (the static binary of `tests/codex`'s npm
+/// package) at `/bin/codex`.
+fn codex_image() -> &'static str {
+    static IMAGE: OnceLock<Result<String, String>> = OnceLock::new();
+    let made = IMAGE.get_or_init(|| {
+        let base = image();
+        let codex = crate::support::npm_package(
+            "codex",
+            "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
+        )?;
+        let meta = std::fs::metadata(&codex).map_err(|e| e.to_string())?;
+        // The busybox image's tag and the binary's size and time tell a stale image apart.
+        let stamp = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs());
+        let tag = format!(
+            "code-intel-test/codex:{}-{:x}-{stamp:x}",
+            base.rsplit(':').next().unwrap_or("x"),
+            meta.len()
+        );
+        if !docker(&["image", "inspect", &tag]).status.success() {
+            build_image(&tag, Path::new("/bin/busybox"), &[(&codex, "bin/codex")])?;
+        }
+        Ok(tag)
+    });
+    match made {
+        Ok(tag) => tag,
+        Err(e) => panic!("the Codex test image: {e}"),
+    }
+}
+
+/// This machine's address on Docker's default bridge, which containers reach it by.
+fn bridge_address() -> String {
+    let out = Command::new("ip")
+        .args(["-4", "-o", "addr", "show", "docker0"])
+        .output()
+        .expect("ip (iproute2)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .skip_while(|w| *w != "inet")
+        .nth(1)
+        .and_then(|cidr| cidr.split('/').next())
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("docker0 has no IPv4 address: {text}"))
+}
+
+#[test]
+fn the_real_codex_cli_completes_a_task_in_a_container() {
+    // Codex in the container talks to a scripted Responses API on the bridge: one shell
+    // command that writes hello.txt, then its final message.
+    let image = codex_image();
+    let f = Fixture::new("codex", "unused", "grep -q 'Hello, world' hello.txt", "");
+    let script = f.path().join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"turns": [
+            {"function_call": {"name": "exec_command",
+                "arguments": {"cmd": "printf 'Hello, world!\\n' > hello.txt"}}},
+            {"text": "Wrote hello.txt."}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let record = f.path().join("record.jsonl");
+    let host = bridge_address();
+    let server = crate::support::ModelServer::start_at(
+        &host,
+        "tests/codex/model_server.py",
+        &script,
+        &record,
+        &f.path().join("server.log"),
+    );
+    let url = format!("http://{host}:{}/v1", server.port);
+    let flags: Vec<String> = [
+        "model_provider=\"scripted\"".to_string(),
+        "model_providers.scripted.name=\"scripted\"".into(),
+        format!("model_providers.scripted.base_url=\"{url}\""),
+        "model_providers.scripted.wire_api=\"responses\"".into(),
+        "model_providers.scripted.request_max_retries=0".into(),
+        "model_providers.scripted.stream_max_retries=0".into(),
+        "check_for_update_on_startup=false".into(),
+        "analytics.enabled=false".into(),
+    ]
+    .iter()
+    .flat_map(|c| ["-c".to_string(), c.clone()])
+    .collect();
+    let task = std::fs::read_to_string(f.path().join("task.yaml")).unwrap();
+    let start = task.find("  worker:\n").unwrap();
+    let worker = format!(
+        "  worker:\n    kind: codex-cli\n    model: gpt-5.5\n    docker_image: {image}\n    max_run_time_sec: 120\n    flags: {}\n",
+        serde_json::to_string(&flags).unwrap()
+    );
+    std::fs::write(
+        f.path().join("task.yaml"),
+        format!("{}{worker}", &task[..start]),
+    )
+    .unwrap();
+    // A key by name satisfies the login check; the scripted provider ignores it.
+    let o = f
+        .command()
+        .env("CODEX_API_KEY", "test-key-not-used")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\nmodel server:\n{}",
+        text(&o),
+        std::fs::read_to_string(&server.log).unwrap_or_default()
+    );
+    let result = f.result();
+    assert_eq!(result["status"], "complete", "{result}");
+    let run = &result["runs"][0];
+    assert_eq!(run["exit_code"], 0, "{run}");
+    assert_eq!(run["summary"], "Wrote hello.txt.", "{run}");
+    assert_eq!(
+        run["files_changed"],
+        serde_json::json!(["hello.txt"]),
+        "{run}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.repo_file("hello.txt")).unwrap(),
+        "Hello, world!\n"
+    );
+    use std::os::unix::fs::MetadataExt as _;
+    let uid = nix::unistd::getuid().as_raw();
+    assert_eq!(
+        std::fs::metadata(f.repo_file("hello.txt")).unwrap().uid(),
+        uid
+    );
+    // The model saw the worker's prompt (from the planner), and Codex the shell's output.
+    let requests = crate::support::ModelServer::requests(&record);
+    let first = requests.first().expect("Codex asked the model").to_string();
+    assert!(
+        first.contains("AC-1: the worker ran"),
+        "{}",
+        &first[..first.len().min(600)]
+    );
+    assert!(containers_of(&f.id).is_empty());
+}
+
+#[test]
+fn image_build_prints_builds_and_refuses_clearly() {
+    let run = |args: &[&str]| {
+        Command::new(binary())
+            .arg("image")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // --print: both Dockerfiles and the commands, the base first; nothing built.
+    let o = run(&["build", "codex-cli", "--print", "--tag", "mine/codex:1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let base = out
+        .find("docker build --tag agent-runner-base:")
+        .expect("the base build");
+    let worker = out
+        .find("docker build --tag mine/codex:1 --build-arg BASE=agent-runner-base:")
+        .expect("the worker build");
+    assert!(base < worker, "{out}");
+    assert!(out.contains("@openai/codex@${CLI_VERSION}"), "{out}");
+    let list = run(&["list"]);
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        list.contains("codex    codex-cli    agent-runner-codex:"),
+        "{list}"
+    );
+
+    for (args, words) in [
+        (
+            &["build", "cobol"][..],
+            "no worker image for `cobol`; one of codex, claude, gemini",
+        ),
+        (
+            &["build", "codex", "--build-arg", "oops"],
+            "--build-arg \"oops\" is not KEY=VALUE",
+        ),
+        (
+            &["build", "codex", "--ca-cert", "/no/such.pem"],
+            "cannot read /no/such.pem",
+        ),
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(words),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
+
+    // A real build that cannot succeed here (busybox has no apt-get) fails with the step
+    // named and docker's own output on the terminal.
+    let o = run(&[
+        "build",
+        "gemini",
+        "--base-image",
+        image(),
+        "--tag",
+        "code-intel-test/never:1",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("agent-runner: building agent-runner-base:"),
+        "{err}"
+    );
+    assert!(
+        err.contains("agent-runner: could not build agent-runner-base:"),
+        "{err}"
+    );
+    assert!(
+        !docker(&["image", "inspect", "code-intel-test/never:1"])
+            .status
+            .success()
     );
 }

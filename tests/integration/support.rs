@@ -330,12 +330,25 @@ impl ModelServer {
     /// Starts `server` (a repository-relative Python script) on `script`; fails the test
     /// with the server's log when it does not report its port within 30 s.
     pub(crate) fn start(server: &str, script: &Path, record: &Path, log: &Path) -> ModelServer {
+        ModelServer::start_at("127.0.0.1", server, script, record, log)
+    }
+
+    /// As [`ModelServer::start`], listening on `host` (an address of this machine: the
+    /// Docker bridge's, for a client in a container).
+    pub(crate) fn start_at(
+        host: &str,
+        server: &str,
+        script: &Path,
+        record: &Path,
+        log: &Path,
+    ) -> ModelServer {
         use std::io::{BufRead, BufReader};
         let stderr = std::fs::File::create(log).unwrap();
         let mut child = std::process::Command::new("python3")
             .arg(repo().join(server))
             .arg(script)
             .arg(record)
+            .env("MODEL_SERVER_HOST", host)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(stderr)
