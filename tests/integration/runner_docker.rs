@@ -453,6 +453,12 @@ fn the_sandbox_policy_is_in_force_in_the_daemon_and_the_kernel() {
     // No setuid program can make the worker root again.
     let (_, out) = exec(&mut sandbox, "grep NoNewPrivs /proc/self/status");
     assert!(out.contains("NoNewPrivs:\t1"), "{out}");
+    // A process that takes more memory than the limit is killed inside the container.
+    let (_, out) = exec(
+        &mut sandbox,
+        "dd if=/dev/zero of=/dev/null bs=300M count=1 2>/dev/null; echo \"dd exit $?\"",
+    );
+    assert!(out.contains("dd exit 137"), "{out}");
     // Last, as it leaves the container full: 64 background processes under a limit of 32.
     let (ending, out) = exec(
         &mut sandbox,
