@@ -140,7 +140,13 @@ pub fn build_plan(
     options: &BuildOptions,
 ) -> Result<Vec<BuildStep>, BadBuildArg> {
     let base = base_tag();
-    let mut base_args = vec!["build".to_string(), "--tag".into(), base.clone()];
+    // `--force-rm`: a failed step leaves no intermediate container behind.
+    let mut base_args = vec![
+        "build".to_string(),
+        "--force-rm".into(),
+        "--tag".into(),
+        base.clone(),
+    ];
     if options.no_cache {
         base_args.push("--no-cache".into());
     }
@@ -167,6 +173,7 @@ pub fn build_plan(
     let tag = options.tag.clone().unwrap_or_else(|| image.tag());
     let mut worker_args = vec![
         "build".to_string(),
+        "--force-rm".into(),
         "--tag".into(),
         tag.clone(),
         "--build-arg".into(),
@@ -250,6 +257,7 @@ mod tests {
             plan[0].args,
             [
                 "build",
+                "--force-rm",
                 "--tag",
                 &base,
                 "--no-cache",
@@ -266,6 +274,7 @@ mod tests {
             plan[1].args,
             [
                 "build",
+                "--force-rm",
                 "--tag",
                 "my/codex:1",
                 "--build-arg",

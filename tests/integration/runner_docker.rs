@@ -806,10 +806,10 @@ fn image_build_prints_builds_and_refuses_clearly() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     let base = out
-        .find("docker build --tag agent-runner-base:")
+        .find("docker build --force-rm --tag agent-runner-base:")
         .expect("the base build");
     let worker = out
-        .find("docker build --tag mine/codex:1 --build-arg BASE=agent-runner-base:")
+        .find("docker build --force-rm --tag mine/codex:1 --build-arg BASE=agent-runner-base:")
         .expect("the worker build");
     assert!(base < worker, "{out}");
     assert!(out.contains("@openai/codex@${CLI_VERSION}"), "{out}");
