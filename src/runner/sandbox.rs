@@ -457,7 +457,15 @@ impl DockerSandbox {
                 }
             }
         }
-        let mut args = vec!["-e".to_string(), format!("HOME={CONTAINER_HOME}")];
+        // IS_SANDBOX tells the agent CLIs they are in one: Claude Code refuses
+        // `--dangerously-skip-permissions` to root otherwise (a task that asks for
+        // `user: root`, or a runner started by root).
+        let mut args = vec![
+            "-e".to_string(),
+            format!("HOME={CONTAINER_HOME}"),
+            "-e".into(),
+            "IS_SANDBOX=1".into(),
+        ];
         for dir in dirs {
             args.push("--tmpfs".into());
             args.push(tmpfs(&dir));

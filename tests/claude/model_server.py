@@ -2,7 +2,9 @@
 
 Usage: model_server.py SCRIPT.json RECORD.jsonl
 
-Listens on 127.0.0.1 on a free port and prints `PORT <n>` on stdout once it is ready.
+Listens on 127.0.0.1 on a free port and prints `PORT <n>` on stdout once it is ready;
+MODEL_SERVER_HOST names another address of this machine (the Docker bridge's, for a
+Claude Code in a container).
 Every request (method, path, body) is appended to RECORD.jsonl as one JSON line, so a
 test can read what the client sent back (the `tool_result` blocks).
 
@@ -21,6 +23,7 @@ counting and anything unknown get harmless answers; unknown paths are logged to 
 """
 
 import json
+import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -201,7 +204,7 @@ def main(script_path, record_path):
         Handler.script = Script(json.load(f)["turns"])
     Handler.record = record_path
     open(record_path, "w").close()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer((os.environ.get("MODEL_SERVER_HOST", "127.0.0.1"), 0), Handler)
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()

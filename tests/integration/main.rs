@@ -121,8 +121,8 @@
 //!   offline: a task completes in a container, files stay the invoking user's, the sandbox
 //!   policy's limits are in the daemon and the kernel, a timeout kills inside, SIGTERM
 //!   (once or twice) leaves no container, env values are on no command line; the real
-//!   Codex CLI completes a task in a container against a scripted model on the Docker
-//!   bridge; `image build` prints, builds and refuses clearly.
+//!   Codex CLI and Claude Code each complete a task in a container against a scripted model
+//!   on the Docker bridge; `image build` prints, builds and refuses clearly.
 //! - `docs_map`: `docs/ARCHITECTURE.md` names every top-level module and binary, and this
 //!   list names every module.
 //! - `history`: every bug id cited anywhere is listed in `docs/history.md`, none bare.

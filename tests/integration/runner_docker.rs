@@ -177,7 +177,11 @@ fn build_image(tag: &str, busybox: &Path, extra: &[(&Path, &str)]) -> Result<(),
         .map_err(|e| e.to_string())?;
     std::fs::write(root.join("etc/group"), "root:x:0:\n").map_err(|e| e.to_string())?;
     for (from, to) in extra {
-        std::fs::copy(from, root.join(to)).map_err(|e| format!("{}: {e}", from.display()))?;
+        let to = root.join(to);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
+        std::fs::copy(from, &to).map_err(|e| format!("{}: {e}", from.display()))?;
     }
     let out = Command::new("sh")
         .args([
@@ -681,6 +685,71 @@ fn codex_image() -> &'static str {
     }
 }
 
+/// The test image with the real Claude Code (the native binary of `tests/claude`'s npm
+/// package) at `/bin/claude`, with the glibc libraries it links (`ldd`) at their paths
+/// and bash (`bash-static`) for its Bash tool.
+fn claude_image() -> &'static str {
+    static IMAGE: OnceLock<Result<String, String>> = OnceLock::new();
+    let made = IMAGE.get_or_init(|| {
+        let base = image();
+        let claude =
+            crate::support::npm_package("claude", "@anthropic-ai/claude-code-linux-x64/claude")?;
+        let ldd = Command::new("ldd")
+            .arg(&claude)
+            .output()
+            .map_err(|e| format!("ldd: {e}"))?;
+        // Claude Code's Bash tool wants bash, which busybox lacks: Debian's static one.
+        let bash = Path::new("/bin/bash-static");
+        if !bash.exists() {
+            apt_install(&["bash-static"])?;
+        }
+        let mut files: Vec<(PathBuf, String)> = vec![
+            (claude.clone(), "bin/claude".into()),
+            (bash.to_path_buf(), "bin/bash".into()),
+        ];
+        for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+            // `libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)` or the interpreter,
+            // `/lib64/ld-linux-x86-64.so.2 (0x...)`.
+            let path = match line.split_once("=>") {
+                Some((_, right)) => right.split_whitespace().next(),
+                None => line
+                    .split_whitespace()
+                    .next()
+                    .filter(|p| p.starts_with('/')),
+            };
+            if let Some(path) = path.filter(|p| p.starts_with('/')) {
+                files.push((
+                    PathBuf::from(path),
+                    path.trim_start_matches('/').to_string(),
+                ));
+            }
+        }
+        let size = |p: &Path| {
+            std::fs::metadata(p)
+                .map(|m| m.len())
+                .map_err(|e| e.to_string())
+        };
+        let tag = format!(
+            "code-intel-test/claude:{}-{:x}-{:x}",
+            base.rsplit(':').next().unwrap_or("x"),
+            size(&claude)?,
+            size(bash)?
+        );
+        if !docker(&["image", "inspect", &tag]).status.success() {
+            let extra: Vec<(&Path, &str)> = files
+                .iter()
+                .map(|(from, to)| (from.as_path(), to.as_str()))
+                .collect();
+            build_image(&tag, Path::new("/bin/busybox"), &extra)?;
+        }
+        Ok(tag)
+    });
+    match made {
+        Ok(tag) => tag,
+        Err(e) => panic!("the Claude Code test image: {e}"),
+    }
+}
+
 /// This machine's address on Docker's default bridge, which containers reach it by.
 fn bridge_address() -> String {
     let out = Command::new("ip")
@@ -868,4 +937,79 @@ fn image_build_prints_builds_and_refuses_clearly() {
             .status
             .success()
     );
+}
+
+#[test]
+fn the_real_claude_code_completes_a_task_in_a_container() {
+    // Claude Code in the container talks to a scripted Messages API on the bridge: one
+    // Bash call that writes hello.txt, then its final message. CI runs this as root, so
+    // the container's user is root too: IS_SANDBOX lets Claude Code skip permissions.
+    let image = claude_image();
+    let f = Fixture::new("claude", "unused", "grep -q 'Hello, world' hello.txt", "");
+    let script = f.path().join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({"turns": [
+            {"tool_use": {"name": "Bash",
+                "input": {"command": "printf 'Hello, world!\\n' > hello.txt",
+                          "description": "Write hello.txt"}}},
+            {"text": "Wrote hello.txt."}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let record = f.path().join("record.jsonl");
+    let host = bridge_address();
+    let server = crate::support::ModelServer::start_at(
+        &host,
+        "tests/claude/model_server.py",
+        &script,
+        &record,
+        &f.path().join("server.log"),
+    );
+    let task = std::fs::read_to_string(f.path().join("task.yaml")).unwrap();
+    let start = task.find("  worker:\n").unwrap();
+    let worker = format!(
+        "  worker:\n    kind: claude-code\n    model: claude-scripted\n    docker_image: {image}\n    max_run_time_sec: 120\n    env:\n      ANTHROPIC_BASE_URL: http://{host}:{port}\n      DISABLE_AUTOUPDATER: '1'\n      DISABLE_TELEMETRY: '1'\n      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1'\n",
+        port = server.port
+    );
+    std::fs::write(
+        f.path().join("task.yaml"),
+        format!("{}{worker}", &task[..start]),
+    )
+    .unwrap();
+    let o = f
+        .command()
+        .env("ANTHROPIC_API_KEY", "test-key-not-used")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\nmodel server:\n{}",
+        text(&o),
+        std::fs::read_to_string(&server.log).unwrap_or_default()
+    );
+    let result = f.result();
+    assert_eq!(result["status"], "complete", "{result}");
+    let run = &result["runs"][0];
+    assert_eq!(run["exit_code"], 0, "{run}");
+    assert_eq!(run["summary"], "Wrote hello.txt.", "{run}");
+    assert_eq!(
+        run["files_changed"],
+        serde_json::json!(["hello.txt"]),
+        "{run}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.repo_file("hello.txt")).unwrap(),
+        "Hello, world!\n"
+    );
+    let requests = crate::support::ModelServer::requests(&record);
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.to_string().contains("AC-1: the worker ran")),
+        "the prompt never reached the model"
+    );
+    assert!(containers_of(&f.id).is_empty());
 }

@@ -287,7 +287,7 @@ fn argv(items: &[&str]) -> Vec<String> {
 
 const RUN_LINE: &str = "run -d --init --pull=never --name <name> --label created-by=agent-runner --label agent-runner.task=TASK 9/b -v <repo>:/workspace/project -w /workspace/project \
     --memory 8589934592 --memory-swap 8589934592 --cpus 2 --pids-limit 4096 --network bridge --security-opt no-new-privileges --cap-drop ALL --user 1000:1000 \
-    -e HOME=/home/agent --tmpfs /home/agent:rw,exec,nosuid,uid=1000,gid=1000,mode=0700 \
+    -e HOME=/home/agent -e IS_SANDBOX=1 --tmpfs /home/agent:rw,exec,nosuid,uid=1000,gid=1000,mode=0700 \
     -e GIT_CONFIG_COUNT=1 -e GIT_CONFIG_KEY_0=safe.directory -e GIT_CONFIG_VALUE_0=/workspace/project \
     agent-runner-codex:test sleep infinity";
 /// After the start: the run user gets a name in the image's /etc/passwd.
