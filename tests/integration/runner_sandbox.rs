@@ -77,7 +77,10 @@ exec)
   # As root: the runner's setup of the image (a passwd entry), which must not touch this host.
   [ "$user" = 0 ] && exit 0
   repo=$(cat "$S/containers/$name/repo")
-  for a; do shift; case $a in /workspace/project*) a="$repo${a#/workspace/project}";; esac; set -- "$@" "$a"; done
+  # The container's paths on this host: the repository, and /tmp (the runner's pid files)
+  # in the fake's state, so no test leaves files in the host's /tmp.
+  mkdir -p "$S/tmp"
+  for a; do shift; case $a in /workspace/project*) a="$repo${a#/workspace/project}";; /tmp/*) a="$S/tmp/${a#/tmp/}";; esac; set -- "$@" "$a"; done
   cd "$repo" || exit 126
   # A container's processes are not the docker client's children: killing the client
   # must not reach them, so they get a session of their own.
@@ -905,9 +908,10 @@ fn b10_an_agent_that_removes_its_pid_file_gets_its_container_killed() {
     let cancel = Cancel::new();
     sandbox.start(&cancel).unwrap();
     let agent_pid = dir.path().join("agent.pid");
-    // Only this sandbox's pid files: other tests' fake containers share the host's /tmp.
+    // The fake keeps the container's /tmp in its state directory.
     let script = format!(
-        "rm -f /tmp/agent-runner-{name}-*.pid; echo $$ > {}; exec sleep 120",
+        "rm -f {}/agent-runner-{name}-*.pid; echo $$ > {}; exec sleep 120",
+        docker.state.join("tmp").display(),
         agent_pid.display()
     );
     let out = sandbox
