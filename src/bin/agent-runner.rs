@@ -18,6 +18,8 @@ use code_intel::runner::{LogFormat, Options, RunError, app, images};
 ///
 /// Exit codes: 0 complete, 1 failed, 2 usage or invalid task, 3 incomplete (loops
 /// exhausted), 130 cancelled.
+///
+/// `agent-runner image build KIND` builds a worker image (`agent-runner image --help`).
 #[derive(Debug, Parser)]
 #[command(name = "agent-runner", version)]
 struct Args {
