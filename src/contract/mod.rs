@@ -176,12 +176,13 @@ pub fn generated_schema() -> Result<String, serde_json::Error> {
     Ok(text)
 }
 
-fn schema_validator() -> Option<&'static jsonschema::Validator> {
-    static VALIDATOR: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
+fn schema_validator() -> Option<&'static (Value, jsonschema::Validator)> {
+    static VALIDATOR: OnceLock<Option<(Value, jsonschema::Validator)>> = OnceLock::new();
     VALIDATOR
         .get_or_init(|| {
             let schema: Value = serde_json::from_str(CONTRACT_SCHEMA).ok()?;
-            jsonschema::validator_for(&schema).ok()
+            let validator = jsonschema::validator_for(&schema).ok()?;
+            Some((schema, validator))
         })
         .as_ref()
 }
@@ -198,7 +199,7 @@ fn strip_extensions(node: &mut Node) {
 fn load_node(node: &Node, hosts: &[Registry]) -> Loaded {
     let instance = node.to_json();
     let mut diagnostics = Vec::new();
-    let Some(validator) = schema_validator() else {
+    let Some((schema, validator)) = schema_validator() else {
         let d = Diagnostic::new(
             "schema-violation",
             "internal error: the built-in contract schema does not compile",
@@ -212,6 +213,7 @@ fn load_node(node: &Node, hosts: &[Registry]) -> Loaded {
     diagnostics.extend(schema_findings(
         node,
         validator,
+        schema,
         "`schemas/contract.schema.json` or docs/contract-format.md",
     ));
     if !diagnostics.is_empty() {
@@ -245,17 +247,20 @@ fn load_node(node: &Node, hosts: &[Registry]) -> Loaded {
 }
 
 /// Every way the YAML tree `root` breaks `validator`'s schema, as `schema-violation`
-/// findings at the offending node; `reference` names where the allowed keys are listed.
+/// findings at the offending node; `schema` is the JSON the validator was built from (an
+/// unknown key is compared with the keys allowed at its place, for a "did you mean");
+/// `reference` names where the allowed keys are listed.
 /// Also used for other YAML files checked by a schema (AgentRunner's task files).
 pub(crate) fn schema_findings(
     root: &Node,
     validator: &jsonschema::Validator,
+    schema: &Value,
     reference: &str,
 ) -> Vec<Diagnostic> {
     let instance = root.to_json();
     let mut diagnostics: Vec<Diagnostic> = validator
         .iter_errors(&instance)
-        .map(|error| schema_diagnostic(root, &error, reference))
+        .map(|error| schema_diagnostic(root, &error, schema, reference))
         .collect();
     dedup_schema(&mut diagnostics);
     diagnostics
@@ -264,41 +269,38 @@ pub(crate) fn schema_findings(
 fn schema_diagnostic(
     root: &Node,
     error: &jsonschema::ValidationError<'_>,
+    schema: &Value,
     reference: &str,
 ) -> Diagnostic {
     use jsonschema::error::ValidationErrorKind as K;
     if let Some(specific) = specific_alternative(error) {
-        return schema_diagnostic(root, specific, reference);
+        return schema_diagnostic(root, specific, schema, reference);
     }
     let path = error.instance_path().as_str().to_string();
-    if let Some(allowed) = allowed_alternatives(error) {
-        let (_, node) = root.locate(&path);
-        let display = format!("`{}`", path.trim_start_matches('/').replace('/', "."));
-        return Diagnostic::new(
-            "schema-violation",
-            format!(
-                "{display}: {} is not allowed here; it takes {allowed}",
-                error.instance()
-            ),
-            Some(node.span),
-        );
-    }
     let (key, node) = root.locate(&path);
     let display = if path.is_empty() {
         "the file".to_string()
     } else {
         format!("`{}`", path.trim_start_matches('/').replace('/', "."))
     };
+    if let Some(allowed) = allowed_alternatives(error) {
+        return Diagnostic::new(
+            "schema-violation",
+            format!("{display}: {}", allowed.message(error.instance())),
+            Some(node.span),
+        );
+    }
     match error.kind() {
         K::AdditionalProperties { unexpected } => {
             let name = unexpected.first().cloned().unwrap_or_default();
             let span = node.entry(&name).map_or(node.span, |(k, _)| k.span);
-            Diagnostic::new(
-                "schema-violation",
-                format!("unknown key `{name}` in {display}"),
-                Some(span),
-            )
-            .with_help(format!("see {reference} for the keys allowed here"))
+            let allowed = allowed_keys(schema, error.schema_path().as_str());
+            let message = match closest(&name, allowed.iter().map(String::as_str)) {
+                Some(near) => format!("unknown key `{name}` in {display}; did you mean `{near}`?"),
+                None => format!("unknown key `{name}` in {display}"),
+            };
+            Diagnostic::new("schema-violation", message, Some(span))
+                .with_help(format!("see {reference} for the keys allowed here"))
         }
         K::Required { property } => {
             let name = property.as_str().unwrap_or_default();
@@ -309,6 +311,28 @@ fn schema_diagnostic(
                 Some(span),
             )
         }
+        K::Enum { options } => {
+            let allowed = Allowed {
+                kinds: Vec::new(),
+                values: options.as_array().cloned().unwrap_or_default(),
+            };
+            Diagnostic::new(
+                "schema-violation",
+                format!("{display}: {}", allowed.message(error.instance())),
+                Some(node.span),
+            )
+        }
+        K::Constant { expected_value } => {
+            let allowed = Allowed {
+                kinds: Vec::new(),
+                values: vec![Value::clone(expected_value)],
+            };
+            Diagnostic::new(
+                "schema-violation",
+                format!("{display}: {}", allowed.message(error.instance())),
+                Some(node.span),
+            )
+        }
         _ => Diagnostic::new(
             "schema-violation",
             format!("{display}: {error}"),
@@ -317,18 +341,124 @@ fn schema_diagnostic(
     }
 }
 
-/// For an `anyOf` failure (an untagged type like `limit`, an integer or a param name),
-/// the first error of the one alternative the value failed for another reason than its
-/// type: `4294967296 is greater than the maximum of 4294967295` says more than "not valid
-/// under any of the schemas".
-/// For an `anyOf` whose every alternative refused the value's type or value outright, what
-/// the alternatives allow, in words: `an integer or a string`, `one of "a", "b"`.
-fn allowed_alternatives(error: &jsonschema::ValidationError<'_>) -> Option<String> {
-    use jsonschema::error::ValidationErrorKind as K;
-    let K::AnyOf { context } = error.kind() else {
-        return None;
+/// How many allowed values a finding lists before it says "and N more".
+const LISTED_VALUES: usize = 12;
+/// How many names a "did you mean" compares with (the distance is cheap, but a schema
+/// could list thousands of keys or values).
+const SUGGESTION_CANDIDATES: usize = 512;
+
+/// What the alternatives of an `anyOf`/`oneOf` (or one `enum`/`const`) accept: types in
+/// words, and literal values listed.
+struct Allowed {
+    kinds: Vec<String>,
+    values: Vec<Value>,
+}
+
+impl Allowed {
+    /// `"mok" is not one of openai-chat, ...; did you mean mock?`, or, with types among
+    /// the alternatives, `2.5 is not allowed here; it takes an integer or a string`.
+    fn message(&self, instance: &Value) -> String {
+        let found = literal(instance);
+        let listed = self
+            .values
+            .iter()
+            .take(LISTED_VALUES)
+            .map(literal)
+            .collect::<Vec<_>>();
+        let mut values = match self.values.len() {
+            0 => String::new(),
+            1 => listed.join(""),
+            n if n > LISTED_VALUES => {
+                format!("{} and {} more", listed.join(", "), n - LISTED_VALUES)
+            }
+            _ => listed.join(", "),
+        };
+        let near = instance
+            .as_str()
+            .and_then(|s| closest(s, self.values.iter().filter_map(Value::as_str)));
+        let mut text = if self.kinds.is_empty() {
+            match self.values.len() {
+                1 => format!("{found} is not allowed here; it takes {values}"),
+                _ => format!("{found} is not one of {values}"),
+            }
+        } else {
+            if self.values.len() > 1 {
+                values = format!("one of {values}");
+            }
+            let mut all = self.kinds.clone();
+            if !values.is_empty() {
+                all.push(values);
+            }
+            format!("{found} is not allowed here; it takes {}", all.join(" or "))
+        };
+        if let Some(near) = near {
+            text.push_str(&format!("; did you mean `{near}`?"));
+        }
+        text
+    }
+}
+
+/// A value as a finding shows it: a string in backticks, anything else as JSON.
+fn literal(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("`{s}`"),
+        other => other.to_string(),
+    }
+}
+
+/// The candidate nearest to `name` (case-insensitive edit distance at most 2, at most 1
+/// for names of three characters or fewer, never the name itself), the first on a tie.
+fn closest<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
+    let limit = if name.chars().count() <= 3 { 1 } else { 2 };
+    let mut best: Option<(usize, &str)> = None;
+    for candidate in candidates.take(SUGGESTION_CANDIDATES) {
+        if candidate == name {
+            continue;
+        }
+        let d = overlay::edit_distance(name, candidate);
+        if d <= limit && best.is_none_or(|(b, _)| d < b) {
+            best = Some((d, candidate));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// The keys the schema names under the object whose `additionalProperties` refused a
+/// key; `schema_path` is that keyword's canonical location (`/$defs/RunnerSpec/
+/// additionalProperties`), so the object's `properties` sit beside it.
+fn allowed_keys(schema: &Value, schema_path: &str) -> Vec<String> {
+    let Some(parent) = schema_path.strip_suffix("/additionalProperties") else {
+        return Vec::new();
     };
-    let mut allowed: Vec<String> = Vec::new();
+    schema
+        .pointer(parent)
+        .and_then(|object| object.get("properties"))
+        .and_then(Value::as_object)
+        .map(|properties| properties.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The alternatives of an `anyOf` or a failed `oneOf`.
+fn alternatives<'e>(
+    error: &'e jsonschema::ValidationError<'_>,
+) -> Option<&'e [Vec<jsonschema::ValidationError<'static>>]> {
+    use jsonschema::error::ValidationErrorKind as K;
+    match error.kind() {
+        K::AnyOf { context } | K::OneOfNotValid { context } => Some(context),
+        _ => None,
+    }
+}
+
+/// For an `anyOf` or `oneOf` whose every alternative refused the value's type or value
+/// outright, what the alternatives allow: `an integer or a string`, the listed values
+/// (a Rust enum of unit variants is a `oneOf` of `const`s in the generated schema).
+fn allowed_alternatives(error: &jsonschema::ValidationError<'_>) -> Option<Allowed> {
+    use jsonschema::error::ValidationErrorKind as K;
+    let context = alternatives(error)?;
+    let mut allowed = Allowed {
+        kinds: Vec::new(),
+        values: Vec::new(),
+    };
     for errors in context {
         let [only] = errors.as_slice() else {
             return None;
@@ -336,36 +466,47 @@ fn allowed_alternatives(error: &jsonschema::ValidationError<'_>) -> Option<Strin
         if only.instance_path() != error.instance_path() {
             return None;
         }
-        let text = only.to_string();
-        let what = match only.kind() {
+        match only.kind() {
             K::Type { .. } => {
+                let text = only.to_string();
                 let ty = text.rsplit("is not of type ").next()?.trim_matches('"');
-                match ty {
+                let what = match ty {
                     "integer" => "an integer (a whole number)".to_string(),
                     "object" => "a mapping".to_string(),
                     "array" => "a list".to_string(),
                     other => format!("a {other}"),
+                };
+                if !allowed.kinds.contains(&what) {
+                    allowed.kinds.push(what);
                 }
             }
-            K::Enum { .. } | K::Constant { .. } => text
-                .split_once("is not ")
-                .map(|(_, rest)| rest.to_string())?,
+            K::Enum { options } => {
+                for value in options.as_array().into_iter().flatten() {
+                    if !allowed.values.contains(value) {
+                        allowed.values.push(value.clone());
+                    }
+                }
+            }
+            K::Constant { expected_value } => {
+                if !allowed.values.contains(expected_value) {
+                    allowed.values.push(Value::clone(expected_value));
+                }
+            }
             _ => return None,
-        };
-        if !allowed.contains(&what) {
-            allowed.push(what);
         }
     }
-    (!allowed.is_empty()).then(|| allowed.join(" or "))
+    (!allowed.kinds.is_empty() || !allowed.values.is_empty()).then_some(allowed)
 }
 
+/// For an `anyOf` failure (an untagged type like `limit`, an integer or a param name),
+/// the first error of the one alternative the value failed for another reason than its
+/// type: `4294967296 is greater than the maximum of 4294967295` says more than "not valid
+/// under any of the schemas".
 fn specific_alternative<'e>(
     error: &'e jsonschema::ValidationError<'_>,
 ) -> Option<&'e jsonschema::ValidationError<'static>> {
     use jsonschema::error::ValidationErrorKind as K;
-    let K::AnyOf { context } = error.kind() else {
-        return None;
-    };
+    let context = alternatives(error)?;
     let mut specific = context.iter().filter(|errors| {
         !errors.iter().all(|e| {
             matches!(e.kind(), K::Type { .. }) && e.instance_path() == error.instance_path()
@@ -414,9 +555,66 @@ mod tests {
             messages,
             [
                 "`counters.c.limit`: 2.5 is not allowed here; it takes an integer (a whole number) or a string",
-                "`states.A.outcome`: \"successs\" is not one of \"success\", \"failure\" or 3 other candidates",
+                "`states.A.outcome`: `successs` is not one of `success`, `failure`, `aborted`, `incomplete`, `cancelled`; did you mean `success`?",
             ]
         );
+    }
+
+    #[test]
+    fn an_unknown_key_near_an_allowed_one_is_suggested() {
+        let text = "contract: t\nversion: 1\nhost: agent-runner\nlocales: [en]\ninitial: A\nstates: {A: {kind: terminal, outcome: success, instrution: x}}\nmesages: {}\n";
+        let messages: Vec<String> = load_text(text).iter().map(|d| d.message.clone()).collect();
+        assert_eq!(
+            messages,
+            [
+                "unknown key `instrution` in `states.A`; did you mean `instruction`?",
+                "unknown key `mesages` in the file; did you mean `messages`?",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_far_from_every_allowed_one_gets_no_suggestion() {
+        let text = "contract: t\nversion: 1\nhost: agent-runner\nlocales: [en]\ninitial: A\nstates: {A: {kind: terminal, outcome: success}}\nzzzzzz: 1\n";
+        let messages: Vec<String> = load_text(text).iter().map(|d| d.message.clone()).collect();
+        assert_eq!(messages, ["unknown key `zzzzzz` in the file"]);
+    }
+
+    #[test]
+    fn a_value_outside_a_oneof_of_constants_lists_them() {
+        let text = "contract: t\nversion: 1\nhost: agent-runner\nlocales: [en]\ninitial: A\nstates: {A: {kind: terminl, outcome: success}}\n";
+        let messages: Vec<String> = load_text(text).iter().map(|d| d.message.clone()).collect();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(
+            messages[0].starts_with("`states.A.kind`: `terminl` is not one of `")
+                && messages[0].contains("`terminal`")
+                && messages[0].ends_with("; did you mean `terminal`?"),
+            "{messages:?}"
+        );
+    }
+
+    #[test]
+    fn closest_is_bounded_and_never_the_name_itself() {
+        assert_eq!(
+            closest("max_loop", ["max_loops", "meta"].into_iter()),
+            Some("max_loops")
+        );
+        assert_eq!(closest("mok", ["mock", "mo"].into_iter()), Some("mock"));
+        assert_eq!(closest("abc", ["xyz"].into_iter()), None);
+        assert_eq!(closest("mock", ["mock"].into_iter()), None);
+        let many: Vec<String> = (0..10_000).map(|i| format!("key{i}")).collect();
+        // Only the first SUGGESTION_CANDIDATES are compared: `key9999` is past them.
+        assert_eq!(closest("key9999x", many.iter().map(String::as_str)), None);
+    }
+
+    #[test]
+    fn a_long_value_list_is_cut_with_a_count() {
+        let allowed = Allowed {
+            kinds: Vec::new(),
+            values: (0..20).map(|i| Value::from(format!("v{i}"))).collect(),
+        };
+        let message = allowed.message(&Value::from("w"));
+        assert!(message.ends_with("`v11` and 8 more"), "{message}");
     }
 
     #[test]

@@ -275,12 +275,13 @@ pub fn generated_schema() -> Result<String, serde_json::Error> {
     Ok(text)
 }
 
-fn validator() -> Option<&'static jsonschema::Validator> {
-    static VALIDATOR: OnceLock<Option<jsonschema::Validator>> = OnceLock::new();
+fn validator() -> Option<&'static (Value, jsonschema::Validator)> {
+    static VALIDATOR: OnceLock<Option<(Value, jsonschema::Validator)>> = OnceLock::new();
     VALIDATOR
         .get_or_init(|| {
             let schema: Value = serde_json::from_str(TASK_SCHEMA).ok()?;
-            jsonschema::validator_for(&schema).ok()
+            let validator = jsonschema::validator_for(&schema).ok()?;
+            Some((schema, validator))
         })
         .as_ref()
 }
@@ -295,7 +296,7 @@ pub fn load(
 ) -> Result<(Task, Vec<Diagnostic>), Vec<Diagnostic>> {
     let text = sources.get(file).map_or("", |f| f.text.as_str());
     let (node, mut findings) = crate::yaml::parse(file, text).map_err(|d| vec![d])?;
-    let Some(validator) = validator() else {
+    let Some((schema, validator)) = validator() else {
         return Err(vec![Diagnostic::new(
             "schema-violation",
             "internal error: the built-in task schema does not compile",
@@ -303,7 +304,7 @@ pub fn load(
         )]);
     };
     findings.extend(crate::contract::schema_findings(
-        &node, validator, REFERENCE,
+        &node, validator, schema, REFERENCE,
     ));
     if crate::diagnostic::has_errors(&findings) {
         return Err(findings);
