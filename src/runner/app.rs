@@ -337,11 +337,16 @@ pub fn load_task(options: &Options) -> Result<LoadedTask, RunError> {
     let base_dir = std::fs::canonicalize(&base_dir).unwrap_or(base_dir);
     let file = sources.add(name, text);
     match task::load(&sources, file, &base_dir) {
-        Ok((task, warnings)) => Ok(LoadedTask {
-            task,
-            warnings,
-            sources,
-        }),
+        Ok((mut task, warnings)) => {
+            if options.unsafe_local {
+                task.resolve_command_on_host();
+            }
+            Ok(LoadedTask {
+                task,
+                warnings,
+                sources,
+            })
+        }
         Err(findings) => Err(RunError::InvalidTask { sources, findings }),
     }
 }

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -166,11 +166,49 @@ pub struct Output {
 pub struct SpawnError {
     pub program: String,
     pub source: std::io::Error,
+    /// For a program given as a path (it has a `/`): the file it names, against the
+    /// child's working directory when relative. A bare name is looked up on `PATH`.
+    pub path: Option<PathBuf>,
 }
 
 impl std::fmt::Display for SpawnError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "could not run `{}`: {}", self.program, self.source)
+        let program = &self.program;
+        match (self.source.kind(), &self.path) {
+            // ENOENT for a file that exists: the kernel could not find its interpreter.
+            (std::io::ErrorKind::NotFound, Some(path)) if path.is_file() => write!(
+                f,
+                "could not run `{program}`: the interpreter on its `#!` line does not exist"
+            ),
+            (std::io::ErrorKind::NotFound, _) => {
+                write!(
+                    f,
+                    "could not run `{program}`: {}",
+                    not_found(program, self.path.as_deref())
+                )
+            }
+            (std::io::ErrorKind::PermissionDenied, _) => write!(
+                f,
+                "could not run `{program}`: permission denied (is it executable? `chmod +x`)"
+            ),
+            _ => write!(f, "could not run `{program}`: {}", self.source),
+        }
+    }
+}
+
+/// Why `program` was not found, in words that fit how it was given: a path (it has a
+/// `/`) names a file that is missing, a bare name was looked up on `PATH`. `path` is the
+/// file a path names, when known (the relative path resolved).
+pub(crate) fn not_found(program: &str, path: Option<&Path>) -> String {
+    if program.contains('/') {
+        match path {
+            Some(path) if path != Path::new(program) => {
+                format!("there is no file `{program}` ({})", path.display())
+            }
+            _ => format!("there is no file `{program}`"),
+        }
+    } else {
+        format!("`{program}` was not found on PATH")
     }
 }
 
@@ -202,6 +240,10 @@ pub(crate) fn run(spec: &Spec, cancel: &Cancel) -> Result<Output, SpawnError> {
     let spawn_error = |source| SpawnError {
         program: spec.program.clone(),
         source,
+        path: spec.program.contains('/').then(|| match &spec.cwd {
+            Some(cwd) => cwd.join(&spec.program),
+            None => PathBuf::from(&spec.program),
+        }),
     };
     let mut child = command.spawn().map_err(spawn_error)?;
 
@@ -339,6 +381,50 @@ mod tests {
 
     fn sh(script: &str) -> Spec {
         Spec::new("sh", ["-c", script])
+    }
+
+    #[test]
+    fn a_missing_program_is_named_as_a_missing_file_or_a_name_not_on_path() {
+        let dir = std::env::temp_dir().join(format!("code-intel-spawn-{}", std::process::id()));
+        let _dir = TempDir(dir.clone());
+        std::fs::create_dir_all(&dir).unwrap();
+
+        let mut spec = Spec::new("./agents/fix.sh", Vec::<String>::new());
+        spec.cwd = Some(dir.clone());
+        let e = run(&spec, &Cancel::new()).unwrap_err().to_string();
+        let expected = format!(
+            "could not run `./agents/fix.sh`: there is no file `./agents/fix.sh` ({})",
+            dir.join("./agents/fix.sh").display()
+        );
+        assert_eq!(e, expected);
+        assert!(!e.contains("PATH"), "{e}");
+
+        let spec = Spec::new("code-intel-no-such-program", Vec::<String>::new());
+        let e = run(&spec, &Cancel::new()).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "could not run `code-intel-no-such-program`: `code-intel-no-such-program` was not found on PATH"
+        );
+
+        // A file that is there but cannot be run: not executable, or its interpreter missing.
+        let plain = dir.join("plain.sh");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        let spec = Spec::new(plain.display().to_string(), Vec::<String>::new());
+        let e = run(&spec, &Cancel::new()).unwrap_err().to_string();
+        assert!(
+            e.ends_with("permission denied (is it executable? `chmod +x`)"),
+            "{e}"
+        );
+        let orphan = dir.join("orphan.sh");
+        std::fs::write(&orphan, "#!/no/such/interpreter\n").unwrap();
+        std::fs::set_permissions(&orphan, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let spec = Spec::new(orphan.display().to_string(), Vec::<String>::new());
+        let e = run(&spec, &Cancel::new()).unwrap_err().to_string();
+        assert!(
+            e.ends_with("the interpreter on its `#!` line does not exist"),
+            "{e}"
+        );
     }
 
     #[test]

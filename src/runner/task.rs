@@ -97,7 +97,8 @@ pub struct TaskSpec {
     pub phase_name: Option<String>,
 }
 
-/// Exactly one of `text` and `path`.
+/// One of `text` and `path`; given both, the text wins and the path is ignored with a
+/// warning (as in the original).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PrdSpec {
@@ -183,6 +184,23 @@ pub struct Task {
     pub sandbox: SandboxSpec,
     /// The directory relative paths of the task file are read from.
     pub base_dir: PathBuf,
+}
+
+impl Task {
+    /// For a worker run on the host (`--unsafe-local`): a relative program path in
+    /// `runner.worker.command` (`./agents/fix.sh`) is made relative to the task file's
+    /// directory, not to wherever the runner was started. In a container the command is
+    /// left as written, so the container resolves it: a path against the repository mount
+    /// (the working directory, `/workspace/project`), a bare name on the image's `PATH`; a
+    /// host path would not exist there.
+    pub fn resolve_command_on_host(&mut self) {
+        if let Some(program) = self.worker.command.first_mut()
+            && program.contains('/')
+            && Path::new(program.as_str()).is_relative()
+        {
+            *program = self.base_dir.join(program.as_str()).display().to_string();
+        }
+    }
 }
 
 /// Where the PRD comes from.
@@ -366,16 +384,18 @@ fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagn
     let prd = match (&raw.task.prd.text, &raw.task.prd.path) {
         (Some(text), None) => Prd::Text(text.clone()),
         (None, Some(path)) => Prd::File(base_dir.join(path)),
-        (Some(_), Some(_)) => {
-            findings.push(
-                Diagnostic::new(
-                    "schema-violation",
-                    "`task.prd` has both `text` and `path`",
-                    at("/task/prd"),
-                )
-                .with_help("give one of them"),
-            );
-            Prd::Text(String::new())
+        (Some(text), Some(path)) => {
+            // The original read the text and ignored the path (its own test says so);
+            // files written for it keep working, and the reader learns which one counts.
+            let mut d = Diagnostic::new(
+                "schema-violation",
+                format!("`task.prd` has both `text` and `path`; the text is used and the path {path:?} is ignored"),
+                at("/task/prd/path"),
+            )
+            .with_help("remove `path` (or `text`, to read the PRD from the file)");
+            d.severity = Severity::Warning;
+            findings.push(d);
+            Prd::Text(text.clone())
         }
         (None, None) => {
             findings.push(
@@ -419,14 +439,9 @@ fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagn
             );
         }
     }
-    let mut worker = raw.runner.worker;
-    if let Some(program) = worker.command.first_mut()
-        && program.contains('/')
-        && Path::new(program.as_str()).is_relative()
-    {
-        // `./agents/fix.sh` is relative to the task file, not to wherever it is run from.
-        *program = base_dir.join(program.as_str()).display().to_string();
-    }
+    // A relative `runner.worker.command` stays as written here: where it points depends on
+    // where the worker runs (`Task::resolve_command_on_host`).
+    let worker = raw.runner.worker;
     let repo = base_dir.join(raw.task.repo.as_deref().unwrap_or("."));
     let repo = std::fs::canonicalize(&repo).unwrap_or(repo);
     Task {
