@@ -103,6 +103,15 @@ fn main() -> ExitCode {
             return exit(code);
         }
     };
+    if args.task.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        // Reading a task from a terminal would wait silently for YAML nobody is typing.
+        let usage = <Args as clap::CommandFactory>::command().render_usage();
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: no task file given, and stdin is a terminal\n\n{usage}\n\nGive a task file, or pipe one in (`agent-runner < task.yaml`); `--help` for more."
+        );
+        return exit(app::EXIT_USAGE);
+    }
     let format = match args.log_format {
         Format::Text => LogFormat::Text,
         Format::Json => LogFormat::Json,

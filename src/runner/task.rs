@@ -198,7 +198,12 @@ impl Task {
             && program.contains('/')
             && Path::new(program.as_str()).is_relative()
         {
-            *program = self.base_dir.join(program.as_str()).display().to_string();
+            // Without its `.` parts: `dir/agents/fix.sh`, not `dir/./agents/fix.sh`.
+            let relative: PathBuf = Path::new(program.as_str())
+                .components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect();
+            *program = self.base_dir.join(relative).display().to_string();
         }
     }
 }

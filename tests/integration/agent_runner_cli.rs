@@ -572,3 +572,78 @@ fn a_worker_that_keeps_failing_exhausts_its_loops_with_exit_3() {
         f.note("exhausted")
     );
 }
+
+#[test]
+fn a_relative_command_in_docker_is_resolved_in_the_container() {
+    // `./agents/fix.sh` lives in the repository only: the container finds it under the
+    // mount, where the worker runs. Joined to the task file's directory it would be a host
+    // path that no container has (and here not even the host).
+    let (f, docker) = docker_fixture("docker-relative", GOOD_AGENT);
+    let text = std::fs::read_to_string(f.path().join("task.yaml")).unwrap();
+    let text = text.replace(
+        "command: [/workspace/project/agent.sh]",
+        "command: [./agents/fix.sh]",
+    );
+    std::fs::write(f.path().join("task.yaml"), text).unwrap();
+    std::fs::create_dir_all(f.path().join("repo/agents")).unwrap();
+    write_script(&f.path().join("repo/agents/fix.sh"), GOOD_AGENT);
+    let mut command = f.command(&["task.yaml", "--result-file", "result.json"]);
+    with_fake_docker(&mut command, &docker);
+    let o = command.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(f.result()["status"], "complete");
+    let calls = docker.calls();
+    let exec = calls
+        .iter()
+        .find(|c| c[0] == "exec" && c.iter().any(|a| a.ends_with("fix.sh")))
+        .unwrap_or_else(|| panic!("no exec of the agent: {calls:?}"));
+    assert!(exec.contains(&"./agents/fix.sh".to_string()), "{exec:?}");
+    let host = f.path().display().to_string();
+    assert!(!exec.iter().any(|a| a.contains(&host)), "{exec:?}");
+}
+
+#[test]
+fn a_relative_command_on_the_host_is_relative_to_the_task_file() {
+    // Started from elsewhere (`/`), the local worker still finds `./agent.sh` beside the
+    // task file.
+    let f = Fixture::new(
+        "local-relative",
+        GOOD_AGENT,
+        &task("local-relative", "grep -q Hello hello.txt", ""),
+    );
+    let task_file = f.path().join("task.yaml").display().to_string();
+    let o = f
+        .command(&[&task_file, "--unsafe-local", "--result-file"])
+        .arg(f.path().join("result.json"))
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(f.result()["status"], "complete");
+}
+
+#[test]
+fn no_task_and_a_terminal_on_stdin_prints_usage_and_exits_2() {
+    // stdin a pseudo-terminal (python3's `pty`), stderr a pipe: before, the runner
+    // waited for YAML on the terminal until the timeout below.
+    let script = r#"
+import os, pty, subprocess, sys
+master, slave = pty.openpty()
+try:
+    p = subprocess.run([sys.argv[1]], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=20)
+except subprocess.TimeoutExpired:
+    print("timeout"); sys.exit(0)
+sys.stdout.write("exit=%d\n" % p.returncode)
+sys.stdout.write(p.stderr.decode())
+"#;
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(binary())
+        .output()
+        .expect("python3 runs");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.starts_with("exit=2\n"), "{out}{}", stderr(&o));
+    assert!(out.contains("stdin is a terminal"), "{out}");
+    assert!(out.contains("Usage: agent-runner"), "{out}");
+}

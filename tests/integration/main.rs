@@ -117,6 +117,10 @@
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
+//! - `runner_task_files`: task files in the shapes the original's examples, specification
+//!   and orchestrator wrote all load (`tests/fixtures/agent-runner-tasks/`); a value outside
+//!   a list names the allowed ones, a mistyped key gets a "did you mean", both PRD forms
+//!   give the text with a warning.
 //! - `runner_docker`: AgentRunner against a real Docker daemon and a busybox image made
 //!   offline: a task completes in a container, files stay the invoking user's, the sandbox
 //!   policy's limits are in the daemon and the kernel, a timeout kills inside, SIGTERM
@@ -160,6 +164,7 @@ mod properties;
 mod runner_docker;
 mod runner_planner;
 mod runner_sandbox;
+mod runner_task_files;
 mod rust_source;
 mod saving;
 mod semantic;
