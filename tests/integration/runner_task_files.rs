@@ -14,8 +14,11 @@ use code_intel::source::Sources;
 /// Where the fixtures are, relative to the repository root.
 const DIR: &str = "tests/fixtures/agent-runner-tasks";
 
+/// What `task::load` gives: the task and its warnings, or every finding.
+type Loaded = Result<(Task, Vec<Diagnostic>), Vec<Diagnostic>>;
+
 /// Loads `text` as `task.yaml` in `/tmp` (no path is read at load time).
-fn load(text: &str) -> (Sources, Result<(Task, Vec<Diagnostic>), Vec<Diagnostic>>) {
+fn load(text: &str) -> (Sources, Loaded) {
     let mut sources = Sources::default();
     let file = sources.add("task.yaml", text);
     let loaded = task::load(&sources, file, Path::new("/tmp"));
