@@ -273,9 +273,6 @@ fn schema_diagnostic(
     reference: &str,
 ) -> Diagnostic {
     use jsonschema::error::ValidationErrorKind as K;
-    if let Some(specific) = specific_alternative(error) {
-        return schema_diagnostic(root, specific, schema, reference);
-    }
     let path = error.instance_path().as_str().to_string();
     let (key, node) = root.locate(&path);
     let display = if path.is_empty() {
@@ -283,12 +280,17 @@ fn schema_diagnostic(
     } else {
         format!("`{}`", path.trim_start_matches('/').replace('/', "."))
     };
+    // Every alternative refused the type or the value outright: say what they all take
+    // (`an integer or `auto``), which says more than the one alternative of another type.
     if let Some(allowed) = allowed_alternatives(error) {
         return Diagnostic::new(
             "schema-violation",
             format!("{display}: {}", allowed.message(error.instance())),
             Some(node.span),
         );
+    }
+    if let Some(specific) = specific_alternative(error) {
+        return schema_diagnostic(root, specific, schema, reference);
     }
     match error.kind() {
         K::AdditionalProperties { unexpected } => {
@@ -470,6 +472,11 @@ fn allowed_alternatives(error: &jsonschema::ValidationError<'_>) -> Option<Allow
             K::Type { .. } => {
                 let text = only.to_string();
                 let ty = text.rsplit("is not of type ").next()?.trim_matches('"');
+                // `null` is how an optional field is spelled in the schema, not a value
+                // anyone means to write.
+                if ty == "null" {
+                    continue;
+                }
                 let what = match ty {
                     "integer" => "an integer (a whole number)".to_string(),
                     "object" => "a mapping".to_string(),
@@ -590,6 +597,39 @@ mod tests {
                 && messages[0].contains("`terminal`")
                 && messages[0].ends_with("; did you mean `terminal`?"),
             "{messages:?}"
+        );
+    }
+
+    /// The findings of `text` against `schema`, as `schema_findings` gives them.
+    fn findings_against(schema: Value, text: &str) -> Vec<String> {
+        let mut sources = Sources::default();
+        let id = sources.add("t.yml", text);
+        let (node, _) = yaml::parse(id, text).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        schema_findings(&node, &validator, &schema, "the docs")
+            .into_iter()
+            .map(|d| d.message)
+            .collect()
+    }
+
+    #[test]
+    fn types_and_values_of_the_alternatives_are_named_together() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"limit": {"anyOf": [
+                {"type": "integer"}, {"const": "auto"}, {"type": "null"}
+            ]}},
+            "additionalProperties": false
+        });
+        assert_eq!(
+            findings_against(schema.clone(), "limit: atuo\n"),
+            [
+                "`limit`: `atuo` is not allowed here; it takes an integer (a whole number) or `auto`; did you mean `auto`?"
+            ]
+        );
+        assert_eq!(
+            findings_against(schema, "limit: [1]\n"),
+            ["`limit`: [1] is not allowed here; it takes an integer (a whole number) or `auto`"]
         );
     }
 
