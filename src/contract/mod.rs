@@ -409,10 +409,16 @@ fn literal(value: &Value) -> String {
 }
 
 /// The candidate nearest to `name` (case-insensitive edit distance at most 2, at most 1
-/// for names of three characters or fewer, never the name itself), the first on a tie.
+/// for names of three characters or fewer, never the name itself), the first on a tie;
+/// failing that, the one candidate that contains a name of four characters or more
+/// (`codex` → `codex-cli`, `max_run_time` → `max_run_time_sec`: shortened names the
+/// distance misses).
 fn closest<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
-    let limit = if name.chars().count() <= 3 { 1 } else { 2 };
+    let length = name.chars().count();
+    let limit = if length <= 3 { 1 } else { 2 };
+    let lower = name.to_lowercase();
     let mut best: Option<(usize, &str)> = None;
+    let mut containing: Vec<&str> = Vec::new();
     for candidate in candidates.take(SUGGESTION_CANDIDATES) {
         if candidate == name {
             continue;
@@ -421,8 +427,15 @@ fn closest<'c>(name: &str, candidates: impl Iterator<Item = &'c str>) -> Option<
         if d <= limit && best.is_none_or(|(b, _)| d < b) {
             best = Some((d, candidate));
         }
+        if length >= 4 && containing.len() < 2 && candidate.to_lowercase().contains(&lower) {
+            containing.push(candidate);
+        }
     }
-    best.map(|(_, c)| c)
+    match (best, containing.as_slice()) {
+        (Some((_, c)), _) => Some(c),
+        (None, [only]) => Some(only),
+        _ => None,
+    }
 }
 
 /// The keys the schema names under the object whose `additionalProperties` refused a
@@ -642,6 +655,20 @@ mod tests {
         assert_eq!(closest("mok", ["mock", "mo"].into_iter()), Some("mock"));
         assert_eq!(closest("abc", ["xyz"].into_iter()), None);
         assert_eq!(closest("mock", ["mock"].into_iter()), None);
+        // A shortened name: the one candidate containing it, not one of several.
+        assert_eq!(
+            closest("codex", ["codex-cli", "claude-code"].into_iter()),
+            Some("codex-cli")
+        );
+        assert_eq!(
+            closest("max_run_time", ["max_run_time_sec"].into_iter()),
+            Some("max_run_time_sec")
+        );
+        assert_eq!(
+            closest("code", ["codex-cli", "claude-code"].into_iter()),
+            None
+        );
+        assert_eq!(closest("cli", ["codex-cli"].into_iter()), None);
         let many: Vec<String> = (0..10_000).map(|i| format!("key{i}")).collect();
         // Only the first SUGGESTION_CANDIDATES are compared: `key9999` is past them.
         assert_eq!(closest("key9999x", many.iter().map(String::as_str)), None);

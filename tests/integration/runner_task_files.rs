@@ -117,6 +117,13 @@ fn a_worker_kind_not_in_the_list_names_the_kinds() {
         only_error(&text),
         "7:11 `runner.worker.kind`: `mok` is not one of `codex-cli`, `claude-code`, `gemini-cli`, `command`"
     );
+    // The original took `codex` or `claude` for a planner kind (a substring match).
+    let text = format!("{HEAD}  meta:\n    kind: codex\n");
+    assert!(
+        only_error(&text).ends_with("; did you mean `codex-cli`?"),
+        "{}",
+        only_error(&text)
+    );
     let text = format!("{HEAD}  worker:\n    kind: claude-cod\n");
     assert!(
         only_error(&text).ends_with("; did you mean `claude-code`?"),
@@ -136,6 +143,12 @@ fn a_mistyped_key_gets_a_did_you_mean() {
     assert_eq!(
         only_error(&text),
         "7:5 unknown key `docker_imag` in `runner.worker`; did you mean `docker_image`?"
+    );
+    // A shortened key: the one allowed key that contains it.
+    let text = format!("{HEAD}  worker:\n    max_run_time: 60\n");
+    assert_eq!(
+        only_error(&text),
+        "7:5 unknown key `max_run_time` in `runner.worker`; did you mean `max_run_time_sec`?"
     );
     // Nothing near: no guess.
     let text = format!("{HEAD}  parallelism: 3\n");
