@@ -100,7 +100,8 @@ pub fn preflight(
                     "worker CLI",
                     false,
                     format!(
-                        "`{cli}` was not found on PATH; install the {} CLI or run in Docker",
+                        "{}; install the {} CLI or run in Docker",
+                        process::not_found(&cli, None),
                         config.kind.name()
                     ),
                 ),

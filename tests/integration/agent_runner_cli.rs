@@ -647,3 +647,22 @@ sys.stdout.write(p.stderr.decode())
     assert!(out.contains("stdin is a terminal"), "{out}");
     assert!(out.contains("Usage: agent-runner"), "{out}");
 }
+
+#[test]
+fn a_missing_command_script_is_reported_as_a_missing_file() {
+    let f = Fixture::new(
+        "missing-script",
+        GOOD_AGENT,
+        &task("missing-script", "true", "").replace("[./agent.sh]", "[./agents/nope.sh]"),
+    );
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--result-file",
+        "result.json",
+    ]);
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    let all = format!("{}{}", stderr(&o), f.result());
+    assert!(all.contains("agents/nope.sh"), "{all}");
+    assert!(!all.contains("nope.sh` was not found on PATH"), "{all}");
+}
