@@ -18,7 +18,6 @@ use super::cancel::Cancel;
 use super::events::{Events, Progress};
 use super::host::{HostEnv, RunnerHost, Setup};
 use super::preflight::Target;
-use super::protocol::planner::Planner;
 use super::report::Status;
 use super::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox, SandboxError};
 use super::sandbox_policy::HostFacts;
@@ -201,15 +200,15 @@ pub fn run(
         },
     };
     let host_env: HostEnv = Box::new(|name| std::env::var(name).ok());
+    // `runner.tooling` may choose the worker, so it comes before the sandbox.
+    let mut task = task;
+    let (planner, tooling) =
+        super::tooling::setup(&mut task, options.meta_model.as_deref(), |name| {
+            std::env::var(name).ok()
+        });
     let (sandbox, target) = sandbox_for(&task, options.unsafe_local, &*host_env);
     let sandbox = sandbox.map_err(RunError::Sandbox)?;
     let params = params_for(&task);
-    let planner = Planner::from_config(
-        &task.meta,
-        &task.base_dir,
-        options.meta_model.as_deref(),
-        task.planner_retries,
-    );
     let mut host = RunnerHost::new(Setup {
         task,
         planner,
@@ -221,6 +220,9 @@ pub fn run(
         result_file: options.result_file.clone(),
         outcomes: terminal_outcomes(&contract),
     });
+    if let Some(line) = tooling {
+        host.record(line);
+    }
     execute(&contract, &mut host, &params, cancel)
 }
 

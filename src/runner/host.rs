@@ -115,6 +115,12 @@ impl RunnerHost {
         self.abandoned = Some(reason);
     }
 
+    /// Adds a line to the note's timeline (the setup's choices, e.g. `runner.tooling`'s
+    /// worker).
+    pub fn record(&mut self, line: String) {
+        self.timeline.push(line);
+    }
+
     /// What `note.write` produced, once it ran.
     pub fn finished(&self) -> Option<&Finished> {
         self.finished.as_ref()
@@ -683,5 +689,6 @@ impl Host for RunnerHost {
 /// What the note keeps of one planner exchange.
 fn exchange_summary(e: &Exchange) -> Value {
     json!({"protocol": e.protocol.name(), "attempt": e.attempt,
-           "duration_ms": e.duration_ms, "error": e.error})
+           "duration_ms": e.duration_ms, "error": e.error,
+           "choice": e.choice.as_ref().map(ToString::to_string)})
 }

@@ -21,7 +21,9 @@
 //! - `protocol` (requests, enveloped replies checked by `schemas/planner/*.json` and by
 //!   meaning, prompts from `templates/planner/`, the `Planner` that asks again with the
 //!   reason) over `provider` (OpenAI-compatible HTTP with `ureq`, the Codex and Claude CLIs,
-//!   the mock and its script); `extract` finds the JSON object in any reply.
+//!   the mock and its script); `extract` finds the JSON object in any reply. `tooling`
+//!   (`runner.tooling`): the weighted, seeded choice of a planner provider per call and of
+//!   the worker, with rate-limit cooldowns, fallback and a force mode.
 //! - `worker` (each CLI's command line and final message), `sandbox` (`DockerSandbox`
 //!   through the docker CLI: a named, labelled container under the `sandbox_policy`
 //!   (limits, network, the invoking user), `docker exec` under a wrapper that records the
@@ -49,6 +51,7 @@ pub(crate) mod sandbox;
 pub(crate) mod sandbox_policy;
 pub mod task;
 pub(crate) mod time;
+pub(crate) mod tooling;
 pub(crate) mod worker;
 pub(crate) mod worker_turn;
 
@@ -97,6 +100,12 @@ pub use sandbox_policy::HostFacts;
 pub use sandbox_policy::SandboxPolicy;
 pub use sandbox_policy::SandboxSpec;
 pub use task::generated_schema as task_schema;
+pub use tooling::Availability;
+pub use tooling::Category as ToolingCategory;
+pub use tooling::Choice as ToolingChoice;
+pub use tooling::Selector;
+pub use tooling::SplitMix64;
+pub use tooling::ToolingConfig;
 pub use worker::Invocation;
 pub use worker::WorkerConfig;
 pub use worker::WorkerKind;

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::provider::MetaConfig;
 use super::sandbox_policy::SandboxSpec;
+use super::tooling::ToolingConfig;
 use super::worker::WorkerConfig;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::source::{FileId, Sources};
@@ -163,6 +164,11 @@ pub struct RunnerSpec {
     /// The worker container's limits and user (docs/agent-runner.md "Sandbox policy").
     #[serde(default)]
     pub sandbox: SandboxSpec,
+    /// The original's tooling selection: weighted planner and worker candidates per
+    /// category, rate-limit cooldown and fallback, a force mode (docs/agent-runner.md
+    /// "Tooling selection"). Absent: `meta` and `worker` as written.
+    #[serde(default)]
+    pub tooling: Option<ToolingConfig>,
 }
 
 /// A task ready to run: defaults applied, paths absolute.
@@ -182,6 +188,8 @@ pub struct Task {
     pub worker: WorkerConfig,
     /// `runner.sandbox`, checked; resolved against the host when the container starts.
     pub sandbox: SandboxSpec,
+    /// `runner.tooling`, checked.
+    pub tooling: Option<ToolingConfig>,
     /// The directory relative paths of the task file are read from.
     pub base_dir: PathBuf,
 }
@@ -427,6 +435,15 @@ fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagn
             Diagnostic::new("schema-violation", e.to_string(), at(&pointer)).with_help(e.help),
         );
     }
+    if let Some(tooling) = &raw.runner.tooling {
+        for finding in tooling.check(&raw.runner.worker) {
+            let pointer = format!("/runner/tooling{}", finding.pointer);
+            findings.push(
+                Diagnostic::new("schema-violation", finding.message, at(&pointer))
+                    .with_help(finding.help),
+            );
+        }
+    }
     if let Some(cwd) = raw.task.test.as_ref().and_then(|t| t.cwd.as_deref()) {
         let path = Path::new(cwd);
         let escapes = path.is_absolute()
@@ -469,6 +486,7 @@ fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagn
         meta: raw.runner.meta,
         worker,
         sandbox: raw.runner.sandbox,
+        tooling: raw.runner.tooling,
         base_dir: base_dir.to_path_buf(),
     }
 }

@@ -2,8 +2,13 @@
 //! JSON object out of the reply, check envelope, schema and meaning, and when the reply
 //! is refused ask again (up to the configured number of retries) with the refused reply
 //! and the reason added to the conversation (the original never retried). Every exchange
-//! is recorded for the task note, whether the call succeeds or not.
+//! is recorded for the task note, whether the call succeeds or not. Under
+//! `runner.tooling` each call picks its provider ([`crate::runner::tooling`]): a rate
+//! limit cools that candidate down and the call goes on with another, which is not a
+//! protocol retry.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -18,6 +23,7 @@ use crate::runner::cancel::Cancel;
 use crate::runner::extract;
 use crate::runner::provider::config::MetaConfig;
 use crate::runner::provider::prompt::{Message, Prompt, Provider, ProviderError};
+use crate::runner::tooling::{Category, Choice, Selector};
 
 /// Characters of a refused reply quoted back to the planner.
 const REFUSED_REPLY_CHARS: usize = 8_000;
@@ -48,6 +54,9 @@ pub struct Exchange {
     /// Why the reply was refused or no reply came; `None` for the accepted one.
     pub error: Option<String>,
     pub duration_ms: u64,
+    /// Under `runner.tooling`: the candidate used and why it was chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub choice: Option<Choice>,
 }
 
 /// A call's outcome and everything exchanged on the way to it.
@@ -78,6 +87,9 @@ pub enum PlannerError {
         protocol: Protocol,
         error: RenderError,
     },
+    /// `runner.tooling` had no candidate to use (all cooling down after rate limits, or
+    /// unavailable); `message` names each and why.
+    Tooling { protocol: Protocol, message: String },
 }
 
 impl PlannerError {
@@ -85,7 +97,8 @@ impl PlannerError {
         match self {
             PlannerError::Provider { protocol, .. }
             | PlannerError::Invalid { protocol, .. }
-            | PlannerError::Render { protocol, .. } => *protocol,
+            | PlannerError::Render { protocol, .. }
+            | PlannerError::Tooling { protocol, .. } => *protocol,
         }
     }
 
@@ -112,21 +125,203 @@ impl std::fmt::Display for PlannerError {
                 "{protocol}: no valid reply in {attempts} attempts; the last was refused because {last_error}"
             ),
             PlannerError::Render { protocol, error } => write!(f, "{protocol}: {error}"),
+            PlannerError::Tooling { protocol, message } => write!(f, "{protocol}: {message}"),
         }
     }
 }
 
 impl std::error::Error for PlannerError {}
 
-/// The planner: a provider plus the protocol machinery around it.
+/// The planner: a provider (or `runner.tooling`'s choice of one per call) plus the
+/// protocol machinery around it.
 pub struct Planner {
-    provider: Box<dyn Provider>,
+    source: Source,
     options: PlannerOptions,
+}
+
+/// Where a call's provider comes from.
+enum Source {
+    /// `runner.meta`: one provider for every call.
+    Fixed(Box<dyn Provider>),
+    /// `runner.tooling`: chosen per call.
+    Tooled(Box<Tooled>),
+}
+
+struct Tooled {
+    selector: Selector,
+    /// `runner.meta`, under each candidate's own keys.
+    base: MetaConfig,
+    base_dir: PathBuf,
+    model_override: Option<String>,
+    /// Providers built so far, by the category that answered and the candidate's index
+    /// (an HTTP provider keeps its connection pool between calls).
+    built: HashMap<(Category, usize), Box<dyn Provider>>,
+}
+
+/// The provider one attempt goes to.
+struct Active {
+    name: String,
+    choice: Option<Choice>,
+    config: Option<MetaConfig>,
+}
+
+impl Source {
+    fn choose(
+        &mut self,
+        category: Category,
+        after: Option<&str>,
+    ) -> Result<Active, crate::runner::tooling::SelectError> {
+        match self {
+            Source::Fixed(provider) => Ok(Active {
+                name: provider.name(),
+                choice: None,
+                config: None,
+            }),
+            Source::Tooled(tooled) => {
+                let (choice, candidate) = tooled.selector.choose(category, after)?;
+                // Checked when the planner was built; a failure here is still said, as the
+                // provider's error on the first attempt.
+                let config =
+                    crate::runner::provider::candidate_config(&tooled.base, &candidate).ok();
+                let model = config
+                    .as_ref()
+                    .map(|c| c.model(tooled.model_override.as_deref()));
+                Ok(Active {
+                    name: match model {
+                        Some(model) => format!("{} {model}", candidate.tool),
+                        None => choice.label(),
+                    },
+                    choice: Some(choice),
+                    config,
+                })
+            }
+        }
+    }
+
+    fn complete(
+        &mut self,
+        active: &Active,
+        prompt: &Prompt,
+        cancel: &Cancel,
+    ) -> Result<String, ProviderError> {
+        match self {
+            Source::Fixed(provider) => provider.complete(prompt, cancel),
+            Source::Tooled(tooled) => {
+                let (Some(choice), Some(config)) = (&active.choice, &active.config) else {
+                    return Err(ProviderError::Config {
+                        message: "runner.tooling: the chosen candidate has no usable configuration"
+                            .into(),
+                    });
+                };
+                let key = (choice.from, choice.index);
+                if !tooled.built.contains_key(&key) {
+                    let fallback = tooled
+                        .selector
+                        .category(choice.category)
+                        .is_some_and(|c| c.fallback_on_rate_limit);
+                    let provider = crate::runner::provider::candidate_provider(
+                        config,
+                        &tooled.base_dir,
+                        tooled.model_override.as_deref(),
+                        fallback,
+                    )?;
+                    tooled.built.insert(key, provider);
+                }
+                match tooled.built.get_mut(&key) {
+                    Some(provider) => provider.complete(prompt, cancel),
+                    None => Err(ProviderError::Config {
+                        message: "runner.tooling: the provider was not kept".into(),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// After `error` from `active`: whether to cool it down and try another candidate.
+    fn falls_back(&mut self, active: &Active, error: &ProviderError) -> bool {
+        match (self, &active.choice) {
+            (Source::Tooled(tooled), Some(choice)) if error.is_rate_limited() => {
+                tooled.selector.rate_limited(choice)
+            }
+            _ => false,
+        }
+    }
+
+    /// How many candidates a call may fall back through (each is cooled down first; a
+    /// `cooldownSec` of 0 must not make a call loop).
+    fn max_fallbacks(&self, category: Category) -> usize {
+        match self {
+            Source::Fixed(_) => 0,
+            Source::Tooled(tooled) => tooled
+                .selector
+                .category(category)
+                .map_or(0, |c| c.candidates.len()),
+        }
+    }
 }
 
 impl Planner {
     pub fn new(provider: Box<dyn Provider>, options: PlannerOptions) -> Planner {
-        Planner { provider, options }
+        Planner {
+            source: Source::Fixed(provider),
+            options,
+        }
+    }
+
+    /// A planner whose every call picks its provider with `selector` (`runner.tooling`):
+    /// `plan_task` from the `plan` category (else `meta`), the others from `meta`. Each
+    /// candidate's `runner.meta` (`base` under its own keys) is checked now, so a bad one
+    /// is reported before any planner spend.
+    pub fn tooled(
+        selector: Selector,
+        base: &MetaConfig,
+        base_dir: &Path,
+        model_override: Option<&str>,
+        retries: u32,
+    ) -> Result<Planner, ProviderError> {
+        for category in [Category::Meta, Category::Plan] {
+            let Some(config) = selector.category(category) else {
+                return Err(ProviderError::Config {
+                    message: format!(
+                        "runner.tooling: the active profile defines neither `{}` nor `meta`",
+                        category.name()
+                    ),
+                });
+            };
+            for candidate in &config.candidates {
+                let config = crate::runner::provider::candidate_config(base, candidate)?;
+                if config.timeout_sec == 0 {
+                    return Err(ProviderError::Config {
+                        message: format!(
+                            "runner.tooling candidate `{}`: timeout_sec must be at least 1",
+                            candidate.tool
+                        ),
+                    });
+                }
+                if config.script.is_some() && config.kind != crate::runner::provider::MetaKind::Mock
+                {
+                    return Err(ProviderError::Config {
+                        message: format!(
+                            "runner.tooling candidate `{}`: `script` is for tool: mock only",
+                            candidate.tool
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(Planner {
+            source: Source::Tooled(Box::new(Tooled {
+                selector,
+                base: base.clone(),
+                base_dir: base_dir.to_path_buf(),
+                model_override: model_override.map(str::to_owned),
+                built: HashMap::new(),
+            })),
+            options: PlannerOptions {
+                retries,
+                system_prompt: base.system_prompt.clone(),
+            },
+        })
     }
 
     /// The planner `runner.meta` describes (its provider and its `system_prompt`), asking
@@ -150,7 +345,10 @@ impl Planner {
 
     /// The provider's name and model, for logs and the task note.
     pub fn provider_name(&self) -> String {
-        self.provider.name()
+        match &self.source {
+            Source::Fixed(provider) => provider.name(),
+            Source::Tooled(_) => "runner.tooling (chosen per call)".to_owned(),
+        }
     }
 
     /// Acceptance criteria for the task.
@@ -210,18 +408,40 @@ impl Planner {
         check: impl Fn(&Map<String, Value>) -> Result<T, InvalidReply>,
     ) -> Call<T> {
         let mut exchanges = Vec::new();
-        let rendered = user.and_then(|user| {
-            render::system(self.options.system_prompt.as_deref()).map(|system| (system, user))
-        });
         // The structured request goes to the provider (the mock matches on it): one that
         // cannot be encoded is a render failure, not a request of `null`.
-        let rendered = rendered.and_then(|(system, user)| {
+        let rendered = user.and_then(|user| {
             serde_json::to_value(request)
-                .map(|request| (system, user, request))
+                .map(|request| (user, request))
                 .map_err(|e| RenderError(format!("the structured request: {e}")))
         });
-        let (system, user, request) = match rendered {
+        let (user, request) = match rendered {
             Ok(parts) => parts,
+            Err(error) => {
+                return Call {
+                    result: Err(PlannerError::Render { protocol, error }),
+                    exchanges,
+                };
+            }
+        };
+        let category = match protocol {
+            Protocol::PlanTask => Category::Plan,
+            Protocol::NextAction | Protocol::CompletionAssessment => Category::Meta,
+        };
+        let mut active = match self.source.choose(category, None) {
+            Ok(active) => active,
+            Err(e) => {
+                return Call {
+                    result: Err(PlannerError::Tooling {
+                        protocol,
+                        message: e.to_string(),
+                    }),
+                    exchanges,
+                };
+            }
+        };
+        let system = match self.system(&active) {
+            Ok(system) => system,
             Err(error) => {
                 return Call {
                     result: Err(PlannerError::Render { protocol, error }),
@@ -237,23 +457,59 @@ impl Planner {
             schema: response::schema(protocol),
         };
         let attempts = self.options.retries.saturating_add(1);
-        let provider = self.provider.name();
-        for attempt in 1..=attempts {
+        let mut fallbacks_left = self.source.max_fallbacks(category);
+        let mut attempt = 1;
+        while attempt <= attempts {
             let started = Instant::now();
             let mut exchange = Exchange {
                 protocol,
                 attempt,
-                provider: provider.clone(),
+                provider: active.name.clone(),
                 system: prompt.system.clone(),
                 messages: prompt.messages.clone(),
                 reply: None,
                 error: None,
                 duration_ms: 0,
+                choice: active.choice.clone(),
             };
-            let reply = self.provider.complete(&prompt, cancel);
+            let reply = self.source.complete(&active, &prompt, cancel);
             exchange.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let reply = match reply {
                 Ok(reply) => reply,
+                Err(error) if fallbacks_left > 0 && self.source.falls_back(&active, &error) => {
+                    // A rate limit: that candidate cools down and another takes the same
+                    // attempt (not a protocol retry).
+                    tracing::warn!(%protocol, provider = %active.name, %error, "planner rate limited; falling back");
+                    exchange.error = Some(error.to_string());
+                    exchanges.push(exchange);
+                    fallbacks_left -= 1;
+                    let limited = active
+                        .choice
+                        .as_ref()
+                        .map_or_else(|| active.name.clone(), Choice::label);
+                    active = match self.source.choose(category, Some(&limited)) {
+                        Ok(next) => next,
+                        Err(e) => {
+                            return Call {
+                                result: Err(PlannerError::Tooling {
+                                    protocol,
+                                    message: format!("{limited} was rate limited ({error}); {e}"),
+                                }),
+                                exchanges,
+                            };
+                        }
+                    };
+                    match self.system(&active) {
+                        Ok(system) => prompt.system = system,
+                        Err(error) => {
+                            return Call {
+                                result: Err(PlannerError::Render { protocol, error }),
+                                exchanges,
+                            };
+                        }
+                    }
+                    continue;
+                }
                 Err(error) => {
                     exchange.error = Some(error.to_string());
                     exchanges.push(exchange);
@@ -302,6 +558,7 @@ impl Planner {
                         .push(Message::user(feedback(protocol, &reason)));
                 }
             }
+            attempt += 1;
         }
         // `attempts` is at least 1, so the loop returned; this keeps the compiler honest
         // without a panic.
@@ -313,6 +570,16 @@ impl Planner {
             }),
             exchanges,
         }
+    }
+
+    /// The system prompt for `active`: a tooling candidate's `systemPrompt` (already laid
+    /// over `runner.meta`'s) or the task's.
+    fn system(&self, active: &Active) -> Result<String, RenderError> {
+        let extra = match &active.config {
+            Some(config) => config.system_prompt.as_deref(),
+            None => self.options.system_prompt.as_deref(),
+        };
+        render::system(extra)
     }
 }
 

@@ -31,6 +31,9 @@ pub struct HttpProvider {
     timeout: Duration,
     max_retries: u32,
     backoff: Duration,
+    /// `runner.tooling` falls back to another candidate on a rate limit: a 429 is
+    /// returned at once instead of retried here.
+    rate_limit_fallback: bool,
 }
 
 /// Written by hand so the key never reaches a log line.
@@ -74,7 +77,15 @@ impl HttpProvider {
             timeout,
             max_retries: config.max_retries,
             backoff: http_retry::DEFAULT_BACKOFF,
+            rate_limit_fallback: false,
         }
+    }
+
+    /// Returns HTTP 429 at once (the caller falls back to another provider) instead of
+    /// waiting and retrying.
+    pub fn with_rate_limit_fallback(mut self) -> HttpProvider {
+        self.rate_limit_fallback = true;
+        self
     }
 
     /// The first retry's delay (doubling after); tests use a short one.
@@ -250,7 +261,8 @@ impl Provider for HttpProvider {
                         excerpt: error_excerpt(&body),
                         attempts: attempt,
                     };
-                    if !http_retry::retryable(status) {
+                    if !http_retry::retryable(status) || (status == 429 && self.rate_limit_fallback)
+                    {
                         return Err(error);
                     }
                     (error, retry_after)

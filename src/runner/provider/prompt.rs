@@ -137,6 +137,19 @@ impl ProviderError {
         matches!(self, ProviderError::Cancelled)
     }
 
+    /// Whether the provider refused for a rate limit or an exhausted quota: HTTP 429 (the
+    /// status is exact), or a CLI whose error says so (`rate limit`, `429`, `quota`, `too
+    /// many requests`; CLIs have no status to go by). `runner.tooling` then cools the
+    /// candidate down and falls back to another.
+    pub fn is_rate_limited(&self) -> bool {
+        match self {
+            ProviderError::Http { status, .. } => *status == 429,
+            ProviderError::CliExit { stderr_tail, .. } => mentions_rate_limit(stderr_tail),
+            ProviderError::CliFailed { message, .. } => mentions_rate_limit(message),
+            _ => false,
+        }
+    }
+
     /// Whether asking again later may succeed: a timeout, a broken connection, HTTP 429
     /// or 5xx, a CLI that exited or failed its turn. A missing key, a bad configuration,
     /// another HTTP status or a missing CLI fails the same way every time.
@@ -212,6 +225,21 @@ impl std::fmt::Display for ProviderError {
 
 impl std::error::Error for ProviderError {}
 
+fn mentions_rate_limit(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    [
+        "rate limit",
+        "rate-limit",
+        "rate_limit",
+        "ratelimit",
+        "429",
+        "quota",
+        "too many requests",
+    ]
+    .iter()
+    .any(|needle| text.contains(needle))
+}
+
 /// At most `chars` characters of `text`, with a marker when cut (never mid-character).
 pub(crate) fn excerpt(text: &str, chars: usize) -> String {
     let text = text.trim();
@@ -231,4 +259,38 @@ pub(crate) fn tail(text: &str, chars: usize) -> String {
     }
     let kept: String = text.chars().skip(count - chars).collect();
     format!("[...] {kept}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limits_are_told_by_status_and_by_cli_text() {
+        let http = |status| ProviderError::Http {
+            status,
+            excerpt: "rate limit".into(),
+            attempts: 1,
+        };
+        assert!(http(429).is_rate_limited());
+        assert!(
+            !http(500).is_rate_limited(),
+            "only the status counts for HTTP"
+        );
+        let exit = |stderr: &str| ProviderError::CliExit {
+            program: "codex".into(),
+            code: 1,
+            stderr_tail: stderr.into(),
+        };
+        assert!(exit("Error: Rate limit reached for gpt-5").is_rate_limited());
+        assert!(exit("HTTP 429 Too Many Requests").is_rate_limited());
+        assert!(exit("You exceeded your current quota").is_rate_limited());
+        assert!(!exit("segmentation fault").is_rate_limited());
+        let failed = ProviderError::CliFailed {
+            program: "claude".into(),
+            message: "usage limit: too many requests".into(),
+        };
+        assert!(failed.is_rate_limited());
+        assert!(!ProviderError::Cancelled.is_rate_limited());
+    }
 }
