@@ -561,7 +561,8 @@ impl Selector {
                 let left = until.saturating_duration_since(now);
                 reasons.push(format!(
                     "{label} is cooling down after a rate limit ({}s left)",
-                    left.as_secs().max(1)
+                    // Rounded up: a cooldown just begun reads as its full length.
+                    left.as_millis().div_ceil(1000).max(1)
                 ));
                 continue;
             }
@@ -1077,6 +1078,40 @@ mod tests {
             e.to_string().contains("unknown field `activProfile`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_worker_candidate_is_applied_to_runner_worker() {
+        let c = |v: Value| serde_json::from_value::<Candidate>(v).unwrap();
+        let worker: WorkerConfig = serde_json::from_value(serde_json::json!({
+            "kind": "codex-cli", "model": "m0", "docker_image": "img", "flags": ["--a"],
+            "env": {"X": "1"}}))
+        .unwrap();
+        let same = apply_worker(
+            &worker,
+            &c(serde_json::json!({"tool": "codex-cli", "flags": ["--b"], "env": {"Y": "2"}})),
+        )
+        .unwrap();
+        assert_eq!(
+            (same.model.as_deref(), same.docker_image.as_deref()),
+            (Some("m0"), Some("img"))
+        );
+        assert_eq!(same.flags, ["--a", "--b"]);
+        assert_eq!(same.env.len(), 2);
+        let other = apply_worker(
+            &worker,
+            &c(serde_json::json!({"tool": "claude-code", "model": "haiku"})),
+        )
+        .unwrap();
+        assert_eq!(other.kind, WorkerKind::ClaudeCode);
+        assert_eq!(other.model.as_deref(), Some("haiku"));
+        assert_eq!(
+            other.docker_image, None,
+            "the old kind's image is not this kind's"
+        );
+        assert!(other.flags.is_empty());
+        let e = apply_worker(&worker, &c(serde_json::json!({"tool": "command"}))).unwrap_err();
+        assert!(e.contains("command"), "{e}");
     }
 
     #[test]

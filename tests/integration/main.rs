@@ -117,6 +117,9 @@
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
+//! - `runner_tooling`: `runner.tooling` (the original's golden shape loads, keys checked
+//!   with positions, a 429 from a loopback API falls back to the next planner candidate
+//!   through the binary, every candidate rate limited fails the call naming them).
 //! - `runner_task_files`: task files in the shapes the original's examples, specification
 //!   and orchestrator wrote all load (`tests/fixtures/agent-runner-tasks/`); a value outside
 //!   a list names the allowed ones, a mistyped key gets a "did you mean", both PRD forms
@@ -165,6 +168,7 @@ mod runner_docker;
 mod runner_planner;
 mod runner_sandbox;
 mod runner_task_files;
+mod runner_tooling;
 mod rust_source;
 mod saving;
 mod semantic;

@@ -1,0 +1,277 @@
+//! `runner.tooling` at the boundary: the shape of the original's tooling golden loads, a
+//! misspelt camelCase key is refused at its line, and a task run through the binary whose
+//! first planner candidate is rate limited (a loopback OpenAI-compatible server answering
+//! 429) falls back to the next candidate, completes, and records the fallback; the worker
+//! candidate's `env` reaches the worker.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use code_intel::runner::Options;
+use code_intel::runner::app::load_task;
+use serde_json::Value;
+
+use crate::runner_sandbox::write_script;
+use crate::support::{Seen, TempDir, read_request, repo, write_response};
+
+fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent-runner"))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A git repository with one commit at `dir`.
+fn git_repo(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let repository = git2::Repository::init(dir).unwrap();
+    std::fs::write(dir.join("README.md"), "# repo\n").unwrap();
+    let mut index = repository.index().unwrap();
+    index.add_path(Path::new("README.md")).unwrap();
+    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
+    let who = git2::Signature::now("t", "t@example.com").unwrap();
+    repository
+        .commit(Some("HEAD"), &who, &who, "init", &tree, &[])
+        .unwrap();
+}
+
+/// A loopback chat API that answers every request with HTTP 429, and counts them.
+fn rate_limited_server() -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            if let Some(request) = read_request(Duration::from_secs(10), &stream) {
+                record.lock().unwrap().push(request);
+            }
+            let body = r#"{"error": {"message": "Rate limit reached for gpt-limited", "type": "requests"}}"#;
+            let _ = write_response(&stream, 429, &[("Retry-After", "1".into())], body);
+        }
+    });
+    (base_url, seen)
+}
+
+#[test]
+fn the_originals_tooling_golden_shape_loads() {
+    let path = repo().join("tests/fixtures/agent-runner/task_yaml_with_tooling.golden");
+    let loaded = load_task(&Options {
+        task: Some(path),
+        ..Options::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let tooling = loaded.task.tooling.expect("runner.tooling is kept");
+    let (name, profile) = tooling.profile().unwrap();
+    assert_eq!(name, "balanced");
+    let meta = profile.meta.as_ref().unwrap();
+    assert_eq!(
+        (meta.cooldown_sec, meta.fallback_on_rate_limit),
+        (120, true)
+    );
+    assert_eq!(
+        meta.candidates[1].cli_path.as_deref(),
+        Some("/usr/local/bin/claude")
+    );
+    let worker = profile.worker.as_ref().unwrap();
+    assert_eq!(worker.candidates[0].flags, ["--search"]);
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+}
+
+#[test]
+fn tooling_keys_are_checked_with_positions() {
+    let dir = TempDir::new("tooling-bad-keys");
+    let text = "version: 1\ntask:\n  prd: {text: x}\nrunner:\n  tooling:\n    activeProfile: fast\n    profiles:\n      balanced:\n        meta:\n          cooldownSecs: 5\n          candidates: [{tool: mock}]\n";
+    std::fs::write(dir.path().join("task.yaml"), text).unwrap();
+    let o = Command::new(binary())
+        .arg("task.yaml")
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cooldownSecs") && err.contains(":10:"),
+        "{err}"
+    );
+    // With the key spelt right, the unknown profile is the finding, at its line.
+    std::fs::write(
+        dir.path().join("task.yaml"),
+        text.replace("cooldownSecs", "cooldownSec"),
+    )
+    .unwrap();
+    let o = Command::new(binary())
+        .arg("task.yaml")
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("`activeProfile` \"fast\" is not a profile")
+            && err.contains(":6:")
+            && err.contains("name one of: balanced"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rate_limited_planner_candidate_falls_back_and_the_task_completes() {
+    let (base_url, seen) = rate_limited_server();
+    let dir = TempDir::new("tooling-fallback");
+    git_repo(&dir.path().join("repo"));
+    write_script(
+        &dir.path().join("agent.sh"),
+        // The greeting comes from the worker candidate's `env`.
+        "#!/bin/sh\ncat > /dev/null\nprintf '%s, world!\\n' \"$GREETING\" > hello.txt\necho 'Wrote hello.txt.'\n",
+    );
+    let task = format!(
+        "version: 1
+task:
+  id: tooled
+  title: Say hello
+  repo: repo
+  prd:
+    text: |
+      - hello.txt says hello
+  test:
+    command: 'grep -q Hello hello.txt'
+    timeout_sec: 30
+runner:
+  max_loops: 3
+  worker:
+    kind: command
+    command: [./agent.sh]
+    max_run_time_sec: 30
+  tooling:
+    activeProfile: balanced
+    profiles:
+      balanced:
+        meta:
+          strategy: weighted
+          fallbackOnRateLimit: true
+          cooldownSec: 600
+          candidates:
+            - tool: openai-chat
+              model: gpt-limited
+              weight: 1000
+              toolSpecific: {{base_url: '{base_url}', api_key_env: TOOLING_TEST_KEY, max_retries: 0, timeout_sec: 10}}
+            - tool: mock
+              weight: 1
+        worker:
+          candidates:
+            - tool: command
+              env: {{GREETING: Hello}}
+"
+    );
+    std::fs::write(dir.path().join("task.yaml"), task).unwrap();
+    let o = Command::new(binary())
+        .args([
+            "task.yaml",
+            "--unsafe-local",
+            "--result-file",
+            "result.json",
+        ])
+        .current_dir(dir.path())
+        .env("TOOLING_TEST_KEY", "test-key")
+        // The draw is seeded: with weights 1000:1 this seed takes the limited candidate
+        // first (the test would see no 429 otherwise and fail below).
+        .env("AGENT_RUNNER_TOOLING_SEED", "1")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("AGENT_RUNNER_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("result.json")).unwrap())
+            .unwrap();
+    assert_eq!(result["status"], "complete", "{result}");
+    // One request reached the limited API; its cooldown kept every later call away.
+    let requests = seen.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0].body["model"], "gpt-limited");
+    assert_eq!(
+        requests[0].authorization.as_deref(),
+        Some("Bearer test-key")
+    );
+    let note =
+        std::fs::read_to_string(dir.path().join("repo/.agent-runner/task-tooled.md")).unwrap();
+    assert!(
+        note.contains("plan_task (attempt 1")
+            && note.contains("HTTP 429")
+            && note.contains("via plan: openai-chat gpt-limited (weighted)"),
+        "{note}"
+    );
+    assert!(
+        note.contains("via plan: mock (fallback after openai-chat gpt-limited was rate limited)"),
+        "{note}"
+    );
+    assert!(
+        note.contains("- tooling: worker: command (weighted)"),
+        "the worker's choice is in the timeline: {note}"
+    );
+    assert!(
+        note.contains("via meta: mock (weighted)"),
+        "later calls draw among the candidates still usable: {note}"
+    );
+}
+
+#[test]
+fn when_every_planner_candidate_is_rate_limited_the_call_fails_naming_them() {
+    use code_intel::runner::{
+        Cancel, MetaConfig, PlanTaskRequest, Planner, PlannerError, Selector, SplitMix64,
+        ToolingConfig,
+    };
+    let (base_url, seen) = rate_limited_server();
+    // The key variable only has to be set: HOME always is.
+    let specific =
+        serde_json::json!({"base_url": base_url, "api_key_env": "HOME", "max_retries": 0});
+    let config: ToolingConfig = serde_json::from_value(serde_json::json!({
+        "profiles": {"only": {"meta": {"cooldownSec": 60, "candidates": [
+            {"tool": "openai-chat", "model": "a", "toolSpecific": specific},
+            {"tool": "openai-chat", "model": "b", "toolSpecific": specific}]}}}}))
+    .unwrap();
+    let selector = Selector::new(
+        &config,
+        SplitMix64::new(5),
+        Box::new(std::time::Instant::now),
+        Box::new(|_, _| Ok(())),
+    );
+    let mut planner =
+        Planner::tooled(selector, &MetaConfig::default(), Path::new("."), None, 2).unwrap();
+    let request = PlanTaskRequest {
+        task_id: "t".into(),
+        title: "t".into(),
+        prd: "- it works".into(),
+        suggested_impl: None,
+        test_command: None,
+    };
+    let call = planner.plan_task(&request, &Cancel::new());
+    let Err(PlannerError::Tooling { message, .. }) = &call.result else {
+        panic!("{:?}", call.result);
+    };
+    assert!(
+        message.contains(
+            "was rate limited (the planner API answered HTTP 429 (1 attempts): Rate limit reached"
+        ) && message.contains("no `plan` candidate can be used now")
+            && message.contains("openai-chat a is cooling down after a rate limit (60s left)")
+            && message.contains("openai-chat b is cooling down after a rate limit (60s left)"),
+        "{message}"
+    );
+    // Each candidate was asked once (a rate limit is not a protocol retry) and recorded.
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    assert_eq!(call.exchanges.len(), 2);
+    assert!(
+        call.exchanges
+            .iter()
+            .all(|e| e.attempt == 1 && e.choice.is_some())
+    );
+}
