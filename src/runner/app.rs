@@ -203,7 +203,7 @@ pub fn run(
     // `runner.tooling` may choose the worker, so it comes before the sandbox.
     let mut task = task;
     let (planner, tooling) =
-        super::tooling::setup(&mut task, options.meta_model.as_deref(), |name| {
+        super::tooling_setup::setup(&mut task, options.meta_model.as_deref(), |name| {
             std::env::var(name).ok()
         });
     let (sandbox, target) = sandbox_for(&task, options.unsafe_local, &*host_env);

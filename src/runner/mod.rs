@@ -23,7 +23,8 @@
 //!   reason) over `provider` (OpenAI-compatible HTTP with `ureq`, the Codex and Claude CLIs,
 //!   the mock and its script); `extract` finds the JSON object in any reply. `tooling`
 //!   (`runner.tooling`): the weighted, seeded choice of a planner provider per call and of
-//!   the worker, with rate-limit cooldowns, fallback and a force mode.
+//!   the worker, with rate-limit cooldowns, fallback and a force mode; `tooling_setup`
+//!   applies it to a task (the worker's choice, the per-call planner).
 //! - `worker` (each CLI's command line and final message), `sandbox` (`DockerSandbox`
 //!   through the docker CLI: a named, labelled container under the `sandbox_policy`
 //!   (limits, network, the invoking user), `docker exec` under a wrapper that records the
@@ -52,6 +53,7 @@ pub(crate) mod sandbox_policy;
 pub mod task;
 pub(crate) mod time;
 pub(crate) mod tooling;
+pub(crate) mod tooling_setup;
 pub(crate) mod worker;
 pub(crate) mod worker_turn;
 

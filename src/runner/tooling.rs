@@ -13,10 +13,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::protocol::planner::Planner;
-use super::provider::{MetaKind, ProviderError};
-use super::task::Task;
-use super::worker::{WorkerConfig, WorkerKind};
+use super::provider::config::MetaKind;
+use super::worker::{WorkerConfig, WorkerConfigError, WorkerKind};
 
 /// The environment variable that seeds the selector's random draws.
 pub(crate) const SEED_ENV: &str = "AGENT_RUNNER_TOOLING_SEED";
@@ -487,6 +485,8 @@ impl SplitMix64 {
 
 /// Whether a candidate can run here at all.
 pub type Availability = Box<dyn Fn(Category, &Candidate) -> Result<(), String> + Send>;
+/// Reads an environment variable (tests pass their own).
+pub(crate) type EnvReader = Box<dyn Fn(&str) -> Option<String> + Send>;
 /// The selector's clock.
 pub(crate) type Clock = Box<dyn Fn() -> Instant + Send>;
 
@@ -656,9 +656,9 @@ fn label(candidate: &Candidate) -> String {
 pub(crate) fn apply_worker(
     worker: &WorkerConfig,
     candidate: &Candidate,
-) -> Result<WorkerConfig, String> {
+) -> Result<WorkerConfig, WorkerCandidateError> {
     let kind: WorkerKind = serde_json::from_value(Value::String(candidate.tool.clone()))
-        .map_err(|_| format!("`{}` is not a worker kind", candidate.tool))?;
+        .map_err(|_| WorkerCandidateError::NotAKind(candidate.tool.clone()))?;
     let mut applied = worker.clone();
     if kind != worker.kind {
         applied.kind = kind;
@@ -675,74 +675,34 @@ pub(crate) fn apply_worker(
     applied
         .env
         .extend(candidate.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-    applied.validate().map_err(|e| e.to_string())?;
+    applied.validate().map_err(WorkerCandidateError::Invalid)?;
     Ok(applied)
 }
 
-/// Sets a task up under its `runner.tooling`: the worker is chosen once (its kind decides
-/// the image the sandbox starts) and applied to `task.worker`; the planner chooses per
-/// call. Returns the planner and a line for the timeline naming the worker's choice.
-/// Without `runner.tooling`: `runner.meta` and `runner.worker` as written.
-pub(crate) fn setup(
-    task: &mut Task,
-    model_override: Option<&str>,
-    read_env: fn(&str) -> Option<String>,
-) -> (Result<Planner, ProviderError>, Option<String>) {
-    let Some(config) = task.tooling.clone() else {
-        let planner = Planner::from_config(
-            &task.meta,
-            &task.base_dir,
-            model_override,
-            task.planner_retries,
-        );
-        return (planner, None);
-    };
-    let mut selector = Selector::new(
-        &config,
-        SplitMix64::from_env(&read_env),
-        Box::new(Instant::now),
-        host_availability(task.meta.api_key_env.clone(), Box::new(read_env)),
-    );
-    let mut line = None;
-    // A profile without a `worker` block leaves `runner.worker` alone (`meta`'s
-    // candidates are planner tools, not workers).
-    if selector.defines(Category::Worker) {
-        let chosen = selector
-            .choose(Category::Worker, None)
-            .map_err(|e| e.to_string())
-            .and_then(|(choice, candidate)| {
-                apply_worker(&task.worker, &candidate).map(|worker| (choice, worker))
-            });
-        match chosen {
-            Ok((choice, worker)) => {
-                task.worker = worker;
-                line = Some(format!("tooling: {choice}"));
-            }
-            Err(e) => {
-                let error = ProviderError::Config {
-                    message: format!("runner.tooling worker: {e}"),
-                };
-                return (Err(error), None);
-            }
+/// Why a `worker` candidate cannot be applied to `runner.worker`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WorkerCandidateError {
+    /// `tool` names no worker kind.
+    NotAKind(String),
+    /// The worker it makes is not valid (e.g. `command` without `runner.worker.command`).
+    Invalid(WorkerConfigError),
+}
+
+impl std::fmt::Display for WorkerCandidateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkerCandidateError::NotAKind(tool) => write!(f, "`{tool}` is not a worker kind"),
+            WorkerCandidateError::Invalid(e) => write!(f, "{e}"),
         }
     }
-    let planner = Planner::tooled(
-        selector,
-        &task.meta,
-        &task.base_dir,
-        model_override,
-        task.planner_retries,
-    );
-    (planner, line)
 }
+
+impl std::error::Error for WorkerCandidateError {}
 
 /// The real availability check: a planner `openai-chat` candidate needs its API key
 /// variable set, a planner CLI its program on PATH (or at its path); `mock` and worker
 /// candidates (which run in the worker image, checked by preflight) always can.
-pub(crate) fn host_availability(
-    default_api_key_env: String,
-    read: Box<dyn Fn(&str) -> Option<String> + Send>,
-) -> Availability {
+pub(crate) fn host_availability(default_api_key_env: String, read: EnvReader) -> Availability {
     Box::new(move |category, candidate| {
         if category == Category::Worker {
             return Ok(());
@@ -1111,7 +1071,8 @@ mod tests {
         );
         assert!(other.flags.is_empty());
         let e = apply_worker(&worker, &c(serde_json::json!({"tool": "command"}))).unwrap_err();
-        assert!(e.contains("command"), "{e}");
+        assert!(matches!(e, WorkerCandidateError::Invalid(_)), "{e}");
+        assert!(e.to_string().contains("command"), "{e}");
     }
 
     #[test]

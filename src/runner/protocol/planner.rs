@@ -428,23 +428,11 @@ impl Planner {
             Protocol::PlanTask => Category::Plan,
             Protocol::NextAction | Protocol::CompletionAssessment => Category::Meta,
         };
-        let mut active = match self.source.choose(category, None) {
-            Ok(active) => active,
-            Err(e) => {
-                return Call {
-                    result: Err(PlannerError::Tooling {
-                        protocol,
-                        message: e.to_string(),
-                    }),
-                    exchanges,
-                };
-            }
-        };
-        let system = match self.system(&active) {
-            Ok(system) => system,
+        let (mut active, system) = match self.start(protocol, category, None) {
+            Ok(started) => started,
             Err(error) => {
                 return Call {
-                    result: Err(PlannerError::Render { protocol, error }),
+                    result: Err(error),
                     exchanges,
                 };
             }
@@ -487,23 +475,11 @@ impl Planner {
                         .choice
                         .as_ref()
                         .map_or_else(|| active.name.clone(), Choice::label);
-                    active = match self.source.choose(category, Some(&limited)) {
-                        Ok(next) => next,
-                        Err(e) => {
-                            return Call {
-                                result: Err(PlannerError::Tooling {
-                                    protocol,
-                                    message: format!("{limited} was rate limited ({error}); {e}"),
-                                }),
-                                exchanges,
-                            };
-                        }
-                    };
-                    match self.system(&active) {
-                        Ok(system) => prompt.system = system,
+                    match self.start(protocol, category, Some((&limited, &error))) {
+                        Ok((next, system)) => (active, prompt.system) = (next, system),
                         Err(error) => {
                             return Call {
-                                result: Err(PlannerError::Render { protocol, error }),
+                                result: Err(error),
                                 exchanges,
                             };
                         }
@@ -570,6 +546,30 @@ impl Planner {
             }),
             exchanges,
         }
+    }
+
+    /// The provider for a call (or, after `limited` was rate limited with its error,
+    /// another one) and the system prompt that goes with it.
+    fn start(
+        &mut self,
+        protocol: Protocol,
+        category: Category,
+        limited: Option<(&str, &ProviderError)>,
+    ) -> Result<(Active, String), PlannerError> {
+        let active = self
+            .source
+            .choose(category, limited.map(|(label, _)| label))
+            .map_err(|e| PlannerError::Tooling {
+                protocol,
+                message: match limited {
+                    Some((label, error)) => format!("{label} was rate limited ({error}); {e}"),
+                    None => e.to_string(),
+                },
+            })?;
+        let system = self
+            .system(&active)
+            .map_err(|error| PlannerError::Render { protocol, error })?;
+        Ok((active, system))
     }
 
     /// The system prompt for `active`: a tooling candidate's `systemPrompt` (already laid
