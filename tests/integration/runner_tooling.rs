@@ -275,3 +275,67 @@ fn when_every_planner_candidate_is_rate_limited_the_call_fails_naming_them() {
             .all(|e| e.attempt == 1 && e.choice.is_some())
     );
 }
+
+#[test]
+fn a_cli_that_says_it_is_rate_limited_falls_back_under_force_mode() {
+    use code_intel::runner::{
+        Cancel, MetaConfig, PlanTaskRequest, Planner, Selector, SplitMix64, ToolingConfig,
+    };
+    let dir = TempDir::new("tooling-cli-limited");
+    let codex = dir.path().join("codex");
+    // A Codex CLI whose quota is spent: it exits 1 saying so on stderr.
+    write_script(
+        &codex,
+        "#!/bin/sh\ncat > /dev/null\necho 'ERROR: 429 Too Many Requests: usage limit reached' >&2\nexit 1\n",
+    );
+    let config: ToolingConfig = serde_json::from_value(serde_json::json!({
+        "profiles": {"only": {"meta": {"candidates": [
+            {"tool": "codex-cli", "model": "gpt-5.2", "cliPath": codex.display().to_string()},
+            {"tool": "mock", "weight": 0}]}}},
+        "force": {"enabled": true}}))
+    .unwrap();
+    let selector = Selector::new(
+        &config,
+        SplitMix64::new(1),
+        Box::new(std::time::Instant::now),
+        Box::new(|_, _| Ok(())),
+    );
+    let mut planner =
+        Planner::tooled(selector, &MetaConfig::default(), dir.path(), None, 2).unwrap();
+    let request = PlanTaskRequest {
+        task_id: "t".into(),
+        title: "t".into(),
+        prd: "- it works".into(),
+        suggested_impl: None,
+        test_command: None,
+    };
+    let call = planner.plan_task(&request, &Cancel::new());
+    assert!(call.result.is_ok(), "{:?}", call.result);
+    let choices: Vec<String> = call
+        .exchanges
+        .iter()
+        .map(|e| e.choice.as_ref().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        choices,
+        [
+            "plan: codex-cli gpt-5.2 (forced)",
+            "plan: mock (fallback after codex-cli gpt-5.2 was rate limited)"
+        ]
+    );
+    assert!(
+        call.exchanges[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("429 Too Many Requests")),
+        "{:?}",
+        call.exchanges[0]
+    );
+    // The next call does not go back to the cooling CLI; force takes the first usable one.
+    let call = planner.plan_task(&request, &Cancel::new());
+    assert_eq!(call.exchanges.len(), 1);
+    assert_eq!(
+        call.exchanges[0].choice.as_ref().unwrap().to_string(),
+        "plan: mock (forced)"
+    );
+}
