@@ -33,6 +33,7 @@
 //!   signal).
 
 pub mod app;
+pub(crate) mod artifacts;
 pub(crate) mod cancel;
 pub(crate) mod cleanup;
 pub(crate) mod events;
@@ -56,6 +57,7 @@ pub(crate) mod worker_turn;
 pub use app::LogFormat;
 pub use app::Options;
 pub use app::RunError;
+pub use artifacts::new_trace_id;
 pub use cancel::Cancel;
 pub use events::Events;
 pub use events::Progress;
