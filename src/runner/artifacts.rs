@@ -5,7 +5,9 @@
 //! (`runs/run-1/prompt.md`, `stdout.txt`, `stderr.txt`, `run.json`) and each test
 //! command's output (`tests/001.txt`). Every file is written atomically
 //! (`codeintel::store::atomic_write`: temp file, fsync, rename, fsync of the directory), so
-//! a crash leaves whole files or none.
+//! a crash leaves whole files or none. The writes happen on the record's writer thread, in
+//! order: a sync costs milliseconds on a busy disk, several per loop, and the flow never
+//! waits for them; dropping the record waits until every file is written.
 //!
 //! No secret reaches it: the environment given to the worker is recorded by name only,
 //! request headers (where the planner's key goes) are never kept, and any value of the
@@ -17,6 +19,9 @@
 //! moved note's links at the moved directory: nothing of an earlier run is overwritten.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use serde_json::{Value, json};
 
@@ -141,6 +146,22 @@ impl StreamFile {
     }
 }
 
+/// What the writer thread is asked to do.
+enum Job {
+    /// Write these bytes at this path, atomically.
+    Write(PathBuf, Vec<u8>),
+    /// Answer once every earlier job is done.
+    #[cfg(test)]
+    Flush(Sender<()>),
+}
+
+/// The writer thread, started on the first write.
+#[derive(Debug, Default)]
+struct Writer {
+    jobs: Option<Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+}
+
 /// The record directory of one task run. Writing never fails the task: a file that
 /// cannot be written is a warning in the note.
 #[derive(Debug)]
@@ -154,8 +175,19 @@ pub(crate) struct Artifacts {
     tests: u32,
     /// `(name, value)` of every value that must not be written.
     secrets: Vec<(String, String)>,
-    /// Files that could not be written.
-    problems: Vec<String>,
+    /// Files that could not be written (by the writer thread too).
+    problems: Arc<Mutex<Vec<String>>>,
+    writer: Writer,
+}
+
+impl Drop for Artifacts {
+    /// Waits until every file of the record is written.
+    fn drop(&mut self) {
+        self.writer.jobs = None;
+        if let Some(thread) = self.writer.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Artifacts {
@@ -168,7 +200,8 @@ impl Artifacts {
             planner_calls: 0,
             tests: 0,
             secrets: Vec::new(),
-            problems: Vec::new(),
+            problems: Arc::default(),
+            writer: Writer::default(),
         }
     }
 
@@ -182,9 +215,27 @@ impl Artifacts {
         &self.name
     }
 
-    /// Files that could not be written, for the note's warnings.
-    pub(crate) fn problems(&self) -> &[String] {
-        &self.problems
+    /// Files that could not be written so far, for the note's warnings.
+    pub(crate) fn problems(&self) -> Vec<String> {
+        self.problems.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    fn problem(&self, problem: String) {
+        tracing::warn!("{problem}");
+        if let Ok(mut problems) = self.problems.lock() {
+            problems.push(problem);
+        }
+    }
+
+    /// Waits until every file asked for so far is written (or has failed).
+    #[cfg(test)]
+    pub(crate) fn flush(&self) {
+        if let Some(jobs) = &self.writer.jobs {
+            let (done, wait) = mpsc::channel();
+            if jobs.send(Job::Flush(done)).is_ok() {
+                let _ = wait.recv();
+            }
+        }
     }
 
     /// Never writes `value` (the variable `name`'s): it is redacted wherever it appears.
@@ -237,22 +288,64 @@ impl Artifacts {
         bytes
     }
 
-    /// Writes `bytes` (redacted) at `relative` under the directory; returns the link to
-    /// it from the note, or `None` when it could not be written.
+    /// Has `bytes` (redacted) written at `relative` under the directory; returns the
+    /// link to it from the note, or `None` when it cannot be written at all.
     fn write(&mut self, relative: &str, bytes: &[u8]) -> Option<String> {
         let path = self.dir().join(relative);
         let bytes = self.redact_bytes(bytes);
-        match self
-            .check_dirs(&path)
-            .and_then(|()| atomic_write(&path, &bytes))
-        {
-            Ok(()) => Some(format!("{}/{relative}", self.name)),
-            Err(e) => {
-                let problem = format!("the run record {} was not written: {e}", path.display());
-                tracing::warn!("{problem}");
-                self.problems.push(problem);
-                None
+        if self.writer.jobs.is_none() {
+            self.start_writer();
+        }
+        let sent = match &self.writer.jobs {
+            Some(jobs) => jobs.send(Job::Write(path.clone(), bytes)).is_ok(),
+            None => false,
+        };
+        if sent {
+            Some(format!("{}/{relative}", self.name))
+        } else {
+            self.problem(format!(
+                "the run record {} was not written: its writer is gone",
+                path.display()
+            ));
+            None
+        }
+    }
+
+    fn start_writer(&mut self) {
+        // The record is no change of the worker's: git ignores the whole directory, so a
+        // run's snapshots never count its files (nor their temp files). Written here, on
+        // the flow's thread, before any record file and so before any snapshot sees one.
+        let ignore = self.dir().join(".gitignore");
+        if let Err(e) = check_dirs(&self.base, &ignore).and_then(|()| {
+            atomic_write(
+                &ignore,
+                b"# agent-runner's run record, not part of the work: ignore all of it\n*\n",
+            )
+        }) {
+            self.problem(format!(
+                "the run record {} was not written: {e}",
+                ignore.display()
+            ));
+        }
+        let (jobs, queue) = mpsc::channel();
+        let base = self.base.clone();
+        let problems = Arc::clone(&self.problems);
+        // Its log lines belong to the run (the trace id).
+        let span = tracing::Span::current();
+        let spawned = std::thread::Builder::new()
+            .name("agent-runner-record".into())
+            .spawn(move || {
+                let _entered = span.enter();
+                write_jobs(&base, &queue, &problems);
+            });
+        match spawned {
+            Ok(thread) => {
+                self.writer = Writer {
+                    jobs: Some(jobs),
+                    thread: Some(thread),
+                }
             }
+            Err(e) => self.problem(format!("the run record's writer did not start: {e}")),
         }
     }
 
@@ -263,40 +356,12 @@ impl Artifacts {
                 self.write(relative, text.as_bytes())
             }
             Err(e) => {
-                self.problems.push(format!(
+                self.problem(format!(
                     "the run record {relative} could not be encoded: {e}"
                 ));
                 None
             }
         }
-    }
-
-    /// Refuses to write through a symbolic link: the worker can change the repository,
-    /// and a planted `.agent-runner/task-<id>` link would otherwise send the record (and
-    /// the runner's writes) anywhere on the host.
-    fn check_dirs(&self, file: &Path) -> std::io::Result<()> {
-        let Some(parent) = file.parent() else {
-            return Ok(());
-        };
-        let Ok(below) = parent.strip_prefix(&self.base) else {
-            return Ok(());
-        };
-        let mut dir = self.base.clone();
-        let check = |dir: &Path| match std::fs::symlink_metadata(dir) {
-            Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
-                Err(std::io::Error::other(format!(
-                    "{} is not a real directory; the runner writes its records only into one",
-                    dir.display()
-                )))
-            }
-            _ => Ok(()),
-        };
-        check(&dir)?;
-        for part in below.components() {
-            dir.push(part);
-            check(&dir)?;
-        }
-        Ok(())
     }
 
     /// One planner exchange (one attempt of a call): `planner/NNN-PROTOCOL.json`.
@@ -383,6 +448,60 @@ impl Artifacts {
             dropped: stream.dropped_bytes(),
         })
     }
+}
+
+/// The writer thread: each file in order, atomically; a failure is a problem of the
+/// record, never of the task.
+fn write_jobs(base: &Path, queue: &Receiver<Job>, problems: &Mutex<Vec<String>>) {
+    for job in queue {
+        match job {
+            Job::Write(path, bytes) => {
+                match check_dirs(base, &path).and_then(|()| atomic_write(&path, &bytes)) {
+                    Ok(()) => {
+                        tracing::debug!(file = %path.display(), bytes = bytes.len(), "recorded");
+                    }
+                    Err(e) => {
+                        let problem =
+                            format!("the run record {} was not written: {e}", path.display());
+                        tracing::warn!("{problem}");
+                        if let Ok(mut problems) = problems.lock() {
+                            problems.push(problem);
+                        }
+                    }
+                }
+            }
+            #[cfg(test)]
+            Job::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}
+
+/// Refuses to write through a symbolic link: the worker can change the repository, and a
+/// planted `.agent-runner/task-<id>` link would otherwise send the record (and the
+/// runner's writes) anywhere on the host.
+fn check_dirs(base: &Path, file: &Path) -> std::io::Result<()> {
+    let Some(parent) = file.parent() else {
+        return Ok(());
+    };
+    let Ok(below) = parent.strip_prefix(base) else {
+        return Ok(());
+    };
+    let check = |dir: &Path| match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() || !m.is_dir() => Err(std::io::Error::other(format!(
+            "{} is not a real directory; the runner writes its records only into one",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    };
+    let mut dir = base.to_path_buf();
+    check(&dir)?;
+    for part in below.components() {
+        dir.push(part);
+        check(&dir)?;
+    }
+    Ok(())
 }
 
 /// One command as the sandbox ran it, for the record.
@@ -479,6 +598,7 @@ mod tests {
             .write("runs/run-1/stdout.txt", b"key=sk-very-secret-value 1\n")
             .unwrap();
         assert_eq!(link, "task-T/runs/run-1/stdout.txt");
+        artifacts.flush();
         assert_eq!(
             std::fs::read_to_string(dir.0.join(".agent-runner/task-T/runs/run-1/stdout.txt"))
                 .unwrap(),
@@ -489,8 +609,9 @@ mod tests {
         std::fs::create_dir_all(&elsewhere).unwrap();
         std::fs::remove_dir_all(dir.0.join(".agent-runner/task-T/runs")).unwrap();
         std::os::unix::fs::symlink(&elsewhere, dir.0.join(".agent-runner/task-T/runs")).unwrap();
-        assert!(artifacts.write("runs/run-2/stdout.txt", b"x").is_none());
+        artifacts.write("runs/run-2/stdout.txt", b"x");
+        artifacts.flush();
         assert!(!elsewhere.join("run-2").exists());
-        assert_eq!(artifacts.problems().len(), 1);
+        assert_eq!(artifacts.problems().len(), 1, "{:?}", artifacts.problems());
     }
 }

@@ -563,7 +563,7 @@ impl RunnerHost {
         // What cannot be recorded as JSON is left out of the report, and its warnings say
         // so: the note is still written.
         let mut warnings = self.warnings.clone();
-        warnings.extend(self.artifacts.problems().iter().cloned());
+        warnings.extend(self.artifacts.problems());
         let mut encode = |what: &str, value: Result<Value, serde_json::Error>| match value {
             Ok(v) => Some(v),
             Err(e) => {

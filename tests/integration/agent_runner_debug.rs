@@ -183,6 +183,10 @@ fn a_failed_run_keeps_the_planner_exchanges_prompt_output_and_test_output() {
         f.result()["artifacts"],
         f.records().join("task-T").display().to_string()
     );
+    // The record, written while the runs went on, is no change of theirs.
+    for run in f.result()["runs"].as_array().unwrap() {
+        assert_eq!(run["files_changed"], serde_json::json!([]), "{run}");
+    }
 }
 
 #[test]
@@ -261,10 +265,20 @@ fn one_trace_id_is_in_every_log_line_event_the_note_and_the_result() {
     let plan: Value = serde_json::from_str(&f.read("task-TR/planner/001-plan_task.json")).unwrap();
     assert_eq!(plan["trace_id"], id.as_str());
 
-    // The next run is another trace.
-    let o = f.run(&["--log-format", "json"], &[]);
+    // The next run is another trace; in text logs too every line names it.
+    let o = f.run(&[], &[("AGENT_RUNNER_LOG", "debug")]);
     assert_eq!(o.status.code(), Some(0));
-    assert_ne!(f.result()["trace_id"], id.as_str());
+    let next = f.result()["trace_id"].as_str().unwrap().to_string();
+    assert_ne!(next, id);
+    let logs = String::from_utf8_lossy(&o.stderr);
+    let log_lines: Vec<&str> = logs
+        .lines()
+        .filter(|l| !l.starts_with("agent-runner: "))
+        .collect();
+    assert!(log_lines.len() >= 3, "{logs}");
+    for line in log_lines {
+        assert!(line.contains(&format!("trace_id={next}")), "{line}");
+    }
 }
 
 #[test]
