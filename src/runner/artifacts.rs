@@ -266,6 +266,13 @@ impl Artifacts {
     }
 
     fn redact_bytes(&self, bytes: &[u8]) -> Vec<u8> {
+        if self.secrets.is_empty() {
+            return bytes.to_vec();
+        }
+        // Text (nearly always) is searched as text, which is fast; other bytes byte by byte.
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            return self.redact(text).into_bytes();
+        }
         let mut bytes = bytes.to_vec();
         for (name, value) in &self.secrets {
             let needle = value.as_bytes();
