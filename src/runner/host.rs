@@ -1,7 +1,10 @@
 //! AgentRunner as a host of the engine: it performs the task contract's actions (the
 //! PRD, preflight, the sandbox, planner calls, worker runs, the test command, the note)
 //! and keeps the evidence between them, so each planner call sees what the worker did
-//! (AR-B7) and the Task Note can tell the whole story. The flow itself stays in
+//! (AR-B7) and the Task Note can tell the whole story; the run record beside it
+//! (`artifacts`) gets every planner exchange, each worker's prompt and output (through
+//! [`Recording`], the sandbox as seen by one command) and each test's output, and a trace
+//! id ties the run's logs, events, note and result. The flow itself stays in
 //! `contracts/agent_runner_task.yml`; nothing here decides a transition.
 
 use std::collections::BTreeMap;
@@ -67,8 +70,8 @@ pub struct RunnerHost {
     runs: Vec<WorkerRun>,
     run_ids: RunIds,
     last_test: Option<TestResult>,
-    /// What the note shows of each planner exchange (the prompts themselves are not kept:
-    /// a long task would hold every conversation in memory).
+    /// What the note shows of each planner exchange (the prompts themselves go to the run
+    /// record, not memory: a long task would hold every conversation).
     exchanges: Vec<Value>,
     /// Problems of the finalizers (a sandbox not removed), for the note and the result.
     warnings: Vec<String>,
