@@ -11,7 +11,7 @@ use clap::{Parser, ValueEnum};
 use code_intel::diagnostic::render;
 use code_intel::runner::Cancel;
 use code_intel::runner::Progress;
-use code_intel::runner::{LogFormat, Options, RunError, app, images};
+use code_intel::runner::{LogFormat, Options, RunError, app, images, new_trace_id};
 
 /// Runs a task: a planner LLM plans acceptance criteria and decides, a coding agent CLI
 /// works in a Docker sandbox, the test command decides, and a Task Note records it all.
@@ -117,6 +117,10 @@ fn main() -> ExitCode {
         Format::Json => LogFormat::Json,
     };
     init_logs(format);
+    // One id for this run in every log line (this span), event, the note and the result.
+    let trace_id = new_trace_id();
+    // (At ERROR level, so it is there at every log level.)
+    let _run = tracing::error_span!("agent_runner", trace_id = %trace_id).entered();
     let cancel = Cancel::new();
     if let Err(e) = app::handle_signals(&cancel) {
         tracing::warn!(error = %e, "signals will not cancel the task cleanly");
@@ -128,6 +132,7 @@ fn main() -> ExitCode {
         log_format: format,
         events: args.events,
         unsafe_local: args.unsafe_local,
+        trace_id: Some(trace_id),
     };
     let loaded = match app::load_task(&options) {
         Ok(loaded) => loaded,

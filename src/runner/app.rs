@@ -53,6 +53,9 @@ pub struct Options {
     pub events: Option<PathBuf>,
     /// Run the worker on this machine instead of in Docker.
     pub unsafe_local: bool,
+    /// The task run's trace id, when the caller made one (the binary does, so its own
+    /// log lines carry it too); `None` makes one.
+    pub trace_id: Option<String>,
 }
 
 /// A task file read and checked, with the warnings its checks found (the binary shows
@@ -186,6 +189,14 @@ pub fn run(
     progress: Option<Progress>,
 ) -> Result<Ended, RunError> {
     let LoadedTask { task, .. } = loaded;
+    // Every log line of the run carries the trace id, as its events, note and result do:
+    // in JSON logs as `span.trace_id` (the innermost span's fields).
+    let trace_id = options
+        .trace_id
+        .clone()
+        .unwrap_or_else(super::artifacts::new_trace_id);
+    // At ERROR level, so the span is there at every log level.
+    let _entered = tracing::error_span!("task", task_id = %task.id, trace_id = %trace_id).entered();
     let contract = task_contract().map_err(RunError::TaskContract)?;
     let events = match &options.events {
         None => Events::new(progress, None),
@@ -199,6 +210,7 @@ pub fn run(
             }
         },
     };
+    let events = events.with_trace_id(&trace_id);
     let host_env: HostEnv = Box::new(|name| std::env::var(name).ok());
     // `runner.tooling` may choose the worker, so it comes before the sandbox.
     let mut task = task;
@@ -429,7 +441,10 @@ pub fn handle_signals(cancel: &Cancel) -> std::io::Result<()> {
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
     let cancel = cancel.clone();
     let count = Arc::new(AtomicUsize::new(0));
+    // Its log lines belong to the run too (the caller's span: the trace id).
+    let span = tracing::Span::current();
     std::thread::spawn(move || {
+        let _entered = span.enter();
         for signal in signals.forever() {
             if count.fetch_add(1, Ordering::SeqCst) == 0 {
                 tracing::warn!(signal, "cancelling the task; a second signal stops at once");

@@ -19,6 +19,8 @@ pub struct Events {
     /// One line per event, when given.
     text: Option<Progress>,
     file: Option<BufWriter<File>>,
+    /// The task run's trace id, in every JSON line.
+    trace_id: Option<String>,
 }
 
 impl std::fmt::Debug for Events {
@@ -26,6 +28,7 @@ impl std::fmt::Debug for Events {
         f.debug_struct("Events")
             .field("text", &self.text.is_some())
             .field("file", &self.file)
+            .field("trace_id", &self.trace_id)
             .finish()
     }
 }
@@ -36,7 +39,23 @@ impl Events {
         Events {
             text,
             file: file.map(BufWriter::new),
+            trace_id: None,
         }
+    }
+
+    /// The same, every JSON line carrying `trace_id`.
+    pub fn with_trace_id(mut self, trace_id: &str) -> Events {
+        self.set_trace_id(trace_id);
+        self
+    }
+
+    pub(crate) fn set_trace_id(&mut self, trace_id: &str) {
+        self.trace_id = Some(trace_id.to_string());
+    }
+
+    /// The trace id the JSON lines carry, once set.
+    pub fn trace_id(&self) -> Option<&str> {
+        self.trace_id.as_deref()
     }
 
     /// The task moved from one state to another; `message` is what the contract said.
@@ -93,6 +112,9 @@ impl Events {
         if let Some(file) = &mut self.file {
             if let Some(map) = record.as_object_mut() {
                 map.insert("ts".into(), Value::String(time::now().rfc3339()));
+                if let Some(id) = &self.trace_id {
+                    map.insert("trace_id".into(), Value::String(id.clone()));
+                }
             }
             // Flushed per event, so a reader (or a crash) sees every event up to now.
             let written = serde_json::to_writer(&mut *file, &record)

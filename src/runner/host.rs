@@ -1,7 +1,10 @@
 //! AgentRunner as a host of the engine: it performs the task contract's actions (the
 //! PRD, preflight, the sandbox, planner calls, worker runs, the test command, the note)
 //! and keeps the evidence between them, so each planner call sees what the worker did
-//! (AR-B7) and the Task Note can tell the whole story. The flow itself stays in
+//! (AR-B7) and the Task Note can tell the whole story; the run record beside it
+//! (`artifacts`) gets every planner exchange, each worker's prompt and output (through
+//! [`Recording`], the sandbox as seen by one command) and each test's output, and a trace
+//! id ties the run's logs, events, note and result. The flow itself stays in
 //! `contracts/agent_runner_task.yml`; nothing here decides a transition.
 
 use std::collections::BTreeMap;
@@ -10,9 +13,11 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::artifacts::{Artifacts, Exec, StreamFile, new_trace_id, rotate_earlier};
 use super::cancel::Cancel;
 use super::events::Events;
 use super::preflight::{PreflightReport, Target, preflight};
+use super::process::Output;
 use super::protocol::planner::{Call, Exchange, Planner, PlannerError};
 use super::protocol::request::{
     CompletionAssessmentRequest, Criterion, CriterionState, NextActionRequest, PlanTaskRequest,
@@ -21,7 +26,7 @@ use super::protocol::request::{
 use super::protocol::response::{CompletionAssessmentPayload, WorkerCall};
 use super::provider::ProviderError;
 use super::report::{CriterionResult, Status, TaskReport, note_path};
-use super::sandbox::Sandbox;
+use super::sandbox::{Sandbox, SandboxError};
 use super::task::Task;
 use super::time::{self, Timestamp};
 use super::worker::Invocation;
@@ -65,8 +70,8 @@ pub struct RunnerHost {
     runs: Vec<WorkerRun>,
     run_ids: RunIds,
     last_test: Option<TestResult>,
-    /// What the note shows of each planner exchange (the prompts themselves are not kept:
-    /// a long task would hold every conversation in memory).
+    /// What the note shows of each planner exchange (the prompts themselves go to the run
+    /// record, not memory: a long task would hold every conversation).
     exchanges: Vec<Value>,
     /// Problems of the finalizers (a sandbox not removed), for the note and the result.
     warnings: Vec<String>,
@@ -75,6 +80,14 @@ pub struct RunnerHost {
     abandoned: Option<String>,
     /// Set by `note.write`.
     finished: Option<Finished>,
+    /// Ties this run's logs, events, note and result together.
+    trace_id: String,
+    /// The run's record beside the note (`.agent-runner/task-<id>/`).
+    artifacts: Artifacts,
+    /// The record's links of each worker run, by run id.
+    run_links: BTreeMap<String, Value>,
+    /// The record of the last test command's output.
+    test_file: Option<StreamFile>,
 }
 
 /// What `note.write` produced.
@@ -87,7 +100,31 @@ pub struct Finished {
 }
 
 impl RunnerHost {
-    pub fn new(setup: Setup) -> RunnerHost {
+    /// A host for one run of the task. The run's trace id is the one its events carry
+    /// (`Events::with_trace_id`), or a new one they then carry. An earlier run's note,
+    /// result and record are moved aside here, so this run's record starts empty.
+    pub fn new(mut setup: Setup) -> RunnerHost {
+        let trace_id = match setup.events.trace_id() {
+            Some(id) => id.to_string(),
+            None => {
+                let id = new_trace_id();
+                setup.events.set_trace_id(&id);
+                id
+            }
+        };
+        let warnings = rotate_earlier(&setup.task.repo, &setup.task.id);
+        let mut artifacts = Artifacts::new(&setup.task.repo, &setup.task.id, &trace_id);
+        // What the worker is given and the planner's key are never written, even when a
+        // program echoes them.
+        if let Ok(env) = setup.task.worker.resolve_env(&*setup.host_env) {
+            for (name, value) in env {
+                artifacts.keep_secret(&name, &value);
+            }
+        }
+        let key = &setup.task.meta.api_key_env;
+        if let Some(value) = (setup.host_env)(key) {
+            artifacts.keep_secret(key, &value);
+        }
         RunnerHost {
             setup,
             started_at: time::now(),
@@ -101,11 +138,20 @@ impl RunnerHost {
             run_ids: RunIds::new(),
             last_test: None,
             exchanges: Vec::new(),
-            warnings: Vec::new(),
+            warnings,
             timeline: Vec::new(),
             abandoned: None,
             finished: None,
+            trace_id,
+            artifacts,
+            run_links: BTreeMap::new(),
+            test_file: None,
         }
+    }
+
+    /// The id of this task run in its logs, events, note and result.
+    pub fn trace_id(&self) -> &str {
+        &self.trace_id
     }
 
     /// Records why the task stopped outside a terminal state, before the host runs the
@@ -151,8 +197,12 @@ impl RunnerHost {
         call: Call<T>,
         effect: &Effect,
     ) -> Result<Result<T, Value>, ActionFailure> {
-        self.exchanges
-            .extend(call.exchanges.iter().map(exchange_summary));
+        for exchange in &call.exchanges {
+            let file = self.artifacts.planner_exchange(exchange);
+            let mut summary = exchange_summary(exchange);
+            summary["file"] = json!(file);
+            self.exchanges.push(summary);
+        }
         match call.result {
             Ok(payload) => Ok(Ok(payload)),
             Err(e) if e.is_cancelled() || self.setup.cancel.is_cancelled() => {
@@ -370,12 +420,12 @@ impl RunnerHost {
             repo: &self.setup.task.repo,
             host_env: &*self.setup.host_env,
         };
-        let run = run_worker(
-            self.setup.sandbox.as_mut(),
-            &turn,
-            &mut self.run_ids,
-            &self.setup.cancel,
-        );
+        let mut recording = Recording::new(self.setup.sandbox.as_mut());
+        let run = run_worker(&mut recording, &turn, &mut self.run_ids, &self.setup.cancel);
+        let links = self
+            .artifacts
+            .worker_run(&run.id, &invocation.prompt, recording.exec.as_ref());
+        self.run_links.insert(run.id.clone(), links);
         let outcome = match (&run.error, run.exit_code) {
             (Some(e), _) => format!("error: {e}"),
             (None, Some(code)) => format!(
@@ -402,13 +452,16 @@ impl RunnerHost {
             .timeout_secs
             .or(spec.timeout_sec)
             .map(|s| Duration::from_secs(u64::from(s)));
+        let mut recording = Recording::new(self.setup.sandbox.as_mut());
         let result = run_test_command(
-            self.setup.sandbox.as_mut(),
+            &mut recording,
             &spec.command,
             spec.cwd.as_deref(),
             timeout,
             &self.setup.cancel,
         );
+        let output = recording.exec.as_ref().and_then(|e| e.output.as_ref());
+        self.test_file = self.artifacts.test_output(output);
         self.cancelled()?;
         let passed = result.passed();
         let code = result.exit_code.unwrap_or(-1);
@@ -519,6 +572,7 @@ impl RunnerHost {
         // What cannot be recorded as JSON is left out of the report, and its warnings say
         // so: the note is still written.
         let mut warnings = self.warnings.clone();
+        warnings.extend(self.artifacts.problems());
         let mut encode = |what: &str, value: Result<Value, serde_json::Error>| match value {
             Ok(v) => Some(v),
             Err(e) => {
@@ -533,6 +587,9 @@ impl RunnerHost {
             .map(|(t, mut v)| {
                 if let Some(m) = v.as_object_mut() {
                     m.insert("passed".into(), Value::Bool(t.passed()));
+                    if let Some(file) = &self.test_file {
+                        m.insert("output_file".into(), file.to_json());
+                    }
                 }
                 v
             });
@@ -544,6 +601,16 @@ impl RunnerHost {
             .runs
             .iter()
             .filter_map(|r| encode(&format!("the run {}", r.id), serde_json::to_value(r)))
+            .map(|mut v| {
+                let links = v
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| self.run_links.get(id));
+                if let (Some(m), Some(links)) = (v.as_object_mut(), links) {
+                    m.insert("files".into(), links.clone());
+                }
+                v
+            })
             .collect();
         let validation = (self.last_test.is_some() || self.assessment.is_some()).then(|| {
             json!({
@@ -582,6 +649,13 @@ impl RunnerHost {
             planner_calls: self.exchanges.clone(),
             warnings,
             timeline: self.timeline.clone(),
+            trace_id: self.trace_id.clone(),
+            artifacts: self
+                .artifacts
+                .dir()
+                .exists()
+                .then(|| self.artifacts.link().to_string()),
+            artifacts_dir: self.artifacts.dir().display().to_string(),
         }
     }
 
@@ -589,7 +663,9 @@ impl RunnerHost {
         let report = self.report(state);
         let mut errors = Vec::new();
         let path = note_path(&self.setup.task.repo, &self.setup.task.id);
-        let note = match report.note() {
+        // The note and the result quote the worker's output: what it echoed of its
+        // environment is redacted there too.
+        let note = match report.note().map(|text| self.artifacts.redact(&text)) {
             Ok(text) => match atomic_write(&path, text.as_bytes()) {
                 Ok(()) => Some(path.clone()),
                 Err(e) => {
@@ -604,7 +680,8 @@ impl RunnerHost {
         };
         // The result goes beside the note always (`task-ID.json`), and to `--result-file`.
         match serde_json::to_string_pretty(&report.result()) {
-            Ok(mut text) => {
+            Ok(text) => {
+                let mut text = self.artifacts.redact(&text);
                 text.push('\n');
                 let beside = path.with_extension("json");
                 for file in std::iter::once(&beside).chain(self.setup.result_file.as_ref()) {
@@ -691,4 +768,57 @@ fn exchange_summary(e: &Exchange) -> Value {
     json!({"protocol": e.protocol.name(), "attempt": e.attempt,
            "duration_ms": e.duration_ms, "error": e.error,
            "choice": e.choice.as_ref().map(ToString::to_string)})
+}
+
+/// The sandbox as a worker run or a test command sees it, keeping what the one command
+/// it runs was given (the variables by name) and left, for the run's record.
+struct Recording<'a> {
+    inner: &'a mut dyn Sandbox,
+    exec: Option<Exec>,
+}
+
+impl<'a> Recording<'a> {
+    fn new(inner: &'a mut dyn Sandbox) -> Recording<'a> {
+        Recording { inner, exec: None }
+    }
+}
+
+impl Sandbox for Recording<'_> {
+    fn start(&mut self, cancel: &Cancel) -> Result<(), SandboxError> {
+        self.inner.start(cancel)
+    }
+
+    fn exec(
+        &mut self,
+        argv: &[String],
+        env: &[(String, String)],
+        stdin: Option<Vec<u8>>,
+        timeout: Option<Duration>,
+        cancel: &Cancel,
+    ) -> Result<Output, SandboxError> {
+        let result = self.inner.exec(argv, env, stdin, timeout, cancel);
+        self.exec = Some(Exec {
+            argv: argv.to_vec(),
+            env_names: env.iter().map(|(name, _)| name.clone()).collect(),
+            output: result.as_ref().ok().cloned(),
+            error: result.as_ref().err().map(ToString::to_string),
+        });
+        result
+    }
+
+    fn stop(&mut self) -> Result<(), SandboxError> {
+        self.inner.stop()
+    }
+
+    fn workdir(&self) -> String {
+        self.inner.workdir()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn environment(&self) -> String {
+        self.inner.environment()
+    }
 }

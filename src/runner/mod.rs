@@ -17,7 +17,10 @@
 //!   them (criteria, runs, the last test, verdicts, planner exchanges) so each planner
 //!   request carries it. `Host::stepped` feeds the progress lines and the `--events` file
 //!   (`events`). `report` renders the Task Note from `templates/agent-runner/` and the
-//!   result JSON.
+//!   result JSON; `artifacts` keeps the run record beside it (`.agent-runner/task-ID/`:
+//!   every planner exchange, each worker run's prompt and bounded full output, the test
+//!   output, secrets redacted), moves an earlier run's aside, and makes the trace id that
+//!   ties a run's logs, events, note and result together.
 //! - `protocol` (requests, enveloped replies checked by `schemas/planner/*.json` and by
 //!   meaning, prompts from `templates/planner/`, the `Planner` that asks again with the
 //!   reason) over `provider` (OpenAI-compatible HTTP with `ureq`, the Codex and Claude CLIs,
@@ -36,6 +39,7 @@
 //!   signal).
 
 pub mod app;
+pub(crate) mod artifacts;
 pub(crate) mod cancel;
 pub(crate) mod cleanup;
 pub(crate) mod events;
@@ -61,6 +65,7 @@ pub(crate) mod worker_turn;
 pub use app::LogFormat;
 pub use app::Options;
 pub use app::RunError;
+pub use artifacts::new_trace_id;
 pub use cancel::Cancel;
 pub use events::Events;
 pub use events::Progress;

@@ -17,8 +17,9 @@ use nix::unistd::Pid;
 
 use super::cancel::Cancel;
 
-/// Bytes kept from the start of a stream.
-const HEAD_BYTES: usize = 256 * 1024;
+/// Bytes kept from the start of a stream. With the tail, a stream up to 8 MiB is kept
+/// whole (the run record's `stdout.txt`), a longer one cut in the middle.
+const HEAD_BYTES: usize = 4 * 1024 * 1024;
 /// Bytes kept from the end of a stream (where a CLI agent prints its final answer).
 const TAIL_BYTES: usize = 4 * 1024 * 1024;
 /// How long readers may go on after the child ended (a grandchild holding the pipe).
@@ -149,6 +150,37 @@ impl Captured {
 
     pub fn is_empty(&self) -> bool {
         self.head.is_empty() && self.tail.is_empty()
+    }
+
+    /// The stream's whole length, kept or not.
+    pub fn total_bytes(&self) -> u64 {
+        (self.head.len() + self.tail.len()) as u64 + self.dropped
+    }
+
+    /// Bytes dropped from the middle of the stream (0 when it was kept whole).
+    pub fn dropped_bytes(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Everything kept, byte for byte, with one marker line where the middle was dropped
+    /// that says how much and how long the stream was.
+    pub fn kept_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.head.len() + self.tail.len() + 128);
+        bytes.extend_from_slice(&self.head);
+        if self.dropped > 0 {
+            bytes.extend_from_slice(
+                format!(
+                    "\n[agent-runner: {} bytes not kept; the stream was {} bytes, of which the first {HEAD_BYTES} and the last {TAIL_BYTES} are kept]\n",
+                    self.dropped,
+                    self.total_bytes()
+                )
+                .as_bytes(),
+            );
+        }
+        let (a, b) = self.tail.as_slices();
+        bytes.extend_from_slice(a);
+        bytes.extend_from_slice(b);
+        bytes
     }
 }
 
@@ -499,6 +531,26 @@ mod tests {
         assert!(text.ends_with("end"));
         assert!(text.contains("bytes not kept"));
         assert_eq!(captured.tail_text(3), "end");
+        // The record keeps 8 MiB and says how long the stream was.
+        let total = (5 + HEAD_BYTES + TAIL_BYTES + 3) as u64;
+        assert_eq!(captured.total_bytes(), total);
+        assert_eq!(captured.dropped_bytes(), 8);
+        let kept = String::from_utf8(captured.kept_bytes()).unwrap();
+        assert!(kept.contains(&format!("8 bytes not kept; the stream was {total} bytes")));
+        assert!(kept.ends_with("end"));
+    }
+
+    #[test]
+    fn a_stream_up_to_eight_mib_is_kept_whole() {
+        let mut captured = Captured::default();
+        let bytes: Vec<u8> = (0..HEAD_BYTES + TAIL_BYTES)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        for chunk in bytes.chunks(64 * 1024) {
+            captured.push(chunk);
+        }
+        assert_eq!(captured.dropped_bytes(), 0);
+        assert_eq!(captured.kept_bytes(), bytes);
     }
 
     #[test]

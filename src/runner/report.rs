@@ -77,6 +77,13 @@ pub struct TaskReport {
     pub warnings: Vec<String>,
     /// State changes and what the engine said, in order.
     pub timeline: Vec<String>,
+    /// The run's id in its logs, events, note and result.
+    pub trace_id: String,
+    /// The run's record directory relative to the note (`task-<id>`), once written.
+    pub artifacts: Option<String>,
+    /// The same directory on the host, for the result JSON.
+    #[serde(skip)]
+    pub artifacts_dir: String,
 }
 
 impl TaskReport {
@@ -98,6 +105,7 @@ impl TaskReport {
     pub fn result(&self) -> Value {
         json!({
             "task_id": self.task.get("id"),
+            "trace_id": self.trace_id,
             "status": self.status,
             "exit_code": self.exit_code,
             "state": self.state,
@@ -108,6 +116,7 @@ impl TaskReport {
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "warnings": self.warnings,
+            "artifacts": self.artifacts.as_ref().map(|_| &self.artifacts_dir),
         })
     }
 }
@@ -160,22 +169,13 @@ fn fence(text: String, lang: Option<String>) -> String {
 }
 
 /// Where a task's note goes: `<repo>/.agent-runner/task-<id>.md`, its result JSON beside
-/// it (`.json`). The latest run's note always has that name: an earlier run's note (and
-/// result) is first moved to the next free `task-<id>-<n>` name, so nothing is lost and
-/// a reader of `task-<id>.md` never sees a stale run.
+/// it (`.json`) and its record directory (`task-<id>/`). The latest run's note always has
+/// that name: when the run starts, an earlier run's note, result and directory are moved
+/// together to the next free `task-<id>-<n>` names (`artifacts::rotate_earlier`), so
+/// nothing is lost and a reader of `task-<id>.md` never sees a stale run.
 pub(crate) fn note_path(repo: &Path, task_id: &str) -> PathBuf {
-    let dir = repo.join(".agent-runner");
-    let latest = dir.join(format!("task-{task_id}.md"));
-    if latest.exists()
-        && let Some(n) = (2..100_000).find(|n| !dir.join(format!("task-{task_id}-{n}.md")).exists())
-    {
-        let kept = dir.join(format!("task-{task_id}-{n}.md"));
-        if let Err(e) = std::fs::rename(&latest, &kept) {
-            tracing::warn!(error = %e, note = %latest.display(), "could not keep the earlier note; it will be replaced");
-        }
-        let _ = std::fs::rename(latest.with_extension("json"), kept.with_extension("json"));
-    }
-    latest
+    repo.join(super::artifacts::RECORD_DIR)
+        .join(format!("task-{task_id}.md"))
 }
 
 #[cfg(test)]
@@ -223,6 +223,9 @@ mod tests {
             planner_calls: vec![],
             warnings: vec![],
             timeline: vec!["PENDING -> PREFLIGHT".into()],
+            trace_id: "0123456789abcdef".into(),
+            artifacts: Some("task-T-1".into()),
+            artifacts_dir: "/r/.agent-runner/task-T-1".into(),
         }
     }
 
@@ -276,6 +279,7 @@ mod tests {
         std::fs::create_dir_all(first.parent().unwrap()).unwrap();
         std::fs::write(&first, b"one").unwrap();
         std::fs::write(first.with_extension("json"), b"{}").unwrap();
+        assert!(super::super::artifacts::rotate_earlier(&dir, "T").is_empty());
         let second = note_path(&dir, "T");
         assert_eq!(first, second);
         assert!(second.ends_with(".agent-runner/task-T.md"));

@@ -124,6 +124,10 @@
 //!   and orchestrator wrote all load (`tests/fixtures/agent-runner-tasks/`); a value outside
 //!   a list names the allowed ones, a mistyped key gets a "did you mean", both PRD forms
 //!   give the text with a warning.
+//! - `agent_runner_debug`: the run record beside the Task Note (planner exchanges, the
+//!   worker's prompt and bounded full output, the test output), its rotation on a rerun,
+//!   a failed worker's stderr in the note, one trace id in the logs, events, note and
+//!   result, and no secret in any of it.
 //! - `runner_docker`: AgentRunner against a real Docker daemon and a busybox image made
 //!   offline: a task completes in a container, files stay the invoking user's, the sandbox
 //!   policy's limits are in the daemon and the kernel, a timeout kills inside, SIGTERM
@@ -138,6 +142,7 @@
 
 mod agent_runner;
 mod agent_runner_cli;
+mod agent_runner_debug;
 mod answer_sizes;
 mod chroma_store;
 mod claude_code;
