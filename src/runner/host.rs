@@ -347,12 +347,12 @@ impl RunnerHost {
     fn work(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
         // Nothing new starts (and nothing is spent) once the task is cancelled.
         self.cancelled()?;
-        let call = self.pending_call.take();
-        let invocation = Invocation {
-            prompt: call
-                .as_ref()
-                .map_or_else(|| self.prd_text(), |c| c.prompt.clone()),
-            model: call.and_then(|c| c.model),
+        let invocation = match self.pending_call.take() {
+            Some(call) => Invocation::admit(self.setup.task.worker.kind, &call),
+            None => Invocation {
+                prompt: self.prd_text(),
+                ..Invocation::default()
+            },
         };
         let mut config = self.setup.task.worker.clone();
         if let Some(secs) = effect.timeout_secs {

@@ -256,7 +256,7 @@ fn no_host_env(_: &str) -> Option<String> {
 fn invocation() -> Invocation {
     Invocation {
         prompt: "Fix hello.txt".to_string(),
-        model: None,
+        ..Invocation::default()
     }
 }
 

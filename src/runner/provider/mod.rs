@@ -31,7 +31,7 @@ pub fn provider(
             ),
         });
     }
-    if config.timeout_sec == 0 {
+    if config.timeout_sec == Some(0) {
         return Err(ProviderError::Config {
             message: "timeout_sec must be at least 1".to_owned(),
         });
