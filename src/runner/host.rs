@@ -62,6 +62,8 @@ pub struct RunnerHost {
     assessment: Option<CompletionAssessmentPayload>,
     /// The worker call of the last `run_worker` decision.
     pending_call: Option<WorkerCall>,
+    /// The question of the last `ask_human` decision.
+    question: Option<String>,
     runs: Vec<WorkerRun>,
     run_ids: RunIds,
     last_test: Option<TestResult>,
@@ -97,6 +99,7 @@ impl RunnerHost {
             verdicts: BTreeMap::new(),
             assessment: None,
             pending_call: None,
+            question: None,
             runs: Vec::new(),
             run_ids: RunIds::new(),
             last_test: None,
@@ -338,7 +341,11 @@ impl RunnerHost {
                     payload.decision.reason.trim()
                 ));
                 self.pending_call = payload.worker_call;
-                Ok(json!({"ok": true, "action": action}))
+                self.question = payload.decision.question();
+                Ok(match &self.question {
+                    Some(question) => json!({"ok": true, "action": action, "question": question}),
+                    None => json!({"ok": true, "action": action}),
+                })
             }
             Err(data) => Ok(data),
         }
@@ -472,6 +479,7 @@ impl RunnerHost {
             Some(Outcome::Success) if self.abandoned.is_none() => Status::Complete,
             Some(Outcome::Incomplete) => Status::Incomplete,
             Some(Outcome::Cancelled) => Status::Cancelled,
+            Some(Outcome::NeedsHuman) if self.abandoned.is_none() => Status::NeedsHuman,
             Some(_) => Status::Failed,
             None if self.setup.cancel.is_cancelled() => Status::Cancelled,
             None => Status::Failed,
@@ -557,6 +565,9 @@ impl RunnerHost {
             exit_code: status.exit_code(),
             state: state.to_string(),
             summary,
+            question: (status == Status::NeedsHuman)
+                .then(|| self.question.clone())
+                .flatten(),
             started_at: self.started_at.rfc3339(),
             finished_at: time::now().rfc3339(),
             planner: match &self.setup.planner {

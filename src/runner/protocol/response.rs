@@ -75,6 +75,24 @@ pub struct Decision {
     pub action: Action,
     /// Why, in a sentence or two.
     pub reason: String,
+    /// `ask_human` only: the question for the person, answerable on its own (`reason`
+    /// stands in when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+}
+
+impl Decision {
+    /// The question of an `ask_human` decision: `question`, else `reason`.
+    pub fn question(&self) -> Option<String> {
+        (self.action == Action::AskHuman).then(|| {
+            self.question
+                .as_deref()
+                .map(str::trim)
+                .filter(|q| !q.is_empty())
+                .unwrap_or_else(|| self.reason.trim())
+                .to_string()
+        })
+    }
 }
 
 /// The instructions for the worker's next run. Besides `prompt`, what the worker kind's
