@@ -196,10 +196,14 @@ impl RunnerHost {
                 id: r.id.clone(),
                 exit_code: r.exit_code.unwrap_or(-1),
                 duration_ms: r.duration_ms,
-                summary: match &r.error {
-                    Some(e) if r.summary.is_empty() => format!("the run failed: {e}"),
-                    Some(e) => format!("{} (error: {e})", r.summary),
-                    None => r.summary.clone(),
+                summary: match (&r.error, r.refused.is_empty()) {
+                    (Some(e), _) if r.summary.is_empty() => format!("the run failed: {e}"),
+                    (Some(e), _) => format!("{} (error: {e})", r.summary),
+                    (None, true) => r.summary.clone(),
+                    // The planner learns what of its worker_call was not passed.
+                    (None, false) => {
+                        format!("{}\n(not passed: {})", r.summary, r.refused.join("; "))
+                    }
                 },
                 stdout_tail: r.stdout_tail.clone(),
                 diff_stat: r.diff_stat.clone(),

@@ -44,7 +44,8 @@ pub enum WorkerKind {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerConfig {
-    /// The coding-agent CLI: `codex-cli` (default), `claude-code` or `gemini-cli`.
+    /// The coding-agent CLI: `codex-cli` (default), `claude-code`, `gemini-cli`,
+    /// `cursor-cli`, or `command`.
     #[serde(default)]
     pub kind: WorkerKind,
     /// The model the worker uses; the CLI's own default when absent. The planner may
@@ -1111,6 +1112,7 @@ mod tests {
             WorkerKind::CodexCli,
             WorkerKind::ClaudeCode,
             WorkerKind::GeminiCli,
+            WorkerKind::CursorCli,
         ] {
             let mut c = config(kind);
             c.flags = vec![
