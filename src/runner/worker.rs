@@ -495,7 +495,7 @@ impl WorkerKind {
             ],
             WorkerKind::ClaudeCode => &["-p", "--print", "--dangerously-skip-permissions"],
             WorkerKind::GeminiCli => &["--yolo", "-y"],
-            WorkerKind::CursorCli => &["-p", "--print", "--force", "-f", "--yolo"],
+            WorkerKind::CursorCli => &["-p", "--print", "--force", "-f", "--yolo", "--trust"],
             WorkerKind::Command => &[],
         }
     }
@@ -600,8 +600,16 @@ impl WorkerConfig {
             }
             WorkerKind::CursorCli => {
                 // `--force` runs its tool calls without asking, as the other kinds' bypass
-                // flags do; the sandbox is the boundary.
-                push(&["cursor-agent", "-p", "--output-format", "json", "--force"]);
+                // flags do (the sandbox is the boundary); `--trust` skips the prompt to trust
+                // the directory, which a fresh container's repository always raises.
+                push(&[
+                    "cursor-agent",
+                    "-p",
+                    "--output-format",
+                    "json",
+                    "--force",
+                    "--trust",
+                ]);
                 if let Some(model) = model {
                     push(&["--model", model]);
                 }
@@ -937,12 +945,12 @@ mod tests {
         let mut c = config(WorkerKind::CursorCli);
         assert_eq!(
             joined(&c, None),
-            "cursor-agent -p --output-format json --force -- fix it"
+            "cursor-agent -p --output-format json --force --trust -- fix it"
         );
-        c.flags = vec!["--force".into(), "--trust".into()];
+        c.flags = vec!["--force".into(), "--approve-mcps".into()];
         assert_eq!(
             joined(&c, Some("sonnet-4")),
-            "cursor-agent -p --output-format json --force --model sonnet-4 --trust -- fix it"
+            "cursor-agent -p --output-format json --force --trust --model sonnet-4 --approve-mcps -- fix it"
         );
     }
 
