@@ -17,7 +17,7 @@ use code_intel::runner::{LogFormat, Options, RunError, app, images, new_trace_id
 /// works in a Docker sandbox, the test command decides, and a Task Note records it all.
 ///
 /// Exit codes: 0 complete, 1 failed, 2 usage or invalid task, 3 incomplete (loops
-/// exhausted), 130 cancelled.
+/// exhausted), 4 needs a human (the planner asked a question), 130 cancelled.
 ///
 /// `agent-runner image build KIND` builds a worker image (`agent-runner image --help`).
 #[derive(Debug, Parser)]

@@ -575,7 +575,7 @@ mod tests {
             messages,
             [
                 "`counters.c.limit`: 2.5 is not allowed here; it takes an integer (a whole number) or a string",
-                "`states.A.outcome`: `successs` is not one of `success`, `failure`, `aborted`, `incomplete`, `cancelled`; did you mean `success`?",
+                "`states.A.outcome`: `successs` is not one of `success`, `failure`, `aborted`, `incomplete`, `cancelled`, `needs_human`; did you mean `success`?",
             ]
         );
     }

@@ -251,6 +251,9 @@ pub enum Outcome {
     Incomplete,
     // The session was cancelled from outside (`on_cancel`).
     Cancelled,
+    // The flow stopped on a question only a person can answer.
+    #[serde(rename = "needs_human")]
+    NeedsHuman,
 }
 
 impl Outcome {
@@ -261,6 +264,7 @@ impl Outcome {
             Outcome::Aborted => "aborted",
             Outcome::Incomplete => "incomplete",
             Outcome::Cancelled => "cancelled",
+            Outcome::NeedsHuman => "needs_human",
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `agent-runner`: read a task, run it through the task contract with the runner host,
 //! and say how it ended ([`Ended`], whose exit code is 0 complete, 1 failed, 3
-//! incomplete, 130 cancelled) or why it could not run ([`RunError`], exit 2 for usage or
+//! incomplete, 4 needs a human, 130 cancelled) or why it could not run ([`RunError`], exit 2 for usage or
 //! an invalid task). Every exit after the task started runs the contract's `finally`
 //! actions, so the note is written and the sandbox released. Nothing here writes to the
 //! terminal: the binary (`src/bin/agent-runner.rs`) renders warnings, errors and the
@@ -72,7 +72,8 @@ pub struct LoadedTask {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ended {
     pub status: Status,
-    /// 0 complete, 1 failed, 3 incomplete, 130 cancelled (see [`Status::exit_code`]); 1
+    /// 0 complete, 1 failed, 3 incomplete, 4 needs a human, 130 cancelled (see
+    /// [`Status::exit_code`]); 1
     /// when the flow stopped outside the contract (an action failed, the engine refused).
     pub exit_code: i32,
 }

@@ -67,6 +67,8 @@ pub struct RunnerHost {
     assessment: Option<CompletionAssessmentPayload>,
     /// The worker call of the last `run_worker` decision.
     pending_call: Option<WorkerCall>,
+    /// The question of the last `ask_human` decision.
+    question: Option<String>,
     runs: Vec<WorkerRun>,
     run_ids: RunIds,
     last_test: Option<TestResult>,
@@ -116,7 +118,11 @@ impl RunnerHost {
         let mut artifacts = Artifacts::new(&setup.task.repo, &setup.task.id, &trace_id);
         // What the worker is given and the planner's key are never written, even when a
         // program echoes them.
-        if let Ok(env) = setup.task.worker.resolve_env(&*setup.host_env) {
+        if let Ok(env) = setup
+            .task
+            .worker
+            .resolve_env(&BTreeMap::new(), &*setup.host_env)
+        {
             for (name, value) in env {
                 artifacts.keep_secret(&name, &value);
             }
@@ -134,6 +140,7 @@ impl RunnerHost {
             verdicts: BTreeMap::new(),
             assessment: None,
             pending_call: None,
+            question: None,
             runs: Vec::new(),
             run_ids: RunIds::new(),
             last_test: None,
@@ -249,10 +256,14 @@ impl RunnerHost {
                 id: r.id.clone(),
                 exit_code: r.exit_code.unwrap_or(-1),
                 duration_ms: r.duration_ms,
-                summary: match &r.error {
-                    Some(e) if r.summary.is_empty() => format!("the run failed: {e}"),
-                    Some(e) => format!("{} (error: {e})", r.summary),
-                    None => r.summary.clone(),
+                summary: match (&r.error, r.refused.is_empty()) {
+                    (Some(e), _) if r.summary.is_empty() => format!("the run failed: {e}"),
+                    (Some(e), _) => format!("{} (error: {e})", r.summary),
+                    (None, true) => r.summary.clone(),
+                    // The planner learns what of its worker_call was not passed.
+                    (None, false) => {
+                        format!("{}\n(not passed: {})", r.summary, r.refused.join("; "))
+                    }
                 },
                 stdout_tail: r.stdout_tail.clone(),
                 diff_stat: r.diff_stat.clone(),
@@ -394,7 +405,11 @@ impl RunnerHost {
                     payload.decision.reason.trim()
                 ));
                 self.pending_call = payload.worker_call;
-                Ok(json!({"ok": true, "action": action}))
+                self.question = payload.decision.question();
+                Ok(match &self.question {
+                    Some(question) => json!({"ok": true, "action": action, "question": question}),
+                    None => json!({"ok": true, "action": action}),
+                })
             }
             Err(data) => Ok(data),
         }
@@ -403,12 +418,12 @@ impl RunnerHost {
     fn work(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
         // Nothing new starts (and nothing is spent) once the task is cancelled.
         self.cancelled()?;
-        let call = self.pending_call.take();
-        let invocation = Invocation {
-            prompt: call
-                .as_ref()
-                .map_or_else(|| self.prd_text(), |c| c.prompt.clone()),
-            model: call.and_then(|c| c.model),
+        let invocation = match self.pending_call.take() {
+            Some(call) => Invocation::admit(self.setup.task.worker.kind, &call),
+            None => Invocation {
+                prompt: self.prd_text(),
+                ..Invocation::default()
+            },
         };
         let mut config = self.setup.task.worker.clone();
         if let Some(secs) = effect.timeout_secs {
@@ -531,6 +546,7 @@ impl RunnerHost {
             Some(Outcome::Success) if self.abandoned.is_none() => Status::Complete,
             Some(Outcome::Incomplete) => Status::Incomplete,
             Some(Outcome::Cancelled) => Status::Cancelled,
+            Some(Outcome::NeedsHuman) if self.abandoned.is_none() => Status::NeedsHuman,
             Some(_) => Status::Failed,
             None if self.setup.cancel.is_cancelled() => Status::Cancelled,
             None => Status::Failed,
@@ -630,6 +646,9 @@ impl RunnerHost {
             exit_code: status.exit_code(),
             state: state.to_string(),
             summary,
+            question: (status == Status::NeedsHuman)
+                .then(|| self.question.clone())
+                .flatten(),
             started_at: self.started_at.rfc3339(),
             finished_at: time::now().rfc3339(),
             planner: match &self.setup.planner {

@@ -60,10 +60,13 @@ pub fn by_name(name: &str) -> Option<&'static WorkerImage> {
 }
 
 /// The image a kind's worker runs in when the task names none: the tag `image build`
-/// gives it, or for a `command` worker a plain Debian (it names its own image in practice).
+/// gives it; for Cursor's CLI, which has no Dockerfile here yet (it installs with its own
+/// script, not a pinned npm package), the same naming with `latest`; for a `command`
+/// worker a plain Debian (it names its own image in practice).
 pub fn default_image(kind: WorkerKind) -> String {
     match for_kind(kind) {
         Some(image) => image.tag(),
+        None if kind == WorkerKind::CursorCli => "agent-runner-cursor:latest".to_string(),
         None => "debian:bookworm-slim".to_string(),
     }
 }
@@ -227,6 +230,10 @@ mod tests {
             assert_eq!(by_name(image.name), Some(image));
             assert_eq!(by_name(image.kind.name()), Some(image));
             assert_eq!(default_image(image.kind), image.tag());
+            assert_eq!(
+                default_image(WorkerKind::CursorCli),
+                "agent-runner-cursor:latest"
+            );
         }
         assert_eq!(by_name("cobol"), None);
         let mut config = WorkerConfig::default();

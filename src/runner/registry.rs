@@ -77,7 +77,8 @@ pub(crate) fn registry() -> Registry {
             "meta.next_action",
             "ask the planner what to do next, showing it the last runs and tests",
             ok_result(json!({
-                "action": {"type": "string", "enum": ["run_worker", "mark_complete", "ask_human", "abort"]}
+                "action": {"type": "string", "enum": ["run_worker", "mark_complete", "ask_human", "abort"]},
+                "question": string()
             })),
         ),
         host_action(

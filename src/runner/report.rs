@@ -18,15 +18,20 @@ pub enum Status {
     Failed,
     Incomplete,
     Cancelled,
+    /// The planner asked a question only a person can answer (`ask_human`).
+    #[serde(rename = "needs_human")]
+    NeedsHuman,
 }
 
 impl Status {
-    /// 0 complete, 1 failed, 3 incomplete (loops exhausted), 130 cancelled.
+    /// 0 complete, 1 failed, 3 incomplete (loops exhausted), 4 needs a human, 130
+    /// cancelled.
     pub fn exit_code(self) -> i32 {
         match self {
             Status::Complete => 0,
             Status::Failed => 1,
             Status::Incomplete => 3,
+            Status::NeedsHuman => 4,
             Status::Cancelled => 130,
         }
     }
@@ -37,6 +42,7 @@ impl Status {
             Status::Failed => "failed",
             Status::Incomplete => "incomplete",
             Status::Cancelled => "cancelled",
+            Status::NeedsHuman => "needs_human",
         }
     }
 }
@@ -61,6 +67,8 @@ pub struct TaskReport {
     pub state: String,
     /// One paragraph: why it ended as it did.
     pub summary: String,
+    /// The planner's question when the task needs a human.
+    pub question: Option<String>,
     pub started_at: String,
     pub finished_at: String,
     pub planner: String,
@@ -110,6 +118,7 @@ impl TaskReport {
             "exit_code": self.exit_code,
             "state": self.state,
             "summary": self.summary,
+            "question": self.question,
             "acceptance_criteria": self.acceptance_criteria,
             "runs": self.runs,
             "validation": self.validation,
@@ -198,6 +207,7 @@ mod tests {
             exit_code: 0,
             state: "COMPLETE".into(),
             summary: "Every acceptance criterion is met.".into(),
+            question: None,
             started_at: "2026-11-24T07:00:00.000Z".into(),
             finished_at: "2026-11-24T07:01:00.000Z".into(),
             planner: "mock".into(),
@@ -267,6 +277,8 @@ mod tests {
         assert_eq!(Status::Complete.exit_code(), 0);
         assert_eq!(Status::Failed.exit_code(), 1);
         assert_eq!(Status::Incomplete.exit_code(), 3);
+        assert_eq!(Status::NeedsHuman.exit_code(), 4);
+        assert_eq!(Status::NeedsHuman.as_str(), "needs_human");
         assert_eq!(Status::Cancelled.exit_code(), 130);
     }
 

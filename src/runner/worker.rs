@@ -13,6 +13,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::protocol::response::WorkerCall;
+
 /// `max_run_time_sec` when the task does not say.
 pub(crate) const DEFAULT_MAX_RUN_TIME_SEC: u64 = 1800;
 /// The longest summary kept from a worker's final message, in characters.
@@ -31,6 +33,8 @@ pub enum WorkerKind {
     ClaudeCode,
     /// Google Gemini CLI (`gemini`, headless).
     GeminiCli,
+    /// Cursor's agent CLI (`cursor-agent -p`, headless).
+    CursorCli,
     /// Any other agent CLI: `command` (program and arguments) gets the prompt on stdin
     /// and works in the repository (the current directory).
     Command,
@@ -40,7 +44,8 @@ pub enum WorkerKind {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerConfig {
-    /// The coding-agent CLI: `codex-cli` (default), `claude-code` or `gemini-cli`.
+    /// The coding-agent CLI: `codex-cli` (default), `claude-code`, `gemini-cli`,
+    /// `cursor-cli`, or `command`.
     #[serde(default)]
     pub kind: WorkerKind,
     /// The model the worker uses; the CLI's own default when absent. The planner may
@@ -92,11 +97,245 @@ impl Default for WorkerConfig {
     }
 }
 
-/// One request to the worker: what to do, and the planner's model choice for this run.
+/// The Codex worker's model when neither the task nor the planner names one. The
+/// original's code at its last public commit (`agenttools/codex.go`) used
+/// `gpt-5.1-codex`; only its later, unverifiable design notes say `gpt-5.2-codex`, so the
+/// verified value is kept (a task or the planner can name any other).
+pub(crate) const DEFAULT_CODEX_MODEL: &str = "gpt-5.1-codex";
+/// The Codex worker's reasoning effort when nobody says (the original's `medium`).
+pub(crate) const DEFAULT_REASONING_EFFORT: &str = "medium";
+/// Codex's config key for the effort. The original passed `-c reasoning_effort=...`, a
+/// key Codex does not read (its config reference names `model_reasoning_effort`), so its
+/// effort never took effect.
+const CODEX_EFFORT_KEY: &str = "model_reasoning_effort";
+/// The longest planner-chosen model name or environment value accepted.
+const MAX_PLANNER_VALUE_CHARS: usize = 200;
+
+/// One request to the worker: what to do, and what the planner chose for this run among
+/// what the kind's allow-list admits ([`Invocation::admit`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Invocation {
     pub prompt: String,
     pub model: Option<String>,
+    /// Codex only, normalised (`minimal`, `low`, `medium` or `high`).
+    pub reasoning_effort: Option<String>,
+    /// Planner flags that passed the kind's allow-list, after the task's own.
+    pub flags: Vec<String>,
+    /// Planner environment that passed the kind's allow-list; the task's `env` wins.
+    pub env: BTreeMap<String, String>,
+    /// What the planner asked for and did not get (or got changed), one sentence each,
+    /// for the run record and the Task Note.
+    pub refused: Vec<String>,
+}
+
+/// What a planner-chosen flag may be followed by.
+#[derive(Debug, Clone, Copy)]
+enum FlagValue {
+    /// A switch: nothing.
+    None,
+    /// A whole number.
+    Number,
+    /// `KEY=VALUE` with KEY one of these and VALUE a lower-case word.
+    Config(&'static [&'static str]),
+}
+
+/// Flags the planner may add per kind: ones that change how much the agent says or
+/// thinks, never what it may touch (no sandbox, approval, directory, tool or config-file
+/// flag).
+fn planner_flags(kind: WorkerKind) -> &'static [(&'static str, FlagValue)] {
+    const CODEX_KEYS: &[&str] = &["model_reasoning_summary", "model_verbosity"];
+    match kind {
+        WorkerKind::CodexCli => &[
+            ("-c", FlagValue::Config(CODEX_KEYS)),
+            ("--config", FlagValue::Config(CODEX_KEYS)),
+        ],
+        WorkerKind::ClaudeCode => &[
+            ("--max-turns", FlagValue::Number),
+            ("--verbose", FlagValue::None),
+        ],
+        WorkerKind::GeminiCli => &[("--debug", FlagValue::None), ("-d", FlagValue::None)],
+        WorkerKind::CursorCli => &[],
+        // The command's arguments are the task's; the planner adds none.
+        WorkerKind::Command => &[],
+    }
+}
+
+/// Environment names the planner may set per kind: logging and limits of the CLI itself.
+/// Never `PATH`, `LD_*`, `HOME` or a login variable (none is on a list).
+fn planner_env(kind: WorkerKind) -> &'static [&'static str] {
+    match kind {
+        WorkerKind::CodexCli => &["NO_COLOR", "RUST_BACKTRACE", "RUST_LOG"],
+        WorkerKind::ClaudeCode => &[
+            "BASH_DEFAULT_TIMEOUT_MS",
+            "BASH_MAX_TIMEOUT_MS",
+            "DISABLE_TELEMETRY",
+            "MAX_THINKING_TOKENS",
+            "NO_COLOR",
+        ],
+        WorkerKind::GeminiCli => &["DEBUG", "NO_COLOR"],
+        WorkerKind::CursorCli => &["NO_COLOR"],
+        WorkerKind::Command => &[],
+    }
+}
+
+/// The original's normalisation of a Codex reasoning effort: `xhigh`, `extra_high` and
+/// `very_high` become `high`, an unknown value `medium`.
+pub(crate) fn normalize_effort(effort: &str) -> &'static str {
+    match effort.trim().to_ascii_lowercase().as_str() {
+        "minimal" => "minimal",
+        "low" => "low",
+        "medium" => "medium",
+        "high" | "xhigh" | "extra_high" | "very_high" => "high",
+        _ => DEFAULT_REASONING_EFFORT,
+    }
+}
+
+/// A model name a CLI can take as one argument: no leading `-` (it would be read as a
+/// flag), no spaces or shell-looking characters.
+fn is_model_name(model: &str) -> bool {
+    let mut chars = model.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && model.chars().count() <= MAX_PLANNER_VALUE_CHARS
+        && chars.all(|c| c.is_ascii_alphanumeric() || "._:/@-".contains(c))
+}
+
+impl Invocation {
+    /// The planner's `worker_call` as far as `kind` admits it: the prompt; the model, the
+    /// reasoning effort (Codex), flags and environment through the kind's allow-lists.
+    /// Everything else it asked for (its own program, directory, kind, mode, stdin,
+    /// sampling) is the task's to decide: each refusal is named in `refused`, nothing is
+    /// dropped silently and nothing refused reaches the worker (the original passed the
+    /// whole call on, so the planner could choose the program and its environment).
+    pub fn admit(kind: WorkerKind, call: &WorkerCall) -> Invocation {
+        let mut refused = Vec::new();
+        let model = call
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty());
+        let model = match model {
+            Some(m) if kind == WorkerKind::Command => {
+                refused.push(format!(
+                    "worker_call.model {m:?} refused: a kind: command worker has no model flag"
+                ));
+                None
+            }
+            Some(m) if !is_model_name(m) => {
+                refused.push(format!(
+                    "worker_call.model {m:?} refused: not a model name (letters, digits and ._:/@-, not starting with -)"
+                ));
+                None
+            }
+            m => m.map(str::to_string),
+        };
+        let reasoning_effort = match call.reasoning_effort.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(effort) if kind == WorkerKind::CodexCli => {
+                let normal = normalize_effort(effort);
+                if normal != effort {
+                    refused.push(format!(
+                        "worker_call.reasoning_effort {effort:?} changed to {normal:?} (Codex takes minimal, low, medium or high)"
+                    ));
+                }
+                Some(normal.to_string())
+            }
+            Some(effort) => {
+                refused.push(format!(
+                    "worker_call.reasoning_effort {effort:?} refused: only the codex-cli worker takes one, this is {}",
+                    kind.name()
+                ));
+                None
+            }
+        };
+        let flags = admit_flags(kind, &call.flags, &mut refused);
+        let mut env = BTreeMap::new();
+        for (key, value) in &call.env {
+            if !planner_env(kind).contains(&key.as_str()) {
+                refused.push(format!(
+                    "worker_call.env.{key} refused: not on the {} allow-list ({})",
+                    kind.name(),
+                    list_or_none(planner_env(kind).iter().copied())
+                ));
+            } else if value.starts_with("env:")
+                || value.chars().count() > MAX_PLANNER_VALUE_CHARS
+                || value.chars().any(char::is_control)
+            {
+                refused.push(format!(
+                    "worker_call.env.{key} refused: a plain value of at most {MAX_PLANNER_VALUE_CHARS} characters is expected (host variables are the task's to pass)"
+                ));
+            } else {
+                env.insert(key.clone(), value.clone());
+            }
+        }
+        for (field, why) in call.task_only_fields() {
+            refused.push(format!("worker_call.{field} refused: {why}"));
+        }
+        Invocation {
+            prompt: call.prompt.clone(),
+            model,
+            reasoning_effort,
+            flags,
+            env,
+            refused,
+        }
+    }
+}
+
+fn list_or_none<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let items: Vec<&str> = items.collect();
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// The planner's flags that `kind`'s allow-list admits, with their values checked; every
+/// other token is named in `refused`.
+fn admit_flags(kind: WorkerKind, flags: &[String], refused: &mut Vec<String>) -> Vec<String> {
+    let allowed = planner_flags(kind);
+    let mut admitted = Vec::new();
+    let mut tokens = flags.iter();
+    while let Some(flag) = tokens.next() {
+        let Some((_, value)) = allowed.iter().find(|(f, _)| *f == flag.as_str()) else {
+            refused.push(format!(
+                "worker_call.flags {flag:?} refused: not on the {} allow-list ({})",
+                kind.name(),
+                list_or_none(allowed.iter().map(|(f, _)| *f))
+            ));
+            continue;
+        };
+        let ok = match value {
+            FlagValue::None => {
+                admitted.push(flag.clone());
+                continue;
+            }
+            FlagValue::Number => tokens
+                .next()
+                .filter(|v| !v.is_empty() && v.len() <= 9 && v.chars().all(|c| c.is_ascii_digit())),
+            FlagValue::Config(keys) => tokens.next().filter(|v| {
+                v.split_once('=').is_some_and(|(k, val)| {
+                    keys.contains(&k)
+                        && !val.is_empty()
+                        && val.len() <= 32
+                        && val.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                })
+            }),
+        };
+        match ok {
+            Some(v) => admitted.extend([flag.clone(), v.clone()]),
+            None => refused.push(format!(
+                "worker_call.flags {flag:?} refused: its value is missing or not allowed ({})",
+                match value {
+                    FlagValue::Number => "a whole number".to_string(),
+                    FlagValue::Config(keys) =>
+                        format!("KEY=value with KEY one of {}", keys.join(", ")),
+                    FlagValue::None => String::new(),
+                }
+            )),
+        }
+    }
+    admitted
 }
 
 /// A worker block that cannot be run as written.
@@ -196,6 +435,7 @@ impl WorkerKind {
             WorkerKind::CodexCli => "codex-cli",
             WorkerKind::ClaudeCode => "claude-code",
             WorkerKind::GeminiCli => "gemini-cli",
+            WorkerKind::CursorCli => "cursor-cli",
             WorkerKind::Command => "command",
         }
     }
@@ -206,6 +446,7 @@ impl WorkerKind {
             WorkerKind::CodexCli => "codex",
             WorkerKind::ClaudeCode => "claude",
             WorkerKind::GeminiCli => "gemini",
+            WorkerKind::CursorCli => "cursor-agent",
             WorkerKind::Command => "the worker command",
         }
     }
@@ -216,6 +457,7 @@ impl WorkerKind {
             WorkerKind::CodexCli => &["CODEX_API_KEY", "OPENAI_API_KEY"],
             WorkerKind::ClaudeCode => &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"],
             WorkerKind::GeminiCli => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+            WorkerKind::CursorCli => &["CURSOR_API_KEY"],
             WorkerKind::Command => &[],
         }
     }
@@ -226,6 +468,8 @@ impl WorkerKind {
             WorkerKind::CodexCli => ".codex",
             WorkerKind::ClaudeCode => ".claude",
             WorkerKind::GeminiCli => ".gemini",
+            // `cursor-agent login` keeps its login and CLI config there.
+            WorkerKind::CursorCli => ".cursor",
             WorkerKind::Command => ".agent-runner",
         }
     }
@@ -236,7 +480,7 @@ impl WorkerKind {
         match self {
             WorkerKind::CodexCli => Some("auth.json"),
             WorkerKind::ClaudeCode => Some(".credentials.json"),
-            WorkerKind::GeminiCli | WorkerKind::Command => None,
+            WorkerKind::GeminiCli | WorkerKind::CursorCli | WorkerKind::Command => None,
         }
     }
 
@@ -251,6 +495,7 @@ impl WorkerKind {
             ],
             WorkerKind::ClaudeCode => &["-p", "--print", "--dangerously-skip-permissions"],
             WorkerKind::GeminiCli => &["--yolo", "-y"],
+            WorkerKind::CursorCli => &["-p", "--print", "--force", "-f", "--yolo", "--trust"],
             WorkerKind::Command => &[],
         }
     }
@@ -297,7 +542,9 @@ impl WorkerConfig {
     }
 
     /// The worker's command line; the prompt goes to stdin (`Invocation::prompt`), so it
-    /// is neither limited by the argv size nor visible in `ps`.
+    /// is neither limited by the argv size nor visible in `ps` (except for Cursor's CLI,
+    /// which takes it only as its last argument). The task's flags come after
+    /// AgentRunner's, the planner's admitted flags after the task's.
     pub fn argv(&self, invocation: &Invocation, workdir: &str) -> Vec<String> {
         let model = invocation
             .model
@@ -316,9 +563,19 @@ impl WorkerConfig {
                     "--skip-git-repo-check",
                     "-C",
                     workdir,
+                    "-m",
+                    model.unwrap_or(DEFAULT_CODEX_MODEL),
                 ]);
-                if let Some(model) = model {
-                    push(&["-m", model]);
+                // The planner's effort, else the default unless the task's flags set one.
+                let effort = invocation.reasoning_effort.as_deref().or_else(|| {
+                    (!self.flags.iter().any(|f| {
+                        f.starts_with(&format!("{CODEX_EFFORT_KEY}="))
+                            || f.starts_with("reasoning_effort=")
+                    }))
+                    .then_some(DEFAULT_REASONING_EFFORT)
+                });
+                if let Some(effort) = effort {
+                    push(&["-c", &format!("{CODEX_EFFORT_KEY}={effort}")]);
                 }
             }
             WorkerKind::ClaudeCode => {
@@ -341,6 +598,22 @@ impl WorkerConfig {
                     push(&["-m", model]);
                 }
             }
+            WorkerKind::CursorCli => {
+                // `--force` runs its tool calls without asking, as the other kinds' bypass
+                // flags do (the sandbox is the boundary); `--trust` skips the prompt to trust
+                // the directory, which a fresh container's repository always raises.
+                push(&[
+                    "cursor-agent",
+                    "-p",
+                    "--output-format",
+                    "json",
+                    "--force",
+                    "--trust",
+                ]);
+                if let Some(model) = model {
+                    push(&["--model", model]);
+                }
+            }
             // Its own arguments as written; a model choice has no flag to go to.
             WorkerKind::Command => argv.extend(self.command.iter().cloned()),
         }
@@ -356,18 +629,27 @@ impl WorkerConfig {
             }
             argv.push(flag.clone());
         }
-        if self.kind == WorkerKind::CodexCli {
+        argv.extend(invocation.flags.iter().cloned());
+        match self.kind {
             // `-` makes `codex exec` read the prompt from stdin.
-            argv.push("-".to_string());
+            WorkerKind::CodexCli => argv.push("-".to_string()),
+            // Cursor's CLI reads no prompt from stdin in print mode; `--` keeps a prompt
+            // that starts with `-` from being read as a flag.
+            WorkerKind::CursorCli => {
+                argv.push("--".to_string());
+                argv.push(invocation.prompt.clone());
+            }
+            _ => {}
         }
         argv
     }
 
     /// The worker's environment: API-key variables of its kind that the host has, the
-    /// kind's fixed settings, then `env` (which wins), with `env:HOSTVAR` values read
-    /// through `host_env`. Sorted by key.
+    /// kind's fixed settings, the planner's admitted `planner` variables, then `env`
+    /// (which wins), with `env:HOSTVAR` values read through `host_env`. Sorted by key.
     pub fn resolve_env(
         &self,
+        planner: &BTreeMap<String, String>,
         host_env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Vec<(String, String)>, WorkerConfigError> {
         self.validate()?;
@@ -382,6 +664,8 @@ impl WorkerConfig {
             // it runs in a sandbox; the worker images run as root.
             env.insert("IS_SANDBOX".to_string(), "1".to_string());
         }
+        // Admitted names are never login variables, so this cannot replace a key.
+        env.extend(planner.iter().map(|(k, v)| (k.clone(), v.clone())));
         for (key, value) in &self.env {
             let value = match value.strip_prefix("env:") {
                 Some(var) => host_env(var).ok_or_else(|| WorkerConfigError::MissingHostVar {
@@ -468,13 +752,15 @@ impl WorkerConfig {
 }
 
 /// The worker's final message, read from its stdout: Codex's last `agent_message` item,
-/// Claude's `result`, Gemini's `response`; otherwise the last non-empty lines. At most
+/// Claude's and Cursor's `result`, Gemini's `response`; otherwise the last non-empty lines. At most
 /// [`SUMMARY_CHARS`] characters, cut on a character boundary (AR-M2).
 pub(crate) fn summary(kind: WorkerKind, stdout: &str) -> String {
     let found = match kind {
         WorkerKind::CodexCli => codex_message(stdout),
         WorkerKind::ClaudeCode => json_field(stdout, "result"),
         WorkerKind::GeminiCli => json_field(stdout, "response"),
+        // `cursor-agent --output-format json` prints Claude Code's result envelope.
+        WorkerKind::CursorCli => json_field(stdout, "result"),
         WorkerKind::Command => None,
     };
     // A user flag may have changed the output format; any known shape will do.
@@ -609,6 +895,7 @@ mod tests {
         Invocation {
             prompt: "fix it".to_string(),
             model: model.map(str::to_string),
+            ..Invocation::default()
         }
     }
 
@@ -621,18 +908,184 @@ mod tests {
     #[test]
     fn codex_argv_golden() {
         let mut c = config(WorkerKind::CodexCli);
+        // The original's defaults when neither the task nor the planner says.
         assert_eq!(
             joined(&c, None),
-            "codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -"
+            "codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -m gpt-5.1-codex -c model_reasoning_effort=medium -"
         );
-        c.model = Some("gpt-5.1-codex".into());
-        c.flags = vec!["-c".into(), "reasoning_effort=high".into()];
+        // A task that sets the effort in its flags gets no default beside it.
+        c.model = Some("gpt-5.2-codex".into());
+        c.flags = vec!["-c".into(), "model_reasoning_effort=high".into()];
         assert_eq!(
             joined(&c, None),
-            "codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -m gpt-5.1-codex -c reasoning_effort=high -"
+            "codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -m gpt-5.2-codex -c model_reasoning_effort=high -"
         );
         // The planner's per-run model wins over the configured one.
         assert!(joined(&c, Some("o3")).contains("-m o3 -c"));
+        // The planner's effort and admitted flags, after the task's flags.
+        let call = WorkerCall {
+            prompt: "p".into(),
+            reasoning_effort: Some("xhigh".into()),
+            flags: vec!["-c".into(), "model_verbosity=low".into()],
+            ..WorkerCall::default()
+        };
+        let argv = config(WorkerKind::CodexCli)
+            .argv(&Invocation::admit(WorkerKind::CodexCli, &call), "/w")
+            .join(" ");
+        assert!(
+            argv.ends_with(
+                "-m gpt-5.1-codex -c model_reasoning_effort=high -c model_verbosity=low -"
+            ),
+            "{argv}"
+        );
+    }
+
+    #[test]
+    fn cursor_argv_golden() {
+        let mut c = config(WorkerKind::CursorCli);
+        assert_eq!(
+            joined(&c, None),
+            "cursor-agent -p --output-format json --force --trust -- fix it"
+        );
+        c.flags = vec!["--force".into(), "--approve-mcps".into()];
+        assert_eq!(
+            joined(&c, Some("sonnet-4")),
+            "cursor-agent -p --output-format json --force --trust --model sonnet-4 --approve-mcps -- fix it"
+        );
+    }
+
+    #[test]
+    fn the_planner_gets_only_what_the_kind_allows_and_every_refusal_is_named() {
+        let mut env = BTreeMap::new();
+        for key in [
+            "NO_COLOR",
+            "PATH",
+            "LD_PRELOAD",
+            "HOME",
+            "OPENAI_API_KEY",
+            "RUST_LOG",
+        ] {
+            env.insert(key.to_string(), "1".to_string());
+        }
+        env.insert("RUST_LOG".into(), "env:OPENAI_API_KEY".into());
+        let call = WorkerCall {
+            prompt: "fix it".into(),
+            model: Some("-rf".into()),
+            reasoning_effort: Some("very_high".into()),
+            flags: vec![
+                "--dangerously-bypass-approvals-and-sandbox".into(),
+                "-c".into(),
+                "sandbox_mode=danger-full-access".into(),
+                "--config".into(),
+                "model_reasoning_summary=concise".into(),
+                "--add-dir".into(),
+                "/".into(),
+            ],
+            env,
+            cli_path: Some(serde_json::json!("/tmp/evil")),
+            workdir: Some(serde_json::json!("/")),
+            worker_type: Some(serde_json::json!("claude-code")),
+            use_stdin: Some(serde_json::json!(false)),
+            mode: Some(serde_json::json!("exec")),
+            temperature: Some(serde_json::json!(0.2)),
+            max_tokens: Some(serde_json::json!(100)),
+            tool_specific: Some(serde_json::json!({"x": 1})),
+        };
+        let inv = Invocation::admit(WorkerKind::CodexCli, &call);
+        assert_eq!(inv.model, None);
+        assert_eq!(inv.reasoning_effort.as_deref(), Some("high"));
+        assert_eq!(
+            inv.flags,
+            vec!["--config", "model_reasoning_summary=concise"]
+        );
+        assert_eq!(
+            inv.env.keys().collect::<Vec<_>>(),
+            vec!["NO_COLOR"],
+            "{:?}",
+            inv.refused
+        );
+        let refused = inv.refused.join("\n");
+        for named in [
+            "worker_call.model \"-rf\"",
+            "reasoning_effort \"very_high\" changed to \"high\"",
+            "\"--dangerously-bypass-approvals-and-sandbox\"",
+            "flags \"-c\" refused",
+            "\"--add-dir\"",
+            "\"/\"",
+            "env.PATH",
+            "env.LD_PRELOAD",
+            "env.HOME",
+            "env.OPENAI_API_KEY",
+            "env.RUST_LOG",
+            "cli_path",
+            "workdir",
+            "worker_type",
+            "use_stdin",
+            "mode",
+            "temperature",
+            "max_tokens",
+            "tool_specific",
+        ] {
+            assert!(refused.contains(named), "{named} not named in:\n{refused}");
+        }
+        let argv = config(WorkerKind::CodexCli).argv(&inv, "/w");
+        for leaked in [
+            "/tmp/evil",
+            "-rf",
+            "sandbox_mode=danger-full-access",
+            "--add-dir",
+        ] {
+            assert!(!argv.iter().any(|a| a == leaked), "{leaked} in {argv:?}");
+        }
+        let env = config(WorkerKind::CodexCli)
+            .resolve_env(&inv.env, &|_| None)
+            .unwrap();
+        assert_eq!(env, vec![("NO_COLOR".to_string(), "1".to_string())]);
+
+        // Claude: --max-turns with a number; no effort; a command worker admits nothing.
+        let call = WorkerCall {
+            prompt: "p".into(),
+            model: Some("opus".into()),
+            reasoning_effort: Some("high".into()),
+            flags: vec![
+                "--max-turns".into(),
+                "12".into(),
+                "--max-turns".into(),
+                "x".into(),
+            ],
+            ..WorkerCall::default()
+        };
+        let inv = Invocation::admit(WorkerKind::ClaudeCode, &call);
+        assert_eq!(inv.flags, vec!["--max-turns", "12"]);
+        assert_eq!(inv.model.as_deref(), Some("opus"));
+        assert_eq!(inv.reasoning_effort, None);
+        assert_eq!(inv.refused.len(), 2, "{:?}", inv.refused);
+        let inv = Invocation::admit(WorkerKind::Command, &call);
+        assert!(inv.model.is_none() && inv.flags.is_empty(), "{inv:?}");
+        assert_eq!(inv.refused.len(), 6, "{:?}", inv.refused);
+        // The task's env wins over the planner's.
+        let mut c = config(WorkerKind::CodexCli);
+        c.env.insert("NO_COLOR".into(), "task".into());
+        let planner = BTreeMap::from([("NO_COLOR".to_string(), "planner".to_string())]);
+        assert_eq!(
+            c.resolve_env(&planner, &|_| None).unwrap(),
+            vec![("NO_COLOR".to_string(), "task".to_string())]
+        );
+    }
+
+    #[test]
+    fn reasoning_effort_is_normalised_as_the_original() {
+        for (given, want) in [
+            ("xhigh", "high"),
+            ("extra_high", "high"),
+            ("very_high", "high"),
+            ("HIGH", "high"),
+            ("low", "low"),
+            ("minimal", "minimal"),
+            ("turbo", "medium"),
+        ] {
+            assert_eq!(normalize_effort(given), want, "{given}");
+        }
     }
 
     #[test]
@@ -667,6 +1120,7 @@ mod tests {
             WorkerKind::CodexCli,
             WorkerKind::ClaudeCode,
             WorkerKind::GeminiCli,
+            WorkerKind::CursorCli,
         ] {
             let mut c = config(kind);
             c.flags = vec![
@@ -699,7 +1153,7 @@ mod tests {
         assert_eq!(c.max_run_time(), Duration::from_secs(60));
         assert!(
             serde_json::from_value::<WorkerConfig>(serde_json::json!({"kind": "cursor-cli"}))
-                .is_err()
+                .is_ok()
         );
         assert!(serde_json::from_value::<WorkerConfig>(serde_json::json!({"timeout": 3})).is_err());
     }
@@ -714,7 +1168,8 @@ mod tests {
             "OPENAI_API_KEY" => Some("sk".to_string()),
             _ => None,
         };
-        let env = c.resolve_env(&host).unwrap();
+        let none = BTreeMap::new();
+        let env = c.resolve_env(&none, &host).unwrap();
         assert_eq!(
             env,
             vec![
@@ -723,15 +1178,15 @@ mod tests {
                 ("TOKEN".to_string(), "s3cret".to_string()),
             ]
         );
-        let err = c.resolve_env(&|_| None).unwrap_err();
+        let err = c.resolve_env(&none, &|_| None).unwrap_err();
         assert!(err.to_string().contains("HOST_TOKEN"), "{err}");
         c.env.insert("BAD-NAME".into(), "x".into());
         assert!(matches!(
-            c.resolve_env(&host),
+            c.resolve_env(&none, &host),
             Err(WorkerConfigError::BadEnvName { .. })
         ));
         let claude = config(WorkerKind::ClaudeCode)
-            .resolve_env(&|_| None)
+            .resolve_env(&none, &|_| None)
             .unwrap();
         assert_eq!(claude, vec![("IS_SANDBOX".to_string(), "1".to_string())]);
     }
@@ -758,6 +1213,8 @@ mod tests {
         assert_eq!(summary(WorkerKind::ClaudeCode, claude), "Done: 2 files.");
         let gemini = "Loaded cached credentials.\n{\n  \"response\": \"Added the test.\",\n  \"stats\": {}\n}\n";
         assert_eq!(summary(WorkerKind::GeminiCli, gemini), "Added the test.");
+        let cursor = r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":9,"result":"Renamed it."}"#;
+        assert_eq!(summary(WorkerKind::CursorCli, cursor), "Renamed it.");
     }
 
     #[test]
@@ -790,6 +1247,12 @@ mod tests {
         assert!(!claude.found(), "{claude:?}");
         let gemini = config(WorkerKind::GeminiCli).find_auth(Some(&home), &none);
         assert_eq!(gemini.mounts[0].container, "/home/agent/.gemini");
+        std::fs::create_dir_all(home.join(".cursor")).unwrap();
+        let cursor = config(WorkerKind::CursorCli).find_auth(Some(&home), &none);
+        assert_eq!(cursor.mounts[0].container, "/home/agent/.cursor");
+        let key = |k: &str| (k == "CURSOR_API_KEY").then(|| "k".to_string());
+        let cursor = config(WorkerKind::CursorCli).find_auth(None, &key);
+        assert_eq!(cursor.env_vars, vec!["CURSOR_API_KEY"]);
         let mut custom = config(WorkerKind::ClaudeCode);
         custom.auth_path = Some("~/.codex/auth.json".into());
         let found = custom.find_auth(Some(&home), &none);

@@ -87,6 +87,10 @@ pub struct WorkerRun {
     /// What went wrong around the worker (not the worker's own failure, which is its exit
     /// code and output).
     pub error: Option<String>,
+    /// What the planner asked of this run that the worker kind's allow-list refused (or
+    /// changed), one sentence each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<String>,
 }
 
 /// Everything one turn needs besides the sandbox.
@@ -118,7 +122,10 @@ pub fn run_worker(
         })
         .ok();
 
-    let outcome = match turn.config.resolve_env(turn.host_env) {
+    for refusal in &turn.invocation.refused {
+        tracing::warn!(run = %id, "{refusal}");
+    }
+    let outcome = match turn.config.resolve_env(&turn.invocation.env, turn.host_env) {
         Err(e) => Err(e.to_string()),
         Ok(env) => {
             let argv = turn.config.argv(turn.invocation, &sandbox.workdir());
@@ -168,6 +175,7 @@ pub fn run_worker(
         files_changed,
         diff_stat,
         error: None,
+        refused: turn.invocation.refused.clone(),
     };
     match outcome {
         Ok(output) => fill_from_output(&mut run, &output, turn.config),

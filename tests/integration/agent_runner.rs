@@ -243,15 +243,24 @@ fn failures_of_the_planner_end_in_failed() {
             ("meta.plan_task", plan()),
             ("meta.next_action", json!({"ok": false, "error": "timeout"})),
         ],
-        vec![
-            ("prd.load", ok()),
-            ("meta.plan_task", plan()),
-            ("meta.next_action", next("ask_human")),
-        ],
     ] {
         let (visited, _, _) = run(json!({}), &script);
         assert_eq!(visited.last().unwrap(), "FAILED", "{script:?}");
     }
+}
+
+#[test]
+fn a_planner_asking_for_a_human_ends_in_needs_human() {
+    let script = vec![
+        ("prd.load", ok()),
+        ("meta.plan_task", plan()),
+        (
+            "meta.next_action",
+            json!({"ok": true, "action": "ask_human", "question": "Which database?"}),
+        ),
+    ];
+    let (visited, _, _) = run(json!({}), &script);
+    assert_eq!(visited.last().unwrap(), "NEEDS_HUMAN", "{visited:?}");
 }
 
 #[test]

@@ -227,6 +227,119 @@ fn b3_a_planner_that_aborts_fails_the_task_with_exit_1_and_still_writes_the_note
     assert!(note.contains("The planner aborted the task."), "{note}");
 }
 
+/// `ask_human` is its own ending: exit 4, status `needs_human`, the question in the result
+/// JSON and the note (the original failed the task).
+#[test]
+fn a_planner_that_asks_a_human_ends_with_exit_4_and_its_question() {
+    let f = Fixture::new(
+        "ask",
+        GOOD_AGENT,
+        &task("ask", "true", "  planner_retries: 0\n").replace(
+            "meta: {kind: mock}",
+            "meta: {kind: mock, script: script.yaml}",
+        ),
+    );
+    std::fs::write(
+        f.path().join("script.yaml"),
+        "- protocol: next_action\n  reply: {type: next_action, version: 1, payload: {decision: {action: ask_human, reason: the PRD names two databases, question: Should the cache use Redis or Postgres?}}}\n",
+    )
+    .unwrap();
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--result-file",
+        "result.json",
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let result = f.result();
+    assert_eq!(result["status"], "needs_human");
+    assert_eq!(result["state"], "NEEDS_HUMAN");
+    assert_eq!(result["exit_code"], 4);
+    assert_eq!(
+        result["question"],
+        "Should the cache use Redis or Postgres?"
+    );
+    let note = f.note("ask");
+    assert!(note.contains("## Question for a human"), "{note}");
+    assert!(
+        note.contains("Should the cache use Redis or Postgres?"),
+        "{note}"
+    );
+    // Without `question`, the reason is the question.
+    std::fs::write(
+        f.path().join("script.yaml"),
+        "- protocol: next_action\n  reply: {type: next_action, version: 1, payload: {decision: {action: ask_human, reason: Which API version is meant?}}}\n",
+    )
+    .unwrap();
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--result-file",
+        "result.json",
+    ]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert_eq!(f.result()["question"], "Which API version is meant?");
+}
+
+/// The planner's `worker_call` reaches the worker only through the kind's allow-list;
+/// what it refuses is named in the run record and the note, and never passed.
+#[test]
+fn the_planners_worker_call_fields_are_refused_by_name_and_never_passed() {
+    // The agent records its arguments and environment.
+    let agent = "#!/bin/sh\ncat > /dev/null\necho \"$@\" > args.txt\nenv > env.txt\nprintf 'Hello, world!\\n' > hello.txt\necho done\n";
+    let f = Fixture::new(
+        "fields",
+        agent,
+        &task("fields", "true", "  planner_retries: 0\n").replace(
+            "meta: {kind: mock}",
+            "meta: {kind: mock, script: script.yaml}",
+        ),
+    );
+    std::fs::write(
+        f.path().join("script.yaml"),
+        "- protocol: next_action\n  reply: {type: next_action, version: 1, payload: {decision: {action: run_worker, reason: start}, worker_call: {prompt: write hello.txt, model: gpt-x, cli_path: /bin/evil, workdir: /, flags: [--evil-flag], env: {LD_PRELOAD: /tmp/x.so, PLANNER_SECRET: leak}, temperature: 0.3}}}\n",
+    )
+    .unwrap();
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--result-file",
+        "result.json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let result = f.result();
+    let refused: Vec<String> = result["runs"][0]["refused"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no refused in {result}"))
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    let all = refused.join("\n");
+    for named in [
+        "worker_call.model",
+        "worker_call.cli_path",
+        "worker_call.workdir",
+        "\"--evil-flag\"",
+        "env.LD_PRELOAD",
+        "env.PLANNER_SECRET",
+        "worker_call.temperature",
+    ] {
+        assert!(all.contains(named), "{named} not in {all}");
+    }
+    let args = std::fs::read_to_string(f.path().join("repo/args.txt")).unwrap();
+    assert!(!args.contains("evil") && !args.contains("gpt-x"), "{args}");
+    let env = std::fs::read_to_string(f.path().join("repo/env.txt")).unwrap();
+    assert!(
+        !env.contains("PLANNER_SECRET") && !env.contains("x.so"),
+        "{env}"
+    );
+    let note = f.note("fields");
+    assert!(
+        note.contains("Not passed to the worker: worker_call.cli_path"),
+        "{note}"
+    );
+}
+
 #[test]
 fn m7_a_planner_without_its_key_fails_in_preflight_before_any_planner_call() {
     let f = Fixture::new(

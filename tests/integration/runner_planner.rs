@@ -227,7 +227,7 @@ impl Server {
         MetaConfig {
             base_url: self.base_url.clone(),
             max_retries,
-            timeout_sec,
+            timeout_sec: Some(timeout_sec),
             ..MetaConfig::default()
         }
     }
@@ -506,7 +506,7 @@ fn cli_config(kind: MetaKind, command: &str, timeout_sec: u64) -> MetaConfig {
         kind,
         command: Some(command.to_owned()),
         model: Some("model-x".into()),
-        timeout_sec,
+        timeout_sec: Some(timeout_sec),
         ..MetaConfig::default()
     }
 }

@@ -256,7 +256,7 @@ fn no_host_env(_: &str) -> Option<String> {
 fn invocation() -> Invocation {
     Invocation {
         prompt: "Fix hello.txt".to_string(),
-        model: None,
+        ..Invocation::default()
     }
 }
 
@@ -335,7 +335,7 @@ fn b9_container_is_named_labelled_and_removed() {
         vec![
             RUN_LINE.to_string(),
             PASSWD_LINE.to_string(),
-            "exec -i -e FAKE_EXIT -e FAKE_RECORD -e PATH <name> sh -c <script> agent-runner-exec <pidfile> codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -".to_string(),
+            "exec -i -e FAKE_EXIT -e FAKE_RECORD -e PATH <name> sh -c <script> agent-runner-exec <pidfile> codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -m gpt-5.1-codex -c model_reasoning_effort=medium -".to_string(),
             "exec <name> sh -c <script> agent-runner-exec <pidfile> sh -c <script> agent-runner-test /workspace/project grep -q fixed hello.txt".to_string(),
             "rm -f <name>".to_string(),
         ]
@@ -624,6 +624,10 @@ fn a_local_worker_run_is_recorded_with_its_changes() {
             "--skip-git-repo-check",
             "-C",
             &repo.display().to_string(),
+            "-m",
+            "gpt-5.1-codex",
+            "-c",
+            "model_reasoning_effort=medium",
             "-"
         ]
     );

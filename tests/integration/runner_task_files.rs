@@ -115,7 +115,7 @@ fn a_worker_kind_not_in_the_list_names_the_kinds() {
     let text = format!("{HEAD}  worker:\n    kind: mok\n");
     assert_eq!(
         only_error(&text),
-        "7:11 `runner.worker.kind`: `mok` is not one of `codex-cli`, `claude-code`, `gemini-cli`, `command`"
+        "7:11 `runner.worker.kind`: `mok` is not one of `codex-cli`, `claude-code`, `gemini-cli`, `cursor-cli`, `command`"
     );
     // The original took `codex` or `claude` for a planner kind (a substring match).
     let text = format!("{HEAD}  meta:\n    kind: codex\n");

@@ -205,7 +205,7 @@ runner:
     let note =
         std::fs::read_to_string(dir.path().join("repo/.agent-runner/task-tooled.md")).unwrap();
     assert!(
-        note.contains("plan_task (attempt 1")
+        note.contains("-plan_task.json) (attempt 1")
             && note.contains("HTTP 429")
             && note.contains("via plan: openai-chat gpt-limited (weighted)"),
         "{note}"

@@ -290,7 +290,7 @@ impl Planner {
             };
             for candidate in &config.candidates {
                 let config = crate::runner::provider::candidate_config(base, candidate)?;
-                if config.timeout_sec == 0 {
+                if config.timeout_sec == Some(0) {
                     return Err(ProviderError::Config {
                         message: format!(
                             "runner.tooling candidate `{}`: timeout_sec must be at least 1",

@@ -6,7 +6,7 @@
 //! schema, then what a schema cannot say (unique criterion ids, verdicts that name only
 //! the task's criteria and agree with the overall answer).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use schemars::JsonSchema;
@@ -75,10 +75,32 @@ pub struct Decision {
     pub action: Action,
     /// Why, in a sentence or two.
     pub reason: String,
+    /// `ask_human` only: the question for the person, answerable on its own (`reason`
+    /// stands in when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
 }
 
-/// The instructions for the worker's next run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+impl Decision {
+    /// The question of an `ask_human` decision: `question`, else `reason`.
+    pub fn question(&self) -> Option<String> {
+        (self.action == Action::AskHuman).then(|| {
+            self.question
+                .as_deref()
+                .map(str::trim)
+                .filter(|q| !q.is_empty())
+                .unwrap_or_else(|| self.reason.trim())
+                .to_string()
+        })
+    }
+}
+
+/// The instructions for the worker's next run. Besides `prompt`, what the worker kind's
+/// allow-list admits is honoured (`model`, `reasoning_effort`, `flags`, `env`); every
+/// field or value it does not admit is refused and named in the run's record. The other
+/// fields of the original's `worker_call` are accepted so its replies parse, and refused:
+/// the task file, not the planner, decides the program, its directory and how it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct WorkerCall {
     /// Everything the worker needs to know: it sees nothing else.
     #[schemars(length(min = 1))]
@@ -86,6 +108,89 @@ pub struct WorkerCall {
     /// A model for the worker, if not its default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// codex-cli only: `minimal`, `low`, `medium` or `high` (`xhigh` becomes `high`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Extra CLI flags; only the worker kind's allow-list passes (e.g. claude-code
+    /// `--max-turns N`, codex-cli `-c model_verbosity=low`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    /// Environment variables for the run; only the worker kind's allow-list passes
+    /// (e.g. `NO_COLOR`), plain values only.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Refused: the task's `runner.worker.kind` decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_type: Option<Value>,
+    /// Refused: the worker always runs headless (`exec`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Value>,
+    /// Refused: the task decides the worker's program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cli_path: Option<Value>,
+    /// Refused: the worker works in the task's repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<Value>,
+    /// Refused: the prompt always goes on stdin (Cursor: as the last argument).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_stdin: Option<Value>,
+    /// Refused: the worker CLIs take no sampling settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<Value>,
+    /// Refused: the worker CLIs take no token limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<Value>,
+    /// Refused: settings for one tool are the task's `runner.worker.flags`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_specific: Option<Value>,
+}
+
+impl WorkerCall {
+    /// The fields that were given but are the task's to decide, each with why.
+    pub fn task_only_fields(&self) -> Vec<(&'static str, &'static str)> {
+        [
+            (
+                &self.worker_type,
+                "worker_type",
+                "the task's runner.worker.kind decides the worker",
+            ),
+            (&self.mode, "mode", "the worker always runs headless"),
+            (
+                &self.cli_path,
+                "cli_path",
+                "the task decides the worker's program",
+            ),
+            (
+                &self.workdir,
+                "workdir",
+                "the worker works in the task's repository",
+            ),
+            (
+                &self.use_stdin,
+                "use_stdin",
+                "the prompt's way to the worker is fixed per kind",
+            ),
+            (
+                &self.temperature,
+                "temperature",
+                "the worker CLIs take no sampling settings",
+            ),
+            (
+                &self.max_tokens,
+                "max_tokens",
+                "the worker CLIs take no token limit",
+            ),
+            (
+                &self.tool_specific,
+                "tool_specific",
+                "tool settings are the task's runner.worker.flags",
+            ),
+        ]
+        .into_iter()
+        .filter(|(value, _, _)| value.as_ref().is_some_and(|v| !v.is_null()))
+        .map(|(_, field, why)| (field, why))
+        .collect()
+    }
 }
 
 /// The payload of a `next_action` reply. `worker_call` is required when the action is

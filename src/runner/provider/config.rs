@@ -50,10 +50,11 @@ pub struct MetaConfig {
     /// openai-chat: the environment variable that holds the API key.
     #[serde(default = "default_api_key_env")]
     pub api_key_env: String,
-    /// How long one attempt may take, in seconds.
-    #[serde(default = "default_timeout_sec")]
+    /// How long one attempt may take, in seconds; default 120 for openai-chat, 600 for the
+    /// CLI planners (codex-cli, claude-code), which work as agents and take longer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 86400))]
-    pub timeout_sec: u64,
+    pub timeout_sec: Option<u64>,
     /// openai-chat: retries after a transport error, a timeout, HTTP 429 or 5xx.
     #[serde(default = "default_max_retries")]
     #[schemars(range(max = 20))]
@@ -81,9 +82,12 @@ fn default_api_key_env() -> String {
     "OPENAI_API_KEY".to_owned()
 }
 
-fn default_timeout_sec() -> u64 {
-    120
-}
+/// One openai-chat attempt's limit when the task does not say.
+pub(crate) const DEFAULT_HTTP_TIMEOUT_SEC: u64 = 120;
+/// A CLI planner's limit when the task does not say: the original's
+/// `DefaultMetaAgentTimeout` (10 minutes), since a CLI agent reads the repository and
+/// thinks before it answers; 120 s cut real Codex plans short.
+pub(crate) const DEFAULT_CLI_TIMEOUT_SEC: u64 = 600;
 
 fn default_max_retries() -> u32 {
     3
@@ -96,7 +100,7 @@ impl Default for MetaConfig {
             model: None,
             base_url: default_base_url(),
             api_key_env: default_api_key_env(),
-            timeout_sec: default_timeout_sec(),
+            timeout_sec: None,
             max_retries: default_max_retries(),
             system_prompt: None,
             command: None,
@@ -121,8 +125,13 @@ impl MetaConfig {
         }
     }
 
+    /// One attempt's limit: `timeout_sec`, else the kind's default.
     pub fn timeout(&self) -> Duration {
-        Duration::from_secs(self.timeout_sec.max(1))
+        let default = match self.kind {
+            MetaKind::CodexCli | MetaKind::ClaudeCode => DEFAULT_CLI_TIMEOUT_SEC,
+            MetaKind::OpenaiChat | MetaKind::Mock => DEFAULT_HTTP_TIMEOUT_SEC,
+        };
+        Duration::from_secs(self.timeout_sec.unwrap_or(default).max(1))
     }
 }
 
@@ -149,6 +158,17 @@ mod tests {
                 .model(None),
             "m"
         );
+    }
+
+    #[test]
+    fn cli_planners_default_to_ten_minutes_http_to_two() {
+        let secs = |json: &str| parse(json).unwrap().timeout().as_secs();
+        assert_eq!(secs("{}"), 120);
+        assert_eq!(secs(r#"{"kind": "mock"}"#), 120);
+        assert_eq!(secs(r#"{"kind": "codex-cli"}"#), 600);
+        assert_eq!(secs(r#"{"kind": "claude-code"}"#), 600);
+        assert_eq!(secs(r#"{"kind": "codex-cli", "timeout_sec": 30}"#), 30);
+        assert_eq!(secs(r#"{"timeout_sec": 5}"#), 5);
     }
 
     #[test]

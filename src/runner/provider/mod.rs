@@ -31,7 +31,7 @@ pub fn provider(
             ),
         });
     }
-    if config.timeout_sec == 0 {
+    if config.timeout_sec == Some(0) {
         return Err(ProviderError::Config {
             message: "timeout_sec must be at least 1".to_owned(),
         });
@@ -123,7 +123,7 @@ pub fn candidate_provider(
 ) -> Result<Box<dyn Provider>, ProviderError> {
     if config.kind == MetaKind::OpenaiChat
         && rate_limit_fallback
-        && config.timeout_sec > 0
+        && config.timeout_sec != Some(0)
         && config.script.is_none()
     {
         let model = config.model(model_override);
@@ -149,7 +149,7 @@ mod tests {
             kind: MetaKind::ClaudeCode,
             model: Some("opus".into()),
             command: Some("/opt/claude".into()),
-            timeout_sec: 30,
+            timeout_sec: Some(30),
             ..MetaConfig::default()
         };
         let config = candidate_config(
@@ -162,7 +162,7 @@ mod tests {
         assert_eq!(config.kind, MetaKind::OpenaiChat);
         assert_eq!(config.model(None), "gpt-x");
         assert_eq!(config.base_url, "http://127.0.0.1:9/v1");
-        assert_eq!((config.timeout_sec, config.max_retries), (30, 0));
+        assert_eq!((config.timeout_sec, config.max_retries), (Some(30), 0));
         assert_eq!(
             config.command, None,
             "the base's CLI is not this candidate's"
