@@ -198,6 +198,13 @@ fn docker_checks(
                 "build it with `agent-runner image build {}` (where a registry is reachable)",
                 own.name
             ),
+            // A kind with no Dockerfile here (Cursor's CLI installs with its own script):
+            // nobody publishes its default tag, so say what the image needs instead.
+            None if config.docker_image.is_none() && config.kind != WorkerKind::Command => format!(
+                "no image is built in for {}: make one that has `{}` on PATH and name it in `runner.worker.docker_image`",
+                config.kind.name(),
+                config.kind.program()
+            ),
             None => format!("run `docker pull {image}` or build it"),
         };
         report.push(

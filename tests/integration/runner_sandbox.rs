@@ -803,6 +803,19 @@ fn preflight_reports_docker_image_and_login() {
         text.contains("docker pull registry.example/team/codex:7"),
         "{text}"
     );
+    // A kind with no Dockerfile here: what its image needs, not a pull of a tag nobody
+    // publishes.
+    let cursor = WorkerConfig {
+        kind: WorkerKind::CursorCli,
+        ..WorkerConfig::default()
+    };
+    let (_, text) = detail(&preflight(&cursor, &target, &env, &cancel), "image");
+    assert!(
+        text.contains("no image is built in for cursor-cli")
+            && text.contains("`cursor-agent` on PATH")
+            && !text.contains("docker pull"),
+        "{text}"
+    );
     let (ok, text) = detail(&report, "worker login");
     assert!(
         !ok && text.contains(".codex/auth.json") && text.contains("$CODEX_API_KEY"),
