@@ -662,6 +662,16 @@ fn codex_image() -> &'static str {
             "codex",
             "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
         )?;
+        // The native binary, not the package's Node.js launcher of the same name.
+        let mut head = [0u8; 4];
+        std::io::Read::read_exact(
+            &mut std::fs::File::open(&codex).map_err(|e| e.to_string())?,
+            &mut head,
+        )
+        .map_err(|e| e.to_string())?;
+        if &head != b"\x7fELF" {
+            return Err(format!("{} is not an ELF binary", codex.display()));
+        }
         let meta = std::fs::metadata(&codex).map_err(|e| e.to_string())?;
         // The busybox image's tag and the binary's size and time tell a stale image apart.
         let stamp = meta

@@ -190,37 +190,46 @@ impl Driver {
 /// under its `node_modules`) exists, as `.ci/run` does, so `cargo test` works on a fresh
 /// clone. Once per test run and package; the error says what failed.
 pub(crate) fn npm_package(name: &str, marker: &str) -> Result<PathBuf, String> {
-    static INSTALLED: std::sync::Mutex<Vec<(String, Result<PathBuf, String>)>> =
+    // The install is once per package; the answer is the caller's own marker (two tests
+    // may ask one package for different files: Codex's launcher and its native binary).
+    static INSTALLED: std::sync::Mutex<Vec<(String, Result<(), String>)>> =
         std::sync::Mutex::new(Vec::new());
     let mut installed = INSTALLED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, result)) = installed.iter().find(|(n, _)| n == name) {
-        return result.clone();
-    }
     let dir = repo().join("tests").join(name);
     let target = dir.join("node_modules").join(marker);
-    let result = if target.exists() {
-        Ok(target)
-    } else {
-        match std::process::Command::new("npm")
-            .args(["ci", "--prefix"])
-            .arg(&dir)
-            .args(["--no-audit", "--no-fund", "--loglevel=error"])
-            .output()
-        {
-            Err(e) => Err(format!("tests/{name} needs npm: {e}")),
-            Ok(out) if !out.status.success() || !target.exists() => Err(format!(
-                "`npm ci --prefix tests/{name}` failed ({}):\n{}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )),
-            Ok(_) => Ok(target),
+    let found = |target: PathBuf| {
+        if target.exists() {
+            Ok(target)
+        } else {
+            Err(format!("tests/{name} has no {marker} after `npm ci`"))
         }
     };
+    if let Some((_, result)) = installed.iter().find(|(n, _)| n == name) {
+        return result.clone().and_then(|()| found(target));
+    }
+    if target.exists() {
+        installed.push((name.to_string(), Ok(())));
+        return Ok(target);
+    }
+    let result = match std::process::Command::new("npm")
+        .args(["ci", "--prefix"])
+        .arg(&dir)
+        .args(["--no-audit", "--no-fund", "--loglevel=error"])
+        .output()
+    {
+        Err(e) => Err(format!("tests/{name} needs npm: {e}")),
+        Ok(out) if !out.status.success() => Err(format!(
+            "`npm ci --prefix tests/{name}` failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )),
+        Ok(_) => Ok(()),
+    };
     installed.push((name.to_string(), result.clone()));
-    result
+    result.and_then(|()| found(target))
 }
 
 /// Makes `dir` a git repository on `main` with `files` (path, text) committed, and a
