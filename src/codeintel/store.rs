@@ -276,6 +276,17 @@ pub(crate) fn checksum(bytes: &[u8]) -> u64 {
 /// ([`is_temp`]). Under `.code-intel/` no directory on the way may be a symlink
 /// ([`super::state_dir::check_path`]); the rename replaces a symlink at `path` itself.
 pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_and_rename(path, bytes)?;
+    if let Some(dir) = path.parent() {
+        sync_dir(dir);
+    }
+    Ok(())
+}
+
+/// [`atomic_write`] but the directory's fsync, for a writer of many files that syncs each
+/// directory once after its batch ([`sync_dir`]): the file's bytes are on disk and it
+/// appears whole or not at all, but its name is durable only once the directory is synced.
+pub(crate) fn write_and_rename(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     // Under `.code-intel/`, never through a planted symlink (see `state_dir`).
     super::state_dir::check_path(path)?;
     if let Some(dir) = path.parent() {
@@ -294,13 +305,15 @@ pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    written?;
-    if let Some(dir) = path.parent()
-        && let Ok(d) = std::fs::File::open(dir)
-    {
+    written
+}
+
+/// Makes the names in `dir` durable (fsync of the directory); a directory that cannot be
+/// opened or synced is left as it is, as before.
+pub(crate) fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
-    Ok(())
 }
 
 /// `symbols.idx` → `symbols.idx.tmp-<pid>-<counter>-<nanos>`.

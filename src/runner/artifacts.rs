@@ -3,9 +3,9 @@
 //! note only sums up: every planner exchange (`planner/001-plan_task.json`: the messages
 //! sent, the raw reply, the error), each worker run's prompt and full output
 //! (`runs/run-1/prompt.md`, `stdout.txt`, `stderr.txt`, `run.json`) and each test
-//! command's output (`tests/001.txt`). Every file is written atomically
-//! (`codeintel::store::atomic_write`: temp file, fsync, rename, fsync of the directory), so
-//! a crash leaves whole files or none. The writes happen on the record's writer thread, in
+//! command's output (`tests/001.txt`). Every file is written atomically (temp file, fsync,
+//! rename; each directory fsynced once per batch of writes), so a crash leaves whole files
+//! or none. The writes happen on the record's writer thread, in
 //! order: a sync costs milliseconds on a busy disk, several per loop, and the flow never
 //! waits for them; dropping the record waits until every file is written.
 //!
@@ -18,6 +18,7 @@
 //! together to the next free `task-<id>-<n>` names ([`rotate_earlier`]), and points the
 //! moved note's links at the moved directory: nothing of an earlier run is overwritten.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -27,7 +28,7 @@ use serde_json::{Value, json};
 
 use super::process::{Captured, Output};
 use super::protocol::planner::Exchange;
-use crate::codeintel::store::atomic_write;
+use crate::codeintel::store::{atomic_write, sync_dir, write_and_rename};
 
 /// The directory beside the repository's code that holds the runner's records.
 pub(crate) const RECORD_DIR: &str = ".agent-runner";
@@ -459,29 +460,45 @@ impl Artifacts {
 
 /// The writer thread: each file in order, atomically; a failure is a problem of the
 /// record, never of the task.
+/// Writes the queued files in order. Each file is written in full, fsynced and renamed
+/// into place; the directories are fsynced once per batch (what was queued when the
+/// writer woke up) rather than once per file: a run step queues several files into one
+/// directory, and the directory fsyncs were half the record's cost.
 fn write_jobs(base: &Path, queue: &Receiver<Job>, problems: &Mutex<Vec<String>>) {
-    for job in queue {
-        match job {
-            Job::Write(path, bytes) => {
-                match check_dirs(base, &path).and_then(|()| atomic_write(&path, &bytes)) {
-                    Ok(()) => {
-                        tracing::debug!(file = %path.display(), bytes = bytes.len(), "recorded");
-                    }
-                    Err(e) => {
-                        let problem =
-                            format!("the run record {} was not written: {e}", path.display());
-                        tracing::warn!("{problem}");
-                        if let Ok(mut problems) = problems.lock() {
-                            problems.push(problem);
+    let mut unsynced: BTreeSet<PathBuf> = BTreeSet::new();
+    while let Ok(first) = queue.recv() {
+        for job in std::iter::once(first).chain(std::iter::from_fn(|| queue.try_recv().ok())) {
+            match job {
+                Job::Write(path, bytes) => {
+                    match check_dirs(base, &path).and_then(|()| write_and_rename(&path, &bytes)) {
+                        Ok(()) => {
+                            tracing::debug!(file = %path.display(), bytes = bytes.len(), "recorded");
+                            if let Some(dir) = path.parent() {
+                                unsynced.insert(dir.to_path_buf());
+                            }
+                        }
+                        Err(e) => {
+                            let problem =
+                                format!("the run record {} was not written: {e}", path.display());
+                            tracing::warn!("{problem}");
+                            if let Ok(mut problems) = problems.lock() {
+                                problems.push(problem);
+                            }
                         }
                     }
                 }
-            }
-            #[cfg(test)]
-            Job::Flush(done) => {
-                let _ = done.send(());
+                #[cfg(test)]
+                Job::Flush(done) => {
+                    std::mem::take(&mut unsynced)
+                        .iter()
+                        .for_each(|d| sync_dir(d));
+                    let _ = done.send(());
+                }
             }
         }
+        std::mem::take(&mut unsynced)
+            .iter()
+            .for_each(|d| sync_dir(d));
     }
 }
 
