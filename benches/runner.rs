@@ -75,6 +75,10 @@ impl Sandbox for InstantSandbox {
     fn describe(&self) -> String {
         "an instant fake".into()
     }
+
+    fn environment(&self) -> String {
+        "an instant fake".into()
+    }
 }
 
 fn git_repo(dir: &Path) {

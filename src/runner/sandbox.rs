@@ -53,9 +53,8 @@ pub trait Sandbox {
     /// One line for logs and the Task Note.
     fn describe(&self) -> String;
     /// Where commands run, for "could not run in ...": `the image NAME`, `this machine`.
-    fn environment(&self) -> String {
-        "this machine".to_string()
-    }
+    /// No default: a wrapper that forgot to forward it would name the wrong place.
+    fn environment(&self) -> String;
 }
 
 /// A sandbox operation that failed.
@@ -791,6 +790,10 @@ impl Sandbox for LocalSandbox {
 
     fn describe(&self) -> String {
         format!("the host, unsandboxed, in {}", self.repo.display())
+    }
+
+    fn environment(&self) -> String {
+        "this machine".to_string()
     }
 }
 

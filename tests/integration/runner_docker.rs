@@ -775,63 +775,34 @@ fn bridge_address() -> String {
         .unwrap_or_else(|| panic!("docker0 has no IPv4 address: {text}"))
 }
 
-#[test]
-fn the_real_codex_cli_completes_a_task_in_a_container() {
-    // Codex in the container talks to a scripted Responses API on the bridge: one shell
-    // command that writes hello.txt, then its final message.
-    let image = codex_image();
-    let f = Fixture::new("codex", "unused", "grep -q 'Hello, world' hello.txt", "");
+/// A real agent CLI in a container completes the fixture's task against a scripted model
+/// server (`server`, run on the Docker bridge with `turns`): the `runner.worker` block is
+/// `worker(host, port)`, and `key` (a login variable) is set to a dummy the scripted model
+/// ignores. Checks the run wrote hello.txt as the user and said so; returns the requests
+/// the model saw.
+fn a_real_cli_completes(
+    f: &Fixture,
+    server: &str,
+    turns: Value,
+    worker: &dyn Fn(&str, u16) -> String,
+    key: &str,
+) -> Vec<Value> {
     let script = f.path().join("script.json");
-    std::fs::write(
-        &script,
-        serde_json::json!({"turns": [
-            {"function_call": {"name": "exec_command",
-                "arguments": {"cmd": "printf 'Hello, world!\\n' > hello.txt"}}},
-            {"text": "Wrote hello.txt."}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
+    std::fs::write(&script, serde_json::json!({ "turns": turns }).to_string()).unwrap();
     let record = f.path().join("record.jsonl");
     let host = bridge_address();
     let server = crate::support::ModelServer::start_at(
         &host,
-        "tests/codex/model_server.py",
+        server,
         &script,
         &record,
         &f.path().join("server.log"),
     );
-    let url = format!("http://{host}:{}/v1", server.port);
-    let flags: Vec<String> = [
-        "model_provider=\"scripted\"".to_string(),
-        "model_providers.scripted.name=\"scripted\"".into(),
-        format!("model_providers.scripted.base_url=\"{url}\""),
-        "model_providers.scripted.wire_api=\"responses\"".into(),
-        "model_providers.scripted.request_max_retries=0".into(),
-        "model_providers.scripted.stream_max_retries=0".into(),
-        "check_for_update_on_startup=false".into(),
-        "analytics.enabled=false".into(),
-    ]
-    .iter()
-    .flat_map(|c| ["-c".to_string(), c.clone()])
-    .collect();
     let task = std::fs::read_to_string(f.path().join("task.yaml")).unwrap();
     let start = task.find("  worker:\n").unwrap();
-    let worker = format!(
-        "  worker:\n    kind: codex-cli\n    model: gpt-5.5\n    docker_image: {image}\n    max_run_time_sec: 120\n    flags: {}\n",
-        serde_json::to_string(&flags).unwrap()
-    );
-    std::fs::write(
-        f.path().join("task.yaml"),
-        format!("{}{worker}", &task[..start]),
-    )
-    .unwrap();
-    // A key by name satisfies the login check; the scripted provider ignores it.
-    let o = f
-        .command()
-        .env("CODEX_API_KEY", "test-key-not-used")
-        .output()
-        .unwrap();
+    let task = format!("{}{}", &task[..start], worker(&host, server.port));
+    std::fs::write(f.path().join("task.yaml"), task).unwrap();
+    let o = f.command().env(key, "test-key-not-used").output().unwrap();
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -859,15 +830,56 @@ fn the_real_codex_cli_completes_a_task_in_a_container() {
         std::fs::metadata(f.repo_file("hello.txt")).unwrap().uid(),
         uid
     );
-    // The model saw the worker's prompt (from the planner), and Codex the shell's output.
-    let requests = crate::support::ModelServer::requests(&record);
-    let first = requests.first().expect("Codex asked the model").to_string();
-    assert!(
-        first.contains("AC-1: the worker ran"),
-        "{}",
-        &first[..first.len().min(600)]
-    );
     assert!(containers_of(&f.id).is_empty());
+    let requests = crate::support::ModelServer::requests(&record);
+    // The model saw the worker's prompt, made from the planner's criteria.
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.to_string().contains("AC-1: the worker ran")),
+        "the prompt never reached the model"
+    );
+    requests
+}
+
+#[test]
+fn the_real_codex_cli_completes_a_task_in_a_container() {
+    // Codex in the container talks to a scripted Responses API on the bridge: one shell
+    // command that writes hello.txt, then its final message.
+    let image = codex_image();
+    let f = Fixture::new("codex", "unused", "grep -q 'Hello, world' hello.txt", "");
+    let worker = |host: &str, port: u16| {
+        let url = format!("http://{host}:{port}/v1");
+        let flags: Vec<String> = [
+            "model_provider=\"scripted\"".to_string(),
+            "model_providers.scripted.name=\"scripted\"".into(),
+            format!("model_providers.scripted.base_url=\"{url}\""),
+            "model_providers.scripted.wire_api=\"responses\"".into(),
+            "model_providers.scripted.request_max_retries=0".into(),
+            "model_providers.scripted.stream_max_retries=0".into(),
+            "check_for_update_on_startup=false".into(),
+            "analytics.enabled=false".into(),
+        ]
+        .iter()
+        .flat_map(|c| ["-c".to_string(), c.clone()])
+        .collect();
+        format!(
+            "  worker:\n    kind: codex-cli\n    model: gpt-5.5\n    docker_image: {image}\n    max_run_time_sec: 120\n    flags: {}\n",
+            serde_json::to_string(&flags).unwrap()
+        )
+    };
+    let turns = serde_json::json!([
+        {"function_call": {"name": "exec_command",
+            "arguments": {"cmd": "printf 'Hello, world!\\n' > hello.txt"}}},
+        {"text": "Wrote hello.txt."}
+    ]);
+    a_real_cli_completes(
+        &f,
+        "tests/codex/model_server.py",
+        turns,
+        &worker,
+        "CODEX_API_KEY",
+    );
 }
 
 #[test]
@@ -956,70 +968,22 @@ fn the_real_claude_code_completes_a_task_in_a_container() {
     // the container's user is root too: IS_SANDBOX lets Claude Code skip permissions.
     let image = claude_image();
     let f = Fixture::new("claude", "unused", "grep -q 'Hello, world' hello.txt", "");
-    let script = f.path().join("script.json");
-    std::fs::write(
-        &script,
-        serde_json::json!({"turns": [
-            {"tool_use": {"name": "Bash",
-                "input": {"command": "printf 'Hello, world!\\n' > hello.txt",
-                          "description": "Write hello.txt"}}},
-            {"text": "Wrote hello.txt."}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
-    let record = f.path().join("record.jsonl");
-    let host = bridge_address();
-    let server = crate::support::ModelServer::start_at(
-        &host,
+    let worker = |host: &str, port: u16| {
+        format!(
+            "  worker:\n    kind: claude-code\n    model: claude-scripted\n    docker_image: {image}\n    max_run_time_sec: 120\n    env:\n      ANTHROPIC_BASE_URL: http://{host}:{port}\n      DISABLE_AUTOUPDATER: '1'\n      DISABLE_TELEMETRY: '1'\n      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1'\n"
+        )
+    };
+    let turns = serde_json::json!([
+        {"tool_use": {"name": "Bash",
+            "input": {"command": "printf 'Hello, world!\\n' > hello.txt",
+                      "description": "Write hello.txt"}}},
+        {"text": "Wrote hello.txt."}
+    ]);
+    a_real_cli_completes(
+        &f,
         "tests/claude/model_server.py",
-        &script,
-        &record,
-        &f.path().join("server.log"),
+        turns,
+        &worker,
+        "ANTHROPIC_API_KEY",
     );
-    let task = std::fs::read_to_string(f.path().join("task.yaml")).unwrap();
-    let start = task.find("  worker:\n").unwrap();
-    let worker = format!(
-        "  worker:\n    kind: claude-code\n    model: claude-scripted\n    docker_image: {image}\n    max_run_time_sec: 120\n    env:\n      ANTHROPIC_BASE_URL: http://{host}:{port}\n      DISABLE_AUTOUPDATER: '1'\n      DISABLE_TELEMETRY: '1'\n      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1'\n",
-        port = server.port
-    );
-    std::fs::write(
-        f.path().join("task.yaml"),
-        format!("{}{worker}", &task[..start]),
-    )
-    .unwrap();
-    let o = f
-        .command()
-        .env("ANTHROPIC_API_KEY", "test-key-not-used")
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}\nmodel server:\n{}",
-        text(&o),
-        std::fs::read_to_string(&server.log).unwrap_or_default()
-    );
-    let result = f.result();
-    assert_eq!(result["status"], "complete", "{result}");
-    let run = &result["runs"][0];
-    assert_eq!(run["exit_code"], 0, "{run}");
-    assert_eq!(run["summary"], "Wrote hello.txt.", "{run}");
-    assert_eq!(
-        run["files_changed"],
-        serde_json::json!(["hello.txt"]),
-        "{run}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(f.repo_file("hello.txt")).unwrap(),
-        "Hello, world!\n"
-    );
-    let requests = crate::support::ModelServer::requests(&record);
-    assert!(
-        requests
-            .iter()
-            .any(|r| r.to_string().contains("AC-1: the worker ran")),
-        "the prompt never reached the model"
-    );
-    assert!(containers_of(&f.id).is_empty());
 }
