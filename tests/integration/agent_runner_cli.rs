@@ -29,24 +29,32 @@ struct Fixture {
 const GOOD_AGENT: &str =
     "#!/bin/sh\ncat > /dev/null\nprintf 'Hello, world!\\n' > hello.txt\necho 'Wrote hello.txt.'\n";
 
+/// A temporary directory (`name` under the system's) holding `repo/` (a git repository
+/// with one commit), `agent.sh` (the fake coding agent), `task.yaml` and an empty `home/`.
+pub(crate) fn task_dir(name: &str, agent: &str, task: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    let repo_dir = dir.path().join("repo");
+    std::fs::create_dir_all(&repo_dir).unwrap();
+    let repository = git2::Repository::init(&repo_dir).unwrap();
+    std::fs::write(repo_dir.join("README.md"), "# repo\n").unwrap();
+    let mut index = repository.index().unwrap();
+    index.add_path(Path::new("README.md")).unwrap();
+    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
+    let who = git2::Signature::now("t", "t@example.com").unwrap();
+    repository
+        .commit(Some("HEAD"), &who, &who, "init", &tree, &[])
+        .unwrap();
+    write_script(&dir.path().join("agent.sh"), agent);
+    std::fs::write(dir.path().join("task.yaml"), task).unwrap();
+    std::fs::create_dir_all(dir.path().join("home")).unwrap();
+    dir
+}
+
 impl Fixture {
     fn new(name: &str, agent: &str, task: &str) -> Fixture {
-        let dir = TempDir::new(&format!("cli-{name}"));
-        let repo_dir = dir.path().join("repo");
-        std::fs::create_dir_all(&repo_dir).unwrap();
-        let repository = git2::Repository::init(&repo_dir).unwrap();
-        std::fs::write(repo_dir.join("README.md"), "# repo\n").unwrap();
-        let mut index = repository.index().unwrap();
-        index.add_path(Path::new("README.md")).unwrap();
-        let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
-        let who = git2::Signature::now("t", "t@example.com").unwrap();
-        repository
-            .commit(Some("HEAD"), &who, &who, "init", &tree, &[])
-            .unwrap();
-        write_script(&dir.path().join("agent.sh"), agent);
-        std::fs::write(dir.path().join("task.yaml"), task).unwrap();
-        std::fs::create_dir_all(dir.path().join("home")).unwrap();
-        Fixture { dir }
+        Fixture {
+            dir: task_dir(&format!("cli-{name}"), agent, task),
+        }
     }
 
     fn path(&self) -> &Path {

@@ -10,7 +10,6 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::runner_sandbox::write_script;
 use crate::support::TempDir;
 
 fn binary() -> PathBuf {
@@ -25,22 +24,9 @@ struct Fixture {
 
 impl Fixture {
     fn new(name: &str, agent: &str, task: &str) -> Fixture {
-        let dir = TempDir::new(&format!("debug-{name}"));
-        let repo_dir = dir.path().join("repo");
-        std::fs::create_dir_all(&repo_dir).unwrap();
-        let repository = git2::Repository::init(&repo_dir).unwrap();
-        std::fs::write(repo_dir.join("README.md"), "# repo\n").unwrap();
-        let mut index = repository.index().unwrap();
-        index.add_path(Path::new("README.md")).unwrap();
-        let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
-        let who = git2::Signature::now("t", "t@example.com").unwrap();
-        repository
-            .commit(Some("HEAD"), &who, &who, "init", &tree, &[])
-            .unwrap();
-        write_script(&dir.path().join("agent.sh"), agent);
-        std::fs::write(dir.path().join("task.yaml"), task).unwrap();
-        std::fs::create_dir_all(dir.path().join("home")).unwrap();
-        Fixture { dir }
+        Fixture {
+            dir: crate::agent_runner_cli::task_dir(&format!("debug-{name}"), agent, task),
+        }
     }
 
     fn path(&self) -> &Path {
