@@ -326,6 +326,15 @@ pub fn load(
     base_dir: &Path,
 ) -> Result<(Task, Vec<Diagnostic>), Vec<Diagnostic>> {
     let text = sources.get(file).map_or("", |f| f.text.as_str());
+    // Nothing at all (an empty file, or `agent-runner < /dev/null`) is no YAML document:
+    // said as such rather than as "null is not of type object".
+    if text.trim().is_empty() {
+        return Err(vec![
+            Diagnostic::new("schema-violation", "the task file is empty", None).with_help(
+                "a task file has `version: 1` and a `task:` block with a `prd`; see docs/agent-runner.md",
+            ),
+        ]);
+    }
     let (node, mut findings) = crate::yaml::parse(file, text).map_err(|d| vec![d])?;
     let Some((schema, validator)) = validator() else {
         return Err(vec![Diagnostic::new(

@@ -787,3 +787,17 @@ fn a_missing_command_script_is_reported_as_a_missing_file() {
     assert!(all.contains("agents/nope.sh"), "{all}");
     assert!(!all.contains("nope.sh` was not found on PATH"), "{all}");
 }
+
+#[test]
+fn an_empty_task_says_it_is_empty() {
+    let f = Fixture::new("empty", GOOD_AGENT, "");
+    for args in [&["task.yaml"][..], &[]] {
+        let o = f.run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("the task file is empty") && !stderr(&o).contains("null"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
