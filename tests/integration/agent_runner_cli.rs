@@ -33,17 +33,7 @@ const GOOD_AGENT: &str =
 /// with one commit), `agent.sh` (the fake coding agent), `task.yaml` and an empty `home/`.
 pub(crate) fn task_dir(name: &str, agent: &str, task: &str) -> TempDir {
     let dir = TempDir::new(name);
-    let repo_dir = dir.path().join("repo");
-    std::fs::create_dir_all(&repo_dir).unwrap();
-    let repository = git2::Repository::init(&repo_dir).unwrap();
-    std::fs::write(repo_dir.join("README.md"), "# repo\n").unwrap();
-    let mut index = repository.index().unwrap();
-    index.add_path(Path::new("README.md")).unwrap();
-    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
-    let who = git2::Signature::now("t", "t@example.com").unwrap();
-    repository
-        .commit(Some("HEAD"), &who, &who, "init", &tree, &[])
-        .unwrap();
+    crate::support::git_repo(&dir.path().join("repo"), &[("README.md", "# repo\n")]);
     write_script(&dir.path().join("agent.sh"), agent);
     std::fs::write(dir.path().join("task.yaml"), task).unwrap();
     std::fs::create_dir_all(dir.path().join("home")).unwrap();

@@ -25,20 +25,6 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A git repository with one commit at `dir`.
-fn git_repo(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    let repository = git2::Repository::init(dir).unwrap();
-    std::fs::write(dir.join("README.md"), "# repo\n").unwrap();
-    let mut index = repository.index().unwrap();
-    index.add_path(Path::new("README.md")).unwrap();
-    let tree = repository.find_tree(index.write_tree().unwrap()).unwrap();
-    let who = git2::Signature::now("t", "t@example.com").unwrap();
-    repository
-        .commit(Some("HEAD"), &who, &who, "init", &tree, &[])
-        .unwrap();
-}
-
 /// A loopback chat API that answers every request with HTTP 429, and counts them.
 fn rate_limited_server() -> (String, Arc<Mutex<Vec<Seen>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -126,7 +112,7 @@ fn tooling_keys_are_checked_with_positions() {
 fn a_rate_limited_planner_candidate_falls_back_and_the_task_completes() {
     let (base_url, seen) = rate_limited_server();
     let dir = TempDir::new("tooling-fallback");
-    git_repo(&dir.path().join("repo"));
+    crate::support::git_repo(&dir.path().join("repo"), &[("README.md", "# repo\n")]);
     write_script(
         &dir.path().join("agent.sh"),
         // The greeting comes from the worker candidate's `env`.
