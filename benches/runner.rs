@@ -64,6 +64,15 @@ impl Sandbox for InstantSandbox {
         Ok(output)
     }
 
+    fn exec_fresh(
+        &mut self,
+        argv: &[String],
+        timeout: Option<Duration>,
+        cancel: &Cancel,
+    ) -> Result<Output, SandboxError> {
+        self.exec(argv, &[], None, timeout, cancel)
+    }
+
     fn stop(&mut self) -> Result<(), SandboxError> {
         Ok(())
     }

@@ -800,6 +800,20 @@ impl<'a> Recording<'a> {
     fn new(inner: &'a mut dyn Sandbox) -> Recording<'a> {
         Recording { inner, exec: None }
     }
+
+    fn record(
+        &mut self,
+        argv: &[String],
+        env: &[(String, String)],
+        result: &Result<Output, SandboxError>,
+    ) {
+        self.exec = Some(Exec {
+            argv: argv.to_vec(),
+            env_names: env.iter().map(|(name, _)| name.clone()).collect(),
+            output: result.as_ref().ok().cloned(),
+            error: result.as_ref().err().map(ToString::to_string),
+        });
+    }
 }
 
 impl Sandbox for Recording<'_> {
@@ -816,12 +830,18 @@ impl Sandbox for Recording<'_> {
         cancel: &Cancel,
     ) -> Result<Output, SandboxError> {
         let result = self.inner.exec(argv, env, stdin, timeout, cancel);
-        self.exec = Some(Exec {
-            argv: argv.to_vec(),
-            env_names: env.iter().map(|(name, _)| name.clone()).collect(),
-            output: result.as_ref().ok().cloned(),
-            error: result.as_ref().err().map(ToString::to_string),
-        });
+        self.record(argv, env, &result);
+        result
+    }
+
+    fn exec_fresh(
+        &mut self,
+        argv: &[String],
+        timeout: Option<Duration>,
+        cancel: &Cancel,
+    ) -> Result<Output, SandboxError> {
+        let result = self.inner.exec_fresh(argv, timeout, cancel);
+        self.record(argv, &[], &result);
         result
     }
 

@@ -89,7 +89,7 @@ pub(crate) fn registry() -> Registry {
         ),
         result_action(
             "tests.run",
-            "run the task's test command inside the sandbox",
+            "run the task's test command in a fresh sandbox, the worker's frozen",
             vec![],
             ok_result(json!({
                 "ran": {"type": "boolean"},

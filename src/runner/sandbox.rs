@@ -46,6 +46,17 @@ pub trait Sandbox {
         timeout: Option<Duration>,
         cancel: &Cancel,
     ) -> Result<Output, SandboxError>;
+    /// Runs `argv` as [`Sandbox::exec`] does (no variables, no stdin), but in a fresh sandbox
+    /// like this one that nothing the worker left outside the repository can reach: not
+    /// its processes (this sandbox's are frozen meanwhile), its home, `/tmp` or logins.
+    /// The test command runs this way: its verdict must not be the worker's to fake
+    /// (a background process, a shim in `$HOME`, a doctored tool in `/tmp`).
+    fn exec_fresh(
+        &mut self,
+        argv: &[String],
+        timeout: Option<Duration>,
+        cancel: &Cancel,
+    ) -> Result<Output, SandboxError>;
     /// Releases everything the sandbox holds. Idempotent; safe after a failed start.
     fn stop(&mut self) -> Result<(), SandboxError>;
     /// The repository's path as the worker sees it.
@@ -434,6 +445,25 @@ impl DockerSandbox {
 }
 
 impl DockerSandbox {
+    /// Freezes (`docker pause`) or thaws the container's processes. A container that is no
+    /// longer running (killed after a failed in-container kill) has nothing to freeze.
+    fn set_frozen(&self, frozen: bool, cancel: &Cancel) -> Result<(), SandboxError> {
+        let (verb, action) = if frozen {
+            ("pause", "freeze the worker's container")
+        } else {
+            ("unpause", "thaw the worker's container")
+        };
+        match self.docker(action, vec![verb.to_string(), self.name.clone()], cancel) {
+            Ok(_) => Ok(()),
+            Err(SandboxError::Docker { stderr, .. })
+                if stderr.to_ascii_lowercase().contains("is not running") =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// The run user's home: `HOME`, a tmpfs it owns at [`CONTAINER_HOME`], and one for each
     /// directory between it and a login file mounted inside it, so the CLI can write its
     /// state beside the read-only login (a bind mount's missing parents would be root's).
@@ -664,6 +694,38 @@ impl Sandbox for DockerSandbox {
         Ok(output)
     }
 
+    fn exec_fresh(
+        &mut self,
+        argv: &[String],
+        timeout: Option<Duration>,
+        cancel: &Cancel,
+    ) -> Result<Output, SandboxError> {
+        if self.state != State::Running {
+            return Err(SandboxError::NotRunning {
+                sandbox: self.describe(),
+            });
+        }
+        // Same image, policy and repository; no logins (a test needs none) and a new
+        // name, so a new home and /tmp.
+        let mut options = self.options.clone();
+        options.mounts.clear();
+        let mut fresh = DockerSandbox::new(options)?;
+        // Frozen first: a worker's background process must not change the repository
+        // while the tests read it. Fails closed: tests do not run beside a live worker.
+        self.set_frozen(true, cancel)?;
+        let result = fresh
+            .start(cancel)
+            .and_then(|()| fresh.exec(argv, &[], None, timeout, cancel));
+        let removed = fresh.stop();
+        // Thawed whatever happened (with a token of its own: even after a cancel), so the
+        // next worker run and the finalizers find the container as it was.
+        let thawed = self.set_frozen(false, &Cancel::new());
+        let output = result?;
+        removed?;
+        thawed?;
+        Ok(output)
+    }
+
     fn stop(&mut self) -> Result<(), SandboxError> {
         self.state = State::Stopped;
         if !self.created {
@@ -774,6 +836,17 @@ impl Sandbox for LocalSandbox {
         spec.timeout = timeout;
         spec.grace = self.grace;
         Ok(process::run(&spec, cancel)?)
+    }
+
+    /// `--unsafe-local` isolates nothing, the test command included: it runs here like
+    /// any other command (the flag's documentation says so).
+    fn exec_fresh(
+        &mut self,
+        argv: &[String],
+        timeout: Option<Duration>,
+        cancel: &Cancel,
+    ) -> Result<Output, SandboxError> {
+        self.exec(argv, &[], None, timeout, cancel)
     }
 
     fn stop(&mut self) -> Result<(), SandboxError> {

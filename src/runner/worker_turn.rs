@@ -221,7 +221,7 @@ impl TestResult {
 const TEST_WRAPPER: &str = r#"cd "$1" || exit 125
 exec sh -c "$2" 2>&1"#;
 
-/// Runs `sh -c <command>` inside the sandbox, in `cwd` (relative to the repository; the
+/// Runs `sh -c <command>` in a fresh sandbox like the worker's ([`Sandbox::exec_fresh`]), in `cwd` (relative to the repository; the
 /// repository itself when `None`).
 pub fn run_test_command(
     sandbox: &mut dyn Sandbox,
@@ -259,8 +259,8 @@ pub fn run_test_command(
         result.cwd.clone(),
         command.to_string(),
     ];
-    tracing::info!(command, cwd = %result.cwd, "running the test command in the sandbox");
-    match sandbox.exec(&argv, &[], None, timeout, cancel) {
+    tracing::info!(command, cwd = %result.cwd, "running the test command in a fresh sandbox");
+    match sandbox.exec_fresh(&argv, timeout, cancel) {
         Ok(output) => {
             result.exit_code = Some(output.ending.code());
             result.ending = output.ending.into();

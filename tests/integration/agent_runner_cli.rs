@@ -496,7 +496,9 @@ fn b9_a_docker_task_works_in_a_named_labelled_container_that_is_removed() {
     let verbs: Vec<&str> = calls.iter().map(|c| c[0].as_str()).collect();
     assert_eq!(
         verbs,
-        ["version", "image", "run", "run", "exec", "exec", "rm"],
+        [
+            "version", "image", "run", "run", "exec", "pause", "run", "exec", "rm", "unpause", "rm"
+        ],
         "{calls:?}"
     );
     // Preflight looked for the worker's program in a throwaway container of the image.
@@ -509,7 +511,15 @@ fn b9_a_docker_task_works_in_a_named_labelled_container_that_is_removed() {
         "{run:?}"
     );
     assert!(run.contains(&"agent-image:test".to_string()), "{run:?}");
-    assert_eq!(calls[6], ["rm", "-f", name.as_str()]);
+    // The test command ran in a container of its own, removed after it, while the
+    // worker's was frozen.
+    assert_eq!(calls[5], ["pause", name.as_str()]);
+    let fresh = &calls[6][calls[6].iter().position(|a| a == "--name").unwrap() + 1];
+    assert_ne!(fresh, name);
+    assert_eq!(calls[7][1], *fresh);
+    assert_eq!(calls[8], ["rm", "-f", fresh.as_str()]);
+    assert_eq!(calls[9], ["unpause", name.as_str()]);
+    assert_eq!(calls[10], ["rm", "-f", name.as_str()]);
     assert!(!docker.container_exists(name));
     assert_eq!(f.result()["status"], "complete");
 }

@@ -609,6 +609,41 @@ fn a_test_command_the_image_lacks_fails_the_task_at_once() {
 }
 
 #[test]
+fn the_worker_cannot_fake_the_test_verdict_from_its_container() {
+    // Three ways a worker could make a failing test pass without doing the work, each
+    // from outside the repository: a file in /tmp, a file in its home, and a background
+    // process that answers the test. The test command runs in a fresh container while
+    // the worker's is frozen, so none reaches it: the task cannot complete.
+    let worker = "cat > /dev/null; touch /tmp/pass \"$HOME/.pass\"; \
+        (while :; do [ -e ping ] && echo ok > pong; sleep 0.1; done) > /dev/null 2>&1 & \
+        echo started";
+    let test = "rm -f pong; echo > ping; sleep 2; rm -f ping; ok=0; \
+        if [ -e /tmp/pass ]; then echo tmp-reached; ok=1; fi; \
+        if [ -e \"$HOME/.pass\" ]; then echo home-reached; ok=1; fi; \
+        if [ -s pong ]; then echo process-reached; ok=1; fi; \
+        [ $ok = 1 ]";
+    let f = Fixture::new("fake-test", worker, test, "");
+    let o = f.command().output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let result = f.result();
+    assert_eq!(result["status"], "incomplete", "{result}");
+    // The worker's container was thawed after each test: the second run worked too.
+    let runs = result["runs"].as_array().cloned().unwrap_or_default();
+    assert_eq!(runs.len(), 2, "{result}");
+    assert!(runs.iter().all(|r| r["exit_code"] == 0), "{result}");
+    let test_out = &result["validation"]["test"];
+    assert_eq!(test_out["exit_code"], 1, "{result}");
+    let tail = test_out["output_tail"].as_str().unwrap_or_default();
+    for reached in ["tmp-reached", "home-reached", "process-reached"] {
+        assert!(!tail.contains(reached), "{reached}: {result}");
+    }
+    assert!(
+        containers_of(&f.id).is_empty(),
+        "a container was left behind"
+    );
+}
+
+#[test]
 fn preflight_looks_for_the_worker_cli_in_the_image() {
     use code_intel::runner::{Target, WorkerConfig, WorkerKind, preflight};
     let target = Target::Docker {

@@ -85,6 +85,10 @@ exec)
   # A container's processes are not the docker client's children: killing the client
   # must not reach them, so they get a session of their own.
   exec setsid -w "$@" ;;
+pause|unpause)
+  for last; do :; done
+  if [ ! -d "$S/containers/$last" ]; then echo "Error response from daemon: No such container: $last" >&2; exit 1; fi
+  if [ "$cmd" = pause ]; then touch "$S/containers/$last/paused"; else rm -f "$S/containers/$last/paused"; fi ;;
 kill)
   for last; do :; done
   if [ ! -d "$S/containers/$last" ]; then echo "Error response from daemon: No such container: $last" >&2; exit 1; fi
@@ -146,6 +150,9 @@ impl FakeDocker {
                     .map(|a| {
                         if a == name {
                             "<name>".to_string()
+                        } else if a.starts_with("agent-runner-TASK-9-b-") {
+                            // Another container of the task: the test command's fresh one.
+                            "<fresh>".to_string()
                         } else if a.contains('\n') {
                             "<script>".to_string()
                         } else if a.starts_with("/tmp/agent-runner-") && a.ends_with(".pid") {
@@ -336,7 +343,13 @@ fn b9_container_is_named_labelled_and_removed() {
             RUN_LINE.to_string(),
             PASSWD_LINE.to_string(),
             "exec -i -e FAKE_EXIT -e FAKE_RECORD -e PATH <name> sh -c <script> agent-runner-exec <pidfile> codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -m gpt-5.1-codex -c model_reasoning_effort=medium -".to_string(),
-            "exec <name> sh -c <script> agent-runner-exec <pidfile> sh -c <script> agent-runner-test /workspace/project grep -q fixed hello.txt".to_string(),
+            // The test command runs in a fresh container with the worker's frozen.
+            "pause <name>".to_string(),
+            RUN_LINE.replace("<name>", "<fresh>"),
+            PASSWD_LINE.replace("<name>", "<fresh>"),
+            "exec <fresh> sh -c <script> agent-runner-exec <pidfile> sh -c <script> agent-runner-test /workspace/project grep -q fixed hello.txt".to_string(),
+            "rm -f <fresh>".to_string(),
+            "unpause <name>".to_string(),
             "rm -f <name>".to_string(),
         ]
     );
