@@ -7,7 +7,8 @@
 //! shares; [`lint`], [`analysis`] and [`scenario`] check and explain a contract. The hosts
 //! are [`server`] (the MCP server, with [`codeintel`] and [`semantic`] for code
 //! intelligence, [`git`] for task branches and [`client`] for the coding agents' clients)
-//! and [`runner`] (AgentRunner); [`hosts`] lists their registries; [`cli`] is the command
+//! and [`runner`] (AgentRunner), with [`multiverse`] above it (the orchestrator of many
+//! tasks); [`hosts`] lists their registries; [`cli`] is the command
 //! line. See `docs/ARCHITECTURE.md`.
 //!
 //! This file is the crate's surface. The top-level modules are public (but `config` and
@@ -29,6 +30,7 @@ pub mod hosts;
 pub(crate) mod http_retry;
 pub mod lint;
 pub mod machine;
+pub mod multiverse;
 pub mod runner;
 pub mod scenario;
 pub mod semantic;

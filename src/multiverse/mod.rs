@@ -1,0 +1,18 @@
+//! Multiverse: the orchestrator above AgentRunner. A workspace holds a plan of many tasks
+//! with dependencies; each task's lifecycle is a session of `contracts/multiverse_task.yml`
+//! on the shared engine; the scheduler runs ready tasks through `agent-runner`, retries
+//! failures and files what keeps failing into a backlog; a chat with a planner LLM changes
+//! the plan with typed `plan_patch`es. `multiverse` (src/bin/multiverse.rs) is its command.
+//!
+//! ## The parts
+//!
+//! - `model`: the workspace's data (plan, WBS, task runtime, attempts, backlog, execution
+//!   state), plain values with no IO.
+
+pub(crate) mod model;
+
+pub use model::{
+    Attempt, BacklogItem, BacklogKind, DEFAULT_POOL, ExecutionState, MAX_TASK_ID_CHARS, NodeStatus,
+    Plan, RunnerSettings, SuggestedImpl, TaskDesign, TaskId, TaskIdError, TaskRuntime, Wbs,
+    WorkspaceState,
+};
