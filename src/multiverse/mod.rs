@@ -8,9 +8,16 @@
 //!
 //! - `model`: the workspace's data (plan, WBS, task runtime, attempts, backlog, execution
 //!   state), plain values with no IO.
+//! - `executor`: one attempt: the task file for `agent-runner`, its process (output to
+//!   files in `runs/<task>/<n>/`), its stop (TERM, grace, KILL and the task's containers
+//!   removed) and its end read from the exit code and result JSON.
 
+pub(crate) mod executor;
 pub(crate) mod model;
 
+pub use executor::{
+    AttemptEnd, LaunchError, RunRequest, RunningAttempt, launch, remove_task_containers, task_file,
+};
 pub use model::{
     Attempt, BacklogItem, BacklogKind, DEFAULT_POOL, ExecutionState, MAX_TASK_ID_CHARS, NodeStatus,
     Plan, RunnerSettings, SuggestedImpl, TaskDesign, TaskId, TaskIdError, TaskRuntime, Wbs,

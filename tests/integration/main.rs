@@ -114,6 +114,9 @@
 //!   `semantic` in a fresh repository ranking by meaning with no setting; `model status`;
 //!   a corrupted wheel refused with the cache as it was; a dead install ignored and
 //!   cleaned; the hub source from a loopback server.
+//! - `multiverse_executor`: one Multiverse attempt through the real `agent-runner` (mock
+//!   planner, shell worker): its end read from the exit code and result JSON, a stop that
+//!   ends cancelled with its note.
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
@@ -168,6 +171,7 @@ mod matrix;
 mod mcp_server;
 mod model_build;
 mod model_install;
+mod multiverse_executor;
 mod properties;
 mod runner_docker;
 mod runner_planner;

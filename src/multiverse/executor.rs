@@ -1,0 +1,423 @@
+//! One attempt of a task: the task file `agent-runner` is given (written from the task's
+//! design and the workspace's runner defaults), the `agent-runner` process, its stop
+//! (SIGTERM, so its finalizers remove the container; KILL only after a grace, then the
+//! task's containers are removed by label), and what it left: the exit code and the result
+//! JSON, read into an [`AttemptEnd`].
+//!
+//! Each attempt has its own directory (`runs/<task>/<n>/`): `task.yaml`, `result.json`,
+//! `events.jsonl`, `stderr.log` and, after the run, a copy of the Task Note. Output goes to
+//! files, never pipes the orchestrator must drain (the original's child blocked on a full
+//! pipe), and the process is polled, never `wait`ed on blindly, so a stop never signals a
+//! pid that was already reaped and reused.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::model::TaskDesign;
+
+/// How often a running attempt's process is polled.
+const POLL: Duration = Duration::from_millis(20);
+
+/// What an attempt needs to run.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// `agent-runner` (a path, or a name on PATH).
+    pub program: PathBuf,
+    /// Arguments after the task file, e.g. `--unsafe-local`.
+    pub extra_args: Vec<String>,
+    /// The repository the task works in.
+    pub project_root: PathBuf,
+    /// The attempt's directory (created if missing).
+    pub run_dir: PathBuf,
+    /// The workspace's `runner:` block (planner, worker, sandbox, loops); the task's own
+    /// settings win over it.
+    pub runner_defaults: Value,
+}
+
+/// How an attempt ended, as the lifecycle reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptEnd {
+    /// `agent-runner`'s exit code; `None` when it was killed by a signal.
+    pub exit_code: Option<i32>,
+    /// The result JSON's `status` (`complete`, `failed`, `incomplete`, `needs_human`,
+    /// `cancelled`), or `None` when it wrote none (it could not start, it was killed).
+    pub status: Option<String>,
+    /// The result's summary, or why there is none.
+    pub summary: String,
+    /// The planner's question when the status is `needs_human`.
+    pub question: Option<String>,
+    pub files_changed: Vec<String>,
+    pub duration: Duration,
+    /// The copy of the Task Note in the run directory, when there was one.
+    pub note: Option<PathBuf>,
+}
+
+/// Why an attempt could not be started.
+#[derive(Debug)]
+pub enum LaunchError {
+    /// The run directory or a file in it could not be written.
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// `agent-runner` could not be started.
+    Spawn {
+        program: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LaunchError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            LaunchError::Spawn { program, error } => {
+                write!(f, "could not start {}: {error}", program.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {}
+
+/// The task file for one attempt, as JSON (which YAML reads as it is: no escaping rules
+/// of another language to get wrong, unlike the original's Go `%q` into YAML).
+pub fn task_file(design: &TaskDesign, project_root: &Path, runner_defaults: &Value) -> Value {
+    let mut prd = format!("Execute task: {}\n", design.title);
+    if !design.description.trim().is_empty() {
+        prd.push_str(&format!("\nDescription:\n{}\n", design.description.trim()));
+    }
+    if !design.acceptance_criteria.is_empty() {
+        prd.push_str("\nAcceptance criteria:\n");
+        for criterion in &design.acceptance_criteria {
+            prd.push_str(&format!("- {criterion}\n"));
+        }
+    }
+    let mut task = json!({
+        "id": design.id.as_str(),
+        "title": design.title,
+        "repo": project_root.display().to_string(),
+        "prd": {"text": prd},
+    });
+    if !design.description.is_empty() {
+        task["description"] = json!(design.description);
+    }
+    if let Some(phase) = &design.phase {
+        task["phase_name"] = json!(phase);
+    }
+    if let Some(hint) = &design.suggested_impl {
+        let mut value = json!({"file_paths": hint.file_paths, "constraints": hint.constraints});
+        if let Some(language) = &hint.language {
+            value["language"] = json!(language);
+        }
+        task["suggested_impl"] = value;
+    }
+    if let Some(command) = &design.runner.test_command {
+        task["test"] = json!({"command": command});
+    }
+    let mut runner = match runner_defaults {
+        Value::Object(map) => Value::Object(map.clone()),
+        _ => json!({}),
+    };
+    if let Some(loops) = design.runner.max_loops {
+        runner["max_loops"] = json!(loops);
+    }
+    if let Some(kind) = &design.runner.worker_kind {
+        // A different kind replaces the default worker block: its fields belong to a kind.
+        let same = runner["worker"]["kind"].as_str() == Some(kind.as_str());
+        if !same {
+            runner["worker"] = json!({"kind": kind});
+        }
+    }
+    json!({"version": 1, "task": task, "runner": runner})
+}
+
+/// A running attempt. Dropping it does not stop the process: the scheduler stops what it
+/// means to stop, and a restart recovers the rest.
+#[derive(Debug, Clone)]
+pub struct RunningAttempt {
+    pid: u32,
+    /// `None` once the process was reaped: nothing may be signalled after that.
+    child: Arc<Mutex<Option<Child>>>,
+    started: Instant,
+    run_dir: PathBuf,
+    project_root: PathBuf,
+    task_id: String,
+}
+
+/// Writes the attempt's task file and starts `agent-runner` on it.
+pub fn launch(design: &TaskDesign, request: &RunRequest) -> Result<RunningAttempt, LaunchError> {
+    let dir = &request.run_dir;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| LaunchError::Io { path, error }
+    };
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let task_path = dir.join("task.yaml");
+    let text = serde_json::to_string_pretty(&task_file(
+        design,
+        &request.project_root,
+        &request.runner_defaults,
+    ))
+    .unwrap_or_default();
+    crate::codeintel::store::atomic_write(&task_path, text.as_bytes()).map_err(io(&task_path))?;
+    let stderr_path = dir.join("stderr.log");
+    let stderr = File::create(&stderr_path).map_err(io(&stderr_path))?;
+    let mut command = Command::new(&request.program);
+    command
+        .arg(&task_path)
+        .arg("--result-file")
+        .arg(dir.join("result.json"))
+        .arg("--events")
+        .arg(dir.join("events.jsonl"))
+        .args(&request.extra_args)
+        .current_dir(&request.project_root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(stderr));
+    let child = command.spawn().map_err(|error| LaunchError::Spawn {
+        program: request.program.clone(),
+        error,
+    })?;
+    tracing::info!(task = %design.id, pid = child.id(), dir = %dir.display(), "started agent-runner");
+    Ok(RunningAttempt {
+        pid: child.id(),
+        child: Arc::new(Mutex::new(Some(child))),
+        started: Instant::now(),
+        run_dir: dir.clone(),
+        project_root: request.project_root.clone(),
+        task_id: design.id.to_string(),
+    })
+}
+
+impl RunningAttempt {
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The exit status once the process ended (reaping it), `None` while it runs.
+    fn poll(&self) -> Option<std::process::ExitStatus> {
+        let mut guard = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let child = guard.as_mut()?;
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                *guard = None;
+                Some(status)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(pid = self.pid, error = %e, "could not poll agent-runner");
+                None
+            }
+        }
+    }
+
+    /// Blocks until the process ends and reads what it left.
+    pub fn wait(&self) -> AttemptEnd {
+        loop {
+            if let Some(status) = self.poll() {
+                return self.end(status);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Asks the process to stop (SIGTERM: agent-runner cancels the task, its finalizers
+    /// remove the container and write the note). Returns false when it had already ended.
+    pub fn terminate(&self) -> bool {
+        self.signal(nix::sys::signal::Signal::SIGTERM)
+    }
+
+    /// Kills the process (after the grace of [`Self::terminate`]) and removes the task's
+    /// containers, which its finalizers then could not.
+    pub fn kill(&self) -> bool {
+        let killed = self.signal(nix::sys::signal::Signal::SIGKILL);
+        if killed {
+            remove_task_containers(&self.task_id);
+        }
+        killed
+    }
+
+    fn signal(&self, signal: nix::sys::signal::Signal) -> bool {
+        // Under the lock, and only while the child is not reaped: its pid is still ours.
+        let guard = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            return false;
+        }
+        let pid = nix::unistd::Pid::from_raw(self.pid as i32);
+        nix::sys::signal::kill(pid, signal).is_ok()
+    }
+
+    fn end(&self, status: std::process::ExitStatus) -> AttemptEnd {
+        let result = std::fs::read_to_string(self.run_dir.join("result.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+        let text = |key: &str| {
+            result
+                .as_ref()
+                .and_then(|r| r[key].as_str())
+                .map(str::to_string)
+        };
+        let mut files: Vec<String> = Vec::new();
+        if let Some(runs) = result.as_ref().and_then(|r| r["runs"].as_array()) {
+            for run in runs {
+                for file in run["files_changed"].as_array().into_iter().flatten() {
+                    if let Some(file) = file.as_str()
+                        && !files.iter().any(|f| f == file)
+                    {
+                        files.push(file.to_string());
+                    }
+                }
+            }
+        }
+        let summary = text("summary").unwrap_or_else(|| match status.code() {
+            Some(code) => format!(
+                "agent-runner exited {code} without a result; see {}",
+                self.run_dir.join("stderr.log").display()
+            ),
+            None => "agent-runner was killed".to_string(),
+        });
+        AttemptEnd {
+            exit_code: status.code(),
+            status: text("status"),
+            summary,
+            question: text("question"),
+            files_changed: files,
+            duration: self.started.elapsed(),
+            note: self.copy_note(),
+        }
+    }
+
+    /// Copies the Task Note agent-runner wrote in the repository into the run directory,
+    /// so every attempt keeps its own (the next run moves the repository's aside).
+    fn copy_note(&self) -> Option<PathBuf> {
+        let note = self
+            .project_root
+            .join(".agent-runner")
+            .join(format!("task-{}.md", self.task_id));
+        let text = std::fs::read(&note).ok()?;
+        let copy = self.run_dir.join("note.md");
+        match crate::codeintel::store::atomic_write(&copy, &text) {
+            Ok(()) => Some(copy),
+            Err(e) => {
+                tracing::warn!(note = %note.display(), error = %e, "could not keep the Task Note");
+                None
+            }
+        }
+    }
+}
+
+/// Removes the containers agent-runner made for the task (`agent-runner.task=<id>`), for a
+/// run that was killed or found dead after a crash. Best effort: no docker, no containers.
+pub fn remove_task_containers(task_id: &str) {
+    let listed = Command::new("docker")
+        .args([
+            "ps",
+            "-a",
+            "-q",
+            "--filter",
+            &format!("label=agent-runner.task={task_id}"),
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    let Ok(listed) = listed else { return };
+    let ids: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    let removed = Command::new("docker")
+        .arg("rm")
+        .arg("-f")
+        .args(&ids)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    tracing::info!(
+        task = task_id,
+        containers = ids.len(),
+        ok = removed.is_ok_and(|s| s.success()),
+        "removed the task's containers"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::multiverse::model::{RunnerSettings, SuggestedImpl, TaskId};
+
+    fn design() -> TaskDesign {
+        TaskDesign {
+            id: TaskId::parse("t-1").unwrap(),
+            title: "Add: \"quotes\" \\ and\nnewlines".into(),
+            description: "Do it: {x}\n  indented".into(),
+            acceptance_criteria: vec!["it works".into(), "- odd: yaml".into()],
+            suggested_impl: Some(SuggestedImpl {
+                language: Some("rust".into()),
+                file_paths: vec!["src/a.rs".into()],
+                constraints: vec![],
+            }),
+            dependencies: vec![],
+            milestone: None,
+            phase: Some("実装".into()),
+            pool: "default".into(),
+            priority: 0,
+            runner: RunnerSettings {
+                max_loops: Some(4),
+                worker_kind: None,
+                test_command: Some("cargo test".into()),
+            },
+            created_at: "2026-11-27T00:00:00Z".into(),
+            updated_at: "2026-11-27T00:00:00Z".into(),
+            created_by: "user".into(),
+        }
+    }
+
+    #[test]
+    fn the_task_file_carries_the_design_and_reads_back_as_yaml() {
+        let defaults = json!({"max_loops": 9, "meta": {"kind": "mock"}, "worker": {"kind": "command", "command": ["sh", "x"]}});
+        let file = task_file(&design(), Path::new("/repo"), &defaults);
+        assert_eq!(file["version"], 1);
+        assert_eq!(file["task"]["id"], "t-1");
+        assert_eq!(file["task"]["repo"], "/repo");
+        assert_eq!(file["task"]["test"]["command"], "cargo test");
+        assert_eq!(
+            file["runner"]["max_loops"], 4,
+            "the task's own setting wins"
+        );
+        assert_eq!(file["runner"]["meta"]["kind"], "mock");
+        assert_eq!(file["runner"]["worker"]["command"][0], "sh");
+        let prd = file["task"]["prd"]["text"].as_str().unwrap();
+        assert!(
+            prd.contains("- it works") && prd.contains("\"quotes\""),
+            "{prd}"
+        );
+        // What agent-runner reads: the JSON text parsed as YAML gives the same value.
+        let text = serde_json::to_string_pretty(&file).unwrap();
+        let file_id = crate::source::Sources::default().add("task.yaml", text.clone());
+        let (node, findings) = crate::yaml::parse(file_id, &text).unwrap();
+        assert!(findings.is_empty(), "{findings:?}");
+        assert_eq!(node.to_json(), file);
+    }
+
+    #[test]
+    fn another_worker_kind_replaces_the_default_worker_block() {
+        let mut d = design();
+        d.runner.worker_kind = Some("claude-code".into());
+        let defaults = json!({"worker": {"kind": "codex-cli", "model": "m"}});
+        let file = task_file(&d, Path::new("/repo"), &defaults);
+        assert_eq!(file["runner"]["worker"], json!({"kind": "claude-code"}));
+        d.runner.worker_kind = Some("codex-cli".into());
+        let file = task_file(&d, Path::new("/repo"), &defaults);
+        assert_eq!(file["runner"]["worker"]["model"], "m");
+    }
+}
