@@ -8,13 +8,17 @@
 //!
 //! - `model`: the workspace's data (plan, WBS, task runtime, attempts, backlog, execution
 //!   state), plain values with no IO.
+//! - `control`: the chat's control words (stop, pause, resume, status; English and
+//!   Japanese), handled without the planner.
 //! - `executor`: one attempt: the task file for `agent-runner`, its process (output to
 //!   files in `runs/<task>/<n>/`), its stop (TERM, grace, KILL and the task's containers
 //!   removed) and its end read from the exit code and result JSON.
 
+pub(crate) mod control;
 pub(crate) mod executor;
 pub(crate) mod model;
 
+pub use control::{Control, control_word};
 pub use executor::{
     AttemptEnd, LaunchError, RunRequest, RunningAttempt, launch, remove_task_containers, task_file,
 };
