@@ -8,6 +8,8 @@
 //!
 //! - `model`: the workspace's data (plan, WBS, task runtime, attempts, backlog, execution
 //!   state), plain values with no IO.
+//! - `pools`: each pool's concurrency and the order ready tasks start in (priority, then
+//!   FIFO by the time they became ready).
 //! - `control`: the chat's control words (stop, pause, resume, status; English and
 //!   Japanese), handled without the planner.
 //! - `executor`: one attempt: the task file for `agent-runner`, its process (output to
@@ -17,6 +19,7 @@
 pub(crate) mod control;
 pub(crate) mod executor;
 pub(crate) mod model;
+pub(crate) mod pools;
 
 pub use control::{Control, control_word};
 pub use executor::{
@@ -27,3 +30,4 @@ pub use model::{
     Plan, RunnerSettings, SuggestedImpl, TaskDesign, TaskId, TaskIdError, TaskRuntime, Wbs,
     WorkspaceState,
 };
+pub use pools::{Pools, ReadyTask, UnknownPool, pick};
