@@ -6,6 +6,8 @@
 //!
 //! ## The parts
 //!
+//! - `http`: the loopback HTTP server under `multiverse serve` (token, host check, bounded
+//!   requests, JSON and server-sent events) around an `Api`.
 //! - `model`: the workspace's data (plan, WBS, task runtime, attempts, backlog, execution
 //!   state), plain values with no IO.
 //! - `pools`: each pool's concurrency and the order ready tasks start in (priority, then
@@ -18,12 +20,16 @@
 
 pub(crate) mod control;
 pub(crate) mod executor;
+pub(crate) mod http;
 pub(crate) mod model;
 pub(crate) mod pools;
 
 pub use control::{Control, control_word};
 pub use executor::{
     AttemptEnd, LaunchError, RunRequest, RunningAttempt, launch, remove_task_containers, task_file,
+};
+pub use http::{
+    Api, BindError, HttpServer, MAX_BODY_BYTES, Request, Response, ServerEvent, Stopper,
 };
 pub use model::{
     Attempt, BacklogItem, BacklogKind, DEFAULT_POOL, ExecutionState, MAX_TASK_ID_CHARS, NodeStatus,

@@ -117,6 +117,8 @@
 //! - `multiverse_executor`: one Multiverse attempt through the real `agent-runner` (mock
 //!   planner, shell worker): its end read from the exit code and result JSON, a stop that
 //!   ends cancelled with its note.
+//! - `multiverse_http`: `multiverse serve`'s HTTP door over real TCP: the token, the
+//!   loopback host, bounded requests, JSON errors, server-sent events.
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
@@ -172,6 +174,7 @@ mod mcp_server;
 mod model_build;
 mod model_install;
 mod multiverse_executor;
+mod multiverse_http;
 mod properties;
 mod runner_docker;
 mod runner_planner;
