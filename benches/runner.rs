@@ -10,6 +10,7 @@
 //! through a real Docker container (`docker exec` under the pid-recording wrapper) and on
 //! the host (`--unsafe-local`), with their ratio. The image is `AGENT_RUNNER_BENCH_IMAGE`,
 //! or the busybox image the real-Docker tests build; without a daemon that part says so.
+//! Last, the test command's extra cost: it runs in a fresh container each time.
 #![allow(clippy::print_stdout)]
 
 use std::cell::Cell;
@@ -179,6 +180,25 @@ fn time_execs(sandbox: &mut dyn Sandbox) -> Result<Duration, SandboxError> {
     Ok(mean)
 }
 
+/// Fresh-sandbox runs of `true` timed (each starts and removes a container).
+const FRESH_EXECS: u32 = 5;
+
+/// The mean time of one `true` through `exec_fresh` (the test command's way: a fresh
+/// sandbox, the worker's frozen meanwhile).
+fn time_fresh(sandbox: &mut dyn Sandbox) -> Result<Duration, SandboxError> {
+    let cancel = Cancel::new();
+    sandbox.start(&cancel)?;
+    let argv = vec!["true".to_string()];
+    let start = Instant::now();
+    for _ in 0..FRESH_EXECS {
+        let out = sandbox.exec_fresh(&argv, None, &cancel)?;
+        assert_eq!(out.ending, Ending::Exited(0));
+    }
+    let mean = start.elapsed() / FRESH_EXECS;
+    sandbox.stop()?;
+    Ok(mean)
+}
+
 /// The image to time `docker exec` in: the variable's, or the tests' busybox image.
 fn bench_image() -> Option<String> {
     if let Ok(image) = std::env::var("AGENT_RUNNER_BENCH_IMAGE") {
@@ -223,8 +243,16 @@ fn exec_overhead() {
         grace: Duration::from_secs(1),
         policy,
     };
-    let docker = DockerSandbox::new(options).and_then(|mut s| time_execs(&mut s));
+    let docker = DockerSandbox::new(options.clone()).and_then(|mut s| time_execs(&mut s));
+    let fresh = DockerSandbox::new(options).and_then(|mut s| time_fresh(&mut s));
     let _ = std::fs::remove_dir_all(&dir);
+    match &fresh {
+        Ok(fresh) => println!(
+            "test command in a fresh container (pause the worker's, run, remove, unpause), mean of {FRESH_EXECS}: {:.0} ms",
+            fresh.as_secs_f64() * 1e3
+        ),
+        Err(e) => println!("test command in a fresh container: not timed ({e})"),
+    }
     match (local, docker) {
         (Ok(local), Ok(docker)) => println!(
             "sandbox exec of `true`, mean of {EXECS}: docker exec in {image} {:.1} ms, local {:.2} ms, ratio {:.0}x: a worker run or test command costs {:.0} ms more in Docker",
