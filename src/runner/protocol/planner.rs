@@ -399,11 +399,42 @@ impl Planner {
         )
     }
 
+    /// A call of a protocol whose reply type lives above the runner (Multiverse's
+    /// `plan_patch`): the caller renders the request (`user`, which states `schema`),
+    /// gives the reply's JSON Schema and checks the reply, and gets what the task
+    /// protocols get: the reply asked for again with the reason when `check` refuses it,
+    /// rate-limit fallbacks under `runner.tooling` (the `plan` category), and every
+    /// exchange recorded.
+    pub fn ask<T>(
+        &mut self,
+        protocol: Protocol,
+        request: &impl Serialize,
+        user: String,
+        schema: Value,
+        cancel: &Cancel,
+        check: impl Fn(&Map<String, Value>) -> Result<T, InvalidReply>,
+    ) -> Call<T> {
+        self.call_with_schema(protocol, request, Ok(user), schema, cancel, check)
+    }
+
     fn call<T>(
         &mut self,
         protocol: Protocol,
         request: &impl Serialize,
         user: Result<String, RenderError>,
+        cancel: &Cancel,
+        check: impl Fn(&Map<String, Value>) -> Result<T, InvalidReply>,
+    ) -> Call<T> {
+        let schema = response::schema(protocol);
+        self.call_with_schema(protocol, request, user, schema, cancel, check)
+    }
+
+    fn call_with_schema<T>(
+        &mut self,
+        protocol: Protocol,
+        request: &impl Serialize,
+        user: Result<String, RenderError>,
+        schema: Value,
         cancel: &Cancel,
         check: impl Fn(&Map<String, Value>) -> Result<T, InvalidReply>,
     ) -> Call<T> {
@@ -425,7 +456,7 @@ impl Planner {
             }
         };
         let category = match protocol {
-            Protocol::PlanTask => Category::Plan,
+            Protocol::PlanTask | Protocol::PlanPatch => Category::Plan,
             Protocol::NextAction | Protocol::CompletionAssessment => Category::Meta,
         };
         let (mut active, system) = match self.start(protocol, category, None) {
@@ -442,7 +473,7 @@ impl Planner {
             system,
             messages: vec![Message::user(user)],
             request,
-            schema: response::schema(protocol),
+            schema,
         };
         let attempts = self.options.retries.saturating_add(1);
         let mut fallbacks_left = self.source.max_fallbacks(category);

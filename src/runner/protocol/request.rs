@@ -9,16 +9,20 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The three planner protocols of a task.
+/// The planner protocols: the three of a task, and Multiverse's `plan_patch` (a chat turn
+/// that changes a plan), whose reply type and schema live with Multiverse and reach the
+/// planner through [`crate::runner::Planner::ask`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     PlanTask,
     NextAction,
     CompletionAssessment,
+    PlanPatch,
 }
 
 impl Protocol {
+    /// The protocols of a task, whose reply types and schemas are the runner's own.
     pub const ALL: [Protocol; 3] = [
         Protocol::PlanTask,
         Protocol::NextAction,
@@ -31,11 +35,15 @@ impl Protocol {
             Protocol::PlanTask => "plan_task",
             Protocol::NextAction => "next_action",
             Protocol::CompletionAssessment => "completion_assessment",
+            Protocol::PlanPatch => "plan_patch",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Protocol> {
-        Protocol::ALL.into_iter().find(|p| p.name() == name)
+        Protocol::ALL
+            .into_iter()
+            .chain([Protocol::PlanPatch])
+            .find(|p| p.name() == name)
     }
 }
 

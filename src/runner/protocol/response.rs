@@ -291,6 +291,11 @@ pub fn schema(protocol: Protocol) -> Value {
             generator.subschema_for::<CompletionAssessmentPayload>(),
             "completion_assessment reply",
         ),
+        // Its payload's type and schema are Multiverse's, given to `Planner::ask`.
+        Protocol::PlanPatch => (
+            schemars::json_schema!({"type": "object"}),
+            "plan_patch reply",
+        ),
     };
     let definitions: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
     json!({

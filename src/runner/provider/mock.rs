@@ -2,7 +2,8 @@
 //! on prompt text (the original matched prompt substrings, missed the completion prompt
 //! and could never finish a task: AR-B5). Without a script it plans criteria from the PRD's
 //! bullet lines, runs the worker until a run and the test succeed, then marks the task
-//! complete and judges it satisfied; with a script ([`super::script`]) it answers with the
+//! complete and judges it satisfied (and turns a chat message's bullet lines into a
+//! `plan_patch`); with a script ([`super::script`]) it answers with the
 //! scripted replies first.
 
 use std::path::Path;
@@ -102,6 +103,7 @@ impl Provider for MockProvider {
             Protocol::CompletionAssessment => {
                 assess(&serde_json::from_value(prompt.request.clone()).map_err(unreadable)?)
             }
+            Protocol::PlanPatch => plan_patch(&prompt.request),
         };
         Ok(reply.to_string())
     }
@@ -143,6 +145,61 @@ fn plan(request: &PlanTaskRequest) -> Value {
         })
         .collect();
     envelope(Protocol::PlanTask, json!({"acceptance_criteria": criteria}))
+}
+
+/// Titles taken from a chat message at most.
+const MAX_CHAT_TASKS: usize = 50;
+
+/// A chat turn's plan: one task per `- `, `* ` or `1. ` line of the request's `message`
+/// (the whole first line when there is none), each depending on the one before when the
+/// message says "in order" (順番); a line ending in `?` is a question instead.
+fn plan_patch(request: &Value) -> Value {
+    let message = request["message"].as_str().unwrap_or_default();
+    let mut titles = Vec::new();
+    let mut questions = Vec::new();
+    for line in message.lines().map(str::trim) {
+        let item = line
+            .strip_prefix("- ")
+            .or_else(|| line.strip_prefix("* "))
+            .or_else(|| {
+                let (number, rest) = line.split_once(". ")?;
+                number.chars().all(|c| c.is_ascii_digit()).then_some(rest)
+            })
+            .map(str::trim);
+        if line.ends_with(['?', '？']) {
+            questions.push(item.unwrap_or(line).to_owned());
+        } else if let Some(item) = item.filter(|i| !i.is_empty()) {
+            titles.push(item.chars().take(200).collect::<String>());
+        }
+    }
+    if titles.is_empty() && questions.is_empty() {
+        let first = message.lines().map(str::trim).find(|l| !l.is_empty());
+        titles.push(first.unwrap_or("the request").chars().take(200).collect());
+    }
+    titles.truncate(MAX_CHAT_TASKS);
+    let ordered = message.to_lowercase().contains("in order") || message.contains("順番");
+    let operations: Vec<Value> = titles
+        .iter()
+        .enumerate()
+        .map(|(i, title)| {
+            let dependencies: Vec<String> = if ordered && i > 0 {
+                vec![format!("tmp-{i}")]
+            } else {
+                Vec::new()
+            };
+            json!({"op": "create", "temp_id": format!("tmp-{}", i + 1), "title": title,
+                   "acceptance_criteria": [format!("{title}: done")], "dependencies": dependencies})
+        })
+        .collect();
+    let understanding = format!(
+        "mock: {} task(s) and {} question(s) from the request",
+        operations.len(),
+        questions.len()
+    );
+    envelope(
+        Protocol::PlanPatch,
+        json!({"understanding": understanding, "operations": operations, "questions": questions}),
+    )
 }
 
 /// Work until the last run exited 0 and the last test (if any) passed.
@@ -211,4 +268,29 @@ fn assess(request: &CompletionAssessmentRequest) -> Value {
         Protocol::CompletionAssessment,
         json!({"all_criteria_satisfied": satisfied, "summary": comment, "by_criterion": verdicts}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chat_message_becomes_a_plan_patch_of_its_bullets() {
+        let reply = plan_patch(
+            &json!({"message": "Build it in order:\n- parse\n* check\n2. render\nwhich style?"}),
+        );
+        assert_eq!(reply["type"], "plan_patch");
+        let ops = reply["payload"]["operations"].as_array().unwrap();
+        let titles: Vec<&str> = ops.iter().map(|o| o["title"].as_str().unwrap()).collect();
+        assert_eq!(titles, ["parse", "check", "render"]);
+        assert_eq!(ops[0]["dependencies"], json!([]));
+        assert_eq!(ops[2]["dependencies"], json!(["tmp-2"]));
+        assert_eq!(reply["payload"]["questions"], json!(["which style?"]));
+
+        let reply = plan_patch(&json!({"message": "Add a README\nwith usage"}));
+        let ops = reply["payload"]["operations"].as_array().unwrap();
+        assert_eq!(ops.len(), 1);
+        assert_eq!(ops[0]["title"], "Add a README");
+        assert_eq!(ops[0]["dependencies"], json!([]));
+    }
 }
