@@ -12,19 +12,25 @@
 //!   state), plain values with no IO.
 //! - `pools`: each pool's concurrency and the order ready tasks start in (priority, then
 //!   FIFO by the time they became ready).
+//! - `clock`: wall time behind a trait (a manual clock in tests); `events`: the event
+//!   fan-out to the HTTP stream and the command line, dropping a subscriber that stalls.
 //! - `control`: the chat's control words (stop, pause, resume, status; English and
 //!   Japanese), handled without the planner.
 //! - `executor`: one attempt: the task file for `agent-runner`, its process (output to
 //!   files in `runs/<task>/<n>/`), its stop (TERM, grace, KILL and the task's containers
 //!   removed) and its end read from the exit code and result JSON.
 
+pub(crate) mod clock;
 pub(crate) mod control;
+pub(crate) mod events;
 pub(crate) mod executor;
 pub(crate) mod http;
 pub(crate) mod model;
 pub(crate) mod pools;
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use control::{Control, control_word};
+pub use events::EventHub;
 pub use executor::{
     AttemptEnd, LaunchError, RunRequest, RunningAttempt, launch, remove_task_containers, task_file,
 };
