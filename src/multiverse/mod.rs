@@ -12,6 +12,8 @@
 //!   state), plain values with no IO.
 //! - `pools`: each pool's concurrency and the order ready tasks start in (priority, then
 //!   FIFO by the time they became ready).
+//! - `chat`: a chat turn's planner call (`plan_patch` through the runner's planner, the
+//!   caller's check in the retry loop), its request bounded; the session's messages.
 //! - `clock`: wall time behind a trait (a manual clock in tests); `events`: the event
 //!   fan-out to the HTTP stream and the command line, dropping a subscriber that stalls.
 //! - `control`: the chat's control words (stop, pause, resume, status; English and
@@ -20,6 +22,7 @@
 //!   files in `runs/<task>/<n>/`), its stop (TERM, grace, KILL and the task's containers
 //!   removed) and its end read from the exit code and result JSON.
 
+pub(crate) mod chat;
 pub(crate) mod clock;
 pub(crate) mod control;
 pub(crate) mod events;
@@ -28,6 +31,10 @@ pub(crate) mod http;
 pub(crate) mod model;
 pub(crate) mod pools;
 
+pub use chat::{
+    ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
+    ask as ask_plan_patch, request as chat_request,
+};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use control::{Control, control_word};
 pub use events::EventHub;

@@ -1,4 +1,5 @@
-//! The planner ("meta") protocols: `plan_task`, `next_action` and `completion_assessment`.
+//! The planner ("meta") protocols: `plan_task`, `next_action` and `completion_assessment`,
+//! and Multiverse's `plan_patch` (its reply type is Multiverse's: `Planner::ask`).
 //! Requests carry the evidence ([`request`]), replies are enveloped, schema-checked and
 //! typed ([`response`]), prompts are rendered from `templates/planner/` ([`render`]), and
 //! the [`planner::Planner`] runs one call: render, ask a provider, extract, check, and ask

@@ -17,7 +17,11 @@ use super::request::{
 };
 use super::response;
 
-const TEMPLATES: [(&str, &str); 4] = [
+const TEMPLATES: [(&str, &str); 5] = [
+    (
+        "plan_patch",
+        include_str!("../../../templates/planner/plan_patch.md.j2"),
+    ),
     (
         "system",
         include_str!("../../../templates/planner/system.md.j2"),
@@ -182,6 +186,14 @@ fn criterion_view(state: &CriterionState) -> Value {
         "status": state.status,
         "comment": state.comment.as_deref().map(|c| head(c, DESCRIPTION_CHARS)),
     })
+}
+
+/// Multiverse's `plan_patch` request as the planner reads it: `context` has `message`,
+/// `tasks` (`id`, `title`, `status`, `parent`, `dependencies`, `phase`, `milestone`),
+/// `tasks_not_shown`, `history` (`role`, `content`) and `schema` (the reply schema's text);
+/// the caller bounds each.
+pub fn plan_patch(context: Value) -> Result<String, RenderError> {
+    render("plan_patch", context)
 }
 
 /// The `plan_task` request as the planner reads it.
