@@ -30,6 +30,7 @@ pub(crate) mod executor;
 pub(crate) mod http;
 pub(crate) mod model;
 pub(crate) mod pools;
+pub(crate) mod registry;
 
 pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
