@@ -10,6 +10,10 @@
 //!   requests, JSON and server-sent events) around an `Api`.
 //! - `model`: the workspace's data (plan, WBS, task runtime, attempts, backlog, execution
 //!   state), plain values with no IO.
+//! - `lifecycle`: a task's session of the lifecycle contract
+//!   (`contracts/multiverse_task.yml`) as pure functions: events in, the new instance and
+//!   the effects to perform (node status, retry time by the backoff params, backlog item)
+//!   or a refusal out; `registry` is the host registry those effects are checked against.
 //! - `pools`: each pool's concurrency and the order ready tasks start in (priority, then
 //!   FIFO by the time they became ready).
 //! - `chat`: a chat turn's planner call (`plan_patch` through the runner's planner, the
@@ -28,6 +32,7 @@ pub(crate) mod control;
 pub(crate) mod events;
 pub(crate) mod executor;
 pub(crate) mod http;
+pub(crate) mod lifecycle;
 pub(crate) mod model;
 pub(crate) mod pools;
 pub(crate) mod registry;
@@ -44,6 +49,10 @@ pub use executor::{
 };
 pub use http::{
     Api, BindError, HttpServer, MAX_BODY_BYTES, Request, Response, ServerEvent, Stopper,
+};
+pub use lifecycle::{
+    Lifecycle, LifecycleContractError, LifecycleStartError, PolicyError, Refusal, RetryPolicy,
+    Submitted, TASK_LIFECYCLE_CONTRACT, TaskEffect, TaskEvent, Transition, backoff,
 };
 pub use model::{
     Attempt, BacklogItem, BacklogKind, DEFAULT_POOL, ExecutionState, MAX_TASK_ID_CHARS, NodeStatus,

@@ -32,7 +32,11 @@ pub(crate) fn registry() -> Registry {
             "node.set",
             "set the task's node status (what its work achieved, which dependents read), with the reason a blocked node shows",
             vec![
-                ("status", json!({"type": "string", "enum": NODE_STATUSES}), true),
+                (
+                    "status",
+                    json!({"type": "string", "enum": NODE_STATUSES}),
+                    true,
+                ),
                 ("reason", string(), false),
             ],
             &[],
@@ -40,14 +44,22 @@ pub(crate) fn registry() -> Registry {
         host_action(
             "retry.schedule",
             "set the time the task is retried: now plus backoff_base_sec·backoff_factorⁿ seconds, at most backoff_cap_sec, n the attempts that failed before this one (`lifecycle::backoff`)",
-            vec![("previous_failures", json!({"type": "integer", "minimum": 0}), true)],
+            vec![(
+                "previous_failures",
+                json!({"type": "integer", "minimum": 0}),
+                true,
+            )],
             &[],
         ),
         host_action(
             "backlog.add",
             "file a backlog item for a person about this task: FAILURE after its last attempt, QUESTION when it needs an answer",
             vec![
-                ("kind", json!({"type": "string", "enum": BACKLOG_KINDS}), true),
+                (
+                    "kind",
+                    json!({"type": "string", "enum": BACKLOG_KINDS}),
+                    true,
+                ),
                 ("reason", string(), false),
             ],
             &[],
