@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::executor::AttemptEnd;
 use super::model::{BacklogKind, NodeStatus, TaskId};
 use crate::contract::model::{Outcome, StateKind};
 use crate::contract::{self, Contract};
@@ -100,6 +101,20 @@ impl TaskEvent {
             TaskEvent::Start | TaskEvent::RetryDue | TaskEvent::Interrupted | TaskEvent::Retry => {}
         }
         Value::Object(payload)
+    }
+}
+
+impl From<&AttemptEnd> for TaskEvent {
+    /// The end of an attempt as the executor read it. A process killed by a signal has
+    /// no exit code: -1, which the contract counts as a failed attempt (a stop the user
+    /// asked for is a cancel, submitted as one, not an exit). A question is the summary
+    /// a blocked task shows.
+    fn from(end: &AttemptEnd) -> TaskEvent {
+        TaskEvent::Exited {
+            exit_code: end.exit_code.unwrap_or(-1),
+            status: end.status.clone(),
+            summary: Some(end.question.clone().unwrap_or_else(|| end.summary.clone())),
+        }
     }
 }
 

@@ -51,7 +51,7 @@ fn host_docs_are_fresh() {
 }
 
 /// The scenario files next to the shipped contracts pass (`code-intel test contracts/`)
-/// and cover every rule of both contracts.
+/// and cover every rule of every shipped contract.
 #[test]
 fn every_shipped_scenario_passes() {
     let o = crate::support::code_intel()
@@ -67,8 +67,12 @@ fn every_shipped_scenario_passes() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(stdout.contains("test result: ok."), "{stdout}");
-    // Every transition and limit redirect of both shipped contracts is exercised.
-    for contract in ["builtin", "contracts/agent_runner_task.yml"] {
+    // Every transition and limit redirect of the shipped contracts is exercised.
+    for contract in [
+        "builtin",
+        "contracts/agent_runner_task.yml",
+        "contracts/multiverse_task.yml",
+    ] {
         assert!(
             stdout
                 .lines()

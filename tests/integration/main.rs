@@ -175,6 +175,7 @@ mod model_build;
 mod model_install;
 mod multiverse_executor;
 mod multiverse_http;
+mod multiverse_lifecycle;
 mod properties;
 mod runner_docker;
 mod runner_planner;
