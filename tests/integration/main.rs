@@ -119,6 +119,10 @@
 //!   ends cancelled with its note.
 //! - `multiverse_http`: `multiverse serve`'s HTTP door over real TCP: the token, the
 //!   loopback host, bounded requests, JSON errors, server-sent events.
+//! - `multiverse_lifecycle`: a task's lifecycle through the real contract with a stand-in
+//!   scheduler performing its effects on a controllable clock: success, retries with their
+//!   backoff, the FAILURE backlog item, cancel, interrupted, questions, blocked
+//!   dependencies, retry from the backlog.
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
