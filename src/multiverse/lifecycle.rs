@@ -351,6 +351,38 @@ impl Lifecycle {
             .flatten()
     }
 
+    /// Whether the task's current state takes events named `event` (`start` for a task
+    /// the scheduler may launch, `retry` for one a user may retry), read from the state's
+    /// payload schema, so the scheduler can pick tasks without naming states. The
+    /// contract's checks may still refuse a particular event.
+    pub fn takes(&self, instance: &Instance, event: &str) -> bool {
+        if event == "retry" && self.retryable(instance) {
+            return true;
+        }
+        let Some(state) = self.contract.state_id(&instance.state) else {
+            return false;
+        };
+        let Some(schema) = self.contract.state(state).payload_schema.as_ref() else {
+            return false;
+        };
+        let field = &schema["properties"]["event"];
+        field["const"].as_str() == Some(event)
+            || field["enum"]
+                .as_array()
+                .is_some_and(|names| names.iter().any(|n| n.as_str() == Some(event)))
+    }
+
+    /// A finished task whose outcome the session's `retryable_outcomes` lists.
+    fn retryable(&self, instance: &Instance) -> bool {
+        self.finished(instance).is_some_and(|outcome| {
+            instance
+                .params
+                .get("retryable_outcomes")
+                .and_then(Value::as_array)
+                .is_some_and(|list| list.iter().any(|o| o.as_str() == Some(outcome.as_str())))
+        })
+    }
+
     /// Submits an event. A `Retry` of a finished task whose outcome the contract lists in
     /// `retryable_outcomes` starts a new session (fresh attempts); any other event of a
     /// finished task is refused by the engine.
@@ -388,13 +420,7 @@ impl Lifecycle {
 
     /// The retry of a finished task, when its outcome allows one.
     fn restart(&self, instance: &Instance) -> Option<Submitted> {
-        let outcome = self.finished(instance)?;
-        let retryable = instance
-            .params
-            .get("retryable_outcomes")
-            .and_then(Value::as_array)
-            .is_some_and(|list| list.iter().any(|o| o.as_str() == Some(outcome.as_str())));
-        if !retryable {
+        if !self.retryable(instance) {
             return None;
         }
         let submitted = match Instance::start(
@@ -675,6 +701,23 @@ mod tests {
         bad.action = "node.set".into();
         bad.args.insert("status".into(), json!("done"));
         assert!(decode(&bad, &p).unwrap_err().starts_with("node.set"));
+    }
+
+    #[test]
+    fn which_events_a_task_takes_comes_from_its_states_schema() {
+        let lifecycle = Lifecycle::load().unwrap();
+        let pending = lifecycle.start(&Map::new()).unwrap();
+        assert!(lifecycle.takes(&pending, "deps"));
+        assert!(!lifecycle.takes(&pending, "start"));
+        let ready = ok(lifecycle.submit(&pending, &READY)).instance;
+        assert!(lifecycle.takes(&ready, "start") && !lifecycle.takes(&ready, "deps"));
+        let running = ok(lifecycle.submit(&ready, &TaskEvent::Start)).instance;
+        assert!(lifecycle.takes(&running, "exited") && lifecycle.takes(&running, "interrupted"));
+        assert!(!lifecycle.takes(&running, "retry"));
+        let done = ok(lifecycle.submit(&running, &exited(0, "complete"))).instance;
+        assert!(!lifecycle.takes(&done, "retry"));
+        let cancelled = ok(lifecycle.cancel(&running)).instance;
+        assert!(lifecycle.takes(&cancelled, "retry"));
     }
 
     #[test]
