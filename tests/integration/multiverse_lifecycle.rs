@@ -2,17 +2,20 @@
 //! (`contracts/multiverse_task.yml`, compiled into the binary) by a stand-in scheduler that
 //! performs the effects the contract asks for on a task's record and a controllable clock,
 //! as the real scheduler does on the workspace: the retry policy, the backlog, cancel,
-//! crash recovery, questions and dependencies.
+//! crash recovery, questions and dependencies; and once with real `agent-runner` attempts
+//! (the executor, the mock planner, a shell worker) whose ends decide the task.
 
 use std::time::Duration;
 
 use code_intel::contract::Outcome;
 use code_intel::machine::Instance;
 use code_intel::multiverse::{
-    AttemptEnd, BacklogKind, Lifecycle, NodeStatus, Refusal, Submitted, TaskEffect, TaskEvent,
-    TaskId, Transition,
+    AttemptEnd, BacklogKind, Lifecycle, NodeStatus, Refusal, RunRequest, RunnerSettings, Submitted,
+    TaskDesign, TaskEffect, TaskEvent, TaskId, Transition, launch,
 };
 use serde_json::{Map, json};
+
+use crate::support::TempDir;
 
 /// One task as the scheduler keeps it: its session, what the effects changed, and the
 /// clock the retry times are set on.
@@ -383,4 +386,68 @@ fn a_malformed_event_is_refused_by_the_engine() {
             .key,
         "event_not_accepted"
     );
+}
+
+/// A task for the real `agent-runner`: the shell worker writes done.txt, `test` decides.
+fn design(test: &str) -> TaskDesign {
+    TaskDesign {
+        id: TaskId::parse("t-life").unwrap(),
+        title: "write done.txt".into(),
+        description: "write done.txt".into(),
+        acceptance_criteria: vec!["done.txt exists".into()],
+        suggested_impl: None,
+        dependencies: vec![],
+        milestone: None,
+        phase: None,
+        pool: "default".into(),
+        priority: 0,
+        runner: RunnerSettings {
+            max_loops: Some(1),
+            worker_kind: None,
+            test_command: Some(test.into()),
+        },
+        created_at: "2026-11-27T00:00:00Z".into(),
+        updated_at: "2026-11-27T00:00:00Z".into(),
+        created_by: "user".into(),
+    }
+}
+
+#[test]
+fn real_agent_runner_attempts_decide_the_task_an_incomplete_one_is_retried() {
+    let dir = TempDir::new("mv-life-real");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    crate::support::git_repo(&repo, &[("README.md", "# repo\n")]);
+    let request = |attempt: u32| RunRequest {
+        program: std::path::PathBuf::from(env!("CARGO_BIN_EXE_agent-runner")),
+        extra_args: vec!["--unsafe-local".into()],
+        project_root: repo.clone(),
+        run_dir: dir.path().join("runs").join(attempt.to_string()),
+        runner_defaults: json!({
+            "meta": {"kind": "mock"},
+            "worker": {"kind": "command", "command": ["sh", "-c", "cat > /dev/null; echo done > done.txt"], "max_run_time_sec": 60},
+        }),
+    };
+    let mut board = Board::new();
+    board.submit(ready()).unwrap();
+    // Attempt 1: its test command fails, so agent-runner ends incomplete (exit 3).
+    board.submit(TaskEvent::Start).unwrap();
+    let end = launch(&design("false"), &request(1)).unwrap().wait();
+    assert_eq!(
+        (end.exit_code, end.status.as_deref()),
+        (Some(3), Some("incomplete"))
+    );
+    let t = board.submit(TaskEvent::from(&end)).unwrap();
+    assert_eq!(t.to, "RETRY_WAIT");
+    assert_eq!(board.delays, [Duration::from_secs(5)]);
+    board.tick(Duration::from_secs(5));
+    // Attempt 2 passes: exit 0 with a complete result.
+    board.submit(TaskEvent::Start).unwrap();
+    let end = launch(&design("test -f done.txt"), &request(2))
+        .unwrap()
+        .wait();
+    let t = board.submit(TaskEvent::from(&end)).unwrap();
+    assert_eq!(t.finished, Some(Outcome::Success), "{end:?}");
+    assert_eq!(board.node, NodeStatus::Implemented);
+    assert!(board.backlog.is_empty());
 }
