@@ -460,7 +460,8 @@ impl RunnerHost {
         self.setup.events.done("worker.run", &outcome);
         self.timeline.push(format!("{}: {outcome}", run.id));
         if let Some(after) = self.worker_tooling.as_mut().and_then(|t| t.after_run(&run)) {
-            tracing::warn!("{}", after.line);
+            // The quoted output line is the worker's: redacted like the note's copy.
+            tracing::warn!("{}", self.artifacts.redact(&after.line));
             self.timeline.push(after.line);
             if let Some(worker) = after.switch_to {
                 keep_worker_secrets(&mut self.artifacts, &worker, &*self.setup.host_env);
