@@ -215,16 +215,15 @@ pub fn run(
     let host_env: HostEnv = Box::new(|name| std::env::var(name).ok());
     // `runner.tooling` may choose the worker, so it comes before the sandbox.
     let mut task = task;
-    let (planner, tooling) =
-        super::tooling_setup::setup(&mut task, options.meta_model.as_deref(), |name| {
-            std::env::var(name).ok()
-        });
+    let tooling = super::tooling_setup::setup(&mut task, options.meta_model.as_deref(), |name| {
+        std::env::var(name).ok()
+    });
     let (sandbox, target) = sandbox_for(&task, options.unsafe_local, &*host_env);
     let sandbox = sandbox.map_err(RunError::Sandbox)?;
     let params = params_for(&task);
     let mut host = RunnerHost::new(Setup {
         task,
-        planner,
+        planner: tooling.planner,
         sandbox,
         target,
         host_env,
@@ -233,8 +232,11 @@ pub fn run(
         result_file: options.result_file.clone(),
         outcomes: terminal_outcomes(&contract),
     });
-    if let Some(line) = tooling {
+    if let Some(line) = tooling.line {
         host.record(line);
+    }
+    if let Some(worker) = tooling.worker {
+        host.set_worker_tooling(worker);
     }
     execute(&contract, &mut host, &params, cancel)
 }

@@ -400,15 +400,23 @@ impl Artifacts {
         self.write_json(&relative, &value)
     }
 
-    /// A worker run: its prompt, full output and how it was run (`runs/RUN/`). `env`
-    /// is recorded by name only. Returns the note's links.
-    pub(crate) fn worker_run(&mut self, run_id: &str, prompt: &str, exec: Option<&Exec>) -> Value {
+    /// A worker run: its prompt, full output and how it was run (`runs/RUN/`), with the
+    /// `runner.tooling` candidate it used, if any. `env` is recorded by name only.
+    /// Returns the note's links.
+    pub(crate) fn worker_run(
+        &mut self,
+        run_id: &str,
+        prompt: &str,
+        exec: Option<&Exec>,
+        candidate: Option<&str>,
+    ) -> Value {
         let prompt_link = self.write(&format!("runs/{run_id}/prompt.md"), prompt.as_bytes());
         let mut links = json!({"prompt": prompt_link});
         if let Some(exec) = exec {
             let meta = json!({
                 "trace_id": self.trace_id,
                 "run": run_id,
+                "candidate": candidate,
                 "argv": exec.argv.iter().map(|a| self.redact(a)).collect::<Vec<_>>(),
                 "env_names": exec.env_names,
                 "exit_code": exec.output.as_ref().map(|o| o.ending.code()),

@@ -29,7 +29,8 @@ use super::report::{CriterionResult, Status, TaskReport, note_path};
 use super::sandbox::{Sandbox, SandboxError};
 use super::task::Task;
 use super::time::{self, Timestamp};
-use super::worker::Invocation;
+use super::tooling::WorkerTooling;
+use super::worker::{Invocation, WorkerConfig};
 use super::worker_turn::{RunIds, TestResult, WorkerRun, WorkerTurn, run_test_command, run_worker};
 use crate::codeintel::store::atomic_write;
 use crate::contract::model::Outcome;
@@ -90,6 +91,9 @@ pub struct RunnerHost {
     run_links: BTreeMap<String, Value>,
     /// The record of the last test command's output.
     test_file: Option<StreamFile>,
+    /// `runner.tooling`'s worker: the candidate of each run, and the fallback after a
+    /// rate-limited one.
+    worker_tooling: Option<WorkerTooling>,
 }
 
 /// What `note.write` produced.
@@ -118,15 +122,7 @@ impl RunnerHost {
         let mut artifacts = Artifacts::new(&setup.task.repo, &setup.task.id, &trace_id);
         // What the worker is given and the planner's key are never written, even when a
         // program echoes them.
-        if let Ok(env) = setup
-            .task
-            .worker
-            .resolve_env(&BTreeMap::new(), &*setup.host_env)
-        {
-            for (name, value) in env {
-                artifacts.keep_secret(&name, &value);
-            }
-        }
+        keep_worker_secrets(&mut artifacts, &setup.task.worker, &*setup.host_env);
         let key = &setup.task.meta.api_key_env;
         if let Some(value) = (setup.host_env)(key) {
             artifacts.keep_secret(key, &value);
@@ -153,7 +149,14 @@ impl RunnerHost {
             artifacts,
             run_links: BTreeMap::new(),
             test_file: None,
+            worker_tooling: None,
         }
+    }
+
+    /// Runs the worker under `runner.tooling`: each run's record names its candidate, and
+    /// a rate-limited run moves the next ones to another candidate when one fits.
+    pub(crate) fn set_worker_tooling(&mut self, tooling: WorkerTooling) {
+        self.worker_tooling = Some(tooling);
     }
 
     /// The id of this task run in its logs, events, note and result.
@@ -436,10 +439,14 @@ impl RunnerHost {
             host_env: &*self.setup.host_env,
         };
         let mut recording = Recording::new(self.setup.sandbox.as_mut());
-        let run = run_worker(&mut recording, &turn, &mut self.run_ids, &self.setup.cancel);
-        let links = self
-            .artifacts
-            .worker_run(&run.id, &invocation.prompt, recording.exec.as_ref());
+        let mut run = run_worker(&mut recording, &turn, &mut self.run_ids, &self.setup.cancel);
+        run.candidate = self.worker_tooling.as_ref().map(|t| t.choice().summary());
+        let links = self.artifacts.worker_run(
+            &run.id,
+            &invocation.prompt,
+            recording.exec.as_ref(),
+            run.candidate.as_deref(),
+        );
         self.run_links.insert(run.id.clone(), links);
         let outcome = match (&run.error, run.exit_code) {
             (Some(e), _) => format!("error: {e}"),
@@ -452,6 +459,15 @@ impl RunnerHost {
         };
         self.setup.events.done("worker.run", &outcome);
         self.timeline.push(format!("{}: {outcome}", run.id));
+        if let Some(after) = self.worker_tooling.as_mut().and_then(|t| t.after_run(&run)) {
+            // The quoted output line is the worker's: redacted like the note's copy.
+            tracing::warn!("{}", self.artifacts.redact(&after.line));
+            self.timeline.push(after.line);
+            if let Some(worker) = after.switch_to {
+                keep_worker_secrets(&mut self.artifacts, &worker, &*self.setup.host_env);
+                self.setup.task.worker = worker;
+            }
+        }
         self.runs.push(run);
         self.cancelled()?;
         Ok(Value::Null)
@@ -779,6 +795,20 @@ impl Host for RunnerHost {
             Some(m) => format!("{} -> {}: {m}", step.from, step.to),
             None => format!("{} -> {}", step.from, step.to),
         });
+    }
+}
+
+/// Keeps the values `worker` is given out of the record, the note and the result, even
+/// when a program echoes them.
+fn keep_worker_secrets(
+    artifacts: &mut Artifacts,
+    worker: &WorkerConfig,
+    host_env: &dyn Fn(&str) -> Option<String>,
+) {
+    if let Ok(env) = worker.resolve_env(&BTreeMap::new(), host_env) {
+        for (name, value) in env {
+            artifacts.keep_secret(&name, &value);
+        }
     }
 }
 

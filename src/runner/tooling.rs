@@ -2,11 +2,14 @@
 //! hold categories (`meta`, `plan`, `task`, `execution`, `worker`), each a list of weighted
 //! candidates; a [`Selector`] picks one per planner call (and once for the worker), skips
 //! candidates that cannot run here (no API key, no CLI on PATH) or that are cooling down
-//! after a rate limit, and honours a force mode. Randomness and time are injected, so a
-//! seed (`AGENT_RUNNER_TOOLING_SEED`) makes every choice reproducible.
+//! after a rate limit, and honours a force mode. A worker run that was rate limited moves
+//! the task's later runs to another worker candidate that runs in the same sandbox
+//! ([`WorkerTooling`]). Randomness and time are injected, so a seed
+//! (`AGENT_RUNNER_TOOLING_SEED`) makes every choice reproducible.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
@@ -14,7 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::provider::config::MetaKind;
+use super::provider::prompt::mentions_rate_limit;
 use super::worker::{WorkerConfig, WorkerConfigError, WorkerKind};
+use super::worker_turn::{RunEnding, WorkerRun};
 
 /// The environment variable that seeds the selector's random draws.
 pub(crate) const SEED_ENV: &str = "AGENT_RUNNER_TOOLING_SEED";
@@ -396,17 +401,21 @@ impl Choice {
             None => self.tool.clone(),
         }
     }
+
+    /// The label and why it was taken: `codex-cli gpt-5.2 (weighted)`.
+    pub fn summary(&self) -> String {
+        let why = match &self.reason {
+            Reason::Weighted => "weighted".to_owned(),
+            Reason::Forced => "forced".to_owned(),
+            Reason::Fallback { after } => format!("fallback after {after} was rate limited"),
+        };
+        format!("{} ({why})", self.label())
+    }
 }
 
 impl std::fmt::Display for Choice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {} (", self.category.name(), self.label())?;
-        match &self.reason {
-            Reason::Weighted => write!(f, "weighted")?,
-            Reason::Forced => write!(f, "forced")?,
-            Reason::Fallback { after } => write!(f, "fallback after {after} was rate limited")?,
-        }
-        write!(f, ")")
+        write!(f, "{}: {}", self.category.name(), self.summary())
     }
 }
 
@@ -490,6 +499,13 @@ pub(crate) type EnvReader = Box<dyn Fn(&str) -> Option<String> + Send>;
 /// The selector's clock.
 pub(crate) type Clock = Box<dyn Fn() -> Instant + Send>;
 
+/// Cooled candidates by `tool model`, until when.
+type Cooldowns = Arc<Mutex<HashMap<String, Instant>>>;
+
+/// Whether a candidate fits where it would be used (for a worker fallback: the sandbox
+/// already running); `Err` says why not.
+pub(crate) type Fits<'a> = &'a dyn Fn(&Candidate) -> Result<(), String>;
+
 /// Chooses candidates: weighted draws, force mode, availability, rate-limit cooldowns.
 pub struct Selector {
     profile: ToolingProfile,
@@ -498,8 +514,9 @@ pub struct Selector {
     clock: Clock,
     available: Availability,
     /// Cooled candidates by `tool model` (a rate limit is the provider's and the model's,
-    /// whichever category used it), until when.
-    cooldowns: HashMap<String, Instant>,
+    /// whichever category used it), until when; shared with the selector's
+    /// [`Selector::sibling`] (the planner's and the worker's see the same cooldowns).
+    cooldowns: Cooldowns,
 }
 
 impl std::fmt::Debug for Selector {
@@ -527,8 +544,32 @@ impl Selector {
             rng,
             clock,
             available,
-            cooldowns: HashMap::new(),
+            cooldowns: Arc::default(),
         }
+    }
+
+    /// A selector over the same profile and force that shares this one's cooldowns, with
+    /// its own draws: the worker's fallback (in the host) and the planner's calls (in the
+    /// planner) each hold one, and a rate limit either meets cools the candidate for both.
+    pub(crate) fn sibling(
+        &self,
+        rng: SplitMix64,
+        clock: Clock,
+        available: Availability,
+    ) -> Selector {
+        Selector {
+            profile: self.profile.clone(),
+            force: self.force.clone(),
+            rng,
+            clock,
+            available,
+            cooldowns: Arc::clone(&self.cooldowns),
+        }
+    }
+
+    /// Whether the force mode is on (every choice is the forced candidate).
+    pub fn forced(&self) -> bool {
+        self.force.is_some()
     }
 
     /// Whether the active profile has a block of its own for `category`.
@@ -548,16 +589,31 @@ impl Selector {
         category: Category,
         after: Option<&str>,
     ) -> Result<(Choice, Candidate), SelectError> {
+        self.choose_fitting(category, after, &|_| Ok(()))
+    }
+
+    /// [`Selector::choose`] among the candidates that `fits` accepts; the others are
+    /// named in the error with its reason, like cooling and unavailable ones.
+    pub(crate) fn choose_fitting(
+        &mut self,
+        category: Category,
+        after: Option<&str>,
+        fits: Fits<'_>,
+    ) -> Result<(Choice, Candidate), SelectError> {
         let Some((from, config)) = self.profile.category(category) else {
             return Err(SelectError::NoCategory { category });
         };
         let now = (self.clock)();
-        self.cooldowns.retain(|_, until| *until > now);
+        let cooling = {
+            let mut cooldowns = self.cooldowns.lock().unwrap_or_else(|e| e.into_inner());
+            cooldowns.retain(|_, until| *until > now);
+            cooldowns.clone()
+        };
         let mut reasons = Vec::new();
         let mut usable: Vec<usize> = Vec::new();
         for (i, candidate) in config.candidates.iter().enumerate() {
             let label = label(candidate);
-            if let Some(until) = self.cooldowns.get(&label) {
+            if let Some(until) = cooling.get(&label) {
                 let left = until.saturating_duration_since(now);
                 reasons.push(format!(
                     "{label} is cooling down after a rate limit ({}s left)",
@@ -568,6 +624,10 @@ impl Selector {
             }
             if let Err(why) = (self.available)(from, candidate) {
                 reasons.push(format!("{label} is not available ({why})"));
+                continue;
+            }
+            if let Err(why) = fits(candidate) {
+                reasons.push(format!("{label} {why}"));
                 continue;
             }
             usable.push(i);
@@ -638,7 +698,10 @@ impl Selector {
             return false;
         }
         let until = (self.clock)() + Duration::from_secs(config.cooldown_sec);
-        self.cooldowns.insert(choice.label(), until);
+        self.cooldowns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(choice.label(), until);
         true
     }
 }
@@ -698,6 +761,191 @@ impl std::fmt::Display for WorkerCandidateError {
 }
 
 impl std::error::Error for WorkerCandidateError {}
+
+/// Lines from the end of a worker run's stderr, stdout and final message that are searched
+/// for a rate limit: a CLI's own error comes last, while the agent's work above it (build
+/// logs, code it printed) may well mention a quota or contain `429`.
+const RATE_LIMIT_LINES: usize = 5;
+/// The longest quote of that line kept for the timeline, in characters.
+const EVIDENCE_CHARS: usize = 200;
+
+/// The line of a worker run's output that says its provider refused for a rate limit or
+/// an exhausted quota, if one does, by the rule planner CLIs are judged by
+/// ([`mentions_rate_limit`]). Only a run that exited non-zero counts (a CLI that finished
+/// its turn was not stopped by a limit), and only the last lines of each stream and of
+/// the final message.
+pub(crate) fn worker_rate_limit(run: &WorkerRun) -> Option<String> {
+    if run.ending != RunEnding::Exited || run.exit_code == Some(0) {
+        return None;
+    }
+    [&run.stderr_tail, &run.stdout_tail, &run.summary]
+        .into_iter()
+        .find_map(|text| {
+            text.lines()
+                .rev()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .take(RATE_LIMIT_LINES)
+                .find(|line| mentions_rate_limit(line))
+        })
+        .map(|line| super::worker::truncate_chars(line, EVIDENCE_CHARS))
+}
+
+/// The worker under `runner.tooling`: the candidate the task's runs use and, after a run
+/// that was rate limited, the switch to another. The worker is drawn before the sandbox
+/// starts (its kind decides the image), so a later run can only move to a candidate that
+/// runs in that same sandbox: the same kind, image and login, with its own model, flags
+/// and env. The others are skipped, and the timeline says so: they are not refused when
+/// the file is read, since the original's own profiles mix kinds (a Codex worker with a
+/// Claude one to fall back on).
+pub(crate) struct WorkerTooling {
+    /// Shares its cooldowns with the planner's selector.
+    selector: Selector,
+    /// `runner.worker` as written: every candidate is applied to it.
+    base: WorkerConfig,
+    /// The candidate in use, and `base` with it applied.
+    choice: Choice,
+    config: WorkerConfig,
+}
+
+impl std::fmt::Debug for WorkerTooling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerTooling")
+            .field("choice", &self.choice)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What follows a rate-limited worker run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AfterRateLimit {
+    /// For the Task Note's timeline: the candidate the next runs use and why, or why the
+    /// same one again.
+    pub line: String,
+    /// `runner.worker` for the next runs, when another candidate takes over.
+    pub switch_to: Option<WorkerConfig>,
+}
+
+impl WorkerTooling {
+    /// `choice` was drawn and applied to `base` (`runner.worker` as written), giving
+    /// `config`, the worker the sandbox is made for.
+    pub(crate) fn new(
+        selector: Selector,
+        base: WorkerConfig,
+        choice: Choice,
+        config: WorkerConfig,
+    ) -> WorkerTooling {
+        WorkerTooling {
+            selector,
+            base,
+            choice,
+            config,
+        }
+    }
+
+    /// The candidate the next run uses.
+    pub(crate) fn choice(&self) -> &Choice {
+        &self.choice
+    }
+
+    /// After `run`, made with the current candidate: when its output says it was rate
+    /// limited, the candidate cools down and another one that runs in this sandbox takes
+    /// over (drawn by weight, as ever). A forced worker never falls back, nor does a
+    /// category with `fallbackOnRateLimit: false`; then, or when no other candidate fits
+    /// or is free, the same one runs again and the planner decides, as without tooling.
+    /// `None` when the run was not rate limited.
+    pub(crate) fn after_run(&mut self, run: &WorkerRun) -> Option<AfterRateLimit> {
+        let evidence = worker_rate_limit(run)?;
+        let limited = self.choice.label();
+        let said = format!("{} with {limited} was rate limited ({evidence})", run.id);
+        let stays = |why: &str| {
+            Some(AfterRateLimit {
+                line: format!("tooling: {said}; no fallback: {why}"),
+                switch_to: None,
+            })
+        };
+        if self.selector.forced() {
+            return stays(
+                "the worker is forced (`force.enabled`), and a forced candidate is always used",
+            );
+        }
+        if !self.selector.rate_limited(&self.choice) {
+            return stays("`fallbackOnRateLimit` is false for `worker`");
+        }
+        let (base, current) = (&self.base, &self.config);
+        let fits = |candidate: &Candidate| same_sandbox(base, current, candidate).map(|_| ());
+        let chosen = self
+            .selector
+            .choose_fitting(Category::Worker, Some(&limited), &fits)
+            .map_err(|e| e.to_string())
+            .and_then(|(choice, candidate)| {
+                same_sandbox(base, current, &candidate).map(|config| (choice, config))
+            });
+        match chosen {
+            Ok((choice, config)) => {
+                let mut line = format!("tooling: {said}; the next runs use {}", choice.summary());
+                let skipped = self.unfit();
+                if !skipped.is_empty() {
+                    line.push_str(&format!(
+                        "; skipped, as they need another sandbox: {}",
+                        skipped.join("; ")
+                    ));
+                }
+                self.choice = choice;
+                self.config = config.clone();
+                Some(AfterRateLimit {
+                    line,
+                    switch_to: Some(config),
+                })
+            }
+            Err(why) => stays(&why),
+        }
+    }
+
+    /// The worker candidates that cannot run in this sandbox, each with why.
+    fn unfit(&self) -> Vec<String> {
+        self.selector
+            .category(Category::Worker)
+            .map(|config| {
+                config
+                    .candidates
+                    .iter()
+                    .filter_map(|c| {
+                        same_sandbox(&self.base, &self.config, c)
+                            .err()
+                            .map(|why| format!("{} {why}", label(c)))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// `candidate` applied to `base`, if it runs in the sandbox made for `current`: the same
+/// worker kind, image and login (what the sandbox was started with; the model, flags and
+/// env go with each run). Else why not, after the candidate's label.
+fn same_sandbox(
+    base: &WorkerConfig,
+    current: &WorkerConfig,
+    candidate: &Candidate,
+) -> Result<WorkerConfig, String> {
+    let applied = apply_worker(base, candidate)
+        .map_err(|e| format!("cannot be applied to `runner.worker` ({e})"))?;
+    let image = super::images::image_of;
+    if applied.kind != current.kind
+        || image(&applied) != image(current)
+        || applied.auth_path != current.auth_path
+    {
+        return Err(format!(
+            "needs another sandbox ({} in {}; this one is for {} in {})",
+            applied.kind.name(),
+            image(&applied),
+            current.kind.name(),
+            image(current)
+        ));
+    }
+    Ok(applied)
+}
 
 /// The real availability check: a planner `openai-chat` candidate needs its API key
 /// variable set, a planner CLI its program on PATH (or at its path); `mock` and worker
@@ -1119,5 +1367,285 @@ mod tests {
             .is_ok()
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn worker_run(id: &str, exit_code: i32, stderr: &str) -> WorkerRun {
+        WorkerRun {
+            id: id.into(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            duration_ms: 1,
+            exit_code: Some(exit_code),
+            ending: RunEnding::Exited,
+            stdout_tail: String::new(),
+            stderr_tail: stderr.into(),
+            summary: String::new(),
+            files_changed: Vec::new(),
+            diff_stat: String::new(),
+            error: None,
+            refused: Vec::new(),
+            candidate: None,
+        }
+    }
+
+    const LIMITED: &str = "ERROR: 429 Too Many Requests: usage limit reached";
+
+    /// The default image of a worker kind.
+    fn image(kind: WorkerKind) -> String {
+        crate::runner::images::image_of(&WorkerConfig {
+            kind,
+            ..WorkerConfig::default()
+        })
+    }
+
+    /// A profile whose `worker` block has these candidates (and a `meta` one, `mock`).
+    fn worker_profile(candidates: Value, extra: Value) -> ToolingConfig {
+        let mut worker = serde_json::json!({"cooldownSec": 30, "candidates": candidates});
+        if let (Some(w), Some(e)) = (worker.as_object_mut(), extra.as_object()) {
+            w.extend(e.clone());
+        }
+        config(
+            &serde_json::json!({"profiles": {"p": {
+                "meta": {"candidates": [{"tool": "mock"}]}, "worker": worker}}})
+            .to_string(),
+        )
+    }
+
+    /// The worker tooling of a task whose first draw took candidate `index` (as the
+    /// setup does: applied to `runner.worker`, the default Codex one here).
+    fn worker_tooling(
+        config: &ToolingConfig,
+        index: usize,
+        seed: u64,
+        clock: Clock,
+    ) -> WorkerTooling {
+        let selector = Selector::new(config, SplitMix64::new(seed), clock, all_available());
+        let candidate = selector.category(Category::Worker).unwrap().candidates[index].clone();
+        let base = WorkerConfig::default();
+        let applied = apply_worker(&base, &candidate).unwrap();
+        let choice = Choice {
+            category: Category::Worker,
+            from: Category::Worker,
+            index,
+            tool: candidate.tool.clone(),
+            model: candidate.model.clone(),
+            reason: Reason::Weighted,
+        };
+        WorkerTooling::new(selector, base, choice, applied)
+    }
+
+    #[test]
+    fn a_worker_run_is_rate_limited_when_it_failed_saying_so_at_its_end() {
+        let limited = worker_run("run-1", 1, &format!("starting\n{LIMITED}\n"));
+        assert_eq!(worker_rate_limit(&limited).as_deref(), Some(LIMITED));
+        // The planner CLIs' rule: quota and "rate limit" too, in any case.
+        for text in [
+            "You exceeded your current QUOTA",
+            "Rate-limit hit, retry later",
+        ] {
+            assert!(
+                worker_rate_limit(&worker_run("r", 1, text)).is_some(),
+                "{text}"
+            );
+        }
+        // Claude's result envelope on stdout, as its final message.
+        let mut claude = worker_run("r", 1, "");
+        claude.stdout_tail =
+            r#"{"type":"result","is_error":true,"result":"API Error: Rate limit reached"}"#.into();
+        assert!(worker_rate_limit(&claude).is_some());
+        let mut summary = worker_run("r", 1, "");
+        summary.summary = "Codex stopped: you have hit your usage quota".into();
+        assert!(worker_rate_limit(&summary).is_some());
+        // A run that finished its turn was not stopped by a limit, whatever it printed.
+        assert_eq!(worker_rate_limit(&worker_run("r", 0, LIMITED)), None);
+        let mut timed_out = worker_run("r", 124, LIMITED);
+        timed_out.ending = RunEnding::TimedOut;
+        assert_eq!(worker_rate_limit(&timed_out), None);
+        assert_eq!(
+            worker_rate_limit(&worker_run("r", 1, "segmentation fault")),
+            None
+        );
+        // The agent's work above the CLI's last lines may mention quotas or 429 freely.
+        let buried = format!(
+            "test quota::refill ... FAILED at line 429\n{}",
+            "step\n".repeat(5)
+        );
+        assert_eq!(worker_rate_limit(&worker_run("r", 1, &buried)), None);
+        let long = worker_run("r", 1, &format!("429 {}", "x".repeat(1000)));
+        assert!(worker_rate_limit(&long).unwrap().chars().count() <= EVIDENCE_CHARS + 1);
+    }
+
+    #[test]
+    fn a_rate_limited_worker_falls_back_to_a_candidate_of_the_same_sandbox() {
+        let config = worker_profile(
+            serde_json::json!([
+                {"tool": "codex-cli", "model": "a", "weight": 10},
+                {"tool": "claude-code", "model": "c", "weight": 1000},
+                {"tool": "codex-cli", "model": "b", "weight": 1, "env": {"X": "1"}},
+                {"tool": "codex-cli", "model": "d", "weight": 1}]),
+            Value::Null,
+        );
+        let mut next = Vec::new();
+        for seed in 0..40 {
+            let (_, clock) = FakeClock::new();
+            let mut tooling = worker_tooling(&config, 0, seed, clock);
+            let after = tooling.after_run(&worker_run("run-1", 1, LIMITED)).unwrap();
+            let worker = after
+                .switch_to
+                .expect("a candidate of the same kind takes over");
+            assert_eq!(worker.kind, WorkerKind::CodexCli, "never the Claude one");
+            assert!(
+                after.line.starts_with(&format!(
+                    "tooling: run-1 with codex-cli a was rate limited ({LIMITED}); the next runs use codex-cli "
+                )) && after.line.contains("(fallback after codex-cli a was rate limited)")
+                    && after.line.ends_with(&format!(
+                        "; skipped, as they need another sandbox: claude-code c needs another sandbox (claude-code in {}; this one is for codex-cli in {})",
+                        image(WorkerKind::ClaudeCode),
+                        image(WorkerKind::CodexCli)
+                    )),
+                "{}",
+                after.line
+            );
+            assert_eq!(tooling.choice().model, worker.model);
+            assert_eq!(
+                tooling.choice().reason,
+                Reason::Fallback {
+                    after: "codex-cli a".into()
+                }
+            );
+            next.push(worker.model.clone());
+            // The same seed, the same fallback.
+            let (_, clock) = FakeClock::new();
+            let again = worker_tooling(&config, 0, seed, clock)
+                .after_run(&worker_run("run-1", 1, LIMITED))
+                .unwrap();
+            assert_eq!(again.switch_to.and_then(|w| w.model), worker.model);
+        }
+        assert!(next.contains(&Some("b".into())) && next.contains(&Some("d".into())));
+        assert!(!next.contains(&Some("a".into())), "a is cooling down");
+    }
+
+    #[test]
+    fn with_no_other_candidate_for_the_sandbox_the_worker_stays_and_the_line_says_why() {
+        let config = worker_profile(
+            serde_json::json!([
+                {"tool": "codex-cli", "model": "a"},
+                {"tool": "codex-cli", "model": "b"},
+                {"tool": "gemini-cli", "model": "g"}]),
+            Value::Null,
+        );
+        let (time, clock) = FakeClock::new();
+        let mut tooling = worker_tooling(&config, 0, 1, clock);
+        assert_eq!(
+            tooling.after_run(&worker_run("run-1", 1, "boom")),
+            None,
+            "not a rate limit"
+        );
+        let first = tooling.after_run(&worker_run("run-2", 1, LIMITED)).unwrap();
+        assert_eq!(first.switch_to.and_then(|w| w.model).as_deref(), Some("b"));
+        let stay = tooling.after_run(&worker_run("run-3", 1, LIMITED)).unwrap();
+        assert_eq!(stay.switch_to, None);
+        assert_eq!(
+            stay.line,
+            format!(
+                "tooling: run-3 with codex-cli b was rate limited ({LIMITED}); no fallback: runner.tooling: no `worker` candidate can be used now: codex-cli a is cooling down after a rate limit (30s left); codex-cli b is cooling down after a rate limit (30s left); gemini-cli g needs another sandbox (gemini-cli in {}; this one is for codex-cli in {})",
+                image(WorkerKind::GeminiCli),
+                image(WorkerKind::CodexCli)
+            )
+        );
+        assert_eq!(
+            tooling.choice().model.as_deref(),
+            Some("b"),
+            "the same one again"
+        );
+        // Once a's cooldown is over, the next limit moves back to it.
+        time.advance(Duration::from_secs(31));
+        let back = tooling.after_run(&worker_run("run-4", 1, LIMITED)).unwrap();
+        assert_eq!(back.switch_to.and_then(|w| w.model).as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn a_forced_worker_never_falls_back_nor_cools_down() {
+        let mut config = worker_profile(
+            serde_json::json!([{"tool": "codex-cli", "model": "a"}, {"tool": "codex-cli", "model": "b"}]),
+            Value::Null,
+        );
+        config.force = Some(ForceSpec {
+            enabled: true,
+            tool: Some("codex-cli".into()),
+            model: Some("a".into()),
+        });
+        let (_, clock) = FakeClock::new();
+        let mut tooling = worker_tooling(&config, 0, 1, clock);
+        for run in ["run-1", "run-2"] {
+            let after = tooling.after_run(&worker_run(run, 1, LIMITED)).unwrap();
+            assert_eq!(after.switch_to, None);
+            assert!(
+                after.line.ends_with(
+                    "no fallback: the worker is forced (`force.enabled`), and a forced candidate is always used"
+                ),
+                "{}",
+                after.line
+            );
+        }
+        assert!(
+            tooling.selector.cooldowns.lock().unwrap().is_empty(),
+            "a forced candidate is not cooled down"
+        );
+    }
+
+    #[test]
+    fn without_fallback_on_rate_limit_the_worker_stays() {
+        let config = worker_profile(
+            serde_json::json!([{"tool": "codex-cli", "model": "a"}, {"tool": "codex-cli", "model": "b"}]),
+            serde_json::json!({"fallbackOnRateLimit": false}),
+        );
+        let (_, clock) = FakeClock::new();
+        let mut tooling = worker_tooling(&config, 0, 1, clock);
+        let after = tooling.after_run(&worker_run("run-1", 1, LIMITED)).unwrap();
+        assert_eq!(after.switch_to, None);
+        assert!(
+            after
+                .line
+                .ends_with("no fallback: `fallbackOnRateLimit` is false for `worker`"),
+            "{}",
+            after.line
+        );
+    }
+
+    #[test]
+    fn a_worker_rate_limit_cools_the_same_tool_and_model_for_the_planner() {
+        let config = config(
+            r#"{"profiles": {"p": {
+                "meta": {"cooldownSec": 30, "candidates": [
+                    {"tool": "codex-cli", "model": "gpt-5.2", "weight": 1000}, {"tool": "mock"}]},
+                "worker": {"cooldownSec": 30, "candidates": [
+                    {"tool": "codex-cli", "model": "gpt-5.2"}, {"tool": "codex-cli", "model": "m"}]}}}}"#,
+        );
+        let (_, clock) = FakeClock::new();
+        let mut planner = Selector::new(&config, SplitMix64::new(2), clock, all_available());
+        let (_, clock) = FakeClock::new();
+        let sibling = planner.sibling(SplitMix64::new(2), clock, all_available());
+        let base = WorkerConfig::default();
+        let candidate = sibling.category(Category::Worker).unwrap().candidates[0].clone();
+        let choice = Choice {
+            category: Category::Worker,
+            from: Category::Worker,
+            index: 0,
+            tool: candidate.tool.clone(),
+            model: candidate.model.clone(),
+            reason: Reason::Weighted,
+        };
+        let applied = apply_worker(&base, &candidate).unwrap();
+        let mut worker = WorkerTooling::new(sibling, base, choice, applied);
+        assert!(
+            (0..20).any(|_| planner.choose(Category::Meta, None).unwrap().0.tool == "codex-cli")
+        );
+        let after = worker.after_run(&worker_run("run-1", 1, LIMITED)).unwrap();
+        assert!(after.switch_to.is_some());
+        assert!(
+            (0..50).all(|_| planner.choose(Category::Meta, None).unwrap().0.tool == "mock"),
+            "the planner's codex-cli gpt-5.2 cools down with the worker's"
+        );
     }
 }

@@ -91,6 +91,10 @@ pub struct WorkerRun {
     /// changed), one sentence each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<String>,
+    /// The `runner.tooling` worker candidate this run used and why it was chosen
+    /// (`codex-cli gpt-5.2 (weighted)`); set by the host, absent without tooling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<String>,
 }
 
 /// Everything one turn needs besides the sandbox.
@@ -176,6 +180,7 @@ pub fn run_worker(
         diff_stat,
         error: None,
         refused: turn.invocation.refused.clone(),
+        candidate: None,
     };
     match outcome {
         Ok(output) => fill_from_output(&mut run, &output, turn.config),

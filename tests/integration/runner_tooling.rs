@@ -2,7 +2,9 @@
 //! misspelt camelCase key is refused at its line, and a task run through the binary whose
 //! first planner candidate is rate limited (a loopback OpenAI-compatible server answering
 //! 429) falls back to the next candidate, completes, and records the fallback; the worker
-//! candidate's `env` reaches the worker.
+//! candidate's `env` reaches the worker. A worker run that a stand-in Codex CLI (first on
+//! PATH) fails with a rate limit moves the next run to another Codex candidate (never to
+//! the Claude one, which would need another image), unless the worker is forced.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -323,5 +325,218 @@ fn a_cli_that_says_it_is_rate_limited_falls_back_under_force_mode() {
     assert_eq!(
         call.exchanges[0].choice.as_ref().unwrap().to_string(),
         "plan: mock (forced)"
+    );
+}
+
+/// A stand-in Codex CLI: the model `gpt-limited` has no quota left (it fails the way
+/// Codex does, on stderr, exit 1); any other model does the work. Each run appends its
+/// model to `models.log` beside the repository.
+const STAND_IN_CODEX: &str = r#"#!/bin/sh
+cat > /dev/null
+model=; dir=.
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -m) model=$2; shift ;;
+    -C) dir=$2; shift ;;
+  esac
+  shift
+done
+echo "$model" >> "$dir/../models.log"
+if [ "$model" = gpt-limited ]; then
+  echo 'ERROR: exceeded retry limit, last status: 429 Too Many Requests' >&2
+  exit 1
+fi
+printf 'Hello, world!\n' > "$dir/hello.txt"
+printf '{"type":"item.completed","item":{"type":"agent_message","text":"Wrote hello.txt (%s, SPARE=%s)."}}\n' "$model" "$SPARE"
+"#;
+
+/// What a run of [`run_worker_fallback`] left.
+struct FallbackRun {
+    /// The fixture (removed when dropped).
+    dir: TempDir,
+    output: Output,
+    result: Value,
+    note: String,
+    /// The model of each worker run, in order.
+    models: Vec<String>,
+}
+
+/// Runs a Codex-worker task whose `runner.tooling` worker candidates are the limited
+/// Codex model (drawn first), a Claude one and a spare Codex model, with `force` added
+/// when given.
+fn run_worker_fallback(name: &str, force: &str) -> FallbackRun {
+    let dir = TempDir::new(name);
+    crate::support::git_repo(&dir.path().join("repo"), &[("README.md", "# repo\n")]);
+    write_script(&dir.path().join("bin/codex"), STAND_IN_CODEX);
+    let task = format!(
+        "version: 1
+task:
+  id: {name}
+  title: Say hello
+  repo: repo
+  prd:
+    text: |
+      - hello.txt says hello
+  test:
+    command: 'grep -q Hello hello.txt'
+    timeout_sec: 30
+runner:
+  max_loops: 3
+  meta: {{kind: mock}}
+  worker:
+    kind: codex-cli
+    max_run_time_sec: 30
+  tooling:
+    profiles:
+      balanced:
+        meta:
+          candidates: [{{tool: mock}}]
+        worker:
+          cooldownSec: 600
+          candidates:
+            - {{tool: codex-cli, model: gpt-limited, weight: 1000}}
+            - {{tool: claude-code, model: haiku, weight: 1}}
+            - {{tool: codex-cli, model: gpt-spare, weight: 1, env: {{SPARE: yes}}}}
+{force}"
+    );
+    std::fs::write(dir.path().join("task.yaml"), task).unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let output = Command::new(binary())
+        .args([
+            "task.yaml",
+            "--unsafe-local",
+            "--result-file",
+            "result.json",
+        ])
+        .current_dir(dir.path())
+        .env(
+            "PATH",
+            format!("{}:{path}", dir.path().join("bin").display()),
+        )
+        // The worker's login, for preflight (the stand-in needs none).
+        .env("CODEX_API_KEY", "stand-in-key")
+        // With weights 1000:1:1 this seed draws the limited model first (the run below
+        // would not be rate limited otherwise, and the test fails on the models).
+        .env("AGENT_RUNNER_TOOLING_SEED", "1")
+        .env_remove("AGENT_RUNNER_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let result = std::fs::read_to_string(dir.path().join("result.json"))
+        .map(|text| serde_json::from_str(&text).unwrap())
+        .unwrap_or_else(|e| panic!("no result ({e}): {}", stderr(&output)));
+    let note = std::fs::read_to_string(
+        dir.path()
+            .join(format!("repo/.agent-runner/task-{name}.md")),
+    )
+    .unwrap();
+    let models = std::fs::read_to_string(dir.path().join("models.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    FallbackRun {
+        dir,
+        output,
+        result,
+        note,
+        models,
+    }
+}
+
+#[test]
+fn a_rate_limited_worker_run_moves_the_next_run_to_a_candidate_of_the_same_image() {
+    let FallbackRun {
+        dir,
+        output: o,
+        result,
+        note,
+        models,
+    } = run_worker_fallback("worker-fallback", "");
+    assert_eq!(
+        models,
+        ["gpt-limited", "gpt-spare"],
+        "the second run used the spare Codex model: {note}"
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(result["status"], "complete", "{result}");
+    // Each run names its candidate, in the result and the note.
+    assert_eq!(
+        result["runs"][0]["candidate"],
+        "codex-cli gpt-limited (weighted)"
+    );
+    assert_eq!(
+        result["runs"][1]["candidate"],
+        "codex-cli gpt-spare (fallback after codex-cli gpt-limited was rate limited)"
+    );
+    assert!(
+        note.contains(
+            "- Worker candidate: codex-cli gpt-spare (fallback after codex-cli gpt-limited was rate limited)"
+        ),
+        "{note}"
+    );
+    // The switch is in the timeline: which run, what it said, the candidate that takes
+    // over, and the one skipped because it needs another image.
+    assert!(
+        note.contains("- tooling: worker: codex-cli gpt-limited (weighted)"),
+        "{note}"
+    );
+    assert!(
+        note.contains(
+            "- tooling: run-1 with codex-cli gpt-limited was rate limited (ERROR: exceeded retry limit, last status: 429 Too Many Requests); the next runs use codex-cli gpt-spare (fallback after codex-cli gpt-limited was rate limited); skipped, as they need another sandbox: claude-code haiku needs another sandbox (claude-code in agent-runner-claude:"
+        ),
+        "{note}"
+    );
+    // The run record names the candidate too; the spare's `env` reached its run.
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            dir.path()
+                .join("repo/.agent-runner/task-worker-fallback/runs/run-2/run.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        record["candidate"],
+        "codex-cli gpt-spare (fallback after codex-cli gpt-limited was rate limited)"
+    );
+    assert!(
+        record["env_names"]
+            .as_array()
+            .is_some_and(|names| names.iter().any(|n| n == "SPARE")),
+        "{record}"
+    );
+    assert!(
+        result["runs"][1]["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("gpt-spare, SPARE=yes")),
+        "{result}"
+    );
+}
+
+#[test]
+fn a_forced_worker_is_not_switched_after_a_rate_limit() {
+    let FallbackRun {
+        output: o,
+        result,
+        note,
+        models,
+        ..
+    } = run_worker_fallback("worker-forced", "    force: {enabled: true}\n");
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_ne!(result["status"], "complete", "{result}");
+    assert_eq!(
+        models, ["gpt-limited"; 3],
+        "every run used the forced model: {note}"
+    );
+    assert!(
+        note.contains("- tooling: worker: codex-cli gpt-limited (forced)"),
+        "{note}"
+    );
+    assert!(
+        note.contains(
+            "- tooling: run-3 with codex-cli gpt-limited was rate limited (ERROR: exceeded retry limit, last status: 429 Too Many Requests); no fallback: the worker is forced (`force.enabled`), and a forced candidate is always used"
+        ),
+        "{note}"
     );
 }

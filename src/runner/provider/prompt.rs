@@ -225,7 +225,9 @@ impl std::fmt::Display for ProviderError {
 
 impl std::error::Error for ProviderError {}
 
-fn mentions_rate_limit(text: &str) -> bool {
+/// Whether a CLI's error text says it was rate limited or out of quota. The one rule for
+/// planner CLIs here and for worker runs (`tooling::worker_rate_limit`).
+pub(crate) fn mentions_rate_limit(text: &str) -> bool {
     let text = text.to_ascii_lowercase();
     [
         "rate limit",
