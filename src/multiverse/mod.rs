@@ -18,6 +18,7 @@
 //!   FIFO by the time they became ready).
 //! - `chat`: a chat turn's planner call (`plan_patch` through the runner's planner, the
 //!   caller's check in the retry loop), its request bounded; the session's messages.
+//!   `chat_log`: the sessions on disk (`chat/<session>.jsonl`, synced, a torn line cut).
 //! - `clock`: wall time behind a trait (a manual clock in tests); `events`: the event
 //!   fan-out to the HTTP stream and the command line, dropping a subscriber that stalls.
 //! - `control`: the chat's control words (stop, pause, resume, status; English and
@@ -27,6 +28,7 @@
 //!   removed) and its end read from the exit code and result JSON.
 
 pub(crate) mod chat;
+pub(crate) mod chat_log;
 pub(crate) mod clock;
 pub(crate) mod control;
 pub(crate) mod events;
@@ -41,6 +43,7 @@ pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
     ask as ask_plan_patch, request as chat_request,
 };
+pub use chat_log::{ChatLog, ChatLogError};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use control::{Control, control_word};
 pub use events::EventHub;
