@@ -26,6 +26,12 @@
 //! - `executor`: one attempt: the task file for `agent-runner`, its process (output to
 //!   files in `runs/<task>/<n>/`), its stop (TERM, grace, KILL and the task's containers
 //!   removed) and its end read from the exit code and result JSON.
+//! - `plan`: the plan's invariants as typed findings (`Plan::check`: WBS placement,
+//!   parents, own ancestors, unknown and cyclic dependencies), and the walks over it
+//!   (dependents, topological order, the WBS depth first, a subtree); linear and iterative.
+//! - `patch`: the planner's `plan_patch` (strict types, its JSON Schema in
+//!   `schemas/multiverse/plan_patch.schema.json`) and `apply`, a pure function giving the
+//!   new plan and a summary, or every reason it cannot apply; never half a patch.
 
 pub(crate) mod chat;
 pub(crate) mod chat_log;
@@ -38,6 +44,8 @@ pub(crate) mod lifecycle;
 pub(crate) mod model;
 pub(crate) mod pools;
 pub(crate) mod registry;
+pub(crate) mod patch;
+pub(crate) mod plan;
 
 pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
@@ -63,3 +71,12 @@ pub use model::{
     WorkspaceState,
 };
 pub use pools::{Pools, ReadyTask, UnknownPool, pick};
+pub use patch::{
+    Conflict, Create, Created, Delete, DetailedQuestion, ImplHints, InvalidPatchReply, Location,
+    MAX_CONFLICTS, MAX_ITEM_CHARS, MAX_ITEMS, MAX_OPERATIONS, MAX_PLAN_TASKS, MAX_QUESTIONS,
+    MAX_TEMP_ID_CHARS, MAX_TEXT_CHARS, MAX_TITLE_CHARS, Move, Operation, PLAN_PATCH_VERSION,
+    PatchContext, PatchError, PatchErrors, PatchProblem, PatchSummary, PlanPatch, PlannedConflict,
+    PlannedQuestion, Position, Question, RemovedDependency, Update, apply,
+    generated_plan_patch_schema, plan_patch_schema,
+};
+pub use plan::{MAX_CYCLES_REPORTED, PlanFinding};
