@@ -41,6 +41,14 @@ fn task_schema_is_fresh() {
 }
 
 #[test]
+fn plan_patch_schema_is_fresh() {
+    check(
+        "schemas/multiverse/plan_patch.schema.json",
+        &code_intel::multiverse::generated_plan_patch_schema().expect("the schema encodes"),
+    );
+}
+
+#[test]
 fn lint_docs_are_fresh() {
     check("docs/lints.md", &code_intel::diagnostic::codes::markdown());
 }

@@ -12,7 +12,8 @@
 //!   diagnostics; `clean.yml` must produce none. They run in-process and through the binary
 //!   in every output format.
 //! - `generated`: checked-in generated files must equal what the code generates:
-//!   `schemas/contract.schema.json` (`contract::generated_schema`) and `docs/lints.md`
+//!   `schemas/contract.schema.json` (`contract::generated_schema`),
+//!   `schemas/multiverse/plan_patch.schema.json` (`multiverse::generated_plan_patch_schema`) and `docs/lints.md`
 //!   (`diagnostic::codes::markdown`, from the code registry and the rule docs).
 //!   `UPDATE_GENERATED=1 cargo test` rewrites them; review and commit the diff. Every file
 //!   in `contracts/` must load with no diagnostic at all.
@@ -143,6 +144,13 @@
 //!   (once or twice) leaves no container, env values are on no command line; the real
 //!   Codex CLI and Claude Code each complete a task in a container against a scripted model
 //!   on the Docker bridge; `image build` prints, builds and refuses clearly.
+//! - `multiverse_plan`: Multiverse's plan invariants (`Plan::check`: every finding by its
+//!   key, a 10,000-deep chain, a 1,000-task plan timed) and its `plan_patch`: the cases of
+//!   `tests/fixtures/multiverse/patches/*.json` (a cycle, an unknown parent, a deleted
+//!   running task, forward references, ...) apply to the stated plan and summary or are
+//!   refused with exactly the stated reasons; schema and types judge replies alike;
+//!   property tests of random patch sequences keep the plan valid, a refused patch changes
+//!   nothing, creates undone by deletes give the plan back.
 //! - `docs_map`: `docs/ARCHITECTURE.md` names every top-level module and binary, and this
 //!   list names every module.
 //! - `history`: every bug id cited anywhere is listed in `docs/history.md`, none bare.
@@ -180,6 +188,7 @@ mod model_install;
 mod multiverse_executor;
 mod multiverse_http;
 mod multiverse_lifecycle;
+mod multiverse_plan;
 mod properties;
 mod runner_docker;
 mod runner_planner;
