@@ -5,7 +5,7 @@
 //! nothing, a dependency cycle, a design whose id is not its key) and returns them as typed
 //! findings, each a stable key and the ids involved. Every stage is linear in the size of
 //! the plan and iterative, so a 10,000-deep chain neither slows it down nor overflows the
-//! stack. The original checked none of this (digest §10.2, §17 M13/M14).
+//! stack. The original checked none of this (digest §10.2; AR-M13, AR-M14).
 
 use std::collections::{HashMap, HashSet};
 

@@ -126,7 +126,10 @@ fn every_broken_invariant_is_found_with_its_key_and_ids() {
             ids: vec![id("a"), id("b")]
         }
     );
-    assert_eq!(findings[3], PlanFinding::DependencyCycle { ids: vec![id("s")] });
+    assert_eq!(
+        findings[3],
+        PlanFinding::DependencyCycle { ids: vec![id("s")] }
+    );
     assert_eq!(findings[0].ids(), [&id("a"), &id("ghost")]);
     assert!(plan.topological_order().is_none());
     assert_eq!(findings[2].to_string(), "dependency cycle: a → b → a");
@@ -175,6 +178,8 @@ fn every_broken_invariant_is_found_with_its_key_and_ids() {
 /// A chain 10,000 deep, in the WBS and in the dependencies: no recursion to overflow, and
 /// the cycle that closes it is reported whole.
 #[test]
+// The time taken is the test's report.
+#[allow(clippy::print_stdout)]
 fn a_ten_thousand_deep_chain_checks_without_recursion() {
     let n = 10_000;
     let ids: Vec<TaskId> = (0..n).map(|i| id(&format!("t{i}"))).collect();
@@ -186,7 +191,8 @@ fn a_ten_thousand_deep_chain_checks_without_recursion() {
         } else {
             vec![ids[i - 1].as_str()]
         };
-        plan.tasks.insert(ids[i].clone(), design(ids[i].as_str(), &deps));
+        plan.tasks
+            .insert(ids[i].clone(), design(ids[i].as_str(), &deps));
         if i + 1 < n {
             plan.wbs
                 .children
@@ -204,7 +210,7 @@ fn a_ten_thousand_deep_chain_checks_without_recursion() {
     let findings = plan.check();
     assert_eq!(keys(&findings), ["dependency-cycle"]);
     assert_eq!(findings[0].ids().len(), n);
-    eprintln!("check of a {n}-deep chain: {took:?}");
+    println!("check of a {n}-deep chain: {took:?}");
 }
 
 /// A plan of `n` tasks: each under the root or an earlier task, depending on up to three
@@ -224,13 +230,19 @@ fn wide_plan(n: usize, seed: u64) -> Plan {
             plan.wbs.roots.push(id(&task));
         } else {
             let parent = format!("t{}", rng.below(i as u64));
-            plan.wbs.children.entry(id(&parent)).or_default().push(id(&task));
+            plan.wbs
+                .children
+                .entry(id(&parent))
+                .or_default()
+                .push(id(&task));
         }
     }
     plan
 }
 
 #[test]
+// The times taken are the test's report.
+#[allow(clippy::print_stdout)]
 fn a_thousand_task_plan_checks_and_patches_quickly() {
     let plan = wide_plan(1_000, 7);
     assert_eq!(plan.check(), vec![]);
@@ -244,7 +256,11 @@ fn a_thousand_task_plan_checks_and_patches_quickly() {
     // A patch of the largest size: 200 operations.
     let operations: Vec<Operation> = (0..200)
         .map(|i| match i % 4 {
-            0 => Operation::Create(create(&format!("c{i}"), Some(&format!("t{i}")), &[&format!("t{}", i + 1)])),
+            0 => Operation::Create(create(
+                &format!("c{i}"),
+                Some(&format!("t{i}")),
+                &[&format!("t{}", i + 1)],
+            )),
             1 => Operation::Update(Update {
                 task_id: format!("t{i}"),
                 title: Some(format!("renamed {i}")),
@@ -273,7 +289,7 @@ fn a_thousand_task_plan_checks_and_patches_quickly() {
     assert_eq!(patched.check(), vec![]);
     assert_eq!(summary.created.len(), 50);
     assert_eq!(summary.deleted.len(), 50);
-    eprintln!(
+    println!(
         "1,000-task plan: check {best:?} (best of 20), a 200-operation patch applied in {apply_took:?}"
     );
     // Generous for an unoptimised build on a shared machine; the release figure is printed.
@@ -315,7 +331,12 @@ fn fixture_plan(entries: &Value) -> Plan {
         plan.tasks.insert(id(task), design(task, &deps));
         match entry["parent"].as_str() {
             None => plan.wbs.roots.push(id(task)),
-            Some(parent) => plan.wbs.children.entry(id(parent)).or_default().push(id(task)),
+            Some(parent) => plan
+                .wbs
+                .children
+                .entry(id(parent))
+                .or_default()
+                .push(id(task)),
         }
     }
     assert_eq!(plan.check(), vec![], "a fixture's plan must be valid");
@@ -364,11 +385,16 @@ fn patch_fixtures_apply_or_refuse_as_stated() {
         let patch: PlanPatch = serde_json::from_value(case["patch"].clone())
             .unwrap_or_else(|e| panic!("{name}: the patch does not parse: {e}"));
         let expect = &case["expect"];
-        match (apply(&plan, &patch, &context(&running)), expect.get("errors")) {
+        match (
+            apply(&plan, &patch, &context(&running)),
+            expect.get("errors"),
+        ) {
             (Err(errors), Some(expected)) => {
                 let got = serde_json::to_value(&errors).unwrap();
                 if got != *expected {
-                    failures.push(format!("{name}: errors\n  got      {got}\n  expected {expected}"));
+                    failures.push(format!(
+                        "{name}: errors\n  got      {got}\n  expected {expected}"
+                    ));
                 }
                 // Every reason is in the text the chat shows.
                 let text = errors.to_string();
@@ -423,7 +449,10 @@ fn applied_designs_carry_the_patch_fields_and_the_context() {
     assert_eq!(x.acceptance_criteria, ["c1"]);
     assert_eq!((x.pool.as_str(), x.priority), ("test", -1));
     assert_eq!(x.phase.as_deref(), Some("p"));
-    assert_eq!(x.suggested_impl.as_ref().unwrap().constraints, ["no unsafe"]);
+    assert_eq!(
+        x.suggested_impl.as_ref().unwrap().constraints,
+        ["no unsafe"]
+    );
     assert_eq!(
         (x.created_by.as_str(), x.created_at.as_str()),
         ("chat:test", "2026-01-02T00:00:00Z")
@@ -553,7 +582,10 @@ fn schema_and_types_judge_replies_alike() {
     ] {
         let reply = reply(payload.clone());
         assert!(!validator.is_valid(&reply), "schema accepts {payload}");
-        assert!(PlanPatch::from_reply(&reply).is_err(), "types accept {payload}");
+        assert!(
+            PlanPatch::from_reply(&reply).is_err(),
+            "types accept {payload}"
+        );
     }
     // The envelope is checked first and named.
     let err = PlanPatch::from_reply(&json!({"type": "plan_task", "version": 1, "payload": {}}))
@@ -661,15 +693,22 @@ fn check_outcome(
         Ok((patched, summary)) => {
             assert_eq!(patched.check(), vec![], "{patch:?}");
             for running in &ctx.running {
-                assert!(patched.tasks.contains_key(running), "running {running} deleted");
+                assert!(
+                    patched.tasks.contains_key(running),
+                    "running {running} deleted"
+                );
             }
             for deleted in &summary.deleted {
                 assert!(!patched.tasks.contains_key(deleted));
-                assert!(plan.tasks.contains_key(deleted) || summary.created.iter().any(|c| c.id == *deleted));
+                assert!(
+                    plan.tasks.contains_key(deleted)
+                        || summary.created.iter().any(|c| c.id == *deleted)
+                );
             }
             for created in &summary.created {
                 assert!(
-                    patched.tasks.contains_key(&created.id) || summary.deleted.contains(&created.id)
+                    patched.tasks.contains_key(&created.id)
+                        || summary.deleted.contains(&created.id)
                 );
                 assert!(!plan.tasks.contains_key(&created.id));
             }
