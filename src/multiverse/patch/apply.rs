@@ -97,7 +97,10 @@ pub fn apply(
                         [] => Location::Patch,
                         [index] => Location::Operation {
                             index: *index,
-                            op: patch.operations[*index].name(),
+                            op: patch
+                                .operations
+                                .get(*index)
+                                .map_or("operation", Operation::name),
                         },
                         _ => Location::Operations { indices },
                     },
@@ -207,8 +210,7 @@ impl<'a> Run<'a> {
                 );
                 continue;
             }
-            // The smallest free number: the plan holds at most MAX_PLAN_TASKS ids, so this
-            // ends within that many steps.
+            // The smallest free number: each turn skips one of the plan's ids or ends.
             let id = loop {
                 n += 1;
                 match TaskId::parse(&format!("{}{n}", self.ctx.id_prefix)) {
@@ -556,7 +558,7 @@ impl<'a> Run<'a> {
             .remove(&Some(id.clone()))
             .unwrap_or_default();
         if delete.cascade {
-            for node in &doomed[1..] {
+            for node in doomed.iter().skip(1) {
                 self.work.parent.remove(node);
                 self.work.children.remove(&Some(node.clone()));
             }
