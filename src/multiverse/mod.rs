@@ -42,10 +42,10 @@ pub(crate) mod executor;
 pub(crate) mod http;
 pub(crate) mod lifecycle;
 pub(crate) mod model;
-pub(crate) mod pools;
-pub(crate) mod registry;
 pub(crate) mod patch;
 pub(crate) mod plan;
+pub(crate) mod pools;
+pub(crate) mod registry;
 
 pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
@@ -70,7 +70,6 @@ pub use model::{
     Plan, RunnerSettings, SuggestedImpl, TaskDesign, TaskId, TaskIdError, TaskRuntime, Wbs,
     WorkspaceState,
 };
-pub use pools::{Pools, ReadyTask, UnknownPool, pick};
 pub use patch::{
     Conflict, Create, Created, Delete, DetailedQuestion, ImplHints, InvalidPatchReply, Location,
     MAX_CONFLICTS, MAX_ITEM_CHARS, MAX_ITEMS, MAX_OPERATIONS, MAX_PLAN_TASKS, MAX_QUESTIONS,
@@ -80,3 +79,4 @@ pub use patch::{
     generated_plan_patch_schema, plan_patch_schema,
 };
 pub use plan::{MAX_CYCLES_REPORTED, PlanFinding};
+pub use pools::{Pools, ReadyTask, UnknownPool, pick};

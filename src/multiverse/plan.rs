@@ -7,7 +7,7 @@
 //! the plan and iterative, so a 10,000-deep chain neither slows it down nor overflows the
 //! stack. The original checked none of this (digest §10.2; AR-M13, AR-M14).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use serde::Serialize;
 
@@ -127,6 +127,39 @@ pub(crate) fn chain(ids: &[TaskId]) -> String {
     parts.join(" → ")
 }
 
+/// The plan's tasks numbered in id order, so the checks and walks run over integers and
+/// vectors: one hash per id instead of a string-comparing tree search per step, which is
+/// what keeps a 10,000-task plan as cheap per task as a 1,000-task one.
+struct Index<'a> {
+    ids: Vec<&'a TaskId>,
+    at: HashMap<&'a TaskId, usize>,
+}
+
+/// In `Index` terms: not placed anywhere, and placed under the root (or under an id that
+/// is no task, which is reported on its own).
+const UNPLACED: usize = usize::MAX;
+const TOP: usize = usize::MAX - 1;
+
+impl<'a> Index<'a> {
+    fn new(plan: &'a Plan) -> Index<'a> {
+        let ids: Vec<&TaskId> = plan.tasks.keys().collect();
+        let at = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        Index { ids, at }
+    }
+
+    fn of(&self, id: &TaskId) -> Option<usize> {
+        self.at.get(id).copied()
+    }
+
+    /// Each task's dependencies that are tasks, as numbers, in order.
+    fn dependencies(&self, plan: &Plan) -> Vec<Vec<usize>> {
+        plan.tasks
+            .values()
+            .map(|d| d.dependencies.iter().filter_map(|x| self.of(x)).collect())
+            .collect()
+    }
+}
+
 impl Plan {
     /// Every broken invariant, in a stable order (WBS findings, then dependencies, each
     /// in id order); empty for a valid plan.
@@ -140,112 +173,116 @@ impl Plan {
                 });
             }
         }
-        self.check_wbs(&mut findings);
-        self.check_dependencies(&mut findings);
+        let index = Index::new(self);
+        self.check_wbs(&index, &mut findings);
+        self.check_dependencies(&index, &mut findings);
         findings
     }
 
-    fn check_wbs(&self, findings: &mut Vec<PlanFinding>) {
-        // Each placed id → its parent (None: the root), from its first placement.
-        let mut parent_of: HashMap<&TaskId, Option<&TaskId>> =
-            HashMap::with_capacity(self.tasks.len());
-        let mut twice: Vec<&TaskId> = Vec::new();
+    fn check_wbs(&self, index: &Index<'_>, findings: &mut Vec<PlanFinding>) {
+        let n = index.ids.len();
+        // Each task's parent from its first placement (TOP: the root), UNPLACED if none.
+        let mut parent = vec![UNPLACED; n];
+        let mut twice = vec![false; n];
+        let mut not_tasks: BTreeSet<TaskId> = BTreeSet::new();
+        let mut place = |id: &'_ TaskId, under: usize| match index.of(id) {
+            Some(i) if parent[i] == UNPLACED => parent[i] = under,
+            Some(i) => twice[i] = true,
+            None => {
+                not_tasks.insert(id.clone());
+            }
+        };
         for id in &self.wbs.roots {
-            if parent_of.insert(id, None).is_some() {
-                twice.push(id);
-            }
+            place(id, TOP);
         }
-        for (parent, children) in &self.wbs.children {
-            if !self.tasks.contains_key(parent) {
-                findings.push(PlanFinding::WbsUnknownParent {
-                    parent: parent.clone(),
-                });
-            }
+        for (key, children) in &self.wbs.children {
+            let under = match index.of(key) {
+                Some(i) => i,
+                None => {
+                    findings.push(PlanFinding::WbsUnknownParent {
+                        parent: key.clone(),
+                    });
+                    TOP
+                }
+            };
             if children.is_empty() {
                 findings.push(PlanFinding::WbsEmptyChildren {
-                    parent: parent.clone(),
+                    parent: key.clone(),
                 });
             }
             for id in children {
-                if parent_of.contains_key(id) {
-                    twice.push(id);
-                } else {
-                    parent_of.insert(id, Some(parent));
-                }
+                place(id, under);
             }
         }
-        let mut reported: HashSet<&TaskId> = HashSet::new();
-        twice.sort();
-        for id in twice {
-            if reported.insert(id) {
-                findings.push(PlanFinding::TaskPlacedTwice { id: id.clone() });
+        for (i, id) in index.ids.iter().enumerate() {
+            if twice[i] {
+                findings.push(PlanFinding::TaskPlacedTwice { id: (*id).clone() });
             }
         }
-        let mut not_tasks: Vec<&TaskId> = parent_of
-            .keys()
-            .copied()
-            .filter(|id| !self.tasks.contains_key(*id))
-            .collect();
-        not_tasks.sort();
         findings.extend(
             not_tasks
                 .into_iter()
-                .map(|id| PlanFinding::WbsNodeNotATask { id: id.clone() }),
+                .map(|id| PlanFinding::WbsNodeNotATask { id }),
         );
-        for id in self.tasks.keys() {
-            if !parent_of.contains_key(id) {
-                findings.push(PlanFinding::TaskNotInWbs { id: id.clone() });
+        for (i, id) in index.ids.iter().enumerate() {
+            if parent[i] == UNPLACED {
+                findings.push(PlanFinding::TaskNotInWbs { id: (*id).clone() });
             }
         }
         // Own ancestors: walk up from every node, each node visited once overall. A walk
         // that meets a node of its own path has found a cycle.
-        #[derive(Clone, Copy, PartialEq)]
-        enum Mark {
-            OnPath,
-            Done,
-        }
-        let mut marks: HashMap<&TaskId, Mark> = HashMap::with_capacity(parent_of.len());
-        let mut starts: Vec<&TaskId> = parent_of.keys().copied().collect();
-        starts.sort();
-        let mut path: Vec<&TaskId> = Vec::new();
-        for start in starts {
+        const NEW: u8 = 0;
+        const ON_PATH: u8 = 1;
+        const DONE: u8 = 2;
+        let mut mark = vec![NEW; n];
+        let mut path: Vec<usize> = Vec::new();
+        for start in 0..n {
             path.clear();
-            let mut at = Some(start);
-            while let Some(id) = at {
-                match marks.get(id) {
-                    Some(Mark::Done) => break,
-                    Some(Mark::OnPath) => {
+            let mut at = start;
+            while at < n {
+                match mark[at] {
+                    DONE => break,
+                    ON_PATH => {
                         // `path` runs child → parent; the cycle starts where it met itself.
-                        let from = path.iter().position(|p| *p == id).unwrap_or(0);
-                        let mut ids: Vec<TaskId> =
-                            path[from..].iter().rev().map(|i| (*i).clone()).collect();
+                        let from = path.iter().position(|p| *p == at).unwrap_or(0);
+                        let mut ids: Vec<TaskId> = path[from..]
+                            .iter()
+                            .rev()
+                            .map(|i| index.ids[*i].clone())
+                            .collect();
                         rotate_to_smallest(&mut ids);
                         findings.push(PlanFinding::WbsCycle { ids });
                         break;
                     }
-                    None => {
-                        marks.insert(id, Mark::OnPath);
-                        path.push(id);
-                        at = parent_of.get(id).copied().flatten();
+                    _ => {
+                        mark[at] = ON_PATH;
+                        path.push(at);
+                        at = parent[at];
                     }
                 }
             }
-            for id in &path {
-                marks.insert(id, Mark::Done);
+            for i in &path {
+                mark[*i] = DONE;
             }
         }
     }
 
-    fn check_dependencies(&self, findings: &mut Vec<PlanFinding>) {
-        for (id, design) in &self.tasks {
-            let mut seen: HashSet<&TaskId> = HashSet::with_capacity(design.dependencies.len());
-            for dependency in &design.dependencies {
-                if !seen.insert(dependency) {
+    fn check_dependencies(&self, index: &Index<'_>, findings: &mut Vec<PlanFinding>) {
+        // `listed_by[j] == i + 1`: task j is already in task i's list (no set per task).
+        let mut listed_by = vec![0usize; index.ids.len()];
+        for (i, (id, design)) in self.tasks.iter().enumerate() {
+            for (k, dependency) in design.dependencies.iter().enumerate() {
+                let twice = match index.of(dependency) {
+                    Some(j) => std::mem::replace(&mut listed_by[j], i + 1) == i + 1,
+                    // Unknown ids are rare: a look back is enough.
+                    None => design.dependencies[..k].contains(dependency),
+                };
+                if twice {
                     findings.push(PlanFinding::DuplicateDependency {
                         task: id.clone(),
                         dependency: dependency.clone(),
                     });
-                } else if !self.tasks.contains_key(dependency) {
+                } else if index.of(dependency).is_none() {
                     findings.push(PlanFinding::UnknownDependency {
                         task: id.clone(),
                         dependency: dependency.clone(),
@@ -253,71 +290,19 @@ impl Plan {
                 }
             }
         }
+        let dependencies = index.dependencies(self);
         findings.extend(
-            self.dependency_cycles(MAX_CYCLES_REPORTED)
+            cycles(index, &dependencies, MAX_CYCLES_REPORTED)
                 .into_iter()
                 .map(|ids| PlanFinding::DependencyCycle { ids }),
         );
     }
 
     /// Up to `max` dependency cycles, each in dependency order starting at its smallest
-    /// id. An iterative depth-first search: a back edge closes a cycle, read off the stack.
+    /// id.
     pub fn dependency_cycles(&self, max: usize) -> Vec<Vec<TaskId>> {
-        #[derive(Clone, Copy, PartialEq)]
-        enum Colour {
-            Grey,
-            Black,
-        }
-        let mut colour: HashMap<&TaskId, Colour> = HashMap::with_capacity(self.tasks.len());
-        let mut cycles = Vec::new();
-        // (task, index of its next dependency to look at)
-        let mut stack: Vec<(&TaskId, usize)> = Vec::new();
-        for root in self.tasks.keys() {
-            if colour.contains_key(root) {
-                continue;
-            }
-            colour.insert(root, Colour::Grey);
-            stack.push((root, 0));
-            while let Some(top) = stack.last_mut() {
-                let (id, next) = *top;
-                let dependencies = self
-                    .tasks
-                    .get(id)
-                    .map(|d| d.dependencies.as_slice())
-                    .unwrap_or_default();
-                let Some(dependency) = dependencies.get(next) else {
-                    colour.insert(id, Colour::Black);
-                    stack.pop();
-                    continue;
-                };
-                top.1 += 1;
-                let Some((dependency, _)) = self.tasks.get_key_value(dependency) else {
-                    continue; // an unknown dependency, reported on its own
-                };
-                match colour.get(dependency) {
-                    Some(Colour::Black) => {}
-                    Some(Colour::Grey) => {
-                        if cycles.len() < max {
-                            let from = stack
-                                .iter()
-                                .position(|(s, _)| *s == dependency)
-                                .unwrap_or(0);
-                            let mut ids: Vec<TaskId> =
-                                stack[from..].iter().map(|(s, _)| (*s).clone()).collect();
-                            rotate_to_smallest(&mut ids);
-                            if !cycles.contains(&ids) {
-                                cycles.push(ids);
-                            }
-                        }
-                    }
-                    None => {
-                        colour.insert(dependency, Colour::Grey);
-                        stack.push((dependency, 0));
-                    }
-                }
-            }
-        }
-        cycles
+        let index = Index::new(self);
+        cycles(&index, &index.dependencies(self), max)
     }
 
     /// The tasks that depend on `id` directly, in id order.
@@ -350,35 +335,29 @@ impl Plan {
     /// tasks ready at once, in id order, so the order is deterministic). `None` when the
     /// dependencies have a cycle. Unknown dependencies are ignored (`check` reports them).
     pub fn topological_order(&self) -> Option<Vec<&TaskId>> {
-        let dependents = self.dependents_index();
-        let mut waiting: HashMap<&TaskId, usize> = HashMap::with_capacity(self.tasks.len());
-        let mut queue: std::collections::VecDeque<&TaskId> = std::collections::VecDeque::new();
-        for (id, design) in &self.tasks {
-            let known: HashSet<&TaskId> = design
-                .dependencies
-                .iter()
-                .filter(|d| self.tasks.contains_key(*d))
-                .collect();
-            if known.is_empty() {
-                queue.push_back(id);
-            } else {
-                waiting.insert(id, known.len());
+        let index = Index::new(self);
+        let dependencies = index.dependencies(self);
+        let n = index.ids.len();
+        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut waiting: Vec<usize> = vec![0; n];
+        for (i, list) in dependencies.iter().enumerate() {
+            waiting[i] = list.len();
+            for j in list {
+                dependents[*j].push(i);
             }
         }
-        let mut order = Vec::with_capacity(self.tasks.len());
-        while let Some(id) = queue.pop_front() {
-            order.push(id);
-            for dependent in dependents.get(id).into_iter().flatten() {
-                if let Some(n) = waiting.get_mut(dependent) {
-                    *n -= 1;
-                    if *n == 0 {
-                        waiting.remove(dependent);
-                        queue.push_back(dependent);
-                    }
+        let mut queue: VecDeque<usize> = (0..n).filter(|i| waiting[*i] == 0).collect();
+        let mut order = Vec::with_capacity(n);
+        while let Some(i) = queue.pop_front() {
+            order.push(index.ids[i]);
+            for dependent in &dependents[i] {
+                waiting[*dependent] -= 1;
+                if waiting[*dependent] == 0 {
+                    queue.push_back(*dependent);
                 }
             }
         }
-        (order.len() == self.tasks.len()).then_some(order)
+        (order.len() == n).then_some(order)
     }
 
     /// The WBS depth first (each node, then its children in order), which is the order the
@@ -386,12 +365,13 @@ impl Plan {
     /// are no task are left out, and tasks it does not reach follow at the end in id order
     /// (the original's fallback to its task list).
     pub fn wbs_order(&self) -> Vec<&TaskId> {
-        let mut order = Vec::with_capacity(self.tasks.len());
-        let mut seen: HashSet<&TaskId> = HashSet::with_capacity(self.tasks.len());
-        self.walk(self.wbs.roots.iter(), &mut seen, &mut order);
-        for id in self.tasks.keys() {
-            if seen.insert(id) {
-                order.push(id);
+        let index = Index::new(self);
+        let mut seen = vec![false; index.ids.len()];
+        let mut order = Vec::with_capacity(index.ids.len());
+        self.walk(&index, self.wbs.roots.iter(), &mut seen, &mut order);
+        for (i, id) in index.ids.iter().enumerate() {
+            if !seen[i] {
+                order.push(*id);
             }
         }
         order
@@ -402,9 +382,10 @@ impl Plan {
         let Some((id, _)) = self.tasks.get_key_value(id) else {
             return Vec::new();
         };
+        let index = Index::new(self);
+        let mut seen = vec![false; index.ids.len()];
         let mut order = Vec::new();
-        let mut seen = HashSet::new();
-        self.walk(std::iter::once(id), &mut seen, &mut order);
+        self.walk(&index, std::iter::once(id), &mut seen, &mut order);
         order
     }
 
@@ -425,24 +406,78 @@ impl Plan {
     /// cannot overflow it), skipping what is seen and what is no task.
     fn walk<'a>(
         &'a self,
+        index: &Index<'a>,
         starts: impl DoubleEndedIterator<Item = &'a TaskId>,
-        seen: &mut HashSet<&'a TaskId>,
+        seen: &mut [bool],
         order: &mut Vec<&'a TaskId>,
     ) {
         let mut stack: Vec<&TaskId> = starts.rev().collect();
         while let Some(id) = stack.pop() {
-            let Some((id, _)) = self.tasks.get_key_value(id) else {
+            let Some(i) = index.of(id) else {
                 continue;
             };
-            if !seen.insert(id) {
+            if std::mem::replace(&mut seen[i], true) {
                 continue;
             }
-            order.push(id);
+            order.push(index.ids[i]);
             if let Some(children) = self.wbs.children.get(id) {
                 stack.extend(children.iter().rev());
             }
         }
     }
+}
+
+/// Up to `max` cycles of `dependencies` (task numbers), by an iterative depth-first
+/// search: a dependency on a task still on the stack closes a cycle, read off the stack.
+fn cycles(index: &Index<'_>, dependencies: &[Vec<usize>], max: usize) -> Vec<Vec<TaskId>> {
+    const WHITE: u8 = 0;
+    const GREY: u8 = 1;
+    const BLACK: u8 = 2;
+    let n = dependencies.len();
+    let mut colour = vec![WHITE; n];
+    // Where a grey task sits on the stack, so a cycle is a slice of it.
+    let mut depth = vec![0usize; n];
+    let mut found: Vec<Vec<TaskId>> = Vec::new();
+    // (task, index of its next dependency to look at)
+    let mut stack: Vec<(usize, usize)> = Vec::new();
+    for root in 0..n {
+        if colour[root] != WHITE {
+            continue;
+        }
+        colour[root] = GREY;
+        depth[root] = 0;
+        stack.push((root, 0));
+        while let Some(top) = stack.last_mut() {
+            let (task, next) = *top;
+            let Some(&dependency) = dependencies[task].get(next) else {
+                colour[task] = BLACK;
+                stack.pop();
+                continue;
+            };
+            top.1 += 1;
+            match colour[dependency] {
+                BLACK => {}
+                GREY => {
+                    if found.len() < max {
+                        let mut ids: Vec<TaskId> = stack[depth[dependency]..]
+                            .iter()
+                            .map(|(t, _)| index.ids[*t].clone())
+                            .collect();
+                        rotate_to_smallest(&mut ids);
+                        if !found.contains(&ids) {
+                            found.push(ids);
+                        }
+                    }
+                }
+                _ => {
+                    colour[dependency] = GREY;
+                    depth[dependency] = stack.len();
+                    stack.push((dependency, 0));
+                }
+            }
+        }
+    }
+    found
 }
 
 /// A cycle is reported starting at its smallest id, so the same cycle found from another
