@@ -75,7 +75,7 @@ pub use patch::{
     MAX_CONFLICTS, MAX_ITEM_CHARS, MAX_ITEMS, MAX_OPERATIONS, MAX_PLAN_TASKS, MAX_QUESTIONS,
     MAX_TEMP_ID_CHARS, MAX_TEXT_CHARS, MAX_TITLE_CHARS, Move, Operation, PLAN_PATCH_VERSION,
     PatchContext, PatchError, PatchErrors, PatchProblem, PatchSummary, PlanPatch, PlannedConflict,
-    PlannedQuestion, Position, Question, RemovedDependency, Update, apply,
+    PlannedQuestion, Position, Question, RemovedDependency, Update, apply as apply_patch,
     generated_plan_patch_schema, plan_patch_schema,
 };
 pub use plan::{MAX_CYCLES_REPORTED, PlanFinding};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use code_intel::multiverse::{
     Create, Delete, Move, Operation, PatchContext, PatchErrors, Plan, PlanFinding, PlanPatch,
-    Position, TaskDesign, TaskId, Update, apply,
+    Position, TaskDesign, TaskId, Update, apply_patch,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -284,7 +284,7 @@ fn a_thousand_task_plan_checks_and_patches_quickly() {
         conflicts: vec![],
     };
     let started = Instant::now();
-    let (patched, summary) = apply(&plan, &patch, &context(&[])).unwrap();
+    let (patched, summary) = apply_patch(&plan, &patch, &context(&[])).unwrap();
     let apply_took = started.elapsed();
     assert_eq!(patched.check(), vec![]);
     assert_eq!(summary.created.len(), 50);
@@ -386,7 +386,7 @@ fn patch_fixtures_apply_or_refuse_as_stated() {
             .unwrap_or_else(|e| panic!("{name}: the patch does not parse: {e}"));
         let expect = &case["expect"];
         match (
-            apply(&plan, &patch, &context(&running)),
+            apply_patch(&plan, &patch, &context(&running)),
             expect.get("errors"),
         ) {
             (Err(errors), Some(expected)) => {
@@ -442,7 +442,7 @@ fn applied_designs_carry_the_patch_fields_and_the_context() {
         ]
     }))
     .unwrap();
-    let (patched, summary) = apply(&plan, &patch, &context(&[])).unwrap();
+    let (patched, summary) = apply_patch(&plan, &patch, &context(&[])).unwrap();
     let x = &patched.tasks[&id("n1")];
     assert_eq!(x.title, "New");
     assert_eq!(x.description, "d");
@@ -478,7 +478,7 @@ fn applied_designs_carry_the_patch_fields_and_the_context() {
         questions: vec![],
         conflicts: vec![],
     };
-    let (patched, summary) = apply(&plan, &patch, &context(&[])).unwrap();
+    let (patched, summary) = apply_patch(&plan, &patch, &context(&[])).unwrap();
     let ids: Vec<&str> = summary.created.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, ["n2", "n4"]);
     assert_eq!(patched.tasks[&id("n2")].pool, "default");
@@ -495,7 +495,7 @@ fn budgets_are_enforced_before_any_work() {
         questions: vec![],
         conflicts: vec![],
     };
-    let errors = apply(&plan, &many, &context(&[])).unwrap_err();
+    let errors = apply_patch(&plan, &many, &context(&[])).unwrap_err();
     assert_eq!(
         serde_json::to_value(&errors).unwrap(),
         json!([{"at": {"in": "patch"}, "key": "too-many-operations", "count": 201, "max": 200}])
@@ -509,7 +509,7 @@ fn budgets_are_enforced_before_any_work() {
         questions: vec![],
         conflicts: vec![],
     };
-    let errors = apply(&plan, &patch, &context(&[])).unwrap_err();
+    let errors = apply_patch(&plan, &patch, &context(&[])).unwrap_err();
     let keys: Vec<(String, &'static str)> = errors
         .0
         .iter()
@@ -532,12 +532,12 @@ fn budgets_are_enforced_before_any_work() {
         questions: vec![],
         conflicts: vec![],
     };
-    let errors = apply(&plan, &patch, &ctx).unwrap_err();
+    let errors = apply_patch(&plan, &patch, &ctx).unwrap_err();
     assert_eq!(errors.0[0].problem.key(), "bad-id-prefix");
     // A broken plan is refused whole.
     let mut broken = plan.clone();
     broken.wbs.roots.push(id("a"));
-    let errors = apply(&broken, &patch, &context(&[])).unwrap_err();
+    let errors = apply_patch(&broken, &patch, &context(&[])).unwrap_err();
     assert_eq!(errors.0[0].problem.key(), "plan-invalid");
 }
 
@@ -587,6 +587,14 @@ fn schema_and_types_judge_replies_alike() {
             "types accept {payload}"
         );
     }
+    assert!(PlanPatch::from_reply(&json!([])).is_err());
+    let object = reply(json!({"understanding": "u"}));
+    assert_eq!(
+        PlanPatch::from_reply_object(object.as_object().unwrap())
+            .unwrap()
+            .understanding,
+        "u"
+    );
     // The envelope is checked first and named.
     let err = PlanPatch::from_reply(&json!({"type": "plan_task", "version": 1, "payload": {}}))
         .unwrap_err();
@@ -738,7 +746,7 @@ proptest! {
             ctx.id_prefix = format!("p{round}-");
             let patch = random_patch(&mut rng, &plan, round);
             let before = serde_json::to_vec(&plan).unwrap();
-            let outcome = apply(&plan, &patch, &ctx);
+            let outcome = apply_patch(&plan, &patch, &ctx);
             prop_assert_eq!(serde_json::to_vec(&plan).unwrap(), before);
             check_outcome(&plan, &patch, &ctx, &outcome);
             if let Ok((patched, _)) = outcome {
@@ -759,7 +767,7 @@ proptest! {
         let at = at.min(operations.len());
         operations.insert(at, Operation::Delete(Delete { task_id: "ghost".into(), cascade: false }));
         let patch = PlanPatch { understanding: String::new(), operations, questions: vec![], conflicts: vec![] };
-        let errors = apply(&plan, &patch, &context(&[])).unwrap_err();
+        let errors = apply_patch(&plan, &patch, &context(&[])).unwrap_err();
         prop_assert_eq!(errors.0.len(), 1);
         prop_assert_eq!(errors.0[0].to_string(), format!("operation {at} (delete): \"ghost\" names no task and no temp_id of this patch"));
     }
@@ -784,7 +792,7 @@ proptest! {
             operations.push(Operation::Create(c));
         }
         let patch = PlanPatch { understanding: String::new(), operations, questions: vec![], conflicts: vec![] };
-        let (created, summary) = apply(&plan, &patch, &context(&[])).unwrap();
+        let (created, summary) = apply_patch(&plan, &patch, &context(&[])).unwrap();
         prop_assert_eq!(created.check(), vec![]);
         let deletes = PlanPatch {
             understanding: String::new(),
@@ -792,7 +800,7 @@ proptest! {
             questions: vec![],
             conflicts: vec![],
         };
-        let (back, summary) = apply(&created, &deletes, &context(&[])).unwrap();
+        let (back, summary) = apply_patch(&created, &deletes, &context(&[])).unwrap();
         prop_assert!(summary.removed_dependencies.is_empty());
         prop_assert_eq!(back, plan);
     }

@@ -310,9 +310,15 @@ impl PlanPatch {
     /// envelope first (a reply to another protocol is named as such), then the payload's
     /// strict types.
     pub fn from_reply(reply: &Value) -> Result<PlanPatch, InvalidPatchReply> {
-        let Some(object) = reply.as_object() else {
-            return Err(InvalidPatchReply("the reply is not a JSON object".into()));
-        };
+        match reply.as_object() {
+            Some(object) => PlanPatch::from_reply_object(object),
+            None => Err(InvalidPatchReply("the reply is not a JSON object".into())),
+        }
+    }
+
+    /// [`PlanPatch::from_reply`] for a reply already known to be an object (what the
+    /// planner's `check` callback is given).
+    pub fn from_reply_object(object: &Map<String, Value>) -> Result<PlanPatch, InvalidPatchReply> {
         match object.get("type") {
             Some(Value::String(kind)) if kind == "plan_patch" => {}
             Some(other) => {
