@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use code_intel::multiverse::{
-    Create, Delete, Move, Operation, PatchContext, PatchErrors, Plan, PlanFinding, PlanPatch,
-    Position, TaskDesign, TaskId, Update, apply_patch,
+    Conflict, Create, Delete, DetailedQuestion, Move, Operation, PatchContext, PatchErrors, Plan,
+    PlanFinding, PlanPatch, Position, Question, TaskDesign, TaskId, Update, apply_patch,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -683,11 +683,27 @@ fn random_patch(rng: &mut Rng, plan: &Plan, round: usize) -> PlanPatch {
         };
         operations.push(operation);
     }
+    let questions = (0..rng.below(2))
+        .map(|_| {
+            Question::Detailed(DetailedQuestion {
+                question: "which?".into(),
+                tasks: vec![reference(rng, &names)],
+                options: vec![],
+            })
+        })
+        .collect();
+    let conflicts = (0..rng.below(2))
+        .map(|_| Conflict {
+            file: "src/lib.rs".into(),
+            tasks: vec![reference(rng, &names), reference(rng, &names)],
+            reason: None,
+        })
+        .collect();
     PlanPatch {
         understanding: format!("round {round}"),
         operations,
-        questions: vec![],
-        conflicts: vec![],
+        questions,
+        conflicts,
     }
 }
 
@@ -701,10 +717,31 @@ fn check_outcome(
         Ok((patched, summary)) => {
             assert_eq!(patched.check(), vec![], "{patch:?}");
             for running in &ctx.running {
-                assert!(
-                    patched.tasks.contains_key(running),
-                    "running {running} deleted"
+                // Not deleted, and what its attempt was started from is unchanged.
+                let (before, after) = (&plan.tasks[running], &patched.tasks[running]);
+                assert_eq!(
+                    (
+                        &before.description,
+                        &before.acceptance_criteria,
+                        &before.pool
+                    ),
+                    (&after.description, &after.acceptance_criteria, &after.pool)
                 );
+                if !summary
+                    .removed_dependencies
+                    .iter()
+                    .any(|r| r.task == *running)
+                {
+                    assert_eq!(before.dependencies, after.dependencies, "{running}");
+                }
+            }
+            for task in summary
+                .questions
+                .iter()
+                .flat_map(|q| &q.tasks)
+                .chain(summary.conflicts.iter().flat_map(|c| &c.tasks))
+            {
+                assert!(patched.tasks.contains_key(task), "{task}");
             }
             for deleted in &summary.deleted {
                 assert!(!patched.tasks.contains_key(deleted));
