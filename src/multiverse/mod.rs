@@ -28,7 +28,8 @@
 //!   removed) and its end read from the exit code and result JSON.
 //! - `plan`: the plan's invariants as typed findings (`Plan::check`: WBS placement,
 //!   parents, own ancestors, unknown and cyclic dependencies), and the walks over it
-//!   (dependents, topological order, the WBS depth first, a subtree); linear and iterative.
+//!   (dependents, topological order, the WBS depth first, a subtree, parents); linear and
+//!   iterative.
 //! - `patch`: the planner's `plan_patch` (strict types, its JSON Schema in
 //!   `schemas/multiverse/plan_patch.schema.json`) and `apply`, a pure function giving the
 //!   new plan and a summary, or every reason it cannot apply; never half a patch.

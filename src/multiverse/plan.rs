@@ -402,6 +402,21 @@ impl Plan {
             .map(|(parent, _)| Some(parent))
     }
 
+    /// Every placed node's parent at once (`None`: the root), for a listing that shows
+    /// each task's parent without a search per task; a node placed twice keeps its first.
+    pub fn parents(&self) -> HashMap<&TaskId, Option<&TaskId>> {
+        let mut parents = HashMap::with_capacity(self.tasks.len());
+        for id in &self.wbs.roots {
+            parents.entry(id).or_insert(None);
+        }
+        for (parent, children) in &self.wbs.children {
+            for id in children {
+                parents.entry(id).or_insert(Some(parent));
+            }
+        }
+        parents
+    }
+
     /// Pre-order walk from `starts` with an explicit stack (no recursion: a deep WBS
     /// cannot overflow it), skipping what is seen and what is no task.
     fn walk<'a>(

@@ -97,6 +97,11 @@ fn a_valid_plan_has_no_finding_and_its_walks_agree() {
     }
     assert_eq!(plan.parent_of(&id("d")), Some(Some(&id("c"))));
     assert_eq!(plan.parent_of(&id("a")), Some(None));
+    let parents = plan.parents();
+    assert_eq!(parents.len(), 5);
+    for task in plan.tasks.keys() {
+        assert_eq!(parents.get(task).copied(), plan.parent_of(task), "{task}");
+    }
 }
 
 #[test]
