@@ -33,6 +33,9 @@
 //! - `patch`: the planner's `plan_patch` (strict types, its JSON Schema in
 //!   `schemas/multiverse/plan_patch.schema.json`) and `apply`, a pure function giving the
 //!   new plan and a summary, or every reason it cannot apply; never half a patch.
+//! - `store`: the workspace on disk: the journal of typed changes (appended and synced
+//!   first, a torn tail dropped), one atomic state file per area folded from it, one
+//!   writer by an OS lock that names its pid, lock-free readers, rebuild, recovery data.
 
 pub(crate) mod chat;
 pub(crate) mod chat_log;
@@ -47,6 +50,7 @@ pub(crate) mod patch;
 pub(crate) mod plan;
 pub(crate) mod pools;
 pub(crate) mod registry;
+pub(crate) mod store;
 
 pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
@@ -81,3 +85,7 @@ pub use patch::{
 };
 pub use plan::{MAX_CYCLES_REPORTED, PlanFinding};
 pub use pools::{Pools, ReadyTask, UnknownPool, pick};
+pub use store::{
+    Area, Change, Entry, Holder, InFlight, LAYOUT_VERSION, MAX_LINE_BYTES, MutateError, StoreError,
+    Workspace, WorkspaceMeta, in_flight, process_alive, read_state, rebuild_state, saved_state,
+};

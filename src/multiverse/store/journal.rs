@@ -1,0 +1,299 @@
+//! The append-only journal, `history/journal.jsonl`: one JSON entry per line, each one
+//! mutation (its changes, applied all or none), numbered 1, 2, 3, ... and timestamped.
+//!
+//! An entry is appended and fsynced before the state files it produces are written, so
+//! the journal is the truth. A crash mid-append leaves a last line without its newline: a
+//! torn tail, which readers skip with a warning and the next writer cuts off before it
+//! appends (so a new entry never glues onto half of an old one). Any other damage, a
+//! complete line that does not parse, a line over the size limit, a gap in the numbers,
+//! is an error naming the line: a crash cannot cause it, so nothing past it is trusted.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::change::Change;
+use super::error::StoreError;
+
+/// The longest journal line: one mutation (a plan patch creating a thousand tasks is
+/// about a megabyte). A longer line is damage, not an entry.
+pub const MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// One journal line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// 1, 2, 3, ...
+    pub seq: u64,
+    /// RFC 3339, when it was appended.
+    pub at: String,
+    pub changes: Vec<Change>,
+}
+
+/// Only the number of a line, for the entries a load already has in its state files:
+/// serde skips the changes without building them.
+#[derive(Deserialize)]
+struct SeqOnly {
+    seq: u64,
+}
+
+/// What reading the journal found.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    /// The entries after the `after` the scan was asked for, in order.
+    pub entries: Vec<Entry>,
+    /// The last complete entry's number (0 for an empty journal).
+    pub last_seq: u64,
+    /// The bytes up to the end of the last complete line.
+    pub valid_len: u64,
+    /// A partial last line: its line number and length.
+    pub torn: Option<(u64, u64)>,
+}
+
+/// Reads the journal at `path` (a missing file is an empty journal), parsing in full only
+/// the entries numbered above `after`.
+pub(crate) fn scan(path: &Path, after: u64) -> Result<Scan, StoreError> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Scan::default()),
+        Err(e) => return Err(StoreError::io(path)(e)),
+    };
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut scan = Scan::default();
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    loop {
+        line.clear();
+        number += 1;
+        // One byte over the limit tells a line at the limit from a longer one.
+        let read = (&mut reader)
+            .take(MAX_LINE_BYTES + 2)
+            .read_until(b'\n', &mut line)
+            .map_err(StoreError::io(path))?;
+        if read == 0 {
+            break;
+        }
+        if line.last() != Some(&b'\n') {
+            if line.len() as u64 > MAX_LINE_BYTES {
+                return Err(too_long(path, number));
+            }
+            // End of file without a newline: the append that wrote it never finished.
+            scan.torn = Some((number, line.len() as u64));
+            break;
+        }
+        line.pop();
+        if line.len() as u64 > MAX_LINE_BYTES {
+            return Err(too_long(path, number));
+        }
+        let corrupt = |e: serde_json::Error| StoreError::JournalCorrupt {
+            path: path.to_path_buf(),
+            line: number,
+            reason: e.to_string(),
+        };
+        let seq = if scan.last_seq >= after {
+            let entry: Entry = serde_json::from_slice(&line).map_err(corrupt)?;
+            let seq = entry.seq;
+            check_seq(path, number, scan.last_seq, seq)?;
+            scan.entries.push(entry);
+            seq
+        } else {
+            let seq = serde_json::from_slice::<SeqOnly>(&line)
+                .map_err(corrupt)?
+                .seq;
+            check_seq(path, number, scan.last_seq, seq)?;
+            seq
+        };
+        scan.last_seq = seq;
+        scan.valid_len += read as u64;
+    }
+    Ok(scan)
+}
+
+fn too_long(path: &Path, line: u64) -> StoreError {
+    StoreError::JournalLineTooLong {
+        path: path.to_path_buf(),
+        line,
+        limit: MAX_LINE_BYTES,
+    }
+}
+
+fn check_seq(path: &Path, line: u64, last: u64, found: u64) -> Result<(), StoreError> {
+    if found == last + 1 {
+        return Ok(());
+    }
+    Err(StoreError::JournalSequence {
+        path: path.to_path_buf(),
+        line,
+        expected: last + 1,
+        found,
+    })
+}
+
+/// The journal open for appending, by the one writer.
+#[derive(Debug)]
+pub(crate) struct Journal {
+    path: PathBuf,
+    file: File,
+    /// The bytes of complete entries: where the next one starts.
+    len: u64,
+    poisoned: bool,
+}
+
+impl Journal {
+    /// Opens the journal for appending after a [`scan`] of it, cutting off a torn tail
+    /// first. Only the lock holder may call this.
+    pub(crate) fn open(path: &Path, scan: &Scan) -> Result<Journal, StoreError> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(StoreError::io(path))?;
+        if let Some((line, bytes)) = scan.torn {
+            tracing::warn!(
+                path = %path.display(),
+                line,
+                bytes,
+                "dropping a torn journal line (an append a crash interrupted)"
+            );
+            file.set_len(scan.valid_len).map_err(StoreError::io(path))?;
+            file.sync_all().map_err(StoreError::io(path))?;
+        }
+        Ok(Journal {
+            path: path.to_path_buf(),
+            file,
+            len: scan.valid_len,
+            poisoned: false,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one entry and syncs it; on failure the journal is as it was (the partial
+    /// line cut off), or, when even that fails, this handle refuses further appends.
+    pub(crate) fn append(&mut self, entry: &Entry) -> Result<(), StoreError> {
+        if self.poisoned {
+            return Err(StoreError::JournalPoisoned {
+                path: self.path.clone(),
+            });
+        }
+        let mut line = serde_json::to_vec(entry).map_err(StoreError::Encode)?;
+        if line.len() as u64 > MAX_LINE_BYTES {
+            return Err(StoreError::EntryTooLarge {
+                bytes: line.len() as u64,
+                limit: MAX_LINE_BYTES,
+            });
+        }
+        line.push(b'\n');
+        let written = self
+            .file
+            .write_all(&line)
+            .and_then(|()| self.file.sync_data());
+        if let Err(error) = written {
+            let undone = self
+                .file
+                .set_len(self.len)
+                .and_then(|()| self.file.sync_data());
+            if undone.is_err() {
+                self.poisoned = true;
+            }
+            return Err(StoreError::Io {
+                path: self.path.clone(),
+                error,
+            });
+        }
+        self.len += line.len() as u64;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::multiverse::model::ExecutionState;
+
+    fn entry(seq: u64) -> Entry {
+        Entry {
+            seq,
+            at: "2026-11-27T00:00:00.000Z".into(),
+            changes: vec![Change::ExecutionSet {
+                execution: ExecutionState::Running,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_torn_tail_is_skipped_then_cut_off_before_the_next_append() {
+        let dir = tempdir();
+        let path = dir.join("journal.jsonl");
+        let mut journal = Journal::open(&path, &scan(&path, 0).unwrap()).unwrap();
+        journal.append(&entry(1)).unwrap();
+        journal.append(&entry(2)).unwrap();
+        drop(journal);
+        // A crash mid-append: half of entry 3, no newline.
+        let full = std::fs::read(&path).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"seq":3,"at":"2026"#).unwrap();
+        drop(f);
+
+        let found = scan(&path, 0).unwrap();
+        assert_eq!(found.last_seq, 2);
+        assert_eq!(found.entries.len(), 2);
+        assert_eq!(found.torn, Some((3, 19)));
+        assert_eq!(found.valid_len, full.len() as u64);
+
+        let mut journal = Journal::open(&path, &found).unwrap();
+        journal.append(&entry(3)).unwrap();
+        let again = scan(&path, 0).unwrap();
+        assert_eq!(again.torn, None);
+        assert_eq!(again.entries, vec![entry(1), entry(2), entry(3)]);
+    }
+
+    #[test]
+    fn damage_in_the_middle_names_its_line() {
+        let dir = tempdir();
+        let path = dir.join("journal.jsonl");
+        let good = |seq| serde_json::to_string(&entry(seq)).unwrap();
+        std::fs::write(&path, format!("{}\nnot json\n{}\n", good(1), good(2))).unwrap();
+        let err = scan(&path, 0).unwrap_err();
+        assert_eq!((err.key(), err.line()), ("journal.corrupt", Some(2)));
+        assert!(err.to_string().contains("line 2"), "{err}");
+        // Even where only the numbers are read.
+        let err = scan(&path, 5).unwrap_err();
+        assert_eq!(err.line(), Some(2));
+
+        std::fs::write(&path, format!("{}\n{}\n", good(1), good(3))).unwrap();
+        let err = scan(&path, 0).unwrap_err();
+        assert_eq!((err.key(), err.line()), ("journal.sequence", Some(2)));
+    }
+
+    #[test]
+    fn only_entries_after_the_saved_ones_are_parsed_in_full() {
+        let dir = tempdir();
+        let path = dir.join("journal.jsonl");
+        let mut journal = Journal::open(&path, &scan(&path, 0).unwrap()).unwrap();
+        for seq in 1..=5 {
+            journal.append(&entry(seq)).unwrap();
+        }
+        let found = scan(&path, 3).unwrap();
+        assert_eq!(found.last_seq, 5);
+        assert_eq!(
+            found.entries.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [4, 5]
+        );
+        assert_eq!(scan(&dir.join("missing"), 0).unwrap().last_seq, 0);
+    }
+
+    fn tempdir() -> PathBuf {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let dir =
+            std::env::temp_dir().join(format!("code-intel-mv-journal-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
