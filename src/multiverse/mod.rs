@@ -86,6 +86,7 @@ pub use patch::{
 pub use plan::{MAX_CYCLES_REPORTED, PlanFinding};
 pub use pools::{Pools, ReadyTask, UnknownPool, pick};
 pub use store::{
-    Area, Change, Entry, Holder, InFlight, LAYOUT_VERSION, MAX_LINE_BYTES, MutateError, StoreError,
-    Workspace, WorkspaceMeta, in_flight, process_alive, read_state, rebuild_state, saved_state,
+    Area, Change, DEFAULT_SAVE_EVERY, Entry, Holder, InFlight, LAYOUT_VERSION, MAX_LINE_BYTES,
+    MutateError, StoreError, Workspace, WorkspaceMeta, in_flight, process_alive, read_state,
+    rebuild_state, saved_state,
 };

@@ -124,6 +124,11 @@
 //!   scheduler performing its effects on a controllable clock: success, retries with their
 //!   backoff, the FAILURE backlog item, cancel, interrupted, questions, blocked
 //!   dependencies, retry from the backlog.
+//! - `multiverse_store`: the workspace store on real files: a journal cut mid-line by a
+//!   crash (the entry dropped, the next append readable), any change sequence folding to
+//!   the saved state (a property), a second writer refused naming its pid (in this process
+//!   and another, and no lock left by a `kill -9`), state files rebuilt from the journal,
+//!   a damaged line named, attempts left running, a 1,000-task plan's load time.
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
@@ -189,6 +194,7 @@ mod multiverse_executor;
 mod multiverse_http;
 mod multiverse_lifecycle;
 mod multiverse_plan;
+mod multiverse_store;
 mod properties;
 mod runner_docker;
 mod runner_planner;

@@ -5,7 +5,15 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use super::lock::Holder;
+use serde::{Deserialize, Serialize};
+
+/// Who holds a workspace's writer lock, as its lock file says (`super::lock`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    pub pid: u32,
+    /// RFC 3339.
+    pub since: String,
+}
 
 /// A store failure. Nothing in memory or on disk changed when one is returned from a
 /// mutation, except where a variant says otherwise.
@@ -32,6 +40,7 @@ pub enum StoreError {
     UnsupportedVersion {
         path: PathBuf,
         version: u32,
+        supported: u32,
     },
     /// Another writer holds the workspace (`None` when it has not said who it is yet).
     Locked {
@@ -135,11 +144,14 @@ impl fmt::Display for StoreError {
                     path.display()
                 )
             }
-            StoreError::UnsupportedVersion { path, version } => write!(
+            StoreError::UnsupportedVersion {
+                path,
+                version,
+                supported,
+            } => write!(
                 f,
-                "{} has layout version {version}, which this multiverse does not know (it knows {})",
+                "{} has layout version {version}, which this multiverse does not know (it knows {supported})",
                 path.display(),
-                super::layout::LAYOUT_VERSION
             ),
             StoreError::Locked {
                 holder: Some(h), ..

@@ -150,6 +150,11 @@ impl Journal {
             .append(true)
             .open(path)
             .map_err(StoreError::io(path))?;
+        // A journal this open created must not vanish in a crash after its first entry
+        // was acknowledged: its name is made durable now.
+        if let Some(dir) = path.parent() {
+            crate::codeintel::store::sync_dir(dir);
+        }
         if let Some((line, bytes)) = scan.torn {
             tracing::warn!(
                 path = %path.display(),

@@ -68,6 +68,7 @@ impl WorkspaceMeta {
             return Err(StoreError::UnsupportedVersion {
                 path,
                 version: u32::try_from(version).unwrap_or(u32::MAX),
+                supported: LAYOUT_VERSION,
             });
         }
         serde_json::from_value(value).map_err(|e| StoreError::BadMeta {

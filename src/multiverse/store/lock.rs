@@ -8,17 +8,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use super::error::StoreError;
-
-/// Who holds a workspace's writer lock.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Holder {
-    pub pid: u32,
-    /// RFC 3339.
-    pub since: String,
-}
+use super::error::{Holder, StoreError};
 
 /// The held lock; released when dropped or when the process ends.
 #[derive(Debug)]

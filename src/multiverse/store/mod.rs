@@ -29,8 +29,10 @@ pub(crate) mod workspace;
 mod tests;
 
 pub use change::{Area, Change};
-pub use error::{MutateError, StoreError};
+pub use error::{Holder, MutateError, StoreError};
 pub use journal::{Entry, MAX_LINE_BYTES};
 pub use layout::{LAYOUT_VERSION, WorkspaceMeta};
-pub use lock::{Holder, process_alive};
-pub use workspace::{InFlight, Workspace, in_flight, read_state, rebuild_state, saved_state};
+pub use lock::process_alive;
+pub use workspace::{
+    DEFAULT_SAVE_EVERY, InFlight, Workspace, in_flight, read_state, rebuild_state, saved_state,
+};

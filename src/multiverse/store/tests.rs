@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Map;
 
-use super::*;
+use super::{
+    Change, InFlight, LAYOUT_VERSION, MAX_LINE_BYTES, MutateError, Workspace, read_state,
+    saved_state,
+};
 use crate::machine::Instance;
 use crate::multiverse::model::{
     Attempt, ExecutionState, NodeStatus, TaskDesign, TaskId, TaskRuntime, WorkspaceState,
@@ -94,6 +97,15 @@ fn init_creates_the_layout_and_refuses_a_second_time() {
     assert_eq!(err.key(), "workspace.exists");
     let err = Workspace::open(&dir.join("design")).unwrap_err();
     assert_eq!(err.key(), "workspace.missing");
+    // A layout this code does not know is named as such, not as damage.
+    let meta = dir.join("workspace.json");
+    let text = std::fs::read_to_string(&meta).unwrap();
+    std::fs::write(&meta, text.replace("\"version\": 1", "\"version\": 2")).unwrap();
+    let err = Workspace::open(&dir).unwrap_err();
+    assert_eq!(err.key(), "workspace.version");
+    assert!(err.to_string().contains("version 2"), "{err}");
+    std::fs::write(&meta, "[]").unwrap();
+    assert_eq!(Workspace::open(&dir).unwrap_err().key(), "workspace.invalid");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -20,6 +20,11 @@ use crate::multiverse::model::{TaskId, WorkspaceState};
 /// (entries for other areas are counted but not parsed).
 const MAX_LAG: u64 = 256;
 
+/// The state files are brought up to date after this many entries by default. Rewriting
+/// `state/runtime.json` of a 1,000-task plan after every entry costs more than the entry's
+/// append and sync; the journal holds every entry in between and a load folds them in.
+pub const DEFAULT_SAVE_EVERY: u32 = 16;
+
 /// The open workspace, held by its one writer (the lock is released when it is dropped).
 pub struct Workspace {
     dir: PathBuf,
@@ -129,7 +134,7 @@ impl Workspace {
             file_seqs: saved_seqs,
             dirty,
             unsaved: 0,
-            save_every: 1,
+            save_every: DEFAULT_SAVE_EVERY,
             clock,
             _lock: lock,
         })
@@ -140,9 +145,9 @@ impl Workspace {
         self.clock = clock;
     }
 
-    /// Writes the state files after every `n`th mutation instead of after each (at least
-    /// 1). Nothing is lost in between: the journal holds every entry, and a load folds in
-    /// what the files miss; fewer writes make a busy scheduler cheaper.
+    /// Writes the state files after every `n`th mutation (at least 1; by default
+    /// [`DEFAULT_SAVE_EVERY`]), and when the writer is dropped. Nothing is lost in between:
+    /// the journal holds every entry, and a load folds in what the files miss.
     pub fn set_save_every(&mut self, n: u32) {
         self.save_every = n.max(1);
     }
@@ -166,7 +171,8 @@ impl Workspace {
 
     /// Changes the workspace: `decide` reads the state and returns the changes (or refuses
     /// with its own error); they are journaled as one entry (synced), then folded into
-    /// memory, then written to the state files. Returns the entry's number (the state's
+    /// memory, then written to the state files (every [`Workspace::set_save_every`]
+    /// entries). Returns the entry's number (the state's
     /// `seq + 1` as `decide` saw it), or the state's `seq` when there was nothing to change.
     ///
     /// A refusal or a failed append changes nothing, in memory or on disk. The fold cannot
