@@ -105,7 +105,10 @@ fn init_creates_the_layout_and_refuses_a_second_time() {
     assert_eq!(err.key(), "workspace.version");
     assert!(err.to_string().contains("version 2"), "{err}");
     std::fs::write(&meta, "[]").unwrap();
-    assert_eq!(Workspace::open(&dir).unwrap_err().key(), "workspace.invalid");
+    assert_eq!(
+        Workspace::open(&dir).unwrap_err().key(),
+        "workspace.invalid"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
