@@ -39,6 +39,7 @@
 
 pub(crate) mod chat;
 pub(crate) mod chat_log;
+pub(crate) mod chat_turn;
 pub(crate) mod clock;
 pub(crate) mod control;
 pub(crate) mod events;
@@ -46,6 +47,7 @@ pub(crate) mod executor;
 pub(crate) mod http;
 pub(crate) mod lifecycle;
 pub(crate) mod model;
+pub(crate) mod orchestrator;
 pub(crate) mod patch;
 pub(crate) mod plan;
 pub(crate) mod pools;
@@ -57,6 +59,7 @@ pub use chat::{
     ask as ask_plan_patch, request as chat_request,
 };
 pub use chat_log::{ChatLog, ChatLogError};
+pub use chat_turn::{TurnError, TurnOutcome, chat_turn, status_text};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use control::{Control, control_word};
 pub use events::EventHub;
@@ -75,6 +78,7 @@ pub use model::{
     Plan, RunnerSettings, SuggestedImpl, TaskDesign, TaskId, TaskIdError, TaskRuntime, Wbs,
     WorkspaceState,
 };
+pub use orchestrator::{Orchestrator, OrchestratorError, Settings};
 pub use patch::{
     Conflict, Create, Created, Delete, DetailedQuestion, ImplHints, InvalidPatchReply, Location,
     MAX_CONFLICTS, MAX_ITEM_CHARS, MAX_ITEMS, MAX_OPERATIONS, MAX_PLAN_TASKS, MAX_QUESTIONS,

@@ -118,6 +118,9 @@
 //! - `multiverse_executor`: one Multiverse attempt through the real `agent-runner` (mock
 //!   planner, shell worker): its end read from the exit code and result JSON, a stop that
 //!   ends cancelled with its note.
+//! - `multiverse_orchestrator`: the orchestrator on a real workspace with a fake
+//!   agent-runner and a manual clock: dependency order two at a time, retries after 5 s and
+//!   10 s, the backlog and blocked dependents, a cancel, a crash recovered, a chat's plan.
 //! - `multiverse_http`: `multiverse serve`'s HTTP door over real TCP: the token, the
 //!   loopback host, bounded requests, JSON errors, server-sent events.
 //! - `multiverse_lifecycle`: a task's lifecycle through the real contract with a stand-in
@@ -193,6 +196,7 @@ mod model_install;
 mod multiverse_executor;
 mod multiverse_http;
 mod multiverse_lifecycle;
+mod multiverse_orchestrator;
 mod multiverse_plan;
 mod multiverse_store;
 mod properties;
