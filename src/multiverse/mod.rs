@@ -16,6 +16,10 @@
 //!   or a refusal out; `registry` is the host registry those effects are checked against.
 //! - `pools`: each pool's concurrency and the order ready tasks start in (priority, then
 //!   FIFO by the time they became ready).
+//! - `app`: the `multiverse` command below its arguments: the workspace's place (outside
+//!   the project) and `config.json`, the [`Command`]s every front end shares and their
+//!   [`app::execute`], `run` in the foreground, the `serve` daemon and the command line's
+//!   client of it.
 //! - `chat`: a chat turn's planner call (`plan_patch` through the runner's planner, the
 //!   caller's check in the retry loop), its request bounded; the session's messages.
 //!   `chat_log`: the sessions on disk (`chat/<session>.jsonl`, synced, a torn line cut).
@@ -37,6 +41,7 @@
 //!   first, a torn tail dropped), one atomic state file per area folded from it, one
 //!   writer by an OS lock that names its pid, lock-free readers, rebuild, recovery data.
 
+pub mod app;
 pub(crate) mod chat;
 pub(crate) mod chat_log;
 pub(crate) mod chat_turn;
@@ -54,6 +59,7 @@ pub(crate) mod pools;
 pub(crate) mod registry;
 pub(crate) mod store;
 
+pub use app::{AppError, Command, Config, DaemonInfo, InitOptions, RunSummary};
 pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
     ask as ask_plan_patch, request as chat_request,

@@ -295,6 +295,14 @@ impl Orchestrator {
             self.store.apply(vec![runtime_set(&id, rt)])?;
             self.submit(&id, &TaskEvent::Interrupted)?;
         }
+        // What a previous writer left startable is startable now.
+        self.startable = self
+            .state()
+            .runtime
+            .iter()
+            .filter(|(_, rt)| self.lifecycle.takes(&rt.lifecycle, "start"))
+            .map(|(id, _)| id.clone())
+            .collect();
         let all: Vec<TaskId> = self.state().plan.tasks.keys().cloned().collect();
         self.refresh(&all)?;
         Ok(())
@@ -524,9 +532,40 @@ impl Orchestrator {
             json!({"task": id, "from": transition.from, "to": transition.to,
                    "message": message, "node": node_after}),
         );
+        if transition.finished == Some(Outcome::Success) {
+            self.close_failures(id)?;
+        }
         if node_after != node_before || transition.finished.is_some() {
             let dependents = self.dependents.get(id).cloned().unwrap_or_default();
             self.refresh(&dependents)?;
+        }
+        Ok(())
+    }
+
+    /// A task that succeeded leaves no open FAILURE item behind (a retry after it, by the
+    /// user or a later attempt, fixed what it reported).
+    fn close_failures(&mut self, id: &TaskId) -> Result<(), OrchestratorError> {
+        let now = self.clock.rfc3339();
+        let changes: Vec<Change> = self
+            .state()
+            .backlog
+            .values()
+            .filter(|b| {
+                b.kind == BacklogKind::Failure
+                    && b.resolved_at.is_none()
+                    && b.task.as_ref() == Some(id)
+            })
+            .map(|b| {
+                let mut item = b.clone();
+                item.resolved_at = Some(now.clone());
+                item.resolution = Some("the task succeeded on a later attempt".into());
+                Change::BacklogSet { item }
+            })
+            .collect();
+        if !changes.is_empty() {
+            self.store.apply(changes)?;
+            self.events
+                .publish("backlog", json!({"task": id, "resolved": true}));
         }
         Ok(())
     }

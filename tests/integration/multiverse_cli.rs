@@ -1,0 +1,294 @@
+//! The `multiverse` binary as a user meets it: `init`, a chat request planned by the mock
+//! planner, `run` through the real `agent-runner` to every task's note; and the daemon:
+//! `serve` with its token, commands from the command line going to it, `kill -9` of the
+//! daemon mid-run and a restart that recovers the orphaned attempt and finishes the plan.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::TempDir;
+
+fn multiverse() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_multiverse"))
+}
+
+fn agent_runner() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent-runner"))
+}
+
+fn project(dir: &Path) -> PathBuf {
+    let repo = dir.join("project");
+    std::fs::create_dir_all(&repo).unwrap();
+    crate::support::git_repo(&repo, &[("README.md", "# project\n")]);
+    repo
+}
+
+fn mv(dir: &Path, args: &[&str]) -> Output {
+    Command::new(multiverse())
+        .arg("--workspace")
+        .arg(dir.join("ws"))
+        .args(args)
+        .env("HOME", dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn tasks(dir: &Path) -> Vec<Value> {
+    let o = mv(dir, &["--json", "task", "list"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    serde_json::from_slice::<Vec<Value>>(&o.stdout).unwrap()
+}
+
+#[test]
+fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
+    let tmp = TempDir::new("mv-cli-user");
+    let dir = tmp.path();
+    project(dir);
+    let agent = dir.join("agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\ncat > /dev/null\necho work >> work.txt\necho did it\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = mv(
+        dir,
+        &[
+            "init",
+            dir.join("project").to_str().unwrap(),
+            "--planner",
+            "mock",
+            "--worker-command",
+            agent.to_str().unwrap(),
+            "--unsafe-local",
+            "--agent-runner",
+            agent_runner().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // A workspace inside the project is refused: workers could change it.
+    let inside = Command::new(multiverse())
+        .args([
+            "--workspace",
+            dir.join("project/.mv").to_str().unwrap(),
+            "init",
+        ])
+        .arg(dir.join("project"))
+        .output()
+        .unwrap();
+    assert_eq!(inside.status.code(), Some(2), "{}", text(&inside));
+    assert!(String::from_utf8_lossy(&inside.stderr).contains("workspace_in_project"));
+
+    let o = mv(
+        dir,
+        &[
+            "chat",
+            "Set it up in order:\n- write the parser\n- write the checker\n- write the docs",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Created (3)"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(tasks(dir).len(), 3);
+
+    let o = mv(dir, &["run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("-> SUCCEEDED"),
+        "{}",
+        text(&o)
+    );
+    for task in tasks(dir) {
+        assert_eq!(task["state"], "SUCCEEDED", "{task}");
+        let id = task["id"].as_str().unwrap();
+        let o = mv(dir, &["task", "show", id]);
+        let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let run_dir = PathBuf::from(shown["attempts"][0]["run_dir"].as_str().unwrap());
+        let note = std::fs::read_to_string(run_dir.join("note.md")).unwrap();
+        assert!(note.contains(id), "{note}");
+        assert!(
+            dir.join(format!("project/.agent-runner/task-{id}.md"))
+                .is_file()
+        );
+    }
+    let o = mv(dir, &["status"]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("3 SUCCEEDED"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// A fake agent-runner: the first attempt of each task sleeps until stopped (TERM: exit
+/// 130), later ones succeed; it logs each start.
+const SLEEPY_AGENT_RUNNER: &str = r#"#!/bin/sh
+task=$1; shift
+result=
+while [ $# -gt 0 ]; do
+  case $1 in --result-file) result=$2; shift 2;; *) shift;; esac
+done
+dir='@DIR@'
+id=$(sed -n 's/^ *"id": "\([^"]*\)",*$/\1/p' "$task" | head -1)
+n=$(cat "$dir/count-$id" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$dir/count-$id"
+trap 'printf "{\"status\":\"cancelled\"}" > "$result"; exit 130' TERM
+echo "start $id $n $$" >> "$dir/log"
+if [ $n = 1 ]; then sleep 120 & wait $!; fi
+printf '{"status":"complete","summary":"done"}' > "$result"
+exit 0
+"#;
+
+fn serve(dir: &Path) -> (Child, String) {
+    let mut child = Command::new(multiverse())
+        .args(["--workspace", dir.join("ws").to_str().unwrap(), "serve"])
+        .env("HOME", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let until = Instant::now() + Duration::from_secs(60);
+    while !line.contains("serving http://127.0.0.1:") {
+        line.clear();
+        assert!(Instant::now() < until);
+        if reader.read_line(&mut line).unwrap() == 0 {
+            panic!("serve ended before it listened");
+        }
+    }
+    // Keep draining its stderr so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in reader.lines() {});
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    (child, url)
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(90);
+    while !done() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_daemon_killed_mid_run_is_recovered_on_restart_and_the_plan_completes() {
+    let tmp = TempDir::new("mv-cli-daemon");
+    let dir = tmp.path();
+    project(dir);
+    let fake_dir = dir.join("fake");
+    std::fs::create_dir_all(&fake_dir).unwrap();
+    let fake = dir.join("agent-runner");
+    std::fs::write(
+        &fake,
+        SLEEPY_AGENT_RUNNER.replace("@DIR@", &fake_dir.display().to_string()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = mv(
+        dir,
+        &[
+            "init",
+            dir.join("project").to_str().unwrap(),
+            "--agent-runner",
+            fake.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    let (mut daemon, url) = serve(dir);
+    // The door is locked without the token.
+    let port: u16 = url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let refused = agent
+        .get(&format!("http://127.0.0.1:{port}/api/state"))
+        .call()
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 401);
+    let token = url.split("token=").nth(1).unwrap();
+    let mut ok = agent
+        .get(&format!("http://127.0.0.1:{port}/api/state"))
+        .header("Authorization", &format!("Bearer {token}"))
+        .call()
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    let _: Value = serde_json::from_str(&ok.body_mut().read_to_string().unwrap()).unwrap();
+
+    // Commands from the command line go to the daemon (it holds the workspace).
+    let o = mv(dir, &["task", "add", "the only task", "--id", "only"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = mv(dir, &["start"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let log = fake_dir.join("log");
+    wait_for("the first attempt", || log.exists());
+    let first_pid: i32 = std::fs::read_to_string(&log)
+        .unwrap()
+        .split_whitespace()
+        .nth(3)
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    // kill -9: no finalizers, the attempt's process left behind.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    daemon.wait().unwrap();
+    assert!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(first_pid), None).is_ok(),
+        "the orphan runs on"
+    );
+
+    let (mut daemon, _) = serve(dir);
+    wait_for("the task to succeed", || {
+        tasks(dir)
+            .first()
+            .is_some_and(|t| t["state"] == "SUCCEEDED")
+    });
+    // The orphan was stopped, its attempt ended as interrupted, the second one ran.
+    assert!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(first_pid), None).is_err());
+    let o = mv(dir, &["task", "show", "only"]);
+    let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown["attempts"][0]["status"], "interrupted", "{shown}");
+    assert_eq!(shown["attempts"].as_array().unwrap().len(), 2, "{shown}");
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = daemon.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(!dir.join("ws/daemon.json").exists());
+}
