@@ -1022,3 +1022,66 @@ fn the_real_claude_code_completes_a_task_in_a_container() {
         "ANTHROPIC_API_KEY",
     );
 }
+
+#[test]
+fn a_multiverse_plan_runs_its_tasks_in_real_containers() {
+    // The orchestrator above agent-runner: a chat's plan of two tasks in order, each
+    // attempt in its own container under the default sandbox policy, none left behind.
+    let dir = TempDir::new("docker-multiverse");
+    let repo = dir.path().join("project");
+    std::fs::create_dir_all(&repo).unwrap();
+    crate::support::git_repo(&repo, &[("README.md", "# project\n")]);
+    let ws = dir.path().join("ws");
+    let mv = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_multiverse"))
+            .arg("--workspace")
+            .arg(&ws)
+            .args(args)
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let o = mv(&[
+        "init",
+        repo.to_str().unwrap(),
+        "--planner",
+        "mock",
+        "--agent-runner",
+        binary().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The worker: a shell command in the test image, writing a file per run.
+    let config_path = ws.join("config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["runner"]["worker"] = serde_json::json!({
+        "kind": "command",
+        "command": ["sh", "-c", "cat > /dev/null; id -u >> ran-in-container.txt"],
+        "docker_image": image(),
+        "max_run_time_sec": 120,
+    });
+    std::fs::write(&config_path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    let o = mv(&["chat", "In order:\n- first step\n- second step"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = mv(&["run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = mv(&["--json", "task", "list"]);
+    let tasks: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(tasks.len(), 2);
+    for task in &tasks {
+        assert_eq!(task["state"], "SUCCEEDED", "{task}");
+        let id = task["id"].as_str().unwrap();
+        assert!(
+            containers_of(id).is_empty(),
+            "a container of {id} was left behind"
+        );
+    }
+    // Two runs, each as the invoking user inside a container.
+    let ran = std::fs::read_to_string(repo.join("ran-in-container.txt")).unwrap();
+    let uid = nix::unistd::getuid().as_raw().to_string();
+    assert_eq!(
+        ran.lines().collect::<Vec<_>>(),
+        [uid.as_str(), uid.as_str()]
+    );
+}
