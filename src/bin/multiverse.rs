@@ -434,7 +434,15 @@ fn init_command(
         config.agent_runner_args.push("--unsafe-local".into());
     }
     if let Some(program) = agent_runner {
-        config.agent_runner = program;
+        // A path is the user's, relative to where they typed it (attempts run in the
+        // project); a bare name is looked up on PATH when an attempt starts.
+        config.agent_runner = if program.contains('/') {
+            Path::new(&program)
+                .canonicalize()
+                .map_or(program, |p| p.display().to_string())
+        } else {
+            program
+        };
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let options = InitOptions {

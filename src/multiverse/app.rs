@@ -108,6 +108,8 @@ pub enum AppError {
     Planner(String),
     /// A daemon holds the workspace and could not be reached.
     Daemon(String),
+    /// `config.json`'s `agent_runner` is not a program here.
+    AgentRunnerMissing(String),
 }
 
 impl AppError {
@@ -121,6 +123,7 @@ impl AppError {
             AppError::Usage(_) => "usage",
             AppError::Planner(_) => "planner_config",
             AppError::Daemon(_) => "daemon_unreachable",
+            AppError::AgentRunnerMissing(_) => "agent_runner_missing",
         }
     }
 }
@@ -141,6 +144,10 @@ impl std::fmt::Display for AppError {
             AppError::Usage(message) => f.write_str(message),
             AppError::Planner(message) => write!(f, "the chat's planner: {message}"),
             AppError::Daemon(message) => f.write_str(message),
+            AppError::AgentRunnerMissing(program) => write!(
+                f,
+                "agent-runner {program:?} (config.json's agent_runner) is not a program here: install it (`cargo install --path .`) or set the path"
+            ),
         }
     }
 }
@@ -268,6 +275,20 @@ pub fn open(dir: &Path, events: Arc<EventHub>) -> Result<(Orchestrator, Config),
         error,
     })?;
     let config = load_config(dir)?;
+    // Said once, here, rather than as three failed attempts of every task.
+    let program = PathBuf::from(&config.agent_runner);
+    let found = if config.agent_runner.contains('/') {
+        program.is_file()
+    } else {
+        crate::runner::preflight::find_on_path(
+            &config.agent_runner,
+            std::env::var("PATH").ok().as_deref(),
+        )
+        .is_some()
+    };
+    if !found {
+        return Err(AppError::AgentRunnerMissing(config.agent_runner.clone()));
+    }
     let store = Workspace::open(dir)?;
     let project = store.meta().project_root.clone();
     let settings = Settings {

@@ -292,3 +292,28 @@ fn a_daemon_killed_mid_run_is_recovered_on_restart_and_the_plan_completes() {
     assert_eq!(status.code(), Some(130));
     assert!(!dir.join("ws/daemon.json").exists());
 }
+
+#[test]
+fn a_missing_agent_runner_is_said_once_not_as_failed_attempts() {
+    let tmp = TempDir::new("mv-cli-missing");
+    let dir = tmp.path();
+    project(dir);
+    let missing = dir.join("no-such-agent-runner");
+    let o = mv(
+        dir,
+        &[
+            "init",
+            dir.join("project").to_str().unwrap(),
+            "--agent-runner",
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = mv(dir, &["task", "add", "something"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("agent_runner_missing") && err.contains("no-such-agent-runner"),
+        "{err}"
+    );
+}
