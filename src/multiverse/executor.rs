@@ -7,8 +7,8 @@
 //! Each attempt has its own directory (`runs/<task>/<n>/`): `task.yaml`, `result.json`,
 //! `events.jsonl`, `stderr.log` and, after the run, a copy of the Task Note. Output goes to
 //! files, never pipes the orchestrator must drain (the original's child blocked on a full
-//! pipe), and the process is polled, never `wait`ed on blindly, so a stop never signals a
-//! pid that was already reaped and reused.
+//! pipe), and the process is reaped only under the lock a stop takes, so a stop never
+//! signals a pid that was already reaped and reused.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -137,13 +137,21 @@ pub fn task_file(design: &TaskDesign, project_root: &Path, runner_defaults: &Val
     json!({"version": 1, "task": task, "runner": runner})
 }
 
+/// An attempt's process, or how it ended once reaped.
+#[derive(Debug)]
+enum Slot {
+    Running(Child),
+    Ended(std::process::ExitStatus),
+}
+
 /// A running attempt. Dropping it does not stop the process: the scheduler stops what it
 /// means to stop, and a restart recovers the rest.
 #[derive(Debug, Clone)]
 pub struct RunningAttempt {
     pid: u32,
-    /// `None` once the process was reaped: nothing may be signalled after that.
-    child: Arc<Mutex<Option<Child>>>,
+    /// The process until it is reaped (nothing may be signalled after that), then how it
+    /// ended.
+    child: Arc<Mutex<Slot>>,
     started: Instant,
     run_dir: PathBuf,
     project_root: PathBuf,
@@ -187,7 +195,7 @@ pub fn launch(design: &TaskDesign, request: &RunRequest) -> Result<RunningAttemp
     tracing::info!(task = %design.id, pid = child.id(), dir = %dir.display(), "started agent-runner");
     Ok(RunningAttempt {
         pid: child.id(),
-        child: Arc::new(Mutex::new(Some(child))),
+        child: Arc::new(Mutex::new(Slot::Running(child))),
         started: Instant::now(),
         run_dir: dir.clone(),
         project_root: request.project_root.clone(),
@@ -203,10 +211,13 @@ impl RunningAttempt {
     /// The exit status once the process ended (reaping it), `None` while it runs.
     fn poll(&self) -> Option<std::process::ExitStatus> {
         let mut guard = self.child.lock().unwrap_or_else(|e| e.into_inner());
-        let child = guard.as_mut()?;
+        let child = match &mut *guard {
+            Slot::Ended(status) => return Some(*status),
+            Slot::Running(child) => child,
+        };
         match child.try_wait() {
             Ok(Some(status)) => {
-                *guard = None;
+                *guard = Slot::Ended(status);
                 Some(status)
             }
             Ok(None) => None,
@@ -220,10 +231,19 @@ impl RunningAttempt {
     /// Blocks until the process ends and reads what it left.
     pub fn wait(&self) -> AttemptEnd {
         loop {
+            // Blocks until the process has ended without reaping it (WNOWAIT), so its pid
+            // stays ours until `poll` reaps it under the lock that `signal` takes: no
+            // polling delay between an attempt's end and the next start.
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(self.pid).unwrap_or(i32::MAX));
+            let flags = nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT;
+            let waited = nix::sys::wait::waitid(nix::sys::wait::Id::Pid(pid), flags);
             if let Some(status) = self.poll() {
                 return self.end(status);
             }
-            std::thread::sleep(POLL);
+            // Interrupted (EINTR): wait again; anything else: poll.
+            if waited.is_err_and(|e| e != nix::errno::Errno::EINTR) {
+                std::thread::sleep(POLL);
+            }
         }
     }
 
@@ -246,7 +266,7 @@ impl RunningAttempt {
     fn signal(&self, signal: nix::sys::signal::Signal) -> bool {
         // Under the lock, and only while the child is not reaped: its pid is still ours.
         let guard = self.child.lock().unwrap_or_else(|e| e.into_inner());
-        if guard.is_none() {
+        if matches!(*guard, Slot::Ended(_)) {
             return false;
         }
         let pid = nix::unistd::Pid::from_raw(self.pid as i32);

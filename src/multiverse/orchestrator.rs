@@ -498,6 +498,17 @@ impl Orchestrator {
     /// Applies an accepted transition (its effects into the runtime, committed with it);
     /// a refusal is returned as an error and changes nothing.
     fn apply(&mut self, id: &TaskId, submitted: Submitted) -> Result<(), OrchestratorError> {
+        self.apply_with(id, submitted, |_| {})
+    }
+
+    /// [`Self::apply`], with `record` also changing the runtime in the same journal entry
+    /// (an attempt's start or end goes with the transition it causes: one sync, not two).
+    fn apply_with(
+        &mut self,
+        id: &TaskId,
+        submitted: Submitted,
+        record: impl FnOnce(&mut TaskRuntime),
+    ) -> Result<(), OrchestratorError> {
         let transition = match submitted {
             Submitted::Accepted(t) => t,
             Submitted::Rejected(refusal) => {
@@ -510,6 +521,7 @@ impl Orchestrator {
         };
         let node_before = self.runtime(id)?.node;
         let mut rt = self.runtime(id)?.clone();
+        record(&mut rt);
         let mut edits = Vec::new();
         self.perform(id, &transition, &mut rt, &mut edits);
         rt.lifecycle = transition.instance.clone();
@@ -785,15 +797,13 @@ impl Orchestrator {
             .get(id)
             .cloned()
             .ok_or_else(|| OrchestratorError::UnknownTask(id.to_string()))?;
-        self.submit(id, &TaskEvent::Start)?;
-        let mut rt = self.runtime(id)?.clone();
-        let number = u32::try_from(rt.attempts.len() + 1).unwrap_or(u32::MAX);
+        let number = u32::try_from(self.runtime(id)?.attempts.len() + 1).unwrap_or(u32::MAX);
         let run_dir = self
             .settings
             .runs_dir
             .join(id.as_str())
             .join(number.to_string());
-        rt.attempts.push(Attempt {
+        let attempt = Attempt {
             number,
             started_at: self.clock.rfc3339(),
             finished_at: None,
@@ -803,8 +813,12 @@ impl Orchestrator {
             summary: None,
             run_dir: run_dir.display().to_string(),
             files_changed: Vec::new(),
-        });
-        self.store.apply(vec![runtime_set(id, rt.clone())])?;
+        };
+        let submitted = self
+            .lifecycle
+            .submit(&self.runtime(id)?.lifecycle, &TaskEvent::Start);
+        self.apply_with(id, submitted, |rt| rt.attempts.push(attempt))?;
+        let mut rt = self.runtime(id)?.clone();
         let request = RunRequest {
             program: self.settings.program.clone(),
             extra_args: self.settings.extra_args.clone(),
@@ -820,7 +834,8 @@ impl Orchestrator {
                 self.store.apply(vec![runtime_set(id, rt)])?;
                 self.events.publish(
                     "attempt",
-                    json!({"task": id, "attempt": number, "started": true, "pid": attempt.pid()}),
+                    json!({"task": id, "attempt": number, "started": true, "pid": attempt.pid(),
+                           "at_ms": self.clock.now_ms()}),
                 );
                 let waiter = attempt.clone();
                 let tx = self.ended_tx.clone();
@@ -896,26 +911,42 @@ impl Orchestrator {
         end: AttemptEnd,
         stopped: bool,
     ) -> Result<(), OrchestratorError> {
-        let mut rt = self.runtime(id)?.clone();
-        if let Some(last) = rt.attempts.last_mut() {
-            last.finished_at = Some(self.clock.rfc3339());
-            last.exit_code = end.exit_code;
-            last.status = end.status.clone();
-            last.summary = Some(end.summary.clone());
-            last.files_changed = end.files_changed.clone();
-        }
-        self.store.apply(vec![runtime_set(id, rt)])?;
+        let finished_at = self.clock.rfc3339();
+        let record = |rt: &mut TaskRuntime| {
+            if let Some(last) = rt.attempts.last_mut() {
+                last.finished_at = Some(finished_at);
+                last.exit_code = end.exit_code;
+                last.status = end.status.clone();
+                last.summary = Some(end.summary.clone());
+                last.files_changed = end.files_changed.clone();
+            }
+        };
         self.events.publish(
             "attempt",
             json!({"task": id, "ended": true, "exit_code": end.exit_code, "status": end.status,
-                   "summary": end.summary}),
+                   "summary": end.summary, "at_ms": self.clock.now_ms()}),
         );
         let succeeded = end.exit_code == Some(0) && end.status.as_deref() == Some("complete");
-        if stopped && !succeeded {
-            let submitted = self.lifecycle.cancel(&self.runtime(id)?.lifecycle);
-            return self.apply(id, submitted);
+        let instance = &self.runtime(id)?.lifecycle;
+        let submitted = if stopped && !succeeded {
+            self.lifecycle.cancel(instance)
+        } else {
+            self.lifecycle.submit(instance, &TaskEvent::from(&end))
+        };
+        if let Submitted::Rejected(refusal) = &submitted {
+            // The end is kept even when the session refuses it (it should not): the
+            // attempt must not look as if it still ran.
+            tracing::error!(task = %id, key = %refusal.key, "the task's session refused an attempt's end");
+            let mut rt = self.runtime(id)?.clone();
+            record(&mut rt);
+            self.store.apply(vec![runtime_set(id, rt)])?;
+            return Err(OrchestratorError::Refused {
+                task: id.clone(),
+                key: refusal.key.clone(),
+                message: refusal.message.text.clone(),
+            });
         }
-        self.submit(id, &TaskEvent::from(&end))
+        self.apply_with(id, submitted, record)
     }
 
     /// Nothing runs, nothing can start and no retry is pending: the plan is as done as

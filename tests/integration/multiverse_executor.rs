@@ -102,6 +102,8 @@ fn a_stop_is_a_cancelled_task_with_its_note() {
         asked.elapsed()
     );
     assert!(end.note.is_some());
+    // Waiting again gives the same end at once.
+    assert_eq!(running.wait().exit_code, Some(130));
     // Once reaped, nothing is signalled: the pid may belong to another process now.
     assert!(!running.terminate());
     assert!(!running.kill());
