@@ -270,9 +270,14 @@ fn run(args: Args) -> Result<u8, AppError> {
             }
             let events = Arc::new(EventHub::new());
             let progress = events.subscribe();
+            // Progress on stderr: a line per event, or with --json a JSON line each.
             std::thread::spawn(move || {
                 for event in progress {
-                    errln(&progress_line(&event.name, &event.data));
+                    if json_out {
+                        errln(&json!({"event": event.name, "data": event.data}).to_string());
+                    } else {
+                        errln(&progress_line(&event.name, &event.data));
+                    }
                 }
             });
             let (mut orchestrator, _config) = app::open(&dir, events)?;
