@@ -605,40 +605,152 @@ struct DaemonApi {
     events: Arc<EventHub>,
 }
 
+impl DaemonApi {
+    /// Runs `command` on the daemon's thread and answers with its result.
+    fn run(&self, command: Command) -> Response {
+        let (tx, rx) = channel();
+        if self.jobs.send((command, tx)).is_err() {
+            return Response::error(503, "stopping", "the daemon is stopping");
+        }
+        match rx.recv() {
+            Ok(Ok(value)) => Response::ok(value),
+            Ok(Err((status, key, message))) => Response::error(status, &key, &message),
+            Err(_) => Response::error(503, "stopping", "the daemon is stopping"),
+        }
+    }
+
+    fn state(&self) -> Result<WorkspaceState, Response> {
+        read(&self.dir).map_err(|e| Response::error(500, e.key(), &e.to_string()))
+    }
+
+    /// An attempt's Task Note (Markdown), read from its run directory in this workspace.
+    fn note(&self, task: &str, attempt: &str) -> Response {
+        let Ok(id) = TaskId::parse(task) else {
+            return Response::error(404, "unknown_task", "no such task");
+        };
+        let Ok(number) = attempt.parse::<usize>() else {
+            return Response::error(404, "unknown_attempt", "no such attempt");
+        };
+        let state = match self.state() {
+            Ok(state) => state,
+            Err(refusal) => return refusal,
+        };
+        let Some(found) = state
+            .runtime
+            .get(&id)
+            .and_then(|rt| rt.attempts.iter().find(|a| a.number as usize == number))
+        else {
+            return Response::error(404, "unknown_attempt", "no such attempt");
+        };
+        // The note is read from the workspace's own runs/<task>/<n>/ only, whatever the
+        // state file says.
+        let path = self
+            .dir
+            .join("runs")
+            .join(id.as_str())
+            .join(number.to_string())
+            .join("note.md");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                Response::ok(json!({"task": id, "attempt": found.number, "markdown": text}))
+            }
+            Err(_) => Response::error(404, "no_note", "this attempt left no Task Note"),
+        }
+    }
+
+    fn body<T: serde::de::DeserializeOwned>(request: &Request) -> Result<T, Response> {
+        let value = request.json()?;
+        let value = if value.is_null() { json!({}) } else { value };
+        serde_json::from_value(value)
+            .map_err(|e| Response::error(400, "bad_request", &e.to_string()))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChatBody {
+    message: String,
+    #[serde(default)]
+    session: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecutionBody {
+    state: ExecutionState,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolveBody {
+    #[serde(default)]
+    note: String,
+    #[serde(default)]
+    retry: bool,
+}
+
 impl Api for DaemonApi {
     fn handle(&self, request: &Request) -> Response {
         let parts: Vec<&str> = request.path.trim_matches('/').split('/').collect();
-        match (request.method.as_str(), parts.as_slice()) {
-            ("GET", ["api", "events"]) => Response::Events(self.events.subscribe()),
-            ("GET", ["api", "state"]) => match read(&self.dir) {
-                Ok(state) => Response::ok(serde_json::to_value(state).unwrap_or(Value::Null)),
-                Err(e) => Response::error(500, e.key(), &e.to_string()),
-            },
-            ("GET", ["api", "openapi.json"]) => Response::ok(openapi()),
-            ("POST", ["api", "command"]) => {
-                let command: Command = match request.json().and_then(|v| {
-                    serde_json::from_value(v)
-                        .map_err(|e| Response::error(400, "bad_command", &e.to_string()))
-                }) {
-                    Ok(c) => c,
-                    Err(refusal) => return refusal,
-                };
-                let (tx, rx) = channel();
-                if self.jobs.send((command, tx)).is_err() {
-                    return Response::error(503, "stopping", "the daemon is stopping");
+        let outcome = match (request.method.as_str(), parts.as_slice()) {
+            ("GET", ["api", "events"]) => Ok(Response::Events(self.events.subscribe())),
+            ("GET", ["api", "state"]) => self
+                .state()
+                .map(|s| Response::ok(serde_json::to_value(s).unwrap_or(Value::Null))),
+            ("GET", ["api", "openapi.json"]) => Ok(Response::ok(openapi())),
+            ("GET", ["api", "tasks"]) => self.state().map(|s| Response::ok(json!(task_list(&s)))),
+            ("GET", ["api", "tasks", id]) => self.state().map(|s| {
+                match TaskId::parse(id).ok().and_then(|id| task_show(&s, &id)) {
+                    Some(shown) => Response::ok(shown),
+                    None => Response::error(404, "unknown_task", "no such task"),
                 }
-                match rx.recv() {
-                    Ok(Ok(value)) => Response::ok(value),
-                    Ok(Err((status, key, message))) => Response::error(status, &key, &message),
-                    Err(_) => Response::error(503, "stopping", "the daemon is stopping"),
-                }
+            }),
+            ("GET", ["api", "tasks", id, "attempts", n, "note"]) => Ok(self.note(id, n)),
+            ("POST", ["api", "tasks"]) => Self::body::<Value>(request).and_then(|mut v| {
+                v["op"] = json!("add_task");
+                serde_json::from_value::<Command>(v)
+                    .map(|c| self.run(c))
+                    .map_err(|e| Response::error(400, "bad_request", &e.to_string()))
+            }),
+            ("POST", ["api", "tasks", id, "cancel"]) => Ok(self.run(Command::Cancel {
+                id: (*id).to_string(),
+            })),
+            ("POST", ["api", "tasks", id, "retry"]) => Ok(self.run(Command::Retry {
+                id: (*id).to_string(),
+            })),
+            ("GET", ["api", "backlog"]) => self
+                .state()
+                .map(|s| Response::ok(json!(s.backlog.values().collect::<Vec<_>>()))),
+            ("POST", ["api", "backlog", item, "resolve"]) => Self::body::<ResolveBody>(request)
+                .map(|b| {
+                    self.run(Command::Resolve {
+                        item: (*item).to_string(),
+                        note: b.note,
+                        retry: b.retry,
+                    })
+                }),
+            ("POST", ["api", "chat"]) => Self::body::<ChatBody>(request).map(|b| {
+                self.run(Command::Chat {
+                    message: b.message,
+                    session: b.session,
+                })
+            }),
+            ("GET", ["api", "chat", session]) => {
+                Ok(match ChatLog::new(&self.dir.join("chat")).read(session) {
+                    Ok(messages) => Response::ok(json!(messages)),
+                    Err(e) => Response::error(400, e.key(), &e.to_string()),
+                })
             }
-            _ => Response::error(
+            ("POST", ["api", "execution"]) => Self::body::<ExecutionBody>(request)
+                .map(|b| self.run(Command::Execution { state: b.state })),
+            ("POST", ["api", "command"]) => Self::body::<Command>(request).map(|c| self.run(c)),
+            _ => Ok(Response::error(
                 404,
                 "not_found",
                 &format!("no route {} {}", request.method, request.path),
-            ),
-        }
+            )),
+        };
+        outcome.unwrap_or_else(|refusal| refusal)
     }
 }
 
@@ -653,6 +765,17 @@ pub fn openapi() -> Value {
             "/api/state": {"get": {"summary": "The workspace's state: plan, task runtimes (attempts), backlog, execution."}},
             "/api/command": {"post": {"summary": "Run a command: add_task, cancel, retry, chat, execution, resolve, status (body: {op, ...}).",
                 "requestBody": {"content": {"application/json": {"schema": {"type": "object", "required": ["op"]}}}}}},
+            "/api/tasks": {"get": {"summary": "The tasks in WBS order: id, title, state, node, pool, dependencies, attempts, reason, next retry."},
+                           "post": {"summary": "Add a task: {id, title, description?, criteria?, depends_on?, parent?, pool?, priority?, test?}."}},
+            "/api/tasks/{id}": {"get": {"summary": "A task: design, state, node, reason, next retry, attempts."}},
+            "/api/tasks/{id}/cancel": {"post": {"summary": "Cancel the task (a running one is stopped); never retried."}},
+            "/api/tasks/{id}/retry": {"post": {"summary": "Retry a failed or cancelled task with fresh attempts."}},
+            "/api/tasks/{id}/attempts/{n}/note": {"get": {"summary": "The attempt's Task Note: {task, attempt, markdown}."}},
+            "/api/backlog": {"get": {"summary": "Backlog items, open and resolved."}},
+            "/api/backlog/{item}/resolve": {"post": {"summary": "Resolve an item: {note?, retry?}."}},
+            "/api/chat": {"post": {"summary": "One chat turn: {message, session?}; the reply, the patch's summary, questions, autopilot."}},
+            "/api/chat/{session}": {"get": {"summary": "A chat session's messages."}},
+            "/api/execution": {"post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},
             "/api/events": {"get": {"summary": "Server-sent events: task, attempt, backlog, chat, execution, plan. The token may be given as ?token= here."}},
             "/api/openapi.json": {"get": {"summary": "This document."}}
         }

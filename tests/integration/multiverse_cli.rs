@@ -317,3 +317,143 @@ fn a_missing_agent_runner_is_said_once_not_as_failed_attempts() {
         "{err}"
     );
 }
+
+/// GET or POST `path` on the daemon at `url` (as `serve` printed it) with its token.
+fn api(url: &str, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    let token = url.split("token=").nth(1).unwrap();
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let target = format!("http://127.0.0.1:{port}{path}");
+    let auth = format!("Bearer {token}");
+    let mut reply = match (method, body) {
+        ("GET", _) => agent
+            .get(&target)
+            .header("Authorization", &auth)
+            .call()
+            .unwrap(),
+        (_, body) => agent
+            .post(&target)
+            .header("Authorization", &auth)
+            .header("Content-Type", "application/json")
+            .send(
+                serde_json::to_vec(&body.unwrap_or(Value::Null))
+                    .unwrap()
+                    .as_slice(),
+            )
+            .unwrap(),
+    };
+    let status = reply.status().as_u16();
+    let text = reply.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[test]
+fn the_daemon_api_plans_by_chat_runs_and_serves_each_attempts_note() {
+    let tmp = TempDir::new("mv-cli-api");
+    let dir = tmp.path();
+    project(dir);
+    let agent = dir.join("agent.sh");
+    std::fs::write(&agent, "#!/bin/sh\ncat > /dev/null\necho did it\n").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = mv(
+        dir,
+        &[
+            "init",
+            dir.join("project").to_str().unwrap(),
+            "--planner",
+            "mock",
+            "--worker-command",
+            agent.to_str().unwrap(),
+            "--unsafe-local",
+            "--agent-runner",
+            agent_runner().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (mut daemon, url) = serve(dir);
+
+    let (status, turn) = api(
+        &url,
+        "POST",
+        "/api/chat",
+        Some(serde_json::json!({"message": "In order:\n- one\n- two"})),
+    );
+    assert_eq!(status, 200, "{turn}");
+    assert_eq!(turn["autopilot"], true, "{turn}");
+    let session = turn["session"].as_str().unwrap().to_string();
+    wait_for("both tasks to succeed", || {
+        let (_, tasks) = api(&url, "GET", "/api/tasks", None);
+        tasks
+            .as_array()
+            .is_some_and(|t| t.len() == 2 && t.iter().all(|t| t["state"] == "SUCCEEDED"))
+    });
+    let (_, tasks) = api(&url, "GET", "/api/tasks", None);
+    let first = tasks[0]["id"].as_str().unwrap().to_string();
+    let (status, shown) = api(&url, "GET", &format!("/api/tasks/{first}"), None);
+    assert_eq!(status, 200);
+    assert_eq!(shown["attempts"][0]["exit_code"], 0, "{shown}");
+    let (status, note) = api(
+        &url,
+        "GET",
+        &format!("/api/tasks/{first}/attempts/1/note"),
+        None,
+    );
+    assert_eq!(status, 200, "{note}");
+    assert!(
+        note["markdown"].as_str().unwrap().contains(&first),
+        "{note}"
+    );
+    // Nothing outside the workspace's runs is served.
+    let (status, _) = api(&url, "GET", "/api/tasks/%2e%2e/attempts/1/note", None);
+    assert_eq!(status, 404);
+    let (status, _) = api(
+        &url,
+        "GET",
+        &format!("/api/tasks/{first}/attempts/9/note"),
+        None,
+    );
+    assert_eq!(status, 404);
+    let (_, messages) = api(&url, "GET", &format!("/api/chat/{session}"), None);
+    assert_eq!(messages.as_array().map(Vec::len), Some(2), "{messages}");
+    // A session id is letters, digits, '-' and '_': anything else is refused.
+    let (status, _) = api(&url, "GET", "/api/chat/..%2Fx", None);
+    assert_eq!(status, 404);
+    let (status, bad) = api(&url, "GET", "/api/chat/a.b", None);
+    assert_eq!(
+        (status, bad["error"]["key"].clone()),
+        (400, Value::from("bad_session"))
+    );
+    let (status, answer) = api(
+        &url,
+        "POST",
+        "/api/execution",
+        Some(serde_json::json!({"state": "PAUSED"})),
+    );
+    assert_eq!(
+        (status, answer["execution"].clone()),
+        (200, Value::from("PAUSED"))
+    );
+    let (status, bad) = api(
+        &url,
+        "POST",
+        "/api/execution",
+        Some(serde_json::json!({"state": "FAST"})),
+    );
+    assert_eq!(
+        (status, bad["error"]["key"].clone()),
+        (400, Value::from("bad_request"))
+    );
+    let (_, doc) = api(&url, "GET", "/api/openapi.json", None);
+    assert!(doc["paths"]["/api/tasks/{id}/attempts/{n}/note"].is_object());
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(daemon.wait().unwrap().code(), Some(130));
+}
