@@ -215,20 +215,37 @@ pub fn init(options: &InitOptions) -> Result<(PathBuf, WorkspaceMeta), AppError>
         .clone()
         .unwrap_or_else(|| default_workspace(&project, &options.home));
     let absolute = absolute(&dir);
-    if absolute.starts_with(&project) {
-        return Err(AppError::WorkspaceInProject {
-            workspace: absolute,
-            project,
-        });
-    }
+    refuse_inside(&absolute, &project)?;
+    // Made, then resolved whole: a link to a directory inside the project is inside it.
+    std::fs::create_dir_all(&absolute).map_err(|error| AppError::Io {
+        path: absolute.clone(),
+        error,
+    })?;
+    let resolved = absolute.canonicalize().map_err(|error| AppError::Io {
+        path: absolute.clone(),
+        error,
+    })?;
+    refuse_inside(&resolved, &project)?;
     let name = project.file_name().map_or_else(
         || "project".to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let workspace = Workspace::init(&absolute, &project, &name)?;
+    let workspace = Workspace::init(&resolved, &project, &name)?;
     let meta = workspace.meta().clone();
-    save_config(&absolute, &options.config)?;
-    Ok((absolute, meta))
+    save_config(&resolved, &options.config)?;
+    Ok((resolved, meta))
+}
+
+/// A workspace inside the project it plans for is refused: the project's workers could
+/// change its state, journal and results.
+fn refuse_inside(workspace: &Path, project: &Path) -> Result<(), AppError> {
+    if workspace.starts_with(project) {
+        return Err(AppError::WorkspaceInProject {
+            workspace: workspace.to_path_buf(),
+            project: project.to_path_buf(),
+        });
+    }
+    Ok(())
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -291,6 +308,11 @@ pub fn open(dir: &Path, events: Arc<EventHub>) -> Result<(Orchestrator, Config),
     }
     let store = Workspace::open(dir)?;
     let project = store.meta().project_root.clone();
+    // Also when opened: a workspace moved or linked into its project since `init`.
+    refuse_inside(
+        dir,
+        &project.canonicalize().unwrap_or_else(|_| project.clone()),
+    )?;
     let settings = Settings {
         program: PathBuf::from(&config.agent_runner),
         extra_args: config.agent_runner_args.clone(),

@@ -320,7 +320,9 @@ impl RunningAttempt {
             .project_root
             .join(".agent-runner")
             .join(format!("task-{}.md", self.task_id));
-        let text = std::fs::read(&note).ok()?;
+        // The repository is the worker's: a note it replaced with a link (to a key in
+        // the user's home, say) is not followed into the workspace.
+        let text = read_regular_file(&note)?;
         let copy = self.run_dir.join("note.md");
         match crate::codeintel::store::atomic_write(&copy, &text) {
             Ok(()) => Some(copy),
@@ -330,6 +332,23 @@ impl RunningAttempt {
             }
         }
     }
+}
+
+/// A regular file's bytes, opened without following a final symbolic link.
+fn read_regular_file(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 /// Removes the containers agent-runner made for the task (`agent-runner.task=<id>`), for a
@@ -427,6 +446,21 @@ mod tests {
         let (node, findings) = crate::yaml::parse(file_id, &text).unwrap();
         assert!(findings.is_empty(), "{findings:?}");
         assert_eq!(node.to_json(), file);
+    }
+
+    #[test]
+    fn a_note_replaced_by_a_link_is_not_followed() {
+        let dir = std::env::temp_dir().join(format!("mv-note-link-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret = dir.join("secret");
+        std::fs::write(&secret, "key").unwrap();
+        let link = dir.join("task-t.md");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        assert_eq!(read_regular_file(&link), None);
+        assert_eq!(read_regular_file(&secret).as_deref(), Some(&b"key"[..]));
+        assert_eq!(read_regular_file(&dir), None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

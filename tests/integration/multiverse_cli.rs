@@ -93,6 +93,17 @@ fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
         .unwrap();
     assert_eq!(inside.status.code(), Some(2), "{}", text(&inside));
     assert!(String::from_utf8_lossy(&inside.stderr).contains("workspace_in_project"));
+    // So is one spelled as a link from outside to a directory inside.
+    std::fs::create_dir_all(dir.join("project/hidden")).unwrap();
+    std::os::unix::fs::symlink(dir.join("project/hidden"), dir.join("link")).unwrap();
+    let linked = Command::new(multiverse())
+        .args(["--workspace", dir.join("link").to_str().unwrap(), "init"])
+        .arg(dir.join("project"))
+        .output()
+        .unwrap();
+    assert_eq!(linked.status.code(), Some(2), "{}", text(&linked));
+    assert!(String::from_utf8_lossy(&linked.stderr).contains("workspace_in_project"));
+    assert!(!dir.join("project/hidden/workspace.json").exists());
 
     let o = mv(
         dir,
