@@ -926,12 +926,17 @@ impl Orchestrator {
             json!({"task": id, "ended": true, "exit_code": end.exit_code, "status": end.status,
                    "summary": end.summary, "at_ms": self.clock.now_ms()}),
         );
-        let succeeded = end.exit_code == Some(0) && end.status.as_deref() == Some("complete");
         let instance = &self.runtime(id)?.lifecycle;
+        let exited = self.lifecycle.submit(instance, &TaskEvent::from(&end));
+        // What counts as success is the contract's: the end is submitted (a pure step) and
+        // only when it does not succeed is a stopped attempt taken as the user's cancel.
+        let succeeded = exited
+            .accepted()
+            .is_some_and(|t| t.finished == Some(Outcome::Success));
         let submitted = if stopped && !succeeded {
             self.lifecycle.cancel(instance)
         } else {
-            self.lifecycle.submit(instance, &TaskEvent::from(&end))
+            exited
         };
         if let Submitted::Rejected(refusal) = &submitted {
             // The end is kept even when the session refuses it (it should not): the
