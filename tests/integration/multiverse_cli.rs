@@ -53,15 +53,13 @@ fn tasks(dir: &Path) -> Vec<Value> {
     serde_json::from_slice::<Vec<Value>>(&o.stdout).unwrap()
 }
 
-#[test]
-fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
-    let tmp = TempDir::new("mv-cli-user");
-    let dir = tmp.path();
-    project(dir);
+/// `init` of the project in `dir` with the mock planner, a stand-in agent that runs
+/// `work` (after reading its prompt) on this machine, and the real agent-runner.
+fn init_offline(dir: &Path, work: &str) {
     let agent = dir.join("agent.sh");
     std::fs::write(
         &agent,
-        "#!/bin/sh\ncat > /dev/null\necho work >> work.txt\necho did it\n",
+        format!("#!/bin/sh\ncat > /dev/null\n{work}\necho did it\n"),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt as _;
@@ -81,6 +79,14 @@ fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
+    let tmp = TempDir::new("mv-cli-user");
+    let dir = tmp.path();
+    project(dir);
+    init_offline(dir, "echo work >> work.txt");
     // A workspace inside the project is refused: workers could change it.
     let inside = Command::new(multiverse())
         .args([
@@ -366,25 +372,7 @@ fn the_daemon_api_plans_by_chat_runs_and_serves_each_attempts_note() {
     let tmp = TempDir::new("mv-cli-api");
     let dir = tmp.path();
     project(dir);
-    let agent = dir.join("agent.sh");
-    std::fs::write(&agent, "#!/bin/sh\ncat > /dev/null\necho did it\n").unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let o = mv(
-        dir,
-        &[
-            "init",
-            dir.join("project").to_str().unwrap(),
-            "--planner",
-            "mock",
-            "--worker-command",
-            agent.to_str().unwrap(),
-            "--unsafe-local",
-            "--agent-runner",
-            agent_runner().to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    init_offline(dir, "true");
     let (mut daemon, url) = serve(dir);
 
     let (status, turn) = api(
