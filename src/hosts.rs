@@ -9,6 +9,7 @@ pub fn all() -> Vec<Registry> {
         crate::server::registry::registry(),
         crate::runner::registry::registry(),
         crate::multiverse::registry::registry(),
+        crate::multiverse::registry::chat_registry(),
     ]
 }
 

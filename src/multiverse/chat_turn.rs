@@ -1,19 +1,26 @@
-//! One chat turn against the orchestrator: the user's message is kept; a control word
-//! (stop, pause, resume, status) is handled without the planner; anything else goes to
-//! the planner as a `plan_patch` request whose reply is checked by parsing it and applying
-//! it to a copy of the plan, so a patch that cannot be applied goes back to the planner
-//! with every reason. An applied patch becomes the plan in one journal entry; its
-//! questions open QUESTION backlog items that hold the tasks they name; when it created
-//! tasks, execution starts (autopilot). The reply summarises what changed.
+//! One chat turn against the orchestrator, driven by the chat turn contract
+//! (`contracts/multiverse_chat.yml`, through [`ChatFlow`]): the user's message is kept;
+//! what it is (a control word: stop, pause, resume, status) is submitted to the turn's
+//! session, which answers with the reply and the execution state to set; anything else
+//! goes to the planner as a `plan_patch` request whose reply is checked by parsing it and
+//! applying it to a copy of the plan, so a patch that cannot be applied goes back to the
+//! planner with every reason. The checked patch is submitted with what it changes; the
+//! contract asks for it to be applied (the plan and its questions' backlog items in one
+//! journal entry) and, when it created tasks, for execution to start (autopilot). The
+//! reply is the contract's message in the turn's locale, with a line per change.
 
 use serde::Serialize;
+use serde_json::{Map, Value, json};
 
 use super::chat::{self, ChatMessage, ChatRole, TaskLine};
+use super::chat_flow::{ChatEffect, ChatEvent, ChatFlow, ChatStep};
 use super::chat_log::{ChatLog, ChatLogError};
 use super::control::{Control, control_word};
-use super::model::{ExecutionState, TaskId};
+use super::lifecycle::{LifecycleContractError, Refusal};
+use super::model::{ExecutionState, Plan, TaskId};
 use super::orchestrator::{Orchestrator, OrchestratorError};
 use super::patch::{PatchContext, PatchSummary, PlanPatch, apply, plan_patch_schema};
+use crate::contract::model::Outcome;
 use crate::runner::Cancel;
 use crate::runner::protocol::planner::Planner;
 use crate::runner::protocol::response::InvalidReply;
@@ -24,6 +31,10 @@ pub struct TurnOutcome {
     pub session: String,
     /// The assistant's reply, as kept in the session.
     pub reply: String,
+    /// The turn's last state in the chat turn contract.
+    pub state: String,
+    /// The locale of the reply.
+    pub locale: String,
     /// The control word handled instead of the planner.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control: Option<Control>,
@@ -45,6 +56,11 @@ pub struct TurnOutcome {
 pub enum TurnError {
     Log(ChatLogError),
     Orchestrator(OrchestratorError),
+    /// The built-in chat turn contract does not load (a build defect).
+    Contract(LifecycleContractError),
+    /// The chat turn contract refused what the chat submitted (a defect between the
+    /// contract and this host): nothing more is done.
+    Refused(Refusal),
 }
 
 impl TurnError {
@@ -52,6 +68,8 @@ impl TurnError {
         match self {
             TurnError::Log(e) => e.key(),
             TurnError::Orchestrator(e) => e.key(),
+            TurnError::Contract(_) => "chat.contract_invalid",
+            TurnError::Refused(_) => "chat.refused",
         }
     }
 }
@@ -61,6 +79,12 @@ impl std::fmt::Display for TurnError {
         match self {
             TurnError::Log(e) => e.fmt(f),
             TurnError::Orchestrator(e) => e.fmt(f),
+            TurnError::Contract(e) => e.fmt(f),
+            TurnError::Refused(r) => write!(
+                f,
+                "the chat turn contract refused the step ({}): {}",
+                r.key, r.message.text
+            ),
         }
     }
 }
@@ -79,6 +103,94 @@ impl From<OrchestratorError> for TurnError {
     }
 }
 
+/// The locale of a reply: Japanese for a message written in it, else English (the chat
+/// turn contract's default).
+pub fn message_locale(message: &str) -> &'static str {
+    let japanese = message.chars().any(|c| {
+        matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{ff66}'..='\u{ff9f}')
+    });
+    if japanese { "ja" } else { "en" }
+}
+
+/// The checked patch, waiting for the contract to ask for it to be applied.
+struct Checked {
+    plan: Plan,
+    summary: PatchSummary,
+}
+
+/// One turn: the session, its flow and what it did so far.
+struct Turn<'a> {
+    orchestrator: &'a mut Orchestrator,
+    flow: ChatFlow,
+    outcome: TurnOutcome,
+}
+
+impl Turn<'_> {
+    /// Submits `event`, publishes the step as chat progress and performs its effects.
+    fn submit(
+        &mut self,
+        instance: &crate::machine::Instance,
+        event: &ChatEvent,
+        checked: Option<&Checked>,
+    ) -> Result<ChatStep, TurnError> {
+        let step = self
+            .flow
+            .submit(instance, event)
+            .map_err(TurnError::Refused)?;
+        self.perform(&step, checked)?;
+        Ok(step)
+    }
+
+    fn perform(&mut self, step: &ChatStep, checked: Option<&Checked>) -> Result<(), TurnError> {
+        self.outcome.state = step.to.clone();
+        self.orchestrator.events().publish(
+            "chat",
+            json!({"session": self.outcome.session, "state": step.to,
+                   "message": step.message.as_ref().map(|m| &m.text),
+                   "finished": step.finished.map(|o| o.as_str())}),
+        );
+        for effect in &step.effects {
+            match effect {
+                ChatEffect::SetExecution(state) => {
+                    if checked.is_some() && *state == ExecutionState::Running {
+                        self.outcome.autopilot = true;
+                    }
+                    self.orchestrator.set_execution(*state)?;
+                }
+                ChatEffect::ApplyPlan => {
+                    let Some(checked) = checked else {
+                        return Err(TurnError::Refused(internal(
+                            "plan.apply without a checked patch",
+                        )));
+                    };
+                    let questions: Vec<(String, Vec<TaskId>)> = checked
+                        .summary
+                        .questions
+                        .iter()
+                        .map(|q| (q.question.clone(), q.tasks.clone()))
+                        .collect();
+                    self.outcome.questions = self
+                        .orchestrator
+                        .apply_patch(checked.plan.clone(), &questions)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn internal(details: &str) -> Refusal {
+    Refusal {
+        key: "internal_error".into(),
+        message: crate::machine::response::RenderedMessage {
+            key: "chat.internal_error".into(),
+            error: Some("internal_error".into()),
+            text: details.to_string(),
+            user_intervention: false,
+        },
+    }
+}
+
 /// Runs one turn of `session` (a new one when `None`).
 pub fn chat_turn(
     orchestrator: &mut Orchestrator,
@@ -89,49 +201,80 @@ pub fn chat_turn(
     cancel: &Cancel,
 ) -> Result<TurnOutcome, TurnError> {
     let now = orchestrator.clock().rfc3339();
+    let flow = ChatFlow::load().map_err(TurnError::Contract)?;
+    let locale = message_locale(message);
+    let instance = flow
+        .start(locale, &Map::new())
+        .map_err(|e| TurnError::Refused(internal(&e.to_string())))?;
     let session = match session {
         Some(s) => s.to_string(),
         None => log.new_session(&crate::runner::time::now().compact()),
     };
     let history = log.read(&session)?;
     log.append(&session, &said(ChatRole::User, message, &now))?;
-    let mut outcome = TurnOutcome {
-        session: session.clone(),
-        reply: String::new(),
-        control: None,
-        patch: None,
-        questions: Vec::new(),
-        autopilot: false,
-        error: None,
+    let control = control_word(message);
+    let status = (control == Some(Control::Status)).then(|| status_text(orchestrator));
+    let execution = orchestrator.state().execution;
+    let mut turn = Turn {
+        orchestrator,
+        flow,
+        outcome: TurnOutcome {
+            session: session.clone(),
+            reply: String::new(),
+            state: instance.state.clone(),
+            locale: instance.locale.clone(),
+            control,
+            patch: None,
+            questions: Vec::new(),
+            autopilot: false,
+            error: None,
+        },
     };
-    if let Some(control) = control_word(message) {
-        outcome.control = Some(control);
-        outcome.reply = handle_control(orchestrator, control)?;
-        orchestrator.events().publish(
-            "chat",
-            serde_json::json!({"session": session, "step": "control", "control": control}),
-        );
-        log.append(&session, &said(ChatRole::Assistant, &outcome.reply, &now))?;
-        return Ok(outcome);
+    let received = turn.submit(
+        &instance,
+        &ChatEvent::Message {
+            control,
+            execution,
+            status,
+        },
+        None,
+    )?;
+    let ended = if received.finished.is_some() {
+        received
+    } else {
+        plan_turn(&mut turn, received, planner, message, &history, cancel)?
+    };
+    if turn.outcome.reply.is_empty() {
+        turn.outcome.reply = ended.message.map(|m| m.text).unwrap_or_default();
     }
-    let events = orchestrator.events().clone();
-    let progress = |step: &str| {
-        events.publish(
-            "chat",
-            serde_json::json!({"session": session, "step": step}),
-        );
-    };
-    progress("analyzing");
+    let mut kept = said(ChatRole::Assistant, &turn.outcome.reply, &now);
+    if let Some(patch) = &turn.outcome.patch {
+        kept.created_tasks = patch.created.iter().map(|c| c.id.to_string()).collect();
+    }
+    log.append(&session, &kept)?;
+    Ok(turn.outcome)
+}
+
+/// The planner's part of a turn: asks for a patch checked against a copy of the plan and
+/// submits what came of it.
+fn plan_turn(
+    turn: &mut Turn<'_>,
+    planning: ChatStep,
+    planner: &mut Planner,
+    message: &str,
+    history: &[ChatMessage],
+    cancel: &Cancel,
+) -> Result<ChatStep, TurnError> {
+    let orchestrator = &*turn.orchestrator;
     let tasks = task_lines(orchestrator);
-    let request = chat::request(message, &tasks, &history);
+    let request = chat::request(message, &tasks, history);
     let plan = orchestrator.state().plan.clone();
     let context = PatchContext {
         running: orchestrator.running().into_iter().collect(),
-        now: now.clone(),
-        author: format!("chat:{session}"),
+        now: orchestrator.clock().rfc3339(),
+        author: format!("chat:{}", turn.outcome.session),
         id_prefix: format!("t{}-", orchestrator.state().seq + 1),
     };
-    progress("planning");
     let schema = plan_patch_schema();
     let call = chat::ask(planner, &request, &schema, cancel, |reply| {
         let patch = PlanPatch::from_reply_object(reply).map_err(|e| InvalidReply(e.0))?;
@@ -141,32 +284,40 @@ pub fn chat_turn(
     });
     let (next, summary) = match call.result {
         Ok(applied) => applied,
+        Err(_) if cancel.is_cancelled() => {
+            let step = turn
+                .flow
+                .cancel(&planning.instance)
+                .map_err(TurnError::Refused)?;
+            turn.perform(&step, None)?;
+            return Ok(step);
+        }
         Err(e) => {
-            progress("failed");
-            outcome.error = Some(e.to_string());
-            outcome.reply = format!("Nothing was changed: {e}");
-            log.append(&session, &said(ChatRole::Assistant, &outcome.reply, &now))?;
-            return Ok(outcome);
+            turn.outcome.error = Some(e.to_string());
+            let event = ChatEvent::PlannerFailed {
+                reason: e.to_string(),
+            };
+            return turn.submit(&planning.instance, &event, None);
         }
     };
-    progress("persisting");
-    orchestrator.replace_plan(next)?;
-    for question in &summary.questions {
-        let id = orchestrator.open_question(&question.question, &question.tasks)?;
-        outcome.questions.push(id);
+    let event = ChatEvent::Patch {
+        created: summary.created.len(),
+        updated: summary.updated.len(),
+        moved: summary.moved.len(),
+        deleted: summary.deleted.len(),
+        questions: summary.questions.len(),
+        execution: turn.orchestrator.state().execution,
+    };
+    let checked = Checked {
+        plan: next,
+        summary,
+    };
+    let step = turn.submit(&planning.instance, &event, Some(&checked))?;
+    if step.finished == Some(Outcome::Success) {
+        turn.outcome.reply = reply_text(&turn.flow, &step, &checked.summary);
+        turn.outcome.patch = Some(checked.summary);
     }
-    let created: Vec<String> = summary.created.iter().map(|c| c.id.to_string()).collect();
-    if !created.is_empty() && orchestrator.state().execution != ExecutionState::Running {
-        orchestrator.set_execution(ExecutionState::Running)?;
-        outcome.autopilot = true;
-    }
-    outcome.reply = reply_text(&summary, outcome.autopilot);
-    outcome.patch = Some(summary);
-    progress("completed");
-    let mut kept = said(ChatRole::Assistant, &outcome.reply, &now);
-    kept.created_tasks = created;
-    log.append(&session, &kept)?;
-    Ok(outcome)
+    Ok(step)
 }
 
 fn said(role: ChatRole, content: &str, at: &str) -> ChatMessage {
@@ -208,24 +359,6 @@ fn task_lines(orchestrator: &Orchestrator) -> Vec<TaskLine> {
         .collect()
 }
 
-fn handle_control(orchestrator: &mut Orchestrator, control: Control) -> Result<String, TurnError> {
-    Ok(match control {
-        Control::Stop => {
-            orchestrator.set_execution(ExecutionState::Idle)?;
-            "Stopped: running tasks are being cancelled, and nothing new starts.".to_string()
-        }
-        Control::Pause => {
-            orchestrator.set_execution(ExecutionState::Paused)?;
-            "Paused: nothing new starts; what runs goes on.".to_string()
-        }
-        Control::Resume => {
-            orchestrator.set_execution(ExecutionState::Running)?;
-            "Running: ready tasks start as their pools allow.".to_string()
-        }
-        Control::Status => status_text(orchestrator),
-    })
-}
-
 /// One paragraph: the execution state and how many tasks are in each state.
 pub fn status_text(orchestrator: &Orchestrator) -> String {
     let counts = orchestrator.outcome_counts();
@@ -247,46 +380,66 @@ pub fn status_text(orchestrator: &Orchestrator) -> String {
     )
 }
 
-/// The reply for an applied patch: the understanding, then what changed.
-fn reply_text(summary: &PatchSummary, autopilot: bool) -> String {
-    let mut text = summary.understanding.trim().to_string();
-    let list = |ids: &[String]| ids.join(", ");
+/// The reply for an applied patch: the planner's understanding, the contract's message,
+/// then a line per change (the contract's `chat.line.*`, in the turn's locale).
+fn reply_text(flow: &ChatFlow, step: &ChatStep, summary: &PatchSummary) -> String {
+    let line = |key: &str, args: &[(&str, Value)]| flow.line(&step.instance, key, args);
+    let mut parts = Vec::new();
+    let understanding = summary.understanding.trim();
+    if !understanding.is_empty() {
+        parts.push(understanding.to_string());
+    }
+    if let Some(message) = &step.message {
+        parts.push(message.text.clone());
+    }
     let created: Vec<String> = summary.created.iter().map(|c| c.id.to_string()).collect();
     let ids = |v: &[TaskId]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
-    for (label, items) in [
-        ("Created", created),
-        ("Updated", ids(&summary.updated)),
-        ("Moved", ids(&summary.moved)),
-        ("Deleted", ids(&summary.deleted)),
+    for (key, items) in [
+        ("chat.line.created", created),
+        ("chat.line.updated", ids(&summary.updated)),
+        ("chat.line.moved", ids(&summary.moved)),
+        ("chat.line.deleted", ids(&summary.deleted)),
     ] {
         if !items.is_empty() {
-            text.push_str(&format!("\n\n{label} ({}): {}", items.len(), list(&items)));
+            parts.push(line(
+                key,
+                &[
+                    ("count", json!(items.len())),
+                    ("tasks", json!(items.join(", "))),
+                ],
+            ));
         }
     }
     for removed in &summary.removed_dependencies {
-        text.push_str(&format!(
-            "\n\n{} no longer depends on {} (deleted).",
-            removed.task, removed.dependency
+        parts.push(line(
+            "chat.line.dependency_removed",
+            &[
+                ("task", json!(removed.task)),
+                ("dependency", json!(removed.dependency)),
+            ],
         ));
     }
     for conflict in &summary.conflicts {
-        let tasks: Vec<String> = conflict.tasks.iter().map(ToString::to_string).collect();
-        text.push_str(&format!(
-            "\n\nConflict: {} ({}){}",
-            conflict.file,
-            tasks.join(", "),
-            conflict
-                .reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
+        let tasks: Vec<String> = ids(&conflict.tasks);
+        let reason = conflict
+            .reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        parts.push(line(
+            "chat.line.conflict",
+            &[
+                ("file", json!(conflict.file)),
+                ("tasks", json!(tasks.join(", "))),
+                ("reason", json!(reason)),
+            ],
         ));
     }
     for question in &summary.questions {
-        text.push_str(&format!("\n\nQuestion: {}", question.question));
+        parts.push(line(
+            "chat.line.question",
+            &[("question", json!(question.question))],
+        ));
     }
-    if autopilot {
-        text.push_str("\n\nExecution started.");
-    }
-    text
+    parts.join("\n\n")
 }

@@ -188,19 +188,39 @@ impl Submitted {
     }
 }
 
-/// The built-in lifecycle contract does not load (a build defect; tests keep it from
-/// shipping).
+/// A built-in contract (the task lifecycle, the chat turn) does not load (a build
+/// defect; tests keep it from shipping).
 #[derive(Debug)]
 pub struct LifecycleContractError {
+    /// The contract's file, as `contracts/NAME.yml`.
+    pub file: &'static str,
     pub sources: Sources,
     pub findings: Vec<Diagnostic>,
+}
+
+/// Loads a built-in contract of the multiverse hosts against `registry`.
+pub(crate) fn load_builtin(
+    file: &'static str,
+    text: &str,
+    registry: crate::contract::Registry,
+) -> Result<Contract, LifecycleContractError> {
+    let mut sources = Sources::default();
+    let id = sources.add(file, text);
+    contract::load(&mut sources, id, &[registry])
+        .ok()
+        .map_err(|findings| LifecycleContractError {
+            file,
+            sources,
+            findings,
+        })
 }
 
 impl fmt::Display for LifecycleContractError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the built-in task lifecycle contract does not load:\n{}",
+            "the built-in contract {} does not load:\n{}",
+            self.file,
             render::human(&self.sources, &self.findings)
         )
     }
@@ -313,13 +333,12 @@ pub struct Lifecycle {
 impl Lifecycle {
     /// Loads the built-in contract for the multiverse host.
     pub fn load() -> Result<Lifecycle, LifecycleContractError> {
-        let mut sources = Sources::default();
-        let file = sources.add("contracts/multiverse_task.yml", TASK_LIFECYCLE_CONTRACT);
-        let loaded = contract::load(&mut sources, file, &[super::registry::registry()]);
-        loaded
-            .ok()
-            .map(|contract| Lifecycle { contract })
-            .map_err(|findings| LifecycleContractError { sources, findings })
+        load_builtin(
+            "contracts/multiverse_task.yml",
+            TASK_LIFECYCLE_CONTRACT,
+            super::registry::registry(),
+        )
+        .map(|contract| Lifecycle { contract })
     }
 
     pub fn contract(&self) -> &Contract {

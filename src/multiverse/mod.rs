@@ -23,10 +23,13 @@
 //! - `chat`: a chat turn's planner call (`plan_patch` through the runner's planner, the
 //!   caller's check in the retry loop), its request bounded; the session's messages.
 //!   `chat_log`: the sessions on disk (`chat/<session>.jsonl`, synced, a torn line cut).
+//!   `chat_flow`: the chat turn contract (`contracts/multiverse_chat.yml`) as pure
+//!   functions, and `chat_turn`, the turn that drives it (the planner's patch checked,
+//!   then applied with its questions when the contract asks).
 //! - `clock`: wall time behind a trait (a manual clock in tests); `events`: the event
 //!   fan-out to the HTTP stream and the command line, dropping a subscriber that stalls.
 //! - `control`: the chat's control words (stop, pause, resume, status; English and
-//!   Japanese), handled without the planner.
+//!   Japanese), which the chat turn contract handles without the planner.
 //! - `executor`: one attempt: the task file for `agent-runner`, its process (output to
 //!   files in `runs/<task>/<n>/`), its stop (TERM, grace, KILL and the task's containers
 //!   removed) and its end read from the exit code and result JSON.
@@ -43,6 +46,7 @@
 
 pub mod app;
 pub(crate) mod chat;
+pub(crate) mod chat_flow;
 pub(crate) mod chat_log;
 pub(crate) mod chat_turn;
 pub(crate) mod clock;
@@ -64,8 +68,9 @@ pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
     ask as ask_plan_patch, request as chat_request,
 };
+pub use chat_flow::{CHAT_TURN_CONTRACT, ChatEffect, ChatEvent, ChatFlow, ChatStep};
 pub use chat_log::{ChatLog, ChatLogError};
-pub use chat_turn::{TurnError, TurnOutcome, chat_turn, status_text};
+pub use chat_turn::{TurnError, TurnOutcome, chat_turn, message_locale, status_text};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use control::{Control, control_word};
 pub use events::EventHub;

@@ -199,15 +199,10 @@ impl Orchestrator {
         &self.clock
     }
 
-    /// Opens a QUESTION backlog item (a chat patch's question); the tasks it names do not
-    /// start until it is resolved. Returns the item's id.
-    pub fn open_question(
-        &mut self,
-        question: &str,
-        tasks: &[TaskId],
-    ) -> Result<String, OrchestratorError> {
-        let number = self.state().backlog.len() + 1;
-        let item = BacklogItem {
+    /// A QUESTION backlog item numbered `number` (a chat patch's question): the tasks it
+    /// names do not start until it is resolved.
+    fn question_item(&self, number: usize, question: &str, tasks: &[TaskId]) -> BacklogItem {
+        BacklogItem {
             id: format!("b{number}-question"),
             kind: BacklogKind::Question,
             task: tasks.first().cloned(),
@@ -220,12 +215,7 @@ impl Orchestrator {
             resolved_at: None,
             resolution: None,
             metadata: json!({"holds": tasks}),
-        };
-        let id = item.id.clone();
-        self.events
-            .publish("backlog", json!({"item": item, "added": true}));
-        self.store.apply(vec![Change::BacklogSet { item }])?;
-        Ok(id)
+        }
     }
 
     /// Tasks an open question holds back.
@@ -372,6 +362,17 @@ impl Orchestrator {
     /// Replaces the plan (a chat's applied patch): new tasks get a session, deleted ones
     /// lose theirs (a running one must not be deleted: the patch refuses that first).
     pub fn replace_plan(&mut self, plan: Plan) -> Result<(), OrchestratorError> {
+        self.apply_patch(plan, &[]).map(|_| ())
+    }
+
+    /// A checked patch's result: the plan replaced and a QUESTION backlog item opened for
+    /// each question (holding the tasks it names), in one journal entry, so a crash leaves
+    /// either all of it or none. Returns the items' ids.
+    pub fn apply_patch(
+        &mut self,
+        plan: Plan,
+        questions: &[(String, Vec<TaskId>)],
+    ) -> Result<Vec<String>, OrchestratorError> {
         if let Some(finding) = plan.check().into_iter().next() {
             return Err(OrchestratorError::InvalidPlan(finding.to_string()));
         }
@@ -393,6 +394,17 @@ impl Orchestrator {
                 edits.push(Change::RuntimeRemoved { task: id.clone() });
             }
         }
+        let first = self.state().backlog.len() + 1;
+        let items: Vec<BacklogItem> = questions
+            .iter()
+            .enumerate()
+            .map(|(i, (question, tasks))| self.question_item(first + i, question, tasks))
+            .collect();
+        edits.extend(
+            items
+                .iter()
+                .map(|item| Change::BacklogSet { item: item.clone() }),
+        );
         self.store.apply(edits)?;
         self.startable
             .retain(|id| self.store.state().plan.tasks.contains_key(id));
@@ -400,7 +412,12 @@ impl Orchestrator {
         let all: Vec<TaskId> = self.state().plan.tasks.keys().cloned().collect();
         self.events
             .publish("plan", json!({"tasks": all.len(), "added": added}));
-        self.refresh(&all)
+        for item in &items {
+            self.events
+                .publish("backlog", json!({"item": item, "added": true}));
+        }
+        self.refresh(&all)?;
+        Ok(items.into_iter().map(|item| item.id).collect())
     }
 
     /// A user's cancel: a running task is stopped (SIGTERM; its end is the contract's

@@ -1,11 +1,13 @@
-//! Multiverse's registry: the side effects its task lifecycle
-//! (`contracts/multiverse_task.yml`) asks the scheduler for. The contract decides every
+//! Multiverse's registries: the side effects its task lifecycle
+//! (`contracts/multiverse_task.yml`) asks the scheduler for, and those its chat turn
+//! (`contracts/multiverse_chat.yml`) asks the chat for. The contracts decide every
 //! transition; these actions are what the host does about one (the node's status, a
-//! retry's time, a backlog item). `contract::load` checks the contract against this.
+//! retry's time, a backlog item; the execution state, the checked patch applied).
+//! `contract::load` checks each contract against its registry.
 
 use serde_json::{Value, json};
 
-use crate::contract::registry::{Registry, host_action};
+use crate::contract::registry::{Registry, host_action, host_message};
 
 /// The node statuses the lifecycle may set (`model::NodeStatus`, snake case).
 pub(crate) const NODE_STATUSES: &[&str] = &[
@@ -66,4 +68,46 @@ pub(crate) fn registry() -> Registry {
         ),
     ];
     Registry::new("multiverse", actions, vec![], vec![], vec![], vec![])
+}
+
+/// The execution states a chat turn may set (`model::ExecutionState`).
+pub(crate) const EXECUTION_STATES: &[&str] = &["IDLE", "RUNNING", "PAUSED"];
+
+/// The lines of a reply that the chat turn renders itself, one per change of an applied
+/// patch, with their placeholders: the contract defines their text in every locale.
+pub(crate) const CHAT_LINES: &[(&str, &[&str])] = &[
+    ("chat.line.created", &["count", "tasks"]),
+    ("chat.line.updated", &["count", "tasks"]),
+    ("chat.line.moved", &["count", "tasks"]),
+    ("chat.line.deleted", &["count", "tasks"]),
+    ("chat.line.dependency_removed", &["task", "dependency"]),
+    ("chat.line.conflict", &["file", "tasks", "reason"]),
+    ("chat.line.question", &["question"]),
+];
+
+/// Everything the chat host implements for a chat turn.
+pub(crate) fn chat_registry() -> Registry {
+    let actions = vec![
+        host_action(
+            "execution.set",
+            "set the workspace's execution state (IDLE stops and cancels what runs, PAUSED starts nothing new, RUNNING schedules ready tasks)",
+            vec![(
+                "state",
+                json!({"type": "string", "enum": EXECUTION_STATES}),
+                true,
+            )],
+            &[],
+        ),
+        host_action(
+            "plan.apply",
+            "replace the plan with the checked patch's result and open a QUESTION backlog item for each of its questions, in one journal entry",
+            vec![],
+            &[],
+        ),
+    ];
+    let messages = CHAT_LINES
+        .iter()
+        .map(|(key, args)| host_message(key, args))
+        .collect();
+    Registry::new("multiverse-chat", actions, vec![], vec![], vec![], messages)
 }

@@ -307,7 +307,7 @@ fn lint_prints_a_summary_on_stderr() {
     let o = run(&repo(), &["lint", "contracts/"]);
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
-        "checked 3 contract files: 0 errors, 0 warnings\n"
+        "checked 4 contract files: 0 errors, 0 warnings\n"
     );
     let o = run(
         &repo(),

@@ -80,6 +80,7 @@ fn every_shipped_scenario_passes() {
         "builtin",
         "contracts/agent_runner_task.yml",
         "contracts/multiverse_task.yml",
+        "contracts/multiverse_chat.yml",
     ] {
         assert!(
             stdout

@@ -61,6 +61,49 @@ fn no_phase_name_of_the_default_flow_appears_in_src() {
     );
 }
 
+/// Multiverse's hosts decide no transition of their contracts (the task lifecycle, the
+/// chat turn), so no state of those contracts is written as a string in `src/multiverse`
+/// outside tests. The execution states (`IDLE`, `RUNNING`, `PAUSED`) are the model's own
+/// values, which the chat turn's payloads carry, so they are not counted.
+#[test]
+fn no_state_of_the_multiverse_contracts_is_named_in_its_hosts() {
+    let mut names = std::collections::BTreeSet::new();
+    for file in [
+        "contracts/multiverse_task.yml",
+        "contracts/multiverse_chat.yml",
+    ] {
+        let text = std::fs::read_to_string(repo().join(file)).unwrap();
+        let mut sources = code_intel::source::Sources::default();
+        let id = sources.add(file, text);
+        let loaded = code_intel::lint::load_and_lint(&mut sources, id, &code_intel::hosts::all());
+        let contract = loaded.contract.expect(file);
+        names.extend(contract.states.iter().map(|s| s.id.clone()));
+    }
+    assert!(names.contains("RETRY_WAIT") && names.contains("PLANNING"));
+    for execution in ["IDLE", "RUNNING", "PAUSED"] {
+        names.remove(execution);
+    }
+    let mut files = Vec::new();
+    rust_files(&repo().join("src/multiverse"), &mut files);
+    files.push(repo().join("src/bin/multiverse.rs"));
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (number, line) in non_test_lines(&text) {
+            for name in &names {
+                if line.contains(&format!("\"{name}\"")) {
+                    found.push(format!("{}:{number}: {name}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a multiverse host names a state of its contract:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn every_module_says_what_it_is_for() {
     let missing: Vec<String> = src_files()

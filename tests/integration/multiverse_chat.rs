@@ -1,0 +1,187 @@
+//! Multiverse's chat turn driven by its contract (`contracts/multiverse_chat.yml`) through
+//! a real workspace: the reply in the message's language with a line per change, the
+//! patch and its questions in one journal entry, each step an event, a planner that
+//! fails or a cancelled turn changing nothing.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use code_intel::multiverse::{
+    ChatLog, EventHub, ExecutionState, Orchestrator, app, chat_turn, message_locale,
+};
+use code_intel::runner::{Cancel, MetaConfig, Planner};
+use serde_json::{Value, json};
+
+use crate::support::TempDir;
+
+/// A workspace for an empty project, opened: its orchestrator and event hub.
+fn workspace(tmp: &Path) -> (Orchestrator, Arc<EventHub>, std::path::PathBuf) {
+    let project = tmp.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let (dir, _) = app::init(&app::InitOptions {
+        workspace: Some(tmp.join("ws")),
+        project,
+        home: tmp.to_path_buf(),
+        config: app::Config {
+            agent_runner: env!("CARGO_BIN_EXE_agent-runner").to_string(),
+            ..app::Config::default()
+        },
+    })
+    .unwrap();
+    let events = Arc::new(EventHub::new());
+    let (orchestrator, _) = app::open(&dir, events.clone()).unwrap();
+    (orchestrator, events, dir)
+}
+
+fn planner(meta: Value, base: &Path) -> Planner {
+    let meta: MetaConfig = serde_json::from_value(meta).unwrap();
+    Planner::from_config(&meta, base, None, 1).unwrap()
+}
+
+fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("history/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_japanese_request_is_answered_in_japanese_and_its_questions_land_with_the_plan() {
+    let tmp = TempDir::new("mv-chat-ja");
+    let (mut o, events, dir) = workspace(tmp.path());
+    let stream = events.subscribe();
+    let mut planner = planner(json!({"kind": "mock"}), tmp.path());
+    let log = ChatLog::new(&dir.join("chat"));
+    let before = journal(&dir).len();
+    let turn = chat_turn(
+        &mut o,
+        &mut planner,
+        &log,
+        None,
+        "順番に作って:\n- 字句解析\n- 構文解析\nどの言語で書きますか?",
+        &Cancel::new(),
+    )
+    .unwrap();
+    assert_eq!(turn.locale, "ja");
+    assert_eq!(turn.state, "REPLIED");
+    assert!(turn.autopilot, "{turn:?}");
+    assert_eq!(o.state().execution, ExecutionState::Running);
+    for expected in [
+        "mock: 2 task(s) and 1 question(s)",
+        "計画を更新しました: 作成 2、更新 0、移動 0、削除 0、質問 1。実行を開始しました。",
+        "作成 (2): ",
+        "質問: どの言語で書きますか?",
+    ] {
+        assert!(turn.reply.contains(expected), "{expected}: {}", turn.reply);
+    }
+    assert_eq!(turn.questions.len(), 1);
+    assert!(o.state().backlog.contains_key(&turn.questions[0]));
+
+    // The plan and the question are one journal entry (then the tasks' readiness and
+    // the execution state follow).
+    let kinds: Vec<Vec<String>> = journal(&dir)[before..]
+        .iter()
+        .map(|entry| {
+            entry["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["kind"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect();
+    assert!(
+        kinds[0].contains(&"task_designed".to_string())
+            && kinds[0].contains(&"backlog_set".to_string()),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds
+            .iter()
+            .flatten()
+            .filter(|k| *k == "backlog_set")
+            .count(),
+        1,
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.last().unwrap(), &["execution_set".to_string()]);
+
+    // Each step of the turn is a `chat` event with the contract's message.
+    let chat: Vec<Value> = std::iter::from_fn(|| stream.try_recv().ok())
+        .filter(|e| e.name == "chat")
+        .map(|e| e.data)
+        .collect();
+    let states: Vec<&str> = chat.iter().map(|e| e["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["PLANNING", "REPLIED"], "{chat:#?}");
+    assert_eq!(
+        chat[0]["message"],
+        "プランナーに計画の変更を依頼しています。"
+    );
+    assert_eq!(chat[1]["finished"], "success");
+
+    // A control word in English is answered in English, without the planner.
+    let turn = chat_turn(
+        &mut o,
+        &mut planner,
+        &log,
+        Some(&turn.session),
+        "pause",
+        &Cancel::new(),
+    )
+    .unwrap();
+    assert_eq!(turn.reply, "Paused: nothing new starts; what runs goes on.");
+    assert_eq!(o.state().execution, ExecutionState::Paused);
+    assert_eq!(log.read(&turn.session).unwrap().len(), 4);
+}
+
+#[test]
+fn a_planner_that_cannot_be_reached_changes_nothing_and_says_why() {
+    let tmp = TempDir::new("mv-chat-fail");
+    let (mut o, _events, dir) = workspace(tmp.path());
+    // Nothing listens on port 1.
+    let mut planner = planner(
+        json!({"kind": "openai-chat", "base_url": "http://127.0.0.1:1/v1", "api_key_env": "PATH",
+               "max_retries": 0, "timeout_sec": 5}),
+        tmp.path(),
+    );
+    let log = ChatLog::new(&dir.join("chat"));
+    let before = journal(&dir).len();
+    let turn = chat_turn(&mut o, &mut planner, &log, None, "- a task", &Cancel::new()).unwrap();
+    assert_eq!(turn.state, "FAILED");
+    assert!(turn.error.is_some());
+    assert!(
+        turn.reply.starts_with("Nothing was changed: "),
+        "{}",
+        turn.reply
+    );
+    assert!(o.state().plan.tasks.is_empty());
+    assert_eq!(o.state().execution, ExecutionState::Idle);
+    assert_eq!(journal(&dir).len(), before, "no journal entry");
+}
+
+#[test]
+fn a_turn_cancelled_while_planning_changes_nothing() {
+    let tmp = TempDir::new("mv-chat-cancel");
+    let (mut o, _events, dir) = workspace(tmp.path());
+    let mut planner = planner(json!({"kind": "mock"}), tmp.path());
+    let log = ChatLog::new(&dir.join("chat"));
+    let cancel = Cancel::new();
+    cancel.cancel();
+    let turn = chat_turn(&mut o, &mut planner, &log, None, "- a task", &cancel).unwrap();
+    assert_eq!(turn.state, "CANCELED");
+    assert_eq!(
+        turn.reply,
+        "The chat turn was cancelled; nothing was changed."
+    );
+    assert!(o.state().plan.tasks.is_empty());
+}
+
+#[test]
+fn the_reply_follows_the_language_of_the_message() {
+    assert_eq!(message_locale("止めて"), "ja");
+    assert_eq!(message_locale("ログイン画面を作る"), "ja");
+    assert_eq!(message_locale("ｶﾀｶﾅ"), "ja");
+    assert_eq!(message_locale("stop"), "en");
+    assert_eq!(message_locale("café — naïve"), "en");
+}
