@@ -115,9 +115,10 @@
 //!   `semantic` in a fresh repository ranking by meaning with no setting; `model status`;
 //!   a corrupted wheel refused with the cache as it was; a dead install ignored and
 //!   cleaned; the hub source from a loopback server.
-//! - `multiverse_chat`: a chat turn driven by its contract on a real workspace: the reply
-//!   in the message's language, the patch and its questions in one journal entry, each
-//!   step an event, an unreachable planner or a cancel changing nothing.
+//! - `multiverse_chat`: a chat turn driven by its contract on a real workspace: five tasks
+//!   asked for by chat run in dependency order two at a time; the reply in the message's
+//!   language, the patch and its questions in one journal entry, each step an event, an
+//!   unreachable planner or a cancel changing nothing.
 //! - `multiverse_cli`: the `multiverse` binary: init, a chat planned by the mock planner,
 //!   `run` through the real agent-runner to every note; `serve` with its token, commands
 //!   sent to the daemon, `kill -9` mid-run and a restart that recovers and completes.

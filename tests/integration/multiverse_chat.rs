@@ -185,3 +185,98 @@ fn the_reply_follows_the_language_of_the_message() {
     assert_eq!(message_locale("stop"), "en");
     assert_eq!(message_locale("café — naïve"), "en");
 }
+
+/// A stand-in agent-runner: logs `start <id>` and `end <id>` around a short run and
+/// writes a complete result.
+const FAKE_AGENT_RUNNER: &str = r#"#!/bin/sh
+task=$1; shift
+result=
+while [ $# -gt 0 ]; do
+  case $1 in --result-file) result=$2; shift 2;; *) shift;; esac
+done
+id=$(sed -n 's/^ *"id": "\([^"]*\)",*$/\1/p' "$task" | head -1)
+echo "start $id" >> '@LOG@'
+sleep 0.3
+printf '{"status":"complete","exit_code":0,"summary":"done"}' > "$result"
+echo "end $id" >> '@LOG@'
+"#;
+
+#[test]
+fn a_chat_request_for_five_tasks_runs_them_in_dependency_order_two_at_a_time() {
+    let tmp = TempDir::new("mv-chat-five");
+    let log_file = tmp.path().join("runs.log");
+    let fake = tmp.path().join("agent-runner");
+    std::fs::write(
+        &fake,
+        FAKE_AGENT_RUNNER.replace("@LOG@", &log_file.display().to_string()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let (dir, _) = app::init(&app::InitOptions {
+        workspace: Some(tmp.path().join("ws")),
+        project,
+        home: tmp.path().to_path_buf(),
+        config: app::Config {
+            agent_runner: fake.display().to_string(),
+            ..app::Config::default()
+        },
+    })
+    .unwrap();
+    let (mut o, _) = app::open(&dir, Arc::new(EventHub::new())).unwrap();
+    let mut planner = planner(json!({"kind": "mock"}), tmp.path());
+    let chat = ChatLog::new(&dir.join("chat"));
+    let turn = chat_turn(
+        &mut o,
+        &mut planner,
+        &chat,
+        None,
+        "- lex\n- parse (after 1)\n- check (after 1)\n- emit (after 2, 3)\n- ship (after 4)",
+        &Cancel::new(),
+    )
+    .unwrap();
+    let ids: Vec<String> = turn
+        .patch
+        .as_ref()
+        .unwrap()
+        .created
+        .iter()
+        .map(|c| c.id.to_string())
+        .collect();
+    assert_eq!(ids.len(), 5, "{turn:?}");
+    assert!(turn.autopilot);
+    let summary = app::run_foreground(&mut o, &Cancel::new()).unwrap();
+    assert!(summary.all_succeeded, "{summary:?}");
+    let log: Vec<String> = std::fs::read_to_string(&log_file)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let pos = |what: &str, n: usize| {
+        let line = format!("{what} {}", ids[n]);
+        log.iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("{line} in {log:?}"))
+    };
+    assert!(
+        pos("end", 0) < pos("start", 1) && pos("end", 0) < pos("start", 2),
+        "{log:?}"
+    );
+    assert!(
+        pos("end", 1) < pos("start", 3) && pos("end", 2) < pos("start", 3),
+        "{log:?}"
+    );
+    assert!(pos("end", 3) < pos("start", 4), "{log:?}");
+    // parse and check ran at the same time, and never more than the pool's two.
+    assert!(
+        pos("start", 1) < pos("end", 2) && pos("start", 2) < pos("end", 1),
+        "{log:?}"
+    );
+    let mut running = 0i32;
+    for line in &log {
+        running += if line.starts_with("start") { 1 } else { -1 };
+        assert!(running <= 2, "{log:?}");
+    }
+}

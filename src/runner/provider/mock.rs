@@ -152,7 +152,9 @@ const MAX_CHAT_TASKS: usize = 50;
 
 /// A chat turn's plan: one task per `- `, `* ` or `1. ` line of the request's `message`
 /// (the whole first line when there is none), each depending on the one before when the
-/// message says "in order" (順番); a line ending in `?` is a question instead.
+/// message says "in order" (順番), or on the items a line names at its end as
+/// `(after 1, 3)` (their numbers in the list, from 1); a line ending in `?` is a question
+/// instead.
 fn plan_patch(request: &Value) -> Value {
     let message = request["message"].as_str().unwrap_or_default();
     let mut titles = Vec::new();
@@ -169,23 +171,27 @@ fn plan_patch(request: &Value) -> Value {
         if line.ends_with(['?', '？']) {
             questions.push(item.unwrap_or(line).to_owned());
         } else if let Some(item) = item.filter(|i| !i.is_empty()) {
-            titles.push(item.chars().take(200).collect::<String>());
+            let (title, after) = split_after(item);
+            titles.push((title.chars().take(200).collect::<String>(), after));
         }
     }
     if titles.is_empty() && questions.is_empty() {
         let first = message.lines().map(str::trim).find(|l| !l.is_empty());
-        titles.push(first.unwrap_or("the request").chars().take(200).collect());
+        titles.push((
+            first.unwrap_or("the request").chars().take(200).collect(),
+            Vec::new(),
+        ));
     }
     titles.truncate(MAX_CHAT_TASKS);
     let ordered = message.to_lowercase().contains("in order") || message.contains("順番");
     let operations: Vec<Value> = titles
         .iter()
         .enumerate()
-        .map(|(i, title)| {
+        .map(|(i, (title, after))| {
             let dependencies: Vec<String> = if ordered && i > 0 {
                 vec![format!("tmp-{i}")]
             } else {
-                Vec::new()
+                after.iter().map(|n| format!("tmp-{n}")).collect()
             };
             json!({"op": "create", "temp_id": format!("tmp-{}", i + 1), "title": title,
                    "acceptance_criteria": [format!("{title}: done")], "dependencies": dependencies})
@@ -200,6 +206,21 @@ fn plan_patch(request: &Value) -> Value {
         Protocol::PlanPatch,
         json!({"understanding": understanding, "operations": operations, "questions": questions}),
     )
+}
+
+/// A list item's title and the item numbers its trailing `(after 1, 3)` names.
+fn split_after(item: &str) -> (&str, Vec<usize>) {
+    let Some(open) = item.rfind("(after ").filter(|_| item.ends_with(')')) else {
+        return (item, Vec::new());
+    };
+    let numbers: Option<Vec<usize>> = item[open + "(after ".len()..item.len() - 1]
+        .split(',')
+        .map(|n| n.trim().parse().ok())
+        .collect();
+    match numbers {
+        Some(numbers) => (item[..open].trim_end(), numbers),
+        None => (item, Vec::new()),
+    }
 }
 
 /// Work until the last run exited 0 and the last test (if any) passed.
@@ -273,6 +294,18 @@ fn assess(request: &CompletionAssessmentRequest) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bullet_names_the_items_it_comes_after() {
+        let reply = plan_patch(&json!({"message":
+            "- lex\n- parse (after 1)\n- check (after 1)\n- emit (after 2, 3)\n- notes (after x)"}));
+        let ops = reply["payload"]["operations"].as_array().unwrap();
+        let titles: Vec<&str> = ops.iter().map(|o| o["title"].as_str().unwrap()).collect();
+        assert_eq!(titles, ["lex", "parse", "check", "emit", "notes (after x)"]);
+        assert_eq!(ops[1]["dependencies"], json!(["tmp-1"]));
+        assert_eq!(ops[3]["dependencies"], json!(["tmp-2", "tmp-3"]));
+        assert_eq!(ops[4]["dependencies"], json!([]));
+    }
 
     #[test]
     fn a_chat_message_becomes_a_plan_patch_of_its_bullets() {
