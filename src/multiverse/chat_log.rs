@@ -149,6 +149,71 @@ impl ChatLog {
         }
         Ok(messages)
     }
+
+    /// The sessions, newest first (their ids start with the time they began), at most
+    /// `limit`: each with its first message (a title, cut to 120 characters) and the size
+    /// of its file. Only the first line of each file is read, so a long history costs
+    /// nothing here. Files that are not sessions are ignored.
+    pub fn sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, ChatLogError> {
+        let io = |error| ChatLogError::Io {
+            path: self.dir.clone(),
+            error,
+        };
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io(e)),
+        };
+        let mut ids: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let id = name.strip_suffix(".jsonl")?.to_string();
+                self.path(&id).is_ok().then_some(id)
+            })
+            .collect();
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        ids.truncate(limit);
+        let mut sessions = Vec::with_capacity(ids.len());
+        for id in ids {
+            let path = self.dir.join(format!("{id}.jsonl"));
+            let Ok(file) = std::fs::File::open(&path) else {
+                continue;
+            };
+            let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+            let mut first = String::new();
+            let _ = std::io::BufRead::read_line(
+                &mut std::io::BufReader::new(file.take(MAX_FIRST_LINE_BYTES)),
+                &mut first,
+            );
+            let first: Option<ChatMessage> = serde_json::from_str(first.trim_end()).ok();
+            sessions.push(SessionSummary {
+                session: id,
+                title: first
+                    .as_ref()
+                    .map(|m| m.content.chars().take(120).collect())
+                    .unwrap_or_default(),
+                started_at: first.map(|m| m.at),
+                bytes,
+            });
+        }
+        Ok(sessions)
+    }
+}
+
+/// The most of a session's first line read for its title.
+const MAX_FIRST_LINE_BYTES: u64 = 64 * 1024;
+
+/// A chat session as listed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SessionSummary {
+    pub session: String,
+    /// Its first message, cut.
+    pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// The size of its file.
+    pub bytes: u64,
 }
 
 #[cfg(test)]
@@ -163,6 +228,28 @@ mod tests {
             at: "2026-11-27T00:00:00.000Z".into(),
             created_tasks: vec![],
         }
+    }
+
+    #[test]
+    fn sessions_are_listed_newest_first_with_their_first_message() {
+        let dir = std::env::temp_dir().join(format!("mv-chat-sessions-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let log = ChatLog::new(&dir);
+        assert_eq!(log.sessions(10).unwrap(), vec![]);
+        log.append("s20261127T010000-aa", &message("first"))
+            .unwrap();
+        log.append("s20261127T020000-bb", &message("second"))
+            .unwrap();
+        log.append("s20261127T020000-bb", &message("again"))
+            .unwrap();
+        std::fs::write(dir.join("notes.txt"), "not a session").unwrap();
+        std::fs::write(dir.join("bad name.jsonl"), "{}").unwrap();
+        let sessions = log.sessions(10).unwrap();
+        let ids: Vec<&str> = sessions.iter().map(|s| s.session.as_str()).collect();
+        assert_eq!(ids, ["s20261127T020000-bb", "s20261127T010000-aa"]);
+        assert_eq!(sessions[0].title, "second");
+        assert_eq!(log.sessions(1).unwrap().len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

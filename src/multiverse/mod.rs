@@ -69,7 +69,7 @@ pub use chat::{
     ask as ask_plan_patch, request as chat_request,
 };
 pub use chat_flow::{CHAT_TURN_CONTRACT, ChatEffect, ChatEvent, ChatFlow, ChatStep};
-pub use chat_log::{ChatLog, ChatLogError};
+pub use chat_log::{ChatLog, ChatLogError, SessionSummary};
 pub use chat_turn::{TurnError, TurnOutcome, chat_turn, message_locale, status_text};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use control::{Control, control_word};
@@ -99,7 +99,7 @@ pub use patch::{
     generated_plan_patch_schema, plan_patch_schema,
 };
 pub use plan::{MAX_CYCLES_REPORTED, PlanFinding};
-pub use pools::{Pools, ReadyTask, UnknownPool, pick};
+pub use pools::{PoolSummary, Pools, ReadyTask, UnknownPool, pick, summaries as pool_summaries};
 pub use store::{
     Area, Change, DEFAULT_SAVE_EVERY, Entry, Holder, InFlight, LAYOUT_VERSION, MAX_LINE_BYTES,
     MutateError, StoreError, Workspace, WorkspaceMeta, in_flight, process_alive, read_state,

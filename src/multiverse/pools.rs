@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{DEFAULT_POOL, TaskId};
+use super::lifecycle::Lifecycle;
+use super::model::{DEFAULT_POOL, TaskId, WorkspaceState};
+use crate::contract::model::Outcome;
 
 /// The pools of a workspace and how many tasks each runs at once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,6 +104,66 @@ pub fn pick(pools: &Pools, ready: &[ReadyTask], running: &BTreeMap<String, usize
         }
     }
     start
+}
+
+/// One pool as a dashboard shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoolSummary {
+    pub pool: String,
+    /// Tasks at once.
+    pub limit: usize,
+    /// Tasks with an attempt in flight.
+    pub running: usize,
+    /// Tasks that could start now and wait for a slot (or for execution).
+    pub waiting: usize,
+    pub succeeded: usize,
+    /// Tasks that failed for good.
+    pub failed: usize,
+    pub total: usize,
+}
+
+/// Every configured pool, and any pool a task names that is not configured (any more),
+/// with its counts. Which task counts as waiting, done or failed is read from its
+/// lifecycle session (the state's events and outcome), not from state names.
+pub fn summaries(pools: &Pools, state: &WorkspaceState, lifecycle: &Lifecycle) -> Vec<PoolSummary> {
+    let mut out: BTreeMap<String, PoolSummary> = pools
+        .limits
+        .keys()
+        .map(|pool| (pool.clone(), empty_summary(pools, pool)))
+        .collect();
+    for (id, design) in &state.plan.tasks {
+        let summary = out
+            .entry(design.pool.clone())
+            .or_insert_with(|| empty_summary(pools, &design.pool));
+        summary.total += 1;
+        let Some(rt) = state.runtime.get(id) else {
+            continue;
+        };
+        if rt.attempts.last().is_some_and(|a| a.finished_at.is_none()) {
+            summary.running += 1;
+            continue;
+        }
+        match lifecycle.finished(&rt.lifecycle) {
+            Some(Outcome::Success) => summary.succeeded += 1,
+            Some(Outcome::Failure) => summary.failed += 1,
+            Some(_) => {}
+            None if lifecycle.takes(&rt.lifecycle, "start") => summary.waiting += 1,
+            None => {}
+        }
+    }
+    out.into_values().collect()
+}
+
+fn empty_summary(pools: &Pools, pool: &str) -> PoolSummary {
+    PoolSummary {
+        pool: pool.to_string(),
+        limit: pools.limit(pool),
+        running: 0,
+        waiting: 0,
+        succeeded: 0,
+        failed: 0,
+        total: 0,
+    }
 }
 
 #[cfg(test)]

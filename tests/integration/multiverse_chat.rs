@@ -7,7 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use code_intel::multiverse::{
-    ChatLog, EventHub, ExecutionState, Orchestrator, app, chat_turn, message_locale,
+    ChatLog, EventHub, ExecutionState, Lifecycle, Orchestrator, Pools, app, chat_turn,
+    message_locale, pool_summaries,
 };
 use code_intel::runner::{Cancel, MetaConfig, Planner};
 use serde_json::{Value, json};
@@ -247,8 +248,33 @@ fn a_chat_request_for_five_tasks_runs_them_in_dependency_order_two_at_a_time() {
         .collect();
     assert_eq!(ids.len(), 5, "{turn:?}");
     assert!(turn.autopilot);
+    let lifecycle = Lifecycle::load().unwrap();
+    let pools = |o: &Orchestrator| pool_summaries(&Pools::default(), o.state(), &lifecycle);
+    let default = &pools(&o)[1];
+    assert_eq!(
+        (
+            default.pool.as_str(),
+            default.limit,
+            default.waiting,
+            default.total
+        ),
+        ("default", 2, 1, 5),
+        "only lex can start: {default:?}"
+    );
     let summary = app::run_foreground(&mut o, &Cancel::new()).unwrap();
     assert!(summary.all_succeeded, "{summary:?}");
+    let after = pools(&o);
+    assert_eq!(
+        after
+            .iter()
+            .map(|p| (p.pool.as_str(), p.succeeded, p.running, p.total))
+            .collect::<Vec<_>>(),
+        [
+            ("codegen", 0, 0, 0),
+            ("default", 5, 0, 5),
+            ("test", 0, 0, 0)
+        ]
+    );
     let log: Vec<String> = std::fs::read_to_string(&log_file)
         .unwrap()
         .lines()
