@@ -16,11 +16,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::api::{DAEMON_FILE, DaemonApi, Job, Work, call};
 use super::chat_log::ChatLog;
 use super::chat_turn::{chat_turn, status_text};
 use super::clock::{Clock, SystemClock};
 use super::events::EventHub;
-use super::http::{Api, HttpServer, Request, Response};
+use super::http::{Api, HttpServer};
 use super::model::{
     DEFAULT_POOL, ExecutionState, RunnerSettings, TaskDesign, TaskId, WorkspaceState,
 };
@@ -28,6 +29,10 @@ use super::orchestrator::{Orchestrator, OrchestratorError, Settings};
 use super::pools::Pools;
 use super::store::{StoreError, Workspace, WorkspaceMeta, read_state};
 use crate::runner::{Cancel, MetaConfig, Planner};
+
+// The task views and the daemon's whereabouts live with the API; the command line uses
+// them from here too.
+pub use super::api::{DaemonInfo, daemon, openapi, task_list, task_show};
 
 /// The workspace's own settings (`config.json`), written by `init`, edited by hand.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -524,284 +529,10 @@ pub fn read(dir: &Path) -> Result<WorkspaceState, AppError> {
     Ok(read_state(dir)?)
 }
 
-/// The tasks in WBS order, one object each: id, title, state, node, pool,
-/// dependencies, attempts, the blocked reason and the next retry's time.
-pub fn task_list(state: &WorkspaceState) -> Vec<Value> {
-    state
-        .plan
-        .wbs_order()
-        .into_iter()
-        .filter_map(|id| {
-            let design = state.plan.tasks.get(id)?;
-            let rt = state.runtime.get(id);
-            Some(json!({
-                "id": id,
-                "title": design.title,
-                "state": rt.map(|r| r.lifecycle.state.clone()),
-                "node": rt.map(|r| r.node),
-                "pool": design.pool,
-                "dependencies": design.dependencies,
-                "attempts": rt.map_or(0, |r| r.attempts.len()),
-                "reason": rt.and_then(|r| r.blocked_reason.clone()),
-                "next_retry_at_ms": rt.and_then(|r| r.next_retry_at_ms),
-            }))
-        })
-        .collect()
-}
-
-/// One task: its design, state, node, attempts (each with its run directory and note).
-pub fn task_show(state: &WorkspaceState, id: &TaskId) -> Option<Value> {
-    let design = state.plan.tasks.get(id)?;
-    let rt = state.runtime.get(id);
-    Some(json!({
-        "design": design,
-        "state": rt.map(|r| r.lifecycle.state.clone()),
-        "node": rt.map(|r| r.node),
-        "reason": rt.and_then(|r| r.blocked_reason.clone()),
-        "next_retry_at_ms": rt.and_then(|r| r.next_retry_at_ms),
-        "attempts": rt.map(|r| r.attempts.clone()).unwrap_or_default(),
-    }))
-}
-
-/// Where a running daemon listens: `daemon.json` in the workspace (owner-only).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DaemonInfo {
-    pub pid: u32,
-    pub port: u16,
-    pub token: String,
-}
-
-const DAEMON_FILE: &str = "daemon.json";
-
-/// The running daemon of a workspace, if its file names a live process.
-pub fn daemon(dir: &Path) -> Option<DaemonInfo> {
-    let text = std::fs::read_to_string(dir.join(DAEMON_FILE)).ok()?;
-    let info: DaemonInfo = serde_json::from_str(&text).ok()?;
-    super::store::process_alive(info.pid).then_some(info)
-}
-
 /// Sends `command` to the workspace's daemon.
 pub fn send(info: &DaemonInfo, command: &Command) -> Result<Value, AppError> {
-    let url = format!("http://127.0.0.1:{}/api/command", info.port);
-    let body = serde_json::to_vec(command).map_err(|e| AppError::Usage(e.to_string()))?;
-    let agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(1200)))
-        .build()
-        .new_agent();
-    let mut reply = agent
-        .post(&url)
-        .header("Authorization", &format!("Bearer {}", info.token))
-        .header("Content-Type", "application/json")
-        .send(&body[..])
-        .map_err(|e| {
-            AppError::Daemon(format!("the daemon (pid {}) did not answer: {e}", info.pid))
-        })?;
-    let status = reply.status().as_u16();
-    let text = reply
-        .body_mut()
-        .with_config()
-        .limit(64 * 1024 * 1024)
-        .read_to_string()
-        .map_err(|e| AppError::Daemon(format!("the daemon's answer could not be read: {e}")))?;
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| AppError::Daemon(format!("the daemon's answer is not JSON: {e}")))?;
-    if status >= 400 {
-        let message = value["error"]["message"]
-            .as_str()
-            .unwrap_or("refused")
-            .to_string();
-        return Err(AppError::Daemon(message));
-    }
-    Ok(value)
-}
-
-/// A request for the daemon's thread, and where its answer goes.
-type Job = (Command, Sender<Result<Value, (u16, String, String)>>);
-
-/// The daemon's HTTP API: reads come from the state the daemon last published, commands
-/// go to the daemon's thread, events stream from its hub.
-struct DaemonApi {
-    jobs: Sender<Job>,
-    dir: PathBuf,
-    events: Arc<EventHub>,
-}
-
-impl DaemonApi {
-    /// Runs `command` on the daemon's thread and answers with its result.
-    fn run(&self, command: Command) -> Response {
-        let (tx, rx) = channel();
-        if self.jobs.send((command, tx)).is_err() {
-            return Response::error(503, "stopping", "the daemon is stopping");
-        }
-        match rx.recv() {
-            Ok(Ok(value)) => Response::ok(value),
-            Ok(Err((status, key, message))) => Response::error(status, &key, &message),
-            Err(_) => Response::error(503, "stopping", "the daemon is stopping"),
-        }
-    }
-
-    fn state(&self) -> Result<WorkspaceState, Response> {
-        read(&self.dir).map_err(|e| Response::error(500, e.key(), &e.to_string()))
-    }
-
-    /// An attempt's Task Note (Markdown), read from its run directory in this workspace.
-    fn note(&self, task: &str, attempt: &str) -> Response {
-        let Ok(id) = TaskId::parse(task) else {
-            return Response::error(404, "unknown_task", "no such task");
-        };
-        let Ok(number) = attempt.parse::<usize>() else {
-            return Response::error(404, "unknown_attempt", "no such attempt");
-        };
-        let state = match self.state() {
-            Ok(state) => state,
-            Err(refusal) => return refusal,
-        };
-        let Some(found) = state
-            .runtime
-            .get(&id)
-            .and_then(|rt| rt.attempts.iter().find(|a| a.number as usize == number))
-        else {
-            return Response::error(404, "unknown_attempt", "no such attempt");
-        };
-        // The note is read from the workspace's own runs/<task>/<n>/ only, whatever the
-        // state file says.
-        let path = self
-            .dir
-            .join("runs")
-            .join(id.as_str())
-            .join(number.to_string())
-            .join("note.md");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                Response::ok(json!({"task": id, "attempt": found.number, "markdown": text}))
-            }
-            Err(_) => Response::error(404, "no_note", "this attempt left no Task Note"),
-        }
-    }
-
-    fn body<T: serde::de::DeserializeOwned>(request: &Request) -> Result<T, Response> {
-        let value = request.json()?;
-        let value = if value.is_null() { json!({}) } else { value };
-        serde_json::from_value(value)
-            .map_err(|e| Response::error(400, "bad_request", &e.to_string()))
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ChatBody {
-    message: String,
-    #[serde(default)]
-    session: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExecutionBody {
-    state: ExecutionState,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ResolveBody {
-    #[serde(default)]
-    note: String,
-    #[serde(default)]
-    retry: bool,
-}
-
-impl Api for DaemonApi {
-    fn handle(&self, request: &Request) -> Response {
-        let parts: Vec<&str> = request.path.trim_matches('/').split('/').collect();
-        let outcome = match (request.method.as_str(), parts.as_slice()) {
-            ("GET", ["api", "events"]) => Ok(Response::Events(self.events.subscribe())),
-            ("GET", ["api", "state"]) => self
-                .state()
-                .map(|s| Response::ok(serde_json::to_value(s).unwrap_or(Value::Null))),
-            ("GET", ["api", "openapi.json"]) => Ok(Response::ok(openapi())),
-            ("GET", ["api", "tasks"]) => self.state().map(|s| Response::ok(json!(task_list(&s)))),
-            ("GET", ["api", "tasks", id]) => self.state().map(|s| {
-                match TaskId::parse(id).ok().and_then(|id| task_show(&s, &id)) {
-                    Some(shown) => Response::ok(shown),
-                    None => Response::error(404, "unknown_task", "no such task"),
-                }
-            }),
-            ("GET", ["api", "tasks", id, "attempts", n, "note"]) => Ok(self.note(id, n)),
-            ("POST", ["api", "tasks"]) => Self::body::<Value>(request).and_then(|mut v| {
-                v["op"] = json!("add_task");
-                serde_json::from_value::<Command>(v)
-                    .map(|c| self.run(c))
-                    .map_err(|e| Response::error(400, "bad_request", &e.to_string()))
-            }),
-            ("POST", ["api", "tasks", id, "cancel"]) => Ok(self.run(Command::Cancel {
-                id: (*id).to_string(),
-            })),
-            ("POST", ["api", "tasks", id, "retry"]) => Ok(self.run(Command::Retry {
-                id: (*id).to_string(),
-            })),
-            ("GET", ["api", "backlog"]) => self
-                .state()
-                .map(|s| Response::ok(json!(s.backlog.values().collect::<Vec<_>>()))),
-            ("POST", ["api", "backlog", item, "resolve"]) => Self::body::<ResolveBody>(request)
-                .map(|b| {
-                    self.run(Command::Resolve {
-                        item: (*item).to_string(),
-                        note: b.note,
-                        retry: b.retry,
-                    })
-                }),
-            ("POST", ["api", "chat"]) => Self::body::<ChatBody>(request).map(|b| {
-                self.run(Command::Chat {
-                    message: b.message,
-                    session: b.session,
-                })
-            }),
-            ("GET", ["api", "chat", session]) => {
-                Ok(match ChatLog::new(&self.dir.join("chat")).read(session) {
-                    Ok(messages) => Response::ok(json!(messages)),
-                    Err(e) => Response::error(400, e.key(), &e.to_string()),
-                })
-            }
-            ("POST", ["api", "execution"]) => Self::body::<ExecutionBody>(request)
-                .map(|b| self.run(Command::Execution { state: b.state })),
-            ("POST", ["api", "command"]) => Self::body::<Command>(request).map(|c| self.run(c)),
-            _ => Ok(Response::error(
-                404,
-                "not_found",
-                &format!("no route {} {}", request.method, request.path),
-            )),
-        };
-        outcome.unwrap_or_else(|refusal| refusal)
-    }
-}
-
-/// The API's description (OpenAPI 3.1), served at `/api/openapi.json`.
-pub fn openapi() -> Value {
-    json!({
-        "openapi": "3.1.0",
-        "info": {"title": "multiverse serve", "version": "1"},
-        "components": {"securitySchemes": {"token": {"type": "http", "scheme": "bearer"}}},
-        "security": [{"token": []}],
-        "paths": {
-            "/api/state": {"get": {"summary": "The workspace's state: plan, task runtimes (attempts), backlog, execution."}},
-            "/api/command": {"post": {"summary": "Run a command: add_task, cancel, retry, chat, execution, resolve, status (body: {op, ...}).",
-                "requestBody": {"content": {"application/json": {"schema": {"type": "object", "required": ["op"]}}}}}},
-            "/api/tasks": {"get": {"summary": "The tasks in WBS order: id, title, state, node, pool, dependencies, attempts, reason, next retry."},
-                           "post": {"summary": "Add a task: {id, title, description?, criteria?, depends_on?, parent?, pool?, priority?, test?}."}},
-            "/api/tasks/{id}": {"get": {"summary": "A task: design, state, node, reason, next retry, attempts."}},
-            "/api/tasks/{id}/cancel": {"post": {"summary": "Cancel the task (a running one is stopped); never retried."}},
-            "/api/tasks/{id}/retry": {"post": {"summary": "Retry a failed or cancelled task with fresh attempts."}},
-            "/api/tasks/{id}/attempts/{n}/note": {"get": {"summary": "The attempt's Task Note: {task, attempt, markdown}."}},
-            "/api/backlog": {"get": {"summary": "Backlog items, open and resolved."}},
-            "/api/backlog/{item}/resolve": {"post": {"summary": "Resolve an item: {note?, retry?}."}},
-            "/api/chat": {"post": {"summary": "One chat turn: {message, session?}; the reply, the patch's summary, questions, autopilot."}},
-            "/api/chat/{session}": {"get": {"summary": "A chat session's messages."}},
-            "/api/execution": {"post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},
-            "/api/events": {"get": {"summary": "Server-sent events: task, attempt, backlog, chat, execution, plan. The token may be given as ?token= here."}},
-            "/api/openapi.json": {"get": {"summary": "This document."}}
-        }
-    })
+    let body = serde_json::to_value(command).map_err(|e| AppError::Usage(e.to_string()))?;
+    call(info, "POST", "/api/command", Some(&body)).map_err(AppError::Daemon)
 }
 
 /// `multiverse serve`: the scheduler and the HTTP API until `cancel`. Returns when the
@@ -830,11 +561,7 @@ pub fn serve(
         &serde_json::to_vec_pretty(&info).unwrap_or_default(),
     )?;
     let (jobs_tx, jobs_rx): (Sender<Job>, Receiver<Job>) = channel();
-    let api: Arc<dyn Api> = Arc::new(DaemonApi {
-        jobs: jobs_tx,
-        dir: dir.to_path_buf(),
-        events: events.clone(),
-    });
+    let api: Arc<dyn Api> = Arc::new(DaemonApi::new(jobs_tx, dir.to_path_buf(), events.clone()));
     let stopper = server.stopper();
     let http = std::thread::spawn(move || server.run(api));
     on_ready(&format!("http://127.0.0.1:{}/?token={token}", info.port));
@@ -849,9 +576,14 @@ pub fn serve(
             break;
         }
         let next = orchestrator.tick()?;
-        while let Ok((command, reply)) = jobs_rx.try_recv() {
-            let answer = execute(&mut orchestrator, &config, &chat_dir, command)
-                .map_err(|e| (422, e.key().to_string(), e.to_string()));
+        while let Ok((work, reply)) = jobs_rx.try_recv() {
+            let answer = match work {
+                Work::Command(value) => match serde_json::from_value::<Command>(value) {
+                    Ok(command) => execute(&mut orchestrator, &config, &chat_dir, command)
+                        .map_err(|e| (422, e.key().to_string(), e.to_string())),
+                    Err(e) => Err((400, "bad_request".to_string(), e.to_string())),
+                },
+            };
             let _ = reply.send(answer);
             orchestrator.tick()?;
         }

@@ -6,6 +6,9 @@
 //!
 //! ## The parts
 //!
+//! - `api`: the daemon's HTTP API: its routes (reads from the saved state, changes sent
+//!   to the daemon's thread), their bodies and OpenAPI document, where a daemon listens
+//!   (`daemon.json`) and the command line's client of it.
 //! - `http`: the loopback HTTP server under `multiverse serve` (token, host check, bounded
 //!   requests, JSON and server-sent events) around an `Api`.
 //! - `model`: the workspace's data (plan, WBS, task runtime, attempts, backlog, execution
@@ -44,6 +47,7 @@
 //!   first, a torn tail dropped), one atomic state file per area folded from it, one
 //!   writer by an OS lock that names its pid, lock-free readers, rebuild, recovery data.
 
+pub(crate) mod api;
 pub mod app;
 pub(crate) mod chat;
 pub(crate) mod chat_flow;
@@ -63,7 +67,8 @@ pub(crate) mod pools;
 pub(crate) mod registry;
 pub(crate) mod store;
 
-pub use app::{AppError, Command, Config, DaemonInfo, InitOptions, RunSummary};
+pub use api::{DaemonInfo, call as call_daemon, daemon};
+pub use app::{AppError, Command, Config, InitOptions, RunSummary};
 pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
     ask as ask_plan_patch, request as chat_request,

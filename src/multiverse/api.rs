@@ -1,0 +1,334 @@
+//! The daemon's HTTP API (`multiverse serve`): its routes over the workspace (reads from
+//! the state the daemon last saved, changes sent to the daemon's thread as [`Work`], events
+//! from its hub), the bodies they take, their OpenAPI description, and where a running
+//! daemon listens ([`DaemonInfo`], `daemon.json`) with the command line's client of it.
+//! The door itself (token, host check, bounds) is `http`'s.
+//!
+//! This module does not know `app`: a command travels as the JSON of `app::Command` and
+//! the daemon parses it, so `app` (which starts the daemon) can build this API without a
+//! cycle between the two.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc::{Sender, channel};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::chat_log::ChatLog;
+use super::events::EventHub;
+use super::http::{Api, Request, Response};
+use super::model::{ExecutionState, TaskId, WorkspaceState};
+use super::store::read_state;
+
+/// The tasks in WBS order, one object each: id, title, state, node, pool,
+/// dependencies, attempts, the blocked reason and the next retry's time.
+pub fn task_list(state: &WorkspaceState) -> Vec<Value> {
+    state
+        .plan
+        .wbs_order()
+        .into_iter()
+        .filter_map(|id| {
+            let design = state.plan.tasks.get(id)?;
+            let rt = state.runtime.get(id);
+            Some(json!({
+                "id": id,
+                "title": design.title,
+                "state": rt.map(|r| r.lifecycle.state.clone()),
+                "node": rt.map(|r| r.node),
+                "pool": design.pool,
+                "dependencies": design.dependencies,
+                "attempts": rt.map_or(0, |r| r.attempts.len()),
+                "reason": rt.and_then(|r| r.blocked_reason.clone()),
+                "next_retry_at_ms": rt.and_then(|r| r.next_retry_at_ms),
+            }))
+        })
+        .collect()
+}
+
+/// One task: its design, state, node, attempts (each with its run directory and note).
+pub fn task_show(state: &WorkspaceState, id: &TaskId) -> Option<Value> {
+    let design = state.plan.tasks.get(id)?;
+    let rt = state.runtime.get(id);
+    Some(json!({
+        "design": design,
+        "state": rt.map(|r| r.lifecycle.state.clone()),
+        "node": rt.map(|r| r.node),
+        "reason": rt.and_then(|r| r.blocked_reason.clone()),
+        "next_retry_at_ms": rt.and_then(|r| r.next_retry_at_ms),
+        "attempts": rt.map(|r| r.attempts.clone()).unwrap_or_default(),
+    }))
+}
+
+/// Where a running daemon listens: `daemon.json` in the workspace (owner-only).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DaemonInfo {
+    pub pid: u32,
+    pub port: u16,
+    pub token: String,
+}
+
+pub(crate) const DAEMON_FILE: &str = "daemon.json";
+
+/// The running daemon of a workspace, if its file names a live process.
+pub fn daemon(dir: &Path) -> Option<DaemonInfo> {
+    let text = std::fs::read_to_string(dir.join(DAEMON_FILE)).ok()?;
+    let info: DaemonInfo = serde_json::from_str(&text).ok()?;
+    super::store::process_alive(info.pid).then_some(info)
+}
+
+/// Calls the workspace's daemon: `method` on `path` with `body` as JSON and its token.
+/// Returns the answer, or why not in words (a refusal's message, or that it did not
+/// answer).
+pub fn call(
+    info: &DaemonInfo,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<Value, String> {
+    let url = format!("http://127.0.0.1:{}{path}", info.port);
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(1200)))
+        .build()
+        .new_agent();
+    let authorization = format!("Bearer {}", info.token);
+    let sent = match method {
+        "GET" => agent
+            .get(&url)
+            .header("Authorization", &authorization)
+            .call(),
+        _ => {
+            let bytes = serde_json::to_vec(body.unwrap_or(&Value::Null)).unwrap_or_default();
+            let request = match method {
+                "PUT" => agent.put(&url),
+                _ => agent.post(&url),
+            };
+            request
+                .header("Authorization", &authorization)
+                .header("Content-Type", "application/json")
+                .send(&bytes[..])
+        }
+    };
+    let mut reply =
+        sent.map_err(|e| format!("the daemon (pid {}) did not answer: {e}", info.pid))?;
+    let status = reply.status().as_u16();
+    let text = reply
+        .body_mut()
+        .with_config()
+        .limit(64 * 1024 * 1024)
+        .read_to_string()
+        .map_err(|e| format!("the daemon's answer could not be read: {e}"))?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("the daemon's answer is not JSON: {e}"))?;
+    if status >= 400 {
+        return Err(value["error"]["message"]
+            .as_str()
+            .unwrap_or("refused")
+            .to_string());
+    }
+    Ok(value)
+}
+
+/// A refusal from the daemon's thread: HTTP status, stable key, message.
+pub(crate) type Refusal = (u16, String, String);
+
+/// What the daemon's thread is asked to do.
+#[derive(Debug)]
+pub(crate) enum Work {
+    /// An `app::Command` as JSON (`{op, ...}`), parsed and run by the daemon.
+    Command(Value),
+}
+
+/// A request for the daemon's thread, and where its answer goes.
+pub(crate) type Job = (Work, Sender<Result<Value, Refusal>>);
+
+/// The daemon's HTTP API: reads come from the state the daemon last published, commands
+/// go to the daemon's thread, events stream from its hub.
+pub(crate) struct DaemonApi {
+    jobs: Sender<Job>,
+    dir: PathBuf,
+    events: Arc<EventHub>,
+}
+
+impl DaemonApi {
+    pub(crate) fn new(jobs: Sender<Job>, dir: PathBuf, events: Arc<EventHub>) -> DaemonApi {
+        DaemonApi { jobs, dir, events }
+    }
+
+    /// Runs `work` on the daemon's thread and answers with its result.
+    fn ask(&self, work: Work) -> Response {
+        let (tx, rx) = channel();
+        if self.jobs.send((work, tx)).is_err() {
+            return Response::error(503, "stopping", "the daemon is stopping");
+        }
+        match rx.recv() {
+            Ok(Ok(value)) => Response::ok(value),
+            Ok(Err((status, key, message))) => Response::error(status, &key, &message),
+            Err(_) => Response::error(503, "stopping", "the daemon is stopping"),
+        }
+    }
+
+    /// Runs the command `{op, ...fields}` on the daemon's thread.
+    fn run(&self, op: &str, fields: Value) -> Response {
+        let mut command = if fields.is_object() {
+            fields
+        } else {
+            json!({})
+        };
+        command["op"] = json!(op);
+        self.ask(Work::Command(command))
+    }
+
+    fn state(&self) -> Result<WorkspaceState, Response> {
+        read_state(&self.dir).map_err(|e| Response::error(500, e.key(), &e.to_string()))
+    }
+
+    /// An attempt's Task Note (Markdown), read from its run directory in this workspace.
+    fn note(&self, task: &str, attempt: &str) -> Response {
+        let Ok(id) = TaskId::parse(task) else {
+            return Response::error(404, "unknown_task", "no such task");
+        };
+        let Ok(number) = attempt.parse::<usize>() else {
+            return Response::error(404, "unknown_attempt", "no such attempt");
+        };
+        let state = match self.state() {
+            Ok(state) => state,
+            Err(refusal) => return refusal,
+        };
+        let Some(found) = state
+            .runtime
+            .get(&id)
+            .and_then(|rt| rt.attempts.iter().find(|a| a.number as usize == number))
+        else {
+            return Response::error(404, "unknown_attempt", "no such attempt");
+        };
+        // The note is read from the workspace's own runs/<task>/<n>/ only, whatever the
+        // state file says.
+        let path = self
+            .dir
+            .join("runs")
+            .join(id.as_str())
+            .join(number.to_string())
+            .join("note.md");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                Response::ok(json!({"task": id, "attempt": found.number, "markdown": text}))
+            }
+            Err(_) => Response::error(404, "no_note", "this attempt left no Task Note"),
+        }
+    }
+
+    fn body<T: serde::de::DeserializeOwned>(request: &Request) -> Result<T, Response> {
+        let value = request.json()?;
+        let value = if value.is_null() { json!({}) } else { value };
+        serde_json::from_value(value)
+            .map_err(|e| Response::error(400, "bad_request", &e.to_string()))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChatBody {
+    message: String,
+    #[serde(default)]
+    session: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecutionBody {
+    state: ExecutionState,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolveBody {
+    #[serde(default)]
+    note: String,
+    #[serde(default)]
+    retry: bool,
+}
+
+impl Api for DaemonApi {
+    fn handle(&self, request: &Request) -> Response {
+        let parts: Vec<&str> = request.path.trim_matches('/').split('/').collect();
+        let outcome = match (request.method.as_str(), parts.as_slice()) {
+            ("GET", ["api", "events"]) => Ok(Response::Events(self.events.subscribe())),
+            ("GET", ["api", "state"]) => self
+                .state()
+                .map(|s| Response::ok(serde_json::to_value(s).unwrap_or(Value::Null))),
+            ("GET", ["api", "openapi.json"]) => Ok(Response::ok(openapi())),
+            ("GET", ["api", "tasks"]) => self.state().map(|s| Response::ok(json!(task_list(&s)))),
+            ("GET", ["api", "tasks", id]) => self.state().map(|s| {
+                match TaskId::parse(id).ok().and_then(|id| task_show(&s, &id)) {
+                    Some(shown) => Response::ok(shown),
+                    None => Response::error(404, "unknown_task", "no such task"),
+                }
+            }),
+            ("GET", ["api", "tasks", id, "attempts", n, "note"]) => Ok(self.note(id, n)),
+            ("POST", ["api", "tasks"]) => Self::body::<Map<String, Value>>(request)
+                .map(|fields| self.run("add_task", Value::Object(fields))),
+            ("POST", ["api", "tasks", id, "cancel"]) => Ok(self.run("cancel", json!({"id": id}))),
+            ("POST", ["api", "tasks", id, "retry"]) => Ok(self.run("retry", json!({"id": id}))),
+            ("GET", ["api", "backlog"]) => self
+                .state()
+                .map(|s| Response::ok(json!(s.backlog.values().collect::<Vec<_>>()))),
+            ("POST", ["api", "backlog", item, "resolve"]) => Self::body::<ResolveBody>(request)
+                .map(|b| {
+                    self.run(
+                        "resolve",
+                        json!({"item": item, "note": b.note, "retry": b.retry}),
+                    )
+                }),
+            ("POST", ["api", "chat"]) => Self::body::<ChatBody>(request)
+                .map(|b| self.run("chat", json!({"message": b.message, "session": b.session}))),
+            ("GET", ["api", "chat", session]) => {
+                Ok(match ChatLog::new(&self.dir.join("chat")).read(session) {
+                    Ok(messages) => Response::ok(json!(messages)),
+                    Err(e) => Response::error(400, e.key(), &e.to_string()),
+                })
+            }
+            ("POST", ["api", "execution"]) => Self::body::<ExecutionBody>(request)
+                .map(|b| self.run("execution", json!({"state": b.state}))),
+            // Any `app::Command`; the daemon parses it (400 `bad_request` when it is none).
+            ("POST", ["api", "command"]) => Self::body::<Map<String, Value>>(request)
+                .map(|c| self.ask(Work::Command(Value::Object(c)))),
+            _ => Ok(Response::error(
+                404,
+                "not_found",
+                &format!("no route {} {}", request.method, request.path),
+            )),
+        };
+        outcome.unwrap_or_else(|refusal| refusal)
+    }
+}
+
+/// The API's description (OpenAPI 3.1), served at `/api/openapi.json`.
+pub fn openapi() -> Value {
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "multiverse serve", "version": "1"},
+        "components": {"securitySchemes": {"token": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"token": []}],
+        "paths": {
+            "/api/state": {"get": {"summary": "The workspace's state: plan, task runtimes (attempts), backlog, execution."}},
+            "/api/command": {"post": {"summary": "Run a command: add_task, cancel, retry, chat, execution, resolve, status (body: {op, ...}).",
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object", "required": ["op"]}}}}}},
+            "/api/tasks": {"get": {"summary": "The tasks in WBS order: id, title, state, node, pool, dependencies, attempts, reason, next retry."},
+                           "post": {"summary": "Add a task: {id, title, description?, criteria?, depends_on?, parent?, pool?, priority?, test?}."}},
+            "/api/tasks/{id}": {"get": {"summary": "A task: design, state, node, reason, next retry, attempts."}},
+            "/api/tasks/{id}/cancel": {"post": {"summary": "Cancel the task (a running one is stopped); never retried."}},
+            "/api/tasks/{id}/retry": {"post": {"summary": "Retry a failed or cancelled task with fresh attempts."}},
+            "/api/tasks/{id}/attempts/{n}/note": {"get": {"summary": "The attempt's Task Note: {task, attempt, markdown}."}},
+            "/api/backlog": {"get": {"summary": "Backlog items, open and resolved."}},
+            "/api/backlog/{item}/resolve": {"post": {"summary": "Resolve an item: {note?, retry?}."}},
+            "/api/chat": {"post": {"summary": "One chat turn: {message, session?}; the reply, the patch's summary, questions, autopilot."}},
+            "/api/chat/{session}": {"get": {"summary": "A chat session's messages."}},
+            "/api/execution": {"post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},
+            "/api/events": {"get": {"summary": "Server-sent events: task, attempt, backlog, chat, execution, plan. The token may be given as ?token= here."}},
+            "/api/openapi.json": {"get": {"summary": "This document."}}
+        }
+    })
+}
