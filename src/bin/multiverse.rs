@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use clap::{Parser, Subcommand};
 use code_intel::multiverse::{
-    AppError, Command, Config, EventHub, ExecutionState, InitOptions, TaskId, app,
+    AppError, Command, Config, ConnectionTest, EventHub, ExecutionState, InitOptions, LlmSettings,
+    SettingsUpdate, TaskId, app, check_settings,
 };
 use code_intel::runner::Cancel;
 use serde_json::{Value, json};
@@ -85,6 +86,12 @@ enum Cmd {
     /// What needs a person: failures and questions.
     #[command(subcommand)]
     Backlog(BacklogCmd),
+    /// The chat planner's settings: provider, model, the API key's variable, base URL.
+    #[command(subcommand)]
+    Settings(SettingsCmd),
+    /// The recent workspaces (`~/.multiverse/workspaces.json`), most recent first.
+    #[command(subcommand)]
+    Workspaces(WorkspacesCmd),
     /// The scheduler and a loopback HTTP API with a token until stopped.
     Serve {
         /// The port on 127.0.0.1 (0: any free one).
@@ -140,6 +147,39 @@ enum BacklogCmd {
         #[arg(long)]
         retry: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum SettingsCmd {
+    /// Show them. The key itself is never shown, only whether its variable is set.
+    Show,
+    /// Change them (checked whole before anything is written; used from the next chat
+    /// turn). A flag left out keeps its value.
+    Set {
+        /// `openai-chat`, `codex-cli`, `claude-code` or `mock`.
+        #[arg(long)]
+        provider: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        /// openai-chat: the NAME of the environment variable that holds the API key.
+        #[arg(long)]
+        key_env: Option<String>,
+        /// openai-chat: the API's base URL (`/chat/completions` is appended).
+        #[arg(long)]
+        base_url: Option<String>,
+    },
+    /// A real connection test (one small request, a CLI's `--version`); exit 1 when it
+    /// fails.
+    Test,
+}
+
+#[derive(Debug, Subcommand)]
+enum WorkspacesCmd {
+    /// Each with its project, when it was last opened, whether it still exists and
+    /// whether a daemon runs for it.
+    List,
+    /// Take PATH off the list; nothing on disk is touched.
+    Forget { path: PathBuf },
 }
 
 fn main() -> ExitCode {
@@ -310,7 +350,169 @@ fn run(args: Args) -> Result<u8, AppError> {
             })?;
             Ok(130)
         }
+        Cmd::Settings(command) => settings_command(&dir, command, json_out),
+        Cmd::Workspaces(command) => workspaces_command(command, json_out),
         other => send_command(&dir, other, json_out),
+    }
+}
+
+/// `multiverse settings`: through the daemon when one runs (it holds the settings the
+/// chat uses), else on the workspace's `config.json`.
+fn settings_command(dir: &Path, command: SettingsCmd, json_out: bool) -> Result<u8, AppError> {
+    let daemon = app::daemon(dir);
+    let ask = |method: &str, path: &str, body: Option<&Value>| -> Result<Value, AppError> {
+        let info = daemon
+            .as_ref()
+            .ok_or_else(|| AppError::Daemon("no daemon".into()))?;
+        code_intel::multiverse::call_daemon(info, method, path, body).map_err(AppError::Daemon)
+    };
+    let current = || -> Result<LlmSettings, AppError> {
+        match &daemon {
+            Some(_) => serde_json::from_value(ask("GET", "/api/settings", None)?)
+                .map_err(|e| AppError::Daemon(format!("the daemon's settings: {e}"))),
+            None => app::settings_here(dir, None),
+        }
+    };
+    match command {
+        SettingsCmd::Show => {
+            print_settings(&current()?, json_out);
+            Ok(0)
+        }
+        SettingsCmd::Set {
+            provider,
+            model,
+            key_env,
+            base_url,
+        } => {
+            let (provider, model) = match (provider, model) {
+                (Some(provider), Some(model)) => (provider, model),
+                (provider, model) => {
+                    let now = current()?;
+                    (provider.unwrap_or(now.provider), model.unwrap_or(now.model))
+                }
+            };
+            let update = SettingsUpdate {
+                provider,
+                model,
+                api_key_env: key_env,
+                base_url,
+            };
+            // Checked here too, so a refusal keeps its key when a daemon would refuse it.
+            check_settings(&update).map_err(AppError::Settings)?;
+            let shown = match &daemon {
+                Some(_) => {
+                    let body = serde_json::to_value(&update).unwrap_or_default();
+                    serde_json::from_value(ask("PUT", "/api/settings", Some(&body))?)
+                        .map_err(|e| AppError::Daemon(format!("the daemon's settings: {e}")))?
+                }
+                None => app::settings_here(dir, Some(&update))?,
+            };
+            print_settings(&shown, json_out);
+            Ok(0)
+        }
+        SettingsCmd::Test => {
+            let report: ConnectionTest = match &daemon {
+                Some(_) => serde_json::from_value(ask("POST", "/api/settings/test", None)?)
+                    .map_err(|e| AppError::Daemon(format!("the daemon's test: {e}")))?,
+                None => app::test_settings_here(dir, None)?,
+            };
+            if json_out {
+                out(&serde_json::to_string_pretty(&report).unwrap_or_default());
+            } else {
+                match &report.error {
+                    None => out(&format!(
+                        "ok: {} {} in {} ms ({})",
+                        report.provider, report.model, report.latency_ms, report.detail
+                    )),
+                    Some(e) => out(&format!(
+                        "failed: {} {} after {} ms: {} [{}]",
+                        report.provider, report.model, report.latency_ms, e.message, e.key
+                    )),
+                }
+            }
+            Ok(if report.ok { 0 } else { 1 })
+        }
+    }
+}
+
+fn print_settings(settings: &LlmSettings, json_out: bool) {
+    if json_out {
+        out(&serde_json::to_string_pretty(settings).unwrap_or_default());
+        return;
+    }
+    out(&format!("provider {}", settings.provider));
+    out(&format!("model {}", settings.model));
+    if let Some(variable) = &settings.api_key_env {
+        let set = if settings.api_key_set {
+            "set"
+        } else {
+            "not set"
+        };
+        out(&format!("api_key_env {variable} ({set})"));
+    }
+    if let Some(url) = &settings.base_url {
+        out(&format!("base_url {url}"));
+    }
+    if let Some(command) = &settings.command {
+        out(&format!("command {command}"));
+    }
+}
+
+/// `multiverse workspaces`: the recent list under `$HOME`.
+fn workspaces_command(command: WorkspacesCmd, json_out: bool) -> Result<u8, AppError> {
+    let home = home();
+    match command {
+        WorkspacesCmd::List => {
+            let list = code_intel::multiverse::workspaces(&home);
+            if json_out {
+                out(&serde_json::to_string_pretty(&list).unwrap_or_default());
+            } else {
+                for w in list {
+                    let mut marks = String::new();
+                    if w["exists"] != true {
+                        marks.push_str("  (gone)");
+                    }
+                    if let Some(pid) = w["daemon_pid"].as_u64() {
+                        marks.push_str(&format!("  (daemon pid {pid})"));
+                    }
+                    out(&format!(
+                        "{}  {}  {}  {}{marks}",
+                        w["last_opened"].as_str().unwrap_or_default(),
+                        w["name"].as_str().unwrap_or_default(),
+                        w["path"].as_str().unwrap_or_default(),
+                        w["project"].as_str().unwrap_or_default(),
+                    ));
+                }
+            }
+            Ok(0)
+        }
+        WorkspacesCmd::Forget { path } => {
+            // As listed: absolute (a relative path is the user's, from here).
+            let path = if path.is_absolute() {
+                path
+            } else {
+                std::env::current_dir().map_or(path.clone(), |cwd| cwd.join(&path))
+            };
+            let forgotten =
+                code_intel::multiverse::forget_workspace(&home, &path).map_err(|error| {
+                    AppError::Io {
+                        path: code_intel::multiverse::recent_file(&home),
+                        error,
+                    }
+                })?;
+            if !forgotten {
+                return Err(AppError::NotListed(path));
+            }
+            if json_out {
+                out(&json!({"forgotten": path}).to_string());
+            } else {
+                out(&format!(
+                    "forgot {} (nothing on disk was touched)",
+                    path.display()
+                ));
+            }
+            Ok(0)
+        }
     }
 }
 

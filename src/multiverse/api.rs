@@ -20,6 +20,8 @@ use super::chat_log::ChatLog;
 use super::events::EventHub;
 use super::http::{Api, Request, Response};
 use super::model::{ExecutionState, TaskId, WorkspaceState};
+use super::recent;
+use super::settings::{self, LlmSettings, SettingsUpdate};
 use super::store::read_state;
 
 /// The tasks in WBS order, one object each: id, title, state, node, pool,
@@ -76,6 +78,26 @@ pub fn daemon(dir: &Path) -> Option<DaemonInfo> {
     let text = std::fs::read_to_string(dir.join(DAEMON_FILE)).ok()?;
     let info: DaemonInfo = serde_json::from_str(&text).ok()?;
     super::store::process_alive(info.pid).then_some(info)
+}
+
+/// The recent workspaces under `home`, most recent first, each with whether it still
+/// exists (its `workspace.json`) and whether a daemon runs for it.
+pub fn workspaces(home: &Path) -> Vec<Value> {
+    recent::load(home)
+        .into_iter()
+        .map(|w| {
+            let running = daemon(&w.path);
+            json!({
+                "path": w.path,
+                "project": w.project,
+                "name": w.name,
+                "last_opened": w.last_opened,
+                "exists": w.path.join("workspace.json").is_file(),
+                "daemon": running.is_some(),
+                "daemon_pid": running.map(|d| d.pid),
+            })
+        })
+        .collect()
 }
 
 /// Calls the workspace's daemon: `method` on `path` with `body` as JSON and its token.
@@ -139,6 +161,9 @@ pub(crate) type Refusal = (u16, String, String);
 pub(crate) enum Work {
     /// An `app::Command` as JSON (`{op, ...}`), parsed and run by the daemon.
     Command(Value),
+    /// The chat planner's block in effect (`runner.meta`'s shape), after this change
+    /// when there is one (validated, saved to `config.json`, used from the next turn).
+    Planner(Option<SettingsUpdate>),
 }
 
 /// A request for the daemon's thread, and where its answer goes.
@@ -150,23 +175,80 @@ pub(crate) struct DaemonApi {
     jobs: Sender<Job>,
     dir: PathBuf,
     events: Arc<EventHub>,
+    /// Where the recent workspaces are listed (`$HOME`); none: an empty list.
+    home: Option<PathBuf>,
 }
 
 impl DaemonApi {
-    pub(crate) fn new(jobs: Sender<Job>, dir: PathBuf, events: Arc<EventHub>) -> DaemonApi {
-        DaemonApi { jobs, dir, events }
+    pub(crate) fn new(
+        jobs: Sender<Job>,
+        dir: PathBuf,
+        events: Arc<EventHub>,
+        home: Option<PathBuf>,
+    ) -> DaemonApi {
+        DaemonApi {
+            jobs,
+            dir,
+            events,
+            home,
+        }
     }
 
     /// Runs `work` on the daemon's thread and answers with its result.
     fn ask(&self, work: Work) -> Response {
+        self.answer(work)
+            .map_or_else(|refusal| refusal, Response::ok)
+    }
+
+    /// Runs `work` on the daemon's thread; its value, or the refusal as a reply.
+    fn answer(&self, work: Work) -> Result<Value, Response> {
+        let stopping = || Response::error(503, "stopping", "the daemon is stopping");
         let (tx, rx) = channel();
         if self.jobs.send((work, tx)).is_err() {
-            return Response::error(503, "stopping", "the daemon is stopping");
+            return Err(stopping());
         }
         match rx.recv() {
-            Ok(Ok(value)) => Response::ok(value),
-            Ok(Err((status, key, message))) => Response::error(status, &key, &message),
-            Err(_) => Response::error(503, "stopping", "the daemon is stopping"),
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err((status, key, message))) => Err(Response::error(status, &key, &message)),
+            Err(_) => Err(stopping()),
+        }
+    }
+
+    /// The chat planner's settings, after `update` when given.
+    fn settings(&self, update: Option<SettingsUpdate>) -> Result<Response, Response> {
+        let block = self.answer(Work::Planner(update))?;
+        LlmSettings::of(&block)
+            .map(|shown| Response::ok(json!(shown)))
+            .map_err(|e| Response::error(500, e.key(), &e.to_string()))
+    }
+
+    /// A connection test of the settings in effect, or of `candidate` laid over them
+    /// (nothing saved). Runs on this request's thread: the daemon goes on meanwhile.
+    fn test(&self, candidate: Option<SettingsUpdate>) -> Result<Response, Response> {
+        let mut block = self.answer(Work::Planner(None))?;
+        if let Some(candidate) = candidate {
+            block = settings::apply(&block, &candidate)
+                .map_err(|e| Response::error(400, e.key(), &e.to_string()))?;
+        }
+        Ok(Response::ok(json!(settings::test_connection(
+            &block,
+            &self.dir.join("chat")
+        ))))
+    }
+
+    /// Takes a workspace off the recent list (nothing on disk is touched).
+    fn forget(&self, body: &ForgetBody) -> Response {
+        let Some(home) = &self.home else {
+            return Response::error(404, "workspaces.not_listed", "no HOME: no recent list");
+        };
+        match recent::forget(home, &body.path) {
+            Ok(true) => Response::ok(json!({"forgotten": body.path})),
+            Ok(false) => Response::error(
+                404,
+                "workspaces.not_listed",
+                &format!("{} is not on the recent list", body.path.display()),
+            ),
+            Err(e) => Response::error(500, "io", &e.to_string()),
         }
     }
 
@@ -226,6 +308,12 @@ impl DaemonApi {
         serde_json::from_value(value)
             .map_err(|e| Response::error(400, "bad_request", &e.to_string()))
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForgetBody {
+    path: PathBuf,
 }
 
 #[derive(Deserialize)]
@@ -292,6 +380,26 @@ impl Api for DaemonApi {
             }
             ("POST", ["api", "execution"]) => Self::body::<ExecutionBody>(request)
                 .map(|b| self.run("execution", json!({"state": b.state}))),
+            ("GET", ["api", "settings"]) => self.settings(None),
+            ("PUT", ["api", "settings"]) => {
+                Self::body::<SettingsUpdate>(request).and_then(|u| self.settings(Some(u)))
+            }
+            ("POST", ["api", "settings", "test"]) => {
+                // No body (or `null`): the settings in effect.
+                let candidate = request.json().and_then(|v| match v {
+                    Value::Null => Ok(None),
+                    v => serde_json::from_value::<SettingsUpdate>(v)
+                        .map(Some)
+                        .map_err(|e| Response::error(400, "bad_request", &e.to_string())),
+                });
+                candidate.and_then(|c| self.test(c))
+            }
+            ("GET", ["api", "workspaces"]) => Ok(Response::ok(json!(
+                self.home.as_deref().map(workspaces).unwrap_or_default()
+            ))),
+            ("POST", ["api", "workspaces", "forget"]) => {
+                Self::body::<ForgetBody>(request).map(|b| self.forget(&b))
+            }
             // Any `app::Command`; the daemon parses it (400 `bad_request` when it is none).
             ("POST", ["api", "command"]) => Self::body::<Map<String, Value>>(request)
                 .map(|c| self.ask(Work::Command(Value::Object(c)))),
@@ -303,6 +411,16 @@ impl Api for DaemonApi {
         };
         outcome.unwrap_or_else(|refusal| refusal)
     }
+}
+
+/// The body of `PUT /api/settings` and `POST /api/settings/test`.
+fn settings_schema() -> Value {
+    json!({"type": "object", "required": ["provider", "model"], "additionalProperties": false,
+           "properties": {
+               "provider": {"enum": ["openai-chat", "codex-cli", "claude-code", "mock"]},
+               "model": {"type": "string", "minLength": 1},
+               "api_key_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "description": "openai-chat: the NAME of the variable holding the key"},
+               "base_url": {"type": "string", "description": "openai-chat: http:// or https://"}}})
 }
 
 /// The API's description (OpenAPI 3.1), served at `/api/openapi.json`.
@@ -328,6 +446,16 @@ pub fn openapi() -> Value {
             "/api/chat/{session}": {"get": {"summary": "A chat session's messages."}},
             "/api/execution": {"post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},
             "/api/events": {"get": {"summary": "Server-sent events: task, attempt, backlog, chat, execution, plan. The token may be given as ?token= here."}},
+            "/api/settings": {
+                "get": {"summary": "The chat planner's settings: {provider, model, api_key_env, api_key_set, base_url, command}. The key itself is never returned, only whether its variable is set in the daemon's environment."},
+                "put": {"summary": "Change them (validated whole, saved to config.json, used from the next chat turn); answers the new settings. Refusals: settings.unknown_provider, settings.empty_model, settings.model_too_long, settings.bad_key_variable, settings.bad_base_url, settings.not_for_provider.",
+                        "requestBody": {"content": {"application/json": {"schema": settings_schema()}}}}},
+            "/api/settings/test": {"post": {"summary": "A real connection test of the settings in effect, or of the body laid over them (nothing saved): openai-chat makes one small chat completion (no retry, 10 s at most), a CLI answers --version, the mock is built. Answers {ok, provider, model, latency_ms, detail, error?: {key, message}}; keys: connection.key_missing, connection.auth_refused, connection.http_error, connection.unreachable, connection.timeout, connection.bad_response, connection.cli_missing, connection.cli_failed, connection.config.",
+                "requestBody": {"required": false, "content": {"application/json": {"schema": settings_schema()}}}}},
+            "/api/workspaces": {"get": {"summary": "The recent workspaces (~/.multiverse/workspaces.json), most recent first: [{path, project, name, last_opened, exists, daemon, daemon_pid}]."}},
+            "/api/workspaces/forget": {"post": {"summary": "Take a workspace off the recent list; nothing on disk is touched. 404 workspaces.not_listed when it is not on it.",
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object", "required": ["path"], "additionalProperties": false,
+                    "properties": {"path": {"type": "string"}}}}}}}},
             "/api/openapi.json": {"get": {"summary": "This document."}}
         }
     })

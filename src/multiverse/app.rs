@@ -27,6 +27,8 @@ use super::model::{
 };
 use super::orchestrator::{Orchestrator, OrchestratorError, Settings};
 use super::pools::Pools;
+use super::recent::{self, RecentWorkspace};
+use super::settings::{self, ConnectionTest, LlmSettings, SettingsError, SettingsUpdate};
 use super::store::{StoreError, Workspace, WorkspaceMeta, read_state};
 use crate::runner::{Cancel, MetaConfig, Planner};
 
@@ -115,6 +117,10 @@ pub enum AppError {
     Daemon(String),
     /// `config.json`'s `agent_runner` is not a program here.
     AgentRunnerMissing(String),
+    /// A change of the chat planner's settings was refused.
+    Settings(SettingsError),
+    /// `workspaces forget` of a path that is not on the recent list.
+    NotListed(PathBuf),
 }
 
 impl AppError {
@@ -129,6 +135,8 @@ impl AppError {
             AppError::Planner(_) => "planner_config",
             AppError::Daemon(_) => "daemon_unreachable",
             AppError::AgentRunnerMissing(_) => "agent_runner_missing",
+            AppError::Settings(e) => e.key(),
+            AppError::NotListed(_) => "workspaces.not_listed",
         }
     }
 }
@@ -153,6 +161,10 @@ impl std::fmt::Display for AppError {
                 f,
                 "agent-runner {program:?} (config.json's agent_runner) is not a program here: install it (`cargo install --path .`) or set the path"
             ),
+            AppError::Settings(e) => e.fmt(f),
+            AppError::NotListed(path) => {
+                write!(f, "{} is not on the recent workspaces list", path.display())
+            }
         }
     }
 }
@@ -238,7 +250,22 @@ pub fn init(options: &InitOptions) -> Result<(PathBuf, WorkspaceMeta), AppError>
     let workspace = Workspace::init(&resolved, &project, &name)?;
     let meta = workspace.meta().clone();
     save_config(&resolved, &options.config)?;
+    remember(&options.home, &resolved, &meta);
     Ok((resolved, meta))
+}
+
+/// Puts the workspace first on `home`'s recent list; a failure is only a warning (the
+/// list is a convenience).
+fn remember(home: &Path, dir: &Path, meta: &WorkspaceMeta) {
+    let entry = RecentWorkspace {
+        path: dir.to_path_buf(),
+        project: meta.project_root.clone(),
+        name: meta.name.clone(),
+        last_opened: SystemClock.rfc3339(),
+    };
+    if let Err(e) = recent::record(home, entry) {
+        tracing::warn!(file = %recent::recent_file(home).display(), error = %e, "the workspace could not be added to the recent list");
+    }
 }
 
 /// A workspace inside the project it plans for is refused: the project's workers could
@@ -328,6 +355,9 @@ pub fn open(dir: &Path, events: Arc<EventHub>) -> Result<(Orchestrator, Config),
         lifecycle_params: config.lifecycle.clone(),
         grace: Duration::from_secs(config.grace_sec),
     };
+    if let Some(home) = recent::home_from_env() {
+        remember(&home, dir, store.meta());
+    }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let mut orchestrator = Orchestrator::new(store, settings, clock, events)?;
     orchestrator.recover()?;
@@ -478,6 +508,50 @@ fn chat_planner(config: &Config, base: &Path) -> Result<Planner, AppError> {
     Planner::from_config(&meta, base, None, 2).map_err(|e| AppError::Planner(e.to_string()))
 }
 
+/// The chat planner's block in effect (`runner.meta`'s shape), after `update` when given:
+/// validated whole, then saved to `config.json` (atomically) and into `config`, so the
+/// next chat turn uses it. A refused change writes nothing.
+pub fn planner_settings(
+    dir: &Path,
+    config: &mut Config,
+    update: Option<&SettingsUpdate>,
+) -> Result<Value, AppError> {
+    let current = settings::planner_block(config.planner.as_ref(), &config.runner);
+    let Some(update) = update else {
+        return Ok(current);
+    };
+    let block = settings::apply(&current, update).map_err(AppError::Settings)?;
+    let mut changed = config.clone();
+    changed.planner = Some(block.clone());
+    save_config(dir, &changed)?;
+    *config = changed;
+    Ok(block)
+}
+
+/// `multiverse settings` without a daemon: the workspace's chat planner settings, after
+/// `update` when given (written to its `config.json`).
+pub fn settings_here(dir: &Path, update: Option<&SettingsUpdate>) -> Result<LlmSettings, AppError> {
+    WorkspaceMeta::read(dir)?;
+    let mut config = load_config(dir)?;
+    let block = planner_settings(dir, &mut config, update)?;
+    LlmSettings::of(&block).map_err(AppError::Settings)
+}
+
+/// `multiverse settings test` without a daemon: a connection test of the workspace's chat
+/// planner, or of `candidate` laid over it (nothing saved).
+pub fn test_settings_here(
+    dir: &Path,
+    candidate: Option<&SettingsUpdate>,
+) -> Result<ConnectionTest, AppError> {
+    WorkspaceMeta::read(dir)?;
+    let config = load_config(dir)?;
+    let mut block = settings::planner_block(config.planner.as_ref(), &config.runner);
+    if let Some(candidate) = candidate {
+        block = settings::apply(&block, candidate).map_err(AppError::Settings)?;
+    }
+    Ok(settings::test_connection(&block, &dir.join("chat")))
+}
+
 /// How `multiverse run` ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSummary {
@@ -544,7 +618,7 @@ pub fn serve(
     on_ready: impl FnOnce(&str),
 ) -> Result<(), AppError> {
     let events = Arc::new(EventHub::new());
-    let (mut orchestrator, config) = open(dir, events.clone())?;
+    let (mut orchestrator, mut config) = open(dir, events.clone())?;
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes)
         .map_err(|e| AppError::Usage(format!("no randomness for a token: {e}")))?;
@@ -561,7 +635,12 @@ pub fn serve(
         &serde_json::to_vec_pretty(&info).unwrap_or_default(),
     )?;
     let (jobs_tx, jobs_rx): (Sender<Job>, Receiver<Job>) = channel();
-    let api: Arc<dyn Api> = Arc::new(DaemonApi::new(jobs_tx, dir.to_path_buf(), events.clone()));
+    let api: Arc<dyn Api> = Arc::new(DaemonApi::new(
+        jobs_tx,
+        dir.to_path_buf(),
+        events.clone(),
+        recent::home_from_env(),
+    ));
     let stopper = server.stopper();
     let http = std::thread::spawn(move || server.run(api));
     on_ready(&format!("http://127.0.0.1:{}/?token={token}", info.port));
@@ -583,6 +662,15 @@ pub fn serve(
                         .map_err(|e| (422, e.key().to_string(), e.to_string())),
                     Err(e) => Err((400, "bad_request".to_string(), e.to_string())),
                 },
+                Work::Planner(update) => planner_settings(dir, &mut config, update.as_ref())
+                    .map_err(|e| {
+                        let status = if matches!(e, AppError::Settings(_)) {
+                            400
+                        } else {
+                            500
+                        };
+                        (status, e.key().to_string(), e.to_string())
+                    }),
             };
             let _ = reply.send(answer);
             orchestrator.tick()?;

@@ -9,6 +9,10 @@
 //! - `api`: the daemon's HTTP API: its routes (reads from the saved state, changes sent
 //!   to the daemon's thread), their bodies and OpenAPI document, where a daemon listens
 //!   (`daemon.json`) and the command line's client of it.
+//! - `settings`: the chat planner's settings (provider, model, the key's variable name,
+//!   base URL) in `config.json`'s `planner` block, validated whole, and their connection
+//!   test through the runner's providers. `recent`: the recent workspaces
+//!   (`~/.multiverse/workspaces.json`), bounded, a corrupt file read as empty.
 //! - `http`: the loopback HTTP server under `multiverse serve` (token, host check, bounded
 //!   requests, JSON and server-sent events) around an `Api`.
 //! - `model`: the workspace's data (plan, WBS, task runtime, attempts, backlog, execution
@@ -64,10 +68,12 @@ pub(crate) mod orchestrator;
 pub(crate) mod patch;
 pub(crate) mod plan;
 pub(crate) mod pools;
+pub(crate) mod recent;
 pub(crate) mod registry;
+pub(crate) mod settings;
 pub(crate) mod store;
 
-pub use api::{DaemonInfo, call as call_daemon, daemon};
+pub use api::{DaemonInfo, call as call_daemon, daemon, workspaces};
 pub use app::{AppError, Command, Config, InitOptions, RunSummary};
 pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
@@ -105,6 +111,13 @@ pub use patch::{
 };
 pub use plan::{MAX_CYCLES_REPORTED, PlanFinding};
 pub use pools::{PoolSummary, Pools, ReadyTask, UnknownPool, pick, summaries as pool_summaries};
+pub use recent::{
+    MAX_RECENT, RecentWorkspace, forget as forget_workspace, home_from_env, recent_file,
+};
+pub use settings::{
+    ConnectionTest, LlmSettings, SettingsError, SettingsUpdate, TEST_TIMEOUT, TestFailure,
+    check as check_settings, valid_variable_name,
+};
 pub use store::{
     Area, Change, DEFAULT_SAVE_EVERY, Entry, Holder, InFlight, LAYOUT_VERSION, MAX_LINE_BYTES,
     MutateError, StoreError, Workspace, WorkspaceMeta, in_flight, process_alive, read_state,

@@ -115,6 +115,11 @@
 //!   `semantic` in a fresh repository ranking by meaning with no setting; `model status`;
 //!   a corrupted wheel refused with the cache as it was; a dead install ignored and
 //!   cleaned; the hub source from a loopback server.
+//! - `multiverse_api`: what the IDE uses besides tasks, over HTTP against a real daemon
+//!   and from the command line: the chat planner's settings (round trip, a bad change
+//!   refused whole with `config.json` unchanged, used by the next chat turn, the key
+//!   never returned), the connection test (mock, a scripted OpenAI-compatible server: ok,
+//!   401, a closed port), the recent workspaces (newest first, forget, a corrupt list).
 //! - `multiverse_chat`: a chat turn driven by its contract on a real workspace: five tasks
 //!   asked for by chat run in dependency order two at a time; the reply in the message's
 //!   language, the patch and its questions in one journal entry, each step an event, an
@@ -200,6 +205,7 @@ mod matrix;
 mod mcp_server;
 mod model_build;
 mod model_install;
+mod multiverse_api;
 mod multiverse_chat;
 mod multiverse_cli;
 mod multiverse_executor;

@@ -1,0 +1,506 @@
+//! The chat planner's settings as the IDE and `multiverse settings` see them: provider,
+//! model, the *name* of the variable holding the API key (never the key: it is neither
+//! stored, returned nor logged, only whether the variable is set), and the base URL.
+//! They live in `config.json`'s `planner` block (`runner.meta`'s shape); a change is
+//! validated here, whole, before anything is written. The connection test makes a real,
+//! small call through the runner's own providers: one chat completion over its HTTP
+//! client, `--version` of a CLI, or building the mock.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::runner::{
+    Cancel, HttpProvider, Message, MetaConfig, MetaKind, Prompt, Protocol, Provider, ProviderError,
+};
+
+/// The longest a connection test waits for an answer.
+pub const TEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// A model name longer than this is refused (a pasted text, not a name).
+const MAX_MODEL_CHARS: usize = 200;
+/// An environment variable name longer than this is refused.
+const MAX_VARIABLE_CHARS: usize = 128;
+/// Keys of `runner.meta` that belong to one provider and are dropped when it changes.
+const PROVIDER_KEYS: [&str; 4] = ["base_url", "api_key_env", "command", "script"];
+
+/// The planner block in effect: `config.json`'s `planner`, else the runner block's
+/// `meta`, else the defaults (`{}`), as the chat's planner is built.
+pub(crate) fn planner_block(planner: Option<&Value>, runner: &Value) -> Value {
+    planner
+        .cloned()
+        .or_else(|| runner.get("meta").cloned())
+        .unwrap_or_else(|| json!({}))
+}
+
+/// The chat planner's settings as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LlmSettings {
+    /// `openai-chat`, `codex-cli`, `claude-code` or `mock`.
+    pub provider: String,
+    /// The model in effect (the configured one, else the provider's default).
+    pub model: String,
+    /// openai-chat: the environment variable the key is read from.
+    pub api_key_env: Option<String>,
+    /// openai-chat: whether that variable is set (non-empty) where this runs.
+    pub api_key_set: bool,
+    /// openai-chat: the API's base URL.
+    pub base_url: Option<String>,
+    /// codex-cli and claude-code: the CLI to run, when not the default on PATH.
+    pub command: Option<String>,
+}
+
+impl LlmSettings {
+    /// The settings a planner block describes.
+    pub fn of(block: &Value) -> Result<LlmSettings, SettingsError> {
+        let meta = meta(block)?;
+        let http = meta.kind == MetaKind::OpenaiChat;
+        Ok(LlmSettings {
+            provider: meta.kind.name().to_string(),
+            model: meta.model(None),
+            api_key_env: http.then(|| meta.api_key_env.clone()),
+            api_key_set: http && variable_set(&meta.api_key_env),
+            base_url: http.then(|| meta.base_url.clone()),
+            command: meta.command.clone(),
+        })
+    }
+}
+
+fn variable_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.to_string_lossy().trim().is_empty())
+}
+
+fn meta(block: &Value) -> Result<MetaConfig, SettingsError> {
+    serde_json::from_value(block.clone()).map_err(|e| SettingsError::Invalid(e.to_string()))
+}
+
+/// A change of the settings (`PUT /api/settings`, `multiverse settings set`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsUpdate {
+    pub provider: String,
+    pub model: String,
+    /// openai-chat only: the variable's name; unchanged when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// openai-chat only; unchanged when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+/// Why a change was refused. `key()` is stable. No variant holds what was given as the
+/// key variable: a key pasted there by mistake must not come back in an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingsError {
+    UnknownProvider(String),
+    EmptyModel,
+    ModelTooLong,
+    /// `api_key_env` is not an environment variable's name.
+    BadKeyVariable,
+    BadBaseUrl(String),
+    /// `api_key_env` or `base_url` for a provider that does not use them.
+    NotForProvider {
+        field: &'static str,
+        provider: String,
+    },
+    /// The block is not a valid `runner.meta`.
+    Invalid(String),
+}
+
+impl SettingsError {
+    pub fn key(&self) -> &'static str {
+        match self {
+            SettingsError::UnknownProvider(_) => "settings.unknown_provider",
+            SettingsError::EmptyModel => "settings.empty_model",
+            SettingsError::ModelTooLong => "settings.model_too_long",
+            SettingsError::BadKeyVariable => "settings.bad_key_variable",
+            SettingsError::BadBaseUrl(_) => "settings.bad_base_url",
+            SettingsError::NotForProvider { .. } => "settings.not_for_provider",
+            SettingsError::Invalid(_) => "settings.invalid",
+        }
+    }
+}
+
+impl std::fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SettingsError::UnknownProvider(name) => write!(
+                f,
+                "unknown provider {name:?}: use openai-chat, codex-cli, claude-code or mock"
+            ),
+            SettingsError::EmptyModel => f.write_str("the model is empty"),
+            SettingsError::ModelTooLong => {
+                write!(f, "the model name is longer than {MAX_MODEL_CHARS} characters")
+            }
+            SettingsError::BadKeyVariable => f.write_str(
+                "api_key_env must be the name of an environment variable (letters, digits and _, not starting with a digit), not the key itself",
+            ),
+            SettingsError::BadBaseUrl(url) => {
+                write!(f, "base_url {url:?} is not an http:// or https:// URL")
+            }
+            SettingsError::NotForProvider { field, provider } => {
+                write!(f, "{field} is for openai-chat, not {provider}")
+            }
+            SettingsError::Invalid(message) => write!(f, "the planner block: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+/// Whether `name` can name an environment variable: `[A-Za-z_][A-Za-z0-9_]*`.
+pub fn valid_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= MAX_VARIABLE_CHARS
+}
+
+/// The planner block `current` becomes with `update`: checked whole, as `runner.meta`.
+/// Keys of another provider (base URL, key variable, command, script) are dropped when
+/// the provider changes; the rest (timeout, retries, system prompt) is kept.
+pub(crate) fn apply(current: &Value, update: &SettingsUpdate) -> Result<Value, SettingsError> {
+    let kind = check(update)?;
+    let model = update.model.trim();
+    let mut block: Map<String, Value> = current.as_object().cloned().unwrap_or_default();
+    let same_kind = meta(current).is_ok_and(|m| m.kind == kind);
+    if !same_kind {
+        for key in PROVIDER_KEYS {
+            block.remove(key);
+        }
+    }
+    block.insert("kind".into(), json!(kind.name()));
+    block.insert("model".into(), json!(model));
+    if let Some(name) = &update.api_key_env {
+        block.insert("api_key_env".into(), json!(name));
+    }
+    if let Some(url) = &update.base_url {
+        block.insert("base_url".into(), json!(url.trim()));
+    }
+    let block = Value::Object(block);
+    meta(&block)?;
+    Ok(block)
+}
+
+/// The checks of `update` on its own (provider, model, key variable, base URL); its
+/// provider.
+pub fn check(update: &SettingsUpdate) -> Result<MetaKind, SettingsError> {
+    let kind: MetaKind = serde_json::from_value(json!(update.provider.trim()))
+        .map_err(|_| SettingsError::UnknownProvider(update.provider.clone()))?;
+    let model = update.model.trim();
+    if model.is_empty() {
+        return Err(SettingsError::EmptyModel);
+    }
+    if model.chars().count() > MAX_MODEL_CHARS || model.chars().any(char::is_control) {
+        return Err(SettingsError::ModelTooLong);
+    }
+    let not_for = |field| SettingsError::NotForProvider {
+        field,
+        provider: kind.name().to_string(),
+    };
+    if kind != MetaKind::OpenaiChat {
+        if update.api_key_env.is_some() {
+            return Err(not_for("api_key_env"));
+        }
+        if update.base_url.is_some() {
+            return Err(not_for("base_url"));
+        }
+    }
+    if let Some(name) = &update.api_key_env
+        && !valid_variable_name(name)
+    {
+        return Err(SettingsError::BadKeyVariable);
+    }
+    if let Some(url) = &update.base_url {
+        let url = url.trim();
+        let rest = url
+            .strip_prefix("https://")
+            .or_else(|| url.strip_prefix("http://"));
+        if rest.is_none_or(|r| r.is_empty() || r.contains(char::is_whitespace)) {
+            return Err(SettingsError::BadBaseUrl(url.to_string()));
+        }
+    }
+    Ok(kind)
+}
+
+/// What a connection test found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionTest {
+    pub ok: bool,
+    pub provider: String,
+    pub model: String,
+    /// From the start of the call to its answer (or failure).
+    pub latency_ms: u64,
+    /// What was tried and seen, e.g. the endpoint, the CLI's version line.
+    pub detail: String,
+    /// Why it failed: `{key, message}` with a stable key.
+    pub error: Option<TestFailure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestFailure {
+    pub key: String,
+    pub message: String,
+}
+
+/// Tests the planner `block` describes: openai-chat makes one small chat completion (no
+/// retry, at most [`TEST_TIMEOUT`]); a CLI must be found and answer `--version`; the
+/// mock is built (its script read). `base_dir` is where a mock script's path starts.
+pub(crate) fn test_connection(block: &Value, base_dir: &Path) -> ConnectionTest {
+    let started = Instant::now();
+    let (provider, model, outcome) = match meta(block) {
+        Ok(meta) => {
+            let outcome = match meta.kind {
+                MetaKind::OpenaiChat => test_http(&meta),
+                MetaKind::CodexCli | MetaKind::ClaudeCode => test_cli(&meta),
+                MetaKind::Mock => crate::runner::provider::provider(&meta, base_dir, None)
+                    .map(|p| format!("the offline planner ({})", p.name()))
+                    .map_err(failure),
+            };
+            (meta.kind.name().to_string(), meta.model(None), outcome)
+        }
+        Err(e) => (
+            String::new(),
+            String::new(),
+            Err(TestFailure {
+                key: e.key().to_string(),
+                message: e.to_string(),
+            }),
+        ),
+    };
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match outcome {
+        Ok(detail) => ConnectionTest {
+            ok: true,
+            provider,
+            model,
+            latency_ms,
+            detail,
+            error: None,
+        },
+        Err(error) => ConnectionTest {
+            ok: false,
+            provider,
+            model,
+            latency_ms,
+            detail: String::new(),
+            error: Some(error),
+        },
+    }
+}
+
+/// One chat completion through the runner's HTTP provider, without retries.
+fn test_http(meta: &MetaConfig) -> Result<String, TestFailure> {
+    let mut meta = meta.clone();
+    meta.max_retries = 0;
+    meta.timeout_sec = Some(meta.timeout().min(TEST_TIMEOUT).as_secs().max(1));
+    let endpoint = format!("{}/chat/completions", meta.base_url.trim_end_matches('/'));
+    let mut provider = HttpProvider::from_env(&meta, meta.model(None)).map_err(failure)?;
+    let prompt = Prompt {
+        protocol: Protocol::PlanPatch,
+        system: "A connection test. Answer with the JSON object {\"ok\": true}.".into(),
+        messages: vec![Message::user("ping")],
+        request: json!({}),
+        schema: json!({"type": "object"}),
+    };
+    match provider.complete(&prompt, &Cancel::new()) {
+        Ok(_) => Ok(format!("{endpoint} answered")),
+        // A 200 that is not a chat completion still reached a server that took the key.
+        Err(ProviderError::BadResponse { message, .. }) => Err(TestFailure {
+            key: "connection.bad_response".into(),
+            message: format!("{endpoint} answered, but not with a chat completion: {message}"),
+        }),
+        Err(e) => Err(failure(e)),
+    }
+}
+
+/// The CLI is found and its `--version` exits 0.
+fn test_cli(meta: &MetaConfig) -> Result<String, TestFailure> {
+    use crate::runner::process::{Ending, Spec, run};
+    let default = if meta.kind == MetaKind::ClaudeCode {
+        "claude"
+    } else {
+        "codex"
+    };
+    let program = meta
+        .command
+        .as_deref()
+        .filter(|c| !c.trim().is_empty())
+        .unwrap_or(default);
+    let path = std::env::var("PATH").ok();
+    let Some(found) = crate::runner::preflight::find_on_path(program, path.as_deref()) else {
+        return Err(TestFailure {
+            key: "connection.cli_missing".into(),
+            message: format!(
+                "{}: {}",
+                meta.kind.name(),
+                crate::runner::process::not_found(program, None)
+            ),
+        });
+    };
+    let mut spec = Spec::new(found.display().to_string(), ["--version"]);
+    spec.timeout = Some(TEST_TIMEOUT);
+    let output = run(&spec, &Cancel::new()).map_err(|e| TestFailure {
+        key: "connection.cli_failed".into(),
+        message: e.to_string(),
+    })?;
+    match output.ending {
+        Ending::Exited(0) => {
+            let version = output.stdout.text();
+            let line = version.lines().map(str::trim).find(|l| !l.is_empty());
+            Ok(format!(
+                "{} {}",
+                found.display(),
+                line.unwrap_or("(no version)")
+            ))
+        }
+        Ending::TimedOut => Err(TestFailure {
+            key: "connection.timeout".into(),
+            message: format!(
+                "`{} --version` did not end within {} s",
+                found.display(),
+                TEST_TIMEOUT.as_secs()
+            ),
+        }),
+        ending => Err(TestFailure {
+            key: "connection.cli_failed".into(),
+            message: format!(
+                "`{} --version` exited {}: {}",
+                found.display(),
+                ending.code(),
+                output.stderr.tail_text(300).trim()
+            ),
+        }),
+    }
+}
+
+/// A provider's error as a test failure with a stable key.
+fn failure(error: ProviderError) -> TestFailure {
+    let key = match &error {
+        ProviderError::AuthMissing { .. } => "connection.key_missing",
+        ProviderError::Http {
+            status: 401 | 403, ..
+        } => "connection.auth_refused",
+        ProviderError::Http { .. } => "connection.http_error",
+        ProviderError::Transport { .. } => "connection.unreachable",
+        ProviderError::Timeout { .. } => "connection.timeout",
+        ProviderError::BadResponse { .. } => "connection.bad_response",
+        ProviderError::Spawn { .. } => "connection.cli_missing",
+        ProviderError::CliExit { .. } | ProviderError::CliFailed { .. } => "connection.cli_failed",
+        ProviderError::Config { .. } | ProviderError::Script { .. } => "connection.config",
+        ProviderError::Cancelled => "connection.cancelled",
+    };
+    TestFailure {
+        key: key.to_string(),
+        message: error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(provider: &str, model: &str) -> SettingsUpdate {
+        SettingsUpdate {
+            provider: provider.into(),
+            model: model.into(),
+            api_key_env: None,
+            base_url: None,
+        }
+    }
+
+    #[test]
+    fn a_change_is_checked_whole_and_keeps_what_it_does_not_name() {
+        let current = json!({"kind": "mock", "script": "replies.yml", "timeout_sec": 30});
+        let block = apply(
+            &current,
+            &SettingsUpdate {
+                api_key_env: Some("MY_KEY".into()),
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..update("openai-chat", " gpt-x ")
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            block,
+            json!({"kind": "openai-chat", "model": "gpt-x", "api_key_env": "MY_KEY",
+                   "base_url": "http://127.0.0.1:9/v1", "timeout_sec": 30})
+        );
+        let shown = LlmSettings::of(&block).unwrap();
+        assert_eq!(shown.api_key_env.as_deref(), Some("MY_KEY"));
+        // Same provider: its own keys stay.
+        let again = apply(&block, &update("openai-chat", "gpt-y")).unwrap();
+        assert_eq!(again["api_key_env"], "MY_KEY");
+        assert_eq!(again["base_url"], "http://127.0.0.1:9/v1");
+    }
+
+    #[test]
+    fn bad_changes_are_refused_with_their_key_and_never_echo_a_key() {
+        let key = |u: SettingsUpdate| apply(&json!({}), &u).unwrap_err().key();
+        assert_eq!(key(update("gemini", "m")), "settings.unknown_provider");
+        assert_eq!(key(update("mock", "  ")), "settings.empty_model");
+        assert_eq!(
+            key(update("mock", &"m".repeat(201))),
+            "settings.model_too_long"
+        );
+        let pasted = SettingsUpdate {
+            api_key_env: Some("sk-proj-abc123".into()),
+            ..update("openai-chat", "m")
+        };
+        let e = apply(&json!({}), &pasted).unwrap_err();
+        assert_eq!(e.key(), "settings.bad_key_variable");
+        assert!(!e.to_string().contains("sk-proj"), "{e}");
+        for bad in ["", "1ABC", "A B", "A=B"] {
+            assert!(!valid_variable_name(bad), "{bad:?}");
+        }
+        assert!(valid_variable_name("_OPENAI_API_KEY2"));
+        let url = SettingsUpdate {
+            base_url: Some("ftp://x".into()),
+            ..update("openai-chat", "m")
+        };
+        assert_eq!(key(url), "settings.bad_base_url");
+        let misplaced = SettingsUpdate {
+            api_key_env: Some("K".into()),
+            ..update("mock", "m")
+        };
+        assert_eq!(key(misplaced), "settings.not_for_provider");
+    }
+
+    #[test]
+    fn the_block_in_effect_is_planner_then_runner_meta() {
+        let runner = json!({"meta": {"kind": "mock"}});
+        assert_eq!(planner_block(None, &runner), json!({"kind": "mock"}));
+        let planner = json!({"kind": "codex-cli"});
+        assert_eq!(planner_block(Some(&planner), &runner), planner);
+        assert_eq!(planner_block(None, &json!({})), json!({}));
+        let shown = LlmSettings::of(&json!({})).unwrap();
+        assert_eq!(
+            (shown.provider.as_str(), shown.base_url.is_some()),
+            ("openai-chat", true)
+        );
+    }
+
+    #[test]
+    fn a_missing_cli_and_the_mock_are_tested_without_a_network() {
+        let missing = test_connection(
+            &json!({"kind": "codex-cli", "command": "/nonexistent/codex"}),
+            Path::new("."),
+        );
+        assert!(!missing.ok);
+        assert_eq!(missing.error.unwrap().key, "connection.cli_missing");
+        let mock = test_connection(&json!({"kind": "mock"}), Path::new("."));
+        assert!(mock.ok, "{mock:?}");
+        let sh = test_connection(
+            &json!({"kind": "claude-code", "command": "/bin/sh"}),
+            Path::new("."),
+        );
+        // `sh --version` is refused by a POSIX sh or answered by bash: either way it ran.
+        assert!(
+            sh.ok || sh.error.as_ref().unwrap().key == "connection.cli_failed",
+            "{sh:?}"
+        );
+    }
+}

@@ -1,0 +1,569 @@
+//! What the IDE uses besides tasks, over real HTTP against a real `multiverse serve`, and
+//! the same from the command line: the chat planner's settings (read, changed and
+//! validated whole with `config.json` untouched by a refusal, the change used by the next
+//! chat turn, the key's value never returned), the connection test against the mock and
+//! a scripted OpenAI-compatible server on loopback (accepted, refused with 401,
+//! unreachable), and the recent workspaces (newest first, forget leaves the directory, a
+//! corrupt list does not break `init`). Every new route refuses a request without the
+//! token.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Seen, TempDir, read_request, write_response};
+
+/// The key the daemon's environment holds in these tests; it must never come back.
+const KEY: &str = "sk-test-9f8e7d6c5b4a";
+const KEY_VARIABLE: &str = "MV_API_TEST_KEY";
+
+fn multiverse() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_multiverse"))
+}
+
+fn mv_in(dir: &Path, ws: &str, args: &[&str]) -> Output {
+    Command::new(multiverse())
+        .arg("--workspace")
+        .arg(dir.join(ws))
+        .args(args)
+        .env("HOME", dir)
+        .env_remove(KEY_VARIABLE)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn mv(dir: &Path, args: &[&str]) -> Output {
+    mv_in(dir, "ws", args)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A git project at `dir/name` and a workspace `dir/ws` for it with the mock planner.
+fn init(dir: &Path, name: &str, ws: &str) {
+    let repo = dir.join(name);
+    std::fs::create_dir_all(&repo).unwrap();
+    crate::support::git_repo(&repo, &[("README.md", "# project\n")]);
+    let o = mv_in(
+        dir,
+        ws,
+        &[
+            "init",
+            repo.to_str().unwrap(),
+            "--planner",
+            "mock",
+            "--agent-runner",
+            env!("CARGO_BIN_EXE_agent-runner"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+/// A running daemon; stopped (TERM, then waited for) when dropped.
+struct Daemon {
+    child: Child,
+    port: u16,
+    token: String,
+}
+
+impl Daemon {
+    /// `multiverse serve` on `dir/ws` with HOME at `dir` and the test key in its
+    /// environment.
+    fn start(dir: &Path) -> Daemon {
+        let mut child = Command::new(multiverse())
+            .args(["--workspace", dir.join("ws").to_str().unwrap(), "serve"])
+            .env("HOME", dir)
+            .env(KEY_VARIABLE, KEY)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut reader = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let until = Instant::now() + Duration::from_secs(60);
+        while !line.contains("serving http://127.0.0.1:") {
+            line.clear();
+            assert!(Instant::now() < until, "serve did not listen");
+            assert!(
+                reader.read_line(&mut line).unwrap() > 0,
+                "serve ended before it listened"
+            );
+        }
+        std::thread::spawn(move || for _ in reader.lines() {});
+        let url = line.trim().rsplit(' ').next().unwrap().to_string();
+        let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+        Daemon {
+            child,
+            port: port.parse().unwrap(),
+            token: url.split("token=").nth(1).unwrap().to_string(),
+        }
+    }
+
+    /// `method path` with the token (or without it) and a JSON body.
+    fn call(&self, method: &str, path: &str, body: Option<Value>, token: bool) -> (u16, Value) {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .new_agent();
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        let auth = if token {
+            format!("Bearer {}", self.token)
+        } else {
+            "Bearer wrong".to_string()
+        };
+        let bytes = body.map(|b| serde_json::to_vec(&b).unwrap());
+        let sent = match (method, bytes) {
+            ("GET", _) => agent.get(&url).header("Authorization", &auth).call(),
+            ("PUT", Some(b)) => agent
+                .put(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .send(&b[..]),
+            (_, Some(b)) => agent
+                .post(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .send(&b[..]),
+            (_, None) => agent.post(&url).header("Authorization", &auth).send_empty(),
+        };
+        let mut reply = sent.unwrap();
+        let status = reply.status().as_u16();
+        let text = reply.body_mut().read_to_string().unwrap();
+        assert!(!text.contains(KEY), "the key came back: {text}");
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let (status, value) = self.call(method, path, body, true);
+        assert_eq!(status, 200, "{method} {path}: {value}");
+        value
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
+    }
+}
+
+/// A scripted OpenAI-compatible server on loopback: answers each connection with the
+/// next (status, body), recording what it was sent.
+struct ModelServer {
+    base_url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl ModelServer {
+    fn start(replies: Vec<(u16, Value)>) -> ModelServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        std::thread::spawn(move || {
+            for (status, body) in replies {
+                let Ok((stream, _)) = listener.accept() else {
+                    return;
+                };
+                if let Some(request) = read_request(Duration::from_secs(10), &stream) {
+                    record.lock().unwrap().push(request);
+                }
+                let _ = write_response(&stream, status, &[], &body.to_string());
+            }
+        });
+        ModelServer { base_url, seen }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn completion(content: &str) -> Value {
+    json!({"id": "c", "object": "chat.completion", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]})
+}
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn config(dir: &Path) -> Vec<u8> {
+    std::fs::read(dir.join("ws/config.json")).unwrap()
+}
+
+#[test]
+fn settings_round_trip_refuse_a_bad_change_whole_and_reach_the_next_chat_turn() {
+    let tmp = TempDir::new("mv-api-settings");
+    let dir = tmp.path();
+    init(dir, "project", "ws");
+    let daemon = Daemon::start(dir);
+
+    let shown = daemon.ok("GET", "/api/settings", None);
+    assert_eq!(
+        (shown["provider"].clone(), shown["model"].clone()),
+        (json!("mock"), json!("mock"))
+    );
+    let model = ModelServer::start(vec![(401, json!({"error": {"message": "bad key"}}))]);
+    let change = json!({"provider": "openai-chat", "model": "gpt-test",
+                        "api_key_env": KEY_VARIABLE, "base_url": model.base_url});
+    let changed = daemon.ok("PUT", "/api/settings", Some(change));
+    assert_eq!(
+        changed,
+        json!({"provider": "openai-chat", "model": "gpt-test", "api_key_env": KEY_VARIABLE,
+               "api_key_set": true, "base_url": model.base_url, "command": null})
+    );
+    assert_eq!(daemon.ok("GET", "/api/settings", None), changed);
+    let saved: Value = serde_json::from_slice(&config(dir)).unwrap();
+    assert_eq!(saved["planner"]["kind"], "openai-chat", "{saved}");
+    assert_eq!(saved["planner"]["api_key_env"], KEY_VARIABLE);
+
+    // Refused whole, with its key; config.json stays byte for byte.
+    let before = config(dir);
+    for (body, key) in [
+        (
+            json!({"provider": "gemini-cli", "model": "m"}),
+            "settings.unknown_provider",
+        ),
+        (
+            json!({"provider": "openai-chat", "model": " "}),
+            "settings.empty_model",
+        ),
+        (
+            json!({"provider": "openai-chat", "model": "m", "api_key_env": "sk-pasted-key-1234"}),
+            "settings.bad_key_variable",
+        ),
+        (
+            json!({"provider": "openai-chat", "model": "m", "base_url": "file:///etc"}),
+            "settings.bad_base_url",
+        ),
+        (
+            json!({"provider": "mock", "model": "m", "api_key_env": "K"}),
+            "settings.not_for_provider",
+        ),
+        (json!({"provider": "mock"}), "bad_request"),
+    ] {
+        let (status, refusal) = daemon.call("PUT", "/api/settings", Some(body.clone()), true);
+        assert_eq!(
+            (status, refusal["error"]["key"].as_str()),
+            (400, Some(key)),
+            "{body}: {refusal}"
+        );
+        assert!(!refusal.to_string().contains("sk-pasted"), "{refusal}");
+        assert_eq!(config(dir), before, "{body} changed config.json");
+    }
+
+    // The next chat turn asks the new planner (which refuses its key): no restart needed.
+    let (status, turn) = daemon.call(
+        "POST",
+        "/api/chat",
+        Some(json!({"message": "add a task to write the parser"})),
+        true,
+    );
+    assert_ne!(status, 200, "{turn}");
+    let seen = model.seen();
+    assert_eq!(seen.len(), 1, "the chat turn did not reach the new planner");
+    assert_eq!(seen[0].request_line, "POST /v1/chat/completions HTTP/1.1");
+    assert_eq!(seen[0].body["model"], "gpt-test");
+    assert_eq!(
+        seen[0].authorization.as_deref(),
+        Some(&*format!("Bearer {KEY}"))
+    );
+
+    // Every new route is behind the token.
+    for (method, path) in [
+        ("GET", "/api/settings"),
+        ("PUT", "/api/settings"),
+        ("POST", "/api/settings/test"),
+        ("GET", "/api/workspaces"),
+        ("POST", "/api/workspaces/forget"),
+    ] {
+        let (status, refusal) = daemon.call(method, path, Some(json!({})), false);
+        assert_eq!(
+            (status, refusal["error"]["key"].as_str()),
+            (401, Some("unauthorized")),
+            "{method} {path}"
+        );
+    }
+    // And documented, with their bodies.
+    let doc = daemon.ok("GET", "/api/openapi.json", None);
+    for (path, method) in [
+        ("/api/settings", "get"),
+        ("/api/settings", "put"),
+        ("/api/settings/test", "post"),
+        ("/api/workspaces", "get"),
+        ("/api/workspaces/forget", "post"),
+    ] {
+        assert!(doc["paths"][path][method].is_object(), "{path} {method}");
+    }
+    let schema = &doc["paths"]["/api/settings"]["put"]["requestBody"]["content"]["application/json"]
+        ["schema"];
+    assert_eq!(schema["required"], json!(["provider", "model"]), "{schema}");
+    assert_eq!(
+        doc["paths"]["/api/workspaces/forget"]["post"]["requestBody"]["content"]["application/json"]
+            ["schema"]["required"],
+        json!(["path"])
+    );
+}
+
+#[test]
+fn the_connection_test_reaches_the_mock_a_scripted_server_a_refusal_and_a_closed_port() {
+    let tmp = TempDir::new("mv-api-test");
+    let dir = tmp.path();
+    init(dir, "project", "ws");
+    let daemon = Daemon::start(dir);
+
+    let mock = daemon.ok("POST", "/api/settings/test", None);
+    assert_eq!(
+        (mock["ok"].clone(), mock["provider"].clone()),
+        (json!(true), json!("mock"))
+    );
+    assert!(mock["latency_ms"].is_u64(), "{mock}");
+
+    let model = ModelServer::start(vec![
+        (200, completion("{\"ok\": true}")),
+        (
+            401,
+            json!({"error": {"message": "Incorrect API key provided"}}),
+        ),
+    ]);
+    let http = |base_url: &str| {
+        json!({"provider": "openai-chat", "model": "gpt-test",
+               "api_key_env": KEY_VARIABLE, "base_url": base_url})
+    };
+    daemon.ok("PUT", "/api/settings", Some(http(&model.base_url)));
+    let ok = daemon.ok("POST", "/api/settings/test", None);
+    assert_eq!(ok["ok"], true, "{ok}");
+    assert!(ok["error"].is_null(), "{ok}");
+    let refused = daemon.ok("POST", "/api/settings/test", None);
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(
+        refused["error"]["key"], "connection.auth_refused",
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Incorrect API key"),
+        "{refused}"
+    );
+    let seen = model.seen();
+    assert_eq!(seen.len(), 2, "one request per test, no retry");
+    assert_eq!(
+        seen[0].authorization.as_deref(),
+        Some(&*format!("Bearer {KEY}"))
+    );
+
+    // A candidate in the body is tested without being saved.
+    let before = config(dir);
+    let gone = format!("http://127.0.0.1:{}/v1", closed_port());
+    let unreachable = daemon.ok("POST", "/api/settings/test", Some(http(&gone)));
+    assert_eq!(
+        unreachable["error"]["key"], "connection.unreachable",
+        "{unreachable}"
+    );
+    assert_eq!(config(dir), before);
+    // A key variable the daemon does not have is named, before any request.
+    let mut missing = http(&model.base_url);
+    missing["api_key_env"] = json!("MV_API_TEST_NO_SUCH_KEY");
+    let missing = daemon.ok("POST", "/api/settings/test", Some(missing));
+    assert_eq!(
+        missing["error"]["key"], "connection.key_missing",
+        "{missing}"
+    );
+    assert_eq!(model.seen().len(), 2);
+    let bad = daemon.call(
+        "POST",
+        "/api/settings/test",
+        Some(json!({"provider": "x", "model": "m"})),
+        true,
+    );
+    assert_eq!(
+        (bad.0, bad.1["error"]["key"].as_str()),
+        (400, Some("settings.unknown_provider"))
+    );
+}
+
+#[test]
+fn settings_from_the_command_line_with_and_without_a_daemon() {
+    let tmp = TempDir::new("mv-api-settings-cli");
+    let dir = tmp.path();
+    init(dir, "project", "ws");
+
+    let o = mv(dir, &["--json", "settings", "show"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown["provider"], "mock");
+    let o = mv(dir, &["settings", "test"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("ok: mock"),
+        "{}",
+        text(&o)
+    );
+
+    let before = config(dir);
+    let o = mv(
+        dir,
+        &[
+            "settings",
+            "set",
+            "--provider",
+            "openai-chat",
+            "--model",
+            "m",
+            "--key-env",
+            "sk-pasted-1234",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("settings.bad_key_variable"));
+    assert!(!text(&o).contains("sk-pasted"), "{}", text(&o));
+    assert_eq!(config(dir), before);
+
+    let gone = format!("http://127.0.0.1:{}/v1", closed_port());
+    let o = mv(
+        dir,
+        &[
+            "settings",
+            "set",
+            "--provider",
+            "openai-chat",
+            "--model",
+            "gpt-x",
+            "--key-env",
+            KEY_VARIABLE,
+            "--base-url",
+            &gone,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains(&format!("api_key_env {KEY_VARIABLE} (not set)")),
+        "{}",
+        text(&o)
+    );
+    // The CLI's environment has no key: said before any request, exit 1.
+    let o = mv(dir, &["--json", "settings", "test"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["error"]["key"], "connection.key_missing", "{report}");
+
+    // With a daemon, the command line reads and changes the daemon's settings.
+    let daemon = Daemon::start(dir);
+    let o = mv(dir, &["--json", "settings", "show"]);
+    let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        shown["api_key_set"], true,
+        "the daemon's environment has the key: {shown}"
+    );
+    let o = mv(dir, &["settings", "set", "--model", "gpt-y"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let now = daemon.ok("GET", "/api/settings", None);
+    assert_eq!(
+        (now["provider"].clone(), now["model"].clone()),
+        (json!("openai-chat"), json!("gpt-y"))
+    );
+    let o = mv(dir, &["--json", "settings", "test"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["error"]["key"], "connection.unreachable", "{report}");
+    drop(daemon);
+    let saved: Value = serde_json::from_slice(&config(dir)).unwrap();
+    assert_eq!(saved["planner"]["model"], "gpt-y");
+}
+
+#[test]
+fn recent_workspaces_newest_first_forget_keeps_the_directory_and_survive_corruption() {
+    let tmp = TempDir::new("mv-api-recent");
+    let dir = tmp.path();
+    init(dir, "one", "ws-one");
+    init(dir, "two", "ws");
+    let list = |dir: &Path| -> Vec<Value> {
+        let o = mv(dir, &["--json", "workspaces", "list"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let listed = list(dir);
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let one = dir.join("ws-one").canonicalize().unwrap();
+    let two = dir.join("ws").canonicalize().unwrap();
+    assert_eq!(listed[0]["path"], json!(two), "newest first");
+    assert_eq!(listed[1]["path"], json!(one));
+    assert_eq!(listed[0]["name"], "two");
+    assert_eq!(
+        listed[0]["project"],
+        json!(dir.join("two").canonicalize().unwrap())
+    );
+    assert_eq!(
+        (listed[0]["exists"].clone(), listed[0]["daemon"].clone()),
+        (json!(true), json!(false))
+    );
+
+    // Over HTTP: the served workspace shows its daemon; forget takes one off the list.
+    let daemon = Daemon::start(dir);
+    let listed = daemon.ok("GET", "/api/workspaces", None);
+    assert_eq!(listed[0]["path"], json!(two), "{listed}");
+    assert_eq!(listed[0]["daemon"], true, "{listed}");
+    assert_eq!(listed[1]["daemon"], false, "{listed}");
+    let forgot = daemon.ok("POST", "/api/workspaces/forget", Some(json!({"path": one})));
+    assert_eq!(forgot["forgotten"], json!(one));
+    let (status, again) = daemon.call(
+        "POST",
+        "/api/workspaces/forget",
+        Some(json!({"path": one})),
+        true,
+    );
+    assert_eq!(
+        (status, again["error"]["key"].as_str()),
+        (404, Some("workspaces.not_listed"))
+    );
+    drop(daemon);
+    assert!(
+        one.join("workspace.json").is_file(),
+        "forget touched the disk"
+    );
+    assert_eq!(list(dir).len(), 1);
+
+    let o = mv(dir, &["workspaces", "forget", two.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(two.join("workspace.json").is_file());
+    let o = mv(dir, &["workspaces", "forget", two.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("workspaces.not_listed"));
+    assert!(list(dir).is_empty());
+
+    // A corrupt list does not break init: read as empty (a warning), then rewritten.
+    std::fs::write(
+        dir.join(".multiverse/workspaces.json"),
+        "{\"version\": 1, \"work",
+    )
+    .unwrap();
+    init(dir, "three", "ws-three");
+    let listed = list(dir);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["name"], "three");
+    // A listed workspace removed by hand shows as gone.
+    std::fs::remove_dir_all(dir.join("ws-three")).unwrap();
+    assert_eq!(list(dir)[0]["exists"], false);
+}
