@@ -17,7 +17,7 @@ use code_intel::multiverse::{
     AppError, Command, Config, ConnectionTest, EventHub, ExecutionState, InitOptions, LlmSettings,
     SettingsUpdate, TaskId, app, check_settings,
 };
-use code_intel::runner::Cancel;
+use code_intel::runner::{Cancel, MetaConfig, MetaKind};
 use serde_json::{Value, json};
 
 /// Multiverse: plans of many tasks with dependencies, run through agent-runner in
@@ -386,6 +386,19 @@ fn settings_command(dir: &Path, command: SettingsCmd, json_out: bool) -> Result<
         } => {
             let (provider, model) = match (provider, model) {
                 (Some(provider), Some(model)) => (provider, model),
+                (Some(provider), None) if provider != current()?.provider => {
+                    // Another provider without a model: that provider's default.
+                    let model = serde_json::from_value::<MetaKind>(json!(provider))
+                        .map(|kind| {
+                            MetaConfig {
+                                kind,
+                                ..MetaConfig::default()
+                            }
+                            .model(None)
+                        })
+                        .unwrap_or_default();
+                    (provider, model)
+                }
                 (provider, model) => {
                     let now = current()?;
                     (provider.unwrap_or(now.provider), model.unwrap_or(now.model))

@@ -278,7 +278,13 @@ fn settings_round_trip_refuse_a_bad_change_whole_and_reach_the_next_chat_turn() 
         Some(json!({"message": "add a task to write the parser"})),
         true,
     );
-    assert_ne!(status, 200, "{turn}");
+    assert_eq!(status, 200, "{turn}");
+    assert!(
+        turn["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("HTTP 401")),
+        "{turn}"
+    );
     let seen = model.seen();
     assert_eq!(seen.len(), 1, "the chat turn did not reach the new planner");
     assert_eq!(seen[0].request_line, "POST /v1/chat/completions HTTP/1.1");
@@ -559,11 +565,88 @@ fn recent_workspaces_newest_first_forget_keeps_the_directory_and_survive_corrupt
         "{\"version\": 1, \"work",
     )
     .unwrap();
-    init(dir, "three", "ws-three");
+    let repo = dir.join("three");
+    std::fs::create_dir_all(&repo).unwrap();
+    crate::support::git_repo(&repo, &[("README.md", "# three\n")]);
+    let o = mv_in(dir, "ws-three", &["init", repo.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("corrupt"),
+        "no warning: {}",
+        text(&o)
+    );
     let listed = list(dir);
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(listed[0]["name"], "three");
     // A listed workspace removed by hand shows as gone.
     std::fs::remove_dir_all(dir.join("ws-three")).unwrap();
     assert_eq!(list(dir)[0]["exists"], false);
+}
+
+#[test]
+fn the_connection_test_of_a_cli_planner_runs_its_version() {
+    let tmp = TempDir::new("mv-api-cli-test");
+    let dir = tmp.path();
+    init(dir, "project", "ws");
+    // Another provider without a model takes that provider's default model.
+    let o = mv(
+        dir,
+        &["--json", "settings", "set", "--provider", "codex-cli"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (shown["provider"].clone(), shown["model"].clone()),
+        (json!("codex-cli"), json!("gpt-5.2"))
+    );
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let test = |path: &str| -> Value {
+        let o = Command::new(multiverse())
+            .args(["--workspace", dir.join("ws").to_str().unwrap()])
+            .args(["--json", "settings", "test"])
+            .env("HOME", dir)
+            .env("PATH", path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(if report["ok"] == true { 0 } else { 1 }),
+            "{}",
+            text(&o)
+        );
+        report
+    };
+    let system = std::env::var("PATH").unwrap_or_default();
+    let path = format!("{}:{system}", bin.display());
+    let missing = test(&path);
+    assert_eq!(
+        missing["error"]["key"], "connection.cli_missing",
+        "{missing}"
+    );
+    let codex = bin.join("codex");
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(&codex, "#!/bin/sh\necho 'codex-cli 9.9.9'\n").unwrap();
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let found = test(&path);
+    assert_eq!(found["ok"], true, "{found}");
+    assert!(
+        found["detail"]
+            .as_str()
+            .unwrap()
+            .contains("codex-cli 9.9.9"),
+        "{found}"
+    );
+    std::fs::write(&codex, "#!/bin/sh\necho 'not logged in' >&2\nexit 3\n").unwrap();
+    let failed = test(&path);
+    assert_eq!(failed["error"]["key"], "connection.cli_failed", "{failed}");
+    assert!(
+        failed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not logged in"),
+        "{failed}"
+    );
 }
