@@ -364,7 +364,8 @@ fn settings_command(dir: &Path, command: SettingsCmd, json_out: bool) -> Result<
         let info = daemon
             .as_ref()
             .ok_or_else(|| AppError::Daemon("no daemon".into()))?;
-        code_intel::multiverse::call_daemon(info, method, path, body).map_err(AppError::Daemon)
+        code_intel::multiverse::call_daemon(info, method, path, body)
+            .map_err(|e| AppError::Daemon(format!("{e} [{}]", e.key())))
     };
     let current = || -> Result<LlmSettings, AppError> {
         match &daemon {

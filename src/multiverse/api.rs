@@ -100,15 +100,51 @@ pub fn workspaces(home: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Why a call to the daemon gave no answer. `key()` is stable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DaemonError {
+    /// It did not answer (gone, or the connection broke).
+    Unreachable { pid: u32, message: String },
+    /// Its answer could not be read, or is not JSON.
+    BadAnswer(String),
+    /// It refused: the status and its `{error: {key, message}}`.
+    Refused {
+        status: u16,
+        key: String,
+        message: String,
+    },
+}
+
+impl DaemonError {
+    pub fn key(&self) -> &str {
+        match self {
+            DaemonError::Unreachable { .. } | DaemonError::BadAnswer(_) => "daemon_unreachable",
+            DaemonError::Refused { key, .. } => key,
+        }
+    }
+}
+
+impl std::fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DaemonError::Unreachable { pid, message } => {
+                write!(f, "the daemon (pid {pid}) did not answer: {message}")
+            }
+            DaemonError::BadAnswer(message) => write!(f, "the daemon's answer: {message}"),
+            DaemonError::Refused { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for DaemonError {}
+
 /// Calls the workspace's daemon: `method` on `path` with `body` as JSON and its token.
-/// Returns the answer, or why not in words (a refusal's message, or that it did not
-/// answer).
 pub fn call(
     info: &DaemonInfo,
     method: &str,
     path: &str,
     body: Option<&Value>,
-) -> Result<Value, String> {
+) -> Result<Value, DaemonError> {
     let url = format!("http://127.0.0.1:{}{path}", info.port);
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -133,22 +169,28 @@ pub fn call(
                 .send(&bytes[..])
         }
     };
-    let mut reply =
-        sent.map_err(|e| format!("the daemon (pid {}) did not answer: {e}", info.pid))?;
+    let mut reply = sent.map_err(|e| DaemonError::Unreachable {
+        pid: info.pid,
+        message: e.to_string(),
+    })?;
     let status = reply.status().as_u16();
     let text = reply
         .body_mut()
         .with_config()
         .limit(64 * 1024 * 1024)
         .read_to_string()
-        .map_err(|e| format!("the daemon's answer could not be read: {e}"))?;
-    let value: Value =
-        serde_json::from_str(&text).map_err(|e| format!("the daemon's answer is not JSON: {e}"))?;
+        .map_err(|e| DaemonError::BadAnswer(format!("it could not be read: {e}")))?;
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| DaemonError::BadAnswer(format!("it is not JSON: {e}")))?;
     if status >= 400 {
-        return Err(value["error"]["message"]
-            .as_str()
-            .unwrap_or("refused")
-            .to_string());
+        let field = |name: &str, default: &str| {
+            value["error"][name].as_str().unwrap_or(default).to_string()
+        };
+        return Err(DaemonError::Refused {
+            status,
+            key: field("key", "refused"),
+            message: field("message", "refused"),
+        });
     }
     Ok(value)
 }

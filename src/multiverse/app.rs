@@ -606,7 +606,7 @@ pub fn read(dir: &Path) -> Result<WorkspaceState, AppError> {
 /// Sends `command` to the workspace's daemon.
 pub fn send(info: &DaemonInfo, command: &Command) -> Result<Value, AppError> {
     let body = serde_json::to_value(command).map_err(|e| AppError::Usage(e.to_string()))?;
-    call(info, "POST", "/api/command", Some(&body)).map_err(AppError::Daemon)
+    call(info, "POST", "/api/command", Some(&body)).map_err(|e| AppError::Daemon(e.to_string()))
 }
 
 /// `multiverse serve`: the scheduler and the HTTP API until `cancel`. Returns when the
