@@ -195,6 +195,9 @@ pub fn call(
     Ok(value)
 }
 
+/// Chat sessions listed by `GET /api/chat`, newest first.
+const MAX_SESSIONS_LISTED: usize = 200;
+
 /// A refusal from the daemon's thread: HTTP status, stable key, message.
 pub(crate) type Refusal = (u16, String, String);
 
@@ -206,6 +209,9 @@ pub(crate) enum Work {
     /// The chat planner's block in effect (`runner.meta`'s shape), after this change
     /// when there is one (validated, saved to `config.json`, used from the next turn).
     Planner(Option<SettingsUpdate>),
+    /// Each pool with its limit and counts (the daemon holds the lifecycle they are read
+    /// through).
+    Pools,
 }
 
 /// A request for the daemon's thread, and where its answer goes.
@@ -414,6 +420,13 @@ impl Api for DaemonApi {
                 }),
             ("POST", ["api", "chat"]) => Self::body::<ChatBody>(request)
                 .map(|b| self.run("chat", json!({"message": b.message, "session": b.session}))),
+            ("GET", ["api", "chat"]) => Ok(
+                match ChatLog::new(&self.dir.join("chat")).sessions(MAX_SESSIONS_LISTED) {
+                    Ok(sessions) => Response::ok(json!(sessions)),
+                    Err(e) => Response::error(500, e.key(), &e.to_string()),
+                },
+            ),
+            ("GET", ["api", "pools"]) => Ok(self.ask(Work::Pools)),
             ("GET", ["api", "chat", session]) => {
                 Ok(match ChatLog::new(&self.dir.join("chat")).read(session) {
                     Ok(messages) => Response::ok(json!(messages)),
@@ -484,7 +497,9 @@ pub fn openapi() -> Value {
             "/api/tasks/{id}/attempts/{n}/note": {"get": {"summary": "The attempt's Task Note: {task, attempt, markdown}."}},
             "/api/backlog": {"get": {"summary": "Backlog items, open and resolved."}},
             "/api/backlog/{item}/resolve": {"post": {"summary": "Resolve an item: {note?, retry?}."}},
-            "/api/chat": {"post": {"summary": "One chat turn: {message, session?}; the reply, the patch's summary, questions, autopilot."}},
+            "/api/chat": {"post": {"summary": "One chat turn: {message, session?}; the reply, the patch's summary, questions, autopilot."},
+                          "get": {"summary": "The chat sessions, newest first (at most 200): [{session, title (its first message, cut), started_at?, bytes}]."}},
+            "/api/pools": {"get": {"summary": "Each pool: [{pool, limit, running, waiting, succeeded, failed, total}]."}},
             "/api/chat/{session}": {"get": {"summary": "A chat session's messages."}},
             "/api/execution": {"post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},
             "/api/events": {"get": {"summary": "Server-sent events: task, attempt, backlog, chat, execution, plan. The token may be given as ?token= here."}},

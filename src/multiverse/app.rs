@@ -26,7 +26,7 @@ use super::model::{
     DEFAULT_POOL, ExecutionState, RunnerSettings, TaskDesign, TaskId, WorkspaceState,
 };
 use super::orchestrator::{Orchestrator, OrchestratorError, Settings};
-use super::pools::Pools;
+use super::pools::{Pools, summaries};
 use super::recent::{self, RecentWorkspace};
 use super::settings::{self, ConnectionTest, LlmSettings, SettingsError, SettingsUpdate};
 use super::store::{StoreError, Workspace, WorkspaceMeta, read_state};
@@ -662,6 +662,11 @@ pub fn serve(
                         .map_err(|e| (422, e.key().to_string(), e.to_string())),
                     Err(e) => Err((400, "bad_request".to_string(), e.to_string())),
                 },
+                Work::Pools => Ok(json!(summaries(
+                    &config.pools,
+                    orchestrator.state(),
+                    orchestrator.lifecycle()
+                ))),
                 Work::Planner(update) => planner_settings(dir, &mut config, update.as_ref())
                     .map_err(|e| {
                         let status = if matches!(e, AppError::Settings(_)) {

@@ -301,6 +301,8 @@ fn settings_round_trip_refuse_a_bad_change_whole_and_reach_the_next_chat_turn() 
         ("POST", "/api/settings/test"),
         ("GET", "/api/workspaces"),
         ("POST", "/api/workspaces/forget"),
+        ("GET", "/api/chat"),
+        ("GET", "/api/pools"),
     ] {
         let (status, refusal) = daemon.call(method, path, Some(json!({})), false);
         assert_eq!(

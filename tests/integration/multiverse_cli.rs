@@ -416,6 +416,30 @@ fn the_daemon_api_plans_by_chat_runs_and_serves_each_attempts_note() {
         None,
     );
     assert_eq!(status, 404);
+    // The sessions, titled by their first message, and the pools with their counts.
+    let (status, sessions) = api(&url, "GET", "/api/chat", None);
+    assert_eq!(status, 200, "{sessions}");
+    assert_eq!(sessions[0]["session"], session.as_str(), "{sessions}");
+    assert!(
+        sessions[0]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("In order"),
+        "{sessions}"
+    );
+    let (status, pools) = api(&url, "GET", "/api/pools", None);
+    assert_eq!(status, 200, "{pools}");
+    let default = pools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pool"] == "default")
+        .unwrap();
+    assert_eq!(
+        (default["total"].clone(), default["succeeded"].clone()),
+        (Value::from(2), Value::from(2)),
+        "{pools}"
+    );
     let (_, messages) = api(&url, "GET", &format!("/api/chat/{session}"), None);
     assert_eq!(messages.as_array().map(Vec::len), Some(2), "{messages}");
     // A session id is letters, digits, '-' and '_': anything else is refused.
@@ -448,6 +472,8 @@ fn the_daemon_api_plans_by_chat_runs_and_serves_each_attempts_note() {
     );
     let (_, doc) = api(&url, "GET", "/api/openapi.json", None);
     assert!(doc["paths"]["/api/tasks/{id}/attempts/{n}/note"].is_object());
+    assert!(doc["paths"]["/api/chat"]["get"].is_object());
+    assert!(doc["paths"]["/api/pools"]["get"].is_object());
 
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(daemon.id() as i32),
