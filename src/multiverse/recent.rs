@@ -186,6 +186,25 @@ mod tests {
     }
 
     #[test]
+    fn records_from_many_writers_at_once_are_all_kept() {
+        let home = temp("concurrent");
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let home = home.path().to_path_buf();
+                std::thread::spawn(move || {
+                    for n in 0..5 {
+                        record(&home, entry(&format!("/w{t}-{n}"))).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(load(home.path()).len(), 40);
+    }
+
+    #[test]
     fn a_corrupt_file_reads_as_empty_and_is_replaced() {
         let home = temp("corrupt");
         std::fs::create_dir_all(home.path().join(".multiverse")).unwrap();

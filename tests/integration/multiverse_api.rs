@@ -527,6 +527,12 @@ fn recent_workspaces_newest_first_forget_keeps_the_directory_and_survive_corrupt
         (listed[0]["exists"].clone(), listed[0]["daemon"].clone()),
         (json!(true), json!(false))
     );
+    // Opening a workspace (here a command run without a daemon) puts it first again.
+    let o = mv_in(dir, "ws-one", &["status"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let listed = list(dir);
+    assert_eq!(listed[0]["path"], json!(one), "{listed:?}");
+    assert_eq!(listed.len(), 2);
 
     // Over HTTP: the served workspace shows its daemon; forget takes one off the list.
     let daemon = Daemon::start(dir);
