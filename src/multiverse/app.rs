@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::api::{DAEMON_FILE, DaemonApi, Job, Work, call};
 use super::chat_log::ChatLog;
-use super::chat_turn::{chat_turn, status_text};
+use super::chat_turn::{AskedTurn, Begun, begin_turn, chat_turn, finish_turn, status_text};
 use super::clock::{Clock, SystemClock};
 use super::events::EventHub;
 use super::http::{Api, HttpServer};
@@ -645,19 +645,33 @@ pub fn serve(
     let http = std::thread::spawn(move || server.run(api));
     on_ready(&format!("http://127.0.0.1:{}/?token={token}", info.port));
     let chat_dir = dir.join("chat");
+    let mut chats = ChatsInFlight::new(cancel.clone());
     let mut stopping = false;
     loop {
         if cancel.is_cancelled() && !stopping {
             stopping = true;
             orchestrator.set_execution(ExecutionState::Idle)?;
         }
-        if stopping && orchestrator.running().is_empty() {
+        // A chat turn asked while stopping ends cancelled, with its reply kept.
+        chats.finish(&mut orchestrator, &chat_dir);
+        if stopping && orchestrator.running().is_empty() && chats.count == 0 {
             break;
         }
         let next = orchestrator.tick()?;
         while let Ok((work, reply)) = jobs_rx.try_recv() {
             let answer = match work {
                 Work::Command(value) => match serde_json::from_value::<Command>(value) {
+                    Ok(Command::Chat { message, session }) => {
+                        chats.begin(
+                            &mut orchestrator,
+                            &config,
+                            &chat_dir,
+                            &message,
+                            session.as_deref(),
+                            reply,
+                        );
+                        continue;
+                    }
                     Ok(command) => execute(&mut orchestrator, &config, &chat_dir, command)
                         .map_err(|e| (422, e.key().to_string(), e.to_string())),
                     Err(e) => Err((400, "bad_request".to_string(), e.to_string())),
@@ -689,6 +703,95 @@ pub fn serve(
     let _ = http.join();
     let _ = std::fs::remove_file(&daemon_file);
     Ok(())
+}
+
+/// Where a daemon's answer goes.
+type Reply = Sender<Result<Value, super::api::Refusal>>;
+
+/// The daemon's chat turns whose planner is being asked, each on its own thread, so the
+/// scheduler goes on meanwhile (a planner may think for minutes). A turn begins and
+/// finishes on the daemon's thread, where the plan is written.
+struct ChatsInFlight {
+    done_tx: Sender<(AskedTurn, Reply)>,
+    done_rx: Receiver<(AskedTurn, Reply)>,
+    /// Turns asked and not finished.
+    count: usize,
+    /// The daemon's stop, which cancels what the planners are asked.
+    cancel: Cancel,
+}
+
+impl ChatsInFlight {
+    fn new(cancel: Cancel) -> ChatsInFlight {
+        let (done_tx, done_rx) = channel();
+        ChatsInFlight {
+            done_tx,
+            done_rx,
+            count: 0,
+            cancel,
+        }
+    }
+
+    /// Begins a turn: answered at once (a control word, a refusal), or its planner asked
+    /// on a new thread.
+    fn begin(
+        &mut self,
+        orchestrator: &mut Orchestrator,
+        config: &Config,
+        chat_dir: &Path,
+        message: &str,
+        session: Option<&str>,
+        reply: Reply,
+    ) {
+        let refuse = |e: &dyn std::fmt::Display, key: &str| (422, key.to_string(), e.to_string());
+        let log = ChatLog::new(chat_dir);
+        let pending = match begin_turn(orchestrator, &log, session, message) {
+            Ok(Begun::Done(outcome)) => {
+                let _ = reply.send(Ok(json!(outcome)));
+                return;
+            }
+            Ok(Begun::Planning(pending)) => pending,
+            Err(e) => {
+                let _ = reply.send(Err(refuse(&e, e.key())));
+                return;
+            }
+        };
+        let mut planner = match chat_planner(config, chat_dir) {
+            Ok(planner) => planner,
+            Err(e) => {
+                // The turn began: it ends as the planner's failure, kept in its session.
+                let asked = pending.fail(&e.to_string());
+                let answer = finish_turn(orchestrator, &log, asked)
+                    .map(|outcome| json!(outcome))
+                    .map_err(|e| refuse(&e, e.key()));
+                let _ = reply.send(answer);
+                return;
+            }
+        };
+        let done = self.done_tx.clone();
+        let cancel = self.cancel.clone();
+        let spawned = std::thread::Builder::new()
+            .name("multiverse-chat".into())
+            .spawn(move || {
+                let asked = pending.ask(&mut planner, &cancel);
+                let _ = done.send((asked, reply));
+            });
+        match spawned {
+            Ok(_) => self.count += 1,
+            Err(e) => tracing::error!(error = %e, "could not start a chat turn's thread"),
+        }
+    }
+
+    /// Finishes the turns whose planner answered.
+    fn finish(&mut self, orchestrator: &mut Orchestrator, chat_dir: &Path) {
+        let log = ChatLog::new(chat_dir);
+        while let Ok((asked, reply)) = self.done_rx.try_recv() {
+            self.count = self.count.saturating_sub(1);
+            let answer = finish_turn(orchestrator, &log, asked)
+                .map(|outcome| json!(outcome))
+                .map_err(|e| (422, e.key().to_string(), e.to_string()));
+            let _ = reply.send(answer);
+        }
+    }
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), AppError> {

@@ -21,6 +21,7 @@ use super::model::{ExecutionState, Plan, TaskId};
 use super::orchestrator::{Orchestrator, OrchestratorError};
 use super::patch::{PatchContext, PatchSummary, PlanPatch, apply, plan_patch_schema};
 use crate::contract::model::Outcome;
+use crate::machine::Instance;
 use crate::runner::Cancel;
 use crate::runner::protocol::planner::Planner;
 use crate::runner::protocol::response::InvalidReply;
@@ -191,7 +192,8 @@ fn internal(details: &str) -> Refusal {
     }
 }
 
-/// Runs one turn of `session` (a new one when `None`).
+/// Runs one turn of `session` (a new one when `None`) to its end, the planner asked on
+/// this thread: [`begin_turn`], [`PendingTurn::ask`], [`finish_turn`].
 pub fn chat_turn(
     orchestrator: &mut Orchestrator,
     planner: &mut Planner,
@@ -200,11 +202,56 @@ pub fn chat_turn(
     message: &str,
     cancel: &Cancel,
 ) -> Result<TurnOutcome, TurnError> {
+    match begin_turn(orchestrator, log, session, message)? {
+        Begun::Done(outcome) => Ok(*outcome),
+        Begun::Planning(pending) => {
+            let asked = pending.ask(planner, cancel);
+            finish_turn(orchestrator, log, asked)
+        }
+    }
+}
+
+/// How a turn's first step went.
+pub enum Begun {
+    /// Answered without the planner (a control word).
+    Done(Box<TurnOutcome>),
+    /// The planner is to be asked.
+    Planning(Box<PendingTurn>),
+}
+
+/// A turn waiting for its planner: what the planner call needs, owned, so a daemon can
+/// ask on another thread while its scheduler goes on.
+pub struct PendingTurn {
+    flow: ChatFlow,
+    instance: Instance,
+    outcome: TurnOutcome,
+    request: Value,
+    /// The plan when the turn began: replies are checked against it in the planner's
+    /// retry loop, and applied to the plan as it is when the answer comes.
+    plan: Plan,
+    context: PatchContext,
+    now: String,
+}
+
+/// A turn whose planner answered (or not).
+pub struct AskedTurn {
+    pending: PendingTurn,
+    answer: Result<PlanPatch, String>,
+    cancelled: bool,
+}
+
+/// The first step of a turn, on the orchestrator's thread: the message is kept and
+/// submitted; a control word is answered at once.
+pub fn begin_turn(
+    orchestrator: &mut Orchestrator,
+    log: &ChatLog,
+    session: Option<&str>,
+    message: &str,
+) -> Result<Begun, TurnError> {
     let now = orchestrator.clock().rfc3339();
     let flow = ChatFlow::load().map_err(TurnError::Contract)?;
-    let locale = message_locale(message);
     let instance = flow
-        .start(locale, &Map::new())
+        .start(message_locale(message), &Map::new())
         .map_err(|e| TurnError::Refused(internal(&e.to_string())))?;
     let session = match session {
         Some(s) => s.to_string(),
@@ -230,94 +277,141 @@ pub fn chat_turn(
             error: None,
         },
     };
-    let received = turn.submit(
-        &instance,
-        &ChatEvent::Message {
-            control,
-            execution,
-            status,
-        },
-        None,
-    )?;
-    let ended = if received.finished.is_some() {
-        received
-    } else {
-        plan_turn(&mut turn, received, planner, message, &history, cancel)?
+    let event = ChatEvent::Message {
+        control,
+        execution,
+        status,
+    };
+    let received = turn.submit(&instance, &event, None)?;
+    if received.finished.is_some() {
+        turn.outcome.reply = received.message.map(|m| m.text).unwrap_or_default();
+        log.append(
+            &session,
+            &said(ChatRole::Assistant, &turn.outcome.reply, &now),
+        )?;
+        return Ok(Begun::Done(Box::new(turn.outcome)));
+    }
+    let orchestrator = &*turn.orchestrator;
+    let request = chat::request(message, &task_lines(orchestrator), &history);
+    let plan = orchestrator.state().plan.clone();
+    let context = patch_context(orchestrator, &session);
+    Ok(Begun::Planning(Box::new(PendingTurn {
+        flow: turn.flow,
+        instance: received.instance,
+        outcome: turn.outcome,
+        request,
+        plan,
+        context,
+        now,
+    })))
+}
+
+/// What a patch is applied with: the tasks running now, the time, the author, and ids
+/// unique to the journal's next entry.
+fn patch_context(orchestrator: &Orchestrator, session: &str) -> PatchContext {
+    PatchContext {
+        running: orchestrator.running().into_iter().collect(),
+        now: orchestrator.clock().rfc3339(),
+        author: format!("chat:{session}"),
+        id_prefix: format!("t{}-", orchestrator.state().seq + 1),
+    }
+}
+
+impl PendingTurn {
+    /// The turn without asking: its planner could not be set up.
+    pub fn fail(self, reason: &str) -> AskedTurn {
+        AskedTurn {
+            answer: Err(reason.to_string()),
+            cancelled: false,
+            pending: self,
+        }
+    }
+
+    /// Asks the planner for a patch that applies to the plan the turn began with (a
+    /// reply that does not goes back to the planner with every reason). Touches no
+    /// workspace.
+    pub fn ask(self, planner: &mut Planner, cancel: &Cancel) -> AskedTurn {
+        let schema = plan_patch_schema();
+        let call = chat::ask(planner, &self.request, &schema, cancel, |reply| {
+            let patch = PlanPatch::from_reply_object(reply).map_err(|e| InvalidReply(e.0))?;
+            apply(&self.plan, &patch, &self.context).map_err(|e| InvalidReply(e.to_string()))?;
+            Ok(patch)
+        });
+        AskedTurn {
+            cancelled: call.result.is_err() && cancel.is_cancelled(),
+            answer: call.result.map_err(|e| e.to_string()),
+            pending: self,
+        }
+    }
+}
+
+/// The last step of a turn, on the orchestrator's thread: the planner's patch is applied
+/// again, to the plan as it is now (another turn or a command may have changed it while
+/// the planner was asked), and submitted; the contract's answer is performed and kept.
+pub fn finish_turn(
+    orchestrator: &mut Orchestrator,
+    log: &ChatLog,
+    asked: AskedTurn,
+) -> Result<TurnOutcome, TurnError> {
+    let AskedTurn {
+        pending,
+        answer,
+        cancelled,
+    } = asked;
+    let context = patch_context(orchestrator, &pending.outcome.session);
+    let mut turn = Turn {
+        orchestrator,
+        flow: pending.flow,
+        outcome: pending.outcome,
+    };
+    let applied = answer.and_then(|patch| {
+        apply(&turn.orchestrator.state().plan, &patch, &context).map_err(|e| {
+            format!(
+                "the plan changed while the planner was asked, and its patch no longer applies: {e}"
+            )
+        })
+    });
+    let step = match applied {
+        _ if cancelled => {
+            let step = turn
+                .flow
+                .cancel(&pending.instance)
+                .map_err(TurnError::Refused)?;
+            turn.perform(&step, None)?;
+            step
+        }
+        Err(reason) => {
+            turn.outcome.error = Some(reason.clone());
+            let event = ChatEvent::PlannerFailed { reason };
+            turn.submit(&pending.instance, &event, None)?
+        }
+        Ok((plan, summary)) => {
+            let event = ChatEvent::Patch {
+                created: summary.created.len(),
+                updated: summary.updated.len(),
+                moved: summary.moved.len(),
+                deleted: summary.deleted.len(),
+                questions: summary.questions.len(),
+                execution: turn.orchestrator.state().execution,
+            };
+            let checked = Checked { plan, summary };
+            let step = turn.submit(&pending.instance, &event, Some(&checked))?;
+            if step.finished == Some(Outcome::Success) {
+                turn.outcome.reply = reply_text(&turn.flow, &step, &checked.summary);
+                turn.outcome.patch = Some(checked.summary);
+            }
+            step
+        }
     };
     if turn.outcome.reply.is_empty() {
-        turn.outcome.reply = ended.message.map(|m| m.text).unwrap_or_default();
+        turn.outcome.reply = step.message.map(|m| m.text).unwrap_or_default();
     }
-    let mut kept = said(ChatRole::Assistant, &turn.outcome.reply, &now);
+    let mut kept = said(ChatRole::Assistant, &turn.outcome.reply, &pending.now);
     if let Some(patch) = &turn.outcome.patch {
         kept.created_tasks = patch.created.iter().map(|c| c.id.to_string()).collect();
     }
-    log.append(&session, &kept)?;
+    log.append(&turn.outcome.session, &kept)?;
     Ok(turn.outcome)
-}
-
-/// The planner's part of a turn: asks for a patch checked against a copy of the plan and
-/// submits what came of it.
-fn plan_turn(
-    turn: &mut Turn<'_>,
-    planning: ChatStep,
-    planner: &mut Planner,
-    message: &str,
-    history: &[ChatMessage],
-    cancel: &Cancel,
-) -> Result<ChatStep, TurnError> {
-    let orchestrator = &*turn.orchestrator;
-    let tasks = task_lines(orchestrator);
-    let request = chat::request(message, &tasks, history);
-    let plan = orchestrator.state().plan.clone();
-    let context = PatchContext {
-        running: orchestrator.running().into_iter().collect(),
-        now: orchestrator.clock().rfc3339(),
-        author: format!("chat:{}", turn.outcome.session),
-        id_prefix: format!("t{}-", orchestrator.state().seq + 1),
-    };
-    let schema = plan_patch_schema();
-    let call = chat::ask(planner, &request, &schema, cancel, |reply| {
-        let patch = PlanPatch::from_reply_object(reply).map_err(|e| InvalidReply(e.0))?;
-        let (next, summary) =
-            apply(&plan, &patch, &context).map_err(|e| InvalidReply(e.to_string()))?;
-        Ok((next, summary))
-    });
-    let (next, summary) = match call.result {
-        Ok(applied) => applied,
-        Err(_) if cancel.is_cancelled() => {
-            let step = turn
-                .flow
-                .cancel(&planning.instance)
-                .map_err(TurnError::Refused)?;
-            turn.perform(&step, None)?;
-            return Ok(step);
-        }
-        Err(e) => {
-            turn.outcome.error = Some(e.to_string());
-            let event = ChatEvent::PlannerFailed {
-                reason: e.to_string(),
-            };
-            return turn.submit(&planning.instance, &event, None);
-        }
-    };
-    let event = ChatEvent::Patch {
-        created: summary.created.len(),
-        updated: summary.updated.len(),
-        moved: summary.moved.len(),
-        deleted: summary.deleted.len(),
-        questions: summary.questions.len(),
-        execution: turn.orchestrator.state().execution,
-    };
-    let checked = Checked {
-        plan: next,
-        summary,
-    };
-    let step = turn.submit(&planning.instance, &event, Some(&checked))?;
-    if step.finished == Some(Outcome::Success) {
-        turn.outcome.reply = reply_text(&turn.flow, &step, &checked.summary);
-        turn.outcome.patch = Some(checked.summary);
-    }
-    Ok(step)
 }
 
 fn said(role: ChatRole, content: &str, at: &str) -> ChatMessage {

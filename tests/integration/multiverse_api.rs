@@ -658,3 +658,104 @@ fn the_connection_test_of_a_cli_planner_runs_its_version() {
         "{failed}"
     );
 }
+
+/// A stand-in agent-runner: a short run that writes a complete result.
+const QUICK_AGENT_RUNNER: &str = r#"#!/bin/sh
+task=$1; shift
+result=
+while [ $# -gt 0 ]; do
+  case $1 in --result-file) result=$2; shift 2;; *) shift;; esac
+done
+sleep 0.2
+printf '{"status":"complete","exit_code":0,"summary":"done"}' > "$result"
+"#;
+
+/// The daemon asks a chat turn's planner on another thread: while the planner thinks, the
+/// API answers and the scheduler runs a task to its end; the turn's patch then applies
+/// to the plan as it is by then, keeping the task added meanwhile. (Before, the daemon's one thread waited for the planner
+/// and everything else waited with it.)
+#[test]
+fn the_scheduler_goes_on_while_a_chat_turns_planner_thinks() {
+    let tmp = TempDir::new("mv-api-slow-planner");
+    let dir = tmp.path();
+    init(dir, "project", "ws");
+    let fake = dir.join("agent-runner");
+    std::fs::write(&fake, QUICK_AGENT_RUNNER).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut config: Value = serde_json::from_slice(&config(dir)).unwrap();
+    config["agent_runner"] = json!(fake);
+    std::fs::write(dir.join("ws/config.json"), config.to_string()).unwrap();
+
+    // A planner that answers only when released.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let Ok((stream, _)) = listener.accept() else {
+            return;
+        };
+        let _ = read_request(Duration::from_secs(10), &stream);
+        let _ = released.recv_timeout(Duration::from_secs(60));
+        let patch = json!({"type": "plan_patch", "version": 1, "payload": {
+            "understanding": "one more task",
+            "operations": [{"op": "create", "temp_id": "tmp-1", "title": "write the docs",
+                            "acceptance_criteria": ["the docs exist"], "dependencies": []}]}});
+        let _ = write_response(
+            &stream,
+            200,
+            &[],
+            &completion(&patch.to_string()).to_string(),
+        );
+    });
+    let daemon = Arc::new(Daemon::start(dir));
+    daemon.ok(
+        "PUT",
+        "/api/settings",
+        Some(json!({"provider": "openai-chat", "model": "slow",
+                    "api_key_env": KEY_VARIABLE, "base_url": base_url})),
+    );
+    let answered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let chat = {
+        let (daemon, answered) = (daemon.clone(), answered.clone());
+        std::thread::spawn(move || {
+            let turn = daemon.ok(
+                "POST",
+                "/api/chat",
+                Some(json!({"message": "also document it"})),
+            );
+            answered.store(true, std::sync::atomic::Ordering::SeqCst);
+            turn
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    // Meanwhile: a task is added, execution starts, and the task runs to its end.
+    daemon.ok(
+        "POST",
+        "/api/tasks",
+        Some(json!({"id": "early", "title": "the early task"})),
+    );
+    daemon.ok("POST", "/api/execution", Some(json!({"state": "RUNNING"})));
+    let until = Instant::now() + Duration::from_secs(30);
+    while daemon.ok("GET", "/api/tasks/early", None)["state"] != "SUCCEEDED" {
+        assert!(Instant::now() < until, "the early task did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !answered.load(std::sync::atomic::Ordering::SeqCst),
+        "the planner had not answered yet"
+    );
+    release.send(()).unwrap();
+    let turn = chat.join().unwrap();
+    assert_eq!(turn["state"], "REPLIED", "{turn}");
+    // Applied to the plan as it is now: the task added meanwhile is still there.
+    let created = turn["patch"]["created"][0]["id"].clone();
+    let ids: Vec<Value> = daemon
+        .ok("GET", "/api/tasks", None)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!("early"), created]);
+}
