@@ -41,6 +41,11 @@ struct Args {
     /// Run the worker on this machine, in the repository, without a sandbox.
     #[arg(long)]
     unsafe_local: bool,
+    /// Label this run's containers `agent-runner.run=VALUE` as well as
+    /// `agent-runner.task=<id>`, so a caller can find and remove exactly them (task ids
+    /// repeat across callers).
+    #[arg(long, value_name = "VALUE")]
+    run_label: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -133,6 +138,7 @@ fn main() -> ExitCode {
         events: args.events,
         unsafe_local: args.unsafe_local,
         trace_id: Some(trace_id),
+        run_label: args.run_label,
     };
     let loaded = match app::load_task(&options) {
         Ok(loaded) => loaded,

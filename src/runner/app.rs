@@ -56,6 +56,8 @@ pub struct Options {
     /// The task run's trace id, when the caller made one (the binary does, so its own
     /// log lines carry it too); `None` makes one.
     pub trace_id: Option<String>,
+    /// Labels the run's containers `agent-runner.run=VALUE` (`--run-label`).
+    pub run_label: Option<String>,
 }
 
 /// A task file read and checked, with the warnings its checks found (the binary shows
@@ -218,7 +220,7 @@ pub fn run(
     let tooling = super::tooling_setup::setup(&mut task, options.meta_model.as_deref(), |name| {
         std::env::var(name).ok()
     });
-    let (sandbox, target) = sandbox_for(&task, options.unsafe_local, &*host_env);
+    let (sandbox, target) = sandbox_for(&task, options, &*host_env);
     let sandbox = sandbox.map_err(RunError::Sandbox)?;
     let params = params_for(&task);
     let mut host = RunnerHost::new(Setup {
@@ -408,10 +410,10 @@ pub fn params_for(task: &Task) -> Map<String, Value> {
 /// Docker unless `--unsafe-local`.
 fn sandbox_for(
     task: &Task,
-    local: bool,
+    options: &Options,
     host_env: &dyn Fn(&str) -> Option<String>,
 ) -> (Result<Box<dyn Sandbox>, SandboxError>, Target) {
-    if local {
+    if options.unsafe_local {
         let sandbox = LocalSandbox::new(&task.repo).map(|s| Box::new(s) as Box<dyn Sandbox>);
         return (sandbox, Target::Local);
     }
@@ -423,7 +425,7 @@ fn sandbox_for(
             return (Err(SandboxError::Policy(e)), Target::Docker { program });
         }
     };
-    let options = DockerOptions::for_worker(
+    let mut docker = DockerOptions::for_worker(
         &task.worker,
         &task.id,
         &task.repo,
@@ -431,8 +433,9 @@ fn sandbox_for(
         host_env,
         policy,
     );
-    let program = options.program.clone();
-    let sandbox = DockerSandbox::new(options).map(|s| Box::new(s) as Box<dyn Sandbox>);
+    docker.run_label.clone_from(&options.run_label);
+    let program = docker.program.clone();
+    let sandbox = DockerSandbox::new(docker).map(|s| Box::new(s) as Box<dyn Sandbox>);
     (sandbox, Target::Docker { program })
 }
 

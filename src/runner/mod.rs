@@ -101,6 +101,7 @@ pub use provider::http::HttpProvider;
 pub use sandbox::DockerOptions;
 pub use sandbox::DockerSandbox;
 pub use sandbox::LocalSandbox;
+pub use sandbox::RUN_LABEL;
 pub use sandbox::Sandbox;
 pub use sandbox::SandboxError;
 pub use sandbox_policy::HostFacts;

@@ -21,6 +21,9 @@ use super::worker::{AuthMount, WorkerConfig};
 pub(crate) const CONTAINER_WORKDIR: &str = "/workspace/project";
 /// The label every AgentRunner container carries (`docker ps -f label=created-by=agent-runner`).
 pub(crate) const CREATED_BY_LABEL: &str = "created-by=agent-runner";
+
+/// The label key of a run's own label (`--run-label`).
+pub const RUN_LABEL: &str = "agent-runner.run";
 /// How long `docker run -d` and `docker rm -f` may take.
 const DOCKER_COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
 /// How often a running exec checks its deadline and the cancel token.
@@ -212,6 +215,10 @@ pub struct DockerOptions {
     /// The docker CLI: `docker`, or a path (tests put a fake one here).
     pub program: String,
     pub task_id: String,
+    /// Labels the containers `agent-runner.run=VALUE` too, when the caller gave one
+    /// (`--run-label`): task ids repeat across workspaces, so a caller that must find or
+    /// remove exactly this run's containers asks by this label.
+    pub run_label: Option<String>,
     /// The repository on the host, mounted read-write at [`CONTAINER_WORKDIR`].
     pub repo: PathBuf,
     pub image: String,
@@ -237,6 +244,7 @@ impl DockerOptions {
         DockerOptions {
             program: "docker".to_string(),
             task_id: task_id.to_string(),
+            run_label: None,
             repo: repo.to_path_buf(),
             image: super::images::image_of(config),
             mounts: config.find_auth(home, host_env).mounts,
@@ -588,6 +596,10 @@ impl Sandbox for DockerSandbox {
         .iter()
         .map(|s| (*s).to_string())
         .collect();
+        if let Some(label) = &self.options.run_label {
+            let label: String = label.chars().filter(|c| !c.is_control()).collect();
+            args.extend(["--label".to_string(), format!("{RUN_LABEL}={label}")]);
+        }
         args.extend(self.options.policy.docker_run_args());
         args.extend(self.home_args());
         for mount in &self.options.mounts {

@@ -395,6 +395,7 @@ fn started_sandbox(dir: &Path, spec: &str) -> DockerSandbox {
     let options = DockerOptions {
         program: "docker".into(),
         task_id: format!("lib-{}", std::process::id()),
+        run_label: Some(format!("{}/run", dir.display())),
         repo: dir.to_path_buf(),
         image: image().to_string(),
         mounts: Vec::new(),
@@ -443,6 +444,16 @@ fn the_sandbox_policy_is_in_force_in_the_daemon_and_the_kernel() {
         serde_json::json!(["no-new-privileges"])
     );
     assert_eq!(info[0]["Config"]["User"], "4321:4321");
+    // The run's own label beside the task's: what Multiverse removes a run's containers by.
+    let labels = &info[0]["Config"]["Labels"];
+    assert_eq!(
+        labels[code_intel::runner::RUN_LABEL],
+        format!("{}/run", dir.path().display())
+    );
+    assert_eq!(
+        labels["agent-runner.task"],
+        format!("lib-{}", std::process::id())
+    );
 
     // Inside: the user, no capability, no network but loopback, and the kernel refusing
     // the fork past the pids limit.

@@ -171,6 +171,7 @@ impl FakeDocker {
         DockerOptions {
             program: self.program.display().to_string(),
             task_id: "TASK 9/b".to_string(),
+            run_label: None,
             repo: repo.to_path_buf(),
             image: "agent-runner-codex:test".to_string(),
             mounts: Vec::new(),
