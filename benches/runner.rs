@@ -237,6 +237,7 @@ fn exec_overhead() {
     let options = DockerOptions {
         program: "docker".into(),
         task_id: "bench".into(),
+        run_label: None,
         repo: dir.clone(),
         image: image.clone(),
         mounts: Vec::new(),
