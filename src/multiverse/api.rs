@@ -20,6 +20,7 @@ use super::chat_log::ChatLog;
 use super::events::EventHub;
 use super::http::{Api, Request, Response};
 use super::model::{ExecutionState, TaskId, WorkspaceState};
+use super::processes;
 use super::recent;
 use super::settings::{self, LlmSettings, SettingsUpdate};
 use super::store::read_state;
@@ -212,6 +213,8 @@ pub(crate) enum Work {
     /// Each pool with its limit and counts (the daemon holds the lifecycle they are read
     /// through).
     Pools,
+    /// The daemon itself and the chat turns whose planner it waits for.
+    Processes,
 }
 
 /// A request for the daemon's thread, and where its answer goes.
@@ -282,6 +285,16 @@ impl DaemonApi {
             &block,
             &self.dir.join("chat")
         ))))
+    }
+
+    /// The process view: the daemon and its planners (from its thread), the attempts in
+    /// flight (the saved state) and their containers (Docker, asked on this thread).
+    fn processes(&self) -> Result<Response, Response> {
+        let mut view = self.answer(Work::Processes)?;
+        let state = self.state()?;
+        view["workers"] = json!(processes::workers(&state));
+        view["containers"] = json!(processes::containers("docker", &self.dir.join("runs")));
+        Ok(Response::ok(view))
     }
 
     /// Takes a workspace off the recent list (nothing on disk is touched).
@@ -427,6 +440,7 @@ impl Api for DaemonApi {
                 },
             ),
             ("GET", ["api", "pools"]) => Ok(self.ask(Work::Pools)),
+            ("GET", ["api", "processes"]) => self.processes(),
             ("GET", ["api", "chat", session]) => {
                 Ok(match ChatLog::new(&self.dir.join("chat")).read(session) {
                     Ok(messages) => Response::ok(json!(messages)),
@@ -500,6 +514,7 @@ pub fn openapi() -> Value {
             "/api/chat": {"post": {"summary": "One chat turn: {message, session?}; the reply, the patch's summary, questions, autopilot."},
                           "get": {"summary": "The chat sessions, newest first (at most 200): [{session, title (its first message, cut), started_at?, bytes}]."}},
             "/api/pools": {"get": {"summary": "Each pool: [{pool, limit, running, waiting, succeeded, failed, total}]."}},
+            "/api/processes": {"get": {"summary": "What runs: {orchestrator: {pid, started_at, execution}, planners: [{session, since}], workers: [{task, attempt, pid, started_at, run_dir}], containers: {listed: [{id, name, status, run_dir}], unavailable?}}."}},
             "/api/chat/{session}": {"get": {"summary": "A chat session's messages."}},
             "/api/execution": {"post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},
             "/api/events": {"get": {"summary": "Server-sent events: task, attempt, backlog, chat, execution, plan. The token may be given as ?token= here."}},

@@ -645,6 +645,7 @@ pub fn serve(
     let http = std::thread::spawn(move || server.run(api));
     on_ready(&format!("http://127.0.0.1:{}/?token={token}", info.port));
     let chat_dir = dir.join("chat");
+    let started_at = orchestrator.clock().rfc3339();
     let mut chats = ChatsInFlight::new(cancel.clone());
     let mut stopping = false;
     loop {
@@ -676,6 +677,11 @@ pub fn serve(
                         .map_err(|e| (422, e.key().to_string(), e.to_string())),
                     Err(e) => Err((400, "bad_request".to_string(), e.to_string())),
                 },
+                Work::Processes => Ok(json!({
+                    "orchestrator": {"pid": std::process::id(), "started_at": started_at,
+                                     "execution": orchestrator.state().execution},
+                    "planners": chats.asking(),
+                })),
                 Work::Pools => Ok(json!(summaries(
                     &config.pools,
                     orchestrator.state(),
@@ -716,6 +722,8 @@ struct ChatsInFlight {
     done_rx: Receiver<(AskedTurn, Reply)>,
     /// Turns asked and not finished.
     count: usize,
+    /// Their sessions, with when their planner was asked.
+    asking: std::collections::BTreeMap<String, String>,
     /// The daemon's stop, which cancels what the planners are asked.
     cancel: Cancel,
 }
@@ -727,6 +735,7 @@ impl ChatsInFlight {
             done_tx,
             done_rx,
             count: 0,
+            asking: std::collections::BTreeMap::new(),
             cancel,
         }
     }
@@ -767,6 +776,7 @@ impl ChatsInFlight {
                 return;
             }
         };
+        let session = pending.session().to_string();
         let done = self.done_tx.clone();
         let cancel = self.cancel.clone();
         let spawned = std::thread::Builder::new()
@@ -776,9 +786,20 @@ impl ChatsInFlight {
                 let _ = done.send((asked, reply));
             });
         match spawned {
-            Ok(_) => self.count += 1,
+            Ok(_) => {
+                self.count += 1;
+                self.asking.insert(session, orchestrator.clock().rfc3339());
+            }
             Err(e) => tracing::error!(error = %e, "could not start a chat turn's thread"),
         }
+    }
+
+    /// The chat turns whose planner is being asked: `{session, since}`.
+    fn asking(&self) -> Vec<Value> {
+        self.asking
+            .iter()
+            .map(|(session, since)| json!({"session": session, "since": since}))
+            .collect()
     }
 
     /// Finishes the turns whose planner answered.
@@ -786,6 +807,7 @@ impl ChatsInFlight {
         let log = ChatLog::new(chat_dir);
         while let Ok((asked, reply)) = self.done_rx.try_recv() {
             self.count = self.count.saturating_sub(1);
+            self.asking.remove(asked.session());
             let answer = finish_turn(orchestrator, &log, asked)
                 .map(|outcome| json!(outcome))
                 .map_err(|e| (422, e.key().to_string(), e.to_string()));

@@ -318,6 +318,10 @@ fn patch_context(orchestrator: &Orchestrator, session: &str) -> PatchContext {
 }
 
 impl PendingTurn {
+    pub fn session(&self) -> &str {
+        &self.outcome.session
+    }
+
     /// The turn without asking: its planner could not be set up.
     pub fn fail(self, reason: &str) -> AskedTurn {
         AskedTurn {
@@ -342,6 +346,12 @@ impl PendingTurn {
             answer: call.result.map_err(|e| e.to_string()),
             pending: self,
         }
+    }
+}
+
+impl AskedTurn {
+    pub fn session(&self) -> &str {
+        &self.pending.outcome.session
     }
 }
 

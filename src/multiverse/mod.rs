@@ -21,6 +21,8 @@
 //!   (`contracts/multiverse_task.yml`) as pure functions: events in, the new instance and
 //!   the effects to perform (node status, retry time by the backoff params, backlog item)
 //!   or a refusal out; `registry` is the host registry those effects are checked against.
+//! - `processes`: what runs for a workspace (attempts in flight, their containers by
+//!   their run label), for the process view.
 //! - `pools`: each pool's concurrency and the order ready tasks start in (priority, then
 //!   FIFO by the time they became ready).
 //! - `app`: the `multiverse` command below its arguments: the workspace's place (outside
@@ -68,6 +70,7 @@ pub(crate) mod orchestrator;
 pub(crate) mod patch;
 pub(crate) mod plan;
 pub(crate) mod pools;
+pub(crate) mod processes;
 pub(crate) mod recent;
 pub(crate) mod registry;
 pub(crate) mod settings;
@@ -114,6 +117,10 @@ pub use patch::{
 };
 pub use plan::{MAX_CYCLES_REPORTED, PlanFinding};
 pub use pools::{PoolSummary, Pools, ReadyTask, UnknownPool, pick, summaries as pool_summaries};
+pub use processes::{
+    ContainerProcess, Containers, WorkerProcess, containers as process_containers,
+    workers as process_workers,
+};
 pub use recent::{
     MAX_RECENT, RecentWorkspace, forget as forget_workspace, home_from_env, recent_file,
 };

@@ -303,6 +303,7 @@ fn settings_round_trip_refuse_a_bad_change_whole_and_reach_the_next_chat_turn() 
         ("POST", "/api/workspaces/forget"),
         ("GET", "/api/chat"),
         ("GET", "/api/pools"),
+        ("GET", "/api/processes"),
     ] {
         let (status, refusal) = daemon.call(method, path, Some(json!({})), false);
         assert_eq!(
@@ -729,6 +730,15 @@ fn the_scheduler_goes_on_while_a_chat_turns_planner_thinks() {
         })
     };
     std::thread::sleep(Duration::from_millis(300));
+    // The process view shows the daemon and the planner it waits for.
+    let view = daemon.ok("GET", "/api/processes", None);
+    assert_eq!(view["planners"].as_array().unwrap().len(), 1, "{view}");
+    assert!(view["orchestrator"]["pid"].as_u64().is_some(), "{view}");
+    assert_eq!(view["workers"], json!([]), "{view}");
+    assert!(
+        view["containers"]["listed"] == json!([]) || view["containers"]["unavailable"].is_string(),
+        "{view}"
+    );
     // Meanwhile: a task is added, execution starts, and the task runs to its end.
     daemon.ok(
         "POST",
@@ -747,6 +757,10 @@ fn the_scheduler_goes_on_while_a_chat_turns_planner_thinks() {
     );
     release.send(()).unwrap();
     let turn = chat.join().unwrap();
+    assert_eq!(
+        daemon.ok("GET", "/api/processes", None)["planners"],
+        json!([])
+    );
     assert_eq!(turn["state"], "REPLIED", "{turn}");
     // Applied to the plan as it is now: the task added meanwhile is still there.
     let created = turn["patch"]["created"][0]["id"].clone();
