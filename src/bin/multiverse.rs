@@ -130,6 +130,13 @@ enum TaskCmd {
     List,
     /// A task's design, state and attempts.
     Show { id: String },
+    /// An attempt's Task Note (Markdown; `--json`: with its task and number).
+    Note {
+        id: String,
+        /// The attempt's number (default: the last one).
+        #[arg(long)]
+        attempt: Option<u32>,
+    },
     /// Cancel a task (a running one is stopped); never retried.
     Cancel { id: String },
     /// Retry a failed or cancelled task with fresh attempts.
@@ -279,6 +286,20 @@ fn run(args: Args) -> Result<u8, AppError> {
             let shown = app::task_show(&state, &id)
                 .ok_or_else(|| AppError::Usage(format!("no task {id} in this workspace")))?;
             out(&serde_json::to_string_pretty(&shown).unwrap_or_default());
+            Ok(0)
+        }
+        Cmd::Task(TaskCmd::Note { id, attempt }) => {
+            let state = app::read(&dir)?;
+            let id = TaskId::parse(&id).map_err(|e| AppError::Usage(e.to_string()))?;
+            let (number, markdown) = app::attempt_note(&dir, &state, &id, attempt)
+                .map_err(|e| AppError::Usage(e.to_string()))?;
+            if json_out {
+                let shown =
+                    serde_json::json!({"task": id, "attempt": number, "markdown": markdown});
+                out(&serde_json::to_string_pretty(&shown).unwrap_or_default());
+            } else {
+                out(markdown.trim_end());
+            }
             Ok(0)
         }
         Cmd::Backlog(BacklogCmd::List) => {

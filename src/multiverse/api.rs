@@ -196,6 +196,88 @@ pub fn call(
     Ok(value)
 }
 
+/// Why an attempt's Task Note cannot be shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoteError {
+    UnknownTask(TaskId),
+    /// No such attempt (or, with none asked for, the task has none yet).
+    UnknownAttempt {
+        task: TaskId,
+        attempt: Option<u32>,
+    },
+    /// The attempt left no note (it is running, or ended before writing one).
+    NoNote {
+        task: TaskId,
+        attempt: u32,
+    },
+}
+
+impl NoteError {
+    pub fn key(&self) -> &'static str {
+        match self {
+            NoteError::UnknownTask(_) => "unknown_task",
+            NoteError::UnknownAttempt { .. } => "unknown_attempt",
+            NoteError::NoNote { .. } => "no_note",
+        }
+    }
+}
+
+impl std::fmt::Display for NoteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoteError::UnknownTask(id) => write!(f, "no task {id} in this workspace"),
+            NoteError::UnknownAttempt {
+                task,
+                attempt: Some(n),
+            } => write!(f, "task {task} has no attempt {n}"),
+            NoteError::UnknownAttempt {
+                task,
+                attempt: None,
+            } => write!(f, "task {task} has not run yet"),
+            NoteError::NoNote { task, attempt } => write!(
+                f,
+                "attempt {attempt} of task {task} left no Task Note (it runs, or ended before writing one)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NoteError {}
+
+/// An attempt's Task Note (its number and Markdown): attempt `number`, or the last one.
+/// Read from the workspace's own `runs/<task>/<n>/note.md` only, whatever the state file
+/// says, so no request reaches a file outside the workspace.
+pub fn attempt_note(
+    dir: &Path,
+    state: &WorkspaceState,
+    id: &TaskId,
+    number: Option<u32>,
+) -> Result<(u32, String), NoteError> {
+    let runtime = state
+        .runtime
+        .get(id)
+        .ok_or_else(|| NoteError::UnknownTask(id.clone()))?;
+    let found = match number {
+        Some(n) => runtime.attempts.iter().find(|a| a.number == n),
+        None => runtime.attempts.last(),
+    }
+    .ok_or(NoteError::UnknownAttempt {
+        task: id.clone(),
+        attempt: number,
+    })?;
+    let path = dir
+        .join("runs")
+        .join(id.as_str())
+        .join(found.number.to_string())
+        .join("note.md");
+    std::fs::read_to_string(&path)
+        .map(|text| (found.number, text))
+        .map_err(|_| NoteError::NoNote {
+            task: id.clone(),
+            attempt: found.number,
+        })
+}
+
 /// Chat sessions listed by `GET /api/chat`, newest first.
 const MAX_SESSIONS_LISTED: usize = 200;
 
@@ -333,33 +415,18 @@ impl DaemonApi {
         let Ok(id) = TaskId::parse(task) else {
             return Response::error(404, "unknown_task", "no such task");
         };
-        let Ok(number) = attempt.parse::<usize>() else {
+        let Ok(number) = attempt.parse::<u32>() else {
             return Response::error(404, "unknown_attempt", "no such attempt");
         };
         let state = match self.state() {
             Ok(state) => state,
             Err(refusal) => return refusal,
         };
-        let Some(found) = state
-            .runtime
-            .get(&id)
-            .and_then(|rt| rt.attempts.iter().find(|a| a.number as usize == number))
-        else {
-            return Response::error(404, "unknown_attempt", "no such attempt");
-        };
-        // The note is read from the workspace's own runs/<task>/<n>/ only, whatever the
-        // state file says.
-        let path = self
-            .dir
-            .join("runs")
-            .join(id.as_str())
-            .join(number.to_string())
-            .join("note.md");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                Response::ok(json!({"task": id, "attempt": found.number, "markdown": text}))
+        match attempt_note(&self.dir, &state, &id, Some(number)) {
+            Ok((number, text)) => {
+                Response::ok(json!({"task": id, "attempt": number, "markdown": text}))
             }
-            Err(_) => Response::error(404, "no_note", "this attempt left no Task Note"),
+            Err(e) => Response::error(404, e.key(), &e.to_string()),
         }
     }
 

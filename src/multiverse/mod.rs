@@ -76,7 +76,9 @@ pub(crate) mod registry;
 pub(crate) mod settings;
 pub(crate) mod store;
 
-pub use api::{DaemonError, DaemonInfo, call as call_daemon, daemon, workspaces};
+pub use api::{
+    DaemonError, DaemonInfo, NoteError, attempt_note, call as call_daemon, daemon, workspaces,
+};
 pub use app::{AppError, Command, Config, InitOptions, RunSummary};
 pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,

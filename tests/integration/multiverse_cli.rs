@@ -141,6 +141,17 @@ fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
         let run_dir = PathBuf::from(shown["attempts"][0]["run_dir"].as_str().unwrap());
         let note = std::fs::read_to_string(run_dir.join("note.md")).unwrap();
         assert!(note.contains(id), "{note}");
+        // `task note` prints it (the last attempt's, or the one asked for).
+        let o = mv(dir, &["task", "note", id]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim_end(), note.trim_end());
+        let o = mv(dir, &["task", "note", id, "--attempt", "2", "--json"]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("has no attempt 2"),
+            "{}",
+            text(&o)
+        );
         assert!(
             dir.join(format!("project/.agent-runner/task-{id}.md"))
                 .is_file()
