@@ -305,7 +305,7 @@ mod tests {
             ]
         );
         let text = step.message.unwrap().text;
-        assert!(text.contains("作成 2"), "{text}");
+        assert_eq!(text, "計画を更新し、実行を開始しました。");
         assert_eq!(
             flow.line(
                 &step.instance,

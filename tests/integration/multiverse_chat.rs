@@ -70,7 +70,7 @@ fn a_japanese_request_is_answered_in_japanese_and_its_questions_land_with_the_pl
     assert_eq!(o.state().execution, ExecutionState::Running);
     for expected in [
         "mock: 2 task(s) and 1 question(s)",
-        "計画を更新しました: 作成 2、更新 0、移動 0、削除 0、質問 1。実行を開始しました。",
+        "計画を更新し、実行を開始しました。",
         "作成 (2): ",
         "質問: どの言語で書きますか?",
     ] {
