@@ -332,12 +332,15 @@ fn run(args: Args) -> Result<u8, AppError> {
             let events = Arc::new(EventHub::new());
             let progress = events.subscribe();
             // Progress on stderr: a line per event, or with --json a JSON line each.
-            std::thread::spawn(move || {
+            let printer = std::thread::spawn(move || {
                 for event in progress {
                     if json_out {
                         errln(&json!({"event": event.name, "data": event.data}).to_string());
                     } else {
-                        errln(&progress_line(&event.name, &event.data));
+                        let line = progress_line(&event.name, &event.data);
+                        if !line.is_empty() {
+                            errln(&line);
+                        }
                     }
                 }
             });
@@ -345,6 +348,10 @@ fn run(args: Args) -> Result<u8, AppError> {
             let cancel = Cancel::new();
             handle_signals(&cancel);
             let summary = app::run_foreground(&mut orchestrator, &cancel)?;
+            // The hub goes with the orchestrator: the printer ends once it printed the
+            // last events (the tasks' last states), not cut off by the exit.
+            drop(orchestrator);
+            let _ = printer.join();
             if json_out {
                 out(&serde_json::to_string_pretty(&summary).unwrap_or_default());
             } else {
@@ -741,6 +748,13 @@ fn progress_line(name: &str, data: &Value) -> String {
             data["item"]["title"].as_str().unwrap_or_default(),
             data["item"]["id"].as_str().unwrap_or_default()
         ),
+        // Of a run's progress, only its state changes: its actions would drown the rest.
+        "run" if data["event"]["event"] == "state" => format!(
+            "multiverse: {task}: run {} -> {}",
+            data["event"]["from"].as_str().unwrap_or_default(),
+            data["event"]["to"].as_str().unwrap_or_default()
+        ),
+        "run" => String::new(),
         "execution" => format!(
             "multiverse: execution {}",
             data["state"].as_str().unwrap_or_default()

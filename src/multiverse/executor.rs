@@ -8,9 +8,11 @@
 //! `events.jsonl`, `stderr.log` and, after the run, a copy of the Task Note. Output goes to
 //! files, never pipes the orchestrator must drain (the original's child blocked on a full
 //! pipe), and the process is reaped only under the lock a stop takes, so a stop never
-//! signals a pid that was already reaped and reused.
+//! signals a pid that was already reaped and reused. [`EventsTail`] reads the lines
+//! agent-runner appends to `events.jsonl` while it runs, for the orchestrator to forward.
 
 use std::fs::File;
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -174,6 +176,14 @@ pub fn launch(design: &TaskDesign, request: &RunRequest) -> Result<RunningAttemp
     ))
     .unwrap_or_default();
     crate::codeintel::store::atomic_write(&task_path, text.as_bytes()).map_err(io(&task_path))?;
+    // What a run of the same number left (a task deleted and planned again under its id)
+    // must not be read as this one's result or events.
+    for stale in [dir.join("result.json"), dir.join("events.jsonl")] {
+        match std::fs::remove_file(&stale) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&stale)(e)),
+            _ => {}
+        }
+    }
     let stderr_path = dir.join("stderr.log");
     let stderr = File::create(&stderr_path).map_err(io(&stderr_path))?;
     let mut command = Command::new(&request.program);
@@ -206,6 +216,11 @@ pub fn launch(design: &TaskDesign, request: &RunRequest) -> Result<RunningAttemp
 impl RunningAttempt {
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// The JSON lines agent-runner writes while it runs (`--events`).
+    pub fn events_path(&self) -> PathBuf {
+        self.run_dir.join("events.jsonl")
     }
 
     /// The exit status once the process ended (reaping it), `None` while it runs.
@@ -332,6 +347,141 @@ impl RunningAttempt {
             }
         }
     }
+}
+
+/// The longest line of an events file that is forwarded; a longer one is skipped (and
+/// said), never buffered whole.
+pub(crate) const MAX_EVENT_LINE: usize = 64 * 1024;
+
+/// Bytes read from an events file at a time.
+const CHUNK: usize = 16 * 1024;
+
+/// One line of an attempt's events file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum RunLine {
+    /// A JSON line: agent-runner's event object (`state`, `action`, `action_done`,
+    /// `finished`, with `ts` and `trace_id`).
+    Event(Value),
+    /// A line that is not JSON, as text.
+    Text(String),
+    /// A line longer than [`MAX_EVENT_LINE`], skipped: its length in bytes.
+    Skipped(u64),
+}
+
+/// Follows an events file as it grows: each call returns the lines completed since the
+/// last one, in order and once. A partial last line waits for its newline; memory stays
+/// bounded by [`MAX_EVENT_LINE`] and [`CHUNK`] whatever the file holds.
+#[derive(Debug)]
+pub(crate) struct EventsTail {
+    path: PathBuf,
+    file: Option<File>,
+    /// Bytes of the file consumed so far.
+    offset: u64,
+    /// The start of a line whose newline has not come yet.
+    pending: Vec<u8>,
+    /// Bytes of an overlong line dropped so far, while it is being skipped.
+    skipping: Option<u64>,
+}
+
+impl EventsTail {
+    pub(crate) fn new(path: PathBuf) -> EventsTail {
+        EventsTail {
+            path,
+            file: None,
+            offset: 0,
+            pending: Vec::new(),
+            skipping: None,
+        }
+    }
+
+    /// The lines completed since the last call, reading at most about `budget` bytes (the
+    /// rest waits for the next call, so one call never floods the subscribers).
+    pub(crate) fn read(&mut self, budget: usize) -> Vec<RunLine> {
+        let mut lines = Vec::new();
+        if self.file.is_none() {
+            // Not there until agent-runner creates it.
+            match File::open(&self.path) {
+                Ok(file) => self.file = Some(file),
+                Err(_) => return lines,
+            }
+        }
+        // Out of `self` while `take` changes the rest; put back below.
+        let Some(file) = self.file.take() else {
+            return lines;
+        };
+        let mut buf = vec![0u8; CHUNK];
+        let mut read = 0;
+        while read < budget {
+            let n = match file.read_at(&mut buf, self.offset) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    tracing::warn!(path = %self.path.display(), error = %e, "could not read the run's events");
+                    break;
+                }
+            };
+            read += n;
+            self.offset += n as u64;
+            self.take(&buf[..n], &mut lines);
+        }
+        self.file = Some(file);
+        lines
+    }
+
+    /// Everything left, once the process has ended: the whole remainder, and a last line
+    /// without its newline too (nothing will complete it).
+    pub(crate) fn drain(&mut self) -> Vec<RunLine> {
+        let mut lines = self.read(usize::MAX);
+        if let Some(bytes) = self.skipping.take() {
+            lines.push(RunLine::Skipped(bytes));
+        } else if !self.pending.is_empty() {
+            lines.extend(line(&std::mem::take(&mut self.pending)));
+        }
+        lines
+    }
+
+    /// Splits `bytes` at newlines onto what is pending.
+    fn take(&mut self, mut bytes: &[u8], lines: &mut Vec<RunLine>) {
+        while !bytes.is_empty() {
+            let (part, complete) = match bytes.iter().position(|&b| b == b'\n') {
+                Some(at) => (&bytes[..at], true),
+                None => (bytes, false),
+            };
+            bytes = &bytes[(part.len() + usize::from(complete)).min(bytes.len())..];
+            if let Some(dropped) = &mut self.skipping {
+                *dropped += part.len() as u64;
+            } else if self.pending.len() + part.len() > MAX_EVENT_LINE {
+                self.skipping = Some((self.pending.len() + part.len()) as u64);
+                self.pending = Vec::new();
+            } else {
+                self.pending.extend_from_slice(part);
+            }
+            if !complete {
+                continue;
+            }
+            if let Some(bytes) = self.skipping.take() {
+                tracing::warn!(path = %self.path.display(), bytes, "skipped an overlong line of the run's events");
+                lines.push(RunLine::Skipped(bytes));
+            } else {
+                lines.extend(line(&self.pending));
+                self.pending.clear();
+            }
+        }
+    }
+}
+
+/// A complete line as a [`RunLine`]; nothing for a blank one.
+fn line(bytes: &[u8]) -> Option<RunLine> {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end_matches('\r');
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(match serde_json::from_str::<Value>(text) {
+        Ok(value) => RunLine::Event(value),
+        Err(_) => RunLine::Text(text.to_string()),
+    })
 }
 
 /// A regular file's bytes, opened without following a final symbolic link.
@@ -473,5 +623,63 @@ mod tests {
         d.runner.worker_kind = Some("codex-cli".into());
         let file = task_file(&d, Path::new("/repo"), &defaults);
         assert_eq!(file["runner"]["worker"]["model"], "m");
+    }
+
+    #[test]
+    fn an_events_tail_gives_each_complete_line_once_in_order() {
+        let dir = std::env::temp_dir().join(format!("mv-tail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("events.jsonl");
+        let _ = std::fs::remove_file(&path);
+        let mut tail = EventsTail::new(path.clone());
+        assert_eq!(tail.read(usize::MAX), vec![], "no file yet");
+        let append = |bytes: &[u8]| {
+            use std::io::Write as _;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .unwrap();
+            f.write_all(bytes).unwrap();
+        };
+        append(b"{\"event\":\"state\",\"to\":\"A\"}\n{\"event\":\"act");
+        assert_eq!(
+            tail.read(usize::MAX),
+            vec![RunLine::Event(json!({"event": "state", "to": "A"}))]
+        );
+        assert_eq!(tail.read(usize::MAX), vec![], "the partial line waits");
+        append(b"ion\"}\n\nnot json\r\n");
+        assert_eq!(
+            tail.read(usize::MAX),
+            vec![
+                RunLine::Event(json!({"event": "action"})),
+                RunLine::Text("not json".into())
+            ]
+        );
+        // An overlong line is skipped as it comes, in pieces, never held whole.
+        append(&vec![b'x'; MAX_EVENT_LINE]);
+        assert_eq!(tail.read(usize::MAX), vec![]);
+        append(b"xx\n{\"n\":1}\n");
+        assert_eq!(
+            tail.read(usize::MAX),
+            vec![
+                RunLine::Skipped(MAX_EVENT_LINE as u64 + 2),
+                RunLine::Event(json!({"n": 1}))
+            ]
+        );
+        assert!(tail.pending.capacity() <= MAX_EVENT_LINE + CHUNK);
+        // A budget leaves the rest for the next call; the drain takes a last partial line.
+        let many: String = (0..2000).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+        append(many.as_bytes());
+        append(b"{\"last\":true}");
+        let first = tail.read(1);
+        assert!(!first.is_empty() && first.len() < 2000, "{}", first.len());
+        let mut rest = tail.drain();
+        assert_eq!(rest.pop(), Some(RunLine::Event(json!({"last": true}))));
+        let all: Vec<RunLine> = first.into_iter().chain(rest).collect();
+        let expected: Vec<RunLine> = (0..2000).map(|i| RunLine::Event(json!({"n": i}))).collect();
+        assert_eq!(all, expected);
+        assert_eq!(tail.drain(), vec![]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

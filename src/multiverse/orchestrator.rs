@@ -12,7 +12,11 @@
 //! per event is proportional to the tasks it touches, not the plan.
 //!
 //! Attempts end on waiter threads, which send the end back over a channel; everything
-//! else happens on the thread that owns the orchestrator.
+//! else happens on the thread that owns the orchestrator. Each tick also forwards the
+//! lines a running attempt's agent-runner appended to its `events.jsonl` as `run` events
+//! (no thread per attempt: one read per attempt and tick); an attempt's remaining lines
+//! are forwarded when it ends, before its end, so a subscriber sees the run's last lines
+//! before the task's new state.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -24,7 +28,7 @@ use serde_json::{Map, Value, json};
 
 use super::clock::Clock;
 use super::events::EventHub;
-use super::executor::{self, AttemptEnd, RunRequest, RunningAttempt};
+use super::executor::{self, AttemptEnd, EventsTail, RunLine, RunRequest, RunningAttempt};
 use super::lifecycle::{Lifecycle, Submitted, TaskEffect, TaskEvent, Transition};
 use super::model::{
     Attempt, BacklogItem, BacklogKind, ExecutionState, NodeStatus, Plan, TaskDesign, TaskId,
@@ -138,11 +142,35 @@ impl From<StoreError> for OrchestratorError {
     }
 }
 
+/// Bytes of a running attempt's events file read per tick: a burst is forwarded over a
+/// few ticks rather than all at once into the subscribers' buffers.
+const RUN_EVENTS_PER_TICK: usize = 256 * 1024;
+
 /// An attempt in flight.
 struct InFlight {
     attempt: RunningAttempt,
+    /// Its number (1 for the first attempt of the task).
+    number: u32,
+    /// Where forwarding its `events.jsonl` got to.
+    tail: EventsTail,
     /// When a stop (SIGTERM) was sent: KILL follows after the grace.
     stopping_since: Option<Instant>,
+}
+
+/// Publishes an attempt's events lines as `run` events: `{task, attempt, event}` for a
+/// JSON line (agent-runner's event object), `{task, attempt, text}` for another line,
+/// `{task, attempt, skipped_bytes}` for a line too long to forward.
+fn publish_run(events: &EventHub, id: &TaskId, number: u32, lines: Vec<RunLine>) {
+    for line in lines {
+        let (key, value) = match line {
+            RunLine::Event(event) => ("event", event),
+            RunLine::Text(text) => ("text", Value::String(text)),
+            RunLine::Skipped(bytes) => ("skipped_bytes", json!(bytes)),
+        };
+        let mut data = json!({"task": id, "attempt": number});
+        data[key] = value;
+        events.publish("run", data);
+    }
 }
 
 /// The orchestrator of one workspace.
@@ -726,6 +754,7 @@ impl Orchestrator {
     /// Time-driven work: retries that are due, stops past their grace, then new starts.
     /// Returns when it next needs to run (the earliest retry or grace deadline).
     pub fn tick(&mut self) -> Result<Option<Duration>, OrchestratorError> {
+        self.forward_run_events();
         self.collect_ended()?;
         let now = self.clock.now_ms();
         let due: Vec<TaskId> = self
@@ -866,10 +895,13 @@ impl Orchestrator {
                     .map_err(|e| {
                         OrchestratorError::Lifecycle(format!("cannot watch the attempt: {e}"))
                     })?;
+                let tail = EventsTail::new(attempt.events_path());
                 self.running.insert(
                     id.clone(),
                     InFlight {
                         attempt,
+                        number,
+                        tail,
                         stopping_since: None,
                     },
                 );
@@ -891,14 +923,19 @@ impl Orchestrator {
         }
     }
 
+    /// Forwards what each running attempt appended to its events file since the last
+    /// tick.
+    fn forward_run_events(&mut self) {
+        for (id, flight) in &mut self.running {
+            let lines = flight.tail.read(RUN_EVENTS_PER_TICK);
+            publish_run(&self.events, id, flight.number, lines);
+        }
+    }
+
     /// Takes the ends the waiter threads sent.
     fn collect_ended(&mut self) -> Result<(), OrchestratorError> {
         while let Ok((id, end)) = self.ended_rx.try_recv() {
-            let stopped = self
-                .running
-                .remove(&id)
-                .is_some_and(|f| f.stopping_since.is_some());
-            self.finish(&id, end, stopped)?;
+            self.ended(&id, end)?;
         }
         Ok(())
     }
@@ -907,15 +944,24 @@ impl Orchestrator {
     pub fn wait_for_end(&mut self, timeout: Duration) -> Result<bool, OrchestratorError> {
         match self.ended_rx.recv_timeout(timeout) {
             Ok((id, end)) => {
-                let stopped = self
-                    .running
-                    .remove(&id)
-                    .is_some_and(|f| f.stopping_since.is_some());
-                self.finish(&id, end, stopped)?;
+                self.ended(&id, end)?;
                 Ok(true)
             }
             Err(_) => Ok(false),
         }
+    }
+
+    /// An attempt's process ended: the rest of its events are forwarded, then its end
+    /// is recorded.
+    fn ended(&mut self, id: &TaskId, end: AttemptEnd) -> Result<(), OrchestratorError> {
+        let stopped = match self.running.remove(id) {
+            Some(mut flight) => {
+                publish_run(&self.events, id, flight.number, flight.tail.drain());
+                flight.stopping_since.is_some()
+            }
+            None => false,
+        };
+        self.finish(id, end, stopped)
     }
 
     /// Records an attempt's end and submits it to the task's session. An attempt a user

@@ -133,6 +133,10 @@
 //! - `multiverse_orchestrator`: the orchestrator on a real workspace with a fake
 //!   agent-runner and a manual clock: dependency order two at a time, retries after 5 s and
 //!   10 s, the backlog and blocked dependents, a cancel, a crash recovered, a chat's plan.
+//! - `multiverse_progress`: an attempt's progress (its agent-runner's `--events` lines,
+//!   written slowly, one partial, one not JSON, one overlong) forwarded as `run` events in
+//!   order, once, before the task's end: from the hub, on `multiverse run`'s stderr and on
+//!   the daemon's event stream.
 //! - `multiverse_http`: `multiverse serve`'s HTTP door over real TCP: the token, the
 //!   loopback host, bounded requests, JSON errors, server-sent events.
 //! - `multiverse_lifecycle`: a task's lifecycle through the real contract with a stand-in
@@ -213,6 +217,7 @@ mod multiverse_http;
 mod multiverse_lifecycle;
 mod multiverse_orchestrator;
 mod multiverse_plan;
+mod multiverse_progress;
 mod multiverse_store;
 mod properties;
 mod runner_docker;
