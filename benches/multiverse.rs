@@ -186,12 +186,14 @@ fn main() {
     );
     if gaps.len() != TASKS - 1 || run_events != TASKS * RUN_LINES {
         println!(
-            "multiverse: events missing: {} events read; {}",
+            "multiverse: events missing ({} read): {}",
             seen.len(),
             if dropped {
                 "the hub dropped this subscriber (its buffer was full)"
+            } else if gaps.len() != TASKS - 1 {
+                "not dropped: an attempt's start came without its dependency's end before it"
             } else {
-                "none was dropped: an attempt ended or started without its event"
+                "not dropped: run progress lines were not forwarded"
             }
         );
     }

@@ -262,8 +262,19 @@ fn multiverse_run_prints_the_runs_progress_before_the_tasks_end() {
     );
 }
 
+/// A daemon, killed if the test ends before it stopped it.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        // Nothing is signalled once it was waited for.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `multiverse serve` in `dir`; its URL (with the token) once it listens.
-fn serve(dir: &Path) -> (Child, String) {
+fn serve(dir: &Path) -> (Daemon, String) {
     let mut child = Command::new(multiverse())
         .args(["--workspace", dir.join("ws").to_str().unwrap(), "serve"])
         .env("HOME", dir)
@@ -273,6 +284,7 @@ fn serve(dir: &Path) -> (Child, String) {
         .spawn()
         .unwrap();
     let mut reader = BufReader::new(child.stderr.take().unwrap());
+    let child = Daemon(child);
     let mut line = String::new();
     while !line.contains("serving http://127.0.0.1:") {
         line.clear();
@@ -328,9 +340,9 @@ fn the_daemons_event_stream_carries_the_runs_progress_before_the_tasks_end() {
     }
     check_order(&events, "slow");
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    assert_eq!(daemon.wait().unwrap().code(), Some(130));
+    assert_eq!(daemon.0.wait().unwrap().code(), Some(130));
 }
