@@ -7,8 +7,9 @@
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use super::executor::RunLine;
 use super::http::ServerEvent;
 
 /// Events buffered per subscriber before it is dropped.
@@ -48,6 +49,22 @@ impl EventHub {
         });
     }
 
+    /// Publishes lines of an attempt's events file as `run` events: `{task, attempt,
+    /// event}` for a JSON line (agent-runner's event object), `{task, attempt, text}` for
+    /// another line, `{task, attempt, skipped_bytes}` for a line too long to forward.
+    pub(crate) fn publish_run(&self, task: &str, attempt: u32, lines: Vec<RunLine>) {
+        for line in lines {
+            let (key, value) = match line {
+                RunLine::Event(event) => ("event", event),
+                RunLine::Text(text) => ("text", Value::String(text)),
+                RunLine::Skipped(bytes) => ("skipped_bytes", json!(bytes)),
+            };
+            let mut data = json!({"task": task, "attempt": attempt});
+            data[key] = value;
+            self.publish("run", data);
+        }
+    }
+
     /// How many subscribers are listening.
     pub fn subscribers(&self) -> usize {
         self.lock().len()
@@ -61,7 +78,6 @@ impl EventHub {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn every_subscriber_gets_each_event_and_the_gone_are_dropped() {
@@ -75,6 +91,31 @@ mod tests {
         hub.publish("task", json!({"id": "t2"}));
         assert_eq!(hub.subscribers(), 1);
         assert_eq!(a.recv().unwrap().data["id"], "t2");
+    }
+
+    #[test]
+    fn run_lines_are_published_in_order_each_as_its_kind() {
+        let hub = EventHub::new();
+        let rx = hub.subscribe();
+        hub.publish_run(
+            "t1",
+            2,
+            vec![
+                RunLine::Event(json!({"event": "state", "to": "B"})),
+                RunLine::Text("oops".into()),
+                RunLine::Skipped(70_000),
+            ],
+        );
+        let got: Vec<(String, Value)> = rx.try_iter().map(|e| (e.name, e.data)).collect();
+        let run = |data: Value| ("run".to_string(), data);
+        assert_eq!(
+            got,
+            vec![
+                run(json!({"task": "t1", "attempt": 2, "event": {"event": "state", "to": "B"}})),
+                run(json!({"task": "t1", "attempt": 2, "text": "oops"})),
+                run(json!({"task": "t1", "attempt": 2, "skipped_bytes": 70_000})),
+            ]
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 
 use super::clock::Clock;
 use super::events::EventHub;
-use super::executor::{self, AttemptEnd, EventsTail, RunLine, RunRequest, RunningAttempt};
+use super::executor::{self, AttemptEnd, EventsTail, RunRequest, RunningAttempt};
 use super::lifecycle::{Lifecycle, Submitted, TaskEffect, TaskEvent, Transition};
 use super::model::{
     Attempt, BacklogItem, BacklogKind, ExecutionState, NodeStatus, Plan, TaskDesign, TaskId,
@@ -155,22 +155,6 @@ struct InFlight {
     tail: EventsTail,
     /// When a stop (SIGTERM) was sent: KILL follows after the grace.
     stopping_since: Option<Instant>,
-}
-
-/// Publishes an attempt's events lines as `run` events: `{task, attempt, event}` for a
-/// JSON line (agent-runner's event object), `{task, attempt, text}` for another line,
-/// `{task, attempt, skipped_bytes}` for a line too long to forward.
-fn publish_run(events: &EventHub, id: &TaskId, number: u32, lines: Vec<RunLine>) {
-    for line in lines {
-        let (key, value) = match line {
-            RunLine::Event(event) => ("event", event),
-            RunLine::Text(text) => ("text", Value::String(text)),
-            RunLine::Skipped(bytes) => ("skipped_bytes", json!(bytes)),
-        };
-        let mut data = json!({"task": id, "attempt": number});
-        data[key] = value;
-        events.publish("run", data);
-    }
 }
 
 /// The orchestrator of one workspace.
@@ -928,7 +912,7 @@ impl Orchestrator {
     fn forward_run_events(&mut self) {
         for (id, flight) in &mut self.running {
             let lines = flight.tail.read(RUN_EVENTS_PER_TICK);
-            publish_run(&self.events, id, flight.number, lines);
+            self.events.publish_run(id.as_str(), flight.number, lines);
         }
     }
 
@@ -956,7 +940,8 @@ impl Orchestrator {
     fn ended(&mut self, id: &TaskId, end: AttemptEnd) -> Result<(), OrchestratorError> {
         let stopped = match self.running.remove(id) {
             Some(mut flight) => {
-                publish_run(&self.events, id, flight.number, flight.tail.drain());
+                self.events
+                    .publish_run(id.as_str(), flight.number, flight.tail.drain());
                 flight.stopping_since.is_some()
             }
             None => false,
