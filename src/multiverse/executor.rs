@@ -501,6 +501,29 @@ fn read_regular_file(path: &Path) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
+/// A process left by a crashed orchestrator: if it is still the attempt's agent-runner
+/// (its command line names the attempt's directory; a reused pid is left alone), it is
+/// stopped: TERM, then KILL after the grace.
+pub(crate) fn stop_orphan(pid: u32, run_dir: &str, grace: Duration) {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let ours = String::from_utf8_lossy(&cmdline).contains(run_dir);
+    if !ours {
+        return;
+    }
+    let Ok(raw) = i32::try_from(pid) else { return };
+    let pid = nix::unistd::Pid::from_raw(raw);
+    tracing::warn!(%pid, "stopping an attempt left running by a crashed orchestrator");
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let until = Instant::now() + grace;
+    while Instant::now() < until {
+        if nix::sys::signal::kill(pid, None).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+}
+
 /// Removes the containers agent-runner made for the task (`agent-runner.task=<id>`), for a
 /// run that was killed or found dead after a crash. Best effort: no docker, no containers.
 pub fn remove_task_containers(task_id: &str) {

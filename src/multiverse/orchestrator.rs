@@ -284,7 +284,7 @@ impl Orchestrator {
             .collect();
         for (id, number, pid, run_dir) in unfinished {
             if let Some(pid) = pid {
-                stop_orphan(pid, &run_dir, self.settings.grace);
+                executor::stop_orphan(pid, &run_dir, self.settings.grace);
             }
             executor::remove_task_containers(id.as_str());
             tracing::warn!(task = %id, attempt = number, "an attempt was interrupted (the orchestrator stopped while it ran)");
@@ -1039,27 +1039,4 @@ impl Orchestrator {
     pub fn store(&self) -> &Workspace {
         &self.store
     }
-}
-
-/// A process left by a crashed orchestrator: if it is still the attempt's agent-runner
-/// (its command line names the attempt's directory; a reused pid is left alone), it is
-/// stopped: TERM, then KILL after the grace.
-fn stop_orphan(pid: u32, run_dir: &str, grace: Duration) {
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let ours = String::from_utf8_lossy(&cmdline).contains(run_dir);
-    if !ours {
-        return;
-    }
-    let Ok(raw) = i32::try_from(pid) else { return };
-    let pid = nix::unistd::Pid::from_raw(raw);
-    tracing::warn!(%pid, "stopping an attempt left running by a crashed orchestrator");
-    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-    let until = Instant::now() + grace;
-    while Instant::now() < until {
-        if nix::sys::signal::kill(pid, None).is_err() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
 }
