@@ -144,7 +144,10 @@ fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
         // `task note` prints it (the last attempt's, or the one asked for).
         let o = mv(dir, &["task", "note", id]);
         assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-        assert_eq!(String::from_utf8_lossy(&o.stdout).trim_end(), note.trim_end());
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim_end(),
+            note.trim_end()
+        );
         let o = mv(dir, &["task", "note", id, "--attempt", "2", "--json"]);
         assert_eq!(o.status.code(), Some(2), "{}", text(&o));
         assert!(
