@@ -584,7 +584,7 @@ pub fn openapi() -> Value {
             "/api/processes": {"get": {"summary": "What runs: {orchestrator: {pid, started_at, execution}, planners: [{session, since}], workers: [{task, attempt, pid, started_at, run_dir}], containers: {listed: [{id, name, status, run_dir}], unavailable?}}."}},
             "/api/chat/{session}": {"get": {"summary": "A chat session's messages."}},
             "/api/execution": {"post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},
-            "/api/events": {"get": {"summary": "Server-sent events: task, attempt, backlog, chat, execution, plan. The token may be given as ?token= here."}},
+            "/api/events": {"get": {"summary": "Server-sent events: task, attempt, run (an attempt's agent-runner events as they come), backlog, chat, execution, plan. The token may be given as ?token= here."}},
             "/api/settings": {
                 "get": {"summary": "The chat planner's settings: {provider, model, api_key_env, api_key_set, base_url, command}. The key itself is never returned, only whether its variable is set in the daemon's environment."},
                 "put": {"summary": "Change them (validated whole, saved to config.json, used from the next chat turn); answers the new settings. Refusals: settings.unknown_provider, settings.empty_model, settings.model_too_long, settings.bad_key_variable, settings.bad_base_url, settings.not_for_provider.",

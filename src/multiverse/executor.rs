@@ -193,6 +193,10 @@ pub fn launch(design: &TaskDesign, request: &RunRequest) -> Result<RunningAttemp
         .arg(dir.join("result.json"))
         .arg("--events")
         .arg(dir.join("events.jsonl"))
+        // Task ids repeat across workspaces: this attempt's containers are found by its
+        // run directory, which is its own.
+        .arg("--run-label")
+        .arg(dir)
         .args(&request.extra_args)
         .current_dir(&request.project_root)
         .stdin(Stdio::null())
@@ -268,12 +272,12 @@ impl RunningAttempt {
         self.signal(nix::sys::signal::Signal::SIGTERM)
     }
 
-    /// Kills the process (after the grace of [`Self::terminate`]) and removes the task's
-    /// containers, which its finalizers then could not.
+    /// Kills the process (after the grace of [`Self::terminate`]) and removes the
+    /// attempt's containers, which its finalizers then could not.
     pub fn kill(&self) -> bool {
         let killed = self.signal(nix::sys::signal::Signal::SIGKILL);
         if killed {
-            remove_task_containers(&self.task_id);
+            remove_run_containers(&self.run_dir);
         }
         killed
     }
@@ -524,16 +528,18 @@ pub(crate) fn stop_orphan(pid: u32, run_dir: &str, grace: Duration) {
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
 }
 
-/// Removes the containers agent-runner made for the task (`agent-runner.task=<id>`), for a
-/// run that was killed or found dead after a crash. Best effort: no docker, no containers.
-pub fn remove_task_containers(task_id: &str) {
+/// Removes the containers agent-runner made for the attempt whose run directory is
+/// `run_dir` (its `--run-label`: `agent-runner.run=<run dir>`), for a run that was killed
+/// or found dead after a crash. Not by the task's id: another workspace may have a task
+/// of the same id running. Best effort: no docker, no containers.
+pub fn remove_run_containers(run_dir: &Path) {
     let listed = Command::new("docker")
         .args([
             "ps",
             "-a",
             "-q",
             "--filter",
-            &format!("label=agent-runner.task={task_id}"),
+            &format!("label={}={}", crate::runner::RUN_LABEL, run_dir.display()),
         ])
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -555,10 +561,10 @@ pub fn remove_task_containers(task_id: &str) {
         .stderr(Stdio::null())
         .status();
     tracing::info!(
-        task = task_id,
+        run = %run_dir.display(),
         containers = ids.len(),
         ok = removed.is_ok_and(|s| s.success()),
-        "removed the task's containers"
+        "removed the attempt's containers"
     );
 }
 

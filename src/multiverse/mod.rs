@@ -94,7 +94,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use control::{Control, control_word};
 pub use events::EventHub;
 pub use executor::{
-    AttemptEnd, LaunchError, RunRequest, RunningAttempt, launch, remove_task_containers, task_file,
+    AttemptEnd, LaunchError, RunRequest, RunningAttempt, launch, remove_run_containers, task_file,
 };
 pub use http::{
     Api, BindError, HttpServer, MAX_BODY_BYTES, Request, Response, ServerEvent, Stopper,

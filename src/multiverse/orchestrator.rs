@@ -19,7 +19,7 @@
 //! before the task's new state.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant};
@@ -286,7 +286,7 @@ impl Orchestrator {
             if let Some(pid) = pid {
                 executor::stop_orphan(pid, &run_dir, self.settings.grace);
             }
-            executor::remove_task_containers(id.as_str());
+            executor::remove_run_containers(Path::new(&run_dir));
             tracing::warn!(task = %id, attempt = number, "an attempt was interrupted (the orchestrator stopped while it ran)");
             let mut rt = self.runtime(&id)?.clone();
             if let Some(last) = rt.attempts.last_mut() {

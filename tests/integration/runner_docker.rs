@@ -1093,3 +1093,128 @@ fn a_multiverse_plan_runs_its_tasks_in_real_containers() {
         [uid.as_str(), uid.as_str()]
     );
 }
+
+/// A workspace at `dir/NAME-ws` for a project `dir/NAME` with one task `t` whose worker
+/// sleeps in a container of the test image; its `multiverse` command.
+fn sleeping_workspace(dir: &Path, name: &str) -> impl Fn(&[&str]) -> Command {
+    let repo = dir.join(name);
+    std::fs::create_dir_all(&repo).unwrap();
+    crate::support::git_repo(&repo, &[("README.md", "# project\n")]);
+    let ws = dir.join(format!("{name}-ws"));
+    let home = dir.to_path_buf();
+    let mv = move |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_multiverse"));
+        command
+            .arg("--workspace")
+            .arg(&ws)
+            .args(args)
+            .env("HOME", &home)
+            .stdin(Stdio::null());
+        command
+    };
+    let o = mv(&["init", repo.to_str().unwrap(), "--planner", "mock"])
+        .args(["--agent-runner", binary().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let config_path = dir.join(format!("{name}-ws/config.json"));
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    config["runner"]["worker"] = serde_json::json!({
+        "kind": "command",
+        "command": ["sh", "-c", "cat > /dev/null; sleep 300"],
+        "docker_image": image(),
+        "max_run_time_sec": 600,
+    });
+    config["grace_sec"] = serde_json::json!(2);
+    std::fs::write(&config_path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    let o = mv(&["task", "add", "sleep", "--id", "t"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    mv
+}
+
+/// The containers of task `t`: (id, run label).
+fn containers_of_t() -> Vec<(String, String)> {
+    let out = docker(&[
+        "ps",
+        "-a",
+        "--filter",
+        "label=agent-runner.task=t",
+        "--format",
+        "{{.ID}} {{.Label \"agent-runner.run\"}}",
+    ]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(id, run)| (id.to_string(), run.to_string()))
+        .collect()
+}
+
+/// `multiverse run` in a process group of its own, so the test can kill it with its
+/// agent-runner as a machine crash would.
+fn run_in_group(mut command: Command) -> Child {
+    use std::os::unix::process::CommandExt as _;
+    command
+        .arg("run")
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_workspace_recovering_from_a_crash_removes_its_own_containers_not_anothers_of_the_same_task_id()
+{
+    let dir = TempDir::new("docker-mv-isolation");
+    let one = sleeping_workspace(dir.path(), "one");
+    let two = sleeping_workspace(dir.path(), "two");
+    let under = |name: &str| format!("{}/{name}-ws/runs/", dir.path().display());
+    let (one_runs, two_runs) = (under("one"), under("two"));
+    let mut first = run_in_group(one(&[]));
+    let mut second = run_in_group(two(&[]));
+    let of = |runs: &str| -> Vec<String> {
+        containers_of_t()
+            .into_iter()
+            .filter(|(_, run)| run.starts_with(runs))
+            .map(|(id, _)| id)
+            .collect()
+    };
+    wait_until("a container of each workspace", || {
+        !of(&one_runs).is_empty() && !of(&two_runs).is_empty()
+    });
+    let (crashed, other) = (of(&one_runs), of(&two_runs));
+    // The first workspace's orchestrator and agent-runner die at once; its container
+    // stays, as after a crash of the machine's session.
+    let group = |child: &Child| Pid::from_raw(-(child.id() as i32));
+    kill(group(&first), Signal::SIGKILL).unwrap();
+    first.wait().unwrap();
+    assert_eq!(of(&one_runs), crashed, "the container outlived the crash");
+    // The restart recovers the interrupted attempt: its container is removed, and only
+    // its own, though the other workspace runs a task of the same id.
+    let mut restarted = run_in_group(one(&[]));
+    wait_until("the crashed attempt's container removed", || {
+        !of(&one_runs).contains(&crashed[0])
+    });
+    let still: Vec<String> = of(&two_runs);
+    for child in [&restarted, &second] {
+        let _ = kill(group(child), Signal::SIGTERM);
+    }
+    let _ = restarted.wait();
+    let _ = second.wait();
+    for (id, _) in containers_of_t()
+        .into_iter()
+        .filter(|(_, run)| run.starts_with(&one_runs) || run.starts_with(&two_runs))
+    {
+        docker(&["rm", "-f", &id]);
+    }
+    assert_eq!(still, other, "the other workspace's container was removed");
+}
