@@ -60,6 +60,9 @@ enum Cmd {
         /// The agent-runner program (default: `agent-runner` on PATH).
         #[arg(long)]
         agent_runner: Option<String>,
+        /// The workspace's language: `en` (default) or `ja` (chat replies, the IDE).
+        #[arg(long)]
+        locale: Option<String>,
     },
     /// Tasks of the plan.
     #[command(subcommand)]
@@ -248,6 +251,7 @@ fn run(args: Args) -> Result<u8, AppError> {
             worker_command,
             unsafe_local,
             agent_runner,
+            locale,
         } => init_command(
             args.workspace.clone(),
             project,
@@ -257,6 +261,7 @@ fn run(args: Args) -> Result<u8, AppError> {
                 worker_command,
                 unsafe_local,
                 agent_runner,
+                locale,
             },
             json_out,
         ),
@@ -642,6 +647,7 @@ struct InitFlags {
     worker_command: Option<Vec<String>>,
     unsafe_local: bool,
     agent_runner: Option<String>,
+    locale: Option<String>,
 }
 
 fn init_command(
@@ -656,9 +662,13 @@ fn init_command(
         worker_command,
         unsafe_local,
         agent_runner,
+        locale,
     } = flags;
 
     let mut config = Config::default();
+    if let Some(locale) = locale {
+        config.locale = locale;
+    }
     let mut runner = json!({});
     if let Some(kind) = planner {
         runner["meta"] = json!({"kind": kind});

@@ -297,6 +297,8 @@ pub(crate) enum Work {
     Pools,
     /// The daemon itself and the chat turns whose planner it waits for.
     Processes,
+    /// The workspace: where, for which project, its language.
+    Workspace,
 }
 
 /// A request for the daemon's thread, and where its answer goes.
@@ -508,6 +510,7 @@ impl Api for DaemonApi {
             ),
             ("GET", ["api", "pools"]) => Ok(self.ask(Work::Pools)),
             ("GET", ["api", "processes"]) => self.processes(),
+            ("GET", ["api", "workspace"]) => Ok(self.ask(Work::Workspace)),
             ("GET", ["api", "chat", session]) => {
                 Ok(match ChatLog::new(&self.dir.join("chat")).read(session) {
                     Ok(messages) => Response::ok(json!(messages)),
@@ -581,6 +584,7 @@ pub fn openapi() -> Value {
             "/api/chat": {"post": {"summary": "One chat turn: {message, session?}; the reply, the patch's summary, questions, autopilot."},
                           "get": {"summary": "The chat sessions, newest first (at most 200): [{session, title (its first message, cut), started_at?, bytes}]."}},
             "/api/pools": {"get": {"summary": "Each pool: [{pool, limit, running, waiting, succeeded, failed, total}]."}},
+            "/api/workspace": {"get": {"summary": "This workspace: {dir, name, project_root, created_at, locale (en | ja)}."}},
             "/api/processes": {"get": {"summary": "What runs: {orchestrator: {pid, started_at, execution}, planners: [{session, since}], workers: [{task, attempt, pid, started_at, run_dir}], containers: {listed: [{id, name, status, run_dir}], unavailable?}}."}},
             "/api/chat/{session}": {"get": {"summary": "A chat session's messages."}},
             "/api/execution": {"post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},

@@ -60,6 +60,18 @@ pub struct Config {
     /// Seconds between a stop's TERM and its KILL.
     #[serde(default = "default_grace")]
     pub grace_sec: u64,
+    /// The workspace's language (`en`, `ja`): chat replies, and the IDE's. A message
+    /// written in Japanese is answered in Japanese whatever this says.
+    #[serde(default = "default_locale")]
+    pub locale: String,
+}
+
+/// The languages a workspace may be in: the chat turn contract's
+/// (`contracts/multiverse_chat.yml`, a test keeps them equal).
+pub const LOCALES: &[&str] = &["en", "ja"];
+
+fn default_locale() -> String {
+    "en".to_string()
 }
 
 fn default_agent_runner() -> String {
@@ -84,6 +96,7 @@ impl Default for Config {
             pools: Pools::default(),
             lifecycle: Map::new(),
             grace_sec: default_grace(),
+            locale: default_locale(),
         }
     }
 }
@@ -233,6 +246,7 @@ pub fn init(options: &InitOptions) -> Result<(PathBuf, WorkspaceMeta), AppError>
         .unwrap_or_else(|| default_workspace(&project, &options.home));
     let absolute = absolute(&dir);
     refuse_inside(&absolute, &project)?;
+    check_locale(&options.config.locale).map_err(AppError::Usage)?;
     // Made, then resolved whole: a link to a directory inside the project is inside it.
     std::fs::create_dir_all(&absolute).map_err(|error| AppError::Io {
         path: absolute.clone(),
@@ -299,10 +313,24 @@ pub fn load_config(dir: &Path) -> Result<Config, AppError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
         Err(error) => return Err(AppError::Io { path, error }),
     };
-    serde_json::from_str(&text).map_err(|e| AppError::Config {
-        path,
+    let config: Config = serde_json::from_str(&text).map_err(|e| AppError::Config {
+        path: path.clone(),
         message: e.to_string(),
-    })
+    })?;
+    check_locale(&config.locale).map_err(|message| AppError::Config { path, message })?;
+    Ok(config)
+}
+
+/// A workspace language this program speaks, or why not.
+fn check_locale(locale: &str) -> Result<(), String> {
+    if LOCALES.contains(&locale) {
+        Ok(())
+    } else {
+        Err(format!(
+            "locale {locale:?} is not one of {}",
+            LOCALES.join(", ")
+        ))
+    }
 }
 
 pub fn save_config(dir: &Path, config: &Config) -> Result<(), AppError> {
@@ -477,6 +505,7 @@ pub fn execute(
                 &log,
                 session.as_deref(),
                 &message,
+                &config.locale,
                 &Cancel::new(),
             )
             .map_err(|e| AppError::Usage(e.to_string()))?;
@@ -677,6 +706,12 @@ pub fn serve(
                         .map_err(|e| (422, e.key().to_string(), e.to_string())),
                     Err(e) => Err((400, "bad_request".to_string(), e.to_string())),
                 },
+                Work::Workspace => Ok(json!({
+                    "dir": dir, "name": orchestrator.store().meta().name,
+                    "project_root": orchestrator.store().meta().project_root,
+                    "created_at": orchestrator.store().meta().created_at,
+                    "locale": config.locale,
+                })),
                 Work::Processes => Ok(json!({
                     "orchestrator": {"pid": std::process::id(), "started_at": started_at,
                                      "execution": orchestrator.state().execution},
@@ -753,7 +788,7 @@ impl ChatsInFlight {
     ) {
         let refuse = |e: &dyn std::fmt::Display, key: &str| (422, key.to_string(), e.to_string());
         let log = ChatLog::new(chat_dir);
-        let pending = match begin_turn(orchestrator, &log, session, message) {
+        let pending = match begin_turn(orchestrator, &log, session, message, &config.locale) {
             Ok(Begun::Done(outcome)) => {
                 let _ = reply.send(Ok(json!(outcome)));
                 return;

@@ -317,6 +317,12 @@ mod tests {
     }
 
     #[test]
+    fn a_workspace_may_be_in_exactly_the_languages_the_chat_turn_speaks() {
+        let flow = flow();
+        assert_eq!(flow.contract().locales, crate::multiverse::app::LOCALES);
+    }
+
+    #[test]
     fn an_unknown_locale_falls_back_to_the_default_and_cancel_ends_the_turn() {
         let flow = flow();
         let turn = flow.start("fr", &Map::new()).unwrap();

@@ -104,13 +104,12 @@ impl From<OrchestratorError> for TurnError {
     }
 }
 
-/// The locale of a reply: Japanese for a message written in it, else English (the chat
-/// turn contract's default).
-pub fn message_locale(message: &str) -> &'static str {
+/// The locale of a reply: Japanese for a message written in it, else the workspace's.
+pub fn message_locale<'a>(message: &str, workspace: &'a str) -> &'a str {
     let japanese = message.chars().any(|c| {
         matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{ff66}'..='\u{ff9f}')
     });
-    if japanese { "ja" } else { "en" }
+    if japanese { "ja" } else { workspace }
 }
 
 /// The checked patch, waiting for the contract to ask for it to be applied.
@@ -200,9 +199,10 @@ pub fn chat_turn(
     log: &ChatLog,
     session: Option<&str>,
     message: &str,
+    locale: &str,
     cancel: &Cancel,
 ) -> Result<TurnOutcome, TurnError> {
-    match begin_turn(orchestrator, log, session, message)? {
+    match begin_turn(orchestrator, log, session, message, locale)? {
         Begun::Done(outcome) => Ok(*outcome),
         Begun::Planning(pending) => {
             let asked = pending.ask(planner, cancel);
@@ -241,17 +241,19 @@ pub struct AskedTurn {
 }
 
 /// The first step of a turn, on the orchestrator's thread: the message is kept and
-/// submitted; a control word is answered at once.
+/// submitted; a control word is answered at once. The reply is in `locale` (the
+/// workspace's), or in Japanese for a message written in it.
 pub fn begin_turn(
     orchestrator: &mut Orchestrator,
     log: &ChatLog,
     session: Option<&str>,
     message: &str,
+    locale: &str,
 ) -> Result<Begun, TurnError> {
     let now = orchestrator.clock().rfc3339();
     let flow = ChatFlow::load().map_err(TurnError::Contract)?;
     let instance = flow
-        .start(message_locale(message), &Map::new())
+        .start(message_locale(message, locale), &Map::new())
         .map_err(|e| TurnError::Refused(internal(&e.to_string())))?;
     let session = match session {
         Some(s) => s.to_string(),

@@ -304,6 +304,7 @@ fn settings_round_trip_refuse_a_bad_change_whole_and_reach_the_next_chat_turn() 
         ("GET", "/api/chat"),
         ("GET", "/api/pools"),
         ("GET", "/api/processes"),
+        ("GET", "/api/workspace"),
     ] {
         let (status, refusal) = daemon.call(method, path, Some(json!({})), false);
         assert_eq!(
@@ -730,6 +731,12 @@ fn the_scheduler_goes_on_while_a_chat_turns_planner_thinks() {
         })
     };
     std::thread::sleep(Duration::from_millis(300));
+    let workspace = daemon.ok("GET", "/api/workspace", None);
+    assert_eq!(
+        (workspace["name"].as_str(), workspace["locale"].as_str()),
+        (Some("project"), Some("en")),
+        "{workspace}"
+    );
     // The process view shows the daemon and the planner it waits for.
     let view = daemon.ok("GET", "/api/processes", None);
     assert_eq!(view["planners"].as_array().unwrap().len(), 1, "{view}");

@@ -61,6 +61,7 @@ fn a_japanese_request_is_answered_in_japanese_and_its_questions_land_with_the_pl
         &log,
         None,
         "順番に作って:\n- 字句解析\n- 構文解析\nどの言語で書きますか?",
+        "en",
         &Cancel::new(),
     )
     .unwrap();
@@ -128,6 +129,7 @@ fn a_japanese_request_is_answered_in_japanese_and_its_questions_land_with_the_pl
         &log,
         Some(&turn.session),
         "pause",
+        "en",
         &Cancel::new(),
     )
     .unwrap();
@@ -148,7 +150,16 @@ fn a_planner_that_cannot_be_reached_changes_nothing_and_says_why() {
     );
     let log = ChatLog::new(&dir.join("chat"));
     let before = journal(&dir).len();
-    let turn = chat_turn(&mut o, &mut planner, &log, None, "- a task", &Cancel::new()).unwrap();
+    let turn = chat_turn(
+        &mut o,
+        &mut planner,
+        &log,
+        None,
+        "- a task",
+        "en",
+        &Cancel::new(),
+    )
+    .unwrap();
     assert_eq!(turn.state, "FAILED");
     assert!(turn.error.is_some());
     assert!(
@@ -169,7 +180,7 @@ fn a_turn_cancelled_while_planning_changes_nothing() {
     let log = ChatLog::new(&dir.join("chat"));
     let cancel = Cancel::new();
     cancel.cancel();
-    let turn = chat_turn(&mut o, &mut planner, &log, None, "- a task", &cancel).unwrap();
+    let turn = chat_turn(&mut o, &mut planner, &log, None, "- a task", "en", &cancel).unwrap();
     assert_eq!(turn.state, "CANCELED");
     assert_eq!(
         turn.reply,
@@ -179,12 +190,14 @@ fn a_turn_cancelled_while_planning_changes_nothing() {
 }
 
 #[test]
-fn the_reply_follows_the_language_of_the_message() {
-    assert_eq!(message_locale("止めて"), "ja");
-    assert_eq!(message_locale("ログイン画面を作る"), "ja");
-    assert_eq!(message_locale("ｶﾀｶﾅ"), "ja");
-    assert_eq!(message_locale("stop"), "en");
-    assert_eq!(message_locale("café — naïve"), "en");
+fn the_reply_follows_the_language_of_the_message_else_the_workspaces() {
+    assert_eq!(message_locale("止めて", "en"), "ja");
+    assert_eq!(message_locale("ログイン画面を作る", "en"), "ja");
+    assert_eq!(message_locale("ｶﾀｶﾅ", "en"), "ja");
+    assert_eq!(message_locale("stop", "en"), "en");
+    assert_eq!(message_locale("café — naïve", "en"), "en");
+    // A Japanese workspace answers in Japanese whatever the message.
+    assert_eq!(message_locale("stop", "ja"), "ja");
 }
 
 /// A stand-in agent-runner: logs `start <id>` and `end <id>` around a short run and
@@ -235,6 +248,7 @@ fn a_chat_request_for_five_tasks_runs_them_in_dependency_order_two_at_a_time() {
         &chat,
         None,
         "- lex\n- parse (after 1)\n- check (after 1)\n- emit (after 2, 3)\n- ship (after 4)",
+        "en",
         &Cancel::new(),
     )
     .unwrap();

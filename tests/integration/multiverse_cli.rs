@@ -496,3 +496,61 @@ fn the_daemon_api_plans_by_chat_runs_and_serves_each_attempts_note() {
     .unwrap();
     assert_eq!(daemon.wait().unwrap().code(), Some(130));
 }
+
+#[test]
+fn a_japanese_workspace_answers_in_japanese_and_an_unknown_language_is_refused() {
+    let tmp = TempDir::new("mv-cli-locale");
+    let dir = tmp.path();
+    let repo = project(dir);
+    let o = mv(
+        dir,
+        &[
+            "init",
+            repo.to_str().unwrap(),
+            "--planner",
+            "mock",
+            "--locale",
+            "fr",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("locale \"fr\" is not one of en, ja"),
+        "{}",
+        text(&o)
+    );
+    assert!(!dir.join("ws/workspace.json").exists(), "nothing was made");
+    let o = mv(
+        dir,
+        &[
+            "init",
+            repo.to_str().unwrap(),
+            "--planner",
+            "mock",
+            "--locale",
+            "ja",
+            "--agent-runner",
+            agent_runner().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = mv(dir, &["chat", "pause"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("一時停止しました"),
+        "{}",
+        text(&o)
+    );
+    // A hand edit to a language it does not speak is named, not guessed around.
+    let path = dir.join("ws/config.json");
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    config["locale"] = serde_json::json!("xx");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let o = mv(dir, &["chat", "status"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("config_invalid"),
+        "{}",
+        text(&o)
+    );
+}

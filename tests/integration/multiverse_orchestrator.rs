@@ -381,6 +381,7 @@ fn a_chat_request_plans_tasks_that_then_run_in_order() {
         &log,
         None,
         "Build it in order:\n- parser\n- checker\n- renderer",
+        "en",
         &Cancel::new(),
     )
     .unwrap();
@@ -419,6 +420,7 @@ fn a_chat_request_plans_tasks_that_then_run_in_order() {
         &log,
         Some(&turn.session),
         "一旦止めて",
+        "en",
         &Cancel::new(),
     )
     .unwrap();
