@@ -745,11 +745,19 @@ impl Host for RunnerHost {
         self.setup.events.action(&effect.action, &detail);
         match effect.action.as_str() {
             "prd.load" => Ok(self.load_prd()),
-            "preflight.check" => Ok(self.check_preflight()),
+            // A cancel while Docker answers makes its command fail: that is the cancel,
+            // not a failed check or start (the task ends cancelled, not failed).
+            "preflight.check" => {
+                let checked = self.check_preflight();
+                self.cancelled()?;
+                Ok(checked)
+            }
             "sandbox.start" => {
                 self.cancelled()?;
                 let cancel = self.setup.cancel.clone();
-                Ok(match self.setup.sandbox.start(&cancel) {
+                let started = self.setup.sandbox.start(&cancel);
+                self.cancelled()?;
+                Ok(match started {
                     Ok(()) => json!({"ok": true}),
                     Err(e) => json!({"ok": false, "error": e.to_string()}),
                 })

@@ -1218,3 +1218,57 @@ fn a_workspace_recovering_from_a_crash_removes_its_own_containers_not_anothers_o
     }
     assert_eq!(still, other, "the other workspace's container was removed");
 }
+
+#[test]
+fn a_multiverse_task_cancelled_mid_run_ends_canceled_without_a_retry_or_a_container() {
+    let dir = TempDir::new("docker-mv-cancel");
+    let mv = sleeping_workspace(dir.path(), "cancel");
+    let runs = format!("{}/cancel-ws/runs/", dir.path().display());
+    // The daemon, so the command line can talk to it while the task runs.
+    let mut daemon = {
+        use std::os::unix::process::CommandExt as _;
+        mv(&["serve"])
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    wait_until("the daemon", || {
+        dir.path().join("cancel-ws/daemon.json").is_file()
+    });
+    let o = mv(&["start"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mine = || -> Vec<String> {
+        containers_of_t()
+            .into_iter()
+            .filter(|(_, run)| run.starts_with(&runs))
+            .map(|(id, _)| id)
+            .collect()
+    };
+    wait_until("the task's container", || !mine().is_empty());
+    let o = mv(&["task", "cancel", "t"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let show = || -> Value {
+        let o = mv(&["task", "show", "t"]).output().unwrap();
+        serde_json::from_slice(&o.stdout).unwrap_or(Value::Null)
+    };
+    wait_until("the task cancelled", || show()["state"] == "CANCELED");
+    let shown = show();
+    let _ = kill(Pid::from_raw(-(daemon.id() as i32)), Signal::SIGTERM);
+    let _ = daemon.wait();
+    let left = mine();
+    for id in &left {
+        docker(&["rm", "-f", id]);
+    }
+    assert!(left.is_empty(), "containers left behind: {left:?}");
+    let attempts = shown["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "no retry: {shown}");
+    assert_eq!(attempts[0]["exit_code"], 130, "{shown}");
+    let o = mv(&["--json", "backlog", "list"]).output().unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&o.stdout).unwrap(),
+        serde_json::json!([]),
+        "a cancel is not a failure"
+    );
+}
