@@ -167,7 +167,10 @@
 //!   policy's limits are in the daemon and the kernel, a timeout kills inside, SIGTERM
 //!   (once or twice) leaves no container, env values are on no command line; the real
 //!   Codex CLI and Claude Code each complete a task in a container against a scripted model
-//!   on the Docker bridge; `image build` prints, builds and refuses clearly.
+//!   on the Docker bridge; `image build` prints, builds and refuses clearly. Multiverse in
+//!   containers: a chat's plan runs; a task cancelled mid-run ends CANCELED (exit 130, no
+//!   retry, no container); a workspace recovering from a crash removes its own containers,
+//!   not another's with the same task id.
 //! - `multiverse_plan`: Multiverse's plan invariants (`Plan::check`: every finding by its
 //!   key, a 10,000-deep chain, a 1,000-task plan timed) and its `plan_patch`: the cases of
 //!   `tests/fixtures/multiverse/patches/*.json` (a cycle, an unknown parent, a deleted
