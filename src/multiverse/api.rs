@@ -76,9 +76,18 @@ pub(crate) const DAEMON_FILE: &str = "daemon.json";
 
 /// The running daemon of a workspace, if its file names a live process.
 pub fn daemon(dir: &Path) -> Option<DaemonInfo> {
-    let text = std::fs::read_to_string(dir.join(DAEMON_FILE)).ok()?;
+    let path = dir.join(DAEMON_FILE);
+    let text = std::fs::read_to_string(&path).ok()?;
     let info: DaemonInfo = serde_json::from_str(&text).ok()?;
-    super::store::process_alive(info.pid).then_some(info)
+    // A daemon killed without cleaning up leaves its file; its pid may since belong to
+    // another process, which started after the file was written (the daemon writes it
+    // once it runs). Such a file is stale: no daemon.
+    let written = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+    let reused = match (super::store::process_start_time(info.pid), written) {
+        (Some(started), Some(written)) => started > written + Duration::from_secs(2),
+        _ => false,
+    };
+    (super::store::process_alive(info.pid) && !reused).then_some(info)
 }
 
 /// The recent workspaces under `home`, most recent first, each with whether it still
@@ -602,4 +611,39 @@ pub fn openapi() -> Value {
             "/api/openapi.json": {"get": {"summary": "This document."}}
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_file_whose_pid_now_belongs_to_a_later_process_is_stale() {
+        let dir = std::env::temp_dir().join(format!("mv-api-daemon-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(DAEMON_FILE);
+        let write = |pid: u32, age: Duration| {
+            let info = json!({"pid": pid, "port": 1, "token": "t"});
+            std::fs::write(&path, info.to_string()).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(std::time::SystemTime::now() - age)
+                .unwrap();
+        };
+        // This process started before a file written now: a daemon.
+        write(std::process::id(), Duration::ZERO);
+        assert!(daemon(&dir).is_some());
+        // A process started after the file was written took the pid over: none.
+        let mut later = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        write(later.id(), Duration::from_secs(3600));
+        assert!(daemon(&dir).is_none());
+        let _ = later.kill();
+        let _ = later.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

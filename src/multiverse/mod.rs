@@ -132,6 +132,6 @@ pub use settings::{
 };
 pub use store::{
     Area, Change, DEFAULT_SAVE_EVERY, Entry, Holder, InFlight, LAYOUT_VERSION, MAX_LINE_BYTES,
-    MutateError, StoreError, Workspace, WorkspaceMeta, in_flight, process_alive, read_state,
-    rebuild_state, saved_state,
+    MutateError, StoreError, Workspace, WorkspaceMeta, in_flight, process_alive,
+    process_start_time, read_state, rebuild_state, saved_state,
 };

@@ -73,6 +73,28 @@ pub(crate) fn lock_path(dir: &Path) -> PathBuf {
     dir.join(super::layout::LOCK_FILE)
 }
 
+/// When the process `pid` started, from `/proc` (Linux); `None` when it cannot be told.
+/// To a second or so: the kernel counts in clock ticks since boot (USER_HZ, 100 on every
+/// Linux ABI), the boot time is in whole seconds.
+pub fn process_start_time(pid: u32) -> Option<std::time::SystemTime> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (in parentheses, which may hold spaces and ')'):
+    // the state is field 3, the start time field 22.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    let boot: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let millis = boot
+        .checked_mul(1000)?
+        .checked_add(ticks.checked_mul(10)?)?;
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_millis(millis))
+}
+
 /// Whether the process `pid` still runs. A zombie (exited, not yet reaped) counts as gone;
 /// when it cannot be told, it is taken as alive, so recovery never interrupts a live run.
 pub fn process_alive(pid: u32) -> bool {
@@ -138,6 +160,10 @@ mod tests {
     #[test]
     fn this_process_is_alive_and_a_reaped_child_is_not() {
         assert!(process_alive(std::process::id()));
+        let started = process_start_time(std::process::id()).unwrap();
+        let now = std::time::SystemTime::now();
+        assert!(started <= now + std::time::Duration::from_secs(2));
+        assert!(now.duration_since(started).unwrap() < std::time::Duration::from_secs(3600));
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
         child.wait().unwrap();

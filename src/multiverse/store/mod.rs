@@ -32,7 +32,7 @@ pub use change::{Area, Change};
 pub use error::{Holder, MutateError, StoreError};
 pub use journal::{Entry, MAX_LINE_BYTES};
 pub use layout::{LAYOUT_VERSION, WorkspaceMeta};
-pub use lock::process_alive;
+pub use lock::{process_alive, process_start_time};
 pub use workspace::{
     DEFAULT_SAVE_EVERY, InFlight, Workspace, in_flight, read_state, rebuild_state, saved_state,
 };
