@@ -18,7 +18,9 @@ use serde_json::{Map, Value, json};
 
 use super::api::{DAEMON_FILE, DaemonApi, Job, Work, call};
 use super::chat_log::ChatLog;
-use super::chat_turn::{AskedTurn, Begun, begin_turn, chat_turn, finish_turn, status_text};
+use super::chat_turn::{
+    AskedTurn, Begun, TurnSettings, begin_turn, chat_turn, finish_turn, status_text,
+};
 use super::clock::{Clock, SystemClock};
 use super::events::EventHub;
 use super::http::{Api, HttpServer};
@@ -64,6 +66,24 @@ pub struct Config {
     /// written in Japanese is answered in Japanese whatever this says.
     #[serde(default = "default_locale")]
     pub locale: String,
+    /// Start execution when a chat's patch created tasks (`false`: they wait for
+    /// `start`).
+    #[serde(default = "default_autopilot")]
+    pub autopilot: bool,
+}
+
+fn default_autopilot() -> bool {
+    true
+}
+
+impl Config {
+    /// What the chat turns of this workspace are run with.
+    pub fn turn_settings(&self) -> TurnSettings<'_> {
+        TurnSettings {
+            locale: &self.locale,
+            autopilot: self.autopilot,
+        }
+    }
 }
 
 /// The languages a workspace may be in: the chat turn contract's
@@ -97,6 +117,7 @@ impl Default for Config {
             lifecycle: Map::new(),
             grace_sec: default_grace(),
             locale: default_locale(),
+            autopilot: default_autopilot(),
         }
     }
 }
@@ -505,7 +526,7 @@ pub fn execute(
                 &log,
                 session.as_deref(),
                 &message,
-                &config.locale,
+                &config.turn_settings(),
                 &Cancel::new(),
             )
             .map_err(|e| AppError::Usage(e.to_string()))?;
@@ -788,7 +809,13 @@ impl ChatsInFlight {
     ) {
         let refuse = |e: &dyn std::fmt::Display, key: &str| (422, key.to_string(), e.to_string());
         let log = ChatLog::new(chat_dir);
-        let pending = match begin_turn(orchestrator, &log, session, message, &config.locale) {
+        let pending = match begin_turn(
+            orchestrator,
+            &log,
+            session,
+            message,
+            &config.turn_settings(),
+        ) {
             Ok(Begun::Done(outcome)) => {
                 let _ = reply.send(Ok(json!(outcome)));
                 return;

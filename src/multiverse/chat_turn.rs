@@ -104,6 +104,25 @@ impl From<OrchestratorError> for TurnError {
     }
 }
 
+/// What a workspace sets for its chat turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnSettings<'a> {
+    /// The workspace's language (`en`, `ja`).
+    pub locale: &'a str,
+    /// Start execution after a patch that created tasks (the contract's
+    /// `params.autopilot`).
+    pub autopilot: bool,
+}
+
+impl Default for TurnSettings<'_> {
+    fn default() -> Self {
+        TurnSettings {
+            locale: "en",
+            autopilot: true,
+        }
+    }
+}
+
 /// The locale of a reply: Japanese for a message written in it, else the workspace's.
 pub fn message_locale<'a>(message: &str, workspace: &'a str) -> &'a str {
     let japanese = message.chars().any(|c| {
@@ -199,10 +218,10 @@ pub fn chat_turn(
     log: &ChatLog,
     session: Option<&str>,
     message: &str,
-    locale: &str,
+    settings: &TurnSettings<'_>,
     cancel: &Cancel,
 ) -> Result<TurnOutcome, TurnError> {
-    match begin_turn(orchestrator, log, session, message, locale)? {
+    match begin_turn(orchestrator, log, session, message, settings)? {
         Begun::Done(outcome) => Ok(*outcome),
         Begun::Planning(pending) => {
             let asked = pending.ask(planner, cancel);
@@ -241,19 +260,22 @@ pub struct AskedTurn {
 }
 
 /// The first step of a turn, on the orchestrator's thread: the message is kept and
-/// submitted; a control word is answered at once. The reply is in `locale` (the
-/// workspace's), or in Japanese for a message written in it.
+/// submitted; a control word is answered at once. The reply is in the workspace's
+/// locale, or in Japanese for a message written in it.
 pub fn begin_turn(
     orchestrator: &mut Orchestrator,
     log: &ChatLog,
     session: Option<&str>,
     message: &str,
-    locale: &str,
+    settings: &TurnSettings<'_>,
 ) -> Result<Begun, TurnError> {
     let now = orchestrator.clock().rfc3339();
     let flow = ChatFlow::load().map_err(TurnError::Contract)?;
     let instance = flow
-        .start(message_locale(message, locale), &Map::new())
+        .start(
+            message_locale(message, settings.locale),
+            &Map::from_iter([("autopilot".to_string(), Value::Bool(settings.autopilot))]),
+        )
         .map_err(|e| TurnError::Refused(internal(&e.to_string())))?;
     let session = match session {
         Some(s) => s.to_string(),

@@ -87,8 +87,8 @@ pub use chat::{
 pub use chat_flow::{CHAT_TURN_CONTRACT, ChatEffect, ChatEvent, ChatFlow, ChatStep};
 pub use chat_log::{ChatLog, ChatLogError, SessionSummary};
 pub use chat_turn::{
-    AskedTurn, Begun, PendingTurn, TurnError, TurnOutcome, begin_turn, chat_turn, finish_turn,
-    message_locale, status_text,
+    AskedTurn, Begun, PendingTurn, TurnError, TurnOutcome, TurnSettings, begin_turn, chat_turn,
+    finish_turn, message_locale, status_text,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use control::{Control, control_word};

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use code_intel::multiverse::{
-    ChatLog, EventHub, ExecutionState, Lifecycle, Orchestrator, Pools, app, chat_turn,
-    message_locale, pool_summaries,
+    ChatLog, EventHub, ExecutionState, Lifecycle, Orchestrator, Pools, TurnSettings, app,
+    chat_turn, message_locale, pool_summaries,
 };
 use code_intel::runner::{Cancel, MetaConfig, Planner};
 use serde_json::{Value, json};
@@ -61,7 +61,7 @@ fn a_japanese_request_is_answered_in_japanese_and_its_questions_land_with_the_pl
         &log,
         None,
         "順番に作って:\n- 字句解析\n- 構文解析\nどの言語で書きますか?",
-        "en",
+        &TurnSettings::default(),
         &Cancel::new(),
     )
     .unwrap();
@@ -129,7 +129,7 @@ fn a_japanese_request_is_answered_in_japanese_and_its_questions_land_with_the_pl
         &log,
         Some(&turn.session),
         "pause",
-        "en",
+        &TurnSettings::default(),
         &Cancel::new(),
     )
     .unwrap();
@@ -156,7 +156,7 @@ fn a_planner_that_cannot_be_reached_changes_nothing_and_says_why() {
         &log,
         None,
         "- a task",
-        "en",
+        &TurnSettings::default(),
         &Cancel::new(),
     )
     .unwrap();
@@ -180,7 +180,16 @@ fn a_turn_cancelled_while_planning_changes_nothing() {
     let log = ChatLog::new(&dir.join("chat"));
     let cancel = Cancel::new();
     cancel.cancel();
-    let turn = chat_turn(&mut o, &mut planner, &log, None, "- a task", "en", &cancel).unwrap();
+    let turn = chat_turn(
+        &mut o,
+        &mut planner,
+        &log,
+        None,
+        "- a task",
+        &TurnSettings::default(),
+        &cancel,
+    )
+    .unwrap();
     assert_eq!(turn.state, "CANCELED");
     assert_eq!(
         turn.reply,
@@ -248,7 +257,7 @@ fn a_chat_request_for_five_tasks_runs_them_in_dependency_order_two_at_a_time() {
         &chat,
         None,
         "- lex\n- parse (after 1)\n- check (after 1)\n- emit (after 2, 3)\n- ship (after 4)",
-        "en",
+        &TurnSettings::default(),
         &Cancel::new(),
     )
     .unwrap();
@@ -319,4 +328,36 @@ fn a_chat_request_for_five_tasks_runs_them_in_dependency_order_two_at_a_time() {
         running += if line.starts_with("start") { 1 } else { -1 };
         assert!(running <= 2, "{log:?}");
     }
+}
+
+#[test]
+fn with_autopilot_off_the_planned_tasks_wait_for_a_start() {
+    let tmp = TempDir::new("mv-chat-no-autopilot");
+    let (mut o, _events, dir) = workspace(tmp.path());
+    let mut planner = planner(json!({"kind": "mock"}), tmp.path());
+    let log = ChatLog::new(&dir.join("chat"));
+    let settings = TurnSettings {
+        locale: "en",
+        autopilot: false,
+    };
+    let turn = chat_turn(
+        &mut o,
+        &mut planner,
+        &log,
+        None,
+        "- a task",
+        &settings,
+        &Cancel::new(),
+    )
+    .unwrap();
+    assert_eq!(turn.state, "REPLIED");
+    assert!(!turn.autopilot);
+    assert!(
+        turn.reply.contains("The plan was updated."),
+        "{}",
+        turn.reply
+    );
+    assert!(!turn.reply.contains("execution started"), "{}", turn.reply);
+    assert_eq!(o.state().plan.tasks.len(), 1);
+    assert_eq!(o.state().execution, ExecutionState::Idle);
 }

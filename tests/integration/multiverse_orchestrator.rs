@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use code_intel::multiverse::{
     ChatLog, Clock, EventHub, ExecutionState, ManualClock, Orchestrator, Pools, RunnerSettings,
-    Settings, SystemClock, TaskDesign, TaskId, Workspace, chat_turn,
+    Settings, SystemClock, TaskDesign, TaskId, TurnSettings, Workspace, chat_turn,
 };
 use code_intel::runner::{Cancel, MetaConfig, Planner};
 use serde_json::{Map, Value, json};
@@ -381,7 +381,7 @@ fn a_chat_request_plans_tasks_that_then_run_in_order() {
         &log,
         None,
         "Build it in order:\n- parser\n- checker\n- renderer",
-        "en",
+        &TurnSettings::default(),
         &Cancel::new(),
     )
     .unwrap();
@@ -420,7 +420,7 @@ fn a_chat_request_plans_tasks_that_then_run_in_order() {
         &log,
         Some(&turn.session),
         "一旦止めて",
-        "en",
+        &TurnSettings::default(),
         &Cancel::new(),
     )
     .unwrap();
