@@ -29,7 +29,7 @@ pub enum ChatEvent {
     Message {
         control: Option<Control>,
         execution: ExecutionState,
-        status: Option<String>,
+        status: Option<PlanStatus>,
     },
     /// The planner's patch, checked whole against a copy of the plan: what it changes.
     Patch {
@@ -75,6 +75,14 @@ impl ChatEvent {
             }
         }
     }
+}
+
+/// The plan's status, for a status request.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PlanStatus {
+    /// The tasks by state (`2 SUCCEEDED, 1 RUNNING`), or `0`.
+    pub tasks: String,
+    pub open_backlog: usize,
 }
 
 /// A side effect the turn asks for (the contract's host actions, decoded).
@@ -252,7 +260,10 @@ mod tests {
                     &ChatEvent::Message {
                         control: Some(control),
                         execution: ExecutionState::Running,
-                        status: Some("all well".into()),
+                        status: Some(PlanStatus {
+                            tasks: "1 SUCCEEDED".into(),
+                            open_backlog: 0,
+                        }),
                     },
                 )
                 .unwrap();

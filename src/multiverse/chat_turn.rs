@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::chat::{self, ChatMessage, ChatRole, TaskLine};
-use super::chat_flow::{ChatEffect, ChatEvent, ChatFlow, ChatStep};
+use super::chat_flow::{ChatEffect, ChatEvent, ChatFlow, ChatStep, PlanStatus};
 use super::chat_log::{ChatLog, ChatLogError};
 use super::control::{Control, control_word};
 use super::lifecycle::{LifecycleContractError, Refusal};
@@ -284,7 +284,7 @@ pub fn begin_turn(
     let history = log.read(&session)?;
     log.append(&session, &said(ChatRole::User, message, &now))?;
     let control = control_word(message);
-    let status = (control == Some(Control::Status)).then(|| status_text(orchestrator));
+    let status = (control == Some(Control::Status)).then(|| plan_status(orchestrator));
     let execution = orchestrator.state().execution;
     let mut turn = Turn {
         orchestrator,
@@ -487,24 +487,34 @@ fn task_lines(orchestrator: &Orchestrator) -> Vec<TaskLine> {
         .collect()
 }
 
-/// One paragraph: the execution state and how many tasks are in each state.
-pub fn status_text(orchestrator: &Orchestrator) -> String {
+/// The plan's status: the tasks by state and the open backlog items.
+pub fn plan_status(orchestrator: &Orchestrator) -> PlanStatus {
     let counts = orchestrator.outcome_counts();
     let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
-    let open = orchestrator
-        .state()
-        .backlog
-        .values()
-        .filter(|b| b.resolved_at.is_none())
-        .count();
-    format!(
-        "Execution is {:?}; tasks: {}; {open} open backlog item(s).",
-        orchestrator.state().execution,
-        if parts.is_empty() {
-            "none".to_string()
+    PlanStatus {
+        tasks: if parts.is_empty() {
+            "0".to_string()
         } else {
             parts.join(", ")
-        }
+        },
+        open_backlog: orchestrator
+            .state()
+            .backlog
+            .values()
+            .filter(|b| b.resolved_at.is_none())
+            .count(),
+    }
+}
+
+/// One paragraph: the execution state and how many tasks are in each state (the command
+/// line's `status`; a chat's is the contract's message).
+pub fn status_text(orchestrator: &Orchestrator) -> String {
+    let status = plan_status(orchestrator);
+    format!(
+        "Execution is {:?}; tasks: {}; {} open backlog item(s).",
+        orchestrator.state().execution,
+        status.tasks,
+        status.open_backlog
     )
 }
 

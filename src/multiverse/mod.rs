@@ -84,11 +84,11 @@ pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
     ask as ask_plan_patch, request as chat_request,
 };
-pub use chat_flow::{CHAT_TURN_CONTRACT, ChatEffect, ChatEvent, ChatFlow, ChatStep};
+pub use chat_flow::{CHAT_TURN_CONTRACT, ChatEffect, ChatEvent, ChatFlow, ChatStep, PlanStatus};
 pub use chat_log::{ChatLog, ChatLogError, SessionSummary};
 pub use chat_turn::{
     AskedTurn, Begun, PendingTurn, TurnError, TurnOutcome, TurnSettings, begin_turn, chat_turn,
-    finish_turn, message_locale, status_text,
+    finish_turn, message_locale, plan_status, status_text,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use control::{Control, control_word};

@@ -136,6 +136,23 @@ fn a_japanese_request_is_answered_in_japanese_and_its_questions_land_with_the_pl
     assert_eq!(turn.reply, "Paused: nothing new starts; what runs goes on.");
     assert_eq!(o.state().execution, ExecutionState::Paused);
     assert_eq!(log.read(&turn.session).unwrap().len(), 4);
+    // The status, asked in Japanese, is told in Japanese.
+    let turn = chat_turn(
+        &mut o,
+        &mut planner,
+        &log,
+        Some(&turn.session),
+        "状況",
+        &TurnSettings::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    assert!(
+        turn.reply.starts_with("実行状態は PAUSED、タスク: ")
+            && turn.reply.ends_with("未解決のバックログ: 1 件。"),
+        "{}",
+        turn.reply
+    );
 }
 
 #[test]
