@@ -28,6 +28,7 @@ use super::store::read_state;
 /// The tasks in WBS order, one object each: id, title, state, node, pool,
 /// dependencies, attempts, the blocked reason and the next retry's time.
 pub fn task_list(state: &WorkspaceState) -> Vec<Value> {
+    let parents = state.plan.parents();
     state
         .plan
         .wbs_order()
@@ -41,6 +42,10 @@ pub fn task_list(state: &WorkspaceState) -> Vec<Value> {
                 "state": rt.map(|r| r.lifecycle.state.clone()),
                 "node": rt.map(|r| r.node),
                 "pool": design.pool,
+                "priority": design.priority,
+                "parent": parents.get(id).copied().flatten(),
+                "milestone": design.milestone,
+                "phase": design.phase,
                 "dependencies": design.dependencies,
                 "attempts": rt.map_or(0, |r| r.attempts.len()),
                 "reason": rt.and_then(|r| r.blocked_reason.clone()),
@@ -205,7 +210,7 @@ pub fn call(
     Ok(value)
 }
 
-/// Why an attempt's Task Note cannot be shown.
+/// Why an attempt's Task Note (or result) cannot be shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NoteError {
     UnknownTask(TaskId),
@@ -219,6 +224,11 @@ pub enum NoteError {
         task: TaskId,
         attempt: u32,
     },
+    /// The attempt left no readable result JSON.
+    NoResult {
+        task: TaskId,
+        attempt: u32,
+    },
 }
 
 impl NoteError {
@@ -227,6 +237,7 @@ impl NoteError {
             NoteError::UnknownTask(_) => "unknown_task",
             NoteError::UnknownAttempt { .. } => "unknown_attempt",
             NoteError::NoNote { .. } => "no_note",
+            NoteError::NoResult { .. } => "no_result",
         }
     }
 }
@@ -247,6 +258,10 @@ impl std::fmt::Display for NoteError {
                 f,
                 "attempt {attempt} of task {task} left no Task Note (it runs, or ended before writing one)"
             ),
+            NoteError::NoResult { task, attempt } => write!(
+                f,
+                "attempt {attempt} of task {task} left no result (it runs, or ended before writing one)"
+            ),
         }
     }
 }
@@ -262,6 +277,49 @@ pub fn attempt_note(
     id: &TaskId,
     number: Option<u32>,
 ) -> Result<(u32, String), NoteError> {
+    let (number, path) = attempt_file(dir, state, id, number, "note.md")?;
+    std::fs::read_to_string(&path)
+        .map(|text| (number, text))
+        .map_err(|_| NoteError::NoNote {
+            task: id.clone(),
+            attempt: number,
+        })
+}
+
+/// The most of an attempt's result JSON read.
+const MAX_RESULT_BYTES: u64 = 4 << 20;
+
+/// An attempt's result JSON as agent-runner wrote it (status, exit code, each criterion's
+/// verdict, runs, files changed), from the workspace's own `runs/<task>/<n>/result.json`.
+pub fn attempt_result(
+    dir: &Path,
+    state: &WorkspaceState,
+    id: &TaskId,
+    number: Option<u32>,
+) -> Result<(u32, Value), NoteError> {
+    use std::io::Read as _;
+    let (number, path) = attempt_file(dir, state, id, number, "result.json")?;
+    let missing = || NoteError::NoResult {
+        task: id.clone(),
+        attempt: number,
+    };
+    let mut text = String::new();
+    std::fs::File::open(&path)
+        .and_then(|f| f.take(MAX_RESULT_BYTES).read_to_string(&mut text))
+        .map_err(|_| missing())?;
+    serde_json::from_str(&text)
+        .map(|value| (number, value))
+        .map_err(|_| missing())
+}
+
+/// The path of `name` in attempt `number`'s (or the last attempt's) run directory.
+fn attempt_file(
+    dir: &Path,
+    state: &WorkspaceState,
+    id: &TaskId,
+    number: Option<u32>,
+    name: &str,
+) -> Result<(u32, PathBuf), NoteError> {
     let runtime = state
         .runtime
         .get(id)
@@ -278,13 +336,8 @@ pub fn attempt_note(
         .join("runs")
         .join(id.as_str())
         .join(found.number.to_string())
-        .join("note.md");
-    std::fs::read_to_string(&path)
-        .map(|text| (found.number, text))
-        .map_err(|_| NoteError::NoNote {
-            task: id.clone(),
-            attempt: found.number,
-        })
+        .join(name);
+    Ok((found.number, path))
 }
 
 /// Chat sessions listed by `GET /api/chat`, newest first.
@@ -441,6 +494,23 @@ impl DaemonApi {
         }
     }
 
+    /// An attempt's result JSON, read from its run directory in this workspace.
+    fn result(&self, task: &str, attempt: &str) -> Response {
+        let (Ok(id), Ok(number)) = (TaskId::parse(task), attempt.parse::<u32>()) else {
+            return Response::error(404, "unknown_attempt", "no such attempt");
+        };
+        let state = match self.state() {
+            Ok(state) => state,
+            Err(refusal) => return refusal,
+        };
+        match attempt_result(&self.dir, &state, &id, Some(number)) {
+            Ok((number, result)) => {
+                Response::ok(json!({"task": id, "attempt": number, "result": result}))
+            }
+            Err(e) => Response::error(404, e.key(), &e.to_string()),
+        }
+    }
+
     fn body<T: serde::de::DeserializeOwned>(request: &Request) -> Result<T, Response> {
         let value = request.json()?;
         let value = if value.is_null() { json!({}) } else { value };
@@ -495,6 +565,10 @@ impl Api for DaemonApi {
                 }
             }),
             ("GET", ["api", "tasks", id, "attempts", n, "note"]) => Ok(self.note(id, n)),
+            ("GET", ["api", "tasks", id, "attempts", n, "result"]) => Ok(self.result(id, n)),
+            ("GET", ["api", "execution"]) => self
+                .state()
+                .map(|s| Response::ok(json!({"state": s.execution}))),
             ("POST", ["api", "tasks"]) => Self::body::<Map<String, Value>>(request)
                 .map(|fields| self.run("add_task", Value::Object(fields))),
             ("POST", ["api", "tasks", id, "cancel"]) => Ok(self.run("cancel", json!({"id": id}))),
@@ -587,6 +661,7 @@ pub fn openapi() -> Value {
             "/api/tasks/{id}": {"get": {"summary": "A task: design, state, node, reason, next retry, attempts."}},
             "/api/tasks/{id}/cancel": {"post": {"summary": "Cancel the task (a running one is stopped); never retried."}},
             "/api/tasks/{id}/retry": {"post": {"summary": "Retry a failed or cancelled task with fresh attempts."}},
+            "/api/tasks/{id}/attempts/{n}/result": {"get": {"summary": "The attempt's result JSON as agent-runner wrote it (status, exit code, each criterion's verdict, runs): {task, attempt, result}. 404 no_result while it runs."}},
             "/api/tasks/{id}/attempts/{n}/note": {"get": {"summary": "The attempt's Task Note: {task, attempt, markdown}."}},
             "/api/backlog": {"get": {"summary": "Backlog items, open and resolved."}},
             "/api/backlog/{item}/resolve": {"post": {"summary": "Resolve an item: {note?, retry?}."}},
@@ -596,7 +671,8 @@ pub fn openapi() -> Value {
             "/api/workspace": {"get": {"summary": "This workspace: {dir, name, project_root, created_at, locale (en | ja)}."}},
             "/api/processes": {"get": {"summary": "What runs: {orchestrator: {pid, started_at, execution}, planners: [{session, since}], workers: [{task, attempt, pid, started_at, run_dir}], containers: {listed: [{id, name, status, run_dir}], unavailable?}}."}},
             "/api/chat/{session}": {"get": {"summary": "A chat session's messages."}},
-            "/api/execution": {"post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},
+            "/api/execution": {"get": {"summary": "The execution state: {state: RUNNING | PAUSED | IDLE}."},
+                               "post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},
             "/api/events": {"get": {"summary": "Server-sent events: task, attempt, run (an attempt's agent-runner events as they come), backlog, chat, execution, plan. The token may be given as ?token= here."}},
             "/api/settings": {
                 "get": {"summary": "The chat planner's settings: {provider, model, api_key_env, api_key_set, base_url, command}. The key itself is never returned, only whether its variable is set in the daemon's environment."},

@@ -36,7 +36,9 @@ use crate::runner::{Cancel, MetaConfig, Planner};
 
 // The task views and the daemon's whereabouts live with the API; the command line uses
 // them from here too.
-pub use super::api::{DaemonInfo, NoteError, attempt_note, daemon, openapi, task_list, task_show};
+pub use super::api::{
+    DaemonInfo, NoteError, attempt_note, attempt_result, daemon, openapi, task_list, task_show,
+};
 
 /// The workspace's own settings (`config.json`), written by `init`, edited by hand.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

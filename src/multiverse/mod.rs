@@ -77,7 +77,8 @@ pub(crate) mod settings;
 pub(crate) mod store;
 
 pub use api::{
-    DaemonError, DaemonInfo, NoteError, attempt_note, call as call_daemon, daemon, workspaces,
+    DaemonError, DaemonInfo, NoteError, attempt_note, attempt_result, call as call_daemon, daemon,
+    workspaces,
 };
 pub use app::{AppError, Command, Config, InitOptions, RunSummary};
 pub use chat::{

@@ -420,6 +420,29 @@ fn the_daemon_api_plans_by_chat_runs_and_serves_each_attempts_note() {
         note["markdown"].as_str().unwrap().contains(&first),
         "{note}"
     );
+    // The result as agent-runner wrote it, each criterion with its verdict.
+    let (status, result) = api(
+        &url,
+        "GET",
+        &format!("/api/tasks/{first}/attempts/1/result"),
+        None,
+    );
+    assert_eq!(status, 200, "{result}");
+    assert_eq!(result["result"]["status"], "complete", "{result}");
+    let (status, _) = api(
+        &url,
+        "GET",
+        &format!("/api/tasks/{first}/attempts/9/result"),
+        None,
+    );
+    assert_eq!(status, 404);
+    // Rows carry what a WBS view groups by.
+    for key in ["priority", "parent", "milestone", "phase", "pool"] {
+        assert!(tasks[0].get(key).is_some(), "{key}: {}", tasks[0]);
+    }
+    let (status, execution) = api(&url, "GET", "/api/execution", None);
+    assert_eq!(status, 200);
+    assert!(execution["state"].is_string(), "{execution}");
     // Nothing outside the workspace's runs is served.
     let (status, _) = api(&url, "GET", "/api/tasks/%2e%2e/attempts/1/note", None);
     assert_eq!(status, 404);
