@@ -673,7 +673,7 @@ pub fn openapi() -> Value {
             "/api/chat/{session}": {"get": {"summary": "A chat session's messages."}},
             "/api/execution": {"get": {"summary": "The execution state: {state: RUNNING | PAUSED | IDLE}."},
                                "post": {"summary": "Set execution: {state: RUNNING | PAUSED | IDLE}."}},
-            "/api/events": {"get": {"summary": "Server-sent events: task, attempt, run (an attempt's agent-runner events as they come), backlog, chat, execution, plan. The token may be given as ?token= here."}},
+            "/api/events": {"get": {"summary": "Server-sent events: task (a state change with its message, node, reason, next retry and attempts), attempt, run (an attempt's agent-runner events as they come), backlog, chat, execution, plan. The token may be given as ?token= here."}},
             "/api/settings": {
                 "get": {"summary": "The chat planner's settings: {provider, model, api_key_env, api_key_set, base_url, command}. The key itself is never returned, only whether its variable is set in the daemon's environment."},
                 "put": {"summary": "Change them (validated whole, saved to config.json, used from the next chat turn); answers the new settings. Refusals: settings.unknown_provider, settings.empty_model, settings.model_too_long, settings.bad_key_variable, settings.bad_base_url, settings.not_for_provider.",

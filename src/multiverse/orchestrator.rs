@@ -560,6 +560,9 @@ impl Orchestrator {
             rt.enqueued_seq = self.state().seq + 1;
         }
         let node_after = rt.node;
+        // What a view of the task needs to redraw it without asking again.
+        let shown = json!({"reason": rt.blocked_reason, "next_retry_at_ms": rt.next_retry_at_ms,
+                           "attempts": rt.attempts.len()});
         edits.insert(0, runtime_set(id, rt));
         self.store.apply(edits)?;
         if startable {
@@ -571,7 +574,8 @@ impl Orchestrator {
         self.events.publish(
             "task",
             json!({"task": id, "from": transition.from, "to": transition.to,
-                   "message": message, "node": node_after}),
+                   "message": message, "node": node_after, "reason": shown["reason"],
+                   "next_retry_at_ms": shown["next_retry_at_ms"], "attempts": shown["attempts"]}),
         );
         if transition.finished == Some(Outcome::Success) {
             self.close_failures(id)?;

@@ -218,6 +218,7 @@ fn a_task_that_fails_twice_passes_on_the_third_attempt_after_5_then_10_seconds()
     bench.script("t", &["1", "3", "0"]);
     let clock = ManualClock::starting_at(1_800_000_000_000);
     let mut o = bench.orchestrator(Arc::new(clock.clone()));
+    let stream = o.events().subscribe();
     o.add_task(design("t", &[]), None).unwrap();
     o.set_execution(ExecutionState::Running).unwrap();
     for (attempt, wait_ms) in [(1, 5_000u64), (2, 10_000)] {
@@ -250,6 +251,24 @@ fn a_task_that_fails_twice_passes_on_the_third_attempt_after_5_then_10_seconds()
     let codes: Vec<Option<i32>> = attempts.iter().map(|a| a.exit_code).collect();
     assert_eq!(codes, [Some(1), Some(3), Some(0)]);
     assert!(o.state().backlog.is_empty());
+    // Each wait is in its event, with the attempts so far: a view counts down without
+    // asking again.
+    let waits: Vec<(Value, Value)> = std::iter::from_fn(|| stream.try_recv().ok())
+        .filter(|e| e.name == "task" && e.data["to"] == "RETRY_WAIT")
+        .map(|e| {
+            (
+                e.data["next_retry_at_ms"].clone(),
+                e.data["attempts"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        waits,
+        [
+            (json!(1_800_000_005_000u64), json!(1)),
+            (json!(1_800_000_015_000u64), json!(2))
+        ]
+    );
 }
 
 #[test]
