@@ -10,10 +10,10 @@
 use serde_json::{Map, Value, json};
 
 use super::control::Control;
-use super::lifecycle::{LifecycleContractError, Refusal, load_builtin};
+use super::lifecycle::{LifecycleContractError, Refusal, load_builtin, terminal_outcome};
 use super::model::ExecutionState;
 use crate::contract::Contract;
-use crate::contract::model::{Outcome, StateKind};
+use crate::contract::model::Outcome;
 use crate::machine::response::{self, RenderedMessage};
 use crate::machine::{self, Event, Input, Instance, StartError};
 
@@ -180,35 +180,14 @@ impl ChatFlow {
     }
 
     fn step(&self, instance: &Instance, event: &Event) -> Result<ChatStep, Refusal> {
-        let accepted =
-            machine::step(&self.contract, instance, event).map_err(|rejection| Refusal {
-                key: rejection
-                    .message
-                    .error
-                    .clone()
-                    .unwrap_or_else(|| rejection.message.key.clone()),
-                message: rejection.message,
-            })?;
+        let accepted = machine::step(&self.contract, instance, event).map_err(Refusal::of)?;
         let effects = accepted
             .effects
             .iter()
             .map(decode)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|details| Refusal {
-                key: "internal_error".into(),
-                message: RenderedMessage {
-                    key: "chat.internal_error".into(),
-                    error: Some("internal_error".into()),
-                    text: details,
-                    user_intervention: false,
-                },
-            })?;
-        let finished = self
-            .contract
-            .state_id(&accepted.instance.state)
-            .map(|id| self.contract.state(id))
-            .filter(|state| state.kind == StateKind::Terminal)
-            .and_then(|state| state.outcome);
+            .map_err(|details| Refusal::internal("chat", details))?;
+        let finished = terminal_outcome(&self.contract, &accepted.instance);
         Ok(ChatStep {
             to: accepted.to,
             instance: accepted.instance,

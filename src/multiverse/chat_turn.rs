@@ -199,15 +199,7 @@ impl Turn<'_> {
 }
 
 fn internal(details: &str) -> Refusal {
-    Refusal {
-        key: "internal_error".into(),
-        message: crate::machine::response::RenderedMessage {
-            key: "chat.internal_error".into(),
-            error: Some("internal_error".into()),
-            text: details.to_string(),
-            user_intervention: false,
-        },
-    }
+    Refusal::internal("chat", details)
 }
 
 /// Runs one turn of `session` (a new one when `None`) to its end, the planner asked on

@@ -165,6 +165,42 @@ pub struct Refusal {
     pub message: RenderedMessage,
 }
 
+impl Refusal {
+    /// The engine's rejection, keyed by its error code (else its message key).
+    pub(crate) fn of(rejection: machine::Rejection) -> Refusal {
+        Refusal {
+            key: rejection
+                .message
+                .error
+                .clone()
+                .unwrap_or_else(|| rejection.message.key.clone()),
+            message: rejection.message,
+        }
+    }
+
+    /// A refusal for a defect between a contract and its host (`scope`: `lifecycle`,
+    /// `chat`), such as an effect it cannot decode: fail closed, the instance unchanged.
+    pub(crate) fn internal(scope: &str, details: impl Into<String>) -> Refusal {
+        Refusal {
+            key: "internal_error".into(),
+            message: RenderedMessage {
+                key: format!("{scope}.internal_error"),
+                error: Some("internal_error".into()),
+                text: details.into(),
+                user_intervention: false,
+            },
+        }
+    }
+}
+
+/// The outcome of a session in a terminal state of `contract`; `None` while it goes on.
+pub(crate) fn terminal_outcome(contract: &Contract, instance: &Instance) -> Option<Outcome> {
+    let state = contract.state(contract.state_id(&instance.state)?);
+    (state.kind == StateKind::Terminal)
+        .then_some(state.outcome)
+        .flatten()
+}
+
 /// What a submitted event did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Submitted {
@@ -362,12 +398,7 @@ impl Lifecycle {
 
     /// The outcome of a finished task; `None` while it goes on.
     pub fn finished(&self, instance: &Instance) -> Option<Outcome> {
-        let state = self
-            .contract
-            .state(self.contract.state_id(&instance.state)?);
-        (state.kind == StateKind::Terminal)
-            .then_some(state.outcome)
-            .flatten()
+        terminal_outcome(&self.contract, instance)
     }
 
     /// Whether the task's current state takes events named `event` (`start` for a task
@@ -469,16 +500,7 @@ impl Lifecycle {
     fn step(&self, instance: &Instance, event: &Event) -> Submitted {
         let accepted = match machine::step(&self.contract, instance, event) {
             Ok(accepted) => accepted,
-            Err(rejection) => {
-                return Submitted::Rejected(Refusal {
-                    key: rejection
-                        .message
-                        .error
-                        .clone()
-                        .unwrap_or_else(|| rejection.message.key.clone()),
-                    message: rejection.message,
-                });
-            }
+            Err(rejection) => return Submitted::Rejected(Refusal::of(rejection)),
         };
         let finished = self.finished(&accepted.instance);
         let mut raw = accepted.effects;
@@ -513,18 +535,8 @@ impl Lifecycle {
     }
 }
 
-/// A refusal for a defect between the contract and this host (an effect it cannot
-/// decode): fail closed, the instance unchanged.
 fn internal(details: String) -> Refusal {
-    Refusal {
-        key: "internal_error".into(),
-        message: RenderedMessage {
-            key: "lifecycle.internal_error".into(),
-            error: Some("internal_error".into()),
-            text: details,
-            user_intervention: false,
-        },
-    }
+    Refusal::internal("lifecycle", details)
 }
 
 /// The typed form of a host action of the lifecycle contract.
