@@ -661,17 +661,6 @@ fn the_connection_test_of_a_cli_planner_runs_its_version() {
     );
 }
 
-/// A stand-in agent-runner: a short run that writes a complete result.
-const QUICK_AGENT_RUNNER: &str = r#"#!/bin/sh
-task=$1; shift
-result=
-while [ $# -gt 0 ]; do
-  case $1 in --result-file) result=$2; shift 2;; *) shift;; esac
-done
-sleep 0.2
-printf '{"status":"complete","exit_code":0,"summary":"done"}' > "$result"
-"#;
-
 /// The daemon asks a chat turn's planner on another thread: while the planner thinks, the
 /// API answers and the scheduler runs a task to its end; the turn's patch then applies
 /// to the plan as it is by then, keeping the task added meanwhile. (Before, the daemon's one thread waited for the planner
@@ -681,10 +670,7 @@ fn the_scheduler_goes_on_while_a_chat_turns_planner_thinks() {
     let tmp = TempDir::new("mv-api-slow-planner");
     let dir = tmp.path();
     init(dir, "project", "ws");
-    let fake = dir.join("agent-runner");
-    std::fs::write(&fake, QUICK_AGENT_RUNNER).unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fake = crate::support::quick_agent_runner(dir, None);
     let mut config: Value = serde_json::from_slice(&config(dir)).unwrap();
     config["agent_runner"] = json!(fake);
     std::fs::write(dir.join("ws/config.json"), config.to_string()).unwrap();

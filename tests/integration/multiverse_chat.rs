@@ -226,33 +226,11 @@ fn the_reply_follows_the_language_of_the_message_else_the_workspaces() {
     assert_eq!(message_locale("stop", "ja"), "ja");
 }
 
-/// A stand-in agent-runner: logs `start <id>` and `end <id>` around a short run and
-/// writes a complete result.
-const FAKE_AGENT_RUNNER: &str = r#"#!/bin/sh
-task=$1; shift
-result=
-while [ $# -gt 0 ]; do
-  case $1 in --result-file) result=$2; shift 2;; *) shift;; esac
-done
-id=$(sed -n 's/^ *"id": "\([^"]*\)",*$/\1/p' "$task" | head -1)
-echo "start $id" >> '@LOG@'
-sleep 0.3
-printf '{"status":"complete","exit_code":0,"summary":"done"}' > "$result"
-echo "end $id" >> '@LOG@'
-"#;
-
 #[test]
 fn a_chat_request_for_five_tasks_runs_them_in_dependency_order_two_at_a_time() {
     let tmp = TempDir::new("mv-chat-five");
     let log_file = tmp.path().join("runs.log");
-    let fake = tmp.path().join("agent-runner");
-    std::fs::write(
-        &fake,
-        FAKE_AGENT_RUNNER.replace("@LOG@", &log_file.display().to_string()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fake = crate::support::quick_agent_runner(tmp.path(), Some(&log_file));
     let project = tmp.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
     let (dir, _) = app::init(&app::InitOptions {

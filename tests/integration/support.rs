@@ -557,3 +557,28 @@ pub(crate) fn write_response(
     stream.write_all(body.as_bytes())?;
     stream.flush()
 }
+
+/// A stand-in `agent-runner` at `dir/agent-runner`: each attempt runs 0.2 s and writes a
+/// complete result; with `log`, it appends `start <task id>` and `end <task id>` there.
+pub(crate) fn quick_agent_runner(dir: &Path, log: Option<&Path>) -> PathBuf {
+    let log = log.map_or_else(|| "/dev/null".to_string(), |l| l.display().to_string());
+    let script = format!(
+        r#"#!/bin/sh
+task=$1; shift
+result=
+while [ $# -gt 0 ]; do
+  case $1 in --result-file) result=$2; shift 2;; *) shift;; esac
+done
+id=$(sed -n 's/^ *"id": "\([^"]*\)",*$/\1/p' "$task" | head -1)
+echo "start $id" >> '{log}'
+sleep 0.2
+printf '{{"status":"complete","exit_code":0,"summary":"done"}}' > "$result"
+echo "end $id" >> '{log}'
+"#
+    );
+    let path = dir.join("agent-runner");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
