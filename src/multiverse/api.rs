@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 use super::chat_log::ChatLog;
 use super::events::EventHub;
 use super::http::{Api, Request, Response};
+use super::ide::IdeSource;
 use super::model::{ExecutionState, TaskId, WorkspaceState};
 use super::processes;
 use super::recent;
@@ -363,6 +364,20 @@ pub(crate) enum Work {
     Workspace,
 }
 
+/// A workspace the IDE's picker opened: where it is and where its daemon listens (none:
+/// it is this daemon's own).
+#[derive(Debug, Clone)]
+pub struct OpenedWorkspace {
+    pub dir: PathBuf,
+    pub daemon: Option<DaemonInfo>,
+    /// Its daemon was started for this request.
+    pub started: bool,
+}
+
+/// Opens a workspace (or a project's) for the IDE's picker. Given by `app`, which knows
+/// how workspaces are found and made; it runs on the request's thread.
+pub(crate) type Opener = Box<dyn Fn(&Path) -> Result<OpenedWorkspace, Refusal> + Send + Sync>;
+
 /// A request for the daemon's thread, and where its answer goes.
 pub(crate) type Job = (Work, Sender<Result<Value, Refusal>>);
 
@@ -374,6 +389,9 @@ pub(crate) struct DaemonApi {
     events: Arc<EventHub>,
     /// Where the recent workspaces are listed (`$HOME`); none: an empty list.
     home: Option<PathBuf>,
+    /// Where the IDE's files come from.
+    ide: IdeSource,
+    opener: Opener,
 }
 
 impl DaemonApi {
@@ -382,12 +400,16 @@ impl DaemonApi {
         dir: PathBuf,
         events: Arc<EventHub>,
         home: Option<PathBuf>,
+        ide: IdeSource,
+        opener: Opener,
     ) -> DaemonApi {
         DaemonApi {
             jobs,
             dir,
             events,
             home,
+            ide,
+            opener,
         }
     }
 
@@ -459,6 +481,22 @@ impl DaemonApi {
         }
     }
 
+    /// Opens a workspace (or a project's) for the IDE: `{dir, url, started}`, the URL
+    /// `./` (relative to the IDE's page) when it is this one.
+    fn open(&self, body: &ForgetBody) -> Response {
+        match (self.opener)(&body.path) {
+            Ok(opened) => Response::ok(json!({
+                "dir": opened.dir,
+                "url": opened.daemon.as_ref().map_or_else(
+                    || "./".to_string(),
+                    |d| format!("http://127.0.0.1:{}/ide/{}/", d.port, d.token),
+                ),
+                "started": opened.started,
+            })),
+            Err((status, key, message)) => Response::error(status, &key, &message),
+        }
+    }
+
     /// Runs the command `{op, ...fields}` on the daemon's thread.
     fn run(&self, op: &str, fields: Value) -> Response {
         let mut command = if fields.is_object() {
@@ -519,6 +557,7 @@ impl DaemonApi {
     }
 }
 
+/// `{path}`: the body of `forget` and `open`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ForgetBody {
@@ -552,6 +591,13 @@ impl Api for DaemonApi {
     fn handle(&self, request: &Request) -> Response {
         let parts: Vec<&str> = request.path.trim_matches('/').split('/').collect();
         let outcome = match (request.method.as_str(), parts.as_slice()) {
+            ("GET", ["ide", file @ ..]) => Ok(match self.ide.file(&file.join("/")) {
+                Some(found) => Response::File {
+                    content_type: found.content_type,
+                    body: found.body,
+                },
+                None => Response::error(404, "not_found", "no such file in the IDE"),
+            }),
             ("GET", ["api", "events"]) => Ok(Response::Events(self.events.subscribe())),
             ("GET", ["api", "state"]) => self
                 .state()
@@ -622,6 +668,9 @@ impl Api for DaemonApi {
             ("POST", ["api", "workspaces", "forget"]) => {
                 Self::body::<ForgetBody>(request).map(|b| self.forget(&b))
             }
+            ("POST", ["api", "workspaces", "open"]) => {
+                Self::body::<ForgetBody>(request).map(|b| self.open(&b))
+            }
             // Any `app::Command`; the daemon parses it (400 `bad_request` when it is none).
             ("POST", ["api", "command"]) => Self::body::<Map<String, Value>>(request)
                 .map(|c| self.ask(Work::Command(Value::Object(c)))),
@@ -647,6 +696,28 @@ fn settings_schema() -> Value {
 
 /// The API's description (OpenAPI 3.1), served at `/api/openapi.json`.
 pub fn openapi() -> Value {
+    let mut document = core_openapi();
+    // Built in two parts: one `json!` this long exceeds the macro's recursion limit.
+    if let Some(paths) = document["paths"].as_object_mut() {
+        paths.extend(ide_paths());
+    }
+    document
+}
+
+/// The routes the IDE's picker and files add.
+fn ide_paths() -> Map<String, Value> {
+    let body = json!({"content": {"application/json": {"schema": {"type": "object", "required": ["path"],
+        "additionalProperties": false, "properties": {"path": {"type": "string"}}}}}});
+    let paths = json!({
+            "/api/workspaces/open": {"post": {"summary": "Open a workspace for the IDE: {path} names a workspace directory, or a project, whose workspace is found (the recent list, then its default place) or created with this workspace's settings. Its daemon is started unless one runs. Answers {dir, url, started}; url is `./` (relative to the IDE's page) for this workspace. Refusals: workspaces.not_absolute, workspaces.not_found, workspaces.no_home, workspaces.init_failed, workspaces.start_failed.",
+                "requestBody": body}},
+            "/ide/{token}/{file}": {"get": {"summary": "The IDE's files (index.html when no file). `/?token=TOKEN` answers 303 to `/ide/TOKEN/`. Sent with a Content-Security-Policy (own scripts and styles only, no inline code, Trusted Types required, no framing)."}}
+    });
+    paths.as_object().cloned().unwrap_or_default()
+}
+
+/// Every route but the IDE's.
+fn core_openapi() -> Value {
     json!({
         "openapi": "3.1.0",
         "info": {"title": "multiverse serve", "version": "1"},

@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::api::{DAEMON_FILE, DaemonApi, Job, Work, call};
+use super::api::{DAEMON_FILE, DaemonApi, Job, Opener, Work, call};
 use super::chat_log::ChatLog;
 use super::chat_turn::{
     AskedTurn, Begun, TurnSettings, begin_turn, chat_turn, finish_turn, status_text,
@@ -24,6 +24,7 @@ use super::chat_turn::{
 use super::clock::{Clock, SystemClock};
 use super::events::EventHub;
 use super::http::{Api, HttpServer};
+use super::ide::IdeSource;
 use super::model::{
     DEFAULT_POOL, ExecutionState, RunnerSettings, TaskDesign, TaskId, WorkspaceState,
 };
@@ -661,6 +662,17 @@ pub fn send(info: &DaemonInfo, command: &Command) -> Result<Value, AppError> {
     call(info, "POST", "/api/command", Some(&body)).map_err(|e| AppError::Daemon(e.to_string()))
 }
 
+/// How the IDE's picker opens a workspace: [`super::open::open_workspace`] from this
+/// daemon, starting others with this very binary.
+fn opener(this: PathBuf, home: Option<PathBuf>) -> Opener {
+    Box::new(move |path| {
+        let exe = std::env::current_exe()
+            .map_err(|e| (500, "workspaces.start_failed".to_string(), e.to_string()))?;
+        super::open::open_workspace(path, &this, home.as_deref(), &exe)
+            .map_err(|e| (e.status(), e.key().to_string(), e.to_string()))
+    })
+}
+
 /// `multiverse serve`: the scheduler and the HTTP API until `cancel`. Returns when the
 /// running tasks have been stopped.
 pub fn serve(
@@ -687,11 +699,14 @@ pub fn serve(
         &serde_json::to_vec_pretty(&info).unwrap_or_default(),
     )?;
     let (jobs_tx, jobs_rx): (Sender<Job>, Receiver<Job>) = channel();
+    let home = recent::home_from_env();
     let api: Arc<dyn Api> = Arc::new(DaemonApi::new(
         jobs_tx,
         dir.to_path_buf(),
         events.clone(),
-        recent::home_from_env(),
+        home.clone(),
+        IdeSource::from_env(),
+        opener(dir.to_path_buf(), home),
     ));
     let stopper = server.stopper();
     let http = std::thread::spawn(move || server.run(api));

@@ -3,10 +3,12 @@
 //! events for the event stream. What it serves is an [`Api`]; this module only keeps the
 //! door: it listens on 127.0.0.1 only, every request must carry the workspace's token
 //! (`Authorization: Bearer`, or `?token=` on a GET, which an `EventSource` and a link
-//! need), the `Host` must be the loopback address it listens on (a DNS-rebinding page
+//! need, or in the path of the IDE's files, `/ide/TOKEN/...`, so that a page's relative
+//! imports carry it), the `Host` must be the loopback address it listens on (a DNS-rebinding page
 //! names another host), no CORS header is ever sent (another origin's page cannot read a
 //! reply), and requests are bounded in header size, body size and time to arrive.
 
+use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
@@ -73,6 +75,13 @@ pub enum Response {
     },
     /// A stream of events until the sender is dropped or the client goes away.
     Events(Receiver<ServerEvent>),
+    /// A file of the IDE, sent with the page's security policy.
+    File {
+        content_type: &'static str,
+        body: Cow<'static, [u8]>,
+    },
+    /// `303 See Other` to a path on this server.
+    Redirect(String),
 }
 
 impl Response {
@@ -160,7 +169,7 @@ impl HttpServer {
             let Ok(mut stream) = stream else { continue };
             if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
                 active.fetch_sub(1, Ordering::SeqCst);
-                let _ = write_json(
+                let _ = write_reply(
                     &mut stream,
                     &Response::error(503, "busy", "too many connections"),
                 );
@@ -214,10 +223,10 @@ fn serve(stream: TcpStream, api: &dyn Api, token: &str, addr: SocketAddr, stoppi
         Err(refusal) => refusal,
     };
     match reply {
-        Response::Json { .. } => {
-            let _ = write_json(&mut writer, &reply);
-        }
         Response::Events(events) => stream_events(&mut writer, &events, stopping),
+        reply => {
+            let _ = write_reply(&mut writer, &reply);
+        }
     }
 }
 
@@ -293,6 +302,14 @@ fn read_request(stream: TcpStream, token: &str, addr: SocketAddr) -> Result<Requ
         None => (target.clone(), Vec::new()),
     };
     let path = percent_decode(&path);
+    // The IDE's files carry the token as their first segment: `/ide/TOKEN/app.js`.
+    let (path, in_path, bare) = match path.strip_prefix("/ide/") {
+        Some(rest) if method == "GET" => match rest.split_once('/') {
+            Some((given, file)) => (format!("/ide/{file}"), Some(given.to_string()), false),
+            None => ("/ide/".to_string(), Some(rest.to_string()), true),
+        },
+        _ => (path, None, false),
+    };
     let bearer = header("authorization")
         .and_then(|v| v.strip_prefix("Bearer ").map(|t| t.trim().to_string()));
     let from_query = (method == "GET")
@@ -303,13 +320,18 @@ fn read_request(stream: TcpStream, token: &str, addr: SocketAddr) -> Result<Requ
                 .map(|(_, v)| v.clone())
         })
         .flatten();
-    let given = bearer.or(from_query);
+    let given = in_path.clone().or(bearer).or(from_query);
     if !given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
         return Err(Response::error(
             401,
             "unauthorized",
             "this workspace's token is required (Authorization: Bearer TOKEN)",
         ));
+    }
+    // The URL `serve` prints (`/?token=`) and a path without its last `/` lead to the IDE,
+    // whose relative imports need the token in the path and the directory's `/`.
+    if method == "GET" && (path == "/" || bare) {
+        return Err(Response::Redirect(format!("/ide/{token}/")));
     }
     let length: usize = match header("content-length") {
         Some(v) => v
@@ -397,6 +419,7 @@ fn reason(status: u16) -> &'static str {
         200 => "OK",
         201 => "Created",
         202 => "Accepted",
+        303 => "See Other",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
@@ -413,24 +436,59 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-fn write_json(stream: &mut TcpStream, response: &Response) -> std::io::Result<()> {
-    let Response::Json { status, body } = response else {
-        return Ok(());
+/// What a page of the IDE may do: its own scripts, styles and connections only, no inline
+/// script or style, no framing, no form posts, and Trusted Types required, so no string
+/// ever becomes HTML (a Task Note is built from text nodes).
+const PAGE_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; \
+form-action 'none'; frame-ancestors 'none'; require-trusted-types-for 'script'";
+
+/// Headers on every reply: nothing cached (paths carry the token), no type sniffing, no
+/// referrer (it would carry the token), not embeddable elsewhere, no CORS header at all.
+const COMMON_HEADERS: &str = "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\
+Referrer-Policy: no-referrer\r\nCross-Origin-Resource-Policy: same-origin\r\n\
+Cross-Origin-Opener-Policy: same-origin\r\nConnection: close\r\n";
+
+/// Writes a JSON, file or redirect reply.
+fn write_reply(stream: &mut TcpStream, response: &Response) -> std::io::Result<()> {
+    let (status, content_type, body, extra): (u16, &str, Cow<'_, [u8]>, String) = match response {
+        Response::Json { status, body } => (
+            *status,
+            "application/json",
+            Cow::Owned(serde_json::to_vec(body).unwrap_or_else(|_| b"null".to_vec())),
+            String::new(),
+        ),
+        Response::File { content_type, body } => (
+            200,
+            content_type,
+            Cow::Borrowed(&**body),
+            format!("Content-Security-Policy: {PAGE_POLICY}\r\n"),
+        ),
+        Response::Redirect(location) => (
+            303,
+            "text/plain; charset=utf-8",
+            Cow::Borrowed(&b""[..]),
+            // Ours, made of the token (hex) and a fixed path: no header injection.
+            format!("Location: {location}\r\n"),
+        ),
+        Response::Events(_) => return Ok(()),
     };
-    let text = serde_json::to_string(body).unwrap_or_else(|_| "null".into());
     write!(
         stream,
-        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n{text}",
-        reason(*status),
-        text.len()
+        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{COMMON_HEADERS}{extra}\r\n",
+        reason(status),
+        body.len()
     )?;
+    stream.write_all(&body)?;
     stream.flush()
 }
 
 /// Writes events as `text/event-stream` until the channel closes, the client goes away
 /// or the server stops.
 fn stream_events(stream: &mut TcpStream, events: &Receiver<ServerEvent>, stopping: &AtomicBool) {
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n: connected\n\n";
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{COMMON_HEADERS}\r\n: connected\n\n"
+    );
     if stream
         .write_all(head.as_bytes())
         .and_then(|()| stream.flush())

@@ -9,12 +9,16 @@
 //! - `api`: the daemon's HTTP API: its routes (reads from the saved state, changes sent
 //!   to the daemon's thread), their bodies and OpenAPI document, where a daemon listens
 //!   (`daemon.json`) and the command line's client of it.
+//! - `open`: the IDE's picker opening another workspace (or a project's, made when it has
+//!   none) and starting its daemon.
 //! - `settings`: the chat planner's settings (provider, model, the key's variable name,
 //!   base URL) in `config.json`'s `planner` block, validated whole, and their connection
 //!   test through the runner's providers. `recent`: the recent workspaces
 //!   (`~/.multiverse/workspaces.json`), bounded, a corrupt file read as empty.
 //! - `http`: the loopback HTTP server under `multiverse serve` (token, host check, bounded
-//!   requests, JSON and server-sent events) around an `Api`.
+//!   requests, JSON, the IDE's files with their security policy, and server-sent events)
+//!   around an `Api`. `ide`: the IDE's files (`ide/`, embedded by `build.rs`, or read from
+//!   `MULTIVERSE_IDE_DIR` while working on them).
 //! - `model`: the workspace's data (plan, WBS, task runtime, attempts, backlog, execution
 //!   state), plain values with no IO.
 //! - `lifecycle`: a task's session of the lifecycle contract
@@ -64,8 +68,10 @@ pub(crate) mod control;
 pub(crate) mod events;
 pub(crate) mod executor;
 pub(crate) mod http;
+pub(crate) mod ide;
 pub(crate) mod lifecycle;
 pub(crate) mod model;
+pub(crate) mod open;
 pub(crate) mod orchestrator;
 pub(crate) mod patch;
 pub(crate) mod plan;
@@ -77,8 +83,8 @@ pub(crate) mod settings;
 pub(crate) mod store;
 
 pub use api::{
-    DaemonError, DaemonInfo, NoteError, attempt_note, attempt_result, call as call_daemon, daemon,
-    workspaces,
+    DaemonError, DaemonInfo, NoteError, OpenedWorkspace, attempt_note, attempt_result,
+    call as call_daemon, daemon, workspaces,
 };
 pub use app::{AppError, Command, Config, InitOptions, RunSummary};
 pub use chat::{
@@ -100,6 +106,7 @@ pub use executor::{
 pub use http::{
     Api, BindError, HttpServer, MAX_BODY_BYTES, Request, Response, ServerEvent, Stopper,
 };
+pub use ide::{IDE_DIR_VARIABLE, IdeFile, IdeSource, embedded_files as ide_files};
 pub use lifecycle::{
     Lifecycle, LifecycleContractError, LifecycleStartError, PolicyError, Refusal, RetryPolicy,
     Submitted, TASK_LIFECYCLE_CONTRACT, TaskEffect, TaskEvent, Transition, backoff,
@@ -109,6 +116,7 @@ pub use model::{
     Plan, RunnerSettings, SuggestedImpl, TaskDesign, TaskId, TaskIdError, TaskRuntime, Wbs,
     WorkspaceState,
 };
+pub use open::{OpenError, open_workspace};
 pub use orchestrator::{Orchestrator, OrchestratorError, Settings};
 pub use patch::{
     Conflict, Create, Created, Delete, DetailedQuestion, ImplHints, InvalidPatchReply, Location,
