@@ -4,8 +4,9 @@
 //! chat turn, the key's value never returned), the connection test against the mock and
 //! a scripted OpenAI-compatible server on loopback (accepted, refused with 401,
 //! unreachable), and the recent workspaces (newest first, forget leaves the directory, a
-//! corrupt list does not break `init`). Every new route refuses a request without the
-//! token.
+//! corrupt list does not break `init`), the IDE's files (behind the token, with their page
+//! policy, nothing outside them) and the picker opening another workspace or a project
+//! (its daemon started once). Every new route refuses a request without the token.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -765,4 +766,211 @@ fn the_scheduler_goes_on_while_a_chat_turns_planner_thinks() {
         .map(|t| t["id"].clone())
         .collect();
     assert_eq!(ids, [json!("early"), created]);
+}
+
+/// A GET of `path` as a browser makes it (no Authorization header), redirects not
+/// followed: status, headers by lower-case name, body.
+fn browser_get(port: u16, path: &str) -> (u16, Vec<(String, String)>, String) {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .build()
+        .new_agent();
+    let mut reply = agent
+        .get(format!("http://127.0.0.1:{port}{path}"))
+        .header("Origin", "http://evil.example")
+        .call()
+        .unwrap();
+    let headers = reply
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    let status = reply.status().as_u16();
+    (status, headers, reply.body_mut().read_to_string().unwrap())
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn the_ide_is_served_behind_the_token_with_a_strict_page_policy_and_nothing_else() {
+    let tmp = TempDir::new("mv-api-ide");
+    let dir = tmp.path();
+    init(dir, "project", "ws");
+    let daemon = Daemon::start(dir);
+    let token = daemon.token.clone();
+    // The URL `serve` prints leads to the IDE, the token now in the path.
+    let (status, headers, _) = browser_get(daemon.port, &format!("/?token={token}"));
+    assert_eq!(status, 303);
+    assert_eq!(
+        header(&headers, "location"),
+        Some(format!("/ide/{token}/").as_str())
+    );
+    let (status, headers, _) = browser_get(daemon.port, &format!("/ide/{token}"));
+    assert_eq!(
+        (status, header(&headers, "location")),
+        (303, Some(format!("/ide/{token}/").as_str()))
+    );
+    let (status, headers, page) = browser_get(daemon.port, &format!("/ide/{token}/"));
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        header(&headers, "content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(page.contains("app.js"), "{page}");
+    let policy = header(&headers, "content-security-policy").unwrap();
+    for part in [
+        "script-src 'self'",
+        "require-trusted-types-for 'script'",
+        "frame-ancestors 'none'",
+        "default-src 'none'",
+    ] {
+        assert!(policy.contains(part), "{policy}");
+    }
+    assert_eq!(header(&headers, "referrer-policy"), Some("no-referrer"));
+    let (status, headers, script) = browser_get(daemon.port, &format!("/ide/{token}/app.js"));
+    assert_eq!(status, 200);
+    assert!(
+        header(&headers, "content-type")
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert!(!script.is_empty());
+    // Every answer, refusals included, is without a CORS header, even to another origin.
+    assert!(
+        headers
+            .iter()
+            .all(|(k, _)| !k.starts_with("access-control")),
+        "{headers:?}"
+    );
+
+    // Without the token, or with another, nothing of the IDE is served.
+    for path in [
+        "/".to_string(),
+        "/?token=wrong".to_string(),
+        "/ide/wrong/".to_string(),
+        "/ide/wrong/app.js".to_string(),
+        "/ide/".to_string(),
+        format!("/ide/{}/", &token[..token.len() - 1]),
+    ] {
+        let (status, headers, body) = browser_get(daemon.port, &path);
+        assert_eq!(status, 401, "{path}: {body}");
+        assert_eq!(header(&headers, "content-type"), Some("application/json"));
+        assert!(!body.contains("<html"), "{path}: {body}");
+    }
+    // Only the IDE's own files: no way up to the workspace, the project or the sources.
+    for path in [
+        "%2e%2e/workspace.json",
+        "..%2f..%2fCargo.toml",
+        ".hidden.js",
+        "build.rs",
+        "missing.js",
+        "sub//app.js",
+    ] {
+        let (status, _, body) = browser_get(daemon.port, &format!("/ide/{token}/{path}"));
+        assert_eq!(status, 404, "{path}: {body}");
+    }
+}
+
+#[test]
+fn opening_a_workspace_or_a_project_from_the_picker_starts_its_daemon_once() {
+    let tmp = TempDir::new("mv-api-open");
+    let dir = tmp.path();
+    init(dir, "one", "ws");
+    init(dir, "two", "ws-two");
+    let daemon = Daemon::start(dir);
+    let two = dir.join("ws-two").canonicalize().unwrap();
+    let stop_daemon_of = |ws: &Path| {
+        let info: Value =
+            serde_json::from_slice(&std::fs::read(ws.join("daemon.json")).unwrap()).unwrap();
+        let pid = nix::unistd::Pid::from_raw(info["pid"].as_i64().unwrap() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let until = Instant::now() + Duration::from_secs(20);
+        while nix::sys::signal::kill(pid, None).is_ok() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+
+    let opened = daemon.ok("POST", "/api/workspaces/open", Some(json!({"path": two})));
+    assert_eq!(opened["dir"], json!(two));
+    assert_eq!(opened["started"], true, "{opened}");
+    let url = opened["url"].as_str().unwrap().to_string();
+    let port: u16 = url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let path = &url[url.find("/ide/").unwrap()..];
+    let (status, _, page) = browser_get(port, path);
+    assert_eq!(status, 200, "the opened workspace's IDE: {page}");
+    // Opened again: the same daemon, not a second one.
+    let again = daemon.ok("POST", "/api/workspaces/open", Some(json!({"path": two})));
+    assert_eq!(
+        (again["url"].as_str(), &again["started"]),
+        (Some(url.as_str()), &json!(false))
+    );
+    // This workspace: the page it is on.
+    let this = dir.join("ws").canonicalize().unwrap();
+    let here = daemon.ok("POST", "/api/workspaces/open", Some(json!({"path": this})));
+    assert_eq!(
+        (here["url"].as_str(), &here["started"]),
+        (Some("./"), &json!(false))
+    );
+
+    // A project with no workspace gets one in its default place, with this one's settings.
+    let three = dir.join("three");
+    std::fs::create_dir_all(&three).unwrap();
+    crate::support::git_repo(&three, &[("README.md", "# three\n")]);
+    let made = daemon.ok("POST", "/api/workspaces/open", Some(json!({"path": three})));
+    let made_dir = PathBuf::from(made["dir"].as_str().unwrap());
+    assert!(
+        made_dir.starts_with(dir.join(".multiverse/workspaces")),
+        "{made}"
+    );
+    assert!(made_dir.join("workspace.json").is_file());
+    let config: Value =
+        serde_json::from_slice(&std::fs::read(made_dir.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["runner"]["meta"]["kind"], "mock", "{config}");
+    // The project's workspace is found again by its project, not made twice.
+    let found = daemon.ok("POST", "/api/workspaces/open", Some(json!({"path": three})));
+    assert_eq!(
+        (&found["dir"], &found["started"]),
+        (&made["dir"], &json!(false))
+    );
+
+    for (path, status, key) in [
+        ("relative/ws", 400, "workspaces.not_absolute"),
+        ("/no/such/workspace", 404, "workspaces.not_found"),
+    ] {
+        let (got, body) = daemon.call(
+            "POST",
+            "/api/workspaces/open",
+            Some(json!({"path": path})),
+            true,
+        );
+        assert_eq!(
+            (got, body["error"]["key"].as_str()),
+            (status, Some(key)),
+            "{body}"
+        );
+    }
+    let (status, _) = daemon.call(
+        "POST",
+        "/api/workspaces/open",
+        Some(json!({"path": two})),
+        false,
+    );
+    assert_eq!(status, 401);
+    stop_daemon_of(&two);
+    stop_daemon_of(&made_dir);
 }
