@@ -137,6 +137,8 @@
 //!   written slowly, one partial, one not JSON, one overlong) forwarded as `run` events in
 //!   order, once, before the task's end: from the hub, on `multiverse run`'s stderr and on
 //!   the daemon's event stream.
+//! - `webdriver`: a small W3C WebDriver client over `ureq` driving Debian's headless
+//!   Chromium (`.ci/run` installs it), checked against a page of its own.
 //! - `multiverse_http`: `multiverse serve`'s HTTP door over real TCP: the token, the
 //!   loopback host, bounded requests, JSON errors, server-sent events.
 //! - `multiverse_lifecycle`: a task's lifecycle through the real contract with a stand-in
@@ -237,3 +239,4 @@ mod server_registry;
 mod skipped;
 mod support;
 mod tidy;
+mod webdriver;
