@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::attempts::{attempt_log, attempt_note, attempt_result};
 use super::chat_log::ChatLog;
 use super::events::EventHub;
 use super::http::{Api, Request, Response};
@@ -211,136 +212,6 @@ pub fn call(
     Ok(value)
 }
 
-/// Why an attempt's Task Note (or result) cannot be shown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoteError {
-    UnknownTask(TaskId),
-    /// No such attempt (or, with none asked for, the task has none yet).
-    UnknownAttempt {
-        task: TaskId,
-        attempt: Option<u32>,
-    },
-    /// The attempt left no note (it is running, or ended before writing one).
-    NoNote {
-        task: TaskId,
-        attempt: u32,
-    },
-    /// The attempt left no readable result JSON.
-    NoResult {
-        task: TaskId,
-        attempt: u32,
-    },
-}
-
-impl NoteError {
-    pub fn key(&self) -> &'static str {
-        match self {
-            NoteError::UnknownTask(_) => "unknown_task",
-            NoteError::UnknownAttempt { .. } => "unknown_attempt",
-            NoteError::NoNote { .. } => "no_note",
-            NoteError::NoResult { .. } => "no_result",
-        }
-    }
-}
-
-impl std::fmt::Display for NoteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NoteError::UnknownTask(id) => write!(f, "no task {id} in this workspace"),
-            NoteError::UnknownAttempt {
-                task,
-                attempt: Some(n),
-            } => write!(f, "task {task} has no attempt {n}"),
-            NoteError::UnknownAttempt {
-                task,
-                attempt: None,
-            } => write!(f, "task {task} has not run yet"),
-            NoteError::NoNote { task, attempt } => write!(
-                f,
-                "attempt {attempt} of task {task} left no Task Note (it runs, or ended before writing one)"
-            ),
-            NoteError::NoResult { task, attempt } => write!(
-                f,
-                "attempt {attempt} of task {task} left no result (it runs, or ended before writing one)"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for NoteError {}
-
-/// An attempt's Task Note (its number and Markdown): attempt `number`, or the last one.
-/// Read from the workspace's own `runs/<task>/<n>/note.md` only, whatever the state file
-/// says, so no request reaches a file outside the workspace.
-pub fn attempt_note(
-    dir: &Path,
-    state: &WorkspaceState,
-    id: &TaskId,
-    number: Option<u32>,
-) -> Result<(u32, String), NoteError> {
-    let (number, path) = attempt_file(dir, state, id, number, "note.md")?;
-    std::fs::read_to_string(&path)
-        .map(|text| (number, text))
-        .map_err(|_| NoteError::NoNote {
-            task: id.clone(),
-            attempt: number,
-        })
-}
-
-/// The most of an attempt's result JSON read.
-const MAX_RESULT_BYTES: u64 = 4 << 20;
-
-/// An attempt's result JSON as agent-runner wrote it (status, exit code, each criterion's
-/// verdict, runs, files changed), from the workspace's own `runs/<task>/<n>/result.json`.
-pub fn attempt_result(
-    dir: &Path,
-    state: &WorkspaceState,
-    id: &TaskId,
-    number: Option<u32>,
-) -> Result<(u32, Value), NoteError> {
-    use std::io::Read as _;
-    let (number, path) = attempt_file(dir, state, id, number, "result.json")?;
-    let missing = || NoteError::NoResult {
-        task: id.clone(),
-        attempt: number,
-    };
-    let mut text = String::new();
-    std::fs::File::open(&path)
-        .and_then(|f| f.take(MAX_RESULT_BYTES).read_to_string(&mut text))
-        .map_err(|_| missing())?;
-    serde_json::from_str(&text)
-        .map(|value| (number, value))
-        .map_err(|_| missing())
-}
-
-/// The path of `name` in attempt `number`'s (or the last attempt's) run directory.
-fn attempt_file(
-    dir: &Path,
-    state: &WorkspaceState,
-    id: &TaskId,
-    number: Option<u32>,
-    name: &str,
-) -> Result<(u32, PathBuf), NoteError> {
-    let runtime = state
-        .runtime
-        .get(id)
-        .ok_or_else(|| NoteError::UnknownTask(id.clone()))?;
-    let found = match number {
-        Some(n) => runtime.attempts.iter().find(|a| a.number == n),
-        None => runtime.attempts.last(),
-    }
-    .ok_or(NoteError::UnknownAttempt {
-        task: id.clone(),
-        attempt: number,
-    })?;
-    let path = dir
-        .join("runs")
-        .join(id.as_str())
-        .join(found.number.to_string())
-        .join(name);
-    Ok((found.number, path))
-}
-
 /// Chat sessions listed by `GET /api/chat`, newest first.
 const MAX_SESSIONS_LISTED: usize = 200;
 
@@ -512,28 +383,9 @@ impl DaemonApi {
         read_state(&self.dir).map_err(|e| Response::error(500, e.key(), &e.to_string()))
     }
 
-    /// An attempt's Task Note (Markdown), read from its run directory in this workspace.
-    fn note(&self, task: &str, attempt: &str) -> Response {
-        let Ok(id) = TaskId::parse(task) else {
-            return Response::error(404, "unknown_task", "no such task");
-        };
-        let Ok(number) = attempt.parse::<u32>() else {
-            return Response::error(404, "unknown_attempt", "no such attempt");
-        };
-        let state = match self.state() {
-            Ok(state) => state,
-            Err(refusal) => return refusal,
-        };
-        match attempt_note(&self.dir, &state, &id, Some(number)) {
-            Ok((number, text)) => {
-                Response::ok(json!({"task": id, "attempt": number, "markdown": text}))
-            }
-            Err(e) => Response::error(404, e.key(), &e.to_string()),
-        }
-    }
-
-    /// An attempt's result JSON, read from its run directory in this workspace.
-    fn result(&self, task: &str, attempt: &str) -> Response {
+    /// One of an attempt's files (`note`: its Task Note as Markdown, `result`: its result
+    /// JSON, `log`: its events and stderr), read from its run directory in this workspace.
+    fn attempt(&self, task: &str, attempt: &str, what: &str) -> Response {
         let (Ok(id), Ok(number)) = (TaskId::parse(task), attempt.parse::<u32>()) else {
             return Response::error(404, "unknown_attempt", "no such attempt");
         };
@@ -541,9 +393,18 @@ impl DaemonApi {
             Ok(state) => state,
             Err(refusal) => return refusal,
         };
-        match attempt_result(&self.dir, &state, &id, Some(number)) {
-            Ok((number, result)) => {
-                Response::ok(json!({"task": id, "attempt": number, "result": result}))
+        let read = match what {
+            "note" => attempt_note(&self.dir, &state, &id, Some(number))
+                .map(|(n, text)| (n, json!({"markdown": text}))),
+            "result" => attempt_result(&self.dir, &state, &id, Some(number))
+                .map(|(n, result)| (n, json!({"result": result}))),
+            _ => attempt_log(&self.dir, &state, &id, Some(number)),
+        };
+        match read {
+            Ok((number, mut shown)) => {
+                shown["task"] = json!(id);
+                shown["attempt"] = json!(number);
+                Response::ok(shown)
             }
             Err(e) => Response::error(404, e.key(), &e.to_string()),
         }
@@ -610,8 +471,17 @@ impl Api for DaemonApi {
                     None => Response::error(404, "unknown_task", "no such task"),
                 }
             }),
-            ("GET", ["api", "tasks", id, "attempts", n, "note"]) => Ok(self.note(id, n)),
-            ("GET", ["api", "tasks", id, "attempts", n, "result"]) => Ok(self.result(id, n)),
+            (
+                "GET",
+                [
+                    "api",
+                    "tasks",
+                    id,
+                    "attempts",
+                    n,
+                    what @ ("note" | "result" | "log"),
+                ],
+            ) => Ok(self.attempt(id, n, what)),
             ("GET", ["api", "execution"]) => self
                 .state()
                 .map(|s| Response::ok(json!({"state": s.execution}))),
@@ -704,11 +574,12 @@ pub fn openapi() -> Value {
     document
 }
 
-/// The routes the IDE's picker and files add.
+/// The routes added for the IDE: its files, an attempt's log, the picker's open.
 fn ide_paths() -> Map<String, Value> {
     let body = json!({"content": {"application/json": {"schema": {"type": "object", "required": ["path"],
         "additionalProperties": false, "properties": {"path": {"type": "string"}}}}}});
     let paths = json!({
+            "/api/tasks/{id}/attempts/{n}/log": {"get": {"summary": "The attempt's log: {task, attempt, events (agent-runner's events.jsonl, its last MiB, a line that is not JSON as {text}), events_cut, stderr (its last 64 KiB), stderr_cut}. 404 no_log before it started."}},
             "/api/workspaces/open": {"post": {"summary": "Open a workspace for the IDE: {path} names a workspace directory, or a project, whose workspace is found (the recent list, then its default place) or created with this workspace's settings. Its daemon is started unless one runs. Answers {dir, url, started}; url is `./` (relative to the IDE's page) for this workspace. Refusals: workspaces.not_absolute, workspaces.not_found, workspaces.no_home, workspaces.init_failed, workspaces.start_failed.",
                 "requestBody": body}},
             "/ide/{token}/{file}": {"get": {"summary": "The IDE's files (index.html when no file). `/?token=TOKEN` answers 303 to `/ide/TOKEN/`. Sent with a Content-Security-Policy (own scripts and styles only, no inline code, Trusted Types required, no framing)."}}

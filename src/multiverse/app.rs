@@ -37,9 +37,8 @@ use crate::runner::{Cancel, MetaConfig, Planner};
 
 // The task views and the daemon's whereabouts live with the API; the command line uses
 // them from here too.
-pub use super::api::{
-    DaemonInfo, NoteError, attempt_note, attempt_result, daemon, openapi, task_list, task_show,
-};
+pub use super::api::{DaemonInfo, daemon, openapi, task_list, task_show};
+pub use super::attempts::{NoteError, attempt_log, attempt_note, attempt_result};
 
 /// The workspace's own settings (`config.json`), written by `init`, edited by hand.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,8 @@
 //!   (`daemon.json`) and the command line's client of it.
 //! - `open`: the IDE's picker opening another workspace (or a project's, made when it has
 //!   none) and starting its daemon.
+//! - `attempts`: an attempt's Task Note, result JSON and log, read bounded from the
+//!   workspace's own `runs/` only.
 //! - `settings`: the chat planner's settings (provider, model, the key's variable name,
 //!   base URL) in `config.json`'s `planner` block, validated whole, and their connection
 //!   test through the runner's providers. `recent`: the recent workspaces
@@ -59,6 +61,7 @@
 
 pub(crate) mod api;
 pub mod app;
+pub(crate) mod attempts;
 pub(crate) mod chat;
 pub(crate) mod chat_flow;
 pub(crate) mod chat_log;
@@ -82,11 +85,9 @@ pub(crate) mod registry;
 pub(crate) mod settings;
 pub(crate) mod store;
 
-pub use api::{
-    DaemonError, DaemonInfo, NoteError, OpenedWorkspace, attempt_note, attempt_result,
-    call as call_daemon, daemon, workspaces,
-};
+pub use api::{DaemonError, DaemonInfo, OpenedWorkspace, call as call_daemon, daemon, workspaces};
 pub use app::{AppError, Command, Config, InitOptions, RunSummary};
+pub use attempts::{NoteError, attempt_log, attempt_note, attempt_result};
 pub use chat::{
     ChatMessage, ChatRole, MAX_HISTORY, MAX_MESSAGE_CHARS, MAX_TASKS_SHOWN, TaskLine,
     ask as ask_plan_patch, request as chat_request,

@@ -4,7 +4,7 @@
 //! must arrive as `run` events in order, complete, once, and before the attempt's end and
 //! the task's new state: from the orchestrator's hub, on `multiverse run --json`'s stderr
 //! (and as a short line per state change without `--json`), and on the daemon's
-//! server-sent event stream.
+//! server-sent event stream; after the run, the attempt's log route gives the same lines.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -339,6 +339,40 @@ fn the_daemons_event_stream_carries_the_runs_progress_before_the_tasks_end() {
         }
     }
     check_order(&events, "slow");
+    // After the run, the attempt's log gives the same lines to a view opened later.
+    let text = ureq::get(format!(
+        "http://127.0.0.1:{port}/api/tasks/slow/attempts/1/log"
+    ))
+    .header("Authorization", &format!("Bearer {token}"))
+    .call()
+    .unwrap()
+    .body_mut()
+    .read_to_string()
+    .unwrap();
+    let log: Value = serde_json::from_str(&text).unwrap();
+    let logged: Vec<&Value> = log["events"].as_array().unwrap().iter().collect();
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(map) = v.as_object_mut() {
+            map.remove("ts");
+            map.remove("trace_id");
+        }
+        v
+    };
+    assert_eq!(logged.len(), 6, "{log}");
+    assert_eq!(
+        strip(logged[0]),
+        json!({"event": "state", "from": "A", "to": "B"})
+    );
+    assert_eq!(logged[2], &json!({"text": "plain text"}));
+    assert_eq!(
+        strip(logged[5]),
+        json!({"event": "state", "from": "B", "to": "C"})
+    );
+    assert_eq!(
+        (log["events_cut"].as_bool(), log["attempt"].as_u64()),
+        (Some(false), Some(1))
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(daemon.0.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
