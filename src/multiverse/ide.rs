@@ -160,6 +160,39 @@ mod tests {
     }
 
     #[test]
+    fn the_embedded_copy_is_the_ide_directory_byte_for_byte() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("ide");
+        let mut on_disk = Vec::new();
+        let mut pending = vec![dir.clone()];
+        while let Some(next) = pending.pop() {
+            for entry in std::fs::read_dir(&next).unwrap() {
+                let path = entry.unwrap().path();
+                let hidden = path.file_name().unwrap().to_string_lossy().starts_with('.');
+                if path.is_dir() && !hidden {
+                    pending.push(path);
+                } else if path.is_file() && !hidden {
+                    let name = path.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
+                    on_disk.push((name, std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        on_disk.sort();
+        let embedded: Vec<(String, Vec<u8>)> = IDE_FILES
+            .iter()
+            .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
+            .collect();
+        let names = |files: &[(String, Vec<u8>)]| -> Vec<String> {
+            files.iter().map(|(n, _)| n.clone()).collect()
+        };
+        assert_eq!(names(&embedded), names(&on_disk));
+        assert!(embedded == on_disk, "an embedded file differs from ide/");
+        // Every file is one the server will send (a known type, a plain name).
+        for (name, _) in &embedded {
+            assert!(IdeSource::Embedded.file(name).is_some(), "{name} is not served");
+        }
+    }
+
+    #[test]
     fn the_embedded_copy_has_the_ide_entry_point() {
         let names: Vec<&str> = embedded_files().collect();
         assert!(names.contains(&"index.html"), "{names:?}");
