@@ -1,0 +1,190 @@
+// header.js — the top bar: the workspace, the execution state (always visible) with
+// Start / Pause / Resume / Stop (each enabled only when it applies), the pools with their
+// running / waiting / failed counts, the event stream's state and the language. It reads
+// the store; the store refetches the pools when a task or execution event arrives.
+
+import { h, clear, icon } from './dom.js';
+import { register, t, locale, LOCALES } from './i18n.js';
+
+register({
+  en: {
+    'header.brand': 'Multiverse',
+    'header.workspace': 'Workspace {name} — project {root}',
+    'header.execution': 'Execution',
+    'header.start': 'Start',
+    'header.pause': 'Pause',
+    'header.resume': 'Resume',
+    'header.stop': 'Stop',
+    'header.startHint': 'Start running ready tasks',
+    'header.pauseHint': 'Start nothing new; running tasks finish',
+    'header.resumeHint': 'Start ready tasks again',
+    'header.stopHint': 'Start nothing new and cancel the running tasks',
+    'header.pools': 'Pools',
+    'header.pool': 'Pool {pool}: {running} of {limit} running, {waiting} waiting, {failed} failed, {succeeded} of {total} succeeded',
+    'header.live': 'Live',
+    'header.offline': 'Reconnecting…',
+    'header.liveHint': 'Receiving live events from the daemon',
+    'header.offlineHint': 'The event stream is down; reconnecting. Click to try now.',
+    'header.language': 'Language',
+    'header.execFailed': 'Could not change the execution: {message}',
+    'header.execChanged': 'Execution: {state}',
+  },
+  ja: {
+    'header.brand': 'Multiverse',
+    'header.workspace': 'ワークスペース {name} — プロジェクト {root}',
+    'header.execution': '実行',
+    'header.start': '開始',
+    'header.pause': '一時停止',
+    'header.resume': '再開',
+    'header.stop': '停止',
+    'header.startHint': '実行可能なタスクの実行を開始します',
+    'header.pauseHint': '新しいタスクを開始しません（実行中のタスクは続行）',
+    'header.resumeHint': '実行可能なタスクの開始を再開します',
+    'header.stopHint': '新しいタスクを開始せず、実行中のタスクをキャンセルします',
+    'header.pools': 'プール',
+    'header.pool': 'プール {pool}: 実行中 {running}/{limit}、待機 {waiting}、失敗 {failed}、成功 {succeeded}/{total}',
+    'header.live': '接続中',
+    'header.offline': '再接続中…',
+    'header.liveHint': 'デーモンからライブイベントを受信しています',
+    'header.offlineHint': 'イベントストリームが切断されました。再接続しています（クリックで今すぐ再試行）。',
+    'header.language': '言語',
+    'header.execFailed': '実行状態を変更できませんでした: {message}',
+    'header.execChanged': '実行: {state}',
+  },
+});
+
+const LANGUAGE_NAMES = { en: 'English', ja: '日本語' };
+
+// Which controls apply in which execution state. Start and Resume both ask for RUNNING;
+// they are told apart so that each says what it does.
+const CONTROLS = [
+  { test: 'exec-start', label: 'header.start', hint: 'header.startHint', icon: 'play', to: 'RUNNING', when: ['IDLE'], kind: 'primary' },
+  { test: 'exec-pause', label: 'header.pause', hint: 'header.pauseHint', icon: 'pause', to: 'PAUSED', when: ['RUNNING'] },
+  { test: 'exec-resume', label: 'header.resume', hint: 'header.resumeHint', icon: 'play', to: 'RUNNING', when: ['PAUSED'], kind: 'primary' },
+  { test: 'exec-stop', label: 'header.stop', hint: 'header.stopHint', icon: 'stop', to: 'IDLE', when: ['RUNNING', 'PAUSED'], kind: 'danger' },
+];
+
+export function mountHeader(root, ctx) {
+  const { store, api, toast } = ctx;
+  let busy = false;
+
+  const stateEl = h('span', { class: 'exec-state', 'data-test': 'execution-state', role: 'status', 'aria-live': 'polite' });
+  const buttons = CONTROLS.map((c) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        class: `btn btn-exec ${c.kind ? `btn-${c.kind}` : ''}`,
+        'data-test': c.test,
+        title: t(c.hint),
+        on: { click: () => setExecution(c.to) },
+      },
+      icon(c.icon),
+      h('span', {}, t(c.label)),
+    ),
+  );
+  const pools = h('div', { class: 'pools', role: 'list', 'aria-label': t('header.pools') });
+  const conn = h('button', {
+    type: 'button',
+    class: 'connection',
+    'data-test': 'connection',
+    on: { click: () => api.events().retryNow() },
+  });
+  const language = h(
+    'select',
+    {
+      class: 'lang-select',
+      'data-test': 'language',
+      'aria-label': t('header.language'),
+      on: { change: (e) => ctx.setLanguage(e.target.value) },
+    },
+    ...LOCALES.map((l) => h('option', { value: l, selected: l === locale }, LANGUAGE_NAMES[l])),
+  );
+  const ws = store.workspace || {};
+  const brand = h(
+    'div',
+    { class: 'brand' },
+    h('span', { class: 'brand-mark', 'aria-hidden': 'true' }),
+    h('span', { class: 'brand-name' }, t('header.brand')),
+    h(
+      'span',
+      { class: 'ws-name', title: t('header.workspace', { name: ws.name || '', root: ws.project_root || '' }) },
+      ws.name || '',
+    ),
+  );
+  const exec = h(
+    'div',
+    { class: 'exec', role: 'group', 'aria-label': t('header.execution') },
+    stateEl,
+    h('div', { class: 'exec-buttons' }, ...buttons),
+  );
+  const bar = h('div', { class: 'topbar-inner' }, brand, exec, pools, h('div', { class: 'spacer' }), conn, h('label', { class: 'lang' }, icon('globe'), language));
+  clear(root).appendChild(bar);
+
+  async function setExecution(to) {
+    if (busy) return;
+    busy = true;
+    renderExecution();
+    try {
+      const answer = await api.post('/api/execution', { state: to });
+      // The event will say it too; showing the answer now keeps a click from feeling lost.
+      if (answer && answer.state) store.onExecution({ state: answer.state });
+    } catch (e) {
+      toast(t('header.execFailed', { message: e.message }), 'error');
+    } finally {
+      busy = false;
+      renderExecution();
+    }
+  }
+
+  function renderExecution() {
+    const state = (store.execution && store.execution.state) || 'IDLE';
+    stateEl.setAttribute('data-state', state);
+    stateEl.textContent = t(`exec.${state}`);
+    CONTROLS.forEach((c, i) => {
+      buttons[i].disabled = busy || !c.when.includes(state);
+    });
+  }
+
+  function renderPools() {
+    clear(pools);
+    for (const p of store.pools || []) {
+      const chip = h(
+        'div',
+        {
+          class: 'pool',
+          role: 'listitem',
+          'data-test': 'pool',
+          'data-pool': p.pool,
+          'data-running': String(p.running),
+          'data-waiting': String(p.waiting),
+          'data-failed': String(p.failed),
+          title: t('header.pool', p),
+        },
+        h('span', { class: 'pool-name' }, p.pool),
+        h('span', { class: `pool-count running${p.running ? ' on' : ''}`, 'data-count': 'running' }, icon('play'), `${p.running}/${p.limit}`),
+        h('span', { class: `pool-count waiting${p.waiting ? ' on' : ''}`, 'data-count': 'waiting' }, icon('clock'), String(p.waiting)),
+        h('span', { class: `pool-count failed${p.failed ? ' on' : ''}`, 'data-count': 'failed' }, icon('close'), String(p.failed)),
+      );
+      chip.setAttribute('aria-label', t('header.pool', p));
+      pools.appendChild(chip);
+    }
+  }
+
+  function renderConnection() {
+    const live = Boolean(store.connection.live);
+    conn.setAttribute('data-live', String(live));
+    conn.title = t(live ? 'header.liveHint' : 'header.offlineHint');
+    clear(conn).append(h('span', { class: 'conn-dot', 'aria-hidden': 'true' }), t(live ? 'header.live' : 'header.offline'));
+  }
+
+  renderExecution();
+  renderPools();
+  renderConnection();
+  const offs = [
+    store.on('execution', renderExecution),
+    store.on('pools', renderPools),
+    store.on('connection', renderConnection),
+  ];
+  return () => offs.forEach((off) => off());
+}
