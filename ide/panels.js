@@ -1,0 +1,158 @@
+// panels.js — what the panel modules (task, chat, backlog, settings, processes,
+// workspaces) share: their stylesheet, times and durations from the API's RFC 3339
+// strings, an API error in words, a one-second clock for countdowns, and a guard that
+// runs a refetch once more when asked again while it runs (events come in bursts).
+
+import { h } from './dom.js';
+import { register, t, locale, formatDuration } from './i18n.js';
+import { markdown } from './markdown.js';
+
+register({
+  en: {
+    'panels.error': '{message} ({key})',
+    'panels.never': '—',
+    'panels.ago.now': 'just now',
+    'panels.ago.s': '{n} s ago',
+    'panels.ago.m': '{n} min ago',
+    'panels.ago.h': '{n} h ago',
+    'panels.ago.d': '{n} d ago',
+    'md.truncated': 'The text was cut: {shown} of {total} characters are shown.',
+  },
+  ja: {
+    'panels.error': '{message}（{key}）',
+    'panels.never': '—',
+    'panels.ago.now': 'たった今',
+    'panels.ago.s': '{n} 秒前',
+    'panels.ago.m': '{n} 分前',
+    'panels.ago.h': '{n} 時間前',
+    'panels.ago.d': '{n} 日前',
+    'md.truncated': '長すぎるため一部のみ表示しています（{total} 文字中 {shown} 文字）。',
+  },
+});
+
+/**
+ * Links ide/panels.css once. The shell's index.html may link it already (then this is a
+ * no-op); loading it here keeps a panel styled even when it does not.
+ */
+export function ensureStyles() {
+  if (document.querySelector('link[data-panels-css], link[href$="panels.css"]')) return;
+  document.head.appendChild(h('link', { rel: 'stylesheet', href: './panels.css', 'data-panels-css': '' }));
+}
+
+/** Milliseconds since the epoch of an RFC 3339 string (or a number), else null. */
+export function toMs(value) {
+  if (value === null || value === undefined || value === '') return null;
+  if (typeof value === 'number') return value;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? null : ms;
+}
+
+/** A date and time in the locale's way, or a dash. */
+export function when(value) {
+  const ms = toMs(value);
+  if (ms === null) return t('panels.never');
+  return new Date(ms).toLocaleString(locale === 'ja' ? 'ja-JP' : 'en-GB', {
+    dateStyle: 'medium',
+    timeStyle: 'medium',
+  });
+}
+
+/** A <time> element: the date, with the machine-readable value. */
+export function timeEl(value, cls = 'mv-time') {
+  const ms = toMs(value);
+  if (ms === null) return h('span', { class: cls }, t('panels.never'));
+  return h('time', { class: cls, datetime: new Date(ms).toISOString(), title: new Date(ms).toISOString() }, when(ms));
+}
+
+/** How long ago, in words ("3 min ago"). */
+export function ago(value, now = Date.now()) {
+  const ms = toMs(value);
+  if (ms === null) return t('panels.never');
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  if (s < 5) return t('panels.ago.now');
+  if (s < 60) return t('panels.ago.s', { n: s });
+  if (s < 3600) return t('panels.ago.m', { n: Math.floor(s / 60) });
+  if (s < 86400) return t('panels.ago.h', { n: Math.floor(s / 3600) });
+  return t('panels.ago.d', { n: Math.floor(s / 86400) });
+}
+
+/** The time from `start` to `end` (or now), in words; '' without a start. */
+export function duration(start, end, now = Date.now()) {
+  const a = toMs(start);
+  if (a === null) return '';
+  const b = toMs(end) ?? now;
+  return formatDuration(Math.max(0, b - a));
+}
+
+/** An API error (ApiError {status, key, message}) or any error, in one line. */
+export function errorText(e) {
+  if (!e) return '';
+  if (e.key && e.message && e.message !== e.key) return t('panels.error', { message: e.message, key: e.key });
+  return e.message || e.key || String(e);
+}
+
+/** Markdown rendered to DOM (never an HTML string), with the cut note localised. */
+export function md(text) {
+  return markdown(text || '', document, { truncated: (info) => t('md.truncated', info) });
+}
+
+/**
+ * `fn` (async) run now, or, if it is running, once more after it ends: a burst of events
+ * costs two fetches, and the last answer is never older than the last event.
+ */
+export function coalesce(fn) {
+  let running = null;
+  let again = false;
+  return function run() {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      try {
+        do {
+          again = false;
+          await fn();
+        } while (again);
+      } finally {
+        running = null;
+      }
+    })();
+    return running;
+  };
+}
+
+/**
+ * A clock that calls each registered function once a second while any is registered
+ * (countdowns, running durations): a local clock, not polling the daemon.
+ */
+export function ticker() {
+  const fns = new Set();
+  let timer = null;
+  const tick = () => {
+    for (const fn of [...fns]) fn(Date.now());
+    if (!fns.size && timer) {
+      clearInterval(timer);
+      timer = null;
+    }
+  };
+  return {
+    add(fn) {
+      fns.add(fn);
+      fn(Date.now());
+      if (!timer) timer = setInterval(tick, 1000);
+      return () => fns.delete(fn);
+    },
+    clear() {
+      fns.clear();
+      if (timer) clearInterval(timer);
+      timer = null;
+    },
+  };
+}
+
+/** A state chip: coloured dot and the localised state, `data-state` set. */
+export function stateChip(state, attrs = {}) {
+  const s = state || 'PENDING';
+  return h('span', { class: `state-chip state-${s}`, 'data-state': s, ...attrs }, h('span', { class: 'state-dot', 'aria-hidden': 'true' }), ' ', t(`state.${s}`));
+}

@@ -1,0 +1,55 @@
+// Tests of ide/task.js's pure parts (node --test tests/ide/): matching the design's
+// acceptance criteria to the verdicts in agent-runner's result JSON, and which attempt's
+// result holds them.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { criteriaVerdicts, lastFinished } from '../../ide/task.js';
+
+// The shape agent-runner writes (src/runner/report.rs: TaskReport::result).
+const result = {
+  status: 'failed',
+  exit_code: 1,
+  acceptance_criteria: [
+    { id: 'AC-1', description: 'The  handler answers 200', passed: true },
+    { id: 'AC-2', description: 'tests pass', passed: false, comment: 'cargo test failed' },
+    { id: 'AC-3', description: 'The task described in the PRD is done', passed: false },
+  ],
+};
+
+test('criteria are matched by text (case and spacing aside) with their verdicts', () => {
+  const { rows, extra } = criteriaVerdicts(['the handler answers 200', 'Tests pass', 'Docs updated'], result);
+  assert.deepEqual(
+    rows.map((r) => [r.text, r.verdict, r.id, r.comment]),
+    [
+      ['the handler answers 200', 'pass', 'AC-1', null],
+      ['Tests pass', 'fail', 'AC-2', 'cargo test failed'],
+      ['Docs updated', 'unknown', null, null],
+    ],
+  );
+  // What the run checked beyond the design's list is not hidden.
+  assert.deepEqual(extra.map((e) => [e.text, e.verdict]), [['The task described in the PRD is done', 'fail']]);
+});
+
+test('without a result every criterion is unknown; a missing list is no criteria', () => {
+  assert.deepEqual(criteriaVerdicts(['a', 'b'], null).rows.map((r) => r.verdict), ['unknown', 'unknown']);
+  assert.deepEqual(criteriaVerdicts(['a'], { status: 'complete' }).rows.map((r) => r.verdict), ['unknown']);
+  assert.deepEqual(criteriaVerdicts(undefined, result).rows, []);
+  assert.equal(criteriaVerdicts(undefined, result).extra.length, 3);
+});
+
+test('two identical criteria take two verdicts, in order', () => {
+  const twice = { acceptance_criteria: [{ description: 'x', passed: true }, { description: 'x', passed: false }] };
+  assert.deepEqual(criteriaVerdicts(['x', 'x'], twice).rows.map((r) => r.verdict), ['pass', 'fail']);
+});
+
+test('the verdicts come from the last attempt that has ended', () => {
+  const attempts = [
+    { number: 1, finished_at: '2026-11-27T07:00:00Z' },
+    { number: 2, finished_at: '2026-11-27T07:01:00Z' },
+    { number: 3 },
+  ];
+  assert.equal(lastFinished(attempts).number, 2);
+  assert.equal(lastFinished([{ number: 1 }]), null);
+  assert.equal(lastFinished(undefined), null);
+});
