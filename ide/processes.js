@@ -1,0 +1,355 @@
+// processes.js — logs and processes (mount): what runs for this workspace (the daemon,
+// the planners chat turns wait for, each agent-runner attempt in flight and its Docker
+// containers, or why Docker did not answer), read again when an `attempt`, `chat` or
+// `execution` event says it changed; and a live log of the run: each attempt's
+// agent-runner events (`run`: state changes, actions, the end; raw text lines), the
+// tasks' state changes and the attempts' starts and ends, filtered by task, scrolling
+// with the newest line unless paused, at most MAX_LINES kept.
+
+import { h, clear } from './dom.js';
+import { register, t } from './i18n.js';
+import { ensureStyles, ago, duration, errorText, coalesce, ticker, toMs } from './panels.js';
+
+register({
+  en: {
+    'proc.title': 'Logs & processes',
+    'proc.processes': 'Processes',
+    'proc.refresh': 'Refresh',
+    'proc.kind': 'Kind',
+    'proc.what': 'What',
+    'proc.pid': 'PID',
+    'proc.since': 'Running for',
+    'proc.detail': 'Detail',
+    'proc.kind.orchestrator': 'Orchestrator',
+    'proc.kind.planner': 'Planner',
+    'proc.kind.worker': 'Worker',
+    'proc.kind.container': 'Container',
+    'proc.daemon': 'multiverse serve (execution {state})',
+    'proc.plannerFor': 'chat turn {session}',
+    'proc.workerAttempt': 'attempt {attempt}',
+    'proc.noWorkers': 'No attempt is running.',
+    'proc.noContainers': 'No container of this workspace.',
+    'proc.dockerUnavailable': 'Containers cannot be listed: {why}',
+    'proc.loadFailed': 'Could not read the processes: {error}',
+    'proc.updated': 'Updated {ago}',
+    'proc.logs': 'Live log',
+    'proc.filter': 'Task',
+    'proc.filterAll': 'All tasks',
+    'proc.pause': 'Pause scrolling',
+    'proc.resume': 'Follow new lines',
+    'proc.clear': 'Clear',
+    'proc.empty': 'Waiting for output… Lines appear here as tasks run.',
+    'proc.capped': 'Only the last {n} lines are kept.',
+    'proc.paused': 'Scrolling paused: {n} new lines below.',
+    'proc.line.task': '{from} → {to}',
+    'proc.line.attemptStarted': 'attempt {attempt} started (pid {pid})',
+    'proc.line.attemptEnded': 'attempt {attempt} ended: {status}, exit code {code}',
+    'proc.line.skipped': 'a line of {bytes} bytes was skipped (over 64 KiB)',
+    'proc.line.stopping': 'stopping…',
+    'proc.line.added': 'added to the plan',
+  },
+  ja: {
+    'proc.title': 'ログとプロセス',
+    'proc.processes': 'プロセス',
+    'proc.refresh': '更新',
+    'proc.kind': '種類',
+    'proc.what': '内容',
+    'proc.pid': 'PID',
+    'proc.since': '実行時間',
+    'proc.detail': '詳細',
+    'proc.kind.orchestrator': 'オーケストレーター',
+    'proc.kind.planner': 'プランナー',
+    'proc.kind.worker': 'ワーカー',
+    'proc.kind.container': 'コンテナ',
+    'proc.daemon': 'multiverse serve（実行状態 {state}）',
+    'proc.plannerFor': 'チャット {session}',
+    'proc.workerAttempt': '試行 {attempt}',
+    'proc.noWorkers': '実行中の試行はありません。',
+    'proc.noContainers': 'このワークスペースのコンテナはありません。',
+    'proc.dockerUnavailable': 'コンテナを一覧できません: {why}',
+    'proc.loadFailed': 'プロセスを読み込めませんでした: {error}',
+    'proc.updated': '{ago}に更新',
+    'proc.logs': 'ライブログ',
+    'proc.filter': 'タスク',
+    'proc.filterAll': 'すべてのタスク',
+    'proc.pause': 'スクロールを止める',
+    'proc.resume': '新しい行を追う',
+    'proc.clear': 'クリア',
+    'proc.empty': '出力を待っています… タスクが動くとここに行が表示されます。',
+    'proc.capped': '最新の {n} 行だけを保持します。',
+    'proc.paused': 'スクロール停止中: 下に新しい行が {n} 行あります。',
+    'proc.line.task': '{from} → {to}',
+    'proc.line.attemptStarted': '試行 {attempt} 開始（pid {pid}）',
+    'proc.line.attemptEnded': '試行 {attempt} 終了: {status}、終了コード {code}',
+    'proc.line.skipped': '{bytes} バイトの行を省略しました（64 KiB 超）',
+    'proc.line.stopping': '停止中…',
+    'proc.line.added': '計画に追加されました',
+  },
+});
+
+/** Log lines kept at most (the oldest go first). */
+export const MAX_LINES = 3000;
+
+/**
+ * One `run` event payload ({task, attempt, event | text | skipped_bytes}) as a log line:
+ * {kind, text, level, ts}. agent-runner's events (src/runner/events.rs): state {from,
+ * to, message}, action {action, detail}, action_done {action, outcome}, finished
+ * {status, exit_code, note}; each with ts.
+ */
+export function runLine(d) {
+  if (d.text !== undefined) return { kind: 'text', text: String(d.text), level: 'plain', ts: null };
+  if (d.skipped_bytes !== undefined) return { kind: 'skipped', text: t('proc.line.skipped', { bytes: d.skipped_bytes }), level: 'warn', ts: null };
+  const e = d.event || {};
+  const ts = toMs(e.ts);
+  switch (e.event) {
+    case 'state':
+      return { kind: 'state', text: `${e.from ?? '∅'} → ${e.to ?? '?'}${e.message ? ` — ${e.message}` : ''}`, level: 'state', ts };
+    case 'action':
+      return { kind: 'action', text: `▶ ${e.action ?? ''}${e.detail ? ` ${typeof e.detail === 'string' ? e.detail : JSON.stringify(e.detail)}` : ''}`, level: 'plain', ts };
+    case 'action_done': {
+      const outcome = typeof e.outcome === 'string' ? e.outcome : JSON.stringify(e.outcome ?? '');
+      return { kind: 'action_done', text: `✓ ${e.action ?? ''}${outcome ? ` → ${outcome}` : ''}`, level: /fail|error/i.test(outcome) ? 'error' : 'plain', ts };
+    }
+    case 'finished':
+      return { kind: 'finished', text: `■ ${e.status ?? ''} (exit ${e.exit_code ?? '?'})${e.note ? ` — ${e.note}` : ''}`, level: e.status === 'complete' ? 'ok' : 'error', ts };
+    default:
+      return { kind: 'event', text: JSON.stringify(e), level: 'plain', ts };
+  }
+}
+
+export function mount(root, ctx) {
+  ensureStyles();
+  const { store, api } = ctx;
+  const clock = ticker();
+  const ui = { view: null, error: null, at: null, filter: '', paused: false, unseen: 0, lines: [], seq: 0, lastState: new Map(), gone: false };
+
+  const table = h('div', { class: 'pr-table-slot' });
+  const updated = h('span', { class: 'muted pr-updated' });
+  const refreshButton = h('button', { type: 'button', class: 'btn btn-small', 'data-test': 'process-refresh', on: { click: () => refresh() } }, t('proc.refresh'));
+  const filter = h('select', { id: 'log-filter', 'data-test': 'log-filter', on: { change: (e) => { ui.filter = e.target.value; redrawLog(); } } });
+  const pauseButton = h('button', { type: 'button', class: 'btn btn-small', 'data-test': 'log-pause', 'aria-pressed': 'false', on: { click: () => setPaused(!ui.paused) } }, t('proc.pause'));
+  const clearButton = h('button', { type: 'button', class: 'btn btn-small btn-quiet', 'data-test': 'log-clear', on: { click: () => { ui.lines = []; redrawLog(); } } }, t('proc.clear'));
+  const pausedNote = h('button', { type: 'button', class: 'pr-paused', hidden: true, on: { click: () => setPaused(false) } });
+  const log = h('div', { class: 'pr-log', 'data-test': 'log', role: 'log', 'aria-live': 'off', tabindex: '0', on: { scroll: onScroll } });
+  clear(root).appendChild(
+    h(
+      'div',
+      { class: 'pr' },
+      h('h1', { class: 'view-title' }, t('proc.title')),
+      h('section', { class: 'card pr-card' }, h('div', { class: 'pr-bar' }, h('h2', {}, t('proc.processes')), h('span', { class: 'spacer' }), updated, refreshButton), table),
+      h(
+        'section',
+        { class: 'card pr-card pr-logs' },
+        h('div', { class: 'pr-bar' }, h('h2', {}, t('proc.logs')), h('span', { class: 'spacer' }), h('label', { for: 'log-filter' }, t('proc.filter')), filter, pauseButton, clearButton),
+        h('div', { class: 'pr-log-wrap' }, log, pausedNote),
+        h('p', { class: 'muted pr-small' }, t('proc.capped', { n: MAX_LINES })),
+      ),
+    ),
+  );
+
+  // --- processes ---------------------------------------------------------------
+
+  const refresh = coalesce(async () => {
+    try {
+      ui.view = await api.get('/api/processes');
+      ui.error = null;
+    } catch (e) {
+      ui.error = e;
+    }
+    ui.at = Date.now();
+    if (!ui.gone) drawTable();
+  });
+
+  function row(kind, what, pid, since, detail, attrs = {}) {
+    const sinceCell = h('td', {}, since ? duration(since) : '—');
+    if (since) clock.add((now) => (sinceCell.textContent = duration(since, null, now)));
+    return h(
+      'tr',
+      { class: `pr-row kind-${kind}`, 'data-test': 'process-row', 'data-kind': kind, ...attrs },
+      h('td', {}, h('span', { class: `pr-kind kind-${kind}` }, t(`proc.kind.${kind}`))),
+      h('td', { class: 'pr-what' }, what),
+      h('td', { class: 'mono' }, pid === null || pid === undefined ? '—' : String(pid)),
+      sinceCell,
+      h('td', { class: 'pr-detail' }, detail || ''),
+    );
+  }
+
+  function drawTable() {
+    clock.clear();
+    clock.add(() => (updated.textContent = ui.at ? t('proc.updated', { ago: ago(ui.at) }) : ''));
+    if (ui.error && !ui.view) {
+      table.replaceChildren(h('p', { class: 'error-text', role: 'alert' }, t('proc.loadFailed', { error: errorText(ui.error) })));
+      return;
+    }
+    if (!ui.view) return;
+    const v = ui.view;
+    const rows = [];
+    const o = v.orchestrator || {};
+    rows.push(row('orchestrator', t('proc.daemon', { state: t(`exec.${o.execution || 'IDLE'}`) }), o.pid, o.started_at, ''));
+    for (const p of v.planners || []) {
+      rows.push(row('planner', t('proc.plannerFor', { session: p.session }), null, p.since, '', { 'data-session': p.session }));
+    }
+    for (const w of v.workers || []) {
+      const open = h('button', { type: 'button', class: 'link-btn mono', 'data-task': w.task, on: { click: () => ctx.openTask(w.task) } }, w.task);
+      const what = h('span', {}, 'agent-runner · ', open, ' · ', t('proc.workerAttempt', { attempt: w.attempt }));
+      rows.push(row('worker', what, w.pid, w.started_at, h('span', { class: 'mono muted' }, w.run_dir), { 'data-task': w.task }));
+    }
+    const containers = v.containers || { listed: [] };
+    for (const c of containers.listed || []) {
+      rows.push(row('container', h('span', { class: 'mono' }, c.name || c.id), null, null, h('span', {}, c.status, ' ', h('span', { class: 'mono muted' }, c.run_dir)), { 'data-container': c.id }));
+    }
+    const notes = [];
+    if (!(v.workers || []).length) notes.push(h('p', { class: 'muted pr-small' }, t('proc.noWorkers')));
+    if (containers.unavailable) notes.push(h('p', { class: 'pr-docker', 'data-test': 'docker-unavailable' }, t('proc.dockerUnavailable', { why: containers.unavailable })));
+    else if (!(containers.listed || []).length) notes.push(h('p', { class: 'muted pr-small' }, t('proc.noContainers')));
+    if (ui.error) notes.push(h('p', { class: 'error-text' }, t('proc.loadFailed', { error: errorText(ui.error) })));
+    table.replaceChildren(
+      h(
+        'table',
+        { class: 'pr-table' },
+        h('thead', {}, h('tr', {}, ...['proc.kind', 'proc.what', 'proc.pid', 'proc.since', 'proc.detail'].map((k) => h('th', { scope: 'col' }, t(k))))),
+        h('tbody', {}, ...rows),
+      ),
+      ...notes,
+    );
+  }
+
+  // --- logs --------------------------------------------------------------------
+
+  function addLine(task, attempt, line) {
+    const entry = { seq: ++ui.seq, task, attempt, at: line.ts ?? Date.now(), ...line };
+    ui.lines.push(entry);
+    let dropped = 0;
+    if (ui.lines.length > MAX_LINES) {
+      dropped = ui.lines.length - MAX_LINES;
+      ui.lines.splice(0, dropped);
+    }
+    ensureOption(task);
+    if (ui.filter && ui.filter !== task) return;
+    // Appended, not redrawn: thousands of lines stay cheap.
+    while (dropped-- > 0 && log.firstChild && log.firstChild.classList && log.firstChild.classList.contains('pr-line')) log.firstChild.remove();
+    const empty = log.querySelector('.pr-empty');
+    if (empty) empty.remove();
+    log.appendChild(lineEl(entry));
+    while (log.childElementCount > MAX_LINES) log.firstChild.remove();
+    if (ui.paused) {
+      ui.unseen++;
+      pausedNote.hidden = false;
+      pausedNote.textContent = t('proc.paused', { n: ui.unseen });
+    } else {
+      log.scrollTop = log.scrollHeight;
+    }
+  }
+
+  function lineEl(e) {
+    const time = new Date(e.at).toLocaleTimeString(undefined, { hour12: false });
+    return h(
+      'div',
+      { class: `pr-line level-${e.level} kind-${e.kind}`, 'data-test': 'log-line', 'data-task': e.task || '', 'data-kind': e.kind },
+      h('span', { class: 'pr-time' }, time),
+      e.task ? h('button', { type: 'button', class: 'pr-task link-btn', tabindex: '-1', on: { click: () => ctx.openTask(e.task) } }, e.attempt ? `${e.task}#${e.attempt}` : e.task) : h('span', { class: 'pr-task' }, ''),
+      h('span', { class: 'pr-text' }, e.text),
+    );
+  }
+
+  function redrawLog() {
+    const shown = ui.filter ? ui.lines.filter((l) => l.task === ui.filter) : ui.lines;
+    if (!shown.length) log.replaceChildren(h('div', { class: 'pr-empty muted' }, t('proc.empty')));
+    else log.replaceChildren(...shown.map(lineEl));
+    ui.unseen = 0;
+    pausedNote.hidden = true;
+    if (!ui.paused) log.scrollTop = log.scrollHeight;
+  }
+
+  function ensureOption(task) {
+    if (!task || filter.querySelector(`option[value="${CSS.escape(task)}"]`)) return;
+    filter.appendChild(h('option', { value: task }, task));
+  }
+
+  function drawFilter() {
+    const tasks = new Set([...store.order, ...ui.lines.map((l) => l.task).filter(Boolean)]);
+    filter.replaceChildren(h('option', { value: '' }, t('proc.filterAll')), ...[...tasks].map((id) => h('option', { value: id }, id)));
+    filter.value = ui.filter;
+  }
+
+  function setPaused(paused) {
+    ui.paused = paused;
+    pauseButton.setAttribute('aria-pressed', String(paused));
+    pauseButton.textContent = t(paused ? 'proc.resume' : 'proc.pause');
+    if (!paused) {
+      ui.unseen = 0;
+      pausedNote.hidden = true;
+      log.scrollTop = log.scrollHeight;
+    }
+  }
+
+  // Scrolling up to read pauses the follow; scrolling back to the bottom resumes it.
+  function onScroll() {
+    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 24;
+    if (!atBottom && !ui.paused && log.scrollTop > 0 && ui.userScrolled) setPaused(true);
+    else if (atBottom && ui.paused && ui.userScrolled) setPaused(false);
+  }
+  // Only the person's scrolling pauses (not ours when a line is appended).
+  log.addEventListener('wheel', () => (ui.userScrolled = true), { passive: true });
+  log.addEventListener('keydown', (e) => {
+    if (['ArrowUp', 'PageUp', 'Home'].includes(e.key)) ui.userScrolled = true;
+  });
+
+  function onRun(d) {
+    addLine(d.task, d.attempt, runLine(d));
+  }
+
+  function onTask(id) {
+    const r = store.tasks.get(id);
+    if (!r) return;
+    const was = ui.lastState.get(id);
+    ui.lastState.set(id, r.state);
+    if (r.stopping && was === r.state) {
+      addLine(id, null, { kind: 'task', text: t('proc.line.stopping'), level: 'warn', ts: null });
+      return;
+    }
+    if (was === r.state) return;
+    const text = t('proc.line.task', { from: was ? t(`state.${was}`) : '∅', to: t(`state.${r.state || 'PENDING'}`) }) + (r.message ? ` — ${r.message}` : '') + (r.reason && (r.state === 'BLOCKED' || r.state === 'FAILED') ? ` (${r.reason})` : '');
+    const level = r.state === 'FAILED' ? 'error' : r.state === 'SUCCEEDED' ? 'ok' : r.state === 'BLOCKED' || r.state === 'RETRY_WAIT' ? 'warn' : 'state';
+    addLine(id, null, { kind: 'task', text, level, ts: null });
+  }
+
+  function onAttempt(d) {
+    if (d.started) addLine(d.task, d.attempt, { kind: 'attempt', text: t('proc.line.attemptStarted', { attempt: d.attempt, pid: d.pid ?? '?' }), level: 'state', ts: d.at_ms ?? null });
+    else if (d.ended) addLine(d.task, d.attempt, { kind: 'attempt', text: t('proc.line.attemptEnded', { attempt: d.attempt, status: d.status ?? '?', code: d.exit_code ?? '?' }) + (d.summary ? ` — ${d.summary}` : ''), level: d.status === 'complete' ? 'ok' : 'error', ts: d.at_ms ?? null });
+    refresh();
+  }
+
+  // What the store kept before this view was opened: each task's last run lines.
+  function seed() {
+    for (const [id, r] of store.tasks) ui.lastState.set(id, r.state);
+    const kept = [];
+    for (const lines of store.runLines.values()) for (const d of lines) kept.push(d);
+    kept.sort((a, b) => (toMs(a.event && a.event.ts) ?? 0) - (toMs(b.event && b.event.ts) ?? 0));
+    for (const d of kept.slice(-MAX_LINES)) {
+      const line = runLine(d);
+      ui.lines.push({ seq: ++ui.seq, task: d.task, attempt: d.attempt, at: line.ts ?? Date.now(), ...line });
+    }
+  }
+
+  const offs = [
+    store.on('run', onRun),
+    store.on('task', onTask),
+    store.on('attempt', onAttempt),
+    store.on('chat', () => refresh()),
+    store.on('execution', () => refresh()),
+    store.on('tasks', () => {
+      for (const [id, r] of store.tasks) if (!ui.lastState.has(id)) ui.lastState.set(id, r.state);
+      drawFilter();
+    }),
+  ];
+  seed();
+  drawFilter();
+  redrawLog();
+  refresh();
+  return () => {
+    ui.gone = true;
+    clock.clear();
+    offs.forEach((off) => off());
+  };
+}

@@ -1,0 +1,340 @@
+// settings.js — the chat planner's settings (mount): provider, model, for openai-chat
+// the NAME of the environment variable holding the API key (never the key: only whether
+// it is set where the daemon runs is shown) and the base URL; Save (PUT /api/settings;
+// a refusal's `settings.*` key is shown at the field it is about) and a real connection
+// test of the form's values (POST /api/settings/test; nothing is saved by it).
+
+import { h, clear } from './dom.js';
+import { register, t } from './i18n.js';
+import { ensureStyles, errorText } from './panels.js';
+
+register({
+  en: {
+    'settings.title': 'Settings',
+    'settings.planner': 'Chat planner',
+    'settings.intro': 'The LLM the chat asks to turn a request into tasks. Changes apply from the next chat turn and are written to the workspace\'s config.json.',
+    'settings.provider': 'Provider',
+    'settings.provider.openai-chat': 'OpenAI-compatible API (openai-chat)',
+    'settings.provider.codex-cli': 'Codex CLI (codex-cli)',
+    'settings.provider.claude-code': 'Claude Code CLI (claude-code)',
+    'settings.provider.mock': 'Offline mock (mock)',
+    'settings.providerHelp.openai-chat': 'POST {base URL}/chat/completions with the key read from the variable below.',
+    'settings.providerHelp.codex-cli': 'Runs `codex exec` on this machine; it must be installed and logged in.',
+    'settings.providerHelp.claude-code': 'Runs `claude -p` on this machine; it must be installed and logged in.',
+    'settings.providerHelp.mock': 'No LLM: each "- " line of a message becomes a task. For trying Multiverse out.',
+    'settings.model': 'Model',
+    'settings.modelHelp': 'Default for this provider: {model}',
+    'settings.keyEnv': 'API key variable',
+    'settings.keyEnvHelp': 'The NAME of an environment variable of the daemon (e.g. OPENAI_API_KEY), not the key itself. The key is never stored or shown.',
+    'settings.keySet': '{name} is set in the daemon\'s environment.',
+    'settings.keyNotSet': '{name} is not set in the daemon\'s environment: set it and restart `multiverse serve`.',
+    'settings.baseUrl': 'Base URL',
+    'settings.baseUrlHelp': 'http:// or https://; `/chat/completions` is appended.',
+    'settings.command': 'Command',
+    'settings.commandDefault': 'default on PATH',
+    'settings.save': 'Save',
+    'settings.saving': 'Saving…',
+    'settings.saved': 'Settings saved; the next chat turn uses them.',
+    'settings.unsaved': 'Unsaved changes',
+    'settings.test': 'Test connection',
+    'settings.testing': 'Testing…',
+    'settings.testHint': 'Tests the values in this form; nothing is saved',
+    'settings.testOk': 'Connected: {provider} {model} answered in {ms} ms.',
+    'settings.testFailed': 'The test failed after {ms} ms.',
+    'settings.loadFailed': 'Could not load the settings: {error}',
+    'settings.saveFailed': 'Not saved: {error}',
+    'settings.err.settings.unknown_provider': 'Unknown provider.',
+    'settings.err.settings.empty_model': 'Enter a model.',
+    'settings.err.settings.model_too_long': 'The model name is too long.',
+    'settings.err.settings.bad_key_variable': 'Enter the NAME of an environment variable (letters, digits and _, not starting with a digit), not the key itself.',
+    'settings.err.settings.bad_base_url': 'The base URL must start with http:// or https://.',
+    'settings.err.settings.not_for_provider': 'Only openai-chat takes a key variable and a base URL.',
+    'settings.err.settings.invalid': 'The planner block in config.json is not valid.',
+  },
+  ja: {
+    'settings.title': '設定',
+    'settings.planner': 'チャットのプランナー',
+    'settings.intro': '依頼をタスクに分解するためにチャットが使う LLM です。変更は次のチャットから使われ、ワークスペースの config.json に書き込まれます。',
+    'settings.provider': 'プロバイダー',
+    'settings.provider.openai-chat': 'OpenAI 互換 API (openai-chat)',
+    'settings.provider.codex-cli': 'Codex CLI (codex-cli)',
+    'settings.provider.claude-code': 'Claude Code CLI (claude-code)',
+    'settings.provider.mock': 'オフラインのモック (mock)',
+    'settings.providerHelp.openai-chat': '{ベース URL}/chat/completions に、下の環境変数から読んだキーで POST します。',
+    'settings.providerHelp.codex-cli': 'このマシンで `codex exec` を実行します。インストールとログインが必要です。',
+    'settings.providerHelp.claude-code': 'このマシンで `claude -p` を実行します。インストールとログインが必要です。',
+    'settings.providerHelp.mock': 'LLM を使いません。メッセージの「- 」行がそれぞれタスクになります。お試し用です。',
+    'settings.model': 'モデル',
+    'settings.modelHelp': 'このプロバイダーの既定: {model}',
+    'settings.keyEnv': 'API キーの環境変数',
+    'settings.keyEnvHelp': 'デーモンの環境変数の「名前」（例: OPENAI_API_KEY）です。キーそのものではありません。キーは保存も表示もされません。',
+    'settings.keySet': '{name} はデーモンの環境で設定されています。',
+    'settings.keyNotSet': '{name} はデーモンの環境で設定されていません。設定して `multiverse serve` を再起動してください。',
+    'settings.baseUrl': 'ベース URL',
+    'settings.baseUrlHelp': 'http:// または https://。末尾に `/chat/completions` が付きます。',
+    'settings.command': 'コマンド',
+    'settings.commandDefault': 'PATH 上の既定',
+    'settings.save': '保存',
+    'settings.saving': '保存中…',
+    'settings.saved': '設定を保存しました。次のチャットから使われます。',
+    'settings.unsaved': '未保存の変更があります',
+    'settings.test': '接続テスト',
+    'settings.testing': 'テスト中…',
+    'settings.testHint': 'このフォームの値でテストします（保存はされません）',
+    'settings.testOk': '接続できました: {provider} {model} が {ms} ms で応答しました。',
+    'settings.testFailed': '{ms} ms でテストに失敗しました。',
+    'settings.loadFailed': '設定を読み込めませんでした: {error}',
+    'settings.saveFailed': '保存されませんでした: {error}',
+    'settings.err.settings.unknown_provider': '不明なプロバイダーです。',
+    'settings.err.settings.empty_model': 'モデルを入力してください。',
+    'settings.err.settings.model_too_long': 'モデル名が長すぎます。',
+    'settings.err.settings.bad_key_variable': '環境変数の「名前」を入力してください（英数字と _、数字で始まらない）。キーそのものは入力しないでください。',
+    'settings.err.settings.bad_base_url': 'ベース URL は http:// か https:// で始めてください。',
+    'settings.err.settings.not_for_provider': 'キーの環境変数とベース URL を使うのは openai-chat だけです。',
+    'settings.err.settings.invalid': 'config.json のプランナー設定が不正です。',
+  },
+});
+
+export const PROVIDERS = ['openai-chat', 'codex-cli', 'claude-code', 'mock'];
+
+/** Each provider's model when none is given (src/runner/provider/config.rs). */
+export const DEFAULT_MODELS = { 'openai-chat': 'gpt-5.2', 'codex-cli': 'gpt-5.2', 'claude-code': 'sonnet', mock: 'mock' };
+
+/** The field a refusal's key is about ('provider', 'model', 'keyEnv', 'baseUrl'), or null. */
+export function fieldOfError(key, message = '') {
+  switch (key) {
+    case 'settings.unknown_provider':
+      return 'provider';
+    case 'settings.empty_model':
+    case 'settings.model_too_long':
+      return 'model';
+    case 'settings.bad_key_variable':
+      return 'keyEnv';
+    case 'settings.bad_base_url':
+      return 'baseUrl';
+    case 'settings.not_for_provider':
+      return /base_url/.test(message) ? 'baseUrl' : /api_key_env/.test(message) ? 'keyEnv' : 'provider';
+    default:
+      return null;
+  }
+}
+
+/** The body of PUT /api/settings (and of the test) from the form's values. */
+export function settingsBody(form) {
+  const body = { provider: form.provider, model: String(form.model || '').trim() };
+  // Only openai-chat has a key variable and a base URL; sending them for another
+  // provider is refused (settings.not_for_provider).
+  if (form.provider === 'openai-chat') {
+    const keyEnv = String(form.keyEnv || '').trim();
+    const baseUrl = String(form.baseUrl || '').trim();
+    if (keyEnv) body.api_key_env = keyEnv;
+    if (baseUrl) body.base_url = baseUrl;
+  }
+  return body;
+}
+
+export function mount(root, ctx) {
+  ensureStyles();
+  const { api } = ctx;
+  const ui = { saved: null, busy: null, errors: new Map(), general: null, result: null, gone: false };
+
+  const provider = h('select', { id: 'set-provider', 'data-test': 'settings-provider', on: { change: onProvider } }, ...PROVIDERS.map((p) => h('option', { value: p }, t(`settings.provider.${p}`))));
+  const model = h('input', { type: 'text', id: 'set-model', 'data-test': 'settings-model', autocomplete: 'off', spellcheck: 'false', on: { input: changed } });
+  const keyEnv = h('input', { type: 'text', id: 'set-key-env', 'data-test': 'settings-key-env', autocomplete: 'off', spellcheck: 'false', placeholder: 'OPENAI_API_KEY', on: { input: changed } });
+  const baseUrl = h('input', { type: 'url', id: 'set-base-url', 'data-test': 'settings-base-url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://api.openai.com/v1', on: { input: changed } });
+  const providerHelp = h('p', { class: 'muted st-help', id: 'set-provider-help' });
+  const modelHelp = h('p', { class: 'muted st-help', id: 'set-model-help' });
+  const keyState = h('p', { class: 'st-key', id: 'set-key-state', 'aria-live': 'polite' });
+  const command = h('p', { class: 'muted st-help' });
+  const errorSlots = {
+    provider: h('p', { class: 'st-error', 'data-field': 'provider', 'aria-live': 'polite' }),
+    model: h('p', { class: 'st-error', 'data-field': 'model', 'aria-live': 'polite' }),
+    keyEnv: h('p', { class: 'st-error', 'data-field': 'keyEnv', 'aria-live': 'polite' }),
+    baseUrl: h('p', { class: 'st-error', 'data-field': 'baseUrl', 'aria-live': 'polite' }),
+  };
+  const openaiOnly = h(
+    'div',
+    { class: 'st-openai' },
+    field('set-key-env', 'settings.keyEnv', keyEnv, [h('p', { class: 'muted st-help' }, t('settings.keyEnvHelp')), keyState], errorSlots.keyEnv),
+    field('set-base-url', 'settings.baseUrl', baseUrl, [h('p', { class: 'muted st-help' }, t('settings.baseUrlHelp'))], errorSlots.baseUrl),
+  );
+  const save = h('button', { type: 'submit', class: 'btn btn-primary', 'data-test': 'settings-save' }, t('settings.save'));
+  const test = h('button', { type: 'button', class: 'btn', 'data-test': 'settings-test', title: t('settings.testHint'), on: { click: runTest } }, t('settings.test'));
+  const status = h('span', { class: 'muted st-status', role: 'status' });
+  const general = h('div', { class: 'st-general', 'aria-live': 'polite' });
+  const result = h('div', { class: 'st-result-slot', 'aria-live': 'polite' });
+  const form = h(
+    'form',
+    { class: 'card st-form', novalidate: true, on: { submit: (e) => { e.preventDefault(); runSave(); } } },
+    h('h2', {}, t('settings.planner')),
+    h('p', { class: 'muted' }, t('settings.intro')),
+    field('set-provider', 'settings.provider', provider, [providerHelp], errorSlots.provider),
+    field('set-model', 'settings.model', model, [modelHelp], errorSlots.model),
+    openaiOnly,
+    command,
+    h('div', { class: 'st-actions' }, save, test, status),
+    general,
+    result,
+  );
+  clear(root).appendChild(h('div', { class: 'st' }, h('h1', { class: 'view-title' }, t('settings.title')), form));
+
+  function field(id, label, input, help, error) {
+    input.setAttribute('aria-describedby', `${id}-help`);
+    return h('div', { class: 'field' }, h('label', { for: id }, t(label)), input, h('div', { id: `${id}-help` }, ...help), error);
+  }
+
+  function values() {
+    return { provider: provider.value, model: model.value, keyEnv: keyEnv.value, baseUrl: baseUrl.value };
+  }
+
+  function onProvider() {
+    // A model left at the old provider's default follows the new provider's.
+    const before = ui.lastProvider;
+    if (!model.value.trim() || model.value.trim() === DEFAULT_MODELS[before]) model.value = DEFAULT_MODELS[provider.value] || '';
+    ui.lastProvider = provider.value;
+    changed();
+  }
+
+  function changed() {
+    ui.errors.clear();
+    ui.general = null;
+    drawState();
+  }
+
+  function fill(s) {
+    ui.saved = s;
+    provider.value = PROVIDERS.includes(s.provider) ? s.provider : 'openai-chat';
+    ui.lastProvider = provider.value;
+    model.value = s.model || '';
+    keyEnv.value = s.api_key_env || '';
+    baseUrl.value = s.base_url || '';
+  }
+
+  function dirty() {
+    if (!ui.saved) return false;
+    const v = settingsBody(values());
+    const s = ui.saved;
+    return v.provider !== s.provider || v.model !== s.model ||
+      (v.provider === 'openai-chat' && ((v.api_key_env || '') !== (s.api_key_env || '') || (v.base_url || '') !== (s.base_url || '')));
+  }
+
+  function drawState() {
+    const p = provider.value;
+    providerHelp.textContent = t(`settings.providerHelp.${p}`);
+    modelHelp.textContent = t('settings.modelHelp', { model: DEFAULT_MODELS[p] || '—' });
+    openaiOnly.hidden = p !== 'openai-chat';
+    const s = ui.saved;
+    if (s && p === 'openai-chat' && s.provider === 'openai-chat' && keyEnv.value.trim() === (s.api_key_env || '')) {
+      keyState.hidden = false;
+      keyState.className = `st-key ${s.api_key_set ? 'ok' : 'bad'}`;
+      keyState.setAttribute('data-test', 'settings-key-set');
+      keyState.setAttribute('data-set', String(Boolean(s.api_key_set)));
+      keyState.textContent = t(s.api_key_set ? 'settings.keySet' : 'settings.keyNotSet', { name: s.api_key_env || '' });
+    } else {
+      keyState.hidden = true;
+    }
+    const cli = p === 'codex-cli' || p === 'claude-code';
+    command.hidden = !cli;
+    if (cli) command.textContent = `${t('settings.command')}: ${s && s.provider === p && s.command ? s.command : t('settings.commandDefault')}`;
+    for (const [name, slot] of Object.entries(errorSlots)) {
+      const err = ui.errors.get(name);
+      if (err) {
+        slot.setAttribute('data-test', 'settings-error');
+        slot.setAttribute('data-key', err.key);
+        slot.textContent = err.text;
+        slot.hidden = false;
+      } else {
+        slot.removeAttribute('data-test');
+        slot.textContent = '';
+        slot.hidden = true;
+      }
+    }
+    for (const [name, input] of [['provider', provider], ['model', model], ['keyEnv', keyEnv], ['baseUrl', baseUrl]]) {
+      if (ui.errors.has(name)) input.setAttribute('aria-invalid', 'true');
+      else input.removeAttribute('aria-invalid');
+    }
+    general.replaceChildren(...(ui.general ? [h('p', { class: 'error-text', 'data-test': 'settings-error', 'data-key': ui.general.key || '', role: 'alert' }, ui.general.text)] : []));
+    save.disabled = ui.busy !== null;
+    test.disabled = ui.busy !== null;
+    save.textContent = t(ui.busy === 'save' ? 'settings.saving' : 'settings.save');
+    test.textContent = t(ui.busy === 'test' ? 'settings.testing' : 'settings.test');
+    if (!ui.busy) status.textContent = dirty() ? t('settings.unsaved') : '';
+  }
+
+  /** Shows a refusal at its field (or above the buttons when it names none). */
+  function refused(e) {
+    const key = e && e.key;
+    const localised = key && t(`settings.err.${key}`) !== `settings.err.${key}` ? t(`settings.err.${key}`) : null;
+    // The server's message says exactly what was wrong; the localised line says it in
+    // the page's language. A key pasted as the variable is never echoed by the server.
+    const text = localised ? `${localised} (${e.message})` : errorText(e);
+    const where = fieldOfError(key, e && e.message);
+    if (where) ui.errors.set(where, { key, text });
+    else ui.general = { key, text: t('settings.saveFailed', { error: text }) };
+    drawState();
+    const input = { provider, model, keyEnv, baseUrl }[where];
+    if (input) input.focus();
+  }
+
+  async function load() {
+    try {
+      fill(await api.get('/api/settings'));
+      ui.general = null;
+    } catch (e) {
+      ui.general = { key: e.key, text: t('settings.loadFailed', { error: errorText(e) }) };
+    }
+    if (!ui.gone) drawState();
+  }
+
+  async function runSave() {
+    if (ui.busy) return;
+    ui.busy = 'save';
+    ui.errors.clear();
+    ui.general = null;
+    drawState();
+    try {
+      const saved = await api.put('/api/settings', settingsBody(values()));
+      fill(saved);
+      ui.busy = null;
+      status.textContent = t('settings.saved');
+      ctx.toast(t('settings.saved'), 'info');
+      drawState();
+      status.textContent = t('settings.saved');
+    } catch (e) {
+      ui.busy = null;
+      refused(e);
+    }
+  }
+
+  async function runTest() {
+    if (ui.busy) return;
+    ui.busy = 'test';
+    ui.errors.clear();
+    ui.general = null;
+    result.replaceChildren();
+    drawState();
+    try {
+      const answer = await api.post('/api/settings/test', settingsBody(values()));
+      ui.busy = null;
+      showResult(answer);
+      drawState();
+    } catch (e) {
+      ui.busy = null;
+      refused(e);
+    }
+  }
+
+  function showResult(r) {
+    const ok = Boolean(r.ok);
+    const lines = [h('p', { class: 'st-result-head' }, ok ? t('settings.testOk', { provider: r.provider, model: r.model, ms: r.latency_ms }) : t('settings.testFailed', { ms: r.latency_ms }))];
+    if (r.error) lines.push(h('p', { class: 'st-result-error' }, h('span', { class: 'mono' }, r.error.key), ' ', r.error.message));
+    if (r.detail) lines.push(h('p', { class: 'muted st-result-detail' }, r.detail));
+    result.replaceChildren(h('div', { class: `st-result ${ok ? 'ok' : 'bad'}`, 'data-test': 'settings-result', 'data-ok': String(ok), role: 'status' }, ...lines));
+  }
+
+  drawState();
+  load();
+  return () => {
+    ui.gone = true;
+  };
+}
