@@ -553,9 +553,13 @@ function watchForToasts() {
     if (was === r.state) return;
     if (r.state === 'FAILED') toast(t('toast.failed', { id, reason: r.reason || t('state.FAILED') }), 'error');
   });
+  // Only a connection that was live, went down and came back deserves a word; the
+  // first open after the page loads does not.
   let wasLive = store.connection.live;
+  let everLive = wasLive;
   store.on('connection', ({ live }) => {
-    if (live && wasLive === false && painted) toast(t('toast.reconnected'), 'info');
+    if (live && !wasLive && everLive) toast(t('toast.reconnected'), 'info');
+    if (live) everLive = true;
     wasLive = live;
   });
   store.on('backlog', renderBacklogBadge);

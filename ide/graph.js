@@ -17,6 +17,7 @@ register({
     'graph.hint': 'Drag to pan · wheel to zoom · Enter opens a task',
     'graph.attempt': 'attempt {n}',
     'graph.attempts': '{n} attempts',
+    'graph.attempts1': '1 attempt',
     'graph.retryIn': 'Retry in {time}',
     'graph.retryNow': 'Retrying…',
     'graph.stopping': 'Stopping…',
@@ -31,6 +32,7 @@ register({
     'graph.hint': 'ドラッグで移動 · ホイールで拡大縮小 · Enter でタスクを開く',
     'graph.attempt': '試行 {n}',
     'graph.attempts': '試行 {n} 回',
+    'graph.attempts1': '試行 1 回',
     'graph.retryIn': '{time}後に再試行',
     'graph.retryNow': '再試行中…',
     'graph.stopping': '停止中…',
@@ -92,7 +94,7 @@ function statusLine(row, now) {
   }
   const label = t(`state.${state}`);
   if (state === 'RUNNING' && row.attempts) return { text: `${label} · ${t('graph.attempt', { n: row.attempts })}` };
-  if (row.attempts) return { text: `${label} · ${t('graph.attempts', { n: row.attempts })}` };
+  if (row.attempts) return { text: `${label} · ${t(row.attempts === 1 ? 'graph.attempts1' : 'graph.attempts', { n: row.attempts })}` };
   return { text: label };
 }
 

@@ -15,7 +15,7 @@
 // gives the same output.
 
 export const DEFAULTS = Object.freeze({
-  nodeWidth: 220,
+  nodeWidth: 236,
   nodeHeight: 78,
   layerGap: 96,
   nodeGap: 20,

@@ -81,6 +81,32 @@ class Store {
     this.tasks = new Map(rows.map((r) => [r.id, r]));
     this.order = rows.map((r) => r.id);
     this.emit('tasks');
+    this.explainFailures(rows.filter((r) => r.state === 'FAILED' && !r.reason).map((r) => r.id));
+  }
+
+  // A FAILED row carries no reason (the lifecycle keeps one only for BLOCKED), yet the
+  // plan must say why a task failed: its last attempt's summary, read once per failure
+  // from the task (a few at a time, after the first paint).
+  explainFailures(ids) {
+    const queue = ids.slice();
+    const next = async () => {
+      while (queue.length) {
+        const id = queue.shift();
+        try {
+          const task = await api.get(`/api/tasks/${encodeURIComponent(id)}`);
+          const row = this.tasks.get(id);
+          const last = (task.attempts || [])[task.attempts.length - 1];
+          if (!row || row.state !== 'FAILED' || row.reason || !last) continue;
+          const code = last.exit_code === null || last.exit_code === undefined ? '' : `exit ${last.exit_code}: `;
+          row.reason = `${code}${last.summary || last.status || ''}`.replace(/: $/, '');
+          row.reasonFromAttempt = true;
+          this.emit('task', id);
+        } catch (err) {
+          console.warn(`store: no reason for ${id}:`, err.message);
+        }
+      }
+    };
+    for (let i = 0; i < Math.min(4, queue.length); i++) next();
   }
 
   async loadPools() {
@@ -174,7 +200,10 @@ class Store {
       if ('attempts' in d) row.attempts = d.attempts;
       if (d.message) row.message = d.message;
       if (row.state !== 'RUNNING') row.stopping = false;
+      if (row.reasonFromAttempt && !('reason' in d && d.reason)) row.reason = null;
+      row.reasonFromAttempt = false;
       this.emit('task', id);
+      if (row.state === 'FAILED' && !row.reason) this.explainFailures([id]);
     }
     this.refetchPools().catch((err) => this.failed(err));
   }
