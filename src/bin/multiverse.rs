@@ -95,7 +95,10 @@ enum Cmd {
     /// The recent workspaces (`~/.multiverse/workspaces.json`), most recent first.
     #[command(subcommand)]
     Workspaces(WorkspacesCmd),
-    /// The scheduler and a loopback HTTP API with a token until stopped.
+    /// The URL of this workspace's IDE, its daemon started in the background (its log in
+    /// the workspace's `serve.log`) unless one runs.
+    Ide,
+    /// The scheduler, a loopback HTTP API and the IDE, with a token, until stopped.
     Serve {
         /// The port on 127.0.0.1 (0: any free one).
         #[arg(long, default_value_t = 0)]
@@ -383,10 +386,31 @@ fn run(args: Args) -> Result<u8, AppError> {
             })?;
             Ok(130)
         }
+        Cmd::Ide => ide_command(&dir, json_out),
         Cmd::Settings(command) => settings_command(&dir, command, json_out),
         Cmd::Workspaces(command) => workspaces_command(command, json_out),
         other => send_command(&dir, other, json_out),
     }
+}
+
+/// `multiverse ide`: the URL of the workspace's IDE, its daemon started unless one runs.
+fn ide_command(dir: &Path, json_out: bool) -> Result<u8, AppError> {
+    let exe = std::env::current_exe().map_err(|error| AppError::Io {
+        path: PathBuf::from("/proc/self/exe"),
+        error,
+    })?;
+    let (info, started) =
+        code_intel::multiverse::ensure_daemon(dir, &exe).map_err(AppError::Open)?;
+    let url = code_intel::multiverse::ide_url(&info);
+    if json_out {
+        out(&json!({"url": url, "pid": info.pid, "started": started}).to_string());
+    } else {
+        if started {
+            errln(&format!("multiverse: started a daemon (pid {})", info.pid));
+        }
+        out(&url);
+    }
+    Ok(0)
 }
 
 /// `multiverse settings`: through the daemon when one runs (it holds the settings the

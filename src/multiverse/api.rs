@@ -22,6 +22,7 @@ use super::events::EventHub;
 use super::http::{Api, Request, Response};
 use super::ide::IdeSource;
 use super::model::{ExecutionState, TaskId, WorkspaceState};
+use super::open::ide_url;
 use super::processes;
 use super::recent;
 use super::settings::{self, LlmSettings, SettingsUpdate};
@@ -358,10 +359,7 @@ impl DaemonApi {
         match (self.opener)(&body.path) {
             Ok(opened) => Response::ok(json!({
                 "dir": opened.dir,
-                "url": opened.daemon.as_ref().map_or_else(
-                    || "./".to_string(),
-                    |d| format!("http://127.0.0.1:{}/ide/{}/", d.port, d.token),
-                ),
+                "url": opened.daemon.as_ref().map_or_else(|| "./".to_string(), ide_url),
                 "started": opened.started,
             })),
             Err((status, key, message)) => Response::error(status, &key, &message),

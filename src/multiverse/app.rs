@@ -28,6 +28,7 @@ use super::ide::IdeSource;
 use super::model::{
     DEFAULT_POOL, ExecutionState, RunnerSettings, TaskDesign, TaskId, WorkspaceState,
 };
+use super::open::OpenError;
 use super::orchestrator::{Orchestrator, OrchestratorError, Settings};
 use super::pools::{Pools, summaries};
 use super::recent::{self, RecentWorkspace};
@@ -157,6 +158,8 @@ pub enum AppError {
     Settings(SettingsError),
     /// `workspaces forget` of a path that is not on the recent list.
     NotListed(PathBuf),
+    /// A workspace's daemon could not be found or started (`ide`).
+    Open(OpenError),
 }
 
 impl AppError {
@@ -173,6 +176,7 @@ impl AppError {
             AppError::AgentRunnerMissing(_) => "agent_runner_missing",
             AppError::Settings(e) => e.key(),
             AppError::NotListed(_) => "workspaces.not_listed",
+            AppError::Open(e) => e.key(),
         }
     }
 }
@@ -201,6 +205,7 @@ impl std::fmt::Display for AppError {
             AppError::NotListed(path) => {
                 write!(f, "{} is not on the recent workspaces list", path.display())
             }
+            AppError::Open(e) => e.fmt(f),
         }
     }
 }

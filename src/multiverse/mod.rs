@@ -117,7 +117,7 @@ pub use model::{
     Plan, RunnerSettings, SuggestedImpl, TaskDesign, TaskId, TaskIdError, TaskRuntime, Wbs,
     WorkspaceState,
 };
-pub use open::{OpenError, open_workspace};
+pub use open::{OpenError, ensure_daemon, ide_url, open_workspace};
 pub use orchestrator::{Orchestrator, OrchestratorError, Settings};
 pub use patch::{
     Conflict, Create, Created, Delete, DetailedQuestion, ImplHints, InvalidPatchReply, Location,

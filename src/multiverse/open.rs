@@ -89,10 +89,7 @@ pub fn open_workspace(
             started: false,
         });
     }
-    let (info, started) = match daemon(&dir) {
-        Some(info) => (info, false),
-        None => (start_daemon(&dir, exe)?, true),
-    };
+    let (info, started) = ensure_daemon(&dir, exe)?;
     Ok(OpenedWorkspace {
         dir,
         daemon: Some(info),
@@ -130,6 +127,23 @@ fn workspace_of(path: &Path, this: &Path, home: Option<&Path>) -> Result<PathBuf
     })
     .map_err(|e| OpenError::Init(e.to_string()))?;
     Ok(dir)
+}
+
+/// The daemon of the workspace `dir`, started with `exe` (the `multiverse` binary) unless
+/// one runs; whether it was started.
+pub fn ensure_daemon(dir: &Path, exe: &Path) -> Result<(DaemonInfo, bool), OpenError> {
+    if !dir.join("workspace.json").is_file() {
+        return Err(OpenError::NotFound(dir.join("workspace.json")));
+    }
+    match daemon(dir) {
+        Some(info) => Ok((info, false)),
+        None => Ok((start_daemon(dir, exe)?, true)),
+    }
+}
+
+/// The URL of the IDE a daemon serves.
+pub fn ide_url(info: &DaemonInfo) -> String {
+    format!("http://127.0.0.1:{}/ide/{}/", info.port, info.token)
 }
 
 /// Starts `multiverse --workspace DIR serve` in its own process group (it outlives this

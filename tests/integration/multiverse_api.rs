@@ -919,6 +919,17 @@ fn opening_a_workspace_or_a_project_from_the_picker_starts_its_daemon_once() {
         (again["url"].as_str(), &again["started"]),
         (Some(url.as_str()), &json!(false))
     );
+    // The command line's `ide` gives the same daemon's URL.
+    let o = mv_in(dir, "ws-two", &["--json", "ide"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (shown["url"].as_str(), &shown["started"]),
+        (Some(url.as_str()), &json!(false))
+    );
+    let o = mv_in(dir, "no-such-ws", &["ide"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("workspaces.not_found"), "{}", text(&o));
     // This workspace: the page it is on.
     let this = dir.join("ws").canonicalize().unwrap();
     let here = daemon.ok("POST", "/api/workspaces/open", Some(json!({"path": this})));
