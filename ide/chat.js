@@ -112,17 +112,22 @@ function sessionKey(store) {
 /**
  * The QUESTION backlog items that belong to a conversation: those a turn of it opened
  * (`ids`), and open ones about a task it created (the daemon files a chat question with
- * `task` = its first task and `metadata.holds` = every task it holds back).
+ * `task` = its first task and `metadata.holds` = every task it holds back), or, for a
+ * chat question that names no task, whose text one of its replies quotes (each reply
+ * has a line per question it opened) — so they are found again after a reload.
  */
-export function questionsFor(backlog, ids, createdTasks) {
+export function questionsFor(backlog, ids, createdTasks, replies = []) {
   const wanted = new Set(ids || []);
   const created = new Set(createdTasks || []);
   return (backlog || []).filter((item) => {
     if (!item || item.kind !== 'QUESTION') return false;
     if (wanted.has(item.id)) return true;
     if (item.resolved_at) return false;
-    const holds = (item.metadata && Array.isArray(item.metadata.holds) ? item.metadata.holds : []).concat(item.task ? [item.task] : []);
-    return holds.some((task) => created.has(task));
+    const chatQuestion = Boolean(item.metadata && Array.isArray(item.metadata.holds));
+    const holds = (chatQuestion ? item.metadata.holds : []).concat(item.task ? [item.task] : []);
+    if (holds.some((task) => created.has(task))) return true;
+    const text = String(item.description || '').trim();
+    return chatQuestion && text !== '' && replies.some((reply) => String(reply).includes(text));
   });
 }
 
@@ -307,7 +312,8 @@ export function mountChat(root, ctx) {
       items.push(stepsEl(state.pending.steps, true));
     }
     for (const turn of turnsHere) for (const c of (turn.outcome.patch && turn.outcome.patch.created) || []) created.push(c.id);
-    const questions = questionsFor(store.backlog, [...state.questionIds], created);
+    const replies = messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+    const questions = questionsFor(store.backlog, [...state.questionIds], created, replies);
     if (questions.length) items.push(questionsEl(questions));
     log.replaceChildren(...items);
     if (keep) {
@@ -484,6 +490,8 @@ export function mountChat(root, ctx) {
     try {
       await api.post(`/api/backlog/${encodeURIComponent(itemId)}/resolve`, { note: text, retry: false });
       state.answers.delete(itemId);
+      // Shown as answered from now on, not dropped from the conversation.
+      state.questionIds.add(itemId);
       // The backlog event refetches the store's list; read it now too, so the answer
       // shows even when the event stream is down.
       if (store.refetchBacklog) await store.refetchBacklog();

@@ -44,6 +44,7 @@ register({
     'proc.line.task': '{from} → {to}',
     'proc.line.attemptStarted': 'attempt {attempt} started (pid {pid})',
     'proc.line.attemptEnded': 'attempt {attempt} ended: {status}, exit code {code}',
+    'proc.line.attemptEndedSome': 'the attempt ended: {status}, exit code {code}',
     'proc.line.skipped': 'a line of {bytes} bytes was skipped (over 64 KiB)',
     'proc.line.stopping': 'stopping…',
     'proc.line.added': 'added to the plan',
@@ -81,6 +82,7 @@ register({
     'proc.line.task': '{from} → {to}',
     'proc.line.attemptStarted': '試行 {attempt} 開始（pid {pid}）',
     'proc.line.attemptEnded': '試行 {attempt} 終了: {status}、終了コード {code}',
+    'proc.line.attemptEndedSome': '試行終了: {status}、終了コード {code}',
     'proc.line.skipped': '{bytes} バイトの行を省略しました（64 KiB 超）',
     'proc.line.stopping': '停止中…',
     'proc.line.added': '計画に追加されました',
@@ -121,7 +123,7 @@ export function mount(root, ctx) {
   ensureStyles();
   const { store, api } = ctx;
   const clock = ticker();
-  const ui = { view: null, error: null, at: null, filter: '', paused: false, unseen: 0, lines: [], seq: 0, lastState: new Map(), gone: false };
+  const ui = { view: null, error: null, at: null, filter: '', paused: false, unseen: 0, lines: [], seq: 0, running: new Map(), gone: false };
 
   const table = h('div', { class: 'pr-table-slot' });
   const updated = h('span', { class: 'muted pr-updated' });
@@ -299,30 +301,41 @@ export function mount(root, ctx) {
     addLine(d.task, d.attempt, runLine(d));
   }
 
-  function onTask(id) {
-    const r = store.tasks.get(id);
-    if (!r) return;
-    const was = ui.lastState.get(id);
-    ui.lastState.set(id, r.state);
-    if (r.stopping && was === r.state) {
-      addLine(id, null, { kind: 'task', text: t('proc.line.stopping'), level: 'warn', ts: null });
+  // A `task` event as it came (the store keeps the row, not each change's own message).
+  function onTaskEvent(e) {
+    let d;
+    try {
+      d = JSON.parse(e.data);
+    } catch {
       return;
     }
-    if (was === r.state) return;
-    const text = t('proc.line.task', { from: was ? t(`state.${was}`) : '∅', to: t(`state.${r.state || 'PENDING'}`) }) + (r.message ? ` — ${r.message}` : '') + (r.reason && (r.state === 'BLOCKED' || r.state === 'FAILED') ? ` (${r.reason})` : '');
-    const level = r.state === 'FAILED' ? 'error' : r.state === 'SUCCEEDED' ? 'ok' : r.state === 'BLOCKED' || r.state === 'RETRY_WAIT' ? 'warn' : 'state';
-    addLine(id, null, { kind: 'task', text, level, ts: null });
+    if (!d || !d.task) return;
+    if (d.added) {
+      addLine(d.task, null, { kind: 'task', text: t('proc.line.added'), level: 'plain', ts: null });
+      return;
+    }
+    if (d.stopping) {
+      addLine(d.task, null, { kind: 'task', text: t('proc.line.stopping'), level: 'warn', ts: null });
+      return;
+    }
+    if (!d.to) return;
+    const text = t('proc.line.task', { from: d.from ? t(`state.${d.from}`) : '∅', to: t(`state.${d.to}`) }) +
+      (d.message ? ` — ${d.message}` : '') + (d.reason && (d.to === 'BLOCKED' || d.to === 'FAILED') ? ` (${d.reason})` : '');
+    const level = d.to === 'FAILED' ? 'error' : d.to === 'SUCCEEDED' ? 'ok' : d.to === 'BLOCKED' || d.to === 'RETRY_WAIT' ? 'warn' : 'state';
+    addLine(d.task, null, { kind: 'task', text, level, ts: null });
   }
 
   function onAttempt(d) {
-    if (d.started) addLine(d.task, d.attempt, { kind: 'attempt', text: t('proc.line.attemptStarted', { attempt: d.attempt, pid: d.pid ?? '?' }), level: 'state', ts: d.at_ms ?? null });
-    else if (d.ended) addLine(d.task, d.attempt, { kind: 'attempt', text: t('proc.line.attemptEnded', { attempt: d.attempt, status: d.status ?? '?', code: d.exit_code ?? '?' }) + (d.summary ? ` — ${d.summary}` : ''), level: d.status === 'complete' ? 'ok' : 'error', ts: d.at_ms ?? null });
+    // An attempt's end names no number: it is the one that started last for the task.
+    if (d.started) ui.running.set(d.task, d.attempt);
+    const attempt = d.attempt ?? ui.running.get(d.task) ?? null;
+    if (d.started) addLine(d.task, attempt, { kind: 'attempt', text: t('proc.line.attemptStarted', { attempt, pid: d.pid ?? '?' }), level: 'state', ts: d.at_ms ?? null });
+    else if (d.ended) addLine(d.task, attempt, { kind: 'attempt', text: t(attempt ? 'proc.line.attemptEnded' : 'proc.line.attemptEndedSome', { attempt, status: d.status ?? '?', code: d.exit_code ?? '?' }) + (d.summary ? ` — ${d.summary}` : ''), level: d.status === 'complete' ? 'ok' : 'error', ts: d.at_ms ?? null });
     refresh();
   }
 
   // What the store kept before this view was opened: each task's last run lines.
   function seed() {
-    for (const [id, r] of store.tasks) ui.lastState.set(id, r.state);
     const kept = [];
     for (const lines of store.runLines.values()) for (const d of lines) kept.push(d);
     kept.sort((a, b) => (toMs(a.event && a.event.ts) ?? 0) - (toMs(b.event && b.event.ts) ?? 0));
@@ -332,16 +345,15 @@ export function mount(root, ctx) {
     }
   }
 
+  const stream = api.events();
+  stream.addEventListener('task', onTaskEvent);
   const offs = [
+    () => stream.removeEventListener('task', onTaskEvent),
     store.on('run', onRun),
-    store.on('task', onTask),
     store.on('attempt', onAttempt),
     store.on('chat', () => refresh()),
     store.on('execution', () => refresh()),
-    store.on('tasks', () => {
-      for (const [id, r] of store.tasks) if (!ui.lastState.has(id)) ui.lastState.set(id, r.state);
-      drawFilter();
-    }),
+    store.on('tasks', drawFilter),
   ];
   seed();
   drawFilter();

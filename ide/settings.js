@@ -5,7 +5,7 @@
 // test of the form's values (POST /api/settings/test; nothing is saved by it).
 
 import { h, clear } from './dom.js';
-import { register, t } from './i18n.js';
+import { register, t, locale } from './i18n.js';
 import { ensureStyles, errorText } from './panels.js';
 
 register({
@@ -18,7 +18,7 @@ register({
     'settings.provider.codex-cli': 'Codex CLI (codex-cli)',
     'settings.provider.claude-code': 'Claude Code CLI (claude-code)',
     'settings.provider.mock': 'Offline mock (mock)',
-    'settings.providerHelp.openai-chat': 'POST {base URL}/chat/completions with the key read from the variable below.',
+    'settings.providerHelp.openai-chat': 'POST <base URL>/chat/completions with the key read from the variable below.',
     'settings.providerHelp.codex-cli': 'Runs `codex exec` on this machine; it must be installed and logged in.',
     'settings.providerHelp.claude-code': 'Runs `claude -p` on this machine; it must be installed and logged in.',
     'settings.providerHelp.mock': 'No LLM: each "- " line of a message becomes a task. For trying Multiverse out.',
@@ -60,7 +60,7 @@ register({
     'settings.provider.codex-cli': 'Codex CLI (codex-cli)',
     'settings.provider.claude-code': 'Claude Code CLI (claude-code)',
     'settings.provider.mock': 'オフラインのモック (mock)',
-    'settings.providerHelp.openai-chat': '{ベース URL}/chat/completions に、下の環境変数から読んだキーで POST します。',
+    'settings.providerHelp.openai-chat': '<ベース URL>/chat/completions に、下の環境変数から読んだキーで POST します。',
     'settings.providerHelp.codex-cli': 'このマシンで `codex exec` を実行します。インストールとログインが必要です。',
     'settings.providerHelp.claude-code': 'このマシンで `claude -p` を実行します。インストールとログインが必要です。',
     'settings.providerHelp.mock': 'LLM を使いません。メッセージの「- 」行がそれぞれタスクになります。お試し用です。',
@@ -267,7 +267,8 @@ export function mount(root, ctx) {
     const localised = key && t(`settings.err.${key}`) !== `settings.err.${key}` ? t(`settings.err.${key}`) : null;
     // The server's message says exactly what was wrong; the localised line says it in
     // the page's language. A key pasted as the variable is never echoed by the server.
-    const text = localised ? `${localised} (${e.message})` : errorText(e);
+    // In English the server's own message is the more precise of the two.
+    const text = localised && locale !== 'en' ? `${localised}（${e.message}）` : e && e.message ? e.message : errorText(e);
     const where = fieldOfError(key, e && e.message);
     if (where) ui.errors.set(where, { key, text });
     else ui.general = { key, text: t('settings.saveFailed', { error: text }) };

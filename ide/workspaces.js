@@ -54,7 +54,7 @@ register({
     'ws.status': '状態',
     'ws.actions': '操作',
     'ws.current': 'このワークスペース',
-    'ws.exists': 'あり',
+    'ws.exists': 'ディスク上にあり',
     'ws.missing': 'ディスク上にありません',
     'ws.daemon': 'デーモン実行中（pid {pid}）',
     'ws.noDaemon': 'デーモンなし',

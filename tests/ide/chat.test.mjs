@@ -27,3 +27,14 @@ test('open questions about tasks the conversation created are found in the backl
   assert.deepEqual(questionsFor(backlog, [], ['t9', 't1']), []);
   assert.deepEqual(questionsFor(undefined, ['x'], ['y']), []);
 });
+
+test('a chat question that names no task is found by its text in a reply', () => {
+  const items = [
+    { id: 'b5-question', kind: 'QUESTION', task: null, metadata: { holds: [] }, description: 'Which registry?' },
+    { id: 'b6-question', kind: 'QUESTION', task: null, metadata: { holds: [] }, description: 'Which registry?', resolved_at: 'x' },
+    { id: 'b7-t1', kind: 'QUESTION', task: 't1', metadata: { attempts: 1 }, description: 'Which registry?' },
+  ];
+  const replies = ['Created (2): t31-1, t31-2\n\nQuestion: Which registry?'];
+  assert.deepEqual(questionsFor(items, [], [], replies).map((i) => i.id), ['b5-question']);
+  assert.deepEqual(questionsFor(items, [], [], ['something else']), []);
+});
