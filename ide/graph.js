@@ -51,25 +51,25 @@ const PAD = 14;
 
 // SVG text does not ellipsize. Labels are cut to the node's width as measured on a 2D
 // canvas in the page's font (no layout per node); layout.js's estimate is the fallback.
-let measurer = null;
+let family = null;
+const measurers = new Map(); // font -> 2D context (setting ctx.font is costly; keep one per font)
 function fitLabel(text, px, weight, size) {
   const s = String(text ?? '');
-  if (!measurer) {
-    const c = document.createElement('canvas').getContext('2d');
-    measurer = c ? { c, family: getComputedStyle(document.body).fontFamily } : false;
+  const font = `${weight} ${size}px`;
+  let c = measurers.get(font);
+  if (c === undefined) {
+    family = family || getComputedStyle(document.body).fontFamily;
+    c = document.createElement('canvas').getContext('2d');
+    if (c) c.font = `${font} ${family}`;
+    measurers.set(font, c);
   }
-  if (!measurer) return fitText(s, Math.floor(px / (size * 0.55)));
-  const { c, family } = measurer;
-  c.font = `${weight} ${size}px ${family}`;
+  if (!c) return fitText(s, Math.floor(px / (size * 0.55)));
   if (c.measureText(s).width <= px) return s;
-  let lo = 0;
-  let hi = s.length;
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2);
-    if (c.measureText(`${s.slice(0, mid).trimEnd()}…`).width <= px) lo = mid;
-    else hi = mid - 1;
-  }
-  return `${s.slice(0, lo).trimEnd()}…`;
+  // Start from the estimate and walk: two or three measurements instead of a search.
+  let n = Math.min(s.length - 1, Math.floor((px / c.measureText(s).width) * s.length));
+  while (n > 0 && c.measureText(`${s.slice(0, n).trimEnd()}…`).width > px) n--;
+  while (n + 1 < s.length && c.measureText(`${s.slice(0, n + 1).trimEnd()}…`).width <= px) n++;
+  return `${s.slice(0, n).trimEnd()}…`;
 }
 
 // What decides the layout: ids in order and their dependencies. States do not.
@@ -307,6 +307,7 @@ export function mountGraph(root, ctx) {
     });
     const tip = svg('title');
     const halo = svg('rect', { class: 'node-halo', x: -4, y: -4, width: W + 8, height: H + 8, rx: 12 });
+    const shadow = svg('rect', { class: 'node-shadow', y: 1.5, width: W, height: H, rx: 9 });
     const box = svg('rect', { class: 'node-box', width: W, height: H, rx: 9 });
     const stripe = svg('rect', { class: 'node-stripe', x: 0, y: 0, width: 5, height: H, rx: 2.5 });
     const dot = svg('circle', { class: 'node-dot', cx: PAD + 4, cy: 19, r: 4.5 });
@@ -314,23 +315,7 @@ export function mountGraph(root, ctx) {
     const pool = svg('text', { class: 'node-pool', x: W - PAD + 2, y: 23, 'text-anchor': 'end' });
     const title = svg('text', { class: 'node-title', x: PAD, y: 44 });
     const line = svg('g', { class: 'node-line' });
-    g.append(tip, halo, box, stripe, dot, idText, pool, title, line);
-    g.addEventListener('click', () => openTask(row.id));
-    g.addEventListener('keydown', (e) => {
-      if (e.key === 'Enter' || e.key === ' ') {
-        e.preventDefault();
-        openTask(row.id);
-      }
-    });
-    g.addEventListener('focus', () => {
-      reveal(row.id);
-      highlight(row.id, true);
-    });
-    g.addEventListener('blur', () => highlight(row.id, false));
-    g.addEventListener('pointerenter', () => highlight(row.id, true));
-    g.addEventListener('pointerleave', () => {
-      if (document.activeElement !== g) highlight(row.id, false);
-    });
+    g.append(tip, halo, shadow, box, stripe, dot, idText, pool, title, line);
     const parts = { g, tip, idText, pool, title, line, key: '' };
     nodes.set(row.id, parts);
     fill(parts, row, Date.now());
@@ -373,6 +358,43 @@ export function mountGraph(root, ctx) {
       if (!p.classList.contains('hot')) p.setAttribute('marker-end', markerOf(p));
     }
   }
+
+  // One set of listeners on the node layer for every node (not seven per node).
+  const nodeOf = (e) => {
+    const g = e.target.closest && e.target.closest('[data-test=graph-node]');
+    return g && nodeLayer.contains(g) ? g : null;
+  };
+  nodeLayer.addEventListener('click', (e) => {
+    const g = nodeOf(e);
+    if (g) openTask(g.getAttribute('data-task'));
+  });
+  nodeLayer.addEventListener('keydown', (e) => {
+    const g = nodeOf(e);
+    if (g && (e.key === 'Enter' || e.key === ' ')) {
+      e.preventDefault();
+      openTask(g.getAttribute('data-task'));
+    }
+  });
+  nodeLayer.addEventListener('focusin', (e) => {
+    const g = nodeOf(e);
+    if (!g) return;
+    reveal(g.getAttribute('data-task'));
+    highlight(g.getAttribute('data-task'), true);
+  });
+  nodeLayer.addEventListener('focusout', (e) => {
+    const g = nodeOf(e);
+    if (g) highlight(g.getAttribute('data-task'), false);
+  });
+  nodeLayer.addEventListener('pointerover', (e) => {
+    const g = nodeOf(e);
+    if (g && !(e.relatedTarget && g.contains(e.relatedTarget))) highlight(g.getAttribute('data-task'), true);
+  });
+  nodeLayer.addEventListener('pointerout', (e) => {
+    const g = nodeOf(e);
+    if (g && !(e.relatedTarget && g.contains(e.relatedTarget)) && document.activeElement !== g) {
+      highlight(g.getAttribute('data-task'), false);
+    }
+  });
 
   function build() {
     const rows = store.rows();

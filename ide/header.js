@@ -138,11 +138,13 @@ export function mountHeader(root, ctx) {
   }
 
   function renderExecution() {
-    const state = (store.execution && store.execution.state) || 'IDLE';
-    stateEl.setAttribute('data-state', state);
-    stateEl.textContent = t(`exec.${state}`);
+    // Until GET /api/execution answers, the state is unknown and nothing is offered.
+    const state = store.execution && store.execution.state;
+    if (state) stateEl.setAttribute('data-state', state);
+    else stateEl.removeAttribute('data-state');
+    stateEl.textContent = state ? t(`exec.${state}`) : '…';
     CONTROLS.forEach((c, i) => {
-      buttons[i].disabled = busy || !c.when.includes(state);
+      buttons[i].disabled = busy || !state || !c.when.includes(state);
     });
   }
 

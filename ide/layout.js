@@ -120,7 +120,8 @@ function ordering(layers, up, down, pos, sweeps) {
   let best = layers.map((l) => l.slice());
   let bestCrossings = countCrossings(layers, down, pos);
   let current = layers;
-  for (let s = 0; s < sweeps && bestCrossings > 0; s++) {
+  let stale = 0; // sweeps since the last improvement: four in a row end the search
+  for (let s = 0; s < sweeps && bestCrossings > 0 && stale < 4; s++) {
     if (s % 2 === 0) {
       for (let l = 1; l < current.length; l++) current[l] = sweepLayer(current[l], up, pos);
     } else {
@@ -130,6 +131,9 @@ function ordering(layers, up, down, pos, sweeps) {
     if (c < bestCrossings) {
       bestCrossings = c;
       best = current.map((l) => l.slice());
+      stale = 0;
+    } else {
+      stale++;
     }
   }
   best.forEach((layer) =>

@@ -131,15 +131,14 @@ class Store {
 
   // Everything, in parallel. Used at start and after the event stream reconnects
   // (events sent while it was down are lost, so the whole picture is read again).
+  // Resolves once the workspace and the tasks are in — what the first paint needs; the
+  // execution state, pools and backlog are drawn when they arrive (their own events).
   async loadAll() {
-    await Promise.all([
-      this.loadWorkspace(),
-      this.loadTasks(),
-      this.loadExecution(),
-      this.loadBacklog(),
-      this.loadPools(),
-    ]);
+    const rest = Promise.all([this.loadExecution(), this.loadBacklog(), this.loadPools()]);
+    rest.catch((err) => this.failed(err));
+    await Promise.all([this.loadWorkspace(), this.loadTasks()]);
     this.loaded = true;
+    this.rest = rest;
   }
 
   // Subscribes to the event stream first so nothing between the loads and the
