@@ -2,7 +2,8 @@
 // The IDE is served at /ide/<token>/..., so the token comes from our own path; every
 // request carries it as a Bearer token and the event stream as ?token=.
 
-export const token = decodeURIComponent(location.pathname.split('/')[2] || '');
+// (Outside a page, as under node --test, there is no location and no token.)
+export const token = decodeURIComponent(globalThis.location?.pathname.split('/')[2] || '');
 
 export class ApiError extends Error {
   constructor(status, key, message) {

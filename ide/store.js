@@ -97,8 +97,8 @@ class Store {
           const row = this.tasks.get(id);
           const last = (task.attempts || [])[task.attempts.length - 1];
           if (!row || row.state !== 'FAILED' || row.reason || !last) continue;
-          const code = last.exit_code === null || last.exit_code === undefined ? '' : `exit ${last.exit_code}: `;
-          row.reason = `${code}${last.summary || last.status || ''}`.replace(/: $/, '');
+          const code = last.exit_code === null || last.exit_code === undefined ? '' : ` (exit ${last.exit_code})`;
+          row.reason = last.summary || `${last.status || 'failed'}${code}`;
           row.reasonFromAttempt = true;
           this.emit('task', id);
         } catch (err) {
