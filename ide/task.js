@@ -24,7 +24,6 @@ register({
     'task.retryNotApplicable': 'Only a failed or canceled task can be retried',
     'task.cancelHint': 'Cancel this task (a running attempt is stopped); it is not retried',
     'task.cancelNotApplicable': 'The task has ended; there is nothing to cancel',
-    'task.cancelConfirm': 'Cancel task {id}? A running attempt is stopped.',
     'task.retried': 'Task {id} will be retried.',
     'task.canceled': 'Task {id} is being canceled.',
     'task.actionFailed': 'Task {id}: {error}',
@@ -88,7 +87,6 @@ register({
     'task.retryNotApplicable': '再試行できるのは失敗またはキャンセルされたタスクだけです',
     'task.cancelHint': 'このタスクをキャンセルします（実行中の試行は停止）。再試行はされません',
     'task.cancelNotApplicable': 'タスクは終了しています。キャンセルするものはありません',
-    'task.cancelConfirm': 'タスク {id} をキャンセルしますか？実行中の試行は停止されます。',
     'task.retried': 'タスク {id} を再試行します。',
     'task.canceled': 'タスク {id} をキャンセルしています。',
     'task.actionFailed': 'タスク {id}: {error}',
@@ -180,6 +178,20 @@ export function criteriaVerdicts(criteria, result) {
     .filter(({ c, i }) => !used.has(i) && c && c.description)
     .map(({ c }) => ({ text: c.description, verdict: verdictOf(c), comment: c.comment || null, id: c.id || null }));
   return { rows, extra };
+}
+
+/**
+ * Why a task is where it is: the blocked reason the daemon keeps, else, for a task whose
+ * attempt failed (FAILED, RETRY_WAIT), that attempt's summary; null when there is none.
+ */
+export function reasonOf(task) {
+  if (!task) return null;
+  if (task.reason) return task.reason;
+  if (task.state === 'FAILED' || task.state === 'RETRY_WAIT') {
+    const last = lastFinished(task.attempts);
+    if (last && last.summary) return last.summary;
+  }
+  return null;
 }
 
 /** The last attempt that has ended (its result JSON holds the verdicts), or null. */
@@ -297,13 +309,14 @@ export function mountTask(root, ctx, id) {
   }
 
   function reasonBox(task) {
-    if (!task.reason) return null;
+    const why = reasonOf(task);
+    if (!why) return null;
     return h(
       'div',
       { class: `tp-reason state-${task.state || 'PENDING'}`, 'data-test': 'task-reason', role: 'note' },
       h('strong', {}, t('task.reason')),
       ' ',
-      h('span', {}, task.reason),
+      h('span', {}, why),
     );
   }
 
@@ -350,7 +363,6 @@ export function mountTask(root, ctx, id) {
   }
 
   async function act(what) {
-    if (what === 'cancel' && state.task && state.task.state === 'RUNNING' && !window.confirm(t('task.cancelConfirm', { id }))) return;
     state.busy = what;
     draw();
     try {

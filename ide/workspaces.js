@@ -180,7 +180,8 @@ export function mount(root, ctx) {
     );
   }
 
-  async function openWorkspace(target) {
+  /** Opens `target`; a failure is a toast, or, for the typed path (`inline`), said under it. */
+  async function openWorkspace(target, inline = false) {
     if (ui.busy) return;
     ui.busy = target;
     draw();
@@ -191,7 +192,7 @@ export function mount(root, ctx) {
       location.assign(new URL(answer.url, location.href).href);
       return true;
     } catch (e) {
-      ctx.toast(t('ws.openFailed', { path: target, error: errorText(e) }), 'error');
+      if (!inline) ctx.toast(t('ws.openFailed', { path: target, error: errorText(e) }), 'error');
       return e;
     } finally {
       ui.busy = null;
@@ -210,7 +211,7 @@ export function mount(root, ctx) {
       path.focus();
       return;
     }
-    const outcome = await openWorkspace(value);
+    const outcome = await openWorkspace(value, true);
     if (outcome !== true && outcome) {
       ui.pathError = t('ws.openFailed', { path: value, error: errorText(outcome) });
       drawPathError();

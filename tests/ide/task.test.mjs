@@ -53,3 +53,13 @@ test('the verdicts come from the last attempt that has ended', () => {
   assert.equal(lastFinished([{ number: 1 }]), null);
   assert.equal(lastFinished(undefined), null);
 });
+
+test('a failed task\'s reason is its last attempt\'s summary unless the daemon gives one', async () => {
+  const { reasonOf } = await import('../../ide/task.js');
+  const attempts = [{ number: 1, finished_at: 'x', summary: 'tests failed' }, { number: 2 }];
+  assert.equal(reasonOf({ state: 'FAILED', reason: null, attempts }), 'tests failed');
+  assert.equal(reasonOf({ state: 'RETRY_WAIT', attempts }), 'tests failed');
+  assert.equal(reasonOf({ state: 'BLOCKED', reason: 'dependency t1 failed', attempts }), 'dependency t1 failed');
+  assert.equal(reasonOf({ state: 'SUCCEEDED', attempts }), null);
+  assert.equal(reasonOf({ state: 'PENDING', attempts: [] }), null);
+});
