@@ -137,8 +137,12 @@
 //!   written slowly, one partial, one not JSON, one overlong) forwarded as `run` events in
 //!   order, once, before the task's end: from the hub, on `multiverse run`'s stderr and on
 //!   the daemon's event stream.
-//! - `webdriver`: a small W3C WebDriver client over `ureq` driving Debian's headless
-//!   Chromium (`.ci/run` installs it), checked against a page of its own.
+//! - `multiverse_ide`, `webdriver`: the IDE in a real headless Chromium (Debian's,
+//!   driven by a small W3C WebDriver client over `ureq`, itself checked against a page of
+//!   its own; `.ci/run` installs it) against `multiverse serve` with the mock planner and
+//!   a scripted agent-runner: the token, chat to graph, live states, a failure's note
+//!   rendered safely, the backlog, execution control, Japanese, every screen's
+//!   screenshots, a 200-task plan's first paint.
 //! - `multiverse_http`: `multiverse serve`'s HTTP door over real TCP: the token, the
 //!   loopback host, bounded requests, JSON errors, server-sent events.
 //! - `multiverse_lifecycle`: a task's lifecycle through the real contract with a stand-in
@@ -219,6 +223,7 @@ mod multiverse_chat;
 mod multiverse_cli;
 mod multiverse_executor;
 mod multiverse_http;
+mod multiverse_ide;
 mod multiverse_lifecycle;
 mod multiverse_orchestrator;
 mod multiverse_plan;

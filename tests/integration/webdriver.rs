@@ -429,6 +429,54 @@ impl Browser {
         })
     }
 
+    /// Waits for an element matching `css` and types `text` into it (found again if the
+    /// page redrew it meanwhile).
+    pub(crate) fn type_into(&self, css: &str, text: &str) {
+        self.wait_until(&format!("`{css}` to take keys"), WAIT, |b| {
+            let Some(element) = b.find(css) else {
+                return Err("no such element".to_string());
+            };
+            b.try_command(
+                "POST",
+                &element.path("/value"),
+                Some(json!({ "text": text })),
+            )
+            .map(|_| Some(()))
+            .map_err(|e| e.to_string())
+        })
+    }
+
+    /// The rendered text (`innerText`; `textContent` for SVG) of the first element
+    /// matching `css`, waited for.
+    /// Read in the page, so a redraw between finding and reading does not matter.
+    pub(crate) fn text_of(&self, css: &str) -> String {
+        let script = "const e = document.querySelector(arguments[0]); return e ? (e.innerText ?? e.textContent) : null";
+        let text = self.wait_js(&format!("an element `{css}`"), script, vec![json!(css)]);
+        text.as_str().unwrap_or_default().to_string()
+    }
+
+    /// An attribute of the first element matching `css` now (`None`: no element or no
+    /// such attribute).
+    pub(crate) fn attr_of(&self, css: &str, name: &str) -> Option<String> {
+        let value = self.execute(
+            "const e = document.querySelector(arguments[0]); return e ? e.getAttribute(arguments[1]) : null",
+            vec![json!(css), json!(name)],
+        );
+        value.as_str().map(str::to_string)
+    }
+
+    /// An attribute of every element matching `css`, in document order.
+    pub(crate) fn attrs_of(&self, css: &str, name: &str) -> Vec<Option<String>> {
+        let value = self.execute(
+            "return [...document.querySelectorAll(arguments[0])].map(e => e.getAttribute(arguments[1]))",
+            vec![json!(css), json!(name)],
+        );
+        value
+            .as_array()
+            .map(|all| all.iter().map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    }
+
     /// The failure message of a wait that timed out.
     fn failure(&self, what: &str, timeout: Duration, last: &str) -> String {
         let dom = self
@@ -474,31 +522,37 @@ impl Browser {
             .unwrap_or_default()
     }
 
-    /// Makes the page's viewport `width` × `height` CSS pixels: the window is resized,
-    /// then corrected by what its frame takes (none in headless mode, but not assumed).
+    /// Makes the page's viewport `width` × `height` CSS pixels at a device scale of 1:
+    /// the window is resized and the size pinned with Chromium's device metrics
+    /// (`Emulation.setDeviceMetricsOverride` through chromedriver), because a headless
+    /// window's inner size follows a resize only later and not always exactly.
     pub(crate) fn set_viewport(&self, width: u32, height: u32) {
-        let mut size = (width, height);
-        for _ in 0..3 {
-            self.command(
-                "POST",
-                "/window/rect",
-                Some(json!({"width": size.0, "height": size.1})),
+        self.command(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        );
+        self.command(
+            "POST",
+            "/goog/cdp/execute",
+            Some(
+                json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": {
+                "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}}),
+            ),
+        );
+        let what = format!("a viewport of {width}x{height}");
+        self.wait_until(&what, Duration::from_secs(5), |b| {
+            let inner = b.execute(
+                "return [window.innerWidth, window.innerHeight, window.devicePixelRatio]",
+                Vec::new(),
             );
-            let inner = self.execute("return [window.innerWidth, window.innerHeight]", Vec::new());
-            let inner = (
-                inner[0].as_u64().unwrap_or(0) as u32,
-                inner[1].as_u64().unwrap_or(0) as u32,
-            );
-            if inner == (width, height) {
-                return;
+            match inner == json!([width, height, 1]) {
+                true => Ok(Some(())),
+                false => Err(format!(
+                    "[innerWidth, innerHeight, devicePixelRatio] {inner}"
+                )),
             }
-            size = (
-                (size.0 + width).saturating_sub(inner.0),
-                (size.1 + height).saturating_sub(inner.1),
-            );
-        }
-        let inner = self.execute("return [window.innerWidth, window.innerHeight]", Vec::new());
-        panic!("the viewport should be {width}x{height}, is {inner}");
+        });
     }
 
     /// A PNG of the viewport written to `path` (its directory created).
@@ -807,6 +861,13 @@ setTimeout(() => { go.disabled = false; const d = document.createElement('div');
         let out = browser.find("#out").unwrap();
         assert_eq!(out.attribute("data-n").as_deref(), Some("1"));
         assert_eq!(out.attribute("data-missing"), None);
+        assert_eq!(browser.attr_of("#out", "data-n").as_deref(), Some("1"));
+        assert_eq!(browser.attr_of("#nothing", "data-n"), None);
+        assert_eq!(
+            browser.attrs_of("button, p", "id"),
+            [Some("go".into()), Some("out".into())]
+        );
+        assert_eq!(browser.text_of("#late"), "arrived late");
         let name = browser.find("#name").unwrap();
         assert_eq!(name.property("value"), json!("Ada"));
         name.send_keys(&format!("{}{}{}", keys::CONTROL, keys::ENTER, keys::NULL));
@@ -816,7 +877,7 @@ setTimeout(() => { go.disabled = false; const d = document.createElement('div');
         let body = browser.find("body").unwrap();
         assert_eq!(body.find_all("#late").len(), 1);
         name.clear();
-        name.send_keys(&format!("Bo{}", keys::ESCAPE));
+        browser.type_into("#name", &format!("Bo{}", keys::ESCAPE));
         browser.find("#go").unwrap().click();
         assert_eq!(out.text(), "clicked 2 Bo");
 
