@@ -54,8 +54,9 @@ export const EVENT_NAMES = ['task', 'attempt', 'run', 'backlog', 'chat', 'execut
 // some failures (a 401, a 503 when the daemon is full) and, when it does retry, does so
 // at a fixed pace; so the source is replaced here with a backoff, and listeners attach
 // to a stable EventTarget that outlives each EventSource. Besides the named events
-// (MessageEvent, .data is the JSON text) it dispatches 'open' (detail: {reconnected})
-// and 'down' when the connection is lost.
+// (MessageEvent, .data is the JSON text) it dispatches 'open' (detail: {reconnected}),
+// 'down' when the connection is lost and 'refused' ({refused}) when the daemon no
+// longer takes this page's token (it was restarted: open the URL it printed).
 class EventStream extends EventTarget {
   constructor() {
     super();
@@ -64,6 +65,8 @@ class EventStream extends EventTarget {
     this.opened = 0;
     this.delay = 1000;
     this.timer = null;
+    this.refused = false;
+    if (globalThis.addEventListener) globalThis.addEventListener('online', () => this.retryNow());
     this.connect();
   }
 
@@ -100,7 +103,28 @@ class EventStream extends EventTarget {
     if (this.timer) return;
     const wait = this.delay * (0.8 + Math.random() * 0.4);
     this.delay = Math.min(this.delay * 2, 30000);
-    this.timer = setTimeout(() => this.connect(), wait);
+    this.timer = setTimeout(() => this.reconnect(), wait);
+  }
+
+  // Before opening a new stream, ask once: a daemon restarted since this page loaded has
+  // a new token and refuses the old one for good (the stream's error would not say so).
+  async reconnect() {
+    this.timer = null;
+    let status = 0;
+    try {
+      const reply = await fetch('/api/execution', { headers: { Authorization: `Bearer ${token}` }, cache: 'no-store' });
+      status = reply.status;
+    } catch {
+      this.schedule();
+      return;
+    }
+    const refused = status === 401 || status === 403;
+    if (refused !== this.refused) {
+      this.refused = refused;
+      this.dispatchEvent(new CustomEvent('refused', { detail: { refused } }));
+    }
+    if (refused || status >= 500) this.schedule();
+    else this.connect();
   }
 
   // Try now (the user asked, or the tab came back online).
@@ -110,7 +134,7 @@ class EventStream extends EventTarget {
     this.timer = null;
     if (this.source) this.source.close();
     this.source = null;
-    this.connect();
+    this.reconnect();
   }
 }
 

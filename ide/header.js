@@ -25,6 +25,8 @@ register({
     'header.offline': 'Reconnecting…',
     'header.liveHint': 'Receiving live events from the daemon',
     'header.offlineHint': 'The event stream is down; reconnecting. Click to try now.',
+    'header.refused': 'Token refused',
+    'header.refusedHint': 'The daemon was restarted and no longer accepts this page. Open the URL that `multiverse serve` printed.',
     'header.language': 'Language',
     'header.execFailed': 'Could not change the execution: {message}',
     'header.execChanged': 'Execution: {state}',
@@ -47,6 +49,8 @@ register({
     'header.offline': '再接続中…',
     'header.liveHint': 'デーモンからライブイベントを受信しています',
     'header.offlineHint': 'イベントストリームが切断されました。再接続しています（クリックで今すぐ再試行）。',
+    'header.refused': 'トークン拒否',
+    'header.refusedHint': 'デーモンが再起動され、このページを受け付けなくなりました。`multiverse serve` が表示した URL を開いてください。',
     'header.language': '言語',
     'header.execFailed': '実行状態を変更できませんでした: {message}',
     'header.execChanged': '実行: {state}',
@@ -175,9 +179,12 @@ export function mountHeader(root, ctx) {
 
   function renderConnection() {
     const live = Boolean(store.connection.live);
+    const refused = !live && Boolean(store.connection.refused);
     conn.setAttribute('data-live', String(live));
-    conn.title = t(live ? 'header.liveHint' : 'header.offlineHint');
-    clear(conn).append(h('span', { class: 'conn-dot', 'aria-hidden': 'true' }), t(live ? 'header.live' : 'header.offline'));
+    conn.toggleAttribute('data-refused', refused);
+    conn.title = t(live ? 'header.liveHint' : refused ? 'header.refusedHint' : 'header.offlineHint');
+    const label = t(live ? 'header.live' : refused ? 'header.refused' : 'header.offline');
+    clear(conn).append(h('span', { class: 'conn-dot', 'aria-hidden': 'true' }), label);
   }
 
   renderExecution();

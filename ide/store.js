@@ -150,6 +150,10 @@ class Store {
       if (e.detail.reconnected) this.loadAll().catch((err) => this.failed(err));
     });
     stream.addEventListener('down', () => this.setLive(false));
+    stream.addEventListener('refused', (e) => {
+      this.connection = { live: false, refused: e.detail.refused };
+      this.emit('connection', this.connection);
+    });
     const on = (name, fn) =>
       stream.addEventListener(name, (e) => {
         let data;
@@ -179,7 +183,7 @@ class Store {
 
   setLive(live) {
     if (this.connection.live === live) return;
-    this.connection = { live };
+    this.connection = { live, refused: false };
     this.emit('connection', this.connection);
   }
 
