@@ -150,7 +150,7 @@ export function mountChat(root, ctx) {
     gone: false,
   };
 
-  const sessionsBar = h('div', { class: 'cw-sessions', role: 'list', 'aria-label': t('chat.conversations') });
+  const sessionsBar = h('div', { class: 'cw-sessions', role: 'group', 'aria-label': t('chat.conversations') });
   const log = h('div', { class: 'cw-log', role: 'log', 'aria-live': 'polite', 'aria-relevant': 'additions', tabindex: '0' });
   const input = h('textarea', {
     class: 'cw-input',
@@ -256,7 +256,6 @@ export function mountChat(root, ctx) {
         'button',
         {
           type: 'button',
-          role: 'listitem',
           class: 'cw-session',
           'data-test': 'chat-session',
           'data-session': s.session,
@@ -268,7 +267,7 @@ export function mountChat(root, ctx) {
         s.title || t('chat.untitled'),
       ),
     );
-    if (!state.session) chips.unshift(h('span', { class: 'cw-session cw-session-new', 'aria-current': 'true', role: 'listitem' }, t('chat.untitled')));
+    if (!state.session) chips.unshift(h('span', { class: 'cw-session cw-session-new', 'aria-current': 'true' }, t('chat.untitled')));
     sessionsBar.replaceChildren(...chips);
     newButton.disabled = Boolean(state.pending);
   }

@@ -9,7 +9,8 @@
 
 import { h, clear, icon } from './dom.js';
 import { register, t } from './i18n.js';
-import { ensureStyles, timeEl, duration, errorText, md, coalesce, ticker, stateChip, toMs } from './panels.js';
+import { ensureStyles, timeEl, duration, errorText, md, coalesce, ticker, stateChip } from './panels.js';
+import { runLine } from './processes.js';
 
 register({
   en: {
@@ -69,6 +70,8 @@ register({
     'task.noFilesChanged': 'No files changed.',
     'task.showAllFiles': 'Show all {n}',
     'task.runDir': 'Run directory',
+    'task.live': 'Live output of the running attempt',
+    'task.liveWaiting': 'Waiting for the attempt\'s first event…',
     'task.noteOpen': 'Show Task Note',
     'task.noteHide': 'Hide Task Note',
     'task.noteLoading': 'Loading the note…',
@@ -132,6 +135,8 @@ register({
     'task.noFilesChanged': '変更されたファイルはありません。',
     'task.showAllFiles': 'すべて表示（{n} 件）',
     'task.runDir': '実行ディレクトリ',
+    'task.live': '実行中の試行の出力',
+    'task.liveWaiting': '試行の最初のイベントを待っています…',
     'task.noteOpen': 'タスクノートを表示',
     'task.noteHide': 'タスクノートを隠す',
     'task.noteLoading': 'ノートを読み込んでいます…',
@@ -144,6 +149,8 @@ register({
 const CANCELABLE = new Set(['PENDING', 'READY', 'BLOCKED', 'RUNNING', 'RETRY_WAIT']);
 /** States a retry applies to (a new session of the lifecycle). */
 const RETRYABLE = new Set(['FAILED', 'CANCELED']);
+/** Lines of a running attempt's live output shown in the panel. */
+const LIVE_LINES = 40;
 /** Files changed listed before "show all". */
 const FILES_SHOWN = 12;
 
@@ -531,8 +538,20 @@ export function mountTask(root, ctx, id) {
       a.summary ? h('p', { class: 'tp-summary', 'data-test': 'attempt-summary' }, a.summary) : null,
       filesBlock,
       a.run_dir ? h('p', { class: 'muted tp-small', title: t('task.runDir') }, h('span', { class: 'mono' }, a.run_dir)) : null,
+      running ? liveBlock(a.number) : null,
       open ? noteBlock(a.number) : null,
     );
+  }
+
+  /** The running attempt's agent-runner events as they come (kept by the store). */
+  function liveBlock(n) {
+    const lines = (ctx.store.runLines.get(id) || []).filter((d) => d.attempt === n).slice(-LIVE_LINES);
+    const box = h('div', { class: 'tp-live', 'data-test': 'attempt-live', 'data-attempt': String(n), role: 'log', 'aria-label': t('task.live') });
+    if (!lines.length) box.appendChild(h('div', { class: 'tp-live-empty' }, t('task.liveWaiting')));
+    for (const d of lines) box.appendChild(liveLine(d));
+    state.live = box;
+    requestAnimationFrame(() => (box.scrollTop = box.scrollHeight));
+    return box;
   }
 
   function noteBlock(n) {
@@ -578,6 +597,17 @@ export function mountTask(root, ctx, id) {
     ctx.store.on('attempt', (d) => {
       if (d && d.task === id) load();
     }),
+    // A line of the running attempt: appended, not redrawn.
+    ctx.store.on('run', (d) => {
+      const box = state.live;
+      if (!d || d.task !== id || !box || !box.isConnected || box.getAttribute('data-attempt') !== String(d.attempt)) return;
+      const empty = box.querySelector('.tp-live-empty');
+      if (empty) empty.remove();
+      const stick = box.scrollHeight - box.scrollTop - box.clientHeight < 30;
+      box.appendChild(liveLine(d));
+      while (box.childElementCount > LIVE_LINES) box.firstChild.remove();
+      if (stick) box.scrollTop = box.scrollHeight;
+    }),
     // The plan changed (a chat's patch, an answered question adds to the description).
     ctx.store.on('tasks', () => load()),
   ];
@@ -597,6 +627,11 @@ export function countdownText(ms) {
   const m = Math.floor(s / 60);
   if (m < 60) return t('time.minutes', { m, s: s % 60 });
   return t('time.hours', { h: Math.floor(m / 60), m: m % 60 });
+}
+
+function liveLine(d) {
+  const line = runLine(d);
+  return h('div', { class: `tp-live-line level-${line.level}` }, line.text);
 }
 
 function verdictMark(verdict) {
