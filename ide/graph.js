@@ -238,7 +238,11 @@ export function mountGraph(root, ctx) {
     if (!drag.moved && Math.hypot(dx, dy) < 4) return;
     if (!drag.moved) {
       drag.moved = true;
-      canvas.setPointerCapture(e.pointerId);
+      try {
+        canvas.setPointerCapture(e.pointerId);
+      } catch {
+        // A pointer the browser no longer tracks: the drag goes on without capture.
+      }
       wrap.classList.add('panning');
     }
     drag.x = e.clientX;
