@@ -143,7 +143,10 @@ export function mount(root, ctx) {
 
   function draw() {
     const active = document.activeElement;
-    const keep = active && list.contains(active) ? { test: active.getAttribute('data-test'), item: active.getAttribute('data-item') } : null;
+    // A note being typed keeps its focus and caret across a redraw (events come while typing).
+    const keep = active && list.contains(active)
+      ? { test: active.getAttribute('data-test'), item: active.getAttribute('data-item'), start: active.selectionStart, end: active.selectionEnd }
+      : null;
     drawFilters();
     const items = visibleItems(store.backlog, ui.show, ui.kind);
     if (!items.length) {
@@ -154,7 +157,10 @@ export function mount(root, ctx) {
     }
     if (keep && keep.test && keep.item) {
       const again = list.querySelector(`[data-test="${keep.test}"][data-item="${CSS.escape(keep.item)}"]`);
-      if (again) again.focus({ preventScroll: true });
+      if (again) {
+        again.focus({ preventScroll: true });
+        if (typeof keep.start === 'number' && again.setSelectionRange) again.setSelectionRange(keep.start, keep.end);
+      }
     }
   }
 
