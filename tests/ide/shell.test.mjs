@@ -99,3 +99,18 @@ test('store: a handler that throws does not stop the others', () => {
   offB();
   assert.deepEqual(got, [1]);
 });
+
+// Every string the shell's modules register exists in both languages: a key missing in
+// Japanese would show English in a Japanese workspace without anyone noticing.
+test('i18n: the shell registers the same keys in English and Japanese', async () => {
+  const { readFile } = await import('node:fs/promises');
+  for (const name of ['i18n.js', 'app.js', 'header.js', 'graph.js', 'wbs.js']) {
+    const src = await readFile(new URL(`../../ide/${name}`, import.meta.url), 'utf8');
+    const block = src.slice(src.lastIndexOf('register({'));
+    const en = block.slice(block.indexOf('en: {'), block.indexOf('ja: {'));
+    const ja = block.slice(block.indexOf('ja: {'), block.indexOf('\n});'));
+    const keys = (text) => [...text.matchAll(/^\s*'([\w.]+)':/gm)].map((m) => m[1]).sort();
+    assert.ok(keys(en).length > 3, `${name}: no strings found`);
+    assert.deepEqual(keys(ja), keys(en), `${name}: en and ja differ`);
+  }
+});
