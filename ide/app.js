@@ -563,6 +563,22 @@ function watchForToasts() {
     wasLive = live;
   });
   store.on('backlog', renderBacklogBadge);
+  // The tab's title counts what runs and what failed, for a fleet watched from another tab.
+  const retitle = () => {
+    let running = 0;
+    let failed = 0;
+    for (const r of store.tasks.values()) {
+      if (r.state === 'RUNNING') running++;
+      else if (r.state === 'FAILED') failed++;
+    }
+    const name = (store.workspace && store.workspace.name) || '';
+    const counts = [running ? `▶${running}` : '', failed ? `✕${failed}` : ''].filter(Boolean).join(' ');
+    const title = `${counts ? `${counts} · ` : ''}${name ? `${name} — ` : ''}Multiverse`;
+    if (document.title !== title) document.title = title;
+  };
+  store.on('tasks', retitle);
+  store.on('task', retitle);
+  retitle();
 }
 
 // --- boot -------------------------------------------------------------------------
@@ -597,7 +613,6 @@ async function boot() {
     return;
   }
   setLocale(savedLocale() || (store.workspace && store.workspace.locale) || 'en');
-  document.title = store.workspace && store.workspace.name ? `${store.workspace.name} — Multiverse` : 'Multiverse';
   buildShell();
   watchForToasts();
   onLocale(relabel);
