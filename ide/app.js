@@ -134,10 +134,8 @@ export function toast(text, kind = 'info') {
 // --- routing ----------------------------------------------------------------------
 
 function parseHash() {
-  const parts = location.hash.replace(/^#\/?/, '').split('/');
-  if (parts[0] === 'task' && parts[1]) return { task: decodeURIComponent(parts.slice(1).join('/')) };
-  const view = VIEWS.some((v) => v.route === parts[0]) ? parts[0] : 'plan';
-  return { view, sub: view === 'plan' && parts[1] === 'wbs' ? 'wbs' : view === 'plan' ? 'graph' : null };
+  const m = /^#\/task\/(.+)$/.exec(location.hash);
+  return m ? { task: decodeURIComponent(m[1]) } : parseViewHash(location.hash);
 }
 
 function openTask(id) {
@@ -206,6 +204,8 @@ function showView({ view, sub }, force = false) {
   );
 }
 
+// The panel modules load on first use: the plan's first paint does not wait for them,
+// and one that fails to load (or is missing) costs its own view only.
 function loadModule(path) {
   return import(path);
 }
