@@ -48,6 +48,7 @@ register({
     'proc.line.skipped': 'a line of {bytes} bytes was skipped (over 64 KiB)',
     'proc.line.stopping': 'stopping…',
     'proc.line.added': 'added to the plan',
+    'proc.line.now': 'now {state}',
   },
   ja: {
     'proc.title': 'ログとプロセス',
@@ -86,6 +87,7 @@ register({
     'proc.line.skipped': '{bytes} バイトの行を省略しました（64 KiB 超）',
     'proc.line.stopping': '停止中…',
     'proc.line.added': '計画に追加されました',
+    'proc.line.now': '現在: {state}',
   },
 });
 
@@ -342,6 +344,13 @@ export function mount(root, ctx) {
     for (const d of kept.slice(-MAX_LINES)) {
       const line = runLine(d);
       ui.lines.push({ seq: ++ui.seq, task: d.task, attempt: d.attempt, at: line.ts ?? Date.now(), ...line });
+    }
+    // Where each task in flight stands now: its changes before this view opened were
+    // not seen here, and an attempt may write no events at all.
+    for (const r of store.rows()) {
+      if (r.state !== 'RUNNING' && r.state !== 'RETRY_WAIT') continue;
+      const text = t('proc.line.now', { state: t(`state.${r.state}`) }) + (r.message ? ` — ${r.message}` : '');
+      ui.lines.push({ seq: ++ui.seq, task: r.id, attempt: r.attempts || null, at: Date.now(), kind: 'task', text, level: r.state === 'RUNNING' ? 'state' : 'warn', ts: null });
     }
   }
 
