@@ -38,7 +38,7 @@ register({
     'toasts.label': 'Notifications',
     'toast.dismiss': 'Dismiss',
     'toast.failed': 'Task {id} failed: {reason}',
-    'toast.question': 'Task {id} asks a question',
+    'toast.question': 'Task {id} asks a question: answer it in the backlog',
     'toast.reconnected': 'Reconnected; the view was refreshed.',
     'boot.loading': 'Loading the workspace…',
     'boot.failed': 'Could not load the workspace',
@@ -68,7 +68,7 @@ register({
     'toasts.label': '通知',
     'toast.dismiss': '閉じる',
     'toast.failed': 'タスク {id} が失敗しました: {reason}',
-    'toast.question': 'タスク {id} から質問があります',
+    'toast.question': 'タスク {id} から質問があります。バックログで回答してください',
     'toast.reconnected': '再接続しました。表示を更新しました。',
     'boot.loading': 'ワークスペースを読み込んでいます…',
     'boot.failed': 'ワークスペースを読み込めませんでした',
@@ -551,7 +551,15 @@ function watchForToasts() {
     const was = previous.get(id);
     previous.set(id, r.state);
     if (was === r.state) return;
-    if (r.state === 'FAILED') toast(t('toast.failed', { id, reason: r.reason || t('state.FAILED') }), 'error');
+    if (r.state === 'FAILED') {
+      // The store fetches a failure's reason right after the event; give it a moment.
+      const say = () => toast(t('toast.failed', { id, reason: r.reason || t('state.FAILED') }), 'error');
+      if (r.reason) say();
+      else setTimeout(say, 800);
+    }
+    // A running task that ends BLOCKED asked a person something (a dependency's failure
+    // blocks tasks that never ran); the question waits in the backlog.
+    else if (r.state === 'BLOCKED' && was === 'RUNNING') toast(t('toast.question', { id }), 'info');
   });
   // Only a connection that was live, went down and came back deserves a word; the
   // first open after the page loads does not.

@@ -17,7 +17,7 @@
 export const DEFAULTS = Object.freeze({
   nodeWidth: 236,
   nodeHeight: 78,
-  layerGap: 96,
+  layerGap: 76,
   nodeGap: 20,
   dummyHeight: 8,
   dummyGap: 6,
