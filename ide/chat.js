@@ -343,7 +343,18 @@ export function mountChat(root, ctx) {
     return h('div', { class: 'cw-empty' }, h('h3', {}, t('chat.emptyTitle')), h('p', {}, t('chat.emptyText')), h('p', { class: 'cw-example' }, t('chat.emptyExample')));
   }
 
+  // A message's element, built once per message read: a redraw (every backlog or plan
+  // event) moves it instead of parsing its Markdown again.
+  const rendered = new WeakMap();
+
   function messageEl(m, pending = false) {
+    if (!pending && rendered.has(m)) return rendered.get(m);
+    const el = buildMessage(m, pending);
+    if (!pending) rendered.set(m, el);
+    return el;
+  }
+
+  function buildMessage(m, pending) {
     const role = m.role === 'assistant' || m.role === 'system' ? m.role : 'user';
     const body = role === 'user' ? h('div', { class: 'cw-text' }, m.content) : h('div', { class: 'cw-md' }, md(m.content));
     return h(
