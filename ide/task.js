@@ -61,6 +61,13 @@ register({
     'task.noAttempts': 'No attempts yet.',
     'task.attempt': 'Attempt {n}',
     'task.status.running': 'running',
+    'task.status.complete': 'complete',
+    'task.status.failed': 'failed',
+    'task.status.incomplete': 'incomplete',
+    'task.status.cancelled': 'cancelled',
+    'task.status.needs_human': 'needs a human',
+    'task.status.interrupted': 'interrupted',
+    'task.status.unknown': 'no result',
     'task.started': 'Started',
     'task.finished': 'Finished',
     'task.duration': 'Duration',
@@ -126,6 +133,13 @@ register({
     'task.noAttempts': '試行はまだありません。',
     'task.attempt': '試行 {n}',
     'task.status.running': '実行中',
+    'task.status.complete': '完了',
+    'task.status.failed': '失敗',
+    'task.status.incomplete': '未完了',
+    'task.status.cancelled': 'キャンセル',
+    'task.status.needs_human': '要回答',
+    'task.status.interrupted': '中断',
+    'task.status.unknown': '結果なし',
     'task.started': '開始',
     'task.finished': '終了',
     'task.duration': '所要時間',
@@ -149,6 +163,8 @@ register({
 const CANCELABLE = new Set(['PENDING', 'READY', 'BLOCKED', 'RUNNING', 'RETRY_WAIT']);
 /** States a retry applies to (a new session of the lifecycle). */
 const RETRYABLE = new Set(['FAILED', 'CANCELED']);
+/** The statuses an attempt ends with (agent-runner's, and `interrupted` after a crash). */
+const ATTEMPT_STATUSES = new Set(['running', 'complete', 'failed', 'incomplete', 'cancelled', 'needs_human', 'interrupted', 'unknown']);
 /** Lines of a running attempt's live output shown in the panel. */
 const LIVE_LINES = 40;
 /** Files changed listed before "show all". */
@@ -481,7 +497,8 @@ export function mountTask(root, ctx, id) {
   function attemptItem(a) {
     const running = !a.finished_at;
     const status = a.status || (running ? 'running' : 'unknown');
-    const statusText = running && !a.status ? t('task.status.running') : status;
+    // The result's word, in the page's language when it is one agent-runner writes.
+    const statusText = ATTEMPT_STATUSES.has(status) ? t(`task.status.${status}`) : status;
     const dur = h('span', {}, duration(a.started_at, a.finished_at));
     if (running) clock.add((now) => (dur.textContent = duration(a.started_at, null, now)));
     const dl = h(
