@@ -380,7 +380,7 @@ export function mountChat(root, ctx) {
           },
           h('span', { class: 'cw-step-dot', 'aria-hidden': 'true' }),
           h('strong', {}, t(`chat.step.${s.state}`)),
-          s.message ? h('span', { class: 'cw-step-msg' }, s.message) : null,
+          s.message ? h('span', { class: 'cw-step-msg', title: s.message }, s.message) : null,
         ),
       ),
     );
