@@ -164,7 +164,10 @@ export function mountGraph(root, ctx) {
 
   function apply() {
     viewport.setAttribute('transform', `translate(${view.x.toFixed(1)},${view.y.toFixed(1)}) scale(${view.k.toFixed(4)})`);
+    // Level of detail: text too small to read is dropped and the states' colours carry
+    // the picture (a 200-task plan fitted to the screen).
     wrap.classList.toggle('zoomed-out', view.k < 0.45);
+    wrap.classList.toggle('far', view.k < 0.3);
   }
 
   function size() {
