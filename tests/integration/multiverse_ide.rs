@@ -124,7 +124,7 @@ struct Ide {
 
 impl Ide {
     /// `init --locale locale` with the mock planner and the stand-in runner; no
-    /// autopilot (Start is pressed in the UI), two attempts a second apart; then `serve`.
+    /// autopilot (Start is pressed in the UI), two attempts 3 s apart; then `serve`.
     fn new(leaf: &str, locale: &str) -> Ide {
         let tmp = TempDir::new(leaf);
         let dir = tmp.path().to_path_buf();
@@ -157,7 +157,7 @@ impl Ide {
         let path = ws.join("config.json");
         let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         config["autopilot"] = json!(false);
-        config["lifecycle"] = json!({"max_attempts": 2, "backoff_base_sec": 1});
+        config["lifecycle"] = json!({"max_attempts": 2, "backoff_base_sec": 3});
         std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
         let daemon = Daemon::start(&dir, &ws);
         Ide {
@@ -504,6 +504,21 @@ fn start_runs(browser: &Browser, ide: &Ide, ids: &[String], locale: &Locale) {
     browser.click(&test("exec-start"));
     execution_is(browser, ide, "RUNNING");
     browser.wait_for(&node(&ids[0], Some("RUNNING")));
+    // The failing task's panel, open while it waits for its retry, counts down.
+    let panel = format!("[data-test=task-panel][data-task=\"{}\"]", ids[2]);
+    browser.click(&node(&ids[2], None));
+    browser.wait_for(&panel);
+    let countdown = format!("{panel} [data-test=retry-countdown]");
+    let first = browser.text_of(&countdown);
+    browser.wait_until(
+        "the retry countdown to count",
+        Duration::from_secs(3),
+        |b| {
+            let now = b.text_of(&countdown);
+            Ok((now != first).then_some(()))
+        },
+    );
+    browser.click(&test("task-close"));
     for (id, state) in [
         (&ids[0], "SUCCEEDED"),
         (&ids[1], "SUCCEEDED"),
@@ -777,7 +792,26 @@ fn settings_and_workspaces(browser: &Browser, ide: &Ide, locale: &Locale) {
         let shown = browser.text_of(&test("nav-plan"));
         assert!(shown.contains(word), "in {code} the nav says {shown:?}");
     }
-    browser.wait_for(&rows);
+
+    // Forget takes it off the list after a confirmation, and deletes nothing.
+    let path = browser.attr_of(&rows, "data-path").unwrap();
+    browser.click(&format!(
+        "[data-test=workspace-row][data-path=\"{path}\"] [data-test=workspace-forget]"
+    ));
+    let asked = browser.wait_alert();
+    assert!(
+        asked.contains(&path),
+        "the confirmation does not name {path}: {asked}"
+    );
+    browser.accept_alert();
+    browser.wait_until("the workspace off the list", WAIT, |b| {
+        Ok((b.count(&rows) == 0).then_some(()))
+    });
+    assert_eq!(ide.daemon.get("/api/workspaces"), json!([]));
+    assert!(
+        ide.ws.join("workspace.json").is_file(),
+        "forget deleted the workspace"
+    );
 }
 
 // The time taken is the test's report.

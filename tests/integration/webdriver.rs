@@ -477,6 +477,21 @@ impl Browser {
             .unwrap_or_default()
     }
 
+    /// Waits for a user prompt (`alert`, `confirm`) and returns its text.
+    pub(crate) fn wait_alert(&self) -> String {
+        self.wait_until("a dialog (alert or confirm)", WAIT, |b| {
+            match b.try_command("GET", "/alert/text", None) {
+                Ok(text) => Ok(Some(text.as_str().unwrap_or_default().to_string())),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    }
+
+    /// Accepts the open user prompt (OK on a `confirm`).
+    pub(crate) fn accept_alert(&self) {
+        self.command("POST", "/alert/accept", Some(json!({})));
+    }
+
     /// The failure message of a wait that timed out.
     fn failure(&self, what: &str, timeout: Duration, last: &str) -> String {
         let dom = self
@@ -893,6 +908,16 @@ setTimeout(() => { go.disabled = false; const d = document.createElement('div');
             vec![json!(21)],
         );
         assert_eq!(later, json!(42));
+        browser.execute(
+            "setTimeout(() => { window.answer = confirm('Forget it?'); }, 100)",
+            Vec::new(),
+        );
+        assert_eq!(browser.wait_alert(), "Forget it?");
+        browser.accept_alert();
+        assert_eq!(
+            browser.execute("return window.answer", Vec::new()),
+            json!(true)
+        );
         let console = browser.console_log();
         assert!(
             console.iter().any(|e| e["message"]
