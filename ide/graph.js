@@ -14,7 +14,7 @@ register({
     'graph.zoomIn': 'Zoom in',
     'graph.zoomOut': 'Zoom out',
     'graph.fit': 'Fit to view',
-    'graph.hint': 'Drag to pan · wheel to zoom · Enter opens a task',
+    'graph.hint': 'Drag to pan · wheel to zoom · / finds · Enter opens a task',
     'graph.attempt': 'attempt {n}',
     'graph.attempts': '{n} attempts',
     'graph.attempts1': '1 attempt',
@@ -23,13 +23,17 @@ register({
     'graph.stopping': 'Stopping…',
     'graph.node': '{id}: {title}. {state}',
     'graph.dependsOn': '{from} → {to}',
+    'graph.find': 'Find a task',
+    'graph.findHint': 'Find by id or title (/); Enter goes to the next match',
+    'graph.matches': '{n} of {total}',
+    'graph.noMatch': 'No match',
   },
   ja: {
     'graph.label': 'タスク依存関係グラフ',
     'graph.zoomIn': '拡大',
     'graph.zoomOut': '縮小',
     'graph.fit': '全体を表示',
-    'graph.hint': 'ドラッグで移動 · ホイールで拡大縮小 · Enter でタスクを開く',
+    'graph.hint': 'ドラッグで移動 · ホイールで拡大縮小 · / で検索 · Enter でタスクを開く',
     'graph.attempt': '試行 {n}',
     'graph.attempts': '試行 {n} 回',
     'graph.attempts1': '試行 1 回',
@@ -38,6 +42,10 @@ register({
     'graph.stopping': '停止中…',
     'graph.node': '{id}: {title}。{state}',
     'graph.dependsOn': '{from} → {to}',
+    'graph.find': 'タスクを検索',
+    'graph.findHint': 'ID またはタイトルで検索（/）。Enter で次の一致へ',
+    'graph.matches': '{total} 件中 {n} 件目',
+    'graph.noMatch': '一致なし',
   },
 });
 
@@ -159,7 +167,33 @@ export function mountGraph(root, ctx) {
     button('fit', t('graph.fit'), () => fit(true), 'graph-fit'),
   );
   const hint = h('div', { class: 'graph-hint' }, t('graph.hint'));
-  const wrap = h('div', { class: 'graph-wrap' }, canvas, tools, hint);
+  // Find: matching nodes stay bright, the rest dim; Enter centres the next match.
+  let matches = [];
+  let matchAt = -1;
+  const findCount = h('span', { class: 'graph-find-count', 'aria-live': 'polite' });
+  const findInput = h('input', {
+    type: 'search',
+    class: 'graph-find-input',
+    'data-test': 'graph-search',
+    placeholder: t('graph.find'),
+    'aria-label': t('graph.findHint'),
+    title: t('graph.findHint'),
+    on: {
+      input: () => find(findInput.value),
+      keydown: (e) => {
+        if (e.key === 'Enter') {
+          e.preventDefault();
+          step(e.shiftKey ? -1 : 1);
+        } else if (e.key === 'Escape' && findInput.value) {
+          e.stopPropagation();
+          findInput.value = '';
+          find('');
+        }
+      },
+    },
+  });
+  const finder = h('div', { class: 'graph-find', role: 'search' }, findInput, findCount);
+  const wrap = h('div', { class: 'graph-wrap' }, canvas, finder, tools, hint);
   root.appendChild(wrap);
 
   function apply() {
@@ -284,7 +318,13 @@ export function mountGraph(root, ctx) {
     if (e.ctrlKey || e.metaKey || (e.target.closest && e.target.closest('input, textarea, select'))) return;
     const step = 80;
     const pans = { ArrowLeft: [step, 0], ArrowRight: [-step, 0], ArrowUp: [0, step], ArrowDown: [0, -step] };
-    const keys = { '+': () => zoomBy(1.25), '=': () => zoomBy(1.25), '-': () => zoomBy(0.8), 0: () => fit(true) };
+    const keys = {
+      '+': () => zoomBy(1.25),
+      '=': () => zoomBy(1.25),
+      '-': () => zoomBy(0.8),
+      0: () => fit(true),
+      '/': () => findInput.focus(),
+    };
     if (e.altKey && pans[e.key]) panBy(...pans[e.key]);
     else if (!e.altKey && keys[e.key]) keys[e.key]();
     else return;
@@ -433,14 +473,58 @@ export function mountGraph(root, ctx) {
     const frag = document.createDocumentFragment();
     for (const at of result.nodes) frag.appendChild(buildNode(at, byId.get(at.id)));
     nodeLayer.appendChild(frag);
+    if (findInput.value) applyFind(findInput.value);
     markSelected();
     ensureCountdown();
   }
 
+  // The open task is outlined, and brought on screen when it was opened from elsewhere
+  // (the backlog, the chat, a dependency in the panel).
   function markSelected() {
     const m = /^#\/task\/(.+)$/.exec(location.hash);
     const selected = m ? decodeURIComponent(m[1]) : null;
     for (const [id, parts] of nodes) parts.g.classList.toggle('selected', id === selected);
+    if (selected && nodes.has(selected)) reveal(selected);
+  }
+
+  function find(query) {
+    applyFind(query);
+    if (matches.length) step(1);
+  }
+
+  // Marks the matches (also after a relayout, without moving the view).
+  function applyFind(query) {
+    const q = query.trim().toLowerCase();
+    matches = [];
+    matchAt = -1;
+    for (const [id, parts] of nodes) {
+      const row = store.tasks.get(id);
+      const hit = Boolean(q) && (id.toLowerCase().includes(q) || String(row?.title || '').toLowerCase().includes(q));
+      parts.g.classList.toggle('match', hit);
+      if (hit) matches.push(id);
+    }
+    wrap.classList.toggle('finding', Boolean(q));
+    findCount.textContent = q && !matches.length ? t('graph.noMatch') : '';
+  }
+
+  function step(dir) {
+    if (!matches.length) return;
+    matchAt = (matchAt + dir + matches.length) % matches.length;
+    const id = matches[matchAt];
+    findCount.textContent = t('graph.matches', { n: matchAt + 1, total: matches.length });
+    centre(id);
+    for (const [nid, parts] of nodes) parts.g.classList.toggle('current', nid === id);
+  }
+
+  // Put a node in the middle of the view, at a readable scale.
+  function centre(id) {
+    const at = result && result.nodes.find((n) => n.id === id);
+    if (!at) return;
+    const { w, h: ht } = size();
+    const k = Math.max(view.k, 0.8);
+    view = { k, x: w / 2 - (at.x + at.width / 2) * k, y: ht / 2 - (at.y + at.height / 2) * k };
+    touched = true;
+    apply();
   }
 
   // A RETRY_WAIT node counts down each second; the timer runs only while one is shown.

@@ -19,6 +19,9 @@ register({
     'wbs.attempts': '{n}×',
     'wbs.retryIn': 'retry in {time}',
     'wbs.failedCount': '{n} failed',
+    'wbs.filter': 'Filter tasks',
+    'wbs.filterHint': 'Show only the tasks whose id or title contains this',
+    'wbs.noMatch': 'No task matches “{q}”.',
   },
   ja: {
     'wbs.label': 'WBS（作業分解構成）',
@@ -31,6 +34,9 @@ register({
     'wbs.attempts': '{n} 回',
     'wbs.retryIn': '{time}後に再試行',
     'wbs.failedCount': '失敗 {n} 件',
+    'wbs.filter': 'タスクを絞り込み',
+    'wbs.filterHint': 'ID またはタイトルにこの文字列を含むタスクだけを表示します',
+    'wbs.noMatch': '「{q}」に一致するタスクはありません。',
   },
 });
 
@@ -80,13 +86,49 @@ export function mountWbs(root, ctx) {
   const rowEls = new Map(); // task id -> row element
   const groupsOf = new Map(); // task id -> [group refresh fn]
   const tree = h('div', { class: 'wbs-tree', role: 'tree', 'aria-label': t('wbs.label') });
+  const filter = h('input', {
+    type: 'search',
+    class: 'wbs-filter',
+    'data-test': 'wbs-filter',
+    placeholder: t('wbs.filter'),
+    'aria-label': t('wbs.filterHint'),
+    title: t('wbs.filterHint'),
+    value: mountWbs.filter,
+    on: {
+      input: () => {
+        mountWbs.filter = filter.value;
+        applyFilter();
+      },
+    },
+  });
+  const noMatch = h('p', { class: 'wbs-nomatch muted', hidden: true });
   const tools = h(
     'div',
     { class: 'wbs-tools' },
+    filter,
+    h('span', { class: 'spacer' }),
     h('button', { type: 'button', class: 'btn btn-quiet', on: { click: () => setAll(false) } }, icon('expand'), t('wbs.expandAll')),
     h('button', { type: 'button', class: 'btn btn-quiet', on: { click: () => setAll(true) } }, icon('collapse'), t('wbs.collapseAll')),
   );
-  const wrap = h('div', { class: 'wbs' }, tools, tree);
+  const wrap = h('div', { class: 'wbs' }, tools, noMatch, tree);
+
+  // Rows that do not match are hidden, and so are groups left with none; the progress
+  // stays the whole group's.
+  function applyFilter() {
+    const q = filter.value.trim().toLowerCase();
+    for (const [id, el] of rowEls) {
+      const row = store.tasks.get(id);
+      el.hidden = Boolean(q) && !(id.toLowerCase().includes(q) || String(row?.title || '').toLowerCase().includes(q));
+    }
+    let any = false;
+    for (const g of [...tree.querySelectorAll('.wbs-phase'), ...tree.querySelectorAll('.wbs-milestone')]) {
+      const shown = !q || g.querySelector('.wbs-task:not([hidden])') !== null;
+      g.hidden = !shown;
+      any = any || shown;
+    }
+    noMatch.hidden = !q || any;
+    noMatch.textContent = t('wbs.noMatch', { q: filter.value.trim() });
+  }
   root.appendChild(wrap);
   let keys = [];
 
@@ -231,6 +273,7 @@ export function mountWbs(root, ctx) {
       return group('milestone', mName, mName, mLabel, m.all, [...phases, ...m.tasks.map(taskRow)]);
     });
     clear(tree).append(...out);
+    applyFilter();
   }
 
   function onTask(id) {
@@ -246,3 +289,4 @@ export function mountWbs(root, ctx) {
   return () => offs.forEach((off) => off());
 }
 mountWbs.collapsed = new Set();
+mountWbs.filter = '';
