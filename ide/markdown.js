@@ -761,8 +761,13 @@ function autolinkAt(src, i) {
   return { href, text: inner, end: k + 1 };
 }
 
-/** A bare `http://`, `https://` or `www.` URL at `i` (GFM): {href, text, end} or null. */
-function bareUrlAt(src, i) {
+/**
+ * A bare `http://`, `https://` or `www.` URL at `i` (GFM): {href, text, end} or null.
+ * `budget.left` is lowered by the characters read: a rejected candidate is read to the
+ * end of its word, and a word of a million characters holding a candidate every ten
+ * would otherwise be read a hundred thousand times.
+ */
+function bareUrlAt(src, i, budget) {
   const prev = src[i - 1];
   if (i > 0 && !isSpace(prev) && '(*_~"\''.indexOf(prev) < 0) return null;
   let scheme = '';
@@ -779,6 +784,7 @@ function bareUrlAt(src, i) {
     else if (src[k] === ')') close++;
     k++;
   }
+  budget.left -= k - i;
   // Trailing punctuation ends a sentence, not the URL; an unbalanced `)` too.
   let end = k;
   for (;;) {
@@ -906,8 +912,8 @@ export function parseInline(src, links = true) {
         continue;
       }
     }
-    if (links && (c === 'h' || c === 'H' || c === 'w' || c === 'W')) {
-      const bare = bareUrlAt(src, i);
+    if (links && budget.left > 0 && (c === 'h' || c === 'H' || c === 'w' || c === 'W')) {
+      const bare = bareUrlAt(src, i, budget);
       if (bare) {
         flushText();
         append({ type: 'link', href: bare.href, title: null, children: [{ type: 'text', text: bare.text }] });
