@@ -5,16 +5,29 @@
 //! Note until the test marks it fixed; one marked `[slow]` runs until stopped; each
 //! writes progress lines as agent-runner's `--events` does).
 //!
-//! One scenario per language, one browser each: a request without the token is refused
-//! and no page is served; the IDE loads with it; a chat message typed in the chat window
-//! creates tasks that appear in the graph with their edges; Start runs them and the
-//! graph's states follow the events without a reload; the failing task shows its reason,
-//! its attempts and its Task Note rendered (a heading, a table) with its `<script>` and
-//! `onerror` shown as text and never run; its backlog item is resolved with a note and
-//! the task retried from the UI; Pause, Resume and Stop from the header agree with
-//! `GET /api/execution`; the processes screen shows the worker and its live log; the
-//! settings' connection test answers; the workspaces screen lists this one. Every screen
-//! is photographed in both languages at 1280×800 and 1920×1080 into
+//! One scenario per language, one browser each, and every step through the UI:
+//! - requests without the token are refused with no page served; the IDE loads with it,
+//!   in the workspace's language (not the browser's);
+//! - a chat message typed in the chat window (Ctrl+Enter) shows its steps and its patch,
+//!   and its tasks and edges appear in the graph;
+//! - Start runs them; the graph's states follow the events without a reload, the running
+//!   node animated; the failing task's open panel counts down to its retry; its failure
+//!   toasts;
+//! - the failed task (opened with Enter) shows its reason, verdict and both attempts, and
+//!   its Task Note rendered (headings, a table, only a safe link) with its `<script>` and
+//!   `onerror` shown as text and never run; Esc and the close button close it;
+//! - its backlog item is resolved with a note and a retry, and it and its dependent
+//!   succeed; a chat question is answered in place;
+//! - the processes screen shows the worker and its live log; Pause, Resume and Stop in
+//!   the header agree with `GET /api/execution`, and Stop cancels the running task;
+//! - settings: a refused change shows its key with `config.json` unchanged, the
+//!   connection test answers; the language switch goes there and back; the workspaces
+//!   screen lists this one, and Forget (after a confirmation) takes it off the list
+//!   without deleting it;
+//! - the console holds no error but the deliberately refused requests' (a violation of
+//!   the page's policy or of Trusted Types would be one).
+//!
+//! Every screen is photographed in both languages at 1280×800 and 1920×1080 into
 //! `target/ide-screenshots/<screen>-<locale>-<W>x<H>.png` (`MULTIVERSE_IDE_DOCS=1` also
 //! copies a chosen few to `docs/ide/`). A third browser times the first paint of a
 //! 200-task plan (printed, not asserted).
@@ -409,7 +422,15 @@ fn open(browser: &Browser, ide: &Ide, locale: &Locale) {
         .build()
         .new_agent();
     let base = ide.daemon.base();
-    for path in ["/ide/WRONG/", "/ide/WRONG/app.js", "/", "/?token=WRONG"] {
+    let refused = [
+        "/ide/WRONG/",
+        "/ide/WRONG/app.js",
+        "/",
+        "/?token=WRONG",
+        "/api/tasks",
+        "/api/events?token=WRONG",
+    ];
+    for path in refused {
         let mut reply = agent.get(format!("{base}{path}")).call().unwrap();
         let kind = reply
             .headers()
@@ -456,6 +477,9 @@ fn chat_plans(browser: &Browser, ide: &Ide, locale: &Locale) -> Vec<String> {
     browser.wait_for("[data-test=chat-message][data-role=user]");
     browser.wait_for("[data-test=chat-message][data-role=assistant]");
     browser.wait_for("[data-test=chat-step][data-state=REPLIED]");
+    for step in ["RECEIVED", "PLANNING"] {
+        browser.wait_for(&format!("[data-test=chat-step][data-state={step}]"));
+    }
     let ids: Vec<String> = ide.daemon.ids().into_iter().map(|(_, id)| id).collect();
     assert_eq!(ids.len(), 4, "{ids:?}");
     for id in &ids {
