@@ -72,9 +72,10 @@ function fitLabel(text, px, weight, size) {
     measurers.set(font, c);
   }
   if (!c) return fitText(s, Math.floor(px / (size * 0.55)));
-  if (c.measureText(s).width <= px) return s;
-  // Start from the estimate and walk: two or three measurements instead of a search.
-  let n = Math.min(s.length - 1, Math.floor((px / c.measureText(s).width) * s.length));
+  const full = c.measureText(s).width;
+  if (full <= px) return s;
+  // Start from the proportional estimate and walk: two or three measurements, no search.
+  let n = Math.min(s.length - 1, Math.floor((px / full) * s.length));
   while (n > 0 && c.measureText(`${s.slice(0, n).trimEnd()}…`).width > px) n--;
   while (n + 1 < s.length && c.measureText(`${s.slice(0, n + 1).trimEnd()}…`).width <= px) n++;
   return `${s.slice(0, n).trimEnd()}…`;
@@ -197,7 +198,9 @@ export function mountGraph(root, ctx) {
   root.appendChild(wrap);
 
   function apply() {
-    viewport.setAttribute('transform', `translate(${view.x.toFixed(1)},${view.y.toFixed(1)}) scale(${view.k.toFixed(4)})`);
+    // An SVG transform is part of layout: setting the same one again would still cost one.
+    const transform = `translate(${view.x.toFixed(1)},${view.y.toFixed(1)}) scale(${view.k.toFixed(4)})`;
+    if (viewport.getAttribute('transform') !== transform) viewport.setAttribute('transform', transform);
     // Level of detail: text too small to read is dropped and the states' colours carry
     // the picture (a 200-task plan fitted to the screen).
     wrap.classList.toggle('zoomed-out', view.k < 0.45);
@@ -211,15 +214,18 @@ export function mountGraph(root, ctx) {
 
   // Fit the whole plan; the first view stops at a readable scale and shows the start
   // of the plan (top left) instead of a drawing too small to read.
-  function fit(all) {
+  function fit(all, measured) {
     if (!result) return;
-    const { w, h: ht } = size();
+    const { w, h: full } = measured || size();
+    // The find box sits over the top of the canvas: the drawing starts below it.
+    const top = 52;
+    const ht = Math.max(100, full - top);
     let k = Math.min(w / result.width, ht / result.height, 1.1);
     k = Math.max(MIN_SCALE, k);
     if (!all && k < READABLE_SCALE) {
-      view = { k: READABLE_SCALE, x: 0, y: 0 };
+      view = { k: READABLE_SCALE, x: 0, y: top - 20 };
     } else {
-      view = { k, x: (w - result.width * k) / 2, y: Math.max(0, (ht - result.height * k) / 2) };
+      view = { k, x: (w - result.width * k) / 2, y: top + Math.max(0, (ht - result.height * k) / 2) - 16 };
     }
     if (all) touched = false;
     apply();
@@ -443,7 +449,7 @@ export function mountGraph(root, ctx) {
     }
   });
 
-  function build() {
+  function build(measured) {
     const rows = store.rows();
     shape = shapeOf(rows);
     result = layout(rows);
@@ -472,6 +478,7 @@ export function mountGraph(root, ctx) {
     const byId = new Map(rows.map((r) => [r.id, r]));
     const frag = document.createDocumentFragment();
     for (const at of result.nodes) frag.appendChild(buildNode(at, byId.get(at.id)));
+    if (measured) fit(false, measured);
     nodeLayer.appendChild(frag);
     if (findInput.value) applyFind(findInput.value);
     markSelected();
@@ -561,7 +568,11 @@ export function mountGraph(root, ctx) {
     ensureCountdown();
   }
 
-  build();
+  // The canvas is measured while it is still empty (a cheap layout of the shell), and the
+  // view set before the nodes go in: the first paint then lays out the 200 nodes once,
+  // instead of once for the measurement and again for the new transform.
+  const empty = size();
+  build(empty);
   const offs = [store.on('tasks', onTasks), store.on('task', onTask)];
   window.addEventListener('hashchange', markSelected);
   // The canvas has its size only once it is in the document and laid out.
@@ -569,7 +580,6 @@ export function mountGraph(root, ctx) {
     if (!touched) fit(false);
   });
   resize.observe(canvas);
-  fit(false);
 
   return () => {
     offs.forEach((off) => off());
