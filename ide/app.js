@@ -30,6 +30,7 @@ register({
     'plan.wbs': 'WBS',
     'plan.views': 'Plan views',
     'plan.progress': '{done} of {total} tasks succeeded',
+    'plan.findState': 'Show the tasks that are {state}, one after another',
     'plan.emptyTitle': 'No tasks yet',
     'plan.emptyText': 'Describe what you want built in the chat; the planner turns it into tasks that appear here.',
     'plan.emptyChat': 'Open the chat',
@@ -60,6 +61,7 @@ register({
     'plan.wbs': 'WBS',
     'plan.views': '計画の表示',
     'plan.progress': '{total} 件中 {done} 件のタスクが成功',
+    'plan.findState': '「{state}」のタスクを順に表示',
     'plan.emptyTitle': 'タスクはまだありません',
     'plan.emptyText': '作りたいものをチャットで伝えてください。プランナーがタスクに分解し、ここに表示されます。',
     'plan.emptyChat': 'チャットを開く',
@@ -274,7 +276,21 @@ function mountPlan(root, sub) {
       bar,
       ...order
         .filter((s) => by[s])
-        .map((s) => h('span', { class: `count-chip state-${s}`, 'data-state': s, title: t(`state.${s}`) }, h('span', { class: 'state-dot' }), `${t(`state.${s}`)} ${by[s]}`)),
+        .map((s) =>
+          h(
+            'button',
+            {
+              type: 'button',
+              class: `count-chip state-${s}`,
+              'data-state': s,
+              'data-test': 'state-count',
+              title: t('plan.findState', { state: t(`state.${s}`) }),
+              on: { click: () => store.emit('focus-state', s) },
+            },
+            h('span', { class: 'state-dot' }),
+            `${t(`state.${s}`)} ${by[s]}`,
+          ),
+        ),
     );
   }
 

@@ -27,6 +27,8 @@ register({
     'graph.findHint': 'Find by id or title (/); Enter goes to the next match',
     'graph.matches': '{n} of {total}',
     'graph.noMatch': 'No match',
+    'graph.clearFind': 'Clear the search',
+    'graph.stateMatches': '{state}: {n} of {total}',
   },
   ja: {
     'graph.label': 'タスク依存関係グラフ',
@@ -46,6 +48,8 @@ register({
     'graph.findHint': 'ID またはタイトルで検索（/）。Enter で次の一致へ',
     'graph.matches': '{total} 件中 {n} 件目',
     'graph.noMatch': '一致なし',
+    'graph.clearFind': '検索をクリア',
+    'graph.stateMatches': '{state}: {total} 件中 {n} 件目',
   },
 });
 
@@ -180,20 +184,28 @@ export function mountGraph(root, ctx) {
     'aria-label': t('graph.findHint'),
     title: t('graph.findHint'),
     on: {
-      input: () => find(findInput.value),
+      input: () => {
+        stateFocus = null;
+        find(findInput.value);
+      },
       keydown: (e) => {
         if (e.key === 'Enter') {
           e.preventDefault();
           step(e.shiftKey ? -1 : 1);
-        } else if (e.key === 'Escape' && findInput.value) {
+        } else if (e.key === 'Escape' && wrap.classList.contains('finding')) {
           e.stopPropagation();
-          findInput.value = '';
-          find('');
+          clearFind();
         }
       },
     },
   });
-  const finder = h('div', { class: 'graph-find', role: 'search' }, findInput, findCount);
+  const clearButton = h(
+    'button',
+    { type: 'button', class: 'icon-btn graph-find-clear', 'aria-label': t('graph.clearFind'), title: t('graph.clearFind'), on: { click: () => clearFind() } },
+    icon('close'),
+  );
+  let stateFocus = null; // a state chosen in the plan's summary: its tasks are the matches
+  const finder = h('div', { class: 'graph-find', role: 'search' }, findInput, findCount, clearButton);
   const wrap = h('div', { class: 'graph-wrap' }, canvas, finder, tools, hint);
   root.appendChild(wrap);
 
@@ -480,7 +492,8 @@ export function mountGraph(root, ctx) {
     for (const at of result.nodes) frag.appendChild(buildNode(at, byId.get(at.id)));
     if (measured) fit(false, measured);
     nodeLayer.appendChild(frag);
-    if (findInput.value) applyFind(findInput.value);
+    if (stateFocus) applyState();
+    else if (findInput.value) applyFind(findInput.value);
     markSelected();
     ensureCountdown();
   }
@@ -497,6 +510,38 @@ export function mountGraph(root, ctx) {
   function find(query) {
     applyFind(query);
     if (matches.length) step(1);
+  }
+
+  function clearFind() {
+    stateFocus = null;
+    findInput.value = '';
+    applyFind('');
+    for (const parts of nodes.values()) parts.g.classList.remove('current');
+  }
+
+  // The plan's summary asked for a state: its tasks light up, and asking again goes to
+  // the next one (the way to walk the failures of a large plan).
+  function focusState(state) {
+    if (stateFocus === state && matches.length) {
+      step(1);
+      return;
+    }
+    stateFocus = state;
+    findInput.value = '';
+    applyState();
+    if (matches.length) step(1);
+  }
+
+  function applyState() {
+    matches = [];
+    matchAt = -1;
+    for (const [id, parts] of nodes) {
+      const hit = store.tasks.get(id)?.state === stateFocus;
+      parts.g.classList.toggle('match', hit);
+      if (hit) matches.push(id);
+    }
+    wrap.classList.add('finding');
+    findCount.textContent = matches.length ? '' : t('graph.noMatch');
   }
 
   // Marks the matches (also after a relayout, without moving the view).
@@ -518,7 +563,9 @@ export function mountGraph(root, ctx) {
     if (!matches.length) return;
     matchAt = (matchAt + dir + matches.length) % matches.length;
     const id = matches[matchAt];
-    findCount.textContent = t('graph.matches', { n: matchAt + 1, total: matches.length });
+    findCount.textContent = stateFocus
+      ? t('graph.stateMatches', { state: t(`state.${stateFocus}`), n: matchAt + 1, total: matches.length })
+      : t('graph.matches', { n: matchAt + 1, total: matches.length });
     centre(id);
     for (const [nid, parts] of nodes) parts.g.classList.toggle('current', nid === id);
   }
@@ -573,7 +620,7 @@ export function mountGraph(root, ctx) {
   // instead of once for the measurement and again for the new transform.
   const empty = size();
   build(empty);
-  const offs = [store.on('tasks', onTasks), store.on('task', onTask)];
+  const offs = [store.on('tasks', onTasks), store.on('task', onTask), store.on('focus-state', focusState)];
   window.addEventListener('hashchange', markSelected);
   // The canvas has its size only once it is in the document and laid out.
   const resize = new ResizeObserver(() => {

@@ -284,8 +284,27 @@ export function mountWbs(root, ctx) {
     for (const update of groupsOf.get(id) || []) update();
   }
 
+  // The plan's summary asked for a state: go to its next task (scrolled to and focused).
+  let stateCursor = { state: null, at: -1 };
+  function focusState(state) {
+    const rows = [...rowEls.entries()].filter(([id, el]) => !el.hidden && store.tasks.get(id)?.state === state);
+    if (!rows.length) return;
+    if (stateCursor.state !== state) stateCursor = { state, at: -1 };
+    stateCursor.at = (stateCursor.at + 1) % rows.length;
+    const el = rows[stateCursor.at][1];
+    // A collapsed group is opened so the row can be seen.
+    for (let g = el.closest('.wbs-children'); g; g = g.parentElement.closest('.wbs-children')) {
+      if (g.hidden) g.previousElementSibling.click();
+    }
+    el.scrollIntoView({ block: 'center' });
+    el.focus({ preventScroll: true });
+    el.classList.remove('flash');
+    void el.offsetWidth; // restart the animation
+    el.classList.add('flash');
+  }
+
   render();
-  const offs = [store.on('tasks', render), store.on('task', onTask)];
+  const offs = [store.on('tasks', render), store.on('task', onTask), store.on('focus-state', focusState)];
   return () => offs.forEach((off) => off());
 }
 mountWbs.collapsed = new Set();
