@@ -29,7 +29,6 @@ register({
     'header.refusedHint': 'The daemon was restarted and no longer accepts this page. Open the URL that `multiverse serve` printed.',
     'header.language': 'Language',
     'header.execFailed': 'Could not change the execution: {message}',
-    'header.execChanged': 'Execution: {state}',
   },
   ja: {
     'header.brand': 'Multiverse',
@@ -53,7 +52,6 @@ register({
     'header.refusedHint': 'デーモンが再起動され、このページを受け付けなくなりました。`multiverse serve` が表示した URL を開いてください。',
     'header.language': '言語',
     'header.execFailed': '実行状態を変更できませんでした: {message}',
-    'header.execChanged': '実行: {state}',
   },
 });
 
