@@ -63,8 +63,9 @@ const DOCS: &[(&str, &str)] = &[
 
 /// The stand-in agent-runner. `MARKS` is replaced by a directory of the test's: a task
 /// whose file says `[fails]` fails (exit 1, a failed result and the hostile note) until
-/// `MARKS/fixed` exists; `[slow]` runs for a minute unless stopped (TERM: a cancelled
-/// result, exit 130); any other succeeds after a second with a short note.
+/// `MARKS/fixed` exists; `[slow]` runs for five minutes unless stopped (TERM: a cancelled
+/// result, exit 130) or the test is over; any other succeeds after a second with a short
+/// note.
 const RUNNER: &str = r#"#!/bin/sh
 task=$1; shift
 result=
@@ -89,7 +90,8 @@ progress worker "$title"
 if grep -q '\[slow\]' "$task"; then
   trap 'printf "{\"status\":\"cancelled\",\"exit_code\":130,\"summary\":\"stopped\"}" > "$result"; exit 130' TERM
   i=0
-  while [ $i -lt 600 ]; do
+  # Five minutes at most, and not past the test: its directory goes when it ends.
+  while [ $i -lt 3000 ] && [ -d 'MARKS' ]; do
     [ $((i % 10)) -eq 0 ] && progress soak "round $((i / 10))"
     sleep 0.1; i=$((i + 1))
   done
