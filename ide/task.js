@@ -77,6 +77,15 @@ register({
     'task.noFilesChanged': 'No files changed.',
     'task.showAllFiles': 'Show all {n}',
     'task.runDir': 'Run directory',
+    'task.question': 'A question for you',
+    'task.answerLabel': 'Your answer to: {question}',
+    'task.answerPlaceholder': 'Your answer (added to the task\'s description)',
+    'task.answerSubmit': 'Answer',
+    'task.answerRetries': 'Answering starts the task again.',
+    'task.answerReleases': 'Answering lets the task start.',
+    'task.answered': 'Answer saved; task {id} goes on.',
+    'task.answerFailed': 'The answer was not saved: {error}',
+    'task.answerEmpty': 'Write an answer first.',
     'task.live': 'Live output of the running attempt',
     'task.liveWaiting': 'Waiting for the attempt\'s first event…',
     'task.noteOpen': 'Show Task Note',
@@ -149,6 +158,15 @@ register({
     'task.noFilesChanged': '変更されたファイルはありません。',
     'task.showAllFiles': 'すべて表示（{n} 件）',
     'task.runDir': '実行ディレクトリ',
+    'task.question': 'あなたへの質問',
+    'task.answerLabel': '質問への回答: {question}',
+    'task.answerPlaceholder': '回答（タスクの説明に追記されます）',
+    'task.answerSubmit': '回答する',
+    'task.answerRetries': '回答するとタスクを再開します。',
+    'task.answerReleases': '回答するとタスクが開始できるようになります。',
+    'task.answered': '回答を保存しました。タスク {id} は先に進みます。',
+    'task.answerFailed': '回答を保存できませんでした: {error}',
+    'task.answerEmpty': '先に回答を書いてください。',
     'task.live': '実行中の試行の出力',
     'task.liveWaiting': '試行の最初のイベントを待っています…',
     'task.noteOpen': 'タスクノートを表示',
@@ -217,6 +235,27 @@ export function reasonOf(task) {
   return null;
 }
 
+/**
+ * The open QUESTION backlog items that hold task `id`: its own question (an attempt
+ * ended asking one: `task` is it) or a chat's question naming it (`metadata.holds`).
+ */
+export function questionsOf(backlog, id) {
+  return (backlog || []).filter((item) => {
+    if (!item || item.kind !== 'QUESTION' || item.resolved_at) return false;
+    const holds = item.metadata && Array.isArray(item.metadata.holds) ? item.metadata.holds : [];
+    return item.task === id || holds.includes(id);
+  });
+}
+
+/**
+ * Whether answering `item` also retries its task: a task's own question leaves it
+ * BLOCKED until retried; a chat's question only holds its tasks back, and they start
+ * once it is answered.
+ */
+export function retriesOnAnswer(item) {
+  return !(item && item.metadata && Array.isArray(item.metadata.holds));
+}
+
 /** The last attempt that has ended (its result JSON holds the verdicts), or null. */
 export function lastFinished(attempts) {
   for (let k = (attempts || []).length - 1; k >= 0; k--) {
@@ -238,6 +277,7 @@ export function mountTask(root, ctx, id) {
     results: new Map(), // attempt number → result JSON, or null when it left none
     notes: new Map(), // attempt number → {status: loading|ok|missing|error, node?, error?}
     openNotes: new Set(),
+    answers: new Map(), // backlog item id → {text, busy, error}
     showAllFiles: new Set(),
     busy: null, // 'retry' | 'cancel' while a request is out
     gone: false,
@@ -311,7 +351,7 @@ export function mountTask(root, ctx, id) {
     );
     const title = h('h2', { class: 'tp-title', id: `tp-title-${id}` }, design.title || id);
     panel.setAttribute('aria-labelledby', `tp-title-${id}`);
-    const parts = [head, h('div', { class: 'tp-pad' }, title, reasonBox(task), countdown(task), actions(s, stopping))];
+    const parts = [head, h('div', { class: 'tp-pad' }, title, reasonBox(task), questionBoxes(), countdown(task), actions(s, stopping))];
     parts.push(section('task.description', descriptionBlock(design)));
     parts.push(section('task.criteria', criteriaBlock(design, task)));
     const suggested = suggestedBlock(design.suggested_impl);
@@ -341,6 +381,71 @@ export function mountTask(root, ctx, id) {
       ' ',
       h('span', {}, why),
     );
+  }
+
+  /** The open questions holding this task, each answerable here. */
+  function questionBoxes() {
+    const items = questionsOf(ctx.store.backlog, id);
+    if (!items.length) return null;
+    return h('div', { class: 'tp-questions' }, ...items.map(questionBox));
+  }
+
+  function questionBox(item) {
+    const draft = state.answers.get(item.id) || { text: '', busy: false, error: null };
+    const field = h('textarea', {
+      class: 'tp-answer',
+      rows: '2',
+      'data-test': 'task-answer',
+      'data-item': item.id,
+      'aria-label': t('task.answerLabel', { question: item.description || item.title }),
+      placeholder: t('task.answerPlaceholder'),
+      value: draft.text,
+      disabled: draft.busy,
+      on: {
+        input: (e) => state.answers.set(item.id, { ...draft, text: e.target.value, error: null }),
+        keydown: (e) => {
+          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+            e.preventDefault();
+            answer(item);
+          }
+        },
+      },
+    });
+    return h(
+      'div',
+      { class: 'tp-question', 'data-test': 'task-question', 'data-item': item.id },
+      h('div', { class: 'tp-q-head' }, t('task.question')),
+      h('p', { class: 'tp-q-text' }, item.description || item.title),
+      field,
+      h(
+        'div',
+        { class: 'tp-q-actions' },
+        h('span', { class: 'muted tp-small' }, t(retriesOnAnswer(item) ? 'task.answerRetries' : 'task.answerReleases')),
+        h('button', { type: 'button', class: 'btn btn-primary btn-small', 'data-test': 'task-answer-submit', 'data-item': item.id, disabled: draft.busy, on: { click: () => answer(item) } }, t('task.answerSubmit')),
+      ),
+      draft.error ? h('p', { class: 'error-text tp-small', role: 'alert' }, draft.error) : null,
+    );
+  }
+
+  async function answer(item) {
+    const draft = state.answers.get(item.id) || { text: '' };
+    const text = (draft.text || '').trim();
+    if (!text) {
+      state.answers.set(item.id, { text: '', busy: false, error: t('task.answerEmpty') });
+      draw();
+      return;
+    }
+    state.answers.set(item.id, { text, busy: true, error: null });
+    draw();
+    try {
+      await ctx.api.post(`/api/backlog/${encodeURIComponent(item.id)}/resolve`, { note: text, retry: retriesOnAnswer(item) });
+      state.answers.delete(item.id);
+      ctx.toast(t('task.answered', { id }), 'info');
+      await ctx.store.refetchBacklog();
+    } catch (e) {
+      state.answers.set(item.id, { text, busy: false, error: t('task.answerFailed', { error: errorText(e) }) });
+    }
+    if (!state.gone) load();
   }
 
   function countdown(task) {
@@ -627,6 +732,8 @@ export function mountTask(root, ctx, id) {
     }),
     // The plan changed (a chat's patch, an answered question adds to the description).
     ctx.store.on('tasks', () => load()),
+    // A question about this task opened or answered.
+    ctx.store.on('backlog', () => draw()),
   ];
   draw();
   load();

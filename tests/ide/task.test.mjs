@@ -63,3 +63,18 @@ test('a failed task\'s reason is its last attempt\'s summary unless the daemon g
   assert.equal(reasonOf({ state: 'SUCCEEDED', attempts }), null);
   assert.equal(reasonOf({ state: 'PENDING', attempts: [] }), null);
 });
+
+test('the open questions holding a task, and whether answering retries it', async () => {
+  const { questionsOf, retriesOnAnswer } = await import('../../ide/task.js');
+  const backlog = [
+    { id: 'b1-question', kind: 'QUESTION', task: 't2', metadata: { holds: ['t2', 't3'] } },
+    { id: 'b2-t3', kind: 'QUESTION', task: 't3', metadata: { attempts: 1 } },
+    { id: 'b3-t3', kind: 'FAILURE', task: 't3', metadata: { attempts: 3 } },
+    { id: 'b4-t3', kind: 'QUESTION', task: 't3', metadata: { attempts: 2 }, resolved_at: 'x' },
+  ];
+  assert.deepEqual(questionsOf(backlog, 't3').map((i) => i.id), ['b1-question', 'b2-t3']);
+  assert.deepEqual(questionsOf(backlog, 't9'), []);
+  // A task's own question: BLOCKED until retried. A chat's question only holds tasks back.
+  assert.equal(retriesOnAnswer(backlog[1]), true);
+  assert.equal(retriesOnAnswer(backlog[0]), false);
+});
