@@ -309,14 +309,19 @@ export function mountTask(root, ctx, id) {
 
   function draw() {
     // Keep the focus where it was across a redraw (a button of an attempt, say).
-    const focused = document.activeElement && panel.contains(document.activeElement) ? focusKey(document.activeElement) : null;
+    const active = document.activeElement && panel.contains(document.activeElement) ? document.activeElement : null;
+    const focused = active ? focusKey(active) : null;
+    const caret = active && typeof active.selectionStart === 'number' ? [active.selectionStart, active.selectionEnd] : null;
     clock.clear();
     panel.removeAttribute('aria-busy');
     const body = state.task ? drawTask(state.task) : drawProblem();
     panel.replaceChildren(...body);
     if (focused) {
       const again = panel.querySelector(focused);
-      if (again) again.focus({ preventScroll: true });
+      if (again) {
+        again.focus({ preventScroll: true });
+        if (caret && again.setSelectionRange) again.setSelectionRange(caret[0], caret[1]);
+      }
     }
   }
 
@@ -772,8 +777,10 @@ function focusKey(el) {
   if (!test) return null;
   const attempt = el.getAttribute('data-attempt');
   const task = el.getAttribute('data-task');
+  const item = el.getAttribute('data-item');
   let sel = `[data-test="${test}"]`;
   if (attempt) sel += `[data-attempt="${attempt}"]`;
+  if (item) sel += `[data-item="${CSS.escape(item)}"]`;
   if (task) sel += `[data-task="${CSS.escape(task)}"]`;
   return sel;
 }
