@@ -5,7 +5,7 @@
 // dependencies, conflicts) and the questions it opened, answered in place (the QUESTION
 // backlog item is resolved with the answer as its note). Ctrl/Cmd+Enter sends.
 
-import { h, clear, icon } from './dom.js';
+import { h, clear } from './dom.js';
 import { register, t } from './i18n.js';
 import { ensureStyles, timeEl, errorText, md, ago } from './panels.js';
 
