@@ -798,6 +798,12 @@ fn settings_and_workspaces(browser: &Browser, ide: &Ide, locale: &Locale) {
     browser.wait_for(&test("settings-provider"));
     // A refused change says why by its key and writes nothing.
     let config = std::fs::read(ide.ws.join("config.json")).unwrap();
+    // Once the form shows the daemon's settings (a clear before that would be undone).
+    browser.wait_js(
+        "the settings loaded into the form",
+        "return document.querySelector('[data-test=settings-model]')?.value === 'mock'",
+        Vec::new(),
+    );
     browser.find(&test("settings-model")).unwrap().clear();
     browser.click(&test("settings-save"));
     browser.wait_for("[data-test=settings-error][data-key=\"settings.empty_model\"]");
