@@ -171,7 +171,11 @@ mod tests {
                 if path.is_dir() && !hidden {
                     pending.push(path);
                 } else if path.is_file() && !hidden {
-                    let name = path.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
+                    let name = path
+                        .strip_prefix(&dir)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned();
                     on_disk.push((name, std::fs::read(&path).unwrap()));
                 }
             }
@@ -188,7 +192,10 @@ mod tests {
         assert!(embedded == on_disk, "an embedded file differs from ide/");
         // Every file is one the server will send (a known type, a plain name).
         for (name, _) in &embedded {
-            assert!(IdeSource::Embedded.file(name).is_some(), "{name} is not served");
+            assert!(
+                IdeSource::Embedded.file(name).is_some(),
+                "{name} is not served"
+            );
         }
     }
 

@@ -137,6 +137,8 @@
 //!   written slowly, one partial, one not JSON, one overlong) forwarded as `run` events in
 //!   order, once, before the task's end: from the hub, on `multiverse run`'s stderr and on
 //!   the daemon's event stream.
+//! - `ide_js`: the IDE's JavaScript units (`tests/ide/*.test.mjs`: graph layout, Markdown
+//!   parser, panels' pure parts) under `node --test`.
 //! - `multiverse_ide`, `webdriver`: the IDE in a real headless Chromium (Debian's,
 //!   driven by a small W3C WebDriver client over `ureq`, itself checked against a page of
 //!   its own; `.ci/run` installs it) against `multiverse serve` with the mock planner and
@@ -209,6 +211,7 @@ mod git_branches;
 mod guard_table;
 mod history;
 mod hook;
+mod ide_js;
 mod index_concurrency;
 mod init;
 mod kill_anywhere;
