@@ -78,35 +78,21 @@ class Store {
 
   async loadTasks() {
     const rows = await api.get('/api/tasks');
+    for (const row of rows) this.explainFailure(row);
     this.tasks = new Map(rows.map((r) => [r.id, r]));
     this.order = rows.map((r) => r.id);
     this.emit('tasks');
-    this.explainFailures(rows.filter((r) => r.state === 'FAILED' && !r.reason).map((r) => r.id));
   }
 
   // A FAILED row carries no reason (the lifecycle keeps one only for BLOCKED), yet the
-  // plan must say why a task failed: its last attempt's summary, read once per failure
-  // from the task (a few at a time, after the first paint).
-  explainFailures(ids) {
-    const queue = ids.slice();
-    const next = async () => {
-      while (queue.length) {
-        const id = queue.shift();
-        try {
-          const task = await api.get(`/api/tasks/${encodeURIComponent(id)}`);
-          const row = this.tasks.get(id);
-          const last = (task.attempts || [])[task.attempts.length - 1];
-          if (!row || row.state !== 'FAILED' || row.reason || !last) continue;
-          const code = last.exit_code === null || last.exit_code === undefined ? '' : ` (exit ${last.exit_code})`;
-          row.reason = last.summary || `${last.status || 'failed'}${code}`;
-          row.reasonFromAttempt = true;
-          this.emit('task', id);
-        } catch (err) {
-          console.warn(`store: no reason for ${id}:`, err.message);
-        }
-      }
-    };
-    for (let i = 0; i < Math.min(4, queue.length); i++) next();
+  // plan must say why a task failed: its last attempt's summary, which every row and
+  // task event carries (`last_attempt`).
+  explainFailure(row) {
+    const last = row.last_attempt;
+    if (row.state !== 'FAILED' || row.reason || !last) return;
+    const code = last.exit_code === null || last.exit_code === undefined ? '' : ` (exit ${last.exit_code})`;
+    row.reason = last.summary || `${last.status || 'failed'}${code}`;
+    row.reasonFromAttempt = true;
   }
 
   async loadPools() {
@@ -201,12 +187,13 @@ class Store {
       if ('reason' in d) row.reason = d.reason;
       if ('next_retry_at_ms' in d) row.next_retry_at_ms = d.next_retry_at_ms;
       if ('attempts' in d) row.attempts = d.attempts;
+      if ('last_attempt' in d) row.last_attempt = d.last_attempt;
       if (d.message) row.message = d.message;
       if (row.state !== 'RUNNING') row.stopping = false;
       if (row.reasonFromAttempt && !('reason' in d && d.reason)) row.reason = null;
       row.reasonFromAttempt = false;
+      this.explainFailure(row);
       this.emit('task', id);
-      if (row.state === 'FAILED' && !row.reason) this.explainFailures([id]);
     }
     this.refetchPools().catch((err) => this.failed(err));
   }

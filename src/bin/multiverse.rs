@@ -395,7 +395,7 @@ fn run(args: Args) -> Result<u8, AppError> {
 
 /// `multiverse ide`: the URL of the workspace's IDE, its daemon started unless one runs.
 fn ide_command(dir: &Path, json_out: bool) -> Result<u8, AppError> {
-    let exe = std::env::current_exe().map_err(|error| AppError::Io {
+    let exe = app::current_exe().map_err(|error| AppError::Io {
         path: PathBuf::from("/proc/self/exe"),
         error,
     })?;

@@ -21,15 +21,16 @@ use super::chat_log::ChatLog;
 use super::events::EventHub;
 use super::http::{Api, Request, Response};
 use super::ide::IdeSource;
-use super::model::{ExecutionState, TaskId, WorkspaceState};
+use super::model::{ExecutionState, TaskId, TaskRuntime, WorkspaceState};
 use super::open::ide_url;
 use super::processes;
 use super::recent;
 use super::settings::{self, LlmSettings, SettingsUpdate};
-use super::store::read_state;
+use super::store::CachedReader;
 
 /// The tasks in WBS order, one object each: id, title, state, node, pool,
-/// dependencies, attempts, the blocked reason and the next retry's time.
+/// dependencies, attempts, the blocked reason, the next retry's time and the last attempt
+/// in brief.
 pub fn task_list(state: &WorkspaceState) -> Vec<Value> {
     let parents = state.plan.parents();
     state
@@ -53,6 +54,7 @@ pub fn task_list(state: &WorkspaceState) -> Vec<Value> {
                 "attempts": rt.map_or(0, |r| r.attempts.len()),
                 "reason": rt.and_then(|r| r.blocked_reason.clone()),
                 "next_retry_at_ms": rt.and_then(|r| r.next_retry_at_ms),
+                "last_attempt": rt.and_then(TaskRuntime::last_attempt),
             }))
         })
         .collect()
@@ -261,6 +263,8 @@ pub(crate) struct DaemonApi {
     events: Arc<EventHub>,
     /// Where the recent workspaces are listed (`$HOME`); none: an empty list.
     home: Option<PathBuf>,
+    /// The saved state, read again only when the journal changed.
+    reader: CachedReader,
     /// Where the IDE's files come from.
     ide: IdeSource,
     opener: Opener,
@@ -277,6 +281,7 @@ impl DaemonApi {
     ) -> DaemonApi {
         DaemonApi {
             jobs,
+            reader: CachedReader::new(&dir),
             dir,
             events,
             home,
@@ -377,8 +382,10 @@ impl DaemonApi {
         self.ask(Work::Command(command))
     }
 
-    fn state(&self) -> Result<WorkspaceState, Response> {
-        read_state(&self.dir).map_err(|e| Response::error(500, e.key(), &e.to_string()))
+    fn state(&self) -> Result<Arc<WorkspaceState>, Response> {
+        self.reader
+            .read()
+            .map_err(|e| Response::error(500, e.key(), &e.to_string()))
     }
 
     /// One of an attempt's files (`note`: its Task Note as Markdown, `result`: its result
@@ -596,7 +603,7 @@ fn core_openapi() -> Value {
             "/api/state": {"get": {"summary": "The workspace's state: plan, task runtimes (attempts), backlog, execution."}},
             "/api/command": {"post": {"summary": "Run a command: add_task, cancel, retry, chat, execution, resolve, status (body: {op, ...}).",
                 "requestBody": {"content": {"application/json": {"schema": {"type": "object", "required": ["op"]}}}}}},
-            "/api/tasks": {"get": {"summary": "The tasks in WBS order: id, title, state, node, pool, dependencies, attempts, reason, next retry."},
+            "/api/tasks": {"get": {"summary": "The tasks in WBS order: id, title, state, node, pool, priority, parent, milestone, phase, dependencies, attempts, reason, next_retry_at_ms, last_attempt {number, status, exit_code, summary}."},
                            "post": {"summary": "Add a task: {id, title, description?, criteria?, depends_on?, parent?, pool?, priority?, test?}."}},
             "/api/tasks/{id}": {"get": {"summary": "A task: design, state, node, reason, next retry, attempts."}},
             "/api/tasks/{id}/cancel": {"post": {"summary": "Cancel the task (a running one is stopped); never retried."}},

@@ -670,11 +670,22 @@ pub fn send(info: &DaemonInfo, command: &Command) -> Result<Value, AppError> {
 /// daemon, starting others with this very binary.
 fn opener(this: PathBuf, home: Option<PathBuf>) -> Opener {
     Box::new(move |path| {
-        let exe = std::env::current_exe()
+        let exe = current_exe()
             .map_err(|e| (500, "workspaces.start_failed".to_string(), e.to_string()))?;
         super::open::open_workspace(path, &this, home.as_deref(), &exe)
             .map_err(|e| (e.status(), e.key().to_string(), e.to_string()))
     })
+}
+
+/// This binary, to start other daemons with. Linux names a binary replaced since it
+/// started `PATH (deleted)` (a rebuild, an upgrade); the new one at `PATH` is meant.
+pub fn current_exe() -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let text = exe.to_string_lossy();
+    match text.strip_suffix(" (deleted)") {
+        Some(path) if Path::new(path).is_file() => Ok(PathBuf::from(path)),
+        _ => Ok(exe),
+    }
 }
 
 /// `multiverse serve`: the scheduler and the HTTP API until `cancel`. Returns when the

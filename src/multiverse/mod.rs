@@ -141,7 +141,7 @@ pub use settings::{
     check as check_settings, valid_variable_name,
 };
 pub use store::{
-    Area, Change, DEFAULT_SAVE_EVERY, Entry, Holder, InFlight, LAYOUT_VERSION, MAX_LINE_BYTES,
-    MutateError, StoreError, Workspace, WorkspaceMeta, in_flight, process_alive,
+    Area, CachedReader, Change, DEFAULT_SAVE_EVERY, Entry, Holder, InFlight, LAYOUT_VERSION,
+    MAX_LINE_BYTES, MutateError, StoreError, Workspace, WorkspaceMeta, in_flight, process_alive,
     process_start_time, read_state, rebuild_state, saved_state,
 };

@@ -265,6 +265,17 @@ pub struct TaskRuntime {
     pub enqueued_seq: u64,
 }
 
+impl TaskRuntime {
+    /// The last attempt in brief (its number, status, exit code and one-line summary), so
+    /// a view can say why a task ended as it did without fetching its attempts.
+    pub fn last_attempt(&self) -> Option<serde_json::Value> {
+        self.attempts.last().map(|a| {
+            serde_json::json!({"number": a.number, "status": a.status, "exit_code": a.exit_code,
+                               "summary": a.summary})
+        })
+    }
+}
+
 /// What a backlog item asks of a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]

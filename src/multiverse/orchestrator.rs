@@ -562,7 +562,7 @@ impl Orchestrator {
         let node_after = rt.node;
         // What a view of the task needs to redraw it without asking again.
         let shown = json!({"reason": rt.blocked_reason, "next_retry_at_ms": rt.next_retry_at_ms,
-                           "attempts": rt.attempts.len()});
+                           "attempts": rt.attempts.len(), "last_attempt": rt.last_attempt()});
         edits.insert(0, runtime_set(id, rt));
         self.store.apply(edits)?;
         if startable {
@@ -575,7 +575,8 @@ impl Orchestrator {
             "task",
             json!({"task": id, "from": transition.from, "to": transition.to,
                    "message": message, "node": node_after, "reason": shown["reason"],
-                   "next_retry_at_ms": shown["next_retry_at_ms"], "attempts": shown["attempts"]}),
+                   "next_retry_at_ms": shown["next_retry_at_ms"], "attempts": shown["attempts"],
+                   "last_attempt": shown["last_attempt"]}),
         );
         if transition.finished == Some(Outcome::Success) {
             self.close_failures(id)?;

@@ -251,22 +251,23 @@ fn a_task_that_fails_twice_passes_on_the_third_attempt_after_5_then_10_seconds()
     let codes: Vec<Option<i32>> = attempts.iter().map(|a| a.exit_code).collect();
     assert_eq!(codes, [Some(1), Some(3), Some(0)]);
     assert!(o.state().backlog.is_empty());
-    // Each wait is in its event, with the attempts so far: a view counts down without
-    // asking again.
-    let waits: Vec<(Value, Value)> = std::iter::from_fn(|| stream.try_recv().ok())
+    // Each wait is in its event, with the attempts so far and how the last one ended: a
+    // view counts down and says why without asking again.
+    let waits: Vec<(Value, Value, Value)> = std::iter::from_fn(|| stream.try_recv().ok())
         .filter(|e| e.name == "task" && e.data["to"] == "RETRY_WAIT")
         .map(|e| {
             (
                 e.data["next_retry_at_ms"].clone(),
                 e.data["attempts"].clone(),
+                e.data["last_attempt"]["exit_code"].clone(),
             )
         })
         .collect();
     assert_eq!(
         waits,
         [
-            (json!(1_800_000_005_000u64), json!(1)),
-            (json!(1_800_000_015_000u64), json!(2))
+            (json!(1_800_000_005_000u64), json!(1), json!(1)),
+            (json!(1_800_000_015_000u64), json!(2), json!(3))
         ]
     );
 }

@@ -8,13 +8,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use code_intel::machine::Instance;
 use code_intel::multiverse::{
-    Attempt, BacklogItem, BacklogKind, Change, ExecutionState, NodeStatus, StoreError, TaskDesign,
-    TaskId, TaskRuntime, Wbs, Workspace, WorkspaceState, process_alive, read_state, rebuild_state,
-    saved_state,
+    Attempt, BacklogItem, BacklogKind, CachedReader, Change, ExecutionState, NodeStatus,
+    StoreError, TaskDesign, TaskId, TaskRuntime, Wbs, Workspace, WorkspaceState, process_alive,
+    read_state, rebuild_state, saved_state,
 };
 use proptest::prelude::*;
 use serde_json::{Map, json};
@@ -189,6 +190,31 @@ fn missing_state_files_are_rebuilt_from_the_journal() {
     drop(ws);
     // Open wrote them again.
     assert_eq!(saved_state(&dir).unwrap(), saved);
+}
+
+#[test]
+fn a_cached_reader_reads_again_exactly_when_the_journal_changed() {
+    let tmp = TempDir::new("mv-store-cached");
+    let mut ws = init(&tmp);
+    let dir = ws.dir().to_path_buf();
+    let reader = CachedReader::new(&dir);
+    let empty = reader.read().unwrap();
+    assert_eq!(*empty, read_state(&dir).unwrap());
+    assert!(
+        Arc::ptr_eq(&empty, &reader.read().unwrap()),
+        "read again unchanged"
+    );
+    for n in 0..3 {
+        let task = format!("t{n}");
+        ws.apply(vec![Change::TaskDesigned {
+            design: design(&task, "T", &[]),
+        }])
+        .unwrap();
+        let now = reader.read().unwrap();
+        assert_eq!(*now, *ws.state(), "after change {n}");
+        assert_eq!(*now, read_state(&dir).unwrap());
+        assert!(Arc::ptr_eq(&now, &reader.read().unwrap()));
+    }
 }
 
 #[test]

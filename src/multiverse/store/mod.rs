@@ -34,5 +34,6 @@ pub use journal::{Entry, MAX_LINE_BYTES};
 pub use layout::{LAYOUT_VERSION, WorkspaceMeta};
 pub use lock::{process_alive, process_start_time};
 pub use workspace::{
-    DEFAULT_SAVE_EVERY, InFlight, Workspace, in_flight, read_state, rebuild_state, saved_state,
+    CachedReader, DEFAULT_SAVE_EVERY, InFlight, Workspace, in_flight, read_state, rebuild_state,
+    saved_state,
 };

@@ -341,3 +341,52 @@ pub fn rebuild_state(dir: &Path) -> Result<WorkspaceState, StoreError> {
 pub fn saved_state(dir: &Path) -> Result<WorkspaceState, StoreError> {
     state_files::read(dir).map(|saved| saved.state)
 }
+
+/// A reader that keeps the state it last read and reads again only when the journal
+/// changed. Every change is appended to the journal before anything else is written, so
+/// the same journal (file, length and modification time) means the same state; a stat
+/// answers most reads (the API's, while a page loads, asks several at once).
+#[derive(Debug)]
+pub struct CachedReader {
+    dir: PathBuf,
+    last: std::sync::Mutex<Option<(JournalMark, Arc<WorkspaceState>)>>,
+}
+
+/// What identifies a journal's contents without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct JournalMark {
+    inode: u64,
+    length: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl CachedReader {
+    pub fn new(dir: &Path) -> CachedReader {
+        CachedReader {
+            dir: dir.to_path_buf(),
+            last: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The state as [`read_state`] gives it, read again only when the journal changed.
+    pub fn read(&self) -> Result<Arc<WorkspaceState>, StoreError> {
+        use std::os::unix::fs::MetadataExt as _;
+        let mark = std::fs::metadata(self.dir.join(JOURNAL_FILE))
+            .ok()
+            .map(|m| JournalMark {
+                inode: m.ino(),
+                length: m.len(),
+                modified: m.modified().ok(),
+            });
+        // Readers that arrive together wait for the first one's read and share it.
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(mark), Some((seen, state))) = (mark, last.as_ref())
+            && mark == *seen
+        {
+            return Ok(state.clone());
+        }
+        let state = Arc::new(read_state(&self.dir)?);
+        *last = mark.map(|mark| (mark, state.clone()));
+        Ok(state)
+    }
+}
