@@ -1,6 +1,6 @@
 // app.js — the IDE's shell: loads the store, then draws the header, the left nav, the
 // current view (from location.hash), the task panel on the right and the floating chat
-// window, and wires the keyboard and the toasts. The panel and view modules of helper B2
+// window, and wires the keyboard and the toasts. The panel and view modules
 // (backlog.js, processes.js, settings.js, workspaces.js, task.js, chat.js) are imported
 // when first shown, so one that fails to load leaves a message, not a broken shell.
 //

@@ -7,7 +7,7 @@
 
 import { h, clear } from './dom.js';
 import { register, t } from './i18n.js';
-import { ensureStyles, timeEl, ago, errorText } from './panels.js';
+import { timeEl, ago, errorText } from './panels.js';
 
 register({
   en: {
@@ -102,7 +102,6 @@ export function retryByDefault(item) {
 }
 
 export function mount(root, ctx) {
-  ensureStyles();
   const { store, api } = ctx;
   const ui = { show: 'open', kind: 'all', drafts: new Map(), busy: new Set(), errors: new Map(), gone: false };
 

@@ -7,7 +7,7 @@
 
 import { h, clear } from './dom.js';
 import { register, t } from './i18n.js';
-import { ensureStyles, timeEl, errorText, md, ago } from './panels.js';
+import { timeEl, errorText, md, ago } from './panels.js';
 
 register({
   en: {
@@ -136,7 +136,6 @@ export function questionsFor(backlog, ids, createdTasks, replies = []) {
  * ctx: {api, store, openTask, toast}.
  */
 export function mountChat(root, ctx) {
-  ensureStyles();
   const { api, store } = ctx;
   const state = {
     sessions: [],

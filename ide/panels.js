@@ -1,5 +1,5 @@
 // panels.js — what the panel modules (task, chat, backlog, settings, processes,
-// workspaces) share: their stylesheet, times and durations from the API's RFC 3339
+// workspaces) share: times and durations from the API's RFC 3339
 // strings, an API error in words, a one-second clock for countdowns, and a guard that
 // runs a refetch once more when asked again while it runs (events come in bursts).
 
@@ -29,15 +29,6 @@ register({
     'md.truncated': '長すぎるため一部のみ表示しています（{total} 文字中 {shown} 文字）。',
   },
 });
-
-/**
- * Links ide/panels.css once. The shell's index.html may link it already (then this is a
- * no-op); loading it here keeps a panel styled even when it does not.
- */
-export function ensureStyles() {
-  if (document.querySelector('link[data-panels-css], link[href$="panels.css"]')) return;
-  document.head.appendChild(h('link', { rel: 'stylesheet', href: './panels.css', 'data-panels-css': '' }));
-}
 
 /** Milliseconds since the epoch of an RFC 3339 string (or a number), else null. */
 export function toMs(value) {

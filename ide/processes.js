@@ -8,7 +8,7 @@
 
 import { h, clear } from './dom.js';
 import { register, t } from './i18n.js';
-import { ensureStyles, ago, duration, errorText, coalesce, ticker, toMs } from './panels.js';
+import { ago, duration, errorText, coalesce, ticker, toMs } from './panels.js';
 
 register({
   en: {
@@ -122,7 +122,6 @@ export function runLine(d) {
 }
 
 export function mount(root, ctx) {
-  ensureStyles();
   const { store, api } = ctx;
   const clock = ticker();
   const ui = { view: null, error: null, at: null, filter: '', paused: false, unseen: 0, lines: [], seq: 0, running: new Map(), gone: false };

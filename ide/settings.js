@@ -6,7 +6,7 @@
 
 import { h, clear } from './dom.js';
 import { register, t, locale } from './i18n.js';
-import { ensureStyles, errorText } from './panels.js';
+import { errorText } from './panels.js';
 
 register({
   en: {
@@ -134,7 +134,6 @@ export function settingsBody(form) {
 }
 
 export function mount(root, ctx) {
-  ensureStyles();
   const { api } = ctx;
   const ui = { saved: null, busy: null, errors: new Map(), general: null, result: null, gone: false };
 

@@ -9,7 +9,7 @@
 
 import { h, clear, icon } from './dom.js';
 import { register, t } from './i18n.js';
-import { ensureStyles, timeEl, duration, errorText, md, coalesce, ticker, stateChip } from './panels.js';
+import { timeEl, duration, errorText, md, coalesce, ticker, stateChip } from './panels.js';
 import { runLine } from './processes.js';
 
 register({
@@ -269,7 +269,6 @@ export function lastFinished(attempts) {
  * openTask, closeTask, toast}.
  */
 export function mountTask(root, ctx, id) {
-  ensureStyles();
   const clock = ticker();
   const state = {
     task: null, // GET /api/tasks/{id}

@@ -6,7 +6,7 @@
 
 import { h, clear } from './dom.js';
 import { register, t } from './i18n.js';
-import { ensureStyles, ago, timeEl, errorText } from './panels.js';
+import { ago, timeEl, errorText } from './panels.js';
 
 register({
   en: {
@@ -80,7 +80,6 @@ register({
 });
 
 export function mount(root, ctx) {
-  ensureStyles();
   const { api, store } = ctx;
   const ui = { list: null, error: null, busy: null, pathError: null, gone: false };
 
