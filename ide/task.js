@@ -93,6 +93,14 @@ register({
     'task.noteLoading': 'Loading the note…',
     'task.noteMissing': 'This attempt left no Task Note.',
     'task.noteFailed': 'Could not load the note: {error}',
+    'task.logOpen': 'Show log',
+    'task.logHide': 'Hide log',
+    'task.logLoading': 'Loading the log…',
+    'task.logMissing': 'This attempt left no log.',
+    'task.logFailed': 'Could not load the log: {error}',
+    'task.logEmpty': 'agent-runner wrote no events.',
+    'task.logCut': 'Only the last part is shown.',
+    'task.stderr': 'agent-runner\'s standard error',
   },
   ja: {
     'task.close': 'タスクパネルを閉じる (Esc)',
@@ -174,6 +182,14 @@ register({
     'task.noteLoading': 'ノートを読み込んでいます…',
     'task.noteMissing': 'この試行はタスクノートを残していません。',
     'task.noteFailed': 'ノートを読み込めませんでした: {error}',
+    'task.logOpen': 'ログを表示',
+    'task.logHide': 'ログを隠す',
+    'task.logLoading': 'ログを読み込んでいます…',
+    'task.logMissing': 'この試行はログを残していません。',
+    'task.logFailed': 'ログを読み込めませんでした: {error}',
+    'task.logEmpty': 'agent-runner はイベントを書いていません。',
+    'task.logCut': '最後の部分だけを表示しています。',
+    'task.stderr': 'agent-runner の標準エラー出力',
   },
 });
 
@@ -276,6 +292,8 @@ export function mountTask(root, ctx, id) {
     results: new Map(), // attempt number → result JSON, or null when it left none
     notes: new Map(), // attempt number → {status: loading|ok|missing|error, node?, error?}
     openNotes: new Set(),
+    logs: new Map(), // attempt number → {status: loading|ok|missing|error, log?, error?}
+    openLogs: new Set(),
     answers: new Map(), // backlog item id → {text, busy, error}
     showAllFiles: new Set(),
     busy: null, // 'retry' | 'cancel' while a request is out
@@ -649,6 +667,22 @@ export function mountTask(root, ctx, id) {
       },
       t(open ? 'task.noteHide' : 'task.noteOpen'),
     );
+    // A finished attempt's log, read when asked (a running one shows its events live).
+    const logOpen = state.openLogs.has(a.number);
+    const logButton = running
+      ? null
+      : h(
+          'button',
+          {
+            type: 'button',
+            class: 'btn btn-small',
+            'data-test': 'attempt-log-open',
+            'data-attempt': String(a.number),
+            'aria-expanded': String(logOpen),
+            on: { click: () => toggleLog(a.number) },
+          },
+          t(logOpen ? 'task.logHide' : 'task.logOpen'),
+        );
     return h(
       'li',
       { class: `tp-attempt status-${cssToken(status)}`, 'data-test': 'attempt', 'data-attempt': String(a.number), 'data-status': status },
@@ -658,6 +692,7 @@ export function mountTask(root, ctx, id) {
         h('strong', {}, t('task.attempt', { n: a.number })),
         h('span', { class: `tp-status status-${cssToken(status)}`, 'data-test': 'attempt-status' }, statusText),
         h('span', { class: 'spacer' }),
+        logButton,
         noteButton,
       ),
       dl,
@@ -665,6 +700,7 @@ export function mountTask(root, ctx, id) {
       filesBlock,
       a.run_dir ? h('p', { class: 'muted tp-small', title: t('task.runDir') }, h('span', { class: 'mono' }, a.run_dir)) : null,
       running ? liveBlock(a.number) : null,
+      logOpen ? logBlock(a.number) : null,
       open ? noteBlock(a.number) : null,
     );
   }
@@ -688,6 +724,51 @@ export function mountTask(root, ctx, id) {
     else if (note.status === 'missing') box.appendChild(h('p', { class: 'muted' }, t('task.noteMissing')));
     else box.appendChild(h('p', { class: 'error-text' }, t('task.noteFailed', { error: errorText(note.error) })));
     return box;
+  }
+
+  /** A finished attempt's log: agent-runner's events as lines, then its stderr's tail. */
+  function logBlock(n) {
+    const known = state.logs.get(n);
+    const box = h('div', { class: 'tp-live tp-log', 'data-test': 'attempt-log', 'data-attempt': String(n), role: 'log' });
+    if (!known || known.status === 'loading') box.appendChild(h('div', { class: 'tp-live-empty' }, t('task.logLoading')));
+    else if (known.status === 'missing') box.appendChild(h('div', { class: 'tp-live-empty' }, t('task.logMissing')));
+    else if (known.status === 'error') box.appendChild(h('div', { class: 'tp-live-line level-error' }, t('task.logFailed', { error: errorText(known.error) })));
+    else {
+      const log = known.log;
+      if (log.events_cut) box.appendChild(h('div', { class: 'tp-live-empty' }, t('task.logCut')));
+      if (!log.events.length) box.appendChild(h('div', { class: 'tp-live-empty' }, t('task.logEmpty')));
+      // The file's lines are what `run` events carried: an event, or {text} for a line
+      // that was not JSON.
+      for (const e of log.events) {
+        const plain = e && typeof e.text === 'string' && Object.keys(e).length === 1;
+        box.appendChild(liveLine(plain ? { text: e.text } : { event: e }));
+      }
+      if (log.stderr) {
+        box.appendChild(h('div', { class: 'tp-live-empty' }, t('task.stderr') + (log.stderr_cut ? ` — ${t('task.logCut')}` : '')));
+        box.appendChild(h('div', { class: 'tp-live-line', 'data-test': 'attempt-stderr' }, log.stderr));
+      }
+    }
+    return box;
+  }
+
+  async function toggleLog(n) {
+    if (state.openLogs.has(n)) {
+      state.openLogs.delete(n);
+      draw();
+      return;
+    }
+    state.openLogs.add(n);
+    if (!state.logs.has(n) || state.logs.get(n).status === 'error') {
+      state.logs.set(n, { status: 'loading' });
+      draw();
+      try {
+        const log = await ctx.api.get(`/api/tasks/${encodeURIComponent(id)}/attempts/${n}/log`);
+        state.logs.set(n, { status: 'ok', log });
+      } catch (e) {
+        state.logs.set(n, e && e.status === 404 ? { status: 'missing' } : { status: 'error', error: e });
+      }
+    }
+    if (!state.gone) draw();
   }
 
   async function toggleNote(n) {
