@@ -512,6 +512,59 @@ fn chat_plans(browser: &Browser, ide: &Ide, locale: &Locale) -> Vec<String> {
     ids
 }
 
+/// The focused element's `data-test`, and whether focus changes how it (or what it holds)
+/// looks: its styles focused and blurred compared, so a ring drawn by an outline, a
+/// shadow or an SVG stroke all count. The focus is given back for the next Tab.
+const FOCUS_SHOWN: &str = r#"
+const e = document.activeElement;
+const look = () => [e, ...e.querySelectorAll('*')].slice(0, 30).map((x) => {
+  const s = getComputedStyle(x);
+  return [s.outlineStyle, s.outlineColor, s.outlineWidth, s.boxShadow, s.stroke,
+          s.strokeWidth, s.filter, s.borderColor, s.backgroundColor].join('|');
+}).join(';');
+const focused = look();
+e.blur();
+const blurred = look();
+e.focus();
+return [e.getAttribute('data-test'), focused !== blurred];
+"#;
+
+/// Tab alone reaches the header's controls, the nav, the plan's view switch, the graph's
+/// nodes and the chat toggle, each with a visible focus ring.
+fn keyboard_reaches_everything(browser: &Browser) {
+    browser.execute(
+        "document.activeElement.blur(); window.scrollTo(0, 0)",
+        Vec::new(),
+    );
+    let mut reached = std::collections::BTreeSet::new();
+    for _ in 0..60 {
+        browser.press(keys::TAB);
+        let focused = browser.execute(FOCUS_SHOWN, Vec::new());
+        if let Some(name) = focused[0].as_str() {
+            assert_eq!(focused[1], json!(true), "{name} has no visible focus ring");
+            reached.insert(name.to_string());
+        }
+    }
+    for name in [
+        "exec-start",
+        "language",
+        "nav-plan",
+        "nav-backlog",
+        "nav-processes",
+        "nav-settings",
+        "nav-workspaces",
+        "chat-toggle",
+        "view-graph",
+        "view-wbs",
+        "graph-node",
+    ] {
+        assert!(
+            reached.contains(name),
+            "Tab never reaches {name}: {reached:?}"
+        );
+    }
+}
+
 /// Records, for every graph node, the states it shows in order (`window.__mvStates`),
 /// and marks the page (`window.__mvPage`) so a reload would be seen.
 const RECORDER: &str = r#"
@@ -863,6 +916,7 @@ fn scenario(locale: &Locale) {
     });
     open(&browser, &ide, locale);
     let ids = chat_plans(&browser, &ide, locale);
+    keyboard_reaches_everything(&browser);
     start_runs(&browser, &ide, &ids, locale);
     failure_shown(&browser, &ids, locale);
     backlog_resolves(&browser, &ide, &ids, locale);

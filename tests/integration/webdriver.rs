@@ -477,6 +477,14 @@ impl Browser {
             .unwrap_or_default()
     }
 
+    /// Presses and releases `key` (a character or a [`keys`] code) wherever the focus is,
+    /// as a person at the keyboard would (WebDriver's actions).
+    pub(crate) fn press(&self, key: &str) {
+        let actions = json!({"actions": [{"type": "key", "id": "keyboard", "actions": [
+            {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key}]}]});
+        self.command("POST", "/actions", Some(actions));
+    }
+
     /// Waits for a user prompt (`alert`, `confirm`) and returns its text.
     pub(crate) fn wait_alert(&self) -> String {
         self.wait_until("a dialog (alert or confirm)", WAIT, |b| {
@@ -672,6 +680,7 @@ pub(crate) mod keys {
     pub(crate) const ENTER: &str = "\u{E007}";
     pub(crate) const CONTROL: &str = "\u{E009}";
     pub(crate) const ESCAPE: &str = "\u{E00C}";
+    pub(crate) const TAB: &str = "\u{E004}";
 }
 
 /// Waits until `base/status` says the driver is ready, or its process is gone.
@@ -918,6 +927,10 @@ setTimeout(() => { go.disabled = false; const d = document.createElement('div');
             browser.execute("return window.answer", Vec::new()),
             json!(true)
         );
+        browser.execute("document.getElementById('go').focus()", Vec::new());
+        browser.press(keys::TAB);
+        let focused = "return document.activeElement.id";
+        assert_eq!(browser.execute(focused, Vec::new()), json!("name"));
         let console = browser.console_log();
         assert!(
             console.iter().any(|e| e["message"]
