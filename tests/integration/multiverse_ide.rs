@@ -9,7 +9,8 @@
 //! - requests without the token are refused with no page served; the IDE loads with it,
 //!   in the workspace's language (not the browser's);
 //! - a chat message typed in the chat window (Ctrl+Enter) shows its steps and its patch,
-//!   and its tasks and edges appear in the graph;
+//!   and its tasks and edges appear in the graph; Tab alone reaches every control, each
+//!   with a visible focus ring;
 //! - Start runs them; the graph's states follow the events without a reload, the running
 //!   node animated; the failing task's open panel counts down to its retry; its failure
 //!   toasts;
