@@ -16,7 +16,8 @@
 //!   toasts;
 //! - the failed task (opened with Enter) shows its reason, verdict and both attempts, and
 //!   its Task Note rendered (headings, a table, only a safe link) with its `<script>` and
-//!   `onerror` shown as text and never run; Esc and the close button close it;
+//!   `onerror` shown as text and never run, and its log; Esc and the close button close
+//!   it;
 //! - its backlog item is resolved with a note and a retry, and it and its dependent
 //!   succeed; a chat question is answered in place;
 //! - the processes screen shows the worker and its live log; Pause, Resume and Stop in
@@ -724,6 +725,14 @@ fn failure_shown(browser: &Browser, ids: &[String], locale: &Locale) {
         Vec::new(),
     );
     shots(browser, "task-note", locale.code);
+    // A finished attempt's log: the progress line its runner wrote.
+    browser.click("[data-test=attempt][data-attempt=\"2\"] [data-test=attempt-log-open]");
+    browser.wait_js(
+        "attempt 2's log with its progress line",
+        "const l = document.querySelector('[data-test=attempt-log][data-attempt=\"2\"]');
+         return l !== null && l.textContent.includes('[fails]')",
+        Vec::new(),
+    );
     let closed = |b: &Browser| Ok((b.count(&test("task-panel")) == 0).then_some(()));
     browser.type_into(&test("task-close"), keys::ESCAPE);
     browser.wait_until("Esc to close the task panel", WAIT, closed);
