@@ -21,7 +21,8 @@
 //! - its backlog item is resolved with a note and a retry, and it and its dependent
 //!   succeed; a chat question is answered in place;
 //! - the processes screen shows the worker and its live log; Pause, Resume and Stop in
-//!   the header agree with `GET /api/execution`, and Stop cancels the running task;
+//!   the header agree with `GET /api/execution`, and Stop cancels the running task; the
+//!   task panel's Retry and Cancel;
 //! - settings: a refused change shows its key with `config.json` unchanged, the
 //!   connection test answers; the language switch goes there and back; the workspaces
 //!   screen lists this one, and Forget (after a confirmation) takes it off the list
@@ -852,6 +853,25 @@ fn control(browser: &Browser, ide: &Ide, locale: &Locale) {
             .filter(|e| e.enabled())
             .map(|_| ()))
     });
+
+    // The panel's Retry starts it again (it waits: execution is stopped), its Cancel
+    // cancels it again.
+    browser.click(&node(&slow, None));
+    let panel = format!("[data-test=task-panel][data-task=\"{slow}\"]");
+    let state = format!("{panel} [data-test=task-state]");
+    browser.wait_for(&panel);
+    browser.click(&format!("{panel} [data-test=task-retry]"));
+    browser.wait_until("the retried task waiting", WAIT, |b| {
+        match b.attr_of(&state, "data-state").as_deref() {
+            Some("PENDING" | "READY") => Ok(Some(())),
+            other => Err(format!("task-state {other:?}")),
+        }
+    });
+    browser.click(&format!("{panel} [data-test=task-cancel]"));
+    wait_attr(browser, &state, "data-state", "CANCELED");
+    let shown = ide.daemon.get(&format!("/api/tasks/{slow}"));
+    assert_eq!(shown["state"], json!("CANCELED"), "{shown}");
+    browser.click(&test("task-close"));
 }
 
 /// The settings screen's connection test (the mock answers) and the workspaces screen
