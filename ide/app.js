@@ -568,10 +568,8 @@ function watchForToasts() {
     previous.set(id, r.state);
     if (was === r.state) return;
     if (r.state === 'FAILED') {
-      // The store fetches a failure's reason right after the event; give it a moment.
-      const say = () => toast(t('toast.failed', { id, reason: r.reason || t('state.FAILED') }), 'error');
-      if (r.reason) say();
-      else setTimeout(say, 800);
+      // The event carries the last attempt, which the store made the reason.
+      toast(t('toast.failed', { id, reason: r.reason || t('state.FAILED') }), 'error');
     }
     // A running task that ends BLOCKED asked a person something (a dependency's failure
     // blocks tasks that never ran); the question waits in the backlog.
