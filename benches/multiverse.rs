@@ -74,6 +74,7 @@ fn orchestrator(dir: &Path, fake: &Path) -> Orchestrator {
         },
         lifecycle_params: Map::new(),
         grace: Duration::from_secs(5),
+        locale: "en".into(),
     };
     Orchestrator::new(
         store,

@@ -410,6 +410,7 @@ pub fn open(dir: &Path, events: Arc<EventHub>) -> Result<(Orchestrator, Config),
         pools: config.pools.clone(),
         lifecycle_params: config.lifecycle.clone(),
         grace: Duration::from_secs(config.grace_sec),
+        locale: config.locale.clone(),
     };
     if let Some(home) = recent::home_from_env() {
         remember(&home, dir, store.meta());

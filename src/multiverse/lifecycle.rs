@@ -381,19 +381,37 @@ impl Lifecycle {
         &self.contract
     }
 
-    /// A new task's session, at the contract's initial state. `params` override the
+    /// A new task's session, at the contract's initial state, its messages in `locale`
+    /// (the contract's default when it does not have it). `params` override the
     /// contract's (the retry policy: `max_attempts`, `backoff_*`, ...).
-    pub fn start(&self, params: &Map<String, Value>) -> Result<Instance, LifecycleStartError> {
+    pub fn start(
+        &self,
+        params: &Map<String, Value>,
+        locale: &str,
+    ) -> Result<Instance, LifecycleStartError> {
+        let locale = if self.contract.locales.iter().any(|l| l == locale) {
+            locale
+        } else {
+            self.contract.default_locale()
+        };
         let instance = Instance::start(
             &self.contract,
             contract::flags::defaults(&self.contract),
             None,
-            None,
+            Some(locale),
             params,
         )
         .map_err(LifecycleStartError::Engine)?;
         RetryPolicy::from_params(&instance.params).map_err(LifecycleStartError::Policy)?;
         Ok(instance)
+    }
+
+    /// The reason a task blocked by failed `dependencies` shows, in the task's locale.
+    pub fn dependency_failed(&self, instance: &Instance, dependencies: &[&str]) -> String {
+        let (key, _) = super::registry::DEPENDENCY_FAILED;
+        let mut args = Map::new();
+        args.insert("dependencies".into(), Value::from(dependencies.join(", ")));
+        machine::response::message(&self.contract, key, &args, &instance.locale).text
     }
 
     /// The outcome of a finished task; `None` while it goes on.
@@ -588,7 +606,7 @@ mod tests {
 
     fn policy() -> RetryPolicy {
         let lifecycle = Lifecycle::load().unwrap();
-        let instance = lifecycle.start(&Map::new()).unwrap();
+        let instance = lifecycle.start(&Map::new(), "en").unwrap();
         RetryPolicy::from_params(&instance.params).unwrap()
     }
 
@@ -653,14 +671,14 @@ mod tests {
         ] {
             let mut params = Map::new();
             params.insert(param.into(), json!(value));
-            let err = lifecycle.start(&params).unwrap_err();
+            let err = lifecycle.start(&params, "en").unwrap_err();
             assert_eq!(err.key(), "lifecycle.bad_policy", "{param}");
             assert!(err.to_string().contains(param), "{err}");
         }
         let mut params = Map::new();
         params.insert("max_attempt".into(), json!(2));
         assert_eq!(
-            lifecycle.start(&params).unwrap_err().key(),
+            lifecycle.start(&params, "en").unwrap_err().key(),
             "start.unknown_param"
         );
     }
@@ -668,7 +686,7 @@ mod tests {
     #[test]
     fn two_failures_schedule_5_then_10_seconds_and_the_third_fails_with_a_backlog_item() {
         let lifecycle = Lifecycle::load().unwrap();
-        let mut task = lifecycle.start(&Map::new()).unwrap();
+        let mut task = lifecycle.start(&Map::new(), "en").unwrap();
         task = ok(lifecycle.submit(&task, &READY)).instance;
         let mut delays = Vec::new();
         for _ in 0..2 {
@@ -706,7 +724,7 @@ mod tests {
     #[test]
     fn a_refused_event_names_its_key_and_leaves_the_task_as_it_was() {
         let lifecycle = Lifecycle::load().unwrap();
-        let task = lifecycle.start(&Map::new()).unwrap();
+        let task = lifecycle.start(&Map::new(), "en").unwrap();
         let refused = lifecycle.submit(&task, &TaskEvent::Start);
         assert_eq!(refused.rejected().unwrap().key, "event_not_accepted");
         let malformed = lifecycle.submit_payload(&task, json!({"event": "deps", "ready": "yes"}));
@@ -737,7 +755,7 @@ mod tests {
     #[test]
     fn which_events_a_task_takes_comes_from_its_states_schema() {
         let lifecycle = Lifecycle::load().unwrap();
-        let pending = lifecycle.start(&Map::new()).unwrap();
+        let pending = lifecycle.start(&Map::new(), "en").unwrap();
         assert!(lifecycle.takes(&pending, "deps"));
         assert!(!lifecycle.takes(&pending, "start"));
         let ready = ok(lifecycle.submit(&pending, &READY)).instance;
@@ -754,7 +772,7 @@ mod tests {
     #[test]
     fn a_succeeded_task_is_not_retried_and_a_cancelled_one_restarts_fresh() {
         let lifecycle = Lifecycle::load().unwrap();
-        let mut task = lifecycle.start(&Map::new()).unwrap();
+        let mut task = lifecycle.start(&Map::new(), "en").unwrap();
         task = ok(lifecycle.submit(&task, &READY)).instance;
         task = ok(lifecycle.submit(&task, &TaskEvent::Start)).instance;
         let done = ok(lifecycle.submit(&task, &exited(0, "complete")));
@@ -767,6 +785,44 @@ mod tests {
         assert!(lifecycle.cancel(&cancelled.instance).rejected().is_some());
         let retried = ok(lifecycle.submit(&cancelled.instance, &TaskEvent::Retry));
         assert!(retried.restarted);
-        assert_eq!(retried.instance, lifecycle.start(&Map::new()).unwrap());
+        assert_eq!(
+            retried.instance,
+            lifecycle.start(&Map::new(), "en").unwrap()
+        );
+    }
+
+    #[test]
+    fn a_task_speaks_its_workspaces_language_and_an_unknown_one_falls_back_to_english() {
+        let lifecycle = Lifecycle::load().unwrap();
+        let ja = lifecycle.start(&Map::new(), "ja").unwrap();
+        assert_eq!(ja.locale, "ja");
+        assert_eq!(
+            lifecycle.dependency_failed(&ja, &["t1", "t2"]),
+            "ブロック: 依存タスク t1, t2 が失敗したかキャンセルされました"
+        );
+        let unknown = lifecycle.start(&Map::new(), "xx").unwrap();
+        assert_eq!(unknown.locale, "en");
+        assert_eq!(
+            lifecycle.dependency_failed(&unknown, &["t1"]),
+            "blocked: dependency t1 failed or was cancelled"
+        );
+        // Its transitions' messages too.
+        let ready = lifecycle.submit(
+            &ja,
+            &TaskEvent::Deps {
+                ready: true,
+                failed: Vec::new(),
+                reason: None,
+            },
+        );
+        let text = ready
+            .accepted()
+            .unwrap()
+            .message
+            .as_ref()
+            .unwrap()
+            .text
+            .clone();
+        assert_eq!(text, "タスクは実行できる状態です。");
     }
 }

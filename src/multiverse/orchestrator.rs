@@ -86,6 +86,8 @@ pub struct Settings {
     pub lifecycle_params: Map<String, Value>,
     /// Between a stop's SIGTERM and its KILL.
     pub grace: Duration,
+    /// The language of new tasks' messages and reasons (`en`, `ja`).
+    pub locale: String,
 }
 
 /// Why an operation was refused. `key()` is stable.
@@ -359,7 +361,7 @@ impl Orchestrator {
     fn new_runtime(&self) -> Result<TaskRuntime, OrchestratorError> {
         let lifecycle = self
             .lifecycle
-            .start(&self.settings.lifecycle_params)
+            .start(&self.settings.lifecycle_params, &self.settings.locale)
             .map_err(|e| OrchestratorError::Lifecycle(e.to_string()))?;
         Ok(TaskRuntime {
             lifecycle,
@@ -722,10 +724,7 @@ impl Orchestrator {
                 let names: Vec<&str> = failed.iter().map(TaskId::as_str).collect();
                 TaskEvent::Deps {
                     ready: false,
-                    reason: Some(format!(
-                        "blocked: dependency {} failed or was cancelled",
-                        names.join(", ")
-                    )),
+                    reason: Some(self.lifecycle.dependency_failed(&rt.lifecycle, &names)),
                     failed,
                 }
             } else {

@@ -26,8 +26,13 @@ fn string() -> Value {
     json!({"type": "string"})
 }
 
-/// Everything the multiverse host implements for its task lifecycle. No tools, facts or
-/// host messages: the scheduler submits events, it is not an agent.
+/// The one text the scheduler words itself through the lifecycle contract: the reason a
+/// task blocked by a failed dependency shows (in the task's locale).
+pub(crate) const DEPENDENCY_FAILED: (&str, &[&str]) =
+    ("task.reason.dependency_failed", &["dependencies"]);
+
+/// Everything the multiverse host implements for its task lifecycle. No tools or facts:
+/// the scheduler submits events, it is not an agent.
 pub(crate) fn registry() -> Registry {
     let actions = vec![
         host_action(
@@ -67,7 +72,8 @@ pub(crate) fn registry() -> Registry {
             &[],
         ),
     ];
-    Registry::new("multiverse", actions, vec![], vec![], vec![], vec![])
+    let messages = vec![host_message(DEPENDENCY_FAILED.0, DEPENDENCY_FAILED.1)];
+    Registry::new("multiverse", actions, vec![], vec![], vec![], messages)
 }
 
 /// The execution states a chat turn may set (`model::ExecutionState`).

@@ -38,7 +38,7 @@ impl Board {
 
     fn with(params: Map<String, serde_json::Value>) -> Board {
         let lifecycle = Lifecycle::load().unwrap();
-        let task = lifecycle.start(&params).unwrap();
+        let task = lifecycle.start(&params, "en").unwrap();
         Board {
             lifecycle,
             task,
@@ -364,7 +364,7 @@ fn which_finished_tasks_may_be_retried_is_the_contracts_param() {
 #[test]
 fn a_malformed_event_is_refused_by_the_engine() {
     let lifecycle = Lifecycle::load().unwrap();
-    let task = lifecycle.start(&Map::new()).unwrap();
+    let task = lifecycle.start(&Map::new(), "en").unwrap();
     for payload in [
         json!({"event": "deps", "ready": true}),
         json!({"event": "deps", "ready": true, "failed": [], "extra": 1}),

@@ -104,6 +104,7 @@ impl Bench {
             pools: Pools::default(),
             lifecycle_params: Map::new(),
             grace: Duration::from_secs(5),
+            locale: "en".into(),
         };
         let mut o = Orchestrator::new(store, settings, clock, Arc::new(EventHub::new())).unwrap();
         o.recover().unwrap();

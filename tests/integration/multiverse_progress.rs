@@ -142,6 +142,7 @@ fn an_attempts_progress_lines_are_forwarded_as_it_runs_in_order_and_once() {
         pools: Pools::default(),
         lifecycle_params: Map::new(),
         grace: Duration::from_secs(5),
+        locale: "en".into(),
     };
     let store = Workspace::open(&dir.join("ws")).unwrap();
     let mut o = Orchestrator::new(
