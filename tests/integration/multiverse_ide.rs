@@ -53,14 +53,12 @@ static BROWSERS: RwLock<()> = RwLock::new(());
 /// The sizes every screen is photographed at.
 const SIZES: [(u32, u32); 2] = [(1280, 800), (1920, 1080)];
 
-/// The screenshots `MULTIVERSE_IDE_DOCS=1` copies to `docs/ide/` (at 1280×800).
+/// The screenshots `MULTIVERSE_IDE_DOCS=1` copies to `docs/ide/` (at 1280×800): the
+/// ones `docs/multiverse.md` and the README show.
 const DOCS: &[(&str, &str)] = &[
     ("plan-graph", "en"),
     ("plan-wbs", "en"),
-    ("task-note", "en"),
     ("chat-patch", "en"),
-    ("backlog", "en"),
-    ("plan-graph", "ja"),
     ("task-note", "ja"),
 ];
 
@@ -307,8 +305,10 @@ struct Locale {
     /// The Plan entry of the left nav.
     plan: &'static str,
     /// The chat message planning four tasks: 1; 2 after 1; 3 (`[fails]`) after 1; 4
-    /// after 2 and 3.
+    /// after 2 and 3; 1 to 3 in the first milestone (1 and 2 in its first phase).
     message: &'static str,
+    /// The first milestone's name.
+    milestone: &'static str,
     /// The chat message adding the `[slow]` task and asking a question.
     slow: &'static str,
     /// The question's answer, typed in the chat.
@@ -323,7 +323,8 @@ const EN: Locale = Locale {
     code: "en",
     browser: "en-US",
     plan: "Plan",
-    message: "Build the greeting service:\n- add the greeting handler\n- add its tests (after 1)\n- check the edge cases [fails] (after 1)\n- document the endpoint (after 2, 3)",
+    message: "Build the greeting service:\n# Version 1\n## Build\n- add the greeting handler\n- add its tests (after 1)\n## Check\n- check the edge cases [fails] (after 1)\n# Documentation\n## Write\n- document the endpoint (after 2, 3)",
+    milestone: "Version 1",
     slow: "- run the long soak test [slow]\n- should the soak test use production data?",
     answer: "No: the staging copy.",
     other: ("ja", "計画"),
@@ -334,7 +335,8 @@ const JA: Locale = Locale {
     code: "ja",
     browser: "en-US",
     plan: "計画",
-    message: "挨拶サービスを作ってください:\n- 挨拶ハンドラを追加する\n- そのテストを追加する (after 1)\n- 境界値を確認する [fails] (after 1)\n- エンドポイントを文書化する (after 2, 3)",
+    message: "挨拶サービスを作ってください:\n# バージョン1\n## 実装\n- 挨拶ハンドラを追加する\n- そのテストを追加する (after 1)\n## 確認\n- 境界値を確認する [fails] (after 1)\n# 文書\n## 執筆\n- エンドポイントを文書化する (after 2, 3)",
+    milestone: "バージョン1",
     slow: "- 長時間の負荷試験を実行する [slow]\n- 負荷試験に本番データを使いますか？",
     answer: "いいえ、ステージングの複製を使います。",
     other: ("en", "Plan"),
@@ -662,8 +664,19 @@ fn start_runs(browser: &Browser, ide: &Ide, ids: &[String], locale: &Locale) {
         "data-state",
         "FAILED",
     );
-    let progress = browser.text_of(&test("wbs-progress"));
-    assert!(progress.contains("2/4"), "WBS progress {progress:?}");
+    // Grouped milestone → phase → task, each group with its progress: the first
+    // milestone holds tasks 1 to 3, two of them done.
+    let milestone = format!("[data-test=wbs-group][data-group=\"{}\"]", locale.milestone);
+    for id in &ids[..3] {
+        browser.wait_for(&format!(
+            "{milestone} [data-test=wbs-task][data-task=\"{id}\"]"
+        ));
+    }
+    let progress = browser.text_of(&format!("{milestone} [data-test=wbs-progress]"));
+    assert!(
+        progress.contains("2/3"),
+        "the milestone's progress {progress:?}"
+    );
     shots(browser, "plan-wbs", locale.code);
     browser.click(&test("view-graph"));
     browser.wait_for(&node(&ids[0], Some("SUCCEEDED")));

@@ -154,12 +154,22 @@ const MAX_CHAT_TASKS: usize = 50;
 /// (the whole first line when there is none), each depending on the one before when the
 /// message says "in order" (順番), or on the items a line names at its end as
 /// `(after 1, 3)` (their numbers in the list, from 1); a line ending in `?` is a question
-/// instead.
+/// instead. A `# ` line names the milestone and a `## ` line the phase of the items
+/// after it (a milestone starts without a phase).
 fn plan_patch(request: &Value) -> Value {
     let message = request["message"].as_str().unwrap_or_default();
     let mut titles = Vec::new();
     let mut questions = Vec::new();
+    let (mut milestone, mut phase): (Option<&str>, Option<&str>) = (None, None);
     for line in message.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix("## ") {
+            phase = Some(name.trim()).filter(|n| !n.is_empty());
+            continue;
+        }
+        if let Some(name) = line.strip_prefix("# ") {
+            (milestone, phase) = (Some(name.trim()).filter(|n| !n.is_empty()), None);
+            continue;
+        }
         let item = line
             .strip_prefix("- ")
             .or_else(|| line.strip_prefix("* "))
@@ -172,7 +182,8 @@ fn plan_patch(request: &Value) -> Value {
             questions.push(item.unwrap_or(line).to_owned());
         } else if let Some(item) = item.filter(|i| !i.is_empty()) {
             let (title, after) = split_after(item);
-            titles.push((title.chars().take(200).collect::<String>(), after));
+            let place = (milestone, phase);
+            titles.push((title.chars().take(200).collect::<String>(), after, place));
         }
     }
     if titles.is_empty() && questions.is_empty() {
@@ -180,6 +191,7 @@ fn plan_patch(request: &Value) -> Value {
         titles.push((
             first.unwrap_or("the request").chars().take(200).collect(),
             Vec::new(),
+            (None, None),
         ));
     }
     titles.truncate(MAX_CHAT_TASKS);
@@ -187,14 +199,22 @@ fn plan_patch(request: &Value) -> Value {
     let operations: Vec<Value> = titles
         .iter()
         .enumerate()
-        .map(|(i, (title, after))| {
+        .map(|(i, (title, after, (milestone, phase)))| {
             let dependencies: Vec<String> = if ordered && i > 0 {
                 vec![format!("tmp-{i}")]
             } else {
                 after.iter().map(|n| format!("tmp-{n}")).collect()
             };
-            json!({"op": "create", "temp_id": format!("tmp-{}", i + 1), "title": title,
-                   "acceptance_criteria": [format!("{title}: done")], "dependencies": dependencies})
+            let mut create = json!({"op": "create", "temp_id": format!("tmp-{}", i + 1),
+                "title": title, "acceptance_criteria": [format!("{title}: done")],
+                "dependencies": dependencies});
+            if let Some(milestone) = milestone {
+                create["milestone"] = json!(milestone);
+            }
+            if let Some(phase) = phase {
+                create["phase"] = json!(phase);
+            }
+            create
         })
         .collect();
     let understanding = format!(
@@ -294,6 +314,26 @@ fn assess(request: &CompletionAssessmentRequest) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headings_name_the_milestone_and_phase_of_the_items_after_them() {
+        let patch =
+            plan_patch(&json!({"message": "Plan:\n# v1\n## build\n- a\n## check\n- b\n# v2\n- c"}));
+        let places: Vec<(Value, Value)> = patch["payload"]["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|op| (op["milestone"].clone(), op["phase"].clone()))
+            .collect();
+        assert_eq!(
+            places,
+            [
+                (json!("v1"), json!("build")),
+                (json!("v1"), json!("check")),
+                (json!("v2"), Value::Null)
+            ]
+        );
+    }
 
     #[test]
     fn a_bullet_names_the_items_it_comes_after() {
