@@ -145,3 +145,29 @@ export function events() {
   if (!stream) stream = new EventStream();
   return stream;
 }
+
+/**
+ * `fn` (async) run now, or, if it is running, once more after it ends: a burst of events
+ * costs two fetches, and the last answer is never older than the last event.
+ */
+export function coalesce(fn) {
+  let running = null;
+  let again = false;
+  return function run() {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      try {
+        do {
+          again = false;
+          await fn();
+        } while (again);
+      } finally {
+        running = null;
+      }
+    })();
+    return running;
+  };
+}

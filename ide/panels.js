@@ -4,6 +4,8 @@
 // runs a refetch once more when asked again while it runs (events come in bursts).
 
 import { h } from './dom.js';
+
+export { coalesce } from './api.js';
 import { register, t, locale, formatDuration } from './i18n.js';
 import { markdown } from './markdown.js';
 
@@ -87,31 +89,6 @@ export function md(text) {
   return markdown(text || '', document, { truncated: (info) => t('md.truncated', info) });
 }
 
-/**
- * `fn` (async) run now, or, if it is running, once more after it ends: a burst of events
- * costs two fetches, and the last answer is never older than the last event.
- */
-export function coalesce(fn) {
-  let running = null;
-  let again = false;
-  return function run() {
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      try {
-        do {
-          again = false;
-          await fn();
-        } while (again);
-      } finally {
-        running = null;
-      }
-    })();
-    return running;
-  };
-}
 
 /**
  * A clock that calls each registered function once a second while any is registered

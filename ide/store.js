@@ -12,30 +12,6 @@ import * as api from './api.js';
 
 const RUN_LINES = 500;
 
-function coalesced(fn) {
-  // Runs fn now, and once more after it if asked again meanwhile: a burst of fifty
-  // task events costs two fetches, not fifty, and the last answer is never stale.
-  let running = null;
-  let again = false;
-  const run = async () => {
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
-      try {
-        do {
-          again = false;
-          await fn();
-        } while (again);
-      } finally {
-        running = null;
-      }
-    })();
-    return running;
-  };
-  return run;
-}
 
 class Store {
   constructor() {
@@ -50,9 +26,9 @@ class Store {
     this.loaded = false;
     this.error = null;
     this.handlers = new Map();
-    this.refetchTasks = coalesced(() => this.loadTasks());
-    this.refetchPools = coalesced(() => this.loadPools());
-    this.refetchBacklog = coalesced(() => this.loadBacklog());
+    this.refetchTasks = api.coalesce(() => this.loadTasks());
+    this.refetchPools = api.coalesce(() => this.loadPools());
+    this.refetchBacklog = api.coalesce(() => this.loadBacklog());
   }
 
   on(name, fn) {

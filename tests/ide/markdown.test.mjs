@@ -265,10 +265,11 @@ for (const [name, make] of Object.entries(ADVERSARIAL)) {
     // Under 10 ms a timing is mostly noise (a scheduler tick on a loaded machine), so the
     // small input counts as at least that: quadratic inputs here take seconds, not ms.
     const tSmall = Math.max(timeOf(small, 3), 10);
-    const tLarge = timeOf(large, 2);
-    // Linear: about 16 times the time for 16 times the input; quadratic would be 256.
-    assert.ok(tLarge < 8000, `${name}: ${tLarge.toFixed(0)} ms for 1 MiB`);
-    assert.ok(tLarge / tSmall < 64, `${name}: ${tSmall.toFixed(1)} ms → ${tLarge.toFixed(1)} ms`);
+    const tLarge = timeOf(large, 3);
+    // Growth, not speed: both sizes timed in this run on this machine. Linear is about
+    // 16 times the time for 16 times the input, quadratic 256; the bound leaves room for
+    // a loaded machine between the two.
+    assert.ok(tLarge / tSmall < 100, `${name}: ${tSmall.toFixed(1)} ms → ${tLarge.toFixed(1)} ms`);
   });
 }
 
