@@ -8,7 +8,6 @@
 //! policy, nothing outside them) and the picker opening another workspace or a project
 //! (its daemon started once). Every new route refuses a request without the token.
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -92,24 +91,11 @@ impl Daemon {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut reader = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let until = Instant::now() + Duration::from_secs(60);
-        while !line.contains("serving http://127.0.0.1:") {
-            line.clear();
-            assert!(Instant::now() < until, "serve did not listen");
-            assert!(
-                reader.read_line(&mut line).unwrap() > 0,
-                "serve ended before it listened"
-            );
-        }
-        std::thread::spawn(move || for _ in reader.lines() {});
-        let url = line.trim().rsplit(' ').next().unwrap().to_string();
-        let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+        let served = crate::support::served(&mut child);
         Daemon {
             child,
-            port: port.parse().unwrap(),
-            token: url.split("token=").nth(1).unwrap().to_string(),
+            port: served.port,
+            token: served.token,
         }
     }
 

@@ -3,7 +3,6 @@
 //! `serve` with its token, commands from the command line going to it, `kill -9` of the
 //! daemon mid-run and a restart that recovers the orphaned attempt and finishes the plan.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -195,19 +194,7 @@ fn serve(dir: &Path) -> (Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut reader = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let until = Instant::now() + Duration::from_secs(60);
-    while !line.contains("serving http://127.0.0.1:") {
-        line.clear();
-        assert!(Instant::now() < until);
-        if reader.read_line(&mut line).unwrap() == 0 {
-            panic!("serve ended before it listened");
-        }
-    }
-    // Keep draining its stderr so it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in reader.lines() {});
-    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    let url = crate::support::served(&mut child).url;
     (child, url)
 }
 

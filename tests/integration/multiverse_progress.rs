@@ -284,18 +284,8 @@ fn serve(dir: &Path) -> (Daemon, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut reader = BufReader::new(child.stderr.take().unwrap());
-    let child = Daemon(child);
-    let mut line = String::new();
-    while !line.contains("serving http://127.0.0.1:") {
-        line.clear();
-        if reader.read_line(&mut line).unwrap() == 0 {
-            panic!("serve ended before it listened");
-        }
-    }
-    std::thread::spawn(move || for _ in reader.lines() {});
-    let url = line.trim().rsplit(' ').next().unwrap().to_string();
-    (child, url)
+    let url = crate::support::served(&mut child).url;
+    (Daemon(child), url)
 }
 
 #[test]

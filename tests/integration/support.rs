@@ -582,3 +582,37 @@ echo "end $id" >> '{log}'
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
+
+/// Where a `multiverse serve` listens, as its "serving URL" line says.
+pub(crate) struct Served {
+    /// `http://127.0.0.1:PORT/?token=TOKEN`.
+    pub url: String,
+    pub port: u16,
+    pub token: String,
+}
+
+/// Waits (a minute at most) for the "serving URL" line on the piped stderr of a
+/// `multiverse serve` child, then drains the rest on a thread so the daemon never blocks
+/// on a full pipe.
+pub(crate) fn served(child: &mut std::process::Child) -> Served {
+    use std::io::{BufRead as _, BufReader};
+    let mut reader = BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut line = String::new();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !line.contains("serving http://127.0.0.1:") {
+        line.clear();
+        assert!(std::time::Instant::now() < until, "serve did not listen");
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "serve ended before it listened"
+        );
+    }
+    std::thread::spawn(move || for _ in reader.lines() {});
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    Served {
+        port: port.parse().unwrap(),
+        token: url.split("token=").nth(1).unwrap().to_string(),
+        url,
+    }
+}
