@@ -378,14 +378,7 @@ fn run(args: Args) -> Result<u8, AppError> {
                 1
             })
         }
-        Cmd::Serve { port } => {
-            let cancel = Cancel::new();
-            handle_signals(&cancel);
-            app::serve(&dir, port, &cancel, |url| {
-                errln(&format!("multiverse: serving {url}"));
-            })?;
-            Ok(130)
-        }
+        Cmd::Serve { port } => serve_command(&dir, port),
         Cmd::Ide => ide_command(&dir, json_out),
         Cmd::Settings(command) => settings_command(&dir, command, json_out),
         Cmd::Workspaces(command) => workspaces_command(command, json_out),
@@ -393,15 +386,32 @@ fn run(args: Args) -> Result<u8, AppError> {
     }
 }
 
+/// `multiverse serve`: the daemon until a signal; its picker opens other workspaces.
+fn serve_command(dir: &Path, port: u16) -> Result<u8, AppError> {
+    let cancel = Cancel::new();
+    handle_signals(&cancel);
+    let opener =
+        code_intel::multiverse::opener(dir.to_path_buf(), code_intel::multiverse::home_from_env());
+    app::serve(dir, port, opener, &cancel, |url| {
+        errln(&format!("multiverse: serving {url}"));
+    })?;
+    Ok(130)
+}
+
 /// `multiverse ide`: the URL of the workspace's IDE, its daemon started unless one runs.
 fn ide_command(dir: &Path, json_out: bool) -> Result<u8, AppError> {
-    let exe = app::current_exe().map_err(|error| AppError::Io {
+    let exe = code_intel::multiverse::current_exe().map_err(|error| AppError::Io {
         path: PathBuf::from("/proc/self/exe"),
         error,
     })?;
-    let (info, started) =
-        code_intel::multiverse::ensure_daemon(dir, &exe).map_err(AppError::Open)?;
-    let url = code_intel::multiverse::ide_url(&info);
+    let (info, started) = match code_intel::multiverse::ensure_daemon(dir, &exe) {
+        Ok(found) => found,
+        Err(e) => {
+            errln(&format!("multiverse: {e} [{}]", e.key()));
+            return Ok(2);
+        }
+    };
+    let url = info.ide_url();
     if json_out {
         out(&json!({"url": url, "pid": info.pid, "started": started}).to_string());
     } else {

@@ -22,7 +22,6 @@ use super::events::EventHub;
 use super::http::{Api, Request, Response};
 use super::ide::IdeSource;
 use super::model::{ExecutionState, TaskId, TaskRuntime, WorkspaceState};
-use super::open::ide_url;
 use super::processes;
 use super::recent;
 use super::settings::{self, LlmSettings, SettingsUpdate};
@@ -80,6 +79,13 @@ pub struct DaemonInfo {
     pub pid: u32,
     pub port: u16,
     pub token: String,
+}
+
+impl DaemonInfo {
+    /// The URL of the IDE this daemon serves.
+    pub fn ide_url(&self) -> String {
+        format!("http://127.0.0.1:{}/ide/{}/", self.port, self.token)
+    }
 }
 
 pub(crate) const DAEMON_FILE: &str = "daemon.json";
@@ -250,7 +256,7 @@ pub struct OpenedWorkspace {
 
 /// Opens a workspace (or a project's) for the IDE's picker. Given by `app`, which knows
 /// how workspaces are found and made; it runs on the request's thread.
-pub(crate) type Opener = Box<dyn Fn(&Path) -> Result<OpenedWorkspace, Refusal> + Send + Sync>;
+pub type Opener = Box<dyn Fn(&Path) -> Result<OpenedWorkspace, Refusal> + Send + Sync>;
 
 /// A request for the daemon's thread, and where its answer goes.
 pub(crate) type Job = (Work, Sender<Result<Value, Refusal>>);
@@ -364,7 +370,7 @@ impl DaemonApi {
         match (self.opener)(&body.path) {
             Ok(opened) => Response::ok(json!({
                 "dir": opened.dir,
-                "url": opened.daemon.as_ref().map_or_else(|| "./".to_string(), ide_url),
+                "url": opened.daemon.as_ref().map_or_else(|| "./".to_string(), DaemonInfo::ide_url),
                 "started": opened.started,
             })),
             Err((status, key, message)) => Response::error(status, &key, &message),

@@ -28,7 +28,6 @@ use super::ide::IdeSource;
 use super::model::{
     DEFAULT_POOL, ExecutionState, RunnerSettings, TaskDesign, TaskId, WorkspaceState,
 };
-use super::open::OpenError;
 use super::orchestrator::{Orchestrator, OrchestratorError, Settings};
 use super::pools::{Pools, summaries};
 use super::recent::{self, RecentWorkspace};
@@ -158,8 +157,6 @@ pub enum AppError {
     Settings(SettingsError),
     /// `workspaces forget` of a path that is not on the recent list.
     NotListed(PathBuf),
-    /// A workspace's daemon could not be found or started (`ide`).
-    Open(OpenError),
 }
 
 impl AppError {
@@ -176,7 +173,6 @@ impl AppError {
             AppError::AgentRunnerMissing(_) => "agent_runner_missing",
             AppError::Settings(e) => e.key(),
             AppError::NotListed(_) => "workspaces.not_listed",
-            AppError::Open(e) => e.key(),
         }
     }
 }
@@ -205,7 +201,6 @@ impl std::fmt::Display for AppError {
             AppError::NotListed(path) => {
                 write!(f, "{} is not on the recent workspaces list", path.display())
             }
-            AppError::Open(e) => e.fmt(f),
         }
     }
 }
@@ -667,33 +662,13 @@ pub fn send(info: &DaemonInfo, command: &Command) -> Result<Value, AppError> {
     call(info, "POST", "/api/command", Some(&body)).map_err(|e| AppError::Daemon(e.to_string()))
 }
 
-/// How the IDE's picker opens a workspace: [`super::open::open_workspace`] from this
-/// daemon, starting others with this very binary.
-fn opener(this: PathBuf, home: Option<PathBuf>) -> Opener {
-    Box::new(move |path| {
-        let exe = current_exe()
-            .map_err(|e| (500, "workspaces.start_failed".to_string(), e.to_string()))?;
-        super::open::open_workspace(path, &this, home.as_deref(), &exe)
-            .map_err(|e| (e.status(), e.key().to_string(), e.to_string()))
-    })
-}
-
-/// This binary, to start other daemons with. Linux names a binary replaced since it
-/// started `PATH (deleted)` (a rebuild, an upgrade); the new one at `PATH` is meant.
-pub fn current_exe() -> std::io::Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let text = exe.to_string_lossy();
-    match text.strip_suffix(" (deleted)") {
-        Some(path) if Path::new(path).is_file() => Ok(PathBuf::from(path)),
-        _ => Ok(exe),
-    }
-}
-
-/// `multiverse serve`: the scheduler and the HTTP API until `cancel`. Returns when the
-/// running tasks have been stopped.
+/// `multiverse serve`: the scheduler and the HTTP API until `cancel`; the IDE's picker
+/// opens workspaces with `opener` (`open::opener`). Returns when the running tasks have
+/// been stopped.
 pub fn serve(
     dir: &Path,
     port: u16,
+    opener: Opener,
     cancel: &Cancel,
     on_ready: impl FnOnce(&str),
 ) -> Result<(), AppError> {
@@ -722,7 +697,7 @@ pub fn serve(
         events.clone(),
         home.clone(),
         IdeSource::from_env(),
-        opener(dir.to_path_buf(), home),
+        opener,
     ));
     let stopper = server.stopper();
     let http = std::thread::spawn(move || server.run(api));

@@ -85,7 +85,9 @@ pub(crate) mod registry;
 pub(crate) mod settings;
 pub(crate) mod store;
 
-pub use api::{DaemonError, DaemonInfo, OpenedWorkspace, call as call_daemon, daemon, workspaces};
+pub use api::{
+    DaemonError, DaemonInfo, OpenedWorkspace, Opener, call as call_daemon, daemon, workspaces,
+};
 pub use app::{AppError, Command, Config, InitOptions, RunSummary};
 pub use attempts::{NoteError, attempt_log, attempt_note, attempt_result};
 pub use chat::{
@@ -117,7 +119,7 @@ pub use model::{
     Plan, RunnerSettings, SuggestedImpl, TaskDesign, TaskId, TaskIdError, TaskRuntime, Wbs,
     WorkspaceState,
 };
-pub use open::{OpenError, ensure_daemon, ide_url, open_workspace};
+pub use open::{OpenError, current_exe, ensure_daemon, open_workspace, opener};
 pub use orchestrator::{Orchestrator, OrchestratorError, Settings};
 pub use patch::{
     Conflict, Create, Created, Delete, DetailedQuestion, ImplHints, InvalidPatchReply, Location,

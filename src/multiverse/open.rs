@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::api::{DaemonInfo, OpenedWorkspace, daemon};
+use super::api::{DaemonInfo, OpenedWorkspace, Opener, daemon};
 use super::app::{self, InitOptions};
 use super::recent;
 
@@ -141,11 +141,6 @@ pub fn ensure_daemon(dir: &Path, exe: &Path) -> Result<(DaemonInfo, bool), OpenE
     }
 }
 
-/// The URL of the IDE a daemon serves.
-pub fn ide_url(info: &DaemonInfo) -> String {
-    format!("http://127.0.0.1:{}/ide/{}/", info.port, info.token)
-}
-
 /// Starts `multiverse --workspace DIR serve` in its own process group (it outlives this
 /// daemon), its log in `DIR/serve.log`, and waits until it listens.
 fn start_daemon(dir: &Path, exe: &Path) -> Result<DaemonInfo, OpenError> {
@@ -193,5 +188,27 @@ fn start_daemon(dir: &Path, exe: &Path) -> Result<DaemonInfo, OpenError> {
             )));
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// How the IDE's picker opens a workspace: [`open_workspace`] from this
+/// daemon, starting others with this very binary.
+pub fn opener(this: PathBuf, home: Option<PathBuf>) -> Opener {
+    Box::new(move |path| {
+        let exe = current_exe()
+            .map_err(|e| (500, "workspaces.start_failed".to_string(), e.to_string()))?;
+        open_workspace(path, &this, home.as_deref(), &exe)
+            .map_err(|e| (e.status(), e.key().to_string(), e.to_string()))
+    })
+}
+
+/// This binary, to start other daemons with. Linux names a binary replaced since it
+/// started `PATH (deleted)` (a rebuild, an upgrade); the new one at `PATH` is meant.
+pub fn current_exe() -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let text = exe.to_string_lossy();
+    match text.strip_suffix(" (deleted)") {
+        Some(path) if Path::new(path).is_file() => Ok(PathBuf::from(path)),
+        _ => Ok(exe),
     }
 }
