@@ -30,9 +30,11 @@ export function has(key) {
 
 export function setLocale(l) {
   const next = LOCALES.includes(l) ? l : 'en';
-  if (next === locale && document.documentElement.lang === next) return;
+  // No document under node --test, where the strings are tested.
+  const root = globalThis.document?.documentElement;
+  if (next === locale && (!root || root.lang === next)) return;
   locale = next;
-  document.documentElement.lang = next;
+  if (root) root.lang = next;
   for (const fn of listeners) fn(next);
 }
 

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { groupRows, progressOf } from '../../ide/wbs.js';
-import { t, register } from '../../ide/i18n.js';
+import { t, register, setLocale } from '../../ide/i18n.js';
 import { store } from '../../ide/store.js';
 
 const row = (id, milestone, phase, state = 'PENDING') => ({ id, title: id, milestone, phase, state, dependencies: [] });
@@ -51,6 +51,14 @@ test('i18n: placeholders, English fallback, the key when nothing is known', () =
   assert.equal(t('test.hello', { name: 'Ann' }), 'Hello Ann, {n} left');
   assert.equal(t('test.nothing'), 'test.nothing');
   assert.equal(t('state.RETRY_WAIT'), 'Waiting to retry');
+  // A key Japanese lacks falls back to the English text, not to the key.
+  setLocale('ja');
+  try {
+    assert.equal(t('test.hello', { name: 'Ann', n: 3 }), 'Hello Ann, 3 left');
+    assert.notEqual(t('state.RETRY_WAIT'), 'Waiting to retry');
+  } finally {
+    setLocale('en');
+  }
 });
 
 test('store: a task event updates its row in place and says which task changed', () => {

@@ -10,7 +10,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -73,7 +73,7 @@ fn init(dir: &Path, name: &str, ws: &str) {
 
 /// A running daemon; stopped (TERM, then waited for) when dropped.
 struct Daemon {
-    child: Child,
+    _child: crate::support::Terminated,
     port: u16,
     token: String,
 }
@@ -93,7 +93,7 @@ impl Daemon {
             .unwrap();
         let served = crate::support::served(&mut child);
         Daemon {
-            child,
+            _child: crate::support::Terminated(child),
             port: served.port,
             token: served.token,
         }
@@ -137,16 +137,6 @@ impl Daemon {
         let (status, value) = self.call(method, path, body, true);
         assert_eq!(status, 200, "{method} {path}: {value}");
         value
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.child.wait();
     }
 }
 

@@ -36,7 +36,7 @@
 //! 200-task plan (printed, not asserted).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
@@ -186,7 +186,7 @@ impl Ide {
 
 /// A running `multiverse serve`; stopped (TERM, then waited for) when dropped.
 struct Daemon {
-    child: Child,
+    _child: crate::support::Terminated,
     port: u16,
     token: String,
 }
@@ -205,7 +205,7 @@ impl Daemon {
             .unwrap();
         let served = crate::support::served(&mut child);
         Daemon {
-            child,
+            _child: crate::support::Terminated(child),
             port: served.port,
             token: served.token,
         }
@@ -270,16 +270,6 @@ impl Daemon {
                 )
             })
             .collect()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.child.wait();
     }
 }
 
@@ -914,8 +904,11 @@ fn settings_and_workspaces(browser: &Browser, ide: &Ide, locale: &Locale) {
         assert!(shown.contains(word), "in {code} the nav says {shown:?}");
     }
 
-    // Forget takes it off the list after a confirmation, and deletes nothing.
-    let path = browser.attr_of(&rows, "data-path").unwrap();
+    // Forget takes it off the list after a confirmation, and deletes nothing. (The
+    // switch redrew the screen: its rows come back once the list is fetched again.)
+    let path = browser.wait_until("a workspace row again", WAIT, |b| {
+        Ok(b.attr_of(&rows, "data-path"))
+    });
     browser.click(&format!(
         "[data-test=workspace-row][data-path=\"{path}\"] [data-test=workspace-forget]"
     ));

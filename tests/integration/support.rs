@@ -583,6 +583,20 @@ echo "end $id" >> '{log}'
     path
 }
 
+/// A child process sent SIGTERM and waited for when dropped (a daemon a test started
+/// stops with the test, whatever way it ends).
+pub(crate) struct Terminated(pub std::process::Child);
+
+impl Drop for Terminated {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.0.wait();
+    }
+}
+
 /// Where a `multiverse serve` listens, as its "serving URL" line says.
 pub(crate) struct Served {
     /// `http://127.0.0.1:PORT/?token=TOKEN`.
