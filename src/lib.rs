@@ -24,6 +24,7 @@ pub mod codeintel;
 pub(crate) mod config;
 pub mod contract;
 pub mod diagnostic;
+pub mod environment;
 pub mod git;
 pub mod guard;
 pub mod hosts;

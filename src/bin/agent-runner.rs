@@ -180,12 +180,13 @@ fn exit(code: i32) -> ExitCode {
 /// Logs go to stderr: warnings and errors in text mode (progress lines say the rest),
 /// everything from info up as JSON lines in JSON mode. `AGENT_RUNNER_LOG` sets the level.
 fn init_logs(format: LogFormat) {
-    let level = match std::env::var("AGENT_RUNNER_LOG").as_deref() {
-        Ok("trace") => tracing::Level::TRACE,
-        Ok("debug") => tracing::Level::DEBUG,
-        Ok("info") => tracing::Level::INFO,
-        Ok("error") => tracing::Level::ERROR,
-        Ok("warn") => tracing::Level::WARN,
+    let env = code_intel::environment::Environment::of_process();
+    let level = match env.var("AGENT_RUNNER_LOG") {
+        Some("trace") => tracing::Level::TRACE,
+        Some("debug") => tracing::Level::DEBUG,
+        Some("info") => tracing::Level::INFO,
+        Some("error") => tracing::Level::ERROR,
+        Some("warn") => tracing::Level::WARN,
         _ if format == LogFormat::Json => tracing::Level::INFO,
         _ => tracing::Level::WARN,
     };

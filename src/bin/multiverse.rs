@@ -6,6 +6,7 @@
 //! different life: a long-running orchestrator (and daemon) that starts `agent-runner`
 //! processes, one per attempt, and must survive any of them crashing.
 
+use code_intel::environment::Environment;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -198,11 +199,11 @@ enum WorkspacesCmd {
 fn main() -> ExitCode {
     let args = Args::parse();
     // Logs on stderr, warnings by default; `MULTIVERSE_LOG=info` (or debug) for more.
-    let level = match std::env::var("MULTIVERSE_LOG").as_deref() {
-        Ok("error") => tracing::Level::ERROR,
-        Ok("info") => tracing::Level::INFO,
-        Ok("debug") => tracing::Level::DEBUG,
-        Ok("trace") => tracing::Level::TRACE,
+    let level = match Environment::of_process().var("MULTIVERSE_LOG") {
+        Some("error") => tracing::Level::ERROR,
+        Some("info") => tracing::Level::INFO,
+        Some("debug") => tracing::Level::DEBUG,
+        Some("trace") => tracing::Level::TRACE,
         _ => tracing::Level::WARN,
     };
     let _ = tracing_subscriber::fmt()
@@ -229,15 +230,17 @@ fn errln(text: &str) {
 }
 
 fn home() -> PathBuf {
-    std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from)
+    Environment::of_process()
+        .home()
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 fn workspace_dir(args: &Args) -> PathBuf {
     if let Some(dir) = &args.workspace {
         return dir.clone();
     }
-    if let Some(dir) = std::env::var_os("MULTIVERSE_WORKSPACE") {
-        return PathBuf::from(dir);
+    if let Some(dir) = Environment::of_process().path("MULTIVERSE_WORKSPACE") {
+        return dir;
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     app::default_workspace(&app::project_root(&cwd), &home())
@@ -352,7 +355,7 @@ fn run(args: Args) -> Result<u8, AppError> {
                     }
                 }
             });
-            let (mut orchestrator, _config) = app::open(&dir, events)?;
+            let (mut orchestrator, _config) = app::open(&dir, events, &Environment::of_process())?;
             let cancel = Cancel::new();
             handle_signals(&cancel);
             let summary = app::run_foreground(&mut orchestrator, &cancel)?;
@@ -390,9 +393,9 @@ fn run(args: Args) -> Result<u8, AppError> {
 fn serve_command(dir: &Path, port: u16) -> Result<u8, AppError> {
     let cancel = Cancel::new();
     handle_signals(&cancel);
-    let opener =
-        code_intel::multiverse::opener(dir.to_path_buf(), code_intel::multiverse::home_from_env());
-    app::serve(dir, port, opener, &cancel, |url| {
+    let env = Environment::of_process();
+    let opener = code_intel::multiverse::opener(dir.to_path_buf(), env.home());
+    app::serve(dir, port, opener, &env, &cancel, |url| {
         errln(&format!("multiverse: serving {url}"));
     })?;
     Ok(130)
@@ -651,7 +654,8 @@ fn send_command(dir: &Path, other: Cmd, json_out: bool) -> Result<u8, AppError> 
     let answer = match app::daemon(&dir) {
         Some(info) => app::send(&info, &command)?,
         None => {
-            let (mut orchestrator, config) = app::open(&dir, Arc::new(EventHub::new()))?;
+            let (mut orchestrator, config) =
+                app::open(&dir, Arc::new(EventHub::new()), &Environment::of_process())?;
             app::execute(&mut orchestrator, &config, &dir.join("chat"), command)?
         }
     };
@@ -739,8 +743,7 @@ fn init_command(
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let options = InitOptions {
-        workspace: workspace
-            .or_else(|| std::env::var_os("MULTIVERSE_WORKSPACE").map(PathBuf::from)),
+        workspace: workspace.or_else(|| Environment::of_process().path("MULTIVERSE_WORKSPACE")),
         project: project.unwrap_or(cwd),
         home: home(),
         config,

@@ -33,6 +33,7 @@ use crate::analysis::{diagram, matrix};
 use crate::contract::flags;
 use crate::contract::{self, Contract};
 use crate::diagnostic::render::Format;
+use crate::environment::Environment;
 use crate::source::Sources;
 use error::CliError;
 use out::{err, errln, out, outln};
@@ -530,11 +531,12 @@ fn hook(client: HookClient) -> ExitCode {
         .take(MAX_INPUT + 1)
         .read_to_end(&mut stdin);
     let cwd = std::env::current_dir().ok();
+    let env = Environment::of_process();
     let output = match read {
         // An unreadable or oversized input goes in as garbage and comes out as a deny.
-        Err(_) => hook::run(client, b"", cwd.as_deref()),
-        Ok(n) if n as u64 > MAX_INPUT => hook::run(client, b"", cwd.as_deref()),
-        Ok(_) => hook::run(client, &stdin, cwd.as_deref()),
+        Err(_) => hook::run(client, b"", cwd.as_deref(), &env),
+        Ok(n) if n as u64 > MAX_INPUT => hook::run(client, b"", cwd.as_deref(), &env),
+        Ok(_) => hook::run(client, &stdin, cwd.as_deref(), &env),
     };
     if let Some(text) = output.stderr {
         errln!("{text}");
@@ -549,11 +551,12 @@ fn hook(client: HookClient) -> ExitCode {
 /// `serve`: loads the repository's contract, then runs the MCP server until the client
 /// disconnects.
 fn serve(root: &Path, contract_file: Option<PathBuf>) -> Result<ExitCode, CliError> {
-    let level = match std::env::var("CODE_INTEL_LOG").as_deref() {
-        Ok("debug") => tracing::Level::DEBUG,
-        Ok("trace") => tracing::Level::TRACE,
-        Ok("warn") => tracing::Level::WARN,
-        Ok("error") => tracing::Level::ERROR,
+    let env = Environment::of_process();
+    let level = match env.var("CODE_INTEL_LOG") {
+        Some("debug") => tracing::Level::DEBUG,
+        Some("trace") => tracing::Level::TRACE,
+        Some("warn") => tracing::Level::WARN,
+        Some("error") => tracing::Level::ERROR,
         _ => tracing::Level::INFO,
     };
     let _ = tracing_subscriber::fmt()
@@ -568,8 +571,9 @@ fn serve(root: &Path, contract_file: Option<PathBuf>) -> Result<ExitCode, CliErr
         contract_file.as_deref(),
         &[crate::server::registry::registry()],
     )?;
-    let key = crate::server::checkpoint::SealKey::load_or_create().map_err(CliError::Key)?;
-    let server = crate::server::core::Server::new(root, contract, key).map_err(CliError::Server)?;
+    let key = crate::server::checkpoint::SealKey::load_or_create(&env).map_err(CliError::Key)?;
+    let server =
+        crate::server::core::Server::new(root, contract, key, &env).map_err(CliError::Server)?;
     tracing::info!("serving {}", server.root().display());
     crate::server::service::serve_stdio(server).map_err(CliError::Serve)?;
     Ok(ExitCode::SUCCESS)

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::out::{errln, outln};
 use crate::config::Config;
+use crate::environment::Environment;
 use crate::semantic::install::{
     self, InstallError, InstallReport, InstallRequest, Manifest, ModelStatus, Origin, SourceKind,
 };
@@ -122,6 +123,7 @@ fn emit<T: Serialize>(value: &T) -> bool {
 
 fn install_command(a: &InstallArgs) -> ExitCode {
     let progress = |line: &str| errln!("{line}");
+    let env = Environment::of_process();
     let request = InstallRequest {
         name: a.name.clone(),
         source: match a.source {
@@ -133,6 +135,7 @@ fn install_command(a: &InstallArgs) -> ExitCode {
         hub_url: a.hub_url.clone(),
         dir: a.dir.clone(),
         cache_dir: a.cache.cache_dir.clone(),
+        env: &env,
         progress: &progress,
     };
     match install::install(&request) {
@@ -189,6 +192,7 @@ pub(super) fn install_default() -> Result<InstallReport, InstallError> {
         hub_url: None,
         dir: None,
         cache_dir: None,
+        env: &Environment::of_process(),
         progress: &progress,
     })
 }
@@ -209,7 +213,7 @@ pub(super) fn resolved(dir: &Path) -> Result<ModelSpec, ModelError> {
         path: dir.join(".code-intel/config.yml"),
         reason,
     })?;
-    crate::semantic::model_spec(&root, &config.semantic)
+    crate::semantic::model_spec(&root, &config.semantic, &Environment::of_process())
 }
 
 fn origin(o: Origin) -> &'static str {
@@ -228,7 +232,12 @@ fn status(a: &StatusArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let s = match install::status(&root, &config.semantic, a.measure) {
+    let s = match install::status(
+        &root,
+        &config.semantic,
+        &Environment::of_process(),
+        a.measure,
+    ) {
         Ok(s) => s,
         Err(e) => {
             errln!(
@@ -309,7 +318,9 @@ struct Listed {
 
 fn list(a: &ListArgs) -> ExitCode {
     let manifest =
-        match install::cache_dir(a.cache.cache_dir.as_deref()).map(|c| Manifest::load(&c)) {
+        match install::cache_dir(a.cache.cache_dir.as_deref(), &Environment::of_process())
+            .map(|c| Manifest::load(&c))
+        {
             Some(Err(e)) => return fail(&e, a.json),
             Some(Ok(m)) => m.unwrap_or_default(),
             None => Manifest::default(),

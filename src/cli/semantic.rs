@@ -11,6 +11,7 @@ use clap::Args;
 use super::out::{err, errln, outln};
 use crate::codeintel::root::Root;
 use crate::config::Config;
+use crate::environment::Environment;
 use crate::semantic::{
     self, Embedder, Error, ModelError, Phase, SemanticIndex, SyncOptions, SyncReport,
 };
@@ -37,7 +38,7 @@ pub(super) struct SemanticArgs {
 /// The model the config names, or why there is none. A model that is configured but
 /// cannot be loaded is an error; one that is not configured is a note (lexical only).
 pub(super) fn load_model(root: &Root, config: &Config) -> Result<Option<Embedder>, ModelError> {
-    match semantic::embedder_spec(root.path(), &config.semantic) {
+    match semantic::embedder_spec(root.path(), &config.semantic, &Environment::of_process()) {
         Err(e @ ModelError::NotConfigured { .. }) => {
             errln!("note: {e}");
             Ok(None)

@@ -151,7 +151,11 @@ mod tests {
     }
 
     fn git(dir: &Path, args: &[&str]) {
+        // Sealed from the user's git settings: a global hook, signing or another default
+        // branch would change what this test sees.
         let out = Command::new("git")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
             .args(["-c", "user.name=t", "-c", "user.email=t@t"])
             .args(args)
             .current_dir(dir)

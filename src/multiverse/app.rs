@@ -33,6 +33,7 @@ use super::pools::{Pools, summaries};
 use super::recent::{self, RecentWorkspace};
 use super::settings::{self, ConnectionTest, LlmSettings, SettingsError, SettingsUpdate};
 use super::store::{StoreError, Workspace, WorkspaceMeta, read_state};
+use crate::environment::Environment;
 use crate::runner::{Cancel, MetaConfig, Planner};
 
 // The task views and the daemon's whereabouts live with the API; the command line uses
@@ -367,8 +368,13 @@ pub fn save_config(dir: &Path, config: &Config) -> Result<(), AppError> {
         .map_err(|error| AppError::Io { path, error })
 }
 
-/// Opens the workspace as its writer, with its orchestrator recovered.
-pub fn open(dir: &Path, events: Arc<EventHub>) -> Result<(Orchestrator, Config), AppError> {
+/// Opens the workspace as its writer, with its orchestrator recovered, and names it in the
+/// recent list under `env`'s `HOME` (none without one).
+pub fn open(
+    dir: &Path,
+    events: Arc<EventHub>,
+    env: &Environment,
+) -> Result<(Orchestrator, Config), AppError> {
     // Attempts run in the project: every path handed to them must be absolute.
     let dir = &dir.canonicalize().map_err(|error| AppError::Io {
         path: dir.to_path_buf(),
@@ -380,11 +386,9 @@ pub fn open(dir: &Path, events: Arc<EventHub>) -> Result<(Orchestrator, Config),
     let found = if config.agent_runner.contains('/') {
         program.is_file()
     } else {
-        crate::runner::preflight::find_on_path(
-            &config.agent_runner,
-            std::env::var("PATH").ok().as_deref(),
-        )
-        .is_some()
+        let path = crate::environment::program_path();
+        let path = path.as_deref().and_then(std::ffi::OsStr::to_str);
+        crate::runner::preflight::find_on_path(&config.agent_runner, path).is_some()
     };
     if !found {
         return Err(AppError::AgentRunnerMissing(config.agent_runner.clone()));
@@ -407,7 +411,7 @@ pub fn open(dir: &Path, events: Arc<EventHub>) -> Result<(Orchestrator, Config),
         grace: Duration::from_secs(config.grace_sec),
         locale: config.locale.clone(),
     };
-    if let Some(home) = recent::home_from_env() {
+    if let Some(home) = env.home() {
         remember(&home, dir, store.meta());
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -663,17 +667,18 @@ pub fn send(info: &DaemonInfo, command: &Command) -> Result<Value, AppError> {
 }
 
 /// `multiverse serve`: the scheduler and the HTTP API until `cancel`; the IDE's picker
-/// opens workspaces with `opener` (`open::opener`). Returns when the running tasks have
-/// been stopped.
+/// opens workspaces with `opener` (`open::opener`). `env` gives the recent list's `HOME`
+/// and `MULTIVERSE_IDE_DIR`. Returns when the running tasks have been stopped.
 pub fn serve(
     dir: &Path,
     port: u16,
     opener: Opener,
+    env: &Environment,
     cancel: &Cancel,
     on_ready: impl FnOnce(&str),
 ) -> Result<(), AppError> {
     let events = Arc::new(EventHub::new());
-    let (mut orchestrator, mut config) = open(dir, events.clone())?;
+    let (mut orchestrator, mut config) = open(dir, events.clone(), env)?;
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes)
         .map_err(|e| AppError::Usage(format!("no randomness for a token: {e}")))?;
@@ -690,13 +695,13 @@ pub fn serve(
         &serde_json::to_vec_pretty(&info).unwrap_or_default(),
     )?;
     let (jobs_tx, jobs_rx): (Sender<Job>, Receiver<Job>) = channel();
-    let home = recent::home_from_env();
+    let home = env.home();
     let api: Arc<dyn Api> = Arc::new(DaemonApi::new(
         jobs_tx,
         dir.to_path_buf(),
         events.clone(),
         home.clone(),
-        IdeSource::from_env(),
+        IdeSource::from_env(env),
         opener,
     ));
     let stopper = server.stopper();

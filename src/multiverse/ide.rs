@@ -4,6 +4,7 @@
 //! plain segments with a known type are served; nothing outside that table or that
 //! directory is reachable.
 
+use crate::environment::Environment;
 use std::borrow::Cow;
 use std::path::{Component, Path, PathBuf};
 
@@ -32,12 +33,10 @@ pub enum IdeSource {
 }
 
 impl IdeSource {
-    /// The directory `MULTIVERSE_IDE_DIR` names, else the embedded copy.
-    pub fn from_env() -> IdeSource {
-        match std::env::var_os(IDE_DIR_VARIABLE) {
-            Some(dir) if !dir.is_empty() => IdeSource::Directory(PathBuf::from(dir)),
-            _ => IdeSource::Embedded,
-        }
+    /// The directory `MULTIVERSE_IDE_DIR` names in `env`, else the embedded copy.
+    pub fn from_env(env: &Environment) -> IdeSource {
+        env.path(IDE_DIR_VARIABLE)
+            .map_or(IdeSource::Embedded, IdeSource::Directory)
     }
 
     /// The file at `path` (relative, `/`-separated; empty means `index.html`), if it is

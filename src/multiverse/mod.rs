@@ -135,9 +135,7 @@ pub use processes::{
     ContainerProcess, Containers, WorkerProcess, containers as process_containers,
     workers as process_workers,
 };
-pub use recent::{
-    MAX_RECENT, RecentWorkspace, forget as forget_workspace, home_from_env, recent_file,
-};
+pub use recent::{MAX_RECENT, RecentWorkspace, forget as forget_workspace, recent_file};
 pub use settings::{
     ConnectionTest, LlmSettings, SettingsError, SettingsUpdate, TEST_TIMEOUT, TestFailure,
     check as check_settings, valid_variable_name,

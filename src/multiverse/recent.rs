@@ -43,13 +43,6 @@ pub fn recent_file(home: &Path) -> PathBuf {
     home.join(".multiverse").join(FILE)
 }
 
-/// `$HOME`, where the list lives; `None` when it is not set.
-pub fn home_from_env() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-}
-
 /// The list, most recent first. Missing: empty. Unreadable or corrupt: empty, with a
 /// warning naming the file.
 pub(crate) fn load(home: &Path) -> Vec<RecentWorkspace> {

@@ -68,7 +68,7 @@ impl LlmSettings {
 }
 
 fn variable_set(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| !v.to_string_lossy().trim().is_empty())
+    crate::environment::secret(name).is_some()
 }
 
 fn meta(block: &Value) -> Result<MetaConfig, SettingsError> {
@@ -330,8 +330,9 @@ fn test_cli(meta: &MetaConfig) -> Result<String, TestFailure> {
         .as_deref()
         .filter(|c| !c.trim().is_empty())
         .unwrap_or(default);
-    let path = std::env::var("PATH").ok();
-    let Some(found) = crate::runner::preflight::find_on_path(program, path.as_deref()) else {
+    let path = crate::environment::program_path();
+    let path = path.as_deref().and_then(std::ffi::OsStr::to_str);
+    let Some(found) = crate::runner::preflight::find_on_path(program, path) else {
         return Err(TestFailure {
             key: "connection.cli_missing".into(),
             message: format!(

@@ -214,12 +214,16 @@ pub fn run(
         },
     };
     let events = events.with_trace_id(&trace_id);
-    let host_env: HostEnv = Box::new(|name| std::env::var(name).ok());
+    // The variables a task forwards to its worker, and the keys its tools name: secrets
+    // read by name when they are used.
+    let host_env: HostEnv = Box::new(crate::environment::secret);
     // `runner.tooling` may choose the worker, so it comes before the sandbox.
     let mut task = task;
-    let tooling = super::tooling_setup::setup(&mut task, options.meta_model.as_deref(), |name| {
-        std::env::var(name).ok()
-    });
+    let tooling = super::tooling_setup::setup(
+        &mut task,
+        options.meta_model.as_deref(),
+        crate::environment::secret,
+    );
     let (sandbox, target) = sandbox_for(&task, options, &*host_env);
     let sandbox = sandbox.map_err(RunError::Sandbox)?;
     let params = params_for(&task);

@@ -345,7 +345,9 @@ impl DockerSandbox {
         let repo = repo_path(&options.repo)?;
         // Found once on the host's PATH: a worker `env` that sets PATH is handed to the
         // docker client's environment (AR-M27) and must not change which docker runs.
-        if let Some(path) = find_on_path(&options.program, std::env::var("PATH").ok().as_deref()) {
+        let search = crate::environment::program_path();
+        let search = search.as_deref().and_then(std::ffi::OsStr::to_str);
+        if let Some(path) = find_on_path(&options.program, search) {
             options.program = path.display().to_string();
         }
         for path in std::iter::once(&repo).chain(options.mounts.iter().map(|m| &m.host)) {

@@ -60,21 +60,31 @@ pub use search::{ChunkDetail, Hit, SearchResult, SemanticIndex, VectorFailure};
 pub use sync::{Phase, SyncOptions, SyncReport, sync, sync_files};
 
 use crate::config::SemanticSettings;
+use crate::environment::Environment;
 
 /// The embedding server when one is configured (`semantic.endpoint` or
-/// `CODE_INTEL_EMBEDDING_URL`), else the local model ([`model_spec`]).
-pub fn embedder_spec(root: &Path, settings: &SemanticSettings) -> Result<EmbedderSpec, ModelError> {
-    match embed::endpoint::spec(settings)? {
+/// `CODE_INTEL_EMBEDDING_URL` in `env`), else the local model ([`model_spec`]).
+pub fn embedder_spec(
+    root: &Path,
+    settings: &SemanticSettings,
+    env: &Environment,
+) -> Result<EmbedderSpec, ModelError> {
+    match embed::endpoint::spec(settings, env)? {
         Some(endpoint) => Ok(EmbedderSpec::Endpoint(endpoint)),
-        None => model_spec(root, settings).map(EmbedderSpec::Local),
+        None => model_spec(root, settings, env).map(EmbedderSpec::Local),
     }
 }
 
-/// Where the runtime and the model are: each from its environment variable, else the
-/// setting (relative paths are relative to the root), else the model `code-intel model
-/// install` made active in the user's cache.
-pub fn model_spec(root: &Path, settings: &SemanticSettings) -> Result<ModelSpec, ModelError> {
-    install::resolve(root, settings).map(|r| r.spec)
+/// Where the runtime and the model are: each from its variable in `env`, else the setting
+/// (relative paths are relative to the root), else the model `code-intel model install`
+/// made active in the cache `env` locates (`CODE_INTEL_CACHE_DIR`, `XDG_CACHE_HOME`,
+/// `HOME`). [`Environment::empty`] means settings only.
+pub fn model_spec(
+    root: &Path,
+    settings: &SemanticSettings,
+    env: &Environment,
+) -> Result<ModelSpec, ModelError> {
+    install::resolve(root, settings, env).map(|r| r.spec)
 }
 
 /// Where the Map of `root` is kept.

@@ -18,6 +18,7 @@ use sha2::Sha256;
 
 use super::session_record::{RECORD_VERSION, SessionRecord};
 use crate::codeintel::store::atomic_write;
+use crate::environment::Environment;
 use crate::machine::Instance;
 
 /// Where sessions live, relative to the repository root.
@@ -178,22 +179,18 @@ impl fmt::Debug for SealKey {
 impl SealKey {
     /// The directory the key lives in: `$CODE_INTEL_STATE_DIR`, else
     /// `$XDG_STATE_HOME/code-intel`, else `$HOME/.local/state/code-intel`.
-    pub fn dir() -> Result<PathBuf, CheckpointError> {
-        let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-        if let Some(dir) = non_empty(STATE_DIR_ENV) {
-            return Ok(PathBuf::from(dir));
+    pub fn dir(env: &Environment) -> Result<PathBuf, CheckpointError> {
+        if let Some(dir) = env.path(STATE_DIR_ENV) {
+            return Ok(dir);
         }
-        if let Some(dir) = non_empty("XDG_STATE_HOME") {
-            return Ok(PathBuf::from(dir).join("code-intel"));
-        }
-        non_empty("HOME")
-            .map(|home| PathBuf::from(home).join(".local/state/code-intel"))
+        env.xdg_dir("XDG_STATE_HOME", ".local/state")
+            .map(|dir| dir.join("code-intel"))
             .ok_or(CheckpointError::NoKeyDir)
     }
 
     /// Loads the key, creating it when there is none yet.
-    pub fn load_or_create() -> Result<SealKey, CheckpointError> {
-        let dir = SealKey::dir()?;
+    pub fn load_or_create(env: &Environment) -> Result<SealKey, CheckpointError> {
+        let dir = SealKey::dir(env)?;
         let path = dir.join(KEY_FILE);
         if let Some(key) = SealKey::read(&path)? {
             return Ok(key);
@@ -227,8 +224,8 @@ impl SealKey {
 
     /// Loads the key if it exists (the write hook never creates one: no key means no
     /// checkpoint could have been sealed).
-    pub fn load() -> Result<Option<SealKey>, CheckpointError> {
-        SealKey::read(&SealKey::dir()?.join(KEY_FILE))
+    pub fn load(env: &Environment) -> Result<Option<SealKey>, CheckpointError> {
+        SealKey::read(&SealKey::dir(env)?.join(KEY_FILE))
     }
 
     fn read(path: &Path) -> Result<Option<SealKey>, CheckpointError> {

@@ -15,6 +15,7 @@
 //! Readers share an `Arc<Index>`; refreshing takes a mutex, so there is one writer and
 //! concurrent calls never block each other on reads.
 
+use crate::environment::Environment;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -61,10 +62,10 @@ pub enum ChangeSource {
 }
 
 impl ChangeSource {
-    /// From the environment: `CODE_INTEL_WATCH=0` polls.
-    pub fn from_env() -> ChangeSource {
-        match std::env::var("CODE_INTEL_WATCH").as_deref() {
-            Ok("0" | "false" | "no") => ChangeSource::Polling,
+    /// From the environment given: `CODE_INTEL_WATCH=0` polls.
+    pub fn from_env(env: &Environment) -> ChangeSource {
+        match env.var("CODE_INTEL_WATCH").map(str::trim) {
+            Some("0" | "false" | "no") => ChangeSource::Polling,
             _ => ChangeSource::FileEvents,
         }
     }

@@ -22,6 +22,7 @@ use super::words::Words;
 use crate::codeintel::root::Root;
 use crate::codeintel::store::atomic_write;
 use crate::config::{Config, SemanticSettings};
+use crate::environment::Environment;
 use crate::semantic::{self, Embedder, ModelError, Phase, SemanticIndex, SyncOptions};
 
 /// `k`: null is the default (as if absent); 0 is refused, as `limit: 0` is for the other
@@ -154,6 +155,8 @@ const ENDPOINT_RETRY: Duration = Duration::from_secs(30);
 struct Inner {
     root: Root,
     settings: Result<SemanticSettings, String>,
+    /// Where the model is found.
+    env: Environment,
     /// Loaded once, with the time it was tried; `Ok(None)` when no model is configured.
     /// An embedding endpoint that did not answer is tried again (see [`ENDPOINT_RETRY`]).
     model: Mutex<Option<(Loaded, Instant)>>,
@@ -179,8 +182,9 @@ impl std::fmt::Debug for SemanticTools {
 }
 
 impl SemanticTools {
-    /// The tools for `root`; starts a background sync when the config asks for one.
-    pub fn start(root: Root) -> SemanticTools {
+    /// The tools for `root`; starts a background sync when the config asks for one. The
+    /// model is found through `env` ([`semantic::embedder_spec`]).
+    pub fn start(root: Root, env: &Environment) -> SemanticTools {
         let settings = Config::load(root.path())
             .map(|c| c.semantic)
             .map_err(|e| e.to_string());
@@ -189,6 +193,7 @@ impl SemanticTools {
             inner: Arc::new(Inner {
                 root,
                 settings,
+                env: env.clone(),
                 model: Mutex::new(None),
                 status: Mutex::new(SyncStatus::default()),
                 index: Mutex::new(None),
@@ -220,11 +225,14 @@ impl SemanticTools {
         if cached.as_ref().is_none_or(stale) {
             let loaded = match self.settings() {
                 Err(_) => Ok(None),
-                Ok(settings) => match semantic::embedder_spec(self.inner.root.path(), settings) {
-                    Err(ModelError::NotConfigured { .. }) => Ok(None),
-                    Err(e) => Err(e),
-                    Ok(spec) => Embedder::open(&spec).map(|e| Some(Arc::new(e))),
-                },
+                Ok(settings) => {
+                    match semantic::embedder_spec(self.inner.root.path(), settings, &self.inner.env)
+                    {
+                        Err(ModelError::NotConfigured { .. }) => Ok(None),
+                        Err(e) => Err(e),
+                        Ok(spec) => Embedder::open(&spec).map(|e| Some(Arc::new(e))),
+                    }
+                }
             };
             *cached = Some((loaded, Instant::now()));
         }

@@ -52,7 +52,7 @@ impl Fixture {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(binary());
+        let mut command = crate::sealed::command(binary());
         command
             .args(args)
             .current_dir(self.path())
@@ -105,7 +105,7 @@ fn the_hello_example_completes_offline_as_the_readme_says() {
         std::fs::copy(root.join(file), &to).unwrap();
     }
     git2::Repository::init(dir.path()).unwrap();
-    let o = Command::new(binary())
+    let o = crate::sealed::command(binary())
         .args([
             "examples/tasks/hello.yaml",
             "--unsafe-local",
@@ -757,7 +757,7 @@ except subprocess.TimeoutExpired:
 sys.stdout.write("exit=%d\n" % p.returncode)
 sys.stdout.write(p.stderr.decode())
 "#;
-    let o = Command::new("python3")
+    let o = crate::sealed::command("python3")
         .arg("-c")
         .arg(script)
         .arg(binary())

@@ -6,7 +6,7 @@
 //! in any of it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
@@ -38,7 +38,7 @@ impl Fixture {
     }
 
     fn run(&self, extra: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut command = Command::new(binary());
+        let mut command = crate::sealed::command(binary());
         command
             .args([
                 "task.yaml",

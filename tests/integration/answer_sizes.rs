@@ -79,7 +79,7 @@ fn code_tools(dir: &Path) -> CodeTools {
         std::thread::sleep(Duration::from_millis(20));
     }
     CodeTools {
-        semantic: SemanticTools::start(root.clone()),
+        semantic: SemanticTools::start(root.clone(), &crate::sealed::environment()),
         root,
         index,
     }

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,7 @@ fn chroma_command() -> &'static PathBuf {
         let chroma = venv.join("bin/chroma");
         let python = venv.join("bin/python");
         let installed = || {
-            Command::new(&python)
+            crate::sealed::command(&python)
                 .args([
                     "-c",
                     "import chromadb, sys; sys.exit(chromadb.__version__ != sys.argv[1])",
@@ -40,7 +40,7 @@ fn chroma_command() -> &'static PathBuf {
         if chroma.is_file() && installed() {
             return Ok(chroma);
         }
-        let made = Command::new("python3")
+        let made = crate::sealed::setup_command("python3")
             .args(["-m", "venv"])
             .arg(&venv)
             .output()
@@ -51,7 +51,7 @@ fn chroma_command() -> &'static PathBuf {
                 String::from_utf8_lossy(&made.stderr)
             ));
         }
-        let pip = Command::new(&python)
+        let pip = crate::sealed::setup_command(&python)
             .args([
                 "-m",
                 "pip",
@@ -93,7 +93,7 @@ impl ChromaServer {
             .map(|a| a.port())
             .unwrap();
         let log = std::fs::File::create(data.join("server.log")).unwrap();
-        let child = Command::new(chroma_command())
+        let child = crate::sealed::command(chroma_command())
             .arg("run")
             .arg("--path")
             .arg(data.join("db"))
@@ -187,7 +187,7 @@ fn two_clones(name: &str, url: &str, prefix: &str) -> (TempDir, TempDir) {
     std::fs::write(first.join(".code-intel/config.yml"), config(url, prefix)).unwrap();
     git_repo(&first, &[]);
     let second = TempDir::claim(&format!("ci-chroma-{}-{name}-b", std::process::id()));
-    let cloned = Command::new("git")
+    let cloned = crate::sealed::command("git")
         .arg("clone")
         .arg("--quiet")
         .arg(first.path())

@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
@@ -73,7 +73,7 @@ impl Dirs {
 /// temporary `HOME`, no telemetry, updates or other traffic, plus `extra`.
 fn run_claude(dirs: &Dirs, seconds: u32, args: &[&str], extra: &[(&str, String)]) -> Output {
     let exe = claude().as_ref().unwrap_or_else(|e| panic!("{e}"));
-    let mut cmd = Command::new("timeout");
+    let mut cmd = crate::sealed::command("timeout");
     // timeout signals the whole process group: the client, its MCP server and hooks.
     cmd.args(["--kill-after=10", &seconds.to_string()])
         .arg(exe)

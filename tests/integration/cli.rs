@@ -2,7 +2,7 @@
 //! project overlay of the built-in contract.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::support::{TempDir, default_contract, repo};
 
@@ -42,7 +42,7 @@ fn assert_valid_mermaid(files: &[&Path]) {
     if let Err(e) = crate::support::npm_package("mermaid", "mermaid") {
         panic!("mermaid's parser is needed for this check: {e}");
     }
-    let o = Command::new("node")
+    let o = crate::sealed::command("node")
         .arg(checker.join("validate.mjs"))
         .args(files)
         .output()

@@ -142,7 +142,7 @@ fn toml_string(s: &str) -> String {
 /// The client's environment: the temporary `HOME` and `CODEX_HOME`, nothing of the
 /// caller's but `PATH`.
 fn codex_command(dirs: &Dirs, program: &Path) -> Command {
-    let mut cmd = Command::new(program);
+    let mut cmd = crate::sealed::command(program);
     cmd.current_dir(&dirs.repo)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())

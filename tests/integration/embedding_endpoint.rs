@@ -524,7 +524,7 @@ pub(crate) fn mcp_answers(dir: &Path, queries: &[&str], env: &[(&str, &str)]) ->
         .as_ref()
         .unwrap_or_else(|e| panic!("{e}"));
     let (runtime, model) = model_files().as_ref().unwrap_or_else(|e| panic!("{e}"));
-    let out = Command::new(python)
+    let out = crate::sealed::command(python)
         .args(["-c", MCP_CLIENT])
         .arg(binary())
         .arg(dir)

@@ -343,7 +343,7 @@ fn a_task_branch_left_by_a_kill_is_taken_up_unless_it_diverged() {
 /// Leaves what a server killed midway through an action leaves besides its lock files: the
 /// intent naming its process, now dead, and the refs it was writing.
 fn killed_action(t: &TempRepo, refs: &[&str]) {
-    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let mut child = crate::sealed::command("true").spawn().unwrap();
     let pid = child.id();
     child.wait().unwrap();
     write_intent(t, pid, refs);
@@ -396,10 +396,7 @@ fn only_locks_of_a_dead_action_taken_during_it_and_held_by_no_one_are_cleared() 
     assert!(present(".git/index.lock"));
 
     // The intent of a live process: its locks and intent stay.
-    let mut live = std::process::Command::new("sleep")
-        .arg("30")
-        .spawn()
-        .unwrap();
+    let mut live = crate::sealed::command("sleep").arg("30").spawn().unwrap();
     write_intent(&t, live.id(), &["refs/heads/llm_task_s1_from_main"]);
     t.write(ours, "");
     assert_eq!(repo.recover().unwrap().removed, Vec::<String>::new());
@@ -1287,4 +1284,62 @@ fn a_rename_never_pairs_the_users_work_with_the_tasks() {
         "the user's deletion was committed with the task"
     );
     assert_eq!(t.read("t.txt"), None, "the user's deletion was undone");
+}
+
+/// The user's git settings that would stop or change a session's commits — signing with a
+/// gpg that fails, hooks that refuse, no identity — do not: the session's commits and
+/// merges are made by libgit2, which signs nothing and runs no hook (a decision, see
+/// docs/testing.md). The settings are the repository's own here; a user's global ones are
+/// read the same way.
+#[test]
+fn the_users_signing_hooks_and_missing_identity_do_not_stop_a_sessions_commit_or_merge() {
+    let (t, repo, branch) = started("lived-in", &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let hooks = t.dir.join(".git/refusing-hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let ran = t.dir.join(".git/a-hook-ran");
+    for hook in [
+        "pre-commit",
+        "commit-msg",
+        "post-commit",
+        "pre-merge-commit",
+    ] {
+        let script = format!("#!/bin/sh\ntouch '{}'\nexit 1\n", ran.display());
+        std::fs::write(hooks.join(hook), script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(hooks.join(hook), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut config = t.repo.config().unwrap();
+    config.set_bool("commit.gpgsign", true).unwrap();
+    config.set_str("gpg.program", "/bin/false").unwrap();
+    config
+        .set_str("core.hooksPath", hooks.to_str().unwrap())
+        .unwrap();
+    config.remove("user.name").unwrap();
+    config.remove("user.email").unwrap();
+    // Whose name the commits carry: the user's global identity when this machine has one
+    // (libgit2 reads it as git does), else code-intel's own.
+    let author = t
+        .repo
+        .signature()
+        .map_or("code-intel".to_string(), |s| s.name().unwrap().to_string());
+
+    t.write("a.txt", "task\n");
+    repo.commit_reviewed(&branch, "task work", &[keep("a.txt")])
+        .unwrap();
+    let task_commit = t.repo.find_commit(t.tip(&branch.name).unwrap()).unwrap();
+    assert_eq!(task_commit.author().name().ok(), Some(author.as_str()));
+    assert!(task_commit.header_field_bytes("gpgsig").is_err(), "signed");
+
+    t.switch("main");
+    t.write("b.txt", "main moved\n");
+    t.commit_all("main");
+    t.switch(&branch.name);
+    let merged = repo.merge_into_base(&branch).unwrap();
+    assert_eq!(merged.kind, MergeKind::MergeCommit);
+    let merge = t.repo.find_commit(t.tip("main").unwrap()).unwrap();
+    assert_eq!(merge.committer().name().ok(), Some(author.as_str()));
+    assert!(merge.header_field_bytes("gpgsig").is_err(), "signed");
+    assert!(!ran.exists(), "a hook of the user's ran");
+    assert_eq!(t.read("a.txt").as_deref(), Some("task\n"));
+    assert_eq!(t.read("b.txt").as_deref(), Some("main moved\n"));
 }

@@ -5,7 +5,7 @@
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use code_intel::server::SealKey;
 use code_intel::server::Server;
@@ -709,7 +709,12 @@ fn a_linked_state_dir_is_refused_and_nothing_is_written_through_it() {
     std::fs::create_dir_all(&elsewhere).unwrap();
     std::fs::remove_dir_all(repo.root.join(".code-intel")).unwrap();
     std::os::unix::fs::symlink(&elsewhere, repo.root.join(".code-intel")).unwrap();
-    let error = match Server::new(&repo.root, default_contract(), SealKey::from_bytes(KEY)) {
+    let error = match Server::new(
+        &repo.root,
+        default_contract(),
+        SealKey::from_bytes(KEY),
+        &crate::sealed::environment(),
+    ) {
         Ok(_) => panic!("a server started on a linked .code-intel"),
         Err(e) => e.to_string(),
     };
@@ -1021,7 +1026,7 @@ fn code_tool_notes_in_japanese(
     // An index that never loaded: the answers made without it say so.
     let root = Root::open(&repo.root).unwrap();
     let tools = CodeTools {
-        semantic: SemanticTools::start(root.clone()),
+        semantic: SemanticTools::start(root.clone(), &crate::sealed::environment()),
         index: IndexCache::new(root.clone(), ChangeSource::Polling),
         root,
     };
@@ -1070,7 +1075,7 @@ fn code_tool_notes_in_japanese(
     .unwrap();
     let root = Root::open(&broken.root).unwrap();
     let tools = CodeTools {
-        semantic: SemanticTools::start(root.clone()),
+        semantic: SemanticTools::start(root.clone(), &crate::sealed::environment()),
         index: IndexCache::new(root.clone(), ChangeSource::Polling),
         root,
     };
@@ -1115,7 +1120,7 @@ fn a_ja_session_answers_every_reply_in_japanese() {
         &["add", "callers.py", "data.txt"][..],
         &["commit", "-qm", "more files"],
     ] {
-        let out = Command::new("git")
+        let out = crate::sealed::command("git")
             .args(a)
             .current_dir(&repo.root)
             .output()
@@ -1169,7 +1174,7 @@ fn a_ja_session_answers_every_reply_in_japanese() {
     }
     // A repository that cannot host a task branch: a git refusal.
     let git = |a: &[&str]| {
-        let out = Command::new("git")
+        let out = crate::sealed::command("git")
             .args(a)
             .current_dir(&repo.root)
             .output()

@@ -4,7 +4,6 @@
 //! clients with it).
 
 use std::path::Path;
-use std::process::Command;
 
 #[test]
 fn the_ides_javascript_units_pass_under_node() {
@@ -16,7 +15,7 @@ fn the_ides_javascript_units_pass_under_node() {
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no tests in {}", dir.display());
-    let o = Command::new("node")
+    let o = crate::sealed::command("node")
         .arg("--test")
         // One file at a time: the Markdown parser's growth checks time their inputs, and
         // the other files running beside them would only add noise.

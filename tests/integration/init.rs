@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use code_intel::contract::StateKind;
 use serde_json::Value;
@@ -401,7 +401,7 @@ fn init_outside_a_git_repository_says_what_the_first_session_needs() {
         "{}",
         String::from_utf8_lossy(&index.stderr)
     );
-    let status = Command::new("git")
+    let status = crate::sealed::command("git")
         .args(["status", "--porcelain", "--untracked-files=all"])
         .current_dir(&*repo)
         .output()

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
@@ -306,7 +306,7 @@ fn accepted(answer: &Answer, next: &str) -> bool {
 }
 
 fn git(root: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
+    let out = crate::sealed::command("git")
         .args(args)
         .current_dir(root)
         .output()
@@ -442,7 +442,11 @@ fn session(
         if std::env::var_os("CODE_INTEL_KILL_KEEP").is_some() {
             // Kept for a post-mortem: a copy, since the session's own directory goes.
             let kept = root.with_extension("kept");
-            let _ = Command::new("cp").arg("-a").arg(root).arg(&kept).status();
+            let _ = crate::sealed::command("cp")
+                .arg("-a")
+                .arg(root)
+                .arg(&kept)
+                .status();
             return fail(format!(
                 "{what}\nrepository kept at {}\nserver stderr:\n{}",
                 kept.display(),

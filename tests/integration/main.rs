@@ -191,6 +191,11 @@
 //! - `history`: every bug id cited anywhere is listed in `docs/history.md`, none bare.
 //! - `support`, `rust_source`: shared helpers (contracts and paths of the repository; the
 //!   Rust text lexer of `tidy` and `layering`).
+//! - `sealed`: the tests' one door to the machine. Every process a test starts gets an
+//!   environment built from nothing (a home of its own with its own git configuration, no
+//!   variable of the user's); in-process calls get an empty `Environment`; the `tidy` test
+//!   fails on a `Command::new` elsewhere. `.ci/run` runs the suite again in a lived-in home
+//!   (`tests/lived-in/run.sh`, `docs/testing.md`).
 
 mod agent_runner;
 mod agent_runner_cli;
@@ -240,6 +245,7 @@ mod runner_task_files;
 mod runner_tooling;
 mod rust_source;
 mod saving;
+mod sealed;
 mod semantic;
 mod server_index;
 mod server_registry;

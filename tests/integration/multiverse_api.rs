@@ -10,7 +10,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ fn multiverse() -> PathBuf {
 }
 
 fn mv_in(dir: &Path, ws: &str, args: &[&str]) -> Output {
-    Command::new(multiverse())
+    crate::sealed::command(multiverse())
         .arg("--workspace")
         .arg(dir.join(ws))
         .args(args)
@@ -82,7 +82,7 @@ impl Daemon {
     /// `multiverse serve` on `dir/ws` with HOME at `dir` and the test key in its
     /// environment.
     fn start(dir: &Path) -> Daemon {
-        let mut child = Command::new(multiverse())
+        let mut child = crate::sealed::command(multiverse())
             .args(["--workspace", dir.join("ws").to_str().unwrap(), "serve"])
             .env("HOME", dir)
             .env(KEY_VARIABLE, KEY)
@@ -589,7 +589,7 @@ fn the_connection_test_of_a_cli_planner_runs_its_version() {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let test = |path: &str| -> Value {
-        let o = Command::new(multiverse())
+        let o = crate::sealed::command(multiverse())
             .args(["--workspace", dir.join("ws").to_str().unwrap()])
             .args(["--json", "settings", "test"])
             .env("HOME", dir)

@@ -30,7 +30,7 @@ fn workspace(tmp: &Path) -> (Orchestrator, Arc<EventHub>, std::path::PathBuf) {
     })
     .unwrap();
     let events = Arc::new(EventHub::new());
-    let (orchestrator, _) = app::open(&dir, events.clone()).unwrap();
+    let (orchestrator, _) = app::open(&dir, events.clone(), &crate::sealed::environment()).unwrap();
     (orchestrator, events, dir)
 }
 
@@ -243,7 +243,12 @@ fn a_chat_request_for_five_tasks_runs_them_in_dependency_order_two_at_a_time() {
         },
     })
     .unwrap();
-    let (mut o, _) = app::open(&dir, Arc::new(EventHub::new())).unwrap();
+    let (mut o, _) = app::open(
+        &dir,
+        Arc::new(EventHub::new()),
+        &crate::sealed::environment(),
+    )
+    .unwrap();
     let mut planner = planner(json!({"kind": "mock"}), tmp.path());
     let chat = ChatLog::new(&dir.join("chat"));
     let turn = chat_turn(

@@ -4,7 +4,7 @@
 //! daemon mid-run and a restart that recovers the orphaned attempt and finishes the plan.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -27,7 +27,7 @@ fn project(dir: &Path) -> PathBuf {
 }
 
 fn mv(dir: &Path, args: &[&str]) -> Output {
-    Command::new(multiverse())
+    crate::sealed::command(multiverse())
         .arg("--workspace")
         .arg(dir.join("ws"))
         .args(args)
@@ -87,7 +87,7 @@ fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
     project(dir);
     init_offline(dir, "echo work >> work.txt");
     // A workspace inside the project is refused: workers could change it.
-    let inside = Command::new(multiverse())
+    let inside = crate::sealed::command(multiverse())
         .args([
             "--workspace",
             dir.join("project/.mv").to_str().unwrap(),
@@ -101,7 +101,7 @@ fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
     // So is one spelled as a link from outside to a directory inside.
     std::fs::create_dir_all(dir.join("project/hidden")).unwrap();
     std::os::unix::fs::symlink(dir.join("project/hidden"), dir.join("link")).unwrap();
-    let linked = Command::new(multiverse())
+    let linked = crate::sealed::command(multiverse())
         .args(["--workspace", dir.join("link").to_str().unwrap(), "init"])
         .arg(dir.join("project"))
         .output()
@@ -186,7 +186,7 @@ exit 0
 "#;
 
 fn serve(dir: &Path) -> (Child, String) {
-    let mut child = Command::new(multiverse())
+    let mut child = crate::sealed::command(multiverse())
         .args(["--workspace", dir.join("ws").to_str().unwrap(), "serve"])
         .env("HOME", dir)
         .stdin(Stdio::null())

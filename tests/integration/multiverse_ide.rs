@@ -36,7 +36,7 @@
 //! 200-task plan (printed, not asserted).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
@@ -153,7 +153,7 @@ impl Ide {
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
         let ws = dir.join("ws");
-        let init = Command::new(multiverse())
+        let init = crate::sealed::command(multiverse())
             .arg("--workspace")
             .arg(&ws)
             .arg("init")
@@ -193,7 +193,7 @@ struct Daemon {
 
 impl Daemon {
     fn start(home: &Path, ws: &Path) -> Daemon {
-        let mut child = Command::new(multiverse())
+        let mut child = crate::sealed::command(multiverse())
             .arg("--workspace")
             .arg(ws)
             .arg("serve")

@@ -9,7 +9,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -186,7 +186,7 @@ fn multiverse() -> PathBuf {
 }
 
 fn mv(dir: &Path, args: &[&str]) -> Output {
-    Command::new(multiverse())
+    crate::sealed::command(multiverse())
         .arg("--workspace")
         .arg(dir.join("ws"))
         .args(args)
@@ -276,7 +276,7 @@ impl Drop for Daemon {
 
 /// `multiverse serve` in `dir`; its URL (with the token) once it listens.
 fn serve(dir: &Path) -> (Daemon, String) {
-    let mut child = Command::new(multiverse())
+    let mut child = crate::sealed::command(multiverse())
         .args(["--workspace", dir.join("ws").to_str().unwrap(), "serve"])
         .env("HOME", dir)
         .stdin(Stdio::null())

@@ -7,7 +7,7 @@
 //! their process alive or gone; a 1,000-task plan loads within its budget.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -290,7 +290,7 @@ fn hold_the_workspace_child() {
 fn spawn_holder(dir: &Path) -> Reaped {
     let ready = dir.join("../child-ready");
     let _ = std::fs::remove_file(&ready);
-    let child = Command::new(std::env::current_exe().unwrap())
+    let child = crate::sealed::command(std::env::current_exe().unwrap())
         .args([
             "multiverse_store::hold_the_workspace_child",
             "--exact",
@@ -357,8 +357,8 @@ fn attempts_left_running_are_reported_with_their_process_alive_or_gone() {
     let tmp = TempDir::new("mv-store-recovery");
     let mut ws = init(&tmp);
     let dir = ws.dir().to_path_buf();
-    let alive = Reaped(Command::new("sleep").arg("30").spawn().unwrap());
-    let mut gone = Command::new("true").spawn().unwrap();
+    let alive = Reaped(crate::sealed::command("sleep").arg("30").spawn().unwrap());
+    let mut gone = crate::sealed::command("true").spawn().unwrap();
     let gone_pid = gone.id();
     gone.wait().unwrap();
     ws.apply(vec![

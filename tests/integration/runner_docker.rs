@@ -37,7 +37,7 @@ fn image() -> &'static str {
 }
 
 fn docker(args: &[&str]) -> Output {
-    Command::new("docker")
+    crate::sealed::command("docker")
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -45,7 +45,7 @@ fn docker(args: &[&str]) -> Output {
 }
 
 fn daemon_answers() -> bool {
-    Command::new("docker")
+    crate::sealed::command("docker")
         .args(["version", "--format", "{{.Server.Version}}"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -59,7 +59,7 @@ fn is_root() -> bool {
 }
 
 fn on_path(program: &str) -> bool {
-    Command::new("sh")
+    crate::sealed::command("sh")
         .args(["-c", &format!("command -v {program}")])
         .stdout(Stdio::null())
         .status()
@@ -77,7 +77,7 @@ fn apt_install(packages: &[&str]) -> Result<(), String> {
         ));
     }
     let install = || {
-        Command::new("apt-get")
+        crate::sealed::command("apt-get")
             .args(["install", "-y", "-q", "--no-install-recommends"])
             .args(packages)
             .env("DEBIAN_FRONTEND", "noninteractive")
@@ -88,7 +88,9 @@ fn apt_install(packages: &[&str]) -> Result<(), String> {
     if out.status.success() {
         return Ok(());
     }
-    let _ = Command::new("apt-get").args(["update", "-q"]).output();
+    let _ = crate::sealed::command("apt-get")
+        .args(["update", "-q"])
+        .output();
     let out = install().map_err(|e| format!("apt-get: {e}"))?;
     if out.status.success() {
         Ok(())
@@ -111,7 +113,7 @@ fn prepare() -> Result<String, String> {
         let log = std::fs::File::create(std::env::temp_dir().join("code-intel-dockerd.log"))
             .map_err(|e| e.to_string())?;
         // Detached: it serves the rest of the run (and later runs) like a system daemon.
-        Command::new("setsid")
+        crate::sealed::command("setsid")
             .arg("dockerd")
             .stdin(Stdio::null())
             .stdout(log.try_clone().map_err(|e| e.to_string())?)
@@ -160,7 +162,7 @@ fn build_image(tag: &str, busybox: &Path, extra: &[(&Path, &str)]) -> Result<(),
         std::fs::create_dir_all(root.join(sub)).map_err(|e| e.to_string())?;
     }
     std::fs::copy(busybox, root.join("bin/busybox")).map_err(|e| e.to_string())?;
-    let list = Command::new(busybox)
+    let list = crate::sealed::command(busybox)
         .arg("--list")
         .output()
         .map_err(|e| e.to_string())?;
@@ -183,7 +185,7 @@ fn build_image(tag: &str, busybox: &Path, extra: &[(&Path, &str)]) -> Result<(),
         }
         std::fs::copy(from, &to).map_err(|e| format!("{}: {e}", from.display()))?;
     }
-    let out = Command::new("sh")
+    let out = crate::sealed::command("sh")
         .args([
             "-c",
             "tar -C \"$1\" -c . | docker import -c 'ENV PATH=/bin' - \"$2\"",
@@ -251,7 +253,7 @@ impl Fixture {
     }
 
     fn command(&self) -> Command {
-        let mut command = Command::new(binary());
+        let mut command = crate::sealed::command(binary());
         command
             .args(["task.yaml", "--result-file", "result.json"])
             .current_dir(self.path())
@@ -332,7 +334,7 @@ fn files_the_worker_writes_belong_to_the_user_who_ran_it() {
         // Not root: the test above already ran as an ordinary user.
         return;
     }
-    let group = Command::new("getent")
+    let group = crate::sealed::command("getent")
         .args(["group", "docker"])
         .output()
         .unwrap();
@@ -347,13 +349,13 @@ fn files_the_worker_writes_belong_to_the_user_who_ran_it() {
         "grep -q hello hello.txt",
         "",
     );
-    let chown = Command::new("chown")
+    let chown = crate::sealed::command("chown")
         .args(["-R", "4243:4243"])
         .arg(f.path())
         .status()
         .unwrap();
     assert!(chown.success());
-    let o = Command::new("setpriv")
+    let o = crate::sealed::command("setpriv")
         .args([
             "--reuid",
             "4243",
@@ -576,7 +578,10 @@ fn env_values_reach_the_worker_but_never_a_command_line() {
     let inspect = String::from_utf8_lossy(&inspect.stdout);
     assert!(!inspect.contains(secret), "the value is in docker inspect");
     // Nor on any host command line (the docker exec client's included).
-    let ps = Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    let ps = crate::sealed::command("ps")
+        .args(["-eo", "args"])
+        .output()
+        .unwrap();
     assert!(!String::from_utf8_lossy(&ps.stdout).contains(secret));
     std::fs::write(f.repo_file("go"), "").unwrap();
     let o = child.wait_with_output().unwrap();
@@ -747,7 +752,7 @@ fn claude_image() -> &'static str {
         let base = image();
         let claude =
             crate::support::npm_package("claude", "@anthropic-ai/claude-code-linux-x64/claude")?;
-        let ldd = Command::new("ldd")
+        let ldd = crate::sealed::command("ldd")
             .arg(&claude)
             .output()
             .map_err(|e| format!("ldd: {e}"))?;
@@ -805,7 +810,7 @@ fn claude_image() -> &'static str {
 
 /// This machine's address on Docker's default bridge, which containers reach it by.
 fn bridge_address() -> String {
-    let out = Command::new("ip")
+    let out = crate::sealed::command("ip")
         .args(["-4", "-o", "addr", "show", "docker0"])
         .output()
         .expect("ip (iproute2)");
@@ -928,7 +933,7 @@ fn the_real_codex_cli_completes_a_task_in_a_container() {
 #[test]
 fn image_build_prints_builds_and_refuses_clearly() {
     let run = |args: &[&str]| {
-        Command::new(binary())
+        crate::sealed::command(binary())
             .arg("image")
             .args(args)
             .stdin(Stdio::null())
@@ -1041,7 +1046,7 @@ fn a_multiverse_plan_runs_its_tasks_in_real_containers() {
     crate::support::git_repo(&repo, &[("README.md", "# project\n")]);
     let ws = dir.path().join("ws");
     let mv = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_multiverse"))
+        crate::sealed::command(env!("CARGO_BIN_EXE_multiverse"))
             .arg("--workspace")
             .arg(&ws)
             .args(args)
@@ -1103,7 +1108,7 @@ fn sleeping_workspace(dir: &Path, name: &str) -> impl Fn(&[&str]) -> Command {
     let ws = dir.join(format!("{name}-ws"));
     let home = dir.to_path_buf();
     let mv = move |args: &[&str]| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_multiverse"));
+        let mut command = crate::sealed::command(env!("CARGO_BIN_EXE_multiverse"));
         command
             .arg("--workspace")
             .arg(&ws)

@@ -48,7 +48,7 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
     .unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     for _ in 0..200 {
-        match std::process::Command::new(&path)
+        match crate::sealed::command(&path)
             .env("PLANNER_TEST_PROBE", "1")
             .status()
         {

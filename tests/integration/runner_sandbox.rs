@@ -461,7 +461,7 @@ fn assert_killed_inside(
     let survivors: Vec<&String> = [&agent, &child].into_iter().filter(|p| alive(p)).collect();
     for pid in &survivors {
         // Not left behind when this test fails.
-        let _ = std::process::Command::new("kill")
+        let _ = crate::sealed::command("kill")
             .args(["-KILL", pid.as_str()])
             .status();
     }
@@ -963,7 +963,7 @@ fn b10_an_agent_that_removes_its_pid_file_gets_its_container_killed() {
     assert!(calls.iter().any(|c| c == "kill <name>"), "{calls:?}");
     // The fake's "container" cannot be killed as a whole; the test stops its agent.
     let pid = read_when_there(&agent_pid);
-    let _ = std::process::Command::new("kill")
+    let _ = crate::sealed::command("kill")
         .args(["-KILL", &pid.to_string()])
         .status();
     sandbox.stop().unwrap();

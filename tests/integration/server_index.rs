@@ -69,7 +69,7 @@ fn code_tools_with(dir: &Path, start: bool, changes: ChangeSource) -> CodeTools 
         IndexCache::new(root.clone(), changes)
     };
     CodeTools {
-        semantic: SemanticTools::start(root.clone()),
+        semantic: SemanticTools::start(root.clone(), &crate::sealed::environment()),
         root,
         index,
     }

@@ -56,7 +56,7 @@ fn temp_repo(name: &str) -> SkippedRepo {
     // Binary: a NUL byte after the pattern.
     std::fs::write(dir.join("data.bin"), b"needle\0\x01\x02").unwrap();
     // A FIFO: opening it would block until someone writes, so it must not be opened.
-    let made = Command::new("mkfifo")
+    let made = crate::sealed::command("mkfifo")
         .arg(dir.join("pipe.py"))
         .status()
         .unwrap();
@@ -65,7 +65,7 @@ fn temp_repo(name: &str) -> SkippedRepo {
 }
 
 fn make_readable(dir: &Path) {
-    let _ = Command::new("chmod")
+    let _ = crate::sealed::command("chmod")
         .args(["-R", "u+rwx"])
         .arg(dir)
         .status();
@@ -194,7 +194,7 @@ fn search_tools_report_what_they_skipped() {
     let tools = CodeTools {
         root: root.clone(),
         index: IndexCache::new(root.clone(), ChangeSource::FileEvents),
-        semantic: SemanticTools::start(root),
+        semantic: SemanticTools::start(root, &crate::sealed::environment()),
     };
     let call = |name: &str, args: Value| {
         call_code(&tools, name, args.as_object().cloned().unwrap(), english())
@@ -262,15 +262,14 @@ fn binary_bound_by_file_modes(probe_dir: &Path) -> Option<Command> {
         Some(crate::support::code_intel())
     } else {
         let drop = ["--bounding-set", "-dac_override,-dac_read_search", "--"];
-        let denied = Command::new("setpriv")
+        let denied = crate::sealed::command("setpriv")
             .args(drop)
             .arg("cat")
             .arg(&probe)
             .output()
             .is_ok_and(|o| !o.status.success());
         denied.then(|| {
-            let mut c = Command::new("setpriv");
-            crate::support::no_installed_model(&mut c);
+            let mut c = crate::sealed::command("setpriv");
             c.args(drop).arg(binary());
             c
         })

@@ -39,24 +39,11 @@ pub(crate) fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_code-intel"))
 }
 
-/// `code-intel` as the tests run it: see [`no_installed_model`].
+/// `code-intel` as the tests run it: sealed from the machine ([`crate::sealed`]), so a
+/// model a developer installed into `~/.cache` does not turn a test's lexical answers into
+/// ranked ones. A test that wants the model sets the model's variables.
 pub(crate) fn code_intel() -> std::process::Command {
-    let mut command = std::process::Command::new(binary());
-    no_installed_model(&mut command);
-    command
-}
-
-/// Points the model cache of `command` (and of any `code-intel` it starts) at a directory
-/// that does not exist, so that a model a developer installed into `~/.cache` does not
-/// turn a test's lexical answers into ranked ones. A test that wants the model sets the
-/// model's variables, which win over the cache.
-pub(crate) fn no_installed_model(
-    command: &mut std::process::Command,
-) -> &mut std::process::Command {
-    command.env(
-        "CODE_INTEL_CACHE_DIR",
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-model-cache"),
-    )
+    crate::sealed::command(binary())
 }
 
 use code_intel::machine::{Accepted, Effect, Instance, Rejection};
@@ -213,7 +200,7 @@ pub(crate) fn npm_package(name: &str, marker: &str) -> Result<PathBuf, String> {
         installed.push((name.to_string(), Ok(())));
         return Ok(target);
     }
-    let result = match std::process::Command::new("npm")
+    let result = match crate::sealed::setup_command("npm")
         .args(["ci", "--prefix"])
         .arg(&dir)
         .args(["--no-audit", "--no-fund", "--loglevel=error"])
@@ -353,7 +340,7 @@ impl ModelServer {
     ) -> ModelServer {
         use std::io::{BufRead, BufReader};
         let stderr = std::fs::File::create(log).unwrap();
-        let mut child = std::process::Command::new("python3")
+        let mut child = crate::sealed::command("python3")
             .arg(repo().join(server))
             .arg(script)
             .arg(record)
@@ -457,7 +444,15 @@ impl SessionRepo {
 
     pub(crate) fn server(&self) -> TestServer {
         let key = code_intel::server::SealKey::from_bytes(self.key);
-        TestServer(code_intel::server::Server::new(&self.root, default_contract(), key).unwrap())
+        TestServer(
+            code_intel::server::Server::new(
+                &self.root,
+                default_contract(),
+                key,
+                &crate::sealed::environment(),
+            )
+            .unwrap(),
+        )
     }
 }
 

@@ -208,6 +208,89 @@ fn git2_stays_inside_the_git_module() {
     assert!(found.is_empty(), "libgit2 used outside `git`: {found:?}");
 }
 
+/// Lines of `files` (outside `#[cfg(test)]` items, comments and literals blanked) that
+/// contain any of `needles`, as `path:line`.
+fn lines_naming(files: &[PathBuf], needles: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = crate::rust_source::code_without_tests(&text);
+        for (i, line) in code.lines().enumerate() {
+            if needles.iter().any(|n| line.contains(n)) {
+                let rel = file.strip_prefix(repo()).unwrap_or(file);
+                found.push(format!("{}:{}", rel.display(), i + 1));
+            }
+        }
+    }
+    found
+}
+
+/// Ways of reading the process environment.
+const ENVIRONMENT_READS: &[&str] = &["env::var(", "env::var_os(", "env::vars(", "env::vars_os("];
+
+#[test]
+fn only_the_environment_module_reads_the_process_environment() {
+    let files: Vec<PathBuf> = src_files()
+        .into_iter()
+        .filter(|f| !f.ends_with("src/environment.rs"))
+        .collect();
+    let found = lines_naming(&files, ENVIRONMENT_READS);
+    assert!(
+        found.is_empty(),
+        "the process environment read outside `environment` (take an `&Environment`): {found:?}"
+    );
+    // And only the entry points take the process's: everything below is handed one.
+    let entry = |f: &Path| {
+        let rel = f.strip_prefix(repo().join("src")).unwrap();
+        rel.starts_with("bin") || rel.starts_with("cli") || rel == Path::new("main.rs")
+    };
+    let files: Vec<PathBuf> = src_files()
+        .into_iter()
+        .filter(|f| !entry(f) && !f.ends_with("src/environment.rs"))
+        .collect();
+    let found = lines_naming(&files, &["of_process("]);
+    assert!(
+        found.is_empty(),
+        "Environment::of_process called below the entry points: {found:?}"
+    );
+}
+
+#[test]
+fn a_read_of_the_process_environment_is_reported() {
+    let dir = crate::support::TempDir::new("tidy-env");
+    let file = dir.path().join("lib.rs");
+    std::fs::write(
+        &file,
+        "//! x\nfn a() { let _ = std::env::var_os(\"HOME\"); }\n// std::env::var(\"X\")\n#[cfg(test)]\nmod tests { fn b() { std::env::var(\"Y\"); } }\n",
+    )
+    .unwrap();
+    let found = lines_naming(&[file], ENVIRONMENT_READS);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].ends_with("lib.rs:2"), "{found:?}");
+}
+
+#[test]
+fn tests_start_processes_only_through_the_sealed_door() {
+    let mut files = Vec::new();
+    rust_files(&repo().join("tests/integration"), &mut files);
+    files.retain(|f| !f.ends_with("sealed.rs") && !f.ends_with("tidy.rs"));
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = crate::rust_source::blank_literals(&text);
+        for (i, line) in code.lines().enumerate() {
+            if line.contains("Command::new(") {
+                let rel = file.strip_prefix(repo()).unwrap_or(file);
+                found.push(format!("{}:{}", rel.display(), i + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a test starts a process outside `sealed::command` (the user's environment leaks in): {found:?}"
+    );
+}
+
 /// The engine modules: they must stay generic over hosts.
 const ENGINE_MODULES: &[&str] = &[
     "contract", "machine", "guard", "lint", "analysis", "session",

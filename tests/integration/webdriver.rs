@@ -15,7 +15,7 @@
 //! so the harness is checked without the IDE.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -85,7 +85,7 @@ fn tools() -> &'static Tools {
 }
 
 fn which(program: &str) -> Option<PathBuf> {
-    let out = Command::new("sh")
+    let out = crate::sealed::command("sh")
         .args(["-c", &format!("command -v {program}")])
         .stdin(Stdio::null())
         .output()
@@ -116,7 +116,7 @@ fn find_or_install() -> Result<Tools, String> {
         return Err(advice);
     }
     let install = || {
-        Command::new("apt-get")
+        crate::sealed::command("apt-get")
             .args(["install", "-y", "-q", "--no-install-recommends"])
             .args(PACKAGES)
             .env("DEBIAN_FRONTEND", "noninteractive")
@@ -126,7 +126,7 @@ fn find_or_install() -> Result<Tools, String> {
     };
     let mut out = install()?;
     if !out.status.success() {
-        let _ = Command::new("apt-get")
+        let _ = crate::sealed::command("apt-get")
             .args(["update", "-q"])
             .stdin(Stdio::null())
             .output();
@@ -194,7 +194,7 @@ impl Browser {
         // The port is free when picked but another process may take it first: try again.
         for _ in 0..3 {
             let port = free_port();
-            let child = Command::new(&tools.driver)
+            let child = crate::sealed::command(&tools.driver)
                 .arg(format!("--port={port}"))
                 .arg(format!("--log-path={}", log.display()))
                 .stdin(Stdio::null())

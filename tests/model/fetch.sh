@@ -62,7 +62,7 @@ usage_note() {
 ONNX Runtime:     $DEST/libonnxruntime.so -> libonnxruntime.so.$ORT_VERSION
 Model (fp32):     $FP32_DIR
 Model (INT8):     $INT8_DIR
-Set, for code-intel and its tests:
+To use this model with code-intel (its tests never read these; they find target/model):
   export CODE_INTEL_ORT_DYLIB=$DEST/libonnxruntime.so
   export CODE_INTEL_EMBEDDING_MODEL_PATH=$FP32_DIR
 (ort's own variable ORT_DYLIB_PATH takes the same library path.)

@@ -32,6 +32,7 @@ use input::{Event, HookInput, Writes};
 use crate::codeintel::root::Root;
 use crate::config::Config;
 use crate::contract::Contract;
+use crate::environment::Environment;
 use crate::server::checkpoint::{
     CURRENT_FILE, Checkpoints, SESSIONS_DIR, SealKey, pointer_refusal,
 };
@@ -92,9 +93,15 @@ impl HookOutput {
 }
 
 /// Answers one hook call. `stdin` is the hook JSON, `process_cwd` the working directory
-/// to use when the input has none. Never panics: a panic inside becomes a deny.
-pub(crate) fn run(client: Client, stdin: &[u8], process_cwd: Option<&Path>) -> HookOutput {
-    run_with(client, process_cwd, || answer(stdin, process_cwd))
+/// to use when the input has none, `env` where the checkpoint key is
+/// ([`SealKey::dir`]). Never panics: a panic inside becomes a deny.
+pub(crate) fn run(
+    client: Client,
+    stdin: &[u8],
+    process_cwd: Option<&Path>,
+    env: &Environment,
+) -> HookOutput {
+    run_with(client, process_cwd, || answer(stdin, process_cwd, env))
 }
 
 /// [`run`] with its answer made by `answer`: a panic in it becomes a deny.
@@ -173,7 +180,7 @@ fn project_contract(root: &Path) -> Option<Contract> {
         .ok()
 }
 
-fn answer(stdin: &[u8], process_cwd: Option<&Path>) -> HookOutput {
+fn answer(stdin: &[u8], process_cwd: Option<&Path>, env: &Environment) -> HookOutput {
     let input = match input::parse(stdin) {
         Ok(input) => input,
         Err(reason) => {
@@ -190,13 +197,13 @@ fn answer(stdin: &[u8], process_cwd: Option<&Path>) -> HookOutput {
         .clone()
         .or_else(|| process_cwd.map(Path::to_path_buf));
     match input.event {
-        Event::PreToolUse => before_write(&input, cwd.as_deref()),
-        Event::PostToolUse => after_read(&input, cwd.as_deref()),
+        Event::PreToolUse => before_write(&input, cwd.as_deref(), env),
+        Event::PostToolUse => after_read(&input, cwd.as_deref(), env),
         Event::Other(_) => HookOutput::allow(),
     }
 }
 
-fn before_write(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
+fn before_write(input: &HookInput, cwd: Option<&Path>, env: &Environment) -> HookOutput {
     let writes = input::write_targets(&input.tool, &input.tool_input);
     if writes == Writes::Nothing {
         return HookOutput::allow();
@@ -210,16 +217,16 @@ fn before_write(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
         Writes::Unknown(reason) => {
             // Which files a patch writes is unknown: the session of the working
             // directory's repository decides.
-            return decide_in(&governing_root(cwd), cwd, Err(reason));
+            return decide_in(&governing_root(cwd), cwd, Err(reason), env);
         }
-        Writes::Shell(scan) => return before_shell(&scan, cwd),
+        Writes::Shell(scan) => return before_shell(&scan, cwd, env),
         Writes::Paths(paths) => paths,
     };
     // The session of the working directory's repository judges every file (one outside
     // it is refused); and each file is also judged by the session of the repository it is
     // in, so a client working in a sub-repository or elsewhere cannot write around it.
     let cwd_root = governing_root(cwd);
-    let output = decide_in(&cwd_root, cwd, Ok(&paths));
+    let output = decide_in(&cwd_root, cwd, Ok(&paths), env);
     if output.stdout.is_some() {
         return output;
     }
@@ -234,7 +241,7 @@ fn before_write(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
         }
     }
     for (root, paths) in by_root {
-        let output = decide_in(&root, cwd, Ok(&paths));
+        let output = decide_in(&root, cwd, Ok(&paths), env);
         if output.stdout.is_some() {
             return output;
         }
@@ -244,9 +251,9 @@ fn before_write(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
 
 /// Before a shell command that may write: judged by the session of the working directory's
 /// repository, and each file it names also by the session of the repository it is in.
-fn before_shell(scan: &shell::Scan, cwd: &Path) -> HookOutput {
+fn before_shell(scan: &shell::Scan, cwd: &Path, env: &Environment) -> HookOutput {
     let cwd_root = governing_root(cwd);
-    let output = decide_shell_in(&cwd_root, cwd, &scan.writes, scan);
+    let output = decide_shell_in(&cwd_root, cwd, &scan.writes, scan, env);
     if output.stdout.is_some() {
         return output;
     }
@@ -262,7 +269,7 @@ fn before_shell(scan: &shell::Scan, cwd: &Path) -> HookOutput {
     }
     let files_only = shell::Scan::default();
     for (root, writes) in by_root {
-        let output = decide_shell_in(&root, cwd, &writes, &files_only);
+        let output = decide_shell_in(&root, cwd, &writes, &files_only, env);
         if output.stdout.is_some() {
             return output;
         }
@@ -277,6 +284,7 @@ fn decide_shell_in(
     cwd: &Path,
     writes: &[shell::Write],
     scan: &shell::Scan,
+    env: &Environment,
 ) -> HookOutput {
     let Ok(root) = Root::open(root) else {
         return HookOutput::allow();
@@ -301,7 +309,7 @@ fn decide_shell_in(
         broad: scan.broad.clone(),
         unparsed: scan.unparsed.clone(),
     });
-    match write_rule::decide(&session(&root), &targets) {
+    match write_rule::decide(&session(&root, env), &targets) {
         Decision::Allow => HookOutput::allow(),
         Decision::Deny(reason) => HookOutput::deny(&reason),
     }
@@ -318,7 +326,12 @@ fn removal_restores(root: &Root, rel: &str) -> bool {
 
 /// The decision of the session at `root` (if any) on the files a write names, or on a
 /// write whose files are unknown (the reason).
-fn decide_in(root: &Path, cwd: &Path, paths: Result<&[String], String>) -> HookOutput {
+fn decide_in(
+    root: &Path,
+    cwd: &Path,
+    paths: Result<&[String], String>,
+    env: &Environment,
+) -> HookOutput {
     let root = match Root::open(root) {
         Ok(root) => root,
         // No directory to look in means no session to find there.
@@ -328,7 +341,7 @@ fn decide_in(root: &Path, cwd: &Path, paths: Result<&[String], String>) -> HookO
         Ok(paths) => Targets::Paths(paths.iter().map(|p| confine(&root, cwd, p)).collect()),
         Err(reason) => Targets::Unknown(reason),
     };
-    match write_rule::decide(&session(&root), &targets) {
+    match write_rule::decide(&session(&root, env), &targets) {
         Decision::Allow => HookOutput::allow(),
         Decision::Deny(reason) => HookOutput::deny(&reason),
     }
@@ -351,7 +364,7 @@ fn governing_root(dir: &Path) -> PathBuf {
         .unwrap_or_else(|| repository_root(&start))
 }
 
-fn after_read(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
+fn after_read(input: &HookInput, cwd: Option<&Path>, env: &Environment) -> HookOutput {
     let paths = input::read_targets(&input.tool, &input.tool_input, &input.tool_response);
     let Some(cwd) = cwd.filter(|_| !paths.is_empty()) else {
         return HookOutput::allow();
@@ -362,7 +375,7 @@ fn after_read(input: &HookInput, cwd: Option<&Path>) -> HookOutput {
     if !pointer_exists(&root) {
         return HookOutput::allow();
     }
-    let key = match SealKey::load() {
+    let key = match SealKey::load(env) {
         Ok(Some(key)) => key,
         Ok(None) => {
             return HookOutput::note(
@@ -416,7 +429,7 @@ fn pointer_exists(root: &Root) -> bool {
 }
 
 /// The session in progress, read and verified.
-fn session(root: &Root) -> Session {
+fn session(root: &Root, env: &Environment) -> Session {
     // A linked `.code-intel/` could name any session (or none): never trusted, nor is
     // anything read through it.
     if let Err(e) =
@@ -441,10 +454,10 @@ fn session(root: &Root) -> Session {
     if !pointer_exists(root) {
         return Session::None;
     }
-    let key = match SealKey::load() {
+    let key = match SealKey::load(env) {
         Ok(Some(key)) => key,
         Ok(None) => {
-            let dir = SealKey::dir().map_or_else(|e| e.to_string(), |d| d.display().to_string());
+            let dir = SealKey::dir(env).map_or_else(|e| e.to_string(), |d| d.display().to_string());
             return unreadable(format!(
                 "there is no checkpoint key in {dir}, so the session's checkpoint cannot be verified"
             ));
@@ -537,7 +550,12 @@ mod tests {
             "hook_event_name": "PreToolUse", "tool_name": "Write",
             "tool_input": {"file_path": "app.py", "content": "x"},
         });
-        let output = run(Client::Claude, input.to_string().as_bytes(), None);
+        let output = run(
+            Client::Claude,
+            input.to_string().as_bytes(),
+            None,
+            &Environment::empty(),
+        );
         assert_eq!(
             reason(&output),
             text("hook.no_working_directory", &[], "en")
@@ -552,7 +570,12 @@ mod tests {
             "hook_event_name": "PreToolUse", "tool_name": "Write", "cwd": dir.0,
             "tool_input": {"file_path": "app.py", "content": "x"},
         });
-        let output = run(Client::Claude, input.to_string().as_bytes(), None);
+        let output = run(
+            Client::Claude,
+            input.to_string().as_bytes(),
+            None,
+            &Environment::empty(),
+        );
         let reason = reason(&output);
         let template = text("hook.session_unreadable", &[], "ja");
         let (before, _) = template.split_once("{reason}").unwrap();

@@ -54,9 +54,9 @@ impl HttpProvider {
     /// variable is an error before any request is made.
     pub fn from_env(config: &MetaConfig, model: String) -> Result<HttpProvider, ProviderError> {
         let variable = config.api_key_env.clone();
-        match std::env::var(&variable) {
-            Ok(key) if !key.trim().is_empty() => Ok(HttpProvider::new(config, model, key)),
-            _ => Err(ProviderError::AuthMissing { variable }),
+        match crate::environment::secret(&variable) {
+            Some(key) => Ok(HttpProvider::new(config, model, key)),
+            None => Err(ProviderError::AuthMissing { variable }),
         }
     }
 

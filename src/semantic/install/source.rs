@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::catalog::{Pinned, Wheel};
 use super::error::InstallError;
+use crate::environment::Environment;
 
 pub(crate) const DEFAULT_INDEX_URL: &str = "https://pypi.org/simple";
 pub(crate) const DEFAULT_HUB_URL: &str = "https://huggingface.co";
@@ -18,14 +19,10 @@ pub(crate) const DEFAULT_HUB_URL: &str = "https://huggingface.co";
 const MAX_PAGE: u64 = 32 << 20;
 
 /// The package index to use: `explicit` (`--index-url`), else `PIP_INDEX_URL`, else PyPI.
-pub(crate) fn index_url(explicit: Option<&str>) -> String {
+pub(crate) fn index_url(explicit: Option<&str>, env: &Environment) -> String {
     explicit
         .map(str::to_string)
-        .or_else(|| {
-            std::env::var("PIP_INDEX_URL")
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-        })
+        .or_else(|| env.var("PIP_INDEX_URL").map(str::to_string))
         .unwrap_or_else(|| DEFAULT_INDEX_URL.to_string())
         .trim_end_matches('/')
         .to_string()
@@ -59,10 +56,9 @@ const CA_BUNDLES: [&str; 4] = [
     "/etc/ssl/cert.pem",
 ];
 
-fn system_roots() -> Option<ureq::tls::RootCerts> {
-    let explicit = std::env::var_os("SSL_CERT_FILE").filter(|v| !v.is_empty());
-    let paths = explicit
-        .map(PathBuf::from)
+fn system_roots(env: &Environment) -> Option<ureq::tls::RootCerts> {
+    let paths = env
+        .path("SSL_CERT_FILE")
         .into_iter()
         .chain(CA_BUNDLES.iter().map(PathBuf::from));
     for path in paths {
@@ -84,9 +80,9 @@ fn system_roots() -> Option<ureq::tls::RootCerts> {
 
 /// The HTTP client: generous timeouts for 80 MB over a slow line, none for a stall
 /// longer than a connect or a first byte; the system's CA roots when it has a bundle.
-pub(crate) fn agent() -> ureq::Agent {
+pub(crate) fn agent(env: &Environment) -> ureq::Agent {
     let mut tls = ureq::tls::TlsConfig::builder();
-    if let Some(roots) = system_roots() {
+    if let Some(roots) = system_roots(env) {
         tls = tls.root_certs(roots);
     }
     ureq::Agent::config_builder()

@@ -245,9 +245,9 @@ impl Chroma {
         }
         let token = match &settings.token_env {
             None => None,
-            Some(variable) => match std::env::var(variable) {
-                Ok(t) if !t.trim().is_empty() => Some(t.trim().to_string()),
-                _ => {
+            Some(variable) => match crate::environment::secret(variable) {
+                Some(t) => Some(t.trim().to_string()),
+                None => {
                     return Err(StoreError::Settings(format!(
                         "token_env names the variable {variable}, which is not set"
                     )));

@@ -36,6 +36,7 @@ use super::session_record::{HostState, SessionRecord, WriteGate};
 use crate::codeintel::root::Root;
 use crate::config::Config;
 use crate::contract::Contract;
+use crate::environment::Environment;
 use crate::git;
 use crate::machine::Instance;
 use crate::machine::response::{footer, message, phase_response};
@@ -72,7 +73,14 @@ struct Active {
 
 impl Server {
     /// A server for the repository at `root` running `contract` (a code-intel contract).
-    pub fn new(root: &Path, contract: Contract, key: SealKey) -> Result<Server, ServerError> {
+    /// `env` says where semantic search finds its model and whether to watch for file
+    /// events (`CODE_INTEL_WATCH`); nothing else of the process environment is read.
+    pub fn new(
+        root: &Path,
+        contract: Contract,
+        key: SealKey,
+        env: &Environment,
+    ) -> Result<Server, ServerError> {
         let config = Config::load(root).map_err(ServerError::Config)?;
         let root = Root::open(root)
             .and_then(|r| r.excluding(&config.index.exclude))
@@ -102,8 +110,8 @@ impl Server {
         let log = Log::new(root.path());
         let code = CodeTools {
             root: root.clone(),
-            index: IndexCache::start(root.clone(), ChangeSource::from_env()),
-            semantic: SemanticTools::start(root.clone()),
+            index: IndexCache::start(root.clone(), ChangeSource::from_env(env)),
+            semantic: SemanticTools::start(root.clone(), env),
         };
         Ok(Server {
             root,
