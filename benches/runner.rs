@@ -243,6 +243,8 @@ fn exec_overhead() {
         mounts: Vec::new(),
         grace: Duration::from_secs(1),
         policy,
+        // A benchmark is an entry point: the docker CLI runs as the person running it.
+        env: code_intel::environment::Environment::of_process(),
     };
     let docker = DockerSandbox::new(options.clone()).and_then(|mut s| time_execs(&mut s));
     let fresh = DockerSandbox::new(options).and_then(|mut s| time_fresh(&mut s));

@@ -88,6 +88,13 @@ impl Environment {
         }
     }
 
+    /// Every variable, by name.
+    pub fn vars(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {
+        self.vars
+            .iter()
+            .map(|(k, v)| (k.as_os_str(), v.as_os_str()))
+    }
+
     /// `HOME`, when set and not empty.
     pub fn home(&self) -> Option<PathBuf> {
         self.path("HOME")

@@ -139,6 +139,7 @@ fn main() -> ExitCode {
         unsafe_local: args.unsafe_local,
         trace_id: Some(trace_id),
         run_label: args.run_label,
+        env: code_intel::environment::Environment::of_process(),
     };
     let loaded = match app::load_task(&options) {
         Ok(loaded) => loaded,

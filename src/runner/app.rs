@@ -25,6 +25,7 @@ use super::task::{self, Task};
 use crate::contract::model::{Outcome, StateKind};
 use crate::contract::{self, Contract};
 use crate::diagnostic::{Diagnostic, render};
+use crate::environment::Environment;
 use crate::session::{Driver, NoCheckpoints, StartFailure, Stop};
 use crate::source::Sources;
 
@@ -58,6 +59,9 @@ pub struct Options {
     pub trace_id: Option<String>,
     /// Labels the run's containers `agent-runner.run=VALUE` (`--run-label`).
     pub run_label: Option<String>,
+    /// The environment the docker CLI runs in (`DockerOptions::env`); the binary gives its
+    /// own.
+    pub env: Environment,
 }
 
 /// A task file read and checked, with the warnings its checks found (the binary shows
@@ -426,7 +430,11 @@ fn sandbox_for(
         Ok(policy) => policy,
         Err(e) => {
             let program = "docker".to_string();
-            return (Err(SandboxError::Policy(e)), Target::Docker { program });
+            let env = options.env.clone();
+            return (
+                Err(SandboxError::Policy(e)),
+                Target::Docker { program, env },
+            );
         }
     };
     let mut docker = DockerOptions::for_worker(
@@ -436,11 +444,13 @@ fn sandbox_for(
         home.as_deref(),
         host_env,
         policy,
+        options.env.clone(),
     );
     docker.run_label.clone_from(&options.run_label);
     let program = docker.program.clone();
+    let env = docker.env.clone();
     let sandbox = DockerSandbox::new(docker).map(|s| Box::new(s) as Box<dyn Sandbox>);
-    (sandbox, Target::Docker { program })
+    (sandbox, Target::Docker { program, env })
 }
 
 /// Installs the SIGINT/SIGTERM handler: the first signal cancels the task (finalizers

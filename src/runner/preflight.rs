@@ -15,6 +15,7 @@ use super::cancel::Cancel;
 use super::images;
 use super::process::{self, Spec};
 use super::worker::{WorkerConfig, WorkerKind};
+use crate::environment::Environment;
 
 /// How long `docker version` and `docker image inspect` may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -22,8 +23,9 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 /// Where the worker will run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// In a container, through this docker CLI (`docker` or a path).
-    Docker { program: String },
+    /// In a container, through this docker CLI (`docker` or a path), run in `env` (see
+    /// `DockerOptions::env`).
+    Docker { program: String, env: Environment },
     /// On the host (`--unsafe-local`).
     Local,
 }
@@ -83,7 +85,9 @@ pub fn preflight(
         report.push("worker config", false, e.to_string());
     }
     match target {
-        Target::Docker { program } => docker_checks(config, program, cancel, &mut report),
+        Target::Docker { program, env } => {
+            docker_checks(config, program, env, cancel, &mut report);
+        }
         Target::Local => {
             let cli = config.program();
             let found = if cli.contains('/') {
@@ -147,11 +151,13 @@ pub fn preflight(
 fn docker_checks(
     config: &WorkerConfig,
     program: &str,
+    env: &Environment,
     cancel: &Cancel,
     report: &mut PreflightReport,
 ) {
     let run = |args: &[&str]| {
         let mut spec = Spec::new(program, args.iter().copied());
+        spec.base_env = Some(env.clone());
         spec.timeout = Some(CHECK_TIMEOUT);
         spec.grace = Duration::from_secs(1);
         process::run(&spec, cancel)

@@ -16,6 +16,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
 use super::cancel::Cancel;
+use crate::environment::Environment;
 
 /// Bytes kept from the start of a stream. With the tail, a stream up to 8 MiB is kept
 /// whole (the run record's `stdout.txt`), a longer one cut in the middle.
@@ -33,7 +34,10 @@ const MAX_POLL: Duration = Duration::from_millis(20);
 pub(crate) struct Spec {
     pub program: String,
     pub args: Vec<String>,
-    /// Added to the inherited environment.
+    /// The environment the child starts from: `None` inherits this process's, `Some`
+    /// gives it exactly that one (the docker CLI's, which its caller chose).
+    pub base_env: Option<Environment>,
+    /// Added to the base environment.
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     /// Written to the child's stdin, which is then closed; `None` gives it no stdin.
@@ -254,6 +258,9 @@ impl std::error::Error for SpawnError {
 pub(crate) fn run(spec: &Spec, cancel: &Cancel) -> Result<Output, SpawnError> {
     let started = Instant::now();
     let mut command = Command::new(&spec.program);
+    if let Some(base) = &spec.base_env {
+        command.env_clear().envs(base.vars());
+    }
     command
         .args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))

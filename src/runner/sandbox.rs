@@ -16,6 +16,7 @@ use super::preflight::find_on_path;
 use super::process::{self, Ending, Output, SpawnError, Spec};
 use super::sandbox_policy::{CONTAINER_HOME, PolicyError, SandboxPolicy};
 use super::worker::{AuthMount, WorkerConfig};
+use crate::environment::Environment;
 
 /// The repository's path inside the container.
 pub(crate) const CONTAINER_WORKDIR: &str = "/workspace/project";
@@ -228,11 +229,15 @@ pub struct DockerOptions {
     pub grace: Duration,
     /// Limits, network and user of the container.
     pub policy: SandboxPolicy,
+    /// The environment the docker CLI runs in, and nothing else: where the daemon is
+    /// (`DOCKER_HOST`, `DOCKER_CONTEXT`, the config under `HOME`), `PATH`, and the values
+    /// of the variables a task forwards by name (AR-M27). The binary gives its own.
+    pub env: Environment,
 }
 
 impl DockerOptions {
     /// The options for a task's worker: its image and its login mounts, found under
-    /// `home` and through `host_env`, under `policy`.
+    /// `home` and through `host_env`, under `policy`, with the docker CLI run in `env`.
     pub fn for_worker(
         config: &WorkerConfig,
         task_id: &str,
@@ -240,6 +245,7 @@ impl DockerOptions {
         home: Option<&Path>,
         host_env: &dyn Fn(&str) -> Option<String>,
         policy: SandboxPolicy,
+        env: Environment,
     ) -> DockerOptions {
         DockerOptions {
             program: "docker".to_string(),
@@ -250,6 +256,7 @@ impl DockerOptions {
             mounts: config.find_auth(home, host_env).mounts,
             grace: Duration::from_secs(5),
             policy,
+            env,
         }
     }
 }
@@ -383,6 +390,7 @@ impl DockerSandbox {
         cancel: &Cancel,
     ) -> Result<Output, SandboxError> {
         let mut spec = Spec::new(self.options.program.clone(), args);
+        spec.base_env = Some(self.options.env.clone());
         spec.timeout = Some(DOCKER_COMMAND_TIMEOUT);
         spec.grace = Duration::from_secs(2);
         let out = process::run(&spec, cancel)?;
@@ -411,6 +419,7 @@ impl DockerSandbox {
             grace.as_str(),
         ];
         let mut spec = Spec::new(self.options.program.clone(), args);
+        spec.base_env = Some(self.options.env.clone());
         spec.timeout = Some(self.options.grace + Duration::from_secs(30));
         match process::run(&spec, &Cancel::new()) {
             Ok(out) if out.ending.success() => {
@@ -437,6 +446,7 @@ impl DockerSandbox {
     /// still removes it.
     fn kill_container(&self) {
         let mut spec = Spec::new(self.options.program.clone(), ["kill", self.name.as_str()]);
+        spec.base_env = Some(self.options.env.clone());
         spec.timeout = Some(DOCKER_COMMAND_TIMEOUT);
         match process::run(&spec, &Cancel::new()) {
             Ok(out) if out.ending.success() => {
@@ -666,6 +676,7 @@ impl Sandbox for DockerSandbox {
         ]);
         args.extend(argv.iter().cloned());
         let mut spec = Spec::new(self.options.program.clone(), args);
+        spec.base_env = Some(self.options.env.clone());
         spec.env = env.to_vec();
         spec.stdin = stdin;
         // The deadline and the cancel are watched here, not by `process::run`: they must

@@ -365,8 +365,12 @@ fn report(line: &str) {
 /// The console's errors since the last look are all expected ones (each contains one of
 /// `expected`).
 fn console_clean(browser: &Browser, expected: &[&str]) {
-    let errors: Vec<Value> = browser
-        .console_log()
+    entries_clean(browser.console_log(), expected);
+}
+
+/// `entries` of the console hold no error but expected ones.
+fn entries_clean(entries: Vec<Value>, expected: &[&str]) {
+    let errors: Vec<Value> = entries
         .into_iter()
         .filter(|e| e["level"] == json!("SEVERE"))
         .filter(|e| {
@@ -433,9 +437,25 @@ fn open(browser: &Browser, ide: &Ide, locale: &Locale) {
         0,
         "the IDE loaded without the token"
     );
-    // The refused page (JSON, no icon) made Chromium ask for /favicon.ico, refused too;
-    // the IDE's page names its icon inline and asks for none.
-    console_clean(browser, &["/ide/WRONG/ - ", "/favicon.ico - "]);
+    // The refused page (JSON, no icon) makes Chromium ask for /favicon.ico, refused too;
+    // the IDE's page names its icon inline and asks for none. That request comes after
+    // the page: wait for its refusal here, or a later look at the console finds it.
+    let mut seen = Vec::new();
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        seen.extend(browser.console_log());
+        if seen.iter().any(|e| {
+            e["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("/favicon.ico - ")
+        }) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    seen.extend(browser.console_log());
+    entries_clean(seen, &["/ide/WRONG/ - ", "/favicon.ico - "]);
 
     browser.goto(&format!("{base}/?token={}", ide.daemon.token));
     wait_attr(browser, "body", "data-ready", "true");

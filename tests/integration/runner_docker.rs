@@ -403,6 +403,7 @@ fn started_sandbox(dir: &Path, spec: &str) -> DockerSandbox {
         mounts: Vec::new(),
         grace: Duration::from_secs(1),
         policy,
+        env: crate::sealed::child_environment(),
     };
     let mut sandbox = DockerSandbox::new(options).unwrap();
     sandbox.start(&Cancel::new()).unwrap();
@@ -664,6 +665,7 @@ fn preflight_looks_for_the_worker_cli_in_the_image() {
     use code_intel::runner::{Target, WorkerConfig, WorkerKind, preflight};
     let target = Target::Docker {
         program: "docker".into(),
+        env: crate::sealed::child_environment(),
     };
     let no_env = |_: &str| None;
     let codex = WorkerConfig {

@@ -184,6 +184,7 @@ impl FakeDocker {
                     gid: 1000,
                 })
                 .unwrap(),
+            env: crate::sealed::child_environment(),
         }
     }
 
@@ -767,6 +768,7 @@ fn preflight_reports_docker_image_and_login() {
     let env = host_env(&[("HOME", &home)]);
     let target = Target::Docker {
         program: docker.program.display().to_string(),
+        env: crate::sealed::child_environment(),
     };
     let cancel = Cancel::new();
     let detail = |report: &code_intel::runner::PreflightReport, name: &str| {
@@ -777,6 +779,7 @@ fn preflight_reports_docker_image_and_login() {
     // Missing docker altogether.
     let missing = Target::Docker {
         program: dir.path().join("no/docker").display().to_string(),
+        env: crate::sealed::child_environment(),
     };
     let report = preflight(&config, &missing, &env, &cancel);
     assert!(!report.ok());

@@ -56,25 +56,30 @@ pub(crate) fn command(program: impl AsRef<OsStr>) -> Command {
 
 /// Replaces `command`'s whole environment with the sealed one.
 pub(crate) fn seal(command: &mut Command) -> &mut Command {
-    command.env_clear();
+    command.env_clear().envs(child_environment().vars())
+}
+
+/// The environment of every child (see the module's documentation), as a value for the
+/// library's own children (`DockerOptions::env`, `Target::Docker`).
+pub(crate) fn child_environment() -> Environment {
+    let mut env = Environment::empty();
     for name in KEPT {
         if let Some(value) = std::env::var_os(name) {
-            command.env(name, value);
+            env = env.with(name, value);
         }
     }
     if let Some(host) = std::env::var_os(DOCKER_HOST_FOR_TESTS).filter(|h| !h.is_empty()) {
-        command.env("DOCKER_HOST", host);
+        env = env.with("DOCKER_HOST", host);
     }
     let home = home();
-    command
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("XDG_STATE_HOME", home.join(".local/state"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("GIT_CONFIG_GLOBAL", home.join(".gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("LANG", "C.UTF-8")
+    env.with("HOME", home)
+        .with("XDG_CONFIG_HOME", home.join(".config"))
+        .with("XDG_CACHE_HOME", home.join(".cache"))
+        .with("XDG_STATE_HOME", home.join(".local/state"))
+        .with("XDG_DATA_HOME", home.join(".local/share"))
+        .with("GIT_CONFIG_GLOBAL", home.join(".gitconfig"))
+        .with("GIT_CONFIG_NOSYSTEM", "1")
+        .with("LANG", "C.UTF-8")
 }
 
 /// The environment the library's in-process calls get: none. A test that wants a model or
