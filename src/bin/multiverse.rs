@@ -7,6 +7,7 @@
 //! processes, one per attempt, and must survive any of them crashing.
 
 use code_intel::environment::Environment;
+use std::io::IsTerminal as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -396,7 +397,17 @@ fn serve_command(dir: &Path, port: u16) -> Result<u8, AppError> {
     let env = Environment::of_process();
     let opener = code_intel::multiverse::opener(dir.to_path_buf(), env.home());
     app::serve(dir, port, opener, &env, &cancel, |url| {
-        errln(&format!("multiverse: serving {url}"));
+        // The token goes to a person's terminal only: a daemon started in the background
+        // writes this line into a log file, and no file but daemon.json (0600) may hold it.
+        if std::io::stderr().is_terminal() {
+            errln(&format!("multiverse: serving {url}"));
+        } else {
+            let bare = url.split_once("?token=").map_or(url, |(bare, _)| bare);
+            errln(&format!(
+                "multiverse: serving {bare} (the token is in {}, which only you can read; `multiverse ide` prints the whole URL)",
+                dir.join("daemon.json").display()
+            ));
+        }
     })?;
     Ok(130)
 }

@@ -281,6 +281,7 @@ pub fn init(options: &InitOptions) -> Result<(PathBuf, WorkspaceMeta), AppError>
         error,
     })?;
     refuse_inside(&resolved, &project)?;
+    make_private(&resolved)?;
     let name = project.file_name().map_or_else(
         || "project".to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -381,6 +382,8 @@ pub fn open(
         error,
     })?;
     let config = load_config(dir)?;
+    // A workspace made by an older version may still be readable by others.
+    make_private(dir)?;
     // Said once, here, rather than as three failed attempts of every task.
     let program = PathBuf::from(&config.agent_runner);
     let found = if config.agent_runner.contains('/') {
@@ -889,6 +892,18 @@ impl ChatsInFlight {
             let _ = reply.send(answer);
         }
     }
+}
+
+/// A workspace's directory is the owner's alone (0700): its journal, results, logs and
+/// `daemon.json` are no one else's to read.
+fn make_private(dir: &Path) -> Result<(), AppError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|error| {
+        AppError::Io {
+            path: dir.to_path_buf(),
+            error,
+        }
+    })
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), AppError> {

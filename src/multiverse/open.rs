@@ -144,16 +144,23 @@ pub fn ensure_daemon(dir: &Path, exe: &Path) -> Result<(DaemonInfo, bool), OpenE
 /// Starts `multiverse --workspace DIR serve` in its own process group (it outlives this
 /// daemon), its log in `DIR/serve.log`, and waits until it listens.
 fn start_daemon(dir: &Path, exe: &Path) -> Result<DaemonInfo, OpenError> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     use std::os::unix::process::CommandExt as _;
     let failed = |detail: String| OpenError::Start {
         dir: dir.to_path_buf(),
         detail,
     };
     let log_path = dir.join("serve.log");
+    // Private like the rest of the workspace (a log of an older version may be 0644).
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(&log_path)
+        .and_then(|log| {
+            log.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            Ok(log)
+        })
         .map_err(|e| failed(format!("cannot open {}: {e}", log_path.display())))?;
     let mut child = Command::new(exe)
         .arg("--workspace")

@@ -91,7 +91,7 @@ impl Daemon {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let served = crate::support::served(&mut child);
+        let served = crate::support::served(&mut child, &dir.join("ws"));
         Daemon {
             _child: crate::support::Terminated(child),
             port: served.port,
@@ -852,6 +852,62 @@ fn the_ide_is_served_behind_the_token_with_a_strict_page_policy_and_nothing_else
         let (status, _, body) = browser_get(daemon.port, &format!("/ide/{token}/{path}"));
         assert_eq!(status, 404, "{path}: {body}");
     }
+}
+
+/// A daemon started in the background (`multiverse ide`, the picker) logs into the
+/// workspace's `serve.log`: the token must not be there, nor in any file but
+/// `daemon.json`, and the workspace is its owner's alone (issue 34, finding 3).
+#[test]
+fn a_background_daemon_keeps_its_token_in_daemon_json_alone_in_a_private_workspace() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let tmp = TempDir::new("mv-api-token-files");
+    let dir = tmp.path();
+    init(dir, "one", "ws");
+    let ws = dir.join("ws");
+    // A workspace made by an older version, readable by all, is made private on open.
+    std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = mv(dir, &["--json", "ide"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown["started"], true, "{shown}");
+    let info: Value =
+        serde_json::from_slice(&std::fs::read(ws.join("daemon.json")).unwrap()).unwrap();
+    let token = info["token"].as_str().unwrap().to_string();
+    // Asked for, the URL with its token goes to the person who asked.
+    assert!(shown["url"].as_str().unwrap().contains(&token), "{shown}");
+    let stop = || {
+        let pid = nix::unistd::Pid::from_raw(info["pid"].as_i64().unwrap() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let until = Instant::now() + Duration::from_secs(20);
+        while nix::sys::signal::kill(pid, None).is_ok() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let log = std::fs::read_to_string(ws.join("serve.log")).unwrap_or_default();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let (ws_mode, log_mode, info_mode) = (
+        mode(&ws),
+        mode(&ws.join("serve.log")),
+        mode(&ws.join("daemon.json")),
+    );
+    assert!(log.contains("serving http://127.0.0.1:"), "{log}");
+    let mut holding = Vec::new();
+    let mut stack = vec![ws.clone()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path)
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains(&token))
+            {
+                holding.push(path.strip_prefix(&ws).unwrap().display().to_string());
+            }
+        }
+    }
+    stop();
+    assert_eq!(holding, ["daemon.json"], "files holding the token");
+    assert_eq!((ws_mode, log_mode, info_mode), (0o700, 0o600, 0o600));
 }
 
 #[test]

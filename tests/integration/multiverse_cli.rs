@@ -194,7 +194,7 @@ fn serve(dir: &Path) -> (Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let url = crate::support::served(&mut child).url;
+    let url = crate::support::served(&mut child, &dir.join("ws")).url;
     (child, url)
 }
 

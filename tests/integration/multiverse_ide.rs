@@ -203,7 +203,7 @@ impl Daemon {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let served = crate::support::served(&mut child);
+        let served = crate::support::served(&mut child, ws);
         Daemon {
             _child: crate::support::Terminated(child),
             port: served.port,

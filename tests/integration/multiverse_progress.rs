@@ -284,7 +284,7 @@ fn serve(dir: &Path) -> (Daemon, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let url = crate::support::served(&mut child).url;
+    let url = crate::support::served(&mut child, &dir.join("ws")).url;
     (Daemon(child), url)
 }
 

@@ -601,9 +601,11 @@ pub(crate) struct Served {
 }
 
 /// Waits (a minute at most) for the "serving URL" line on the piped stderr of a
-/// `multiverse serve` child, then drains the rest on a thread so the daemon never blocks
-/// on a full pipe.
-pub(crate) fn served(child: &mut std::process::Child) -> Served {
+/// `multiverse serve` child of the workspace `dir`, then drains the rest on a thread so
+/// the daemon never blocks on a full pipe. The line names no token (stderr is no
+/// terminal): the port and the token come from the workspace's `daemon.json`, as a client
+/// finds them.
+pub(crate) fn served(child: &mut std::process::Child, dir: &Path) -> Served {
     use std::io::{BufRead as _, BufReader};
     let mut reader = BufReader::new(child.stderr.take().expect("stderr piped"));
     let mut line = String::new();
@@ -617,11 +619,17 @@ pub(crate) fn served(child: &mut std::process::Child) -> Served {
         );
     }
     std::thread::spawn(move || for _ in reader.lines() {});
-    let url = line.trim().rsplit(' ').next().unwrap().to_string();
-    let port = url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    let info: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("daemon.json")).unwrap()).unwrap();
+    let port = u16::try_from(info["port"].as_u64().unwrap()).unwrap();
+    let token = info["token"].as_str().unwrap().to_string();
+    assert!(
+        line.contains(&format!("127.0.0.1:{port}/")) && !line.contains(&token),
+        "the serving line names the port and never the token: {line}"
+    );
     Served {
-        port: port.parse().unwrap(),
-        token: url.split("token=").nth(1).unwrap().to_string(),
-        url,
+        url: format!("http://127.0.0.1:{port}/?token={token}"),
+        port,
+        token,
     }
 }
