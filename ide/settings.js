@@ -25,7 +25,9 @@ register({
     'settings.model': 'Model',
     'settings.modelHelp': 'Default for this provider: {model}',
     'settings.keyEnv': 'API key variable',
-    'settings.keyEnvHelp': 'The NAME of an environment variable of the daemon (e.g. OPENAI_API_KEY), not the key itself. The key is never stored or shown.',
+    'settings.keyEnvHelp': 'The NAME of an environment variable of the daemon ending in _API_KEY (e.g. OPENAI_API_KEY), not the key itself. The key is never stored or shown.',
+    'settings.testKey': 'Key for this test',
+    'settings.testKeyHelp': 'Another base URL or variable than the saved ones is tested with a key typed here: the daemon sends its saved key only to the saved base URL. This key is used for this one test and never saved.',
     'settings.keySet': '{name} is set in the daemon\'s environment.',
     'settings.keyNotSet': '{name} is not set in the daemon\'s environment: set it and restart `multiverse serve`.',
     'settings.baseUrl': 'Base URL',
@@ -46,7 +48,7 @@ register({
     'settings.err.settings.unknown_provider': 'Unknown provider.',
     'settings.err.settings.empty_model': 'Enter a model.',
     'settings.err.settings.model_too_long': 'The model name is too long.',
-    'settings.err.settings.bad_key_variable': 'Enter the NAME of an environment variable (letters, digits and _, not starting with a digit), not the key itself.',
+    'settings.err.settings.bad_key_variable': 'Enter the NAME of an environment variable ending in _API_KEY (letters, digits and _, not starting with a digit), not the key itself.',
     'settings.err.settings.bad_base_url': 'The base URL must start with http:// or https://.',
     'settings.err.settings.not_for_provider': 'Only openai-chat takes a key variable and a base URL.',
     'settings.err.settings.invalid': 'The planner block in config.json is not valid.',
@@ -67,7 +69,9 @@ register({
     'settings.model': 'モデル',
     'settings.modelHelp': 'このプロバイダーの既定: {model}',
     'settings.keyEnv': 'API キーの環境変数',
-    'settings.keyEnvHelp': 'デーモンの環境変数の「名前」（例: OPENAI_API_KEY）です。キーそのものではありません。キーは保存も表示もされません。',
+    'settings.keyEnvHelp': 'デーモンの環境変数の「名前」で、_API_KEY で終わるもの（例: OPENAI_API_KEY）です。キーそのものではありません。キーは保存も表示もされません。',
+    'settings.testKey': 'このテスト用のキー',
+    'settings.testKeyHelp': '保存済みと異なるベース URL や環境変数は、ここに入力したキーでテストします。デーモンは保存済みのキーを保存済みのベース URL にだけ送ります。このキーはこのテストにだけ使われ、保存されません。',
     'settings.keySet': '{name} はデーモンの環境で設定されています。',
     'settings.keyNotSet': '{name} はデーモンの環境で設定されていません。設定して `multiverse serve` を再起動してください。',
     'settings.baseUrl': 'ベース URL',
@@ -88,7 +92,7 @@ register({
     'settings.err.settings.unknown_provider': '不明なプロバイダーです。',
     'settings.err.settings.empty_model': 'モデルを入力してください。',
     'settings.err.settings.model_too_long': 'モデル名が長すぎます。',
-    'settings.err.settings.bad_key_variable': '環境変数の「名前」を入力してください（英数字と _、数字で始まらない）。キーそのものは入力しないでください。',
+    'settings.err.settings.bad_key_variable': '_API_KEY で終わる環境変数の「名前」を入力してください（英数字と _、数字で始まらない）。キーそのものは入力しないでください。',
     'settings.err.settings.bad_base_url': 'ベース URL は http:// か https:// で始めてください。',
     'settings.err.settings.not_for_provider': 'キーの環境変数とベース URL を使うのは openai-chat だけです。',
     'settings.err.settings.invalid': 'config.json のプランナー設定が不正です。',
@@ -141,6 +145,9 @@ export function mount(root, ctx) {
   const model = h('input', { type: 'text', id: 'set-model', 'data-test': 'settings-model', autocomplete: 'off', spellcheck: 'false', on: { input: changed } });
   const keyEnv = h('input', { type: 'text', id: 'set-key-env', 'data-test': 'settings-key-env', autocomplete: 'off', spellcheck: 'false', placeholder: 'OPENAI_API_KEY', on: { input: changed } });
   const baseUrl = h('input', { type: 'url', id: 'set-base-url', 'data-test': 'settings-base-url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://api.openai.com/v1', on: { input: changed } });
+  // Only for a test of an endpoint or variable that is not the saved one; sent with that
+  // test alone, never with a save, and cleared once used.
+  const testKey = h('input', { type: 'password', id: 'set-test-key', 'data-test': 'settings-test-key', autocomplete: 'off', spellcheck: 'false' });
   const providerHelp = h('p', { class: 'muted st-help', id: 'set-provider-help' });
   const modelHelp = h('p', { class: 'muted st-help', id: 'set-model-help' });
   const keyState = h('p', { class: 'st-key', id: 'set-key-state', 'aria-live': 'polite' });
@@ -157,6 +164,7 @@ export function mount(root, ctx) {
     field('set-key-env', 'settings.keyEnv', keyEnv, [h('p', { class: 'muted st-help' }, t('settings.keyEnvHelp')), keyState], errorSlots.keyEnv),
     field('set-base-url', 'settings.baseUrl', baseUrl, [h('p', { class: 'muted st-help' }, t('settings.baseUrlHelp'))], errorSlots.baseUrl),
   );
+  const testKeyField = field('set-test-key', 'settings.testKey', testKey, [h('p', { class: 'muted st-help' }, t('settings.testKeyHelp'))], null);
   const save = h('button', { type: 'submit', class: 'btn btn-primary', 'data-test': 'settings-save' }, t('settings.save'));
   const test = h('button', { type: 'button', class: 'btn', 'data-test': 'settings-test', title: t('settings.testHint'), on: { click: runTest } }, t('settings.test'));
   const status = h('span', { class: 'muted st-status', role: 'status' });
@@ -170,6 +178,7 @@ export function mount(root, ctx) {
     field('set-provider', 'settings.provider', provider, [providerHelp], errorSlots.provider),
     field('set-model', 'settings.model', model, [modelHelp], errorSlots.model),
     openaiOnly,
+    testKeyField,
     command,
     h('div', { class: 'st-actions' }, save, test, status),
     general,
@@ -209,6 +218,16 @@ export function mount(root, ctx) {
     baseUrl.value = s.base_url || '';
   }
 
+  /** Whether the form names another endpoint or key variable than the saved ones (the
+   * daemon then sends no key unless one is typed for the test). */
+  function endpointChanged() {
+    const s = ui.saved;
+    if (!s || provider.value !== 'openai-chat') return false;
+    const v = settingsBody(values());
+    const url = (x) => String(x || '').replace(/\/+$/, '');
+    return s.provider !== 'openai-chat' || (v.api_key_env || s.api_key_env || '') !== (s.api_key_env || '') || url(v.base_url || s.base_url) !== url(s.base_url);
+  }
+
   function dirty() {
     if (!ui.saved) return false;
     const v = settingsBody(values());
@@ -222,6 +241,7 @@ export function mount(root, ctx) {
     providerHelp.textContent = t(`settings.providerHelp.${p}`);
     modelHelp.textContent = t('settings.modelHelp', { model: DEFAULT_MODELS[p] || '—' });
     openaiOnly.hidden = p !== 'openai-chat';
+    testKeyField.hidden = !endpointChanged();
     const s = ui.saved;
     if (s && p === 'openai-chat' && s.provider === 'openai-chat' && keyEnv.value.trim() === (s.api_key_env || '')) {
       keyState.hidden = false;
@@ -314,7 +334,11 @@ export function mount(root, ctx) {
     result.replaceChildren();
     drawState();
     try {
-      const answer = await api.post('/api/settings/test', settingsBody(values()));
+      const body = settingsBody(values());
+      const typed = testKey.value.trim();
+      if (typed && endpointChanged()) body.api_key = typed;
+      testKey.value = '';
+      const answer = await api.post('/api/settings/test', body);
       ui.busy = null;
       showResult(answer);
       drawState();

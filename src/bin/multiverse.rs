@@ -491,6 +491,7 @@ fn settings_command(dir: &Path, command: SettingsCmd, json_out: bool) -> Result<
                 model,
                 api_key_env: key_env,
                 base_url,
+                api_key: None,
             };
             // Checked here too, so a refusal keeps its key when a daemon would refuse it.
             check_settings(&update).map_err(AppError::Settings)?;

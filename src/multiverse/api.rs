@@ -327,15 +327,10 @@ impl DaemonApi {
     /// A connection test of the settings in effect, or of `candidate` laid over them
     /// (nothing saved). Runs on this request's thread: the daemon goes on meanwhile.
     fn test(&self, candidate: Option<SettingsUpdate>) -> Result<Response, Response> {
-        let mut block = self.answer(Work::Planner(None))?;
-        if let Some(candidate) = candidate {
-            block = settings::apply(&block, &candidate)
-                .map_err(|e| Response::error(400, e.key(), &e.to_string()))?;
-        }
-        Ok(Response::ok(json!(settings::test_connection(
-            &block,
-            &self.dir.join("chat")
-        ))))
+        let saved = self.answer(Work::Planner(None))?;
+        settings::connection_test(&saved, candidate.as_ref(), &self.dir.join("chat"))
+            .map(|tested| Response::ok(json!(tested)))
+            .map_err(|e| Response::error(400, e.key(), &e.to_string()))
     }
 
     /// The process view: the daemon and its planners (from its thread), the attempts in
@@ -571,8 +566,9 @@ fn settings_schema() -> Value {
            "properties": {
                "provider": {"enum": ["openai-chat", "codex-cli", "claude-code", "mock"]},
                "model": {"type": "string", "minLength": 1},
-               "api_key_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "description": "openai-chat: the NAME of the variable holding the key"},
-               "base_url": {"type": "string", "description": "openai-chat: http:// or https://"}}})
+               "api_key_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*_API_KEY$", "description": "openai-chat: the NAME of the variable holding the key, ending in _API_KEY"},
+               "base_url": {"type": "string", "description": "openai-chat: http:// or https://"},
+               "api_key": {"type": "string", "description": "POST /api/settings/test only: the key itself, typed for this one test of a base URL or key variable other than the saved ones (never saved; a PUT carrying it is refused with settings.key_not_stored)"}}})
 }
 
 /// The API's description (OpenAPI 3.1), served at `/api/openapi.json`.
@@ -629,9 +625,9 @@ fn core_openapi() -> Value {
             "/api/events": {"get": {"summary": "Server-sent events: task (a state change with its message, node, reason, next retry and attempts), attempt, run (an attempt's agent-runner events as they come), backlog, chat, execution, plan. The token may be given as ?token= here."}},
             "/api/settings": {
                 "get": {"summary": "The chat planner's settings: {provider, model, api_key_env, api_key_set, base_url, command}. The key itself is never returned, only whether its variable is set in the daemon's environment."},
-                "put": {"summary": "Change them (validated whole, saved to config.json, used from the next chat turn); answers the new settings. Refusals: settings.unknown_provider, settings.empty_model, settings.model_too_long, settings.bad_key_variable, settings.bad_base_url, settings.not_for_provider.",
+                "put": {"summary": "Change them (validated whole, saved to config.json, used from the next chat turn); answers the new settings. Refusals: settings.unknown_provider, settings.empty_model, settings.model_too_long, settings.bad_key_variable, settings.bad_base_url, settings.not_for_provider, settings.key_not_stored.",
                         "requestBody": {"content": {"application/json": {"schema": settings_schema()}}}}},
-            "/api/settings/test": {"post": {"summary": "A real connection test of the settings in effect, or of the body laid over them (nothing saved): openai-chat makes one small chat completion (no retry, 10 s at most), a CLI answers --version, the mock is built. Answers {ok, provider, model, latency_ms, detail, error?: {key, message}}; keys: connection.key_missing, connection.auth_refused, connection.http_error, connection.unreachable, connection.timeout, connection.bad_response, connection.cli_missing, connection.cli_failed, connection.config.",
+            "/api/settings/test": {"post": {"summary": "A real connection test of the settings in effect, or of the body laid over them (nothing saved): openai-chat makes one small chat completion (no retry, 10 s at most), a CLI answers --version, the mock is built. Answers {ok, provider, model, latency_ms, detail, error?: {key, message}}; keys: connection.key_missing, connection.key_required (another base URL or variable than the saved ones, and no api_key typed), connection.auth_refused, connection.http_error, connection.unreachable, connection.timeout, connection.bad_response, connection.cli_missing, connection.cli_failed, connection.config.",
                 "requestBody": {"required": false, "content": {"application/json": {"schema": settings_schema()}}}}},
             "/api/workspaces": {"get": {"summary": "The recent workspaces (~/.multiverse/workspaces.json), most recent first: [{path, project, name, last_opened, exists, daemon, daemon_pid}]."}},
             "/api/workspaces/forget": {"post": {"summary": "Take a workspace off the recent list; nothing on disk is touched. 404 workspaces.not_listed when it is not on it.",

@@ -605,11 +605,8 @@ pub fn test_settings_here(
 ) -> Result<ConnectionTest, AppError> {
     WorkspaceMeta::read(dir)?;
     let config = load_config(dir)?;
-    let mut block = settings::planner_block(config.planner.as_ref(), &config.runner);
-    if let Some(candidate) = candidate {
-        block = settings::apply(&block, candidate).map_err(AppError::Settings)?;
-    }
-    Ok(settings::test_connection(&block, &dir.join("chat")))
+    let saved = settings::planner_block(config.planner.as_ref(), &config.runner);
+    settings::connection_test(&saved, candidate, &dir.join("chat")).map_err(AppError::Settings)
 }
 
 /// How `multiverse run` ended.

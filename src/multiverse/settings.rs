@@ -87,6 +87,28 @@ pub struct SettingsUpdate {
     /// openai-chat only; unchanged when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// A connection test only: the key itself, typed for this one test of a base URL or
+    /// key variable that is not the saved one. Never saved (a change carrying it is
+    /// refused), never shown, never logged.
+    #[serde(default, skip_serializing)]
+    pub api_key: Option<TypedKey>,
+}
+
+/// A key typed into a connection test: its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct TypedKey(String);
+
+impl TypedKey {
+    pub fn new(key: impl Into<String>) -> TypedKey {
+        TypedKey(key.into())
+    }
+}
+
+impl std::fmt::Debug for TypedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TypedKey(<redacted>)")
+    }
 }
 
 /// Why a change was refused. `key()` is stable. No variant holds what was given as the
@@ -106,6 +128,8 @@ pub enum SettingsError {
     },
     /// The block is not a valid `runner.meta`.
     Invalid(String),
+    /// A change carried the key itself: keys are never saved.
+    KeyNotStored,
 }
 
 impl SettingsError {
@@ -118,6 +142,7 @@ impl SettingsError {
             SettingsError::BadBaseUrl(_) => "settings.bad_base_url",
             SettingsError::NotForProvider { .. } => "settings.not_for_provider",
             SettingsError::Invalid(_) => "settings.invalid",
+            SettingsError::KeyNotStored => "settings.key_not_stored",
         }
     }
 }
@@ -133,8 +158,9 @@ impl std::fmt::Display for SettingsError {
             SettingsError::ModelTooLong => {
                 write!(f, "the model name is longer than {MAX_MODEL_CHARS} characters")
             }
-            SettingsError::BadKeyVariable => f.write_str(
-                "api_key_env must be the name of an environment variable (letters, digits and _, not starting with a digit), not the key itself",
+            SettingsError::BadKeyVariable => write!(
+                f,
+                "api_key_env must be the name of an environment variable ending in {KEY_SUFFIX} (letters, digits and _, such as OPENAI_API_KEY), not the key itself"
             ),
             SettingsError::BadBaseUrl(url) => {
                 write!(f, "base_url {url:?} is not an http:// or https:// URL")
@@ -143,13 +169,22 @@ impl std::fmt::Display for SettingsError {
                 write!(f, "{field} is for openai-chat, not {provider}")
             }
             SettingsError::Invalid(message) => write!(f, "the planner block: {message}"),
+            SettingsError::KeyNotStored => f.write_str(
+                "the key itself is never saved: put it in the environment variable api_key_env names (a key typed into a connection test is used for that test only)",
+            ),
         }
     }
 }
 
 impl std::error::Error for SettingsError {}
 
-/// Whether `name` can name an environment variable: `[A-Za-z_][A-Za-z0-9_]*`.
+/// What a key variable's name must end with. The settings can be changed by whoever holds
+/// the daemon's token; a name that must say it holds an API key keeps them from pointing
+/// the planner at any other secret of the daemon's environment (`HOME`, a cloud key).
+pub(crate) const KEY_SUFFIX: &str = "_API_KEY";
+
+/// Whether `name` can name the key's variable: `[A-Za-z_][A-Za-z0-9_]*` ending in
+/// [`KEY_SUFFIX`].
 pub fn valid_variable_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
@@ -157,12 +192,17 @@ pub fn valid_variable_name(name: &str) -> bool {
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && name.len() <= MAX_VARIABLE_CHARS
+        && name.len() > KEY_SUFFIX.len()
+        && name.ends_with(KEY_SUFFIX)
 }
 
 /// The planner block `current` becomes with `update`: checked whole, as `runner.meta`.
 /// Keys of another provider (base URL, key variable, command, script) are dropped when
 /// the provider changes; the rest (timeout, retries, system prompt) is kept.
 pub(crate) fn apply(current: &Value, update: &SettingsUpdate) -> Result<Value, SettingsError> {
+    if update.api_key.is_some() {
+        return Err(SettingsError::KeyNotStored);
+    }
     let kind = check(update)?;
     let model = update.model.trim();
     let mut block: Map<String, Value> = current.as_object().cloned().unwrap_or_default();
@@ -246,15 +286,64 @@ pub struct TestFailure {
     pub message: String,
 }
 
+/// Where a connection test's key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum KeySource {
+    /// The variable the saved settings name, for the saved endpoint.
+    Saved,
+    /// Typed into this test.
+    Typed(TypedKey),
+    /// None may be sent: the endpoint or the variable is not the saved one, and no key
+    /// was typed.
+    Withheld,
+}
+
+/// The connection test of the saved planner block `saved`, or of `candidate` laid over it
+/// (nothing saved). The key goes only where the user sent it: the saved variable's value
+/// to the saved base URL, a typed key to the URL typed with it; a candidate that changes
+/// the base URL or the variable without typing the key is tested without sending one
+/// (`connection.key_required`), so no request can send a secret of the daemon's
+/// environment to an address of its choosing.
+pub(crate) fn connection_test(
+    saved: &Value,
+    candidate: Option<&SettingsUpdate>,
+    base_dir: &Path,
+) -> Result<ConnectionTest, SettingsError> {
+    let Some(candidate) = candidate else {
+        return Ok(test_connection(saved, base_dir, KeySource::Saved));
+    };
+    let typed = candidate.api_key.clone();
+    let block = apply(
+        saved,
+        &SettingsUpdate {
+            api_key: None,
+            ..candidate.clone()
+        },
+    )?;
+    let endpoint = |b: &Value| {
+        meta(b)
+            .ok()
+            .filter(|m| m.kind == MetaKind::OpenaiChat)
+            .map(|m| (m.base_url.trim_end_matches('/').to_string(), m.api_key_env))
+    };
+    let key = match typed {
+        Some(key) => KeySource::Typed(key),
+        None if endpoint(&block) == endpoint(saved) => KeySource::Saved,
+        None => KeySource::Withheld,
+    };
+    Ok(test_connection(&block, base_dir, key))
+}
+
 /// Tests the planner `block` describes: openai-chat makes one small chat completion (no
-/// retry, at most [`TEST_TIMEOUT`]); a CLI must be found and answer `--version`; the
-/// mock is built (its script read). `base_dir` is where a mock script's path starts.
-pub(crate) fn test_connection(block: &Value, base_dir: &Path) -> ConnectionTest {
+/// retry, at most [`TEST_TIMEOUT`]) with the key `key` says; a CLI must be found and
+/// answer `--version`; the mock is built (its script read). `base_dir` is where a mock
+/// script's path starts.
+fn test_connection(block: &Value, base_dir: &Path, key: KeySource) -> ConnectionTest {
     let started = Instant::now();
     let (provider, model, outcome) = match meta(block) {
         Ok(meta) => {
             let outcome = match meta.kind {
-                MetaKind::OpenaiChat => test_http(&meta),
+                MetaKind::OpenaiChat => test_http(&meta, key),
                 MetaKind::CodexCli | MetaKind::ClaudeCode => test_cli(&meta),
                 MetaKind::Mock => crate::runner::provider::provider(&meta, base_dir, None)
                     .map(|p| format!("the offline planner ({})", p.name()))
@@ -293,12 +382,24 @@ pub(crate) fn test_connection(block: &Value, base_dir: &Path) -> ConnectionTest 
 }
 
 /// One chat completion through the runner's HTTP provider, without retries.
-fn test_http(meta: &MetaConfig) -> Result<String, TestFailure> {
+fn test_http(meta: &MetaConfig, key: KeySource) -> Result<String, TestFailure> {
     let mut meta = meta.clone();
     meta.max_retries = 0;
     meta.timeout_sec = Some(meta.timeout().min(TEST_TIMEOUT).as_secs().max(1));
     let endpoint = format!("{}/chat/completions", meta.base_url.trim_end_matches('/'));
-    let mut provider = HttpProvider::from_env(&meta, meta.model(None)).map_err(failure)?;
+    let mut provider = match key {
+        KeySource::Saved => HttpProvider::from_env(&meta, meta.model(None)).map_err(failure)?,
+        KeySource::Typed(TypedKey(key)) => HttpProvider::new(&meta, meta.model(None), key),
+        KeySource::Withheld => {
+            return Err(TestFailure {
+                key: "connection.key_required".into(),
+                message: format!(
+                    "the key of {} is sent only to the saved base URL; to test {endpoint} or another variable, type the key into the test (it is not saved)",
+                    meta.api_key_env
+                ),
+            });
+        }
+    };
     let prompt = Prompt {
         protocol: Protocol::PlanPatch,
         system: "A connection test. Answer with the JSON object {\"ok\": true}.".into(),
@@ -410,6 +511,7 @@ mod tests {
             model: model.into(),
             api_key_env: None,
             base_url: None,
+            api_key: None,
         }
     }
 
@@ -419,7 +521,7 @@ mod tests {
         let block = apply(
             &current,
             &SettingsUpdate {
-                api_key_env: Some("MY_KEY".into()),
+                api_key_env: Some("MY_API_KEY".into()),
                 base_url: Some("http://127.0.0.1:9/v1".into()),
                 ..update("openai-chat", " gpt-x ")
             },
@@ -427,14 +529,14 @@ mod tests {
         .unwrap();
         assert_eq!(
             block,
-            json!({"kind": "openai-chat", "model": "gpt-x", "api_key_env": "MY_KEY",
+            json!({"kind": "openai-chat", "model": "gpt-x", "api_key_env": "MY_API_KEY",
                    "base_url": "http://127.0.0.1:9/v1", "timeout_sec": 30})
         );
         let shown = LlmSettings::of(&block).unwrap();
-        assert_eq!(shown.api_key_env.as_deref(), Some("MY_KEY"));
+        assert_eq!(shown.api_key_env.as_deref(), Some("MY_API_KEY"));
         // Same provider: its own keys stay.
         let again = apply(&block, &update("openai-chat", "gpt-y")).unwrap();
-        assert_eq!(again["api_key_env"], "MY_KEY");
+        assert_eq!(again["api_key_env"], "MY_API_KEY");
         assert_eq!(again["base_url"], "http://127.0.0.1:9/v1");
     }
 
@@ -454,10 +556,31 @@ mod tests {
         let e = apply(&json!({}), &pasted).unwrap_err();
         assert_eq!(e.key(), "settings.bad_key_variable");
         assert!(!e.to_string().contains("sk-proj"), "{e}");
-        for bad in ["", "1ABC", "A B", "A=B"] {
+        // A name must say it holds an API key: no other secret of the daemon's
+        // environment can be named (issue 34, finding 2).
+        for bad in [
+            "",
+            "1ABC",
+            "A B",
+            "A=B",
+            "HOME",
+            "PATH",
+            "SECRET_THING",
+            "_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "OPENAI_API_KEY2",
+        ] {
             assert!(!valid_variable_name(bad), "{bad:?}");
         }
-        assert!(valid_variable_name("_OPENAI_API_KEY2"));
+        assert!(valid_variable_name("OPENAI_API_KEY"));
+        assert!(valid_variable_name("_MY_API_KEY"));
+        let key_itself = SettingsUpdate {
+            api_key: Some(TypedKey::new("sk-typed")),
+            ..update("openai-chat", "m")
+        };
+        let e = apply(&json!({}), &key_itself).unwrap_err();
+        assert_eq!(e.key(), "settings.key_not_stored");
+        assert!(!format!("{key_itself:?} {e}").contains("sk-typed"));
         let url = SettingsUpdate {
             base_url: Some("ftp://x".into()),
             ..update("openai-chat", "m")
@@ -489,19 +612,54 @@ mod tests {
         let missing = test_connection(
             &json!({"kind": "codex-cli", "command": "/nonexistent/codex"}),
             Path::new("."),
+            KeySource::Saved,
         );
         assert!(!missing.ok);
         assert_eq!(missing.error.unwrap().key, "connection.cli_missing");
-        let mock = test_connection(&json!({"kind": "mock"}), Path::new("."));
+        let mock = test_connection(&json!({"kind": "mock"}), Path::new("."), KeySource::Saved);
         assert!(mock.ok, "{mock:?}");
         let sh = test_connection(
             &json!({"kind": "claude-code", "command": "/bin/sh"}),
             Path::new("."),
+            KeySource::Saved,
         );
         // `sh --version` is refused by a POSIX sh or answered by bash: either way it ran.
         assert!(
             sh.ok || sh.error.as_ref().unwrap().key == "connection.cli_failed",
             "{sh:?}"
         );
+    }
+
+    #[test]
+    fn a_candidate_gets_the_saved_key_only_for_the_saved_endpoint() {
+        let saved = json!({"kind": "openai-chat", "model": "m", "base_url": "http://127.0.0.1:9/v1",
+                           "api_key_env": "MV_SETTINGS_UNIT_API_KEY"});
+        let changed = |base_url: Option<&str>, variable: Option<&str>, typed: Option<&str>| {
+            let candidate = SettingsUpdate {
+                base_url: base_url.map(str::to_string),
+                api_key_env: variable.map(str::to_string),
+                api_key: typed.map(TypedKey::new),
+                ..update("openai-chat", "m2")
+            };
+            connection_test(&saved, Some(&candidate), Path::new(".")).unwrap()
+        };
+        let required = |t: &ConnectionTest| {
+            t.error.as_ref().map(|e| e.key.as_str()) == Some("connection.key_required")
+        };
+        // Another URL, or another variable, and no key typed: nothing is sent.
+        assert!(required(&changed(
+            Some("http://127.0.0.1:1/v1"),
+            None,
+            None
+        )));
+        assert!(required(&changed(None, Some("OTHER_API_KEY"), None)));
+        // The saved endpoint and variable (a new model only): the saved variable is read
+        // (unset here, so the key is missing, not withheld).
+        let same = changed(None, None, None);
+        assert_eq!(same.error.unwrap().key, "connection.key_missing");
+        // A typed key goes to the typed URL (nothing listens there: unreachable, not
+        // refused for want of a key).
+        let typed = changed(Some("http://127.0.0.1:1/v1"), None, Some("sk-typed"));
+        assert_eq!(typed.error.unwrap().key, "connection.unreachable");
     }
 }

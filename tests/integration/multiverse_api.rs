@@ -20,7 +20,7 @@ use crate::support::{Seen, TempDir, read_request, write_response};
 
 /// The key the daemon's environment holds in these tests; it must never come back.
 const KEY: &str = "sk-test-9f8e7d6c5b4a";
-const KEY_VARIABLE: &str = "MV_API_TEST_KEY";
+const KEY_VARIABLE: &str = "MV_API_TEST_API_KEY";
 
 fn multiverse() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_multiverse"))
@@ -360,21 +360,32 @@ fn the_connection_test_reaches_the_mock_a_scripted_server_a_refusal_and_a_closed
         Some(&*format!("Bearer {KEY}"))
     );
 
-    // A candidate in the body is tested without being saved.
+    // A candidate in the body is tested without being saved, with the key typed into it.
     let before = config(dir);
     let gone = format!("http://127.0.0.1:{}/v1", closed_port());
-    let unreachable = daemon.ok("POST", "/api/settings/test", Some(http(&gone)));
+    let mut typed = http(&gone);
+    typed["api_key"] = json!("sk-typed-for-the-test");
+    let unreachable = daemon.ok("POST", "/api/settings/test", Some(typed.clone()));
     assert_eq!(
         unreachable["error"]["key"], "connection.unreachable",
         "{unreachable}"
     );
     assert_eq!(config(dir), before);
-    // A key variable the daemon does not have is named, before any request.
+    // The key itself is never saved.
+    let (status, refused) = daemon.call("PUT", "/api/settings", Some(typed), true);
+    assert_eq!(
+        (status, refused["error"]["key"].as_str()),
+        (400, Some("settings.key_not_stored")),
+        "{refused}"
+    );
+    assert!(!refused.to_string().contains("sk-typed"), "{refused}");
+    assert_eq!(config(dir), before);
+    // Another variable, without a typed key: nothing is read, nothing is sent.
     let mut missing = http(&model.base_url);
-    missing["api_key_env"] = json!("MV_API_TEST_NO_SUCH_KEY");
+    missing["api_key_env"] = json!("MV_API_TEST_NO_SUCH_API_KEY");
     let missing = daemon.ok("POST", "/api/settings/test", Some(missing));
     assert_eq!(
-        missing["error"]["key"], "connection.key_missing",
+        missing["error"]["key"], "connection.key_required",
         "{missing}"
     );
     assert_eq!(model.seen().len(), 2);
@@ -387,6 +398,54 @@ fn the_connection_test_reaches_the_mock_a_scripted_server_a_refusal_and_a_closed
     assert_eq!(
         (bad.0, bad.1["error"]["key"].as_str()),
         (400, Some("settings.unknown_provider"))
+    );
+}
+
+/// Issue 34, finding 2: `POST /api/settings/test` sent `Authorization: Bearer <any
+/// variable of the daemon's environment>` to any URL the request named.
+#[test]
+fn the_connection_test_never_sends_a_daemon_variable_to_an_address_a_request_names() {
+    let tmp = TempDir::new("mv-api-settings-leak");
+    let dir = tmp.path();
+    init(dir, "project", "ws");
+    let daemon = Daemon::start(dir);
+    let listener = ModelServer::start(vec![(200, completion("{\"ok\": true}")); 4]);
+    let probe = |variable: &str| {
+        json!({"provider": "openai-chat", "model": "m", "api_key_env": variable,
+               "base_url": listener.base_url})
+    };
+    // Names that are no API key's variable are refused before anything happens.
+    for variable in ["SECRET_THING", "HOME", "PATH"] {
+        let (status, body) = daemon.call("POST", "/api/settings/test", Some(probe(variable)), true);
+        assert_eq!(
+            (status, body["error"]["key"].as_str()),
+            (400, Some("settings.bad_key_variable")),
+            "{variable}: {body}"
+        );
+    }
+    // A key variable the daemon has, to an address the request names: withheld.
+    let withheld = daemon.ok("POST", "/api/settings/test", Some(probe(KEY_VARIABLE)));
+    assert_eq!(
+        withheld["error"]["key"], "connection.key_required",
+        "{withheld}"
+    );
+    assert!(listener.seen().is_empty(), "a request reached the listener");
+    // Once saved by the owner, the saved endpoint gets the saved variable's key.
+    daemon.ok("PUT", "/api/settings", Some(probe(KEY_VARIABLE)));
+    let saved = daemon.ok("POST", "/api/settings/test", None);
+    assert_eq!(saved["ok"], true, "{saved}");
+    assert_eq!(
+        listener.seen()[0].authorization.as_deref(),
+        Some(&*format!("Bearer {KEY}"))
+    );
+    // A key typed into the test goes to the URL typed with it, and only it.
+    let mut typed = probe(KEY_VARIABLE);
+    typed["api_key"] = json!("sk-typed");
+    let tested = daemon.ok("POST", "/api/settings/test", Some(typed));
+    assert_eq!(tested["ok"], true, "{tested}");
+    assert_eq!(
+        listener.seen()[1].authorization.as_deref(),
+        Some("Bearer sk-typed")
     );
 }
 
@@ -883,14 +942,19 @@ fn a_background_daemon_keeps_its_token_in_daemon_json_alone_in_a_private_workspa
             std::thread::sleep(Duration::from_millis(50));
         }
     };
-    let log = std::fs::read_to_string(ws.join("serve.log")).unwrap_or_default();
+    // daemon.json is written just before the daemon says it serves.
+    let read_log = || std::fs::read_to_string(ws.join("serve.log")).unwrap_or_default();
+    let until = Instant::now() + Duration::from_secs(20);
+    while !read_log().contains("serving http://") && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = read_log();
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     let (ws_mode, log_mode, info_mode) = (
         mode(&ws),
         mode(&ws.join("serve.log")),
         mode(&ws.join("daemon.json")),
     );
-    assert!(log.contains("serving http://127.0.0.1:"), "{log}");
     let mut holding = Vec::new();
     let mut stack = vec![ws.clone()];
     while let Some(d) = stack.pop() {
@@ -906,6 +970,7 @@ fn a_background_daemon_keeps_its_token_in_daemon_json_alone_in_a_private_workspa
         }
     }
     stop();
+    assert!(log.contains("serving http://127.0.0.1:"), "{log}");
     assert_eq!(holding, ["daemon.json"], "files holding the token");
     assert_eq!((ws_mode, log_mode, info_mode), (0o700, 0o600, 0o600));
 }

@@ -905,6 +905,49 @@ fn settings_and_workspaces(browser: &Browser, ide: &Ide, locale: &Locale) {
     browser.click(&test("settings-test"));
     wait_attr(browser, &test("settings-result"), "data-ok", "true");
     shots(browser, "settings", locale.code);
+    // Another endpoint than the saved one is tested with a key typed for that test alone
+    // (the daemon sends its saved key only to the saved endpoint): the field shows, the
+    // typed key goes with the test (nothing listens: unreachable, not key_required), and
+    // the field is empty again.
+    let select = |provider: &str| {
+        browser.execute(
+            "const s = document.querySelector('[data-test=settings-provider]'); \
+             s.value = arguments[0]; s.dispatchEvent(new Event('change'));",
+            vec![json!(provider)],
+        );
+    };
+    select("openai-chat");
+    browser.wait_js(
+        "the test key's field shows",
+        "return !document.querySelector('[data-test=settings-test-key]').closest('.field').hidden",
+        Vec::new(),
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    browser.type_into(
+        &test("settings-base-url"),
+        &format!("http://127.0.0.1:{closed}/v1"),
+    );
+    browser.type_into(&test("settings-test-key"), "sk-typed-in-the-ide");
+    browser.click(&test("settings-test"));
+    browser.wait_js(
+        "the typed key's test result",
+        "const r = document.querySelector('[data-test=settings-result]'); \
+         return r && r.dataset.ok === 'false' && r.textContent.includes('connection.unreachable')",
+        Vec::new(),
+    );
+    assert_eq!(
+        browser.execute(
+            "return document.querySelector('[data-test=settings-test-key]').value",
+            Vec::new()
+        ),
+        json!("")
+    );
+    select("mock");
+    assert_eq!(std::fs::read(ide.ws.join("config.json")).unwrap(), config);
     browser.click(&test("nav-workspaces"));
     let ws = ide.ws.canonicalize().unwrap_or_else(|_| ide.ws.clone());
     let rows = format!(
