@@ -7,14 +7,22 @@
 //! imports carry it), the `Host` must be the loopback address it listens on (a DNS-rebinding page
 //! names another host), no CORS header is ever sent (another origin's page cannot read a
 //! reply), and requests are bounded in header size, body size and time to arrive.
+//!
+//! A connection that has not shown the token cannot keep the owner out ([`Gate`]): the
+//! whole request must arrive within [`REQUEST_DEADLINE`], however slowly it trickles in;
+//! such connections have [`MAX_PENDING`] places of their own, and when they are all taken
+//! the oldest is dropped for the newcomer, so a client that sends its request at once is
+//! always read; only requests that showed the token take one of the [`MAX_ACTIVE`]
+//! places an answer (or an event stream) is served in.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -22,10 +30,12 @@ use serde_json::{Value, json};
 const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// The largest request body.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-/// Connections served at once; more get 503.
-const MAX_CONNECTIONS: usize = 64;
-/// How long a client may take to send its request.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Requests that showed the token, served at once (event streams included); more get 503.
+const MAX_ACTIVE: usize = 64;
+/// Connections whose request has not arrived whole yet; past this the oldest is dropped.
+const MAX_PENDING: usize = 32;
+/// How long a client may take to send its whole request, head and body.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(10);
 /// How often an idle event stream gets a comment line, so a dead client is noticed.
 const HEARTBEAT: Duration = Duration::from_secs(15);
 
@@ -161,35 +171,101 @@ impl HttpServer {
 
     /// Accepts connections until stopped, each served on its own thread.
     pub fn run(&self, api: Arc<dyn Api>) {
-        let active = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(Gate::default());
         for stream in self.listener.incoming() {
             if self.stopping.load(Ordering::SeqCst) {
                 break;
             }
-            let Ok(mut stream) = stream else { continue };
-            if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                active.fetch_sub(1, Ordering::SeqCst);
-                let _ = write_reply(
-                    &mut stream,
-                    &Response::error(503, "busy", "too many connections"),
-                );
+            let Ok(stream) = stream else { continue };
+            let Some(id) = gate.admit(&stream) else {
                 continue;
-            }
+            };
             let api = api.clone();
             let token = self.token.clone();
             let addr = self.addr;
-            let active = active.clone();
+            let gate_of_thread = gate.clone();
             let stopping = self.stopping.clone();
             let spawned = std::thread::Builder::new()
                 .name("multiverse-http".into())
                 .spawn(move || {
-                    serve(stream, &*api, &token, addr, &stopping);
-                    active.fetch_sub(1, Ordering::SeqCst);
+                    serve(stream, &*api, &token, addr, &stopping, &gate_of_thread, id);
                 });
             if let Err(e) = spawned {
+                gate.leave(id);
                 tracing::warn!(error = %e, "could not start a connection thread");
             }
         }
+    }
+}
+
+/// Who may hold a connection: [`MAX_PENDING`] places for requests still arriving (the
+/// oldest dropped for a newcomer), [`MAX_ACTIVE`] for requests that showed the token.
+#[derive(Debug, Default)]
+struct Gate {
+    /// Connections whose request is still arriving, oldest first, with a handle to drop
+    /// each.
+    pending: Mutex<VecDeque<(u64, TcpStream)>>,
+    next: AtomicU64,
+    active: AtomicUsize,
+}
+
+impl Gate {
+    /// Gives `stream` a pending place, dropping the oldest pending connection when all
+    /// are taken; `None` when the stream cannot be tracked (it is then closed).
+    fn admit(&self, stream: &TcpStream) -> Option<u64> {
+        let handle = stream.try_clone().ok()?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        while pending.len() >= MAX_PENDING {
+            if let Some((_, oldest)) = pending.pop_front() {
+                // Its thread's next read fails and it ends; it never showed the token.
+                let _ = oldest.shutdown(Shutdown::Both);
+            }
+        }
+        pending.push_back((id, handle));
+        Some(id)
+    }
+
+    /// The request of `id` arrived (or failed): its pending place is free.
+    fn leave(&self, id: u64) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        pending.retain(|(i, _)| *i != id);
+    }
+
+    /// A place to serve a request that showed the token, or `None` when all are taken.
+    fn serve_slot(&self) -> Option<ActiveSlot<'_>> {
+        if self.active.fetch_add(1, Ordering::SeqCst) >= MAX_ACTIVE {
+            self.active.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(ActiveSlot(&self.active))
+    }
+}
+
+/// A taken [`MAX_ACTIVE`] place, given back on drop.
+struct ActiveSlot<'a>(&'a AtomicUsize);
+
+impl Drop for ActiveSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A stream read against one deadline: each read waits only for what is left of it, so a
+/// client that sends a byte now and then cannot make a request last.
+struct Deadlined {
+    stream: TcpStream,
+    until: Instant,
+}
+
+impl Read for Deadlined {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buf)
     }
 }
 
@@ -208,21 +284,43 @@ impl Stopper {
     }
 }
 
-/// Serves one connection: one request (the connection is closed after the reply).
-fn serve(stream: TcpStream, api: &dyn Api, token: &str, addr: SocketAddr, stopping: &AtomicBool) {
-    let _ = stream.set_read_timeout(Some(READ_TIMEOUT));
+/// Serves one connection: one request (the connection is closed after the reply). It
+/// holds its pending place until the request has arrived, and a serving place only once
+/// it showed the token.
+fn serve(
+    stream: TcpStream,
+    api: &dyn Api,
+    token: &str,
+    addr: SocketAddr,
+    stopping: &AtomicBool,
+    gate: &Gate,
+    id: u64,
+) {
     let mut writer = match stream.try_clone() {
         Ok(w) => w,
-        Err(_) => return,
-    };
-    let reply = match read_request(stream, token, addr) {
-        Ok(request) => {
-            tracing::debug!(method = %request.method, path = %request.path, "http request");
-            api.handle(&request)
+        Err(_) => {
+            gate.leave(id);
+            return;
         }
-        Err(refusal) => refusal,
     };
-    match reply {
+    let read = read_request(stream, token, addr);
+    gate.leave(id);
+    let request = match read {
+        Ok(request) => request,
+        Err(refusal) => {
+            let _ = write_reply(&mut writer, &refusal);
+            return;
+        }
+    };
+    let Some(_slot) = gate.serve_slot() else {
+        let _ = write_reply(
+            &mut writer,
+            &Response::error(503, "busy", "too many requests at once"),
+        );
+        return;
+    };
+    tracing::debug!(method = %request.method, path = %request.path, "http request");
+    match api.handle(&request) {
         Response::Events(events) => stream_events(&mut writer, &events, stopping),
         reply => {
             let _ = write_reply(&mut writer, &reply);
@@ -230,9 +328,13 @@ fn serve(stream: TcpStream, api: &dyn Api, token: &str, addr: SocketAddr, stoppi
     }
 }
 
-/// Reads and checks one request; a refusal is the reply to send.
+/// Reads and checks one request, all of it within [`REQUEST_DEADLINE`]; a refusal is
+/// the reply to send.
 fn read_request(stream: TcpStream, token: &str, addr: SocketAddr) -> Result<Request, Response> {
-    let mut reader = BufReader::new(stream);
+    let mut reader = BufReader::new(Deadlined {
+        stream,
+        until: Instant::now() + REQUEST_DEADLINE,
+    });
     let mut head = Vec::new();
     // The head ends at the first empty line; it is read line by line up to its budget.
     loop {
@@ -333,12 +435,25 @@ fn read_request(stream: TcpStream, token: &str, addr: SocketAddr) -> Result<Requ
     if method == "GET" && (path == "/" || bare) {
         return Err(Response::Redirect(format!("/ide/{token}/")));
     }
-    let length: usize = match header("content-length") {
+    // Two lengths that disagree leave the body's end to whoever reads it: refused.
+    let mut lengths = parsed
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .map(|h| String::from_utf8_lossy(h.value).trim().to_string());
+    let length: usize = match lengths.next() {
         Some(v) => v
             .parse()
             .map_err(|_| Response::error(400, "bad_request", "Content-Length is not a number"))?,
         None => 0,
     };
+    if lengths.any(|other| other.parse::<usize>().ok() != Some(length)) {
+        return Err(Response::error(
+            400,
+            "bad_request",
+            "the request has Content-Length headers that disagree",
+        ));
+    }
     if header("transfer-encoding").is_some() {
         return Err(Response::error(
             411,

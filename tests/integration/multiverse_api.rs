@@ -1082,3 +1082,70 @@ fn opening_a_workspace_or_a_project_from_the_picker_starts_its_daemon_once() {
     stop_daemon_of(&two);
     stop_daemon_of(&made_dir);
 }
+
+/// Issue 34, finding 1: 64 connections that each sent a header line now and then held
+/// every connection place, so every request, the command line's too, got 503 for as long
+/// as they went on. Now 200 such connections, reconnecting whenever dropped, leave the
+/// owner's `multiverse status` and IDE page answered (the figures are printed).
+#[test]
+fn two_hundred_slow_connections_without_the_token_never_keep_the_owner_out() {
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let tmp = TempDir::new("mv-api-slowloris");
+    let dir = tmp.path();
+    init(dir, "project", "ws");
+    let daemon = Daemon::start(dir);
+    let port = daemon.port;
+    let stop = Arc::new(AtomicBool::new(false));
+    let reconnects = Arc::new(AtomicUsize::new(0));
+    let hostile = {
+        let (stop, reconnects) = (stop.clone(), reconnects.clone());
+        std::thread::spawn(move || {
+            let open = || {
+                let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+                s.write_all(
+                    format!("GET /api/tasks HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n").as_bytes(),
+                )
+                .ok()?;
+                Some(s)
+            };
+            let mut conns: Vec<Option<std::net::TcpStream>> = (0..200).map(|_| open()).collect();
+            while !stop.load(Ordering::SeqCst) {
+                for slot in &mut conns {
+                    let alive = slot
+                        .as_mut()
+                        .is_some_and(|s| s.write_all(b"X-Slow: 1\r\n").is_ok());
+                    if !alive {
+                        reconnects.fetch_add(1, Ordering::Relaxed);
+                        *slot = open();
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    let mut slowest_status = Duration::ZERO;
+    let mut slowest_page = Duration::ZERO;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let o = mv(dir, &["--json", "status"]);
+        slowest_status = slowest_status.max(started.elapsed());
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let started = Instant::now();
+        let (status, _, page) = browser_get(port, &format!("/ide/{}/", daemon.token));
+        slowest_page = slowest_page.max(started.elapsed());
+        assert_eq!(status, 200, "{page}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    stop.store(true, Ordering::SeqCst);
+    hostile.join().unwrap();
+    // Printed past the harness's capture, as the other measured figures are.
+    let _ = writeln!(
+        std::io::stderr(),
+        "200 slow connections without the token ({} dropped and reopened): multiverse status answered in {} ms at most, the IDE page in {} ms",
+        reconnects.load(Ordering::Relaxed),
+        slowest_status.as_millis(),
+        slowest_page.as_millis()
+    );
+}

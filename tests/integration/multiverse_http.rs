@@ -151,6 +151,35 @@ fn bodies_are_bounded_and_bad_json_is_named() {
     let mut text = String::new();
     let _ = stream.read_to_string(&mut text);
     assert!(text.starts_with("HTTP/1.1 431"), "{text}");
+    // Two lengths that disagree leave the body's end unclear: refused (issue 34). The
+    // same length twice is one length.
+    let (status, _, body) = send(addr, &format!("{post}Content-Length: 5\r\n"), b"{}");
+    assert_eq!(
+        (status, body["error"]["key"].clone()),
+        (400, json!("bad_request")),
+        "{body}"
+    );
+    let (status, _, _) = send(addr, &format!("{post}Content-Length: 2\r\n"), b"{}");
+    assert_eq!(status, 200);
+    // A request trickled in a byte at a time is cut at its deadline, not kept for ever.
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut ended = false;
+    for _ in 0..60 {
+        if stream.write_all(b"X").is_err() {
+            ended = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(
+        ended || stream.read(&mut [0; 64]).is_ok_and(|n| n > 0),
+        "still open after {:?}",
+        started.elapsed()
+    );
     stopper.stop();
 }
 
