@@ -629,8 +629,9 @@ pub fn run_foreground(
     let mut stopping = false;
     loop {
         if cancel.is_cancelled() && !stopping {
+            // Interrupted, not cancelled: what ran is queued again for the next `run`.
             stopping = true;
-            orchestrator.set_execution(ExecutionState::Idle)?;
+            orchestrator.interrupt_all();
         }
         let next = orchestrator.tick()?;
         if orchestrator.running().is_empty() && (stopping || orchestrator.is_settled()) {
@@ -644,9 +645,8 @@ pub fn run_foreground(
             .min(Duration::from_millis(200));
         orchestrator.wait_for_end(wait)?;
     }
-    if !stopping {
-        orchestrator.set_execution(ExecutionState::Idle)?;
-    }
+    // The foreground run is over: nothing starts until the next `run` or `start`.
+    orchestrator.set_execution(ExecutionState::Idle)?;
     Ok(RunSummary {
         states: orchestrator.outcome_counts(),
         all_succeeded: orchestrator.all_succeeded(),
@@ -713,8 +713,11 @@ pub fn serve(
     let mut stopping = false;
     loop {
         if cancel.is_cancelled() && !stopping {
+            // A graceful stop (an upgrade, a restart) is never worse than a crash: the
+            // running attempts end interrupted and their tasks wait, queued, for the next
+            // start; the execution state is kept, so a restarted daemon goes on.
             stopping = true;
-            orchestrator.set_execution(ExecutionState::Idle)?;
+            orchestrator.interrupt_all();
         }
         // A chat turn asked while stopping ends cancelled, with its reply kept.
         chats.finish(&mut orchestrator, &chat_dir);

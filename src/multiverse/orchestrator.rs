@@ -157,6 +157,19 @@ struct InFlight {
     tail: EventsTail,
     /// When a stop (SIGTERM) was sent: KILL follows after the grace.
     stopping_since: Option<Instant>,
+    /// The stop is the orchestrator's own shutdown, not a user's cancel: the attempt
+    /// ends `interrupted` and its task is queued again, as after a crash.
+    interrupting: bool,
+}
+
+/// Who stopped an attempt before it ended by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StoppedBy {
+    Nobody,
+    /// A user's cancel (or Stop): the contract's cancel.
+    User,
+    /// The orchestrator's graceful shutdown: `interrupted`, queued again.
+    Shutdown,
 }
 
 /// The orchestrator of one workspace.
@@ -173,6 +186,8 @@ pub struct Orchestrator {
     dependents: HashMap<TaskId, Vec<TaskId>>,
     ended_tx: Sender<(TaskId, AttemptEnd)>,
     ended_rx: Receiver<(TaskId, AttemptEnd)>,
+    /// Shutting down ([`Orchestrator::interrupt_all`]): nothing new starts.
+    draining: bool,
 }
 
 impl Orchestrator {
@@ -196,6 +211,7 @@ impl Orchestrator {
             dependents: HashMap::new(),
             ended_tx,
             ended_rx,
+            draining: false,
         };
         orchestrator.index_dependents();
         Ok(orchestrator)
@@ -449,6 +465,23 @@ impl Orchestrator {
         }
         let submitted = self.lifecycle.cancel(&self.runtime(id)?.lifecycle);
         self.apply(id, submitted)
+    }
+
+    /// A graceful shutdown (SIGTERM, Ctrl-C of `serve` or `run`): every running attempt
+    /// is stopped and, unless it succeeds first, ends `interrupted` with its task queued
+    /// again for the next start, exactly as after a crash; nothing new starts, and the
+    /// execution state is left as it was. Only a user's cancel cancels.
+    pub fn interrupt_all(&mut self) {
+        self.draining = true;
+        for (id, flight) in &mut self.running {
+            flight.interrupting = true;
+            if flight.stopping_since.is_none() {
+                flight.attempt.terminate();
+                flight.stopping_since = Some(Instant::now());
+                self.events
+                    .publish("task", json!({"task": id, "stopping": true}));
+            }
+        }
     }
 
     /// A user's retry (of a failed or cancelled task: a new session, fresh attempts; of a
@@ -786,7 +819,7 @@ impl Orchestrator {
 
     /// Starts what the pools have room for, while execution runs.
     fn schedule(&mut self) -> Result<(), OrchestratorError> {
-        if self.state().execution != ExecutionState::Running {
+        if self.state().execution != ExecutionState::Running || self.draining {
             return Ok(());
         }
         let held = self.held();
@@ -891,6 +924,7 @@ impl Orchestrator {
                         number,
                         tail,
                         stopping_since: None,
+                        interrupting: false,
                     },
                 );
                 Ok(())
@@ -906,7 +940,7 @@ impl Orchestrator {
                     duration: Duration::ZERO,
                     note: None,
                 };
-                self.finish(id, end, false)
+                self.finish(id, end, StoppedBy::Nobody)
             }
         }
     }
@@ -946,9 +980,13 @@ impl Orchestrator {
             Some(mut flight) => {
                 self.events
                     .publish_run(id.as_str(), flight.number, flight.tail.drain());
-                flight.stopping_since.is_some()
+                match (flight.stopping_since, flight.interrupting) {
+                    (None, _) => StoppedBy::Nobody,
+                    (Some(_), false) => StoppedBy::User,
+                    (Some(_), true) => StoppedBy::Shutdown,
+                }
             }
-            None => false,
+            None => StoppedBy::Nobody,
         };
         self.finish(id, end, stopped)
     }
@@ -960,9 +998,26 @@ impl Orchestrator {
     fn finish(
         &mut self,
         id: &TaskId,
-        end: AttemptEnd,
-        stopped: bool,
+        mut end: AttemptEnd,
+        stopped: StoppedBy,
     ) -> Result<(), OrchestratorError> {
+        let instance = self.runtime(id)?.lifecycle.clone();
+        let exited = self.lifecycle.submit(&instance, &TaskEvent::from(&end));
+        // What counts as success is the contract's: the end is submitted (a pure step) and
+        // only when it does not succeed is a stopped attempt taken as the user's cancel,
+        // or as interrupted when the orchestrator itself was stopping.
+        let succeeded = exited
+            .accepted()
+            .is_some_and(|t| t.finished == Some(Outcome::Success));
+        let submitted = match stopped {
+            StoppedBy::User if !succeeded => self.lifecycle.cancel(&instance),
+            StoppedBy::Shutdown if !succeeded => {
+                end.status = Some("interrupted".into());
+                end.summary = "the orchestrator stopped while this attempt ran".into();
+                self.lifecycle.submit(&instance, &TaskEvent::Interrupted)
+            }
+            _ => exited,
+        };
         let finished_at = self.clock.rfc3339();
         let record = |rt: &mut TaskRuntime| {
             if let Some(last) = rt.attempts.last_mut() {
@@ -978,18 +1033,6 @@ impl Orchestrator {
             json!({"task": id, "ended": true, "exit_code": end.exit_code, "status": end.status,
                    "summary": end.summary, "at_ms": self.clock.now_ms()}),
         );
-        let instance = &self.runtime(id)?.lifecycle;
-        let exited = self.lifecycle.submit(instance, &TaskEvent::from(&end));
-        // What counts as success is the contract's: the end is submitted (a pure step) and
-        // only when it does not succeed is a stopped attempt taken as the user's cancel.
-        let succeeded = exited
-            .accepted()
-            .is_some_and(|t| t.finished == Some(Outcome::Success));
-        let submitted = if stopped && !succeeded {
-            self.lifecycle.cancel(instance)
-        } else {
-            exited
-        };
         if let Submitted::Rejected(refusal) = &submitted {
             // The end is kept even when the session refuses it (it should not): the
             // attempt must not look as if it still ran.

@@ -311,6 +311,94 @@ fn a_daemon_killed_mid_run_is_recovered_on_restart_and_the_plan_completes() {
     assert!(!dir.join("ws/daemon.json").exists());
 }
 
+/// Issue 34, finding 5: SIGTERM or Ctrl-C of `serve` marked the running task CANCELED (never
+/// retried) and its dependents BLOCKED, where `kill -9` re-queued them: restarting the
+/// daemon to upgrade it destroyed work. Now a graceful stop interrupts, as a crash does.
+#[test]
+fn a_graceful_stop_interrupts_what_runs_and_a_restart_goes_on() {
+    let tmp = TempDir::new("mv-cli-graceful");
+    let dir = tmp.path();
+    project(dir);
+    let fake_dir = dir.join("fake");
+    std::fs::create_dir_all(&fake_dir).unwrap();
+    let fake = dir.join("agent-runner");
+    std::fs::write(
+        &fake,
+        SLEEPY_AGENT_RUNNER.replace("@DIR@", &fake_dir.display().to_string()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let project_dir = dir.join("project");
+    let o = mv(
+        dir,
+        &[
+            "init",
+            project_dir.to_str().unwrap(),
+            "--agent-runner",
+            fake.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let (mut daemon, _) = serve(dir);
+    for args in [
+        &["task", "add", "first", "--id", "first"][..],
+        &[
+            "task",
+            "add",
+            "second",
+            "--id",
+            "second",
+            "--depends-on",
+            "first",
+        ][..],
+        &["start"][..],
+    ] {
+        let o = mv(dir, args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    wait_for("the first attempt", || fake_dir.join("log").exists());
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(daemon.wait().unwrap().code(), Some(130));
+    let state = |id: &str| {
+        tasks(dir)
+            .into_iter()
+            .find(|t| t["id"] == id)
+            .map(|t| t["state"].as_str().unwrap_or_default().to_string())
+    };
+    // Queued again, not cancelled; its dependent waits, not blocked.
+    assert_eq!(state("first").as_deref(), Some("READY"), "{:?}", tasks(dir));
+    assert_eq!(
+        state("second").as_deref(),
+        Some("PENDING"),
+        "{:?}",
+        tasks(dir)
+    );
+    let o = mv(dir, &["task", "show", "first"]);
+    let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown["attempts"][0]["status"], "interrupted", "{shown}");
+
+    // The restarted daemon goes on where the stopped one was (the fake sleeps through the
+    // first attempt of every task: the dependent's is counted as a later one).
+    std::fs::write(fake_dir.join("count-second"), "1\n").unwrap();
+    let (mut daemon, _) = serve(dir);
+    wait_for("both tasks to succeed", || {
+        state("first").as_deref() == Some("SUCCEEDED")
+            && state("second").as_deref() == Some("SUCCEEDED")
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(daemon.wait().unwrap().code(), Some(130));
+}
+
 #[test]
 fn a_missing_agent_runner_is_said_once_not_as_failed_attempts() {
     let tmp = TempDir::new("mv-cli-missing");
