@@ -71,6 +71,8 @@ enum Cmd {
     Task(TaskCmd),
     /// Ask the planner to change the plan (or say stop, pause, resume, status).
     Chat {
+        /// The message; a first line such as "- item" is the message, not an option.
+        #[arg(allow_hyphen_values = true)]
         message: String,
         /// Continue this chat session.
         #[arg(long)]

@@ -124,6 +124,16 @@ fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
         text(&o)
     );
     assert_eq!(tasks(dir).len(), 3);
+    // The mock planner's own syntax as the first thing typed is a message, not an option
+    // (issue 34: `chat "- item"` was refused as an unknown argument).
+    let o = mv(dir, &["chat", "- write the changelog"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Created (1)"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(tasks(dir).len(), 4);
 
     let o = mv(dir, &["run"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -161,7 +171,7 @@ fn a_new_user_plans_by_chat_and_runs_the_plan_to_every_tasks_note() {
     }
     let o = mv(dir, &["status"]);
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("3 SUCCEEDED"),
+        String::from_utf8_lossy(&o.stdout).contains("4 SUCCEEDED"),
         "{}",
         text(&o)
     );
