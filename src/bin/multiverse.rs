@@ -7,6 +7,7 @@
 //! processes, one per attempt, and must survive any of them crashing.
 
 use code_intel::environment::Environment;
+use std::borrow::Cow;
 use std::io::IsTerminal as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -25,8 +26,9 @@ use serde_json::{Value, json};
 /// Multiverse: plans of many tasks with dependencies, run through agent-runner in
 /// parallel, retried, with a backlog for what needs a person and planning by chat.
 ///
-/// Exit codes: 0 done, 1 `run` ended with tasks that did not succeed, 2 usage or
-/// workspace errors, 130 interrupted.
+/// Exit codes: 0 done, 1 `run` ended with tasks that did not succeed or a `chat` turn
+/// changed nothing (its planner failed), 2 usage or workspace errors, 130 interrupted.
+/// Control characters in what is printed (titles, notes, replies) are shown as `\u00XX`.
 #[derive(Debug, Parser)]
 #[command(name = "multiverse", version)]
 struct Args {
@@ -224,12 +226,35 @@ fn main() -> ExitCode {
 
 fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{text}");
+    let _ = writeln!(stdout, "{}", printable(text));
 }
 
 fn errln(text: &str) {
     let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "{text}");
+    let _ = writeln!(stderr, "{}", printable(text));
+}
+
+/// `text` with every terminal control character but newline and tab (C0, DEL, C1: escape
+/// sequences, a carriage return that overwrites a line, NUL) shown as `\u00XX`. Titles,
+/// notes and replies come from planners and workers: none may move the cursor, retitle
+/// the terminal or hide what is printed. The same form is a JSON escape of the same
+/// character, so JSON output stays JSON.
+fn printable(text: &str) -> Cow<'_, str> {
+    let control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(control) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if control(c) {
+                    format!("\\u{:04x}", u32::from(c))
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
 }
 
 fn home() -> PathBuf {
@@ -665,6 +690,8 @@ fn send_command(dir: &Path, other: Cmd, json_out: bool) -> Result<u8, AppError> 
         }
         _ => return Err(AppError::Usage("unreachable command".into())),
     };
+    // A chat turn the planner could not answer changed nothing: a failure to a script.
+    let chat = matches!(command, Command::Chat { .. });
     let answer = match app::daemon(&dir) {
         Some(info) => app::send(&info, &command)?,
         None => {
@@ -689,7 +716,11 @@ fn send_command(dir: &Path, other: Cmd, json_out: bool) -> Result<u8, AppError> 
             ));
         }
     }
-    Ok(0)
+    Ok(if chat && answer["error"].is_string() {
+        1
+    } else {
+        0
+    })
 }
 
 /// `init`'s flags that shape `config.json`.

@@ -662,3 +662,62 @@ fn a_japanese_workspace_answers_in_japanese_and_an_unknown_language_is_refused()
         text(&o)
     );
 }
+
+/// Issue 34, low findings: terminal control characters and NUL in a title printed raw in
+/// `task list`; a chat turn whose planner failed exited 0.
+#[test]
+fn control_characters_print_escaped_and_a_failed_chat_turn_exits_1() {
+    let tmp = TempDir::new("mv-cli-hostile-text");
+    let dir = tmp.path();
+    project(dir);
+    init_offline(dir, "true");
+    // (A NUL cannot travel in argv; the API takes one, and it prints as \u0000 too.)
+    let title = "clear\u{1b}[2J\u{1b}]0;pwned\u{7}\rover\u{9b}31m";
+    let o = mv(dir, &["task", "add", title, "--id", "hostile"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = mv(dir, &["task", "list"]);
+    let shown = String::from_utf8(o.stdout.clone()).unwrap();
+    assert!(
+        !shown
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "{shown:?}"
+    );
+    assert!(
+        shown.contains("clear\\u001b[2J\\u001b]0;pwned\\u0007\\u000dover\\u009b31m"),
+        "{shown:?}"
+    );
+    // JSON output stays JSON and keeps the title exact.
+    let o = mv(dir, &["--json", "task", "list"]);
+    let listed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(listed[0]["title"], title);
+
+    let o = mv(
+        dir,
+        &[
+            "settings",
+            "set",
+            "--provider",
+            "openai-chat",
+            "--model",
+            "m",
+            "--key-env",
+            "MV_CLI_TEST_API_KEY",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // The key is set, nothing answers at the base URL: the turn fails and changes nothing.
+    let o = crate::sealed::command(multiverse())
+        .arg("--workspace")
+        .arg(dir.join("ws"))
+        .args(["chat", "plan the next step"])
+        .env("HOME", dir)
+        .env("MV_CLI_TEST_API_KEY", "sk-test")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(tasks(dir).len(), 1);
+}
