@@ -2,6 +2,12 @@
 //! path names a workspace, or a project whose workspace is found (the recent list, then
 //! its default place) or else created with this workspace's settings; its daemon is
 //! started unless one runs; the answer is where its IDE is. Nothing is deleted or moved.
+//!
+//! A token holder chooses the path, so the picker opens only what a workspace can be:
+//! a project must be a git repository, and neither a system directory, nor a place
+//! inside a workspace (its `runs/`, its journal), nor a directory holding a workspace; a
+//! new workspace never inherits `--unsafe-local` (its workers run in Docker until the
+//! owner says otherwise); and one daemon starts at most [`MAX_STARTED`] others.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -13,6 +19,13 @@ use super::recent;
 
 /// How long a started daemon may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// The most daemons one daemon's picker starts.
+pub(crate) const MAX_STARTED: usize = 8;
+/// Directories of the system that are never a project or a workspace.
+const SYSTEM_DIRS: [&str; 12] = [
+    "/", "/proc", "/sys", "/dev", "/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib64",
+    "/run",
+];
 
 /// Why a workspace could not be opened. `key()` is stable.
 #[derive(Debug)]
@@ -27,6 +40,12 @@ pub enum OpenError {
     Init(String),
     /// Its daemon did not start.
     Start { dir: PathBuf, detail: String },
+    /// A project that is not in a git repository.
+    NotARepository(PathBuf),
+    /// A system directory, a place inside a workspace, or a directory holding one.
+    Refused { path: PathBuf, why: &'static str },
+    /// This daemon has started [`MAX_STARTED`] others already.
+    TooManyDaemons,
 }
 
 impl OpenError {
@@ -37,6 +56,9 @@ impl OpenError {
             OpenError::NoHome => "workspaces.no_home",
             OpenError::Init(_) => "workspaces.init_failed",
             OpenError::Start { .. } => "workspaces.start_failed",
+            OpenError::NotARepository(_) => "workspaces.not_a_repository",
+            OpenError::Refused { .. } => "workspaces.refused",
+            OpenError::TooManyDaemons => "workspaces.too_many_daemons",
         }
     }
 
@@ -45,7 +67,11 @@ impl OpenError {
         match self {
             OpenError::NotAbsolute(_) => 400,
             OpenError::NotFound(_) => 404,
-            OpenError::NoHome | OpenError::Init(_) => 422,
+            OpenError::NoHome
+            | OpenError::Init(_)
+            | OpenError::NotARepository(_)
+            | OpenError::Refused { .. } => 422,
+            OpenError::TooManyDaemons => 429,
             OpenError::Start { .. } => 500,
         }
     }
@@ -61,6 +87,18 @@ impl std::fmt::Display for OpenError {
             OpenError::Start { dir, detail } => {
                 write!(f, "the daemon of {} did not start: {detail}", dir.display())
             }
+            OpenError::NotARepository(p) => write!(
+                f,
+                "{} is not in a git repository: a project must be one (`git init` it first)",
+                p.display()
+            ),
+            OpenError::Refused { path, why } => {
+                write!(f, "{} cannot be opened: {why}", path.display())
+            }
+            OpenError::TooManyDaemons => write!(
+                f,
+                "this daemon has started {MAX_STARTED} others already; open more with `multiverse ide` in their workspaces"
+            ),
         }
     }
 }
@@ -68,12 +106,12 @@ impl std::fmt::Display for OpenError {
 impl std::error::Error for OpenError {}
 
 /// Opens `path` (a workspace, or a project) from the daemon of `this`, starting daemons
-/// with `exe` (the `multiverse` binary).
+/// with `exe` (the `multiverse` binary); with no `exe`, only a daemon that runs is opened.
 pub fn open_workspace(
     path: &Path,
     this: &Path,
     home: Option<&Path>,
-    exe: &Path,
+    exe: Option<&Path>,
 ) -> Result<OpenedWorkspace, OpenError> {
     if !path.is_absolute() {
         return Err(OpenError::NotAbsolute(path.to_path_buf()));
@@ -81,6 +119,7 @@ pub fn open_workspace(
     let path = path
         .canonicalize()
         .map_err(|_| OpenError::NotFound(path.to_path_buf()))?;
+    refuse_place(&path)?;
     let dir = workspace_of(&path, this, home)?;
     if this.canonicalize().is_ok_and(|this| this == dir) {
         return Ok(OpenedWorkspace {
@@ -89,7 +128,11 @@ pub fn open_workspace(
             started: false,
         });
     }
-    let (info, started) = ensure_daemon(&dir, exe)?;
+    let (info, started) = match (exe, daemon(&dir)) {
+        (_, Some(info)) => (info, false),
+        (Some(exe), None) => ensure_daemon(&dir, exe)?,
+        (None, None) => return Err(OpenError::TooManyDaemons),
+    };
     Ok(OpenedWorkspace {
         dir,
         daemon: Some(info),
@@ -106,8 +149,21 @@ fn workspace_of(path: &Path, this: &Path, home: Option<&Path>) -> Result<PathBuf
     if !path.is_dir() {
         return Err(OpenError::NotFound(path.to_path_buf()));
     }
+    if crate::git::WorkTree::discover(path).is_err() {
+        return Err(OpenError::NotARepository(path.to_path_buf()));
+    }
     let project = app::project_root(path);
+    refuse_place(&project)?;
     let home = home.ok_or(OpenError::NoHome)?;
+    // A project holding workspaces (a home, say) would put their state in its workers'
+    // reach.
+    let holds = |dir: &Path| dir.canonicalize().is_ok_and(|d| d.starts_with(&project));
+    if holds(this) || holds(&home.join(".multiverse")) {
+        return Err(OpenError::Refused {
+            path: project,
+            why: "it holds workspaces, which its workers could then change",
+        });
+    }
     let listed = recent::load(home)
         .into_iter()
         .find(|w| w.project == project && w.path.join("workspace.json").is_file());
@@ -118,7 +174,9 @@ fn workspace_of(path: &Path, this: &Path, home: Option<&Path>) -> Result<PathBuf
     if default.join("workspace.json").is_file() {
         return Ok(default);
     }
-    let config = app::load_config(this).map_err(|e| OpenError::Init(e.to_string()))?;
+    let mut config = app::load_config(this).map_err(|e| OpenError::Init(e.to_string()))?;
+    // Running workers outside Docker is the owner's choice per workspace, never copied.
+    config.agent_runner_args.retain(|a| a != "--unsafe-local");
     let (dir, _) = app::init(&InitOptions {
         workspace: None,
         project,
@@ -127,6 +185,30 @@ fn workspace_of(path: &Path, this: &Path, home: Option<&Path>) -> Result<PathBuf
     })
     .map_err(|e| OpenError::Init(e.to_string()))?;
     Ok(dir)
+}
+
+/// Refuses a system directory and any place inside a workspace but the workspace itself.
+fn refuse_place(path: &Path) -> Result<(), OpenError> {
+    if SYSTEM_DIRS
+        .iter()
+        .any(|s| path == Path::new(s) || (*s != "/" && path.starts_with(s)))
+    {
+        return Err(OpenError::Refused {
+            path: path.to_path_buf(),
+            why: "it is a system directory",
+        });
+    }
+    let inside = path
+        .ancestors()
+        .skip(1)
+        .any(|a| a.join("workspace.json").is_file() && a.join("config.json").is_file());
+    if inside {
+        return Err(OpenError::Refused {
+            path: path.to_path_buf(),
+            why: "it lies inside a workspace",
+        });
+    }
+    Ok(())
 }
 
 /// The daemon of the workspace `dir`, started with `exe` (the `multiverse` binary) unless
@@ -201,11 +283,20 @@ fn start_daemon(dir: &Path, exe: &Path) -> Result<DaemonInfo, OpenError> {
 /// How the IDE's picker opens a workspace: [`open_workspace`] from this
 /// daemon, starting others with this very binary.
 pub fn opener(this: PathBuf, home: Option<PathBuf>) -> Opener {
+    let started = std::sync::atomic::AtomicUsize::new(0);
     Box::new(move |path| {
+        let answer = |e: OpenError| (e.status(), e.key().to_string(), e.to_string());
         let exe = current_exe()
             .map_err(|e| (500, "workspaces.start_failed".to_string(), e.to_string()))?;
-        open_workspace(path, &this, home.as_deref(), &exe)
-            .map_err(|e| (e.status(), e.key().to_string(), e.to_string()))
+        // Opening one that runs, or this one, is still fine past the bound; starting one
+        // is not.
+        let may_start = started.load(std::sync::atomic::Ordering::SeqCst) < MAX_STARTED;
+        let opened = open_workspace(path, &this, home.as_deref(), may_start.then_some(&*exe))
+            .map_err(answer)?;
+        if opened.started {
+            started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(opened)
     })
 }
 

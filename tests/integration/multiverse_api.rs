@@ -1149,3 +1149,81 @@ fn two_hundred_slow_connections_without_the_token_never_keep_the_owner_out() {
         slowest_page.as_millis()
     );
 }
+
+/// Issue 34, finding 4: the picker opened `/etc`, `/proc/self` and another workspace's
+/// `runs/` as projects (a workspace and a daemon each, no git repository needed) and
+/// copied `--unsafe-local` into the workspaces it made.
+#[test]
+fn the_picker_opens_only_what_can_be_a_workspace_and_copies_no_unsafe_local() {
+    let tmp = TempDir::new("mv-api-picker-refusals");
+    let dir = tmp.path();
+    init(dir, "one", "ws");
+    // This workspace runs its workers on the host.
+    let config_path = dir.join("ws/config.json");
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&config_path).unwrap()).unwrap();
+    config["agent_runner_args"] = json!(["--unsafe-local"]);
+    std::fs::write(&config_path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    let daemon = Daemon::start(dir);
+    let open = |path: &Path| {
+        daemon.call(
+            "POST",
+            "/api/workspaces/open",
+            Some(json!({"path": path})),
+            true,
+        )
+    };
+    let runs = dir.join("ws/runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    let plain = dir.join("not-a-repo");
+    std::fs::create_dir_all(&plain).unwrap();
+    // The directory holding this workspace (and the home's .multiverse), made a repository.
+    let o = crate::sealed::command("git")
+        .args(["init", "-q"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    for (path, key) in [
+        (PathBuf::from("/etc"), "workspaces.refused"),
+        (PathBuf::from("/proc/self"), "workspaces.refused"),
+        (PathBuf::from("/"), "workspaces.refused"),
+        (runs.clone(), "workspaces.refused"),
+        (plain.clone(), "workspaces.refused"),
+        (dir.to_path_buf(), "workspaces.refused"),
+    ] {
+        let (status, body) = open(&path);
+        assert_eq!(
+            (status, body["error"]["key"].as_str()),
+            (422, Some(key)),
+            "{}: {body}",
+            path.display()
+        );
+    }
+    assert!(!runs.join("workspace.json").exists());
+    // Outside the repository above: a directory that is in no repository.
+    let outside = TempDir::new("mv-api-picker-plain");
+    let (status, body) = open(outside.path());
+    assert_eq!(
+        (status, body["error"]["key"].as_str()),
+        (422, Some("workspaces.not_a_repository")),
+        "{body}"
+    );
+    // A real project elsewhere gets a workspace, without --unsafe-local.
+    let project = TempDir::new("mv-api-picker-project");
+    crate::support::git_repo(project.path(), &[("README.md", "# p\n")]);
+    let (status, made) = open(project.path());
+    assert_eq!(status, 200, "{made}");
+    let made_dir = PathBuf::from(made["dir"].as_str().unwrap());
+    let made_config: Value =
+        serde_json::from_slice(&std::fs::read(made_dir.join("config.json")).unwrap()).unwrap();
+    assert_eq!(made_config["agent_runner_args"], json!([]), "{made_config}");
+    // Its daemon is stopped with the test.
+    let info: Value =
+        serde_json::from_slice(&std::fs::read(made_dir.join("daemon.json")).unwrap()).unwrap();
+    let pid = nix::unistd::Pid::from_raw(info["pid"].as_i64().unwrap() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let until = Instant::now() + Duration::from_secs(20);
+    while nix::sys::signal::kill(pid, None).is_ok() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
