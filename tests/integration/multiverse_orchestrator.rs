@@ -355,6 +355,45 @@ fn a_cancel_mid_run_ends_canceled_with_no_retry() {
     );
 }
 
+/// A graceful shutdown interrupts what runs (queued again), but an attempt the user had
+/// already cancelled stays cancelled.
+#[test]
+fn a_shutdown_interrupts_what_runs_but_keeps_a_users_cancel() {
+    let bench = Bench::new("mv-shutdown");
+    bench.script("slow", &["sleep"]);
+    bench.script("kept", &["sleep"]);
+    let mut o = bench.orchestrator(Arc::new(SystemClock));
+    o.add_task(design("slow", &[]), None).unwrap();
+    o.add_task(design("kept", &[]), None).unwrap();
+    o.set_execution(ExecutionState::Running).unwrap();
+    o.tick().unwrap();
+    assert_eq!(o.running().len(), 2);
+    let until = Instant::now() + Duration::from_secs(30);
+    while bench
+        .log()
+        .iter()
+        .filter(|l| l.starts_with("start"))
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < until);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    o.cancel(&TaskId::parse("kept").unwrap()).unwrap();
+    o.interrupt_all();
+    while !o.running().is_empty() {
+        o.tick().unwrap();
+        o.wait_for_end(Duration::from_millis(50)).unwrap();
+    }
+    assert_eq!(state_of(&o, "slow"), "READY");
+    assert_eq!(state_of(&o, "kept"), "CANCELED");
+    let rt = &o.state().runtime[&TaskId::parse("slow").unwrap()];
+    assert_eq!(rt.attempts[0].status.as_deref(), Some("interrupted"));
+    // Nothing new started while it drained.
+    assert_eq!(o.tick().unwrap(), None);
+    assert!(o.running().is_empty());
+}
+
 #[test]
 fn a_crash_mid_run_is_recovered_and_the_plan_completes() {
     let bench = Bench::new("mv-crash");

@@ -79,8 +79,10 @@ impl Orchestrator {
     pub fn interrupt_all(&mut self) {
         self.draining = true;
         for (id, flight) in &mut self.running {
-            flight.interrupting = true;
+            // An attempt a user already stopped stays the user's cancel: a shutdown that
+            // follows must not bring the task back.
             if flight.stopping_since.is_none() {
+                flight.interrupting = true;
                 flight.attempt.terminate();
                 flight.stopping_since = Some(Instant::now());
                 self.events
