@@ -24,14 +24,9 @@ fn shared_downloads() -> PathBuf {
     repo().join("target/model-install-downloads")
 }
 
-/// The binary with no model setting in its environment, the cache at `cache`.
+/// The binary (sealed: no model setting of the user's reaches it), the cache at `cache`.
 fn code_intel(cache: &Path) -> Command {
     let mut c = crate::support::code_intel();
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("CODE_INTEL_") {
-            c.env_remove(k);
-        }
-    }
     c.env("CODE_INTEL_CACHE_DIR", cache);
     c
 }

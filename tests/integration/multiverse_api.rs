@@ -805,6 +805,18 @@ fn the_scheduler_goes_on_while_a_chat_turns_planner_thinks() {
 
 /// A GET of `path` as a browser makes it (no Authorization header), redirects not
 /// followed: status, headers by lower-case name, body.
+/// Stops the daemon a workspace's `daemon.json` names (TERM, then waits up to 20 s).
+fn stop_daemon_of(ws: &Path) {
+    let info: Value =
+        serde_json::from_slice(&std::fs::read(ws.join("daemon.json")).unwrap()).unwrap();
+    let pid = nix::unistd::Pid::from_raw(info["pid"].as_i64().unwrap() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    let until = Instant::now() + Duration::from_secs(20);
+    while nix::sys::signal::kill(pid, None).is_ok() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn browser_get(port: u16, path: &str) -> (u16, Vec<(String, String)>, String) {
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -934,14 +946,6 @@ fn a_background_daemon_keeps_its_token_in_daemon_json_alone_in_a_private_workspa
     let token = info["token"].as_str().unwrap().to_string();
     // Asked for, the URL with its token goes to the person who asked.
     assert!(shown["url"].as_str().unwrap().contains(&token), "{shown}");
-    let stop = || {
-        let pid = nix::unistd::Pid::from_raw(info["pid"].as_i64().unwrap() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let until = Instant::now() + Duration::from_secs(20);
-        while nix::sys::signal::kill(pid, None).is_ok() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
     // daemon.json is written just before the daemon says it serves.
     let read_log = || std::fs::read_to_string(ws.join("serve.log")).unwrap_or_default();
     let until = Instant::now() + Duration::from_secs(20);
@@ -969,7 +973,7 @@ fn a_background_daemon_keeps_its_token_in_daemon_json_alone_in_a_private_workspa
             }
         }
     }
-    stop();
+    stop_daemon_of(&ws);
     assert!(log.contains("serving http://127.0.0.1:"), "{log}");
     assert_eq!(holding, ["daemon.json"], "files holding the token");
     assert_eq!((ws_mode, log_mode, info_mode), (0o700, 0o600, 0o600));
@@ -983,16 +987,6 @@ fn opening_a_workspace_or_a_project_from_the_picker_starts_its_daemon_once() {
     init(dir, "two", "ws-two");
     let daemon = Daemon::start(dir);
     let two = dir.join("ws-two").canonicalize().unwrap();
-    let stop_daemon_of = |ws: &Path| {
-        let info: Value =
-            serde_json::from_slice(&std::fs::read(ws.join("daemon.json")).unwrap()).unwrap();
-        let pid = nix::unistd::Pid::from_raw(info["pid"].as_i64().unwrap() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let until = Instant::now() + Duration::from_secs(20);
-        while nix::sys::signal::kill(pid, None).is_ok() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
 
     let opened = daemon.ok("POST", "/api/workspaces/open", Some(json!({"path": two})));
     assert_eq!(opened["dir"], json!(two));
@@ -1218,12 +1212,5 @@ fn the_picker_opens_only_what_can_be_a_workspace_and_copies_no_unsafe_local() {
         serde_json::from_slice(&std::fs::read(made_dir.join("config.json")).unwrap()).unwrap();
     assert_eq!(made_config["agent_runner_args"], json!([]), "{made_config}");
     // Its daemon is stopped with the test.
-    let info: Value =
-        serde_json::from_slice(&std::fs::read(made_dir.join("daemon.json")).unwrap()).unwrap();
-    let pid = nix::unistd::Pid::from_raw(info["pid"].as_i64().unwrap() as i32);
-    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-    let until = Instant::now() + Duration::from_secs(20);
-    while nix::sys::signal::kill(pid, None).is_ok() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    stop_daemon_of(&made_dir);
 }

@@ -195,6 +195,22 @@ printf '{"status":"complete","summary":"done"}' > "$result"
 exit 0
 "#;
 
+/// [`SLEEPY_AGENT_RUNNER`] written to `dir/agent-runner`, logging into `dir/fake`: the
+/// program and its log directory.
+fn sleepy_agent_runner(dir: &Path) -> (PathBuf, PathBuf) {
+    let fake_dir = dir.join("fake");
+    std::fs::create_dir_all(&fake_dir).unwrap();
+    let fake = dir.join("agent-runner");
+    std::fs::write(
+        &fake,
+        SLEEPY_AGENT_RUNNER.replace("@DIR@", &fake_dir.display().to_string()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (fake, fake_dir)
+}
+
 fn serve(dir: &Path) -> (Child, String) {
     let mut child = crate::sealed::command(multiverse())
         .args(["--workspace", dir.join("ws").to_str().unwrap(), "serve"])
@@ -221,16 +237,7 @@ fn a_daemon_killed_mid_run_is_recovered_on_restart_and_the_plan_completes() {
     let tmp = TempDir::new("mv-cli-daemon");
     let dir = tmp.path();
     project(dir);
-    let fake_dir = dir.join("fake");
-    std::fs::create_dir_all(&fake_dir).unwrap();
-    let fake = dir.join("agent-runner");
-    std::fs::write(
-        &fake,
-        SLEEPY_AGENT_RUNNER.replace("@DIR@", &fake_dir.display().to_string()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (fake, fake_dir) = sleepy_agent_runner(dir);
     let o = mv(
         dir,
         &[
@@ -329,16 +336,7 @@ fn a_graceful_stop_interrupts_what_runs_and_a_restart_goes_on() {
     let tmp = TempDir::new("mv-cli-graceful");
     let dir = tmp.path();
     project(dir);
-    let fake_dir = dir.join("fake");
-    std::fs::create_dir_all(&fake_dir).unwrap();
-    let fake = dir.join("agent-runner");
-    std::fs::write(
-        &fake,
-        SLEEPY_AGENT_RUNNER.replace("@DIR@", &fake_dir.display().to_string()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (fake, fake_dir) = sleepy_agent_runner(dir);
     let project_dir = dir.join("project");
     let o = mv(
         dir,
