@@ -120,7 +120,7 @@ pub fn open_workspace(
         .canonicalize()
         .map_err(|_| OpenError::NotFound(path.to_path_buf()))?;
     refuse_place(&path)?;
-    let dir = workspace_of(&path, this, home)?;
+    let dir = workspace_of(&path, this, home, exe.is_some())?;
     if this.canonicalize().is_ok_and(|this| this == dir) {
         return Ok(OpenedWorkspace {
             dir,
@@ -141,8 +141,14 @@ pub fn open_workspace(
 }
 
 /// The workspace `path` names: itself when it is one; for a project, the one the recent
-/// list or the default place holds, else a new one made with `this` workspace's settings.
-fn workspace_of(path: &Path, this: &Path, home: Option<&Path>) -> Result<PathBuf, OpenError> {
+/// list or the default place holds, else (when `create`) a new one made with `this`
+/// workspace's settings: a workspace whose daemon may not be started is not made either.
+fn workspace_of(
+    path: &Path,
+    this: &Path,
+    home: Option<&Path>,
+    create: bool,
+) -> Result<PathBuf, OpenError> {
     if path.join("workspace.json").is_file() {
         return Ok(path.to_path_buf());
     }
@@ -173,6 +179,9 @@ fn workspace_of(path: &Path, this: &Path, home: Option<&Path>) -> Result<PathBuf
     let default = app::default_workspace(&project, home);
     if default.join("workspace.json").is_file() {
         return Ok(default);
+    }
+    if !create {
+        return Err(OpenError::TooManyDaemons);
     }
     let mut config = app::load_config(this).map_err(|e| OpenError::Init(e.to_string()))?;
     // Running workers outside Docker is the owner's choice per workspace, never copied.
