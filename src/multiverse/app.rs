@@ -420,6 +420,11 @@ pub fn open(
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let mut orchestrator = Orchestrator::new(store, settings, clock, events)?;
     orchestrator.recover()?;
+    // A turn whose patch was journaled before a crash kept its reply from the log.
+    if let Err(e) = super::chat_turn::recover_reply(&orchestrator, &ChatLog::new(&dir.join("chat")))
+    {
+        tracing::warn!(error = %e, "could not give the last chat turn its reply");
+    }
     Ok((orchestrator, config))
 }
 

@@ -44,6 +44,9 @@ pub struct ChatMessage {
     /// The tasks this message's patch created.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub created_tasks: Vec<String>,
+    /// The journal entry that applied this reply's patch (and holds the reply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch_seq: Option<u64>,
 }
 
 /// One task as the planner sees it.
@@ -150,6 +153,7 @@ mod tests {
             content: content.into(),
             at: "2026-11-27T00:00:00.000Z".into(),
             created_tasks: vec![],
+            patch_seq: None,
         }
     }
 

@@ -25,11 +25,13 @@ pub const CHAT_TURN_CONTRACT: &str = include_str!("../../contracts/multiverse_ch
 #[derive(Debug, Clone, PartialEq)]
 pub enum ChatEvent {
     /// The user's message: the control word it is, if any, the execution state now, and
-    /// for a status request the summary to show.
+    /// for a status request the summary to show; for a message that repeats the one
+    /// whose patch was applied last, that turn.
     Message {
         control: Option<Control>,
         execution: ExecutionState,
         status: Option<PlanStatus>,
+        resent: Option<Resent>,
     },
     /// The planner's patch, checked whole against a copy of the plan: what it changes.
     Patch {
@@ -52,11 +54,15 @@ impl ChatEvent {
                 control,
                 execution,
                 status,
+                resent,
             } => {
                 let mut payload =
                     json!({"event": "message", "control": control, "execution": execution});
                 if let Some(status) = status {
                     payload["status"] = json!(status);
+                }
+                if let Some(resent) = resent {
+                    payload["resent"] = json!(resent);
                 }
                 payload
             }
@@ -75,6 +81,13 @@ impl ChatEvent {
             }
         }
     }
+}
+
+/// The earlier turn a message repeats: when it was received and what it was answered.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Resent {
+    pub at: String,
+    pub reply: String,
 }
 
 /// The plan's status, for a status request.
@@ -243,6 +256,7 @@ mod tests {
                             tasks: "1 SUCCEEDED".into(),
                             open_backlog: 0,
                         }),
+                        resent: None,
                     },
                 )
                 .unwrap();
@@ -270,6 +284,7 @@ mod tests {
                     control: None,
                     execution: ExecutionState::Idle,
                     status: None,
+                    resent: None,
                 },
             )
             .unwrap();

@@ -227,6 +227,7 @@ mod tests {
             content: text.into(),
             at: "2026-11-27T00:00:00.000Z".into(),
             created_tasks: vec![],
+            patch_seq: None,
         }
     }
 

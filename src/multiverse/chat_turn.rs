@@ -13,13 +13,14 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::chat::{self, ChatMessage, ChatRole, TaskLine};
-use super::chat_flow::{ChatEffect, ChatEvent, ChatFlow, ChatStep, PlanStatus};
+use super::chat_flow::{ChatEffect, ChatEvent, ChatFlow, ChatStep, PlanStatus, Resent};
 use super::chat_log::{ChatLog, ChatLogError};
 use super::control::{Control, control_word};
 use super::lifecycle::{LifecycleContractError, Refusal};
 use super::model::{ExecutionState, Plan, TaskId};
 use super::orchestrator::{Orchestrator, OrchestratorError};
 use super::patch::{PatchContext, PatchSummary, PlanPatch, apply, plan_patch_schema};
+use super::store::ChatReply;
 use crate::contract::model::Outcome;
 use crate::machine::Instance;
 use crate::runner::Cancel;
@@ -142,10 +143,15 @@ struct Turn<'a> {
     orchestrator: &'a mut Orchestrator,
     flow: ChatFlow,
     outcome: TurnOutcome,
+    /// The user's message and when it was received.
+    message: String,
+    at: String,
 }
 
 impl Turn<'_> {
-    /// Submits `event`, publishes the step as chat progress and performs its effects.
+    /// Submits `event`, publishes the step as chat progress and performs its effects. A
+    /// checked patch the contract accepts gets its reply here, before it is applied, so
+    /// the reply is journaled with the patch.
     fn submit(
         &mut self,
         instance: &crate::machine::Instance,
@@ -156,11 +162,30 @@ impl Turn<'_> {
             .flow
             .submit(instance, event)
             .map_err(TurnError::Refused)?;
-        self.perform(&step, checked)?;
+        let mut chat = None;
+        if let Some(checked) = checked
+            && step.finished == Some(Outcome::Success)
+        {
+            self.outcome.reply = reply_text(&self.flow, &step, &checked.summary);
+            self.outcome.patch = Some(checked.summary.clone());
+            chat = Some(ChatReply {
+                session: self.outcome.session.clone(),
+                message: self.message.clone(),
+                reply: self.outcome.reply.clone(),
+                at: self.at.clone(),
+                created_tasks: created_ids(&checked.summary),
+            });
+        }
+        self.perform(&step, checked, chat)?;
         Ok(step)
     }
 
-    fn perform(&mut self, step: &ChatStep, checked: Option<&Checked>) -> Result<(), TurnError> {
+    fn perform(
+        &mut self,
+        step: &ChatStep,
+        checked: Option<&Checked>,
+        mut chat: Option<ChatReply>,
+    ) -> Result<(), TurnError> {
         self.outcome.state = step.to.clone();
         self.orchestrator.events().publish(
             "chat",
@@ -188,14 +213,20 @@ impl Turn<'_> {
                         .iter()
                         .map(|q| (q.question.clone(), q.tasks.clone()))
                         .collect();
-                    self.outcome.questions = self
-                        .orchestrator
-                        .apply_patch(checked.plan.clone(), &questions)?;
+                    self.outcome.questions = self.orchestrator.apply_patch(
+                        checked.plan.clone(),
+                        &questions,
+                        chat.take(),
+                    )?;
                 }
             }
         }
         Ok(())
     }
+}
+
+fn created_ids(summary: &PatchSummary) -> Vec<String> {
+    summary.created.iter().map(|c| c.id.to_string()).collect()
 }
 
 fn internal(details: &str) -> Refusal {
@@ -242,6 +273,7 @@ pub struct PendingTurn {
     plan: Plan,
     context: PatchContext,
     now: String,
+    message: String,
 }
 
 /// A turn whose planner answered (or not).
@@ -277,10 +309,13 @@ pub fn begin_turn(
     log.append(&session, &said(ChatRole::User, message, &now))?;
     let control = control_word(message);
     let status = (control == Some(Control::Status)).then(|| plan_status(orchestrator));
+    let resent = resent(orchestrator, control, message);
     let execution = orchestrator.state().execution;
     let mut turn = Turn {
         orchestrator,
         flow,
+        message: message.to_string(),
+        at: now.clone(),
         outcome: TurnOutcome {
             session: session.clone(),
             reply: String::new(),
@@ -297,6 +332,7 @@ pub fn begin_turn(
         control,
         execution,
         status,
+        resent,
     };
     let received = turn.submit(&instance, &event, None)?;
     if received.finished.is_some() {
@@ -319,7 +355,43 @@ pub fn begin_turn(
         plan,
         context,
         now,
+        message: turn.message,
     })))
+}
+
+/// The turn a message repeats: the newest one whose patch was applied, when the message
+/// is the same (a control word is never a resend: it is answered again).
+fn resent(orchestrator: &Orchestrator, control: Option<Control>, message: &str) -> Option<Resent> {
+    if control.is_some() {
+        return None;
+    }
+    let (_, last) = orchestrator.store().last_chat()?;
+    (last.message.trim() == message.trim()).then(|| Resent {
+        at: last.at.clone(),
+        reply: last.reply.clone(),
+    })
+}
+
+/// Gives the session of the newest applied chat turn its reply when the log lacks it: the
+/// patch and its reply were journaled together, and a crash came before the log's append.
+/// Run when a workspace is opened for writing.
+pub(crate) fn recover_reply(
+    orchestrator: &Orchestrator,
+    log: &ChatLog,
+) -> Result<bool, ChatLogError> {
+    let Some((seq, last)) = orchestrator.store().last_chat() else {
+        return Ok(false);
+    };
+    let history = log.read(&last.session)?;
+    if history.iter().any(|m| m.patch_seq == Some(seq)) {
+        return Ok(false);
+    }
+    let mut reply = said(ChatRole::Assistant, &last.reply, &last.at);
+    reply.created_tasks = last.created_tasks.clone();
+    reply.patch_seq = Some(seq);
+    log.append(&last.session, &reply)?;
+    tracing::info!(session = %last.session, seq, "gave a chat turn the reply a crash kept from its log");
+    Ok(true)
 }
 
 /// What a patch is applied with: the tasks running now, the time, the author, and ids
@@ -389,6 +461,8 @@ pub fn finish_turn(
         orchestrator,
         flow: pending.flow,
         outcome: pending.outcome,
+        message: pending.message,
+        at: pending.now.clone(),
     };
     let applied = answer.and_then(|patch| {
         apply(&turn.orchestrator.state().plan, &patch, &context).map_err(|e| {
@@ -403,7 +477,7 @@ pub fn finish_turn(
                 .flow
                 .cancel(&pending.instance)
                 .map_err(TurnError::Refused)?;
-            turn.perform(&step, None)?;
+            turn.perform(&step, None, None)?;
             step
         }
         Err(reason) => {
@@ -421,12 +495,7 @@ pub fn finish_turn(
                 execution: turn.orchestrator.state().execution,
             };
             let checked = Checked { plan, summary };
-            let step = turn.submit(&pending.instance, &event, Some(&checked))?;
-            if step.finished == Some(Outcome::Success) {
-                turn.outcome.reply = reply_text(&turn.flow, &step, &checked.summary);
-                turn.outcome.patch = Some(checked.summary);
-            }
-            step
+            turn.submit(&pending.instance, &event, Some(&checked))?
         }
     };
     if turn.outcome.reply.is_empty() {
@@ -434,7 +503,8 @@ pub fn finish_turn(
     }
     let mut kept = said(ChatRole::Assistant, &turn.outcome.reply, &pending.now);
     if let Some(patch) = &turn.outcome.patch {
-        kept.created_tasks = patch.created.iter().map(|c| c.id.to_string()).collect();
+        kept.created_tasks = created_ids(patch);
+        kept.patch_seq = turn.orchestrator.store().last_chat().map(|(seq, _)| seq);
     }
     log.append(&turn.outcome.session, &kept)?;
     Ok(turn.outcome)
@@ -446,6 +516,7 @@ fn said(role: ChatRole, content: &str, at: &str) -> ChatMessage {
         content: content.to_string(),
         at: at.to_string(),
         created_tasks: Vec::new(),
+        patch_seq: None,
     }
 }
 

@@ -215,6 +215,89 @@ fn a_turn_cancelled_while_planning_changes_nothing() {
     assert!(o.state().plan.tasks.is_empty());
 }
 
+/// A crash after a turn's patch was journaled but before its reply reached the chat log
+/// (seen in 2 of 60 kills): the next open gives the session its reply from the journal,
+/// and the same message sent again is recognised instead of duplicating the tasks.
+#[test]
+fn a_reply_a_crash_kept_from_the_log_is_given_at_the_next_open_and_a_resend_changes_nothing() {
+    let tmp = TempDir::new("mv-chat-lost-reply");
+    let (mut o, _events, dir) = workspace(tmp.path());
+    let mut planner = planner(json!({"kind": "mock"}), tmp.path());
+    let log = ChatLog::new(&dir.join("chat"));
+    let say = |o: &mut Orchestrator, planner: &mut Planner, session: Option<&str>, text: &str| {
+        chat_turn(
+            o,
+            planner,
+            &log,
+            session,
+            text,
+            &TurnSettings {
+                locale: "en",
+                autopilot: false,
+            },
+            &Cancel::new(),
+        )
+        .unwrap()
+    };
+    let first = say(&mut o, &mut planner, None, "- lexer\n- parser");
+    assert_eq!(o.state().plan.tasks.len(), 2, "{first:?}");
+    let session_file = dir.join("chat").join(format!("{}.jsonl", first.session));
+    let kept = std::fs::read_to_string(&session_file).unwrap();
+    let lines: Vec<&str> = kept.lines().collect();
+    assert_eq!(lines.len(), 2, "{kept}");
+    let reply: Value = serde_json::from_str(lines[1]).unwrap();
+    assert_eq!(reply["content"], first.reply.as_str());
+    assert!(reply["patch_seq"].as_u64().is_some(), "{reply}");
+    // The journal entry that applied the patch holds the reply.
+    let entry = journal(&dir)
+        .into_iter()
+        .find(|e| e["chat"].is_object())
+        .expect("an entry with the chat turn");
+    assert_eq!(entry["seq"], reply["patch_seq"]);
+    assert_eq!(entry["chat"]["reply"], first.reply.as_str());
+    assert_eq!(entry["chat"]["message"], "- lexer\n- parser");
+
+    // The crash: the log has the user's message, not the reply.
+    std::fs::write(&session_file, format!("{}\n", lines[0])).unwrap();
+    drop(o);
+    let (o, _) = app::open(
+        &dir,
+        Arc::new(EventHub::new()),
+        &crate::sealed::environment(),
+    )
+    .unwrap();
+    let recovered = log.read(&first.session).unwrap();
+    assert_eq!(recovered.len(), 2, "{recovered:?}");
+    assert_eq!(recovered[1].content, first.reply);
+    assert_eq!(recovered[1].created_tasks.len(), 2);
+    // Opening again adds nothing.
+    drop(o);
+    let (mut o, _) = app::open(
+        &dir,
+        Arc::new(EventHub::new()),
+        &crate::sealed::environment(),
+    )
+    .unwrap();
+    assert_eq!(log.read(&first.session).unwrap().len(), 2);
+
+    // The user, who never saw the answer, sends the message again from a new session.
+    let again = say(&mut o, &mut planner, None, "- lexer\n- parser\n");
+    assert_eq!(o.state().plan.tasks.len(), 2, "no duplicates: {again:?}");
+    assert!(
+        again.reply.starts_with("You sent this message at ") && again.reply.contains(&first.reply),
+        "{}",
+        again.reply
+    );
+    assert!(again.patch.is_none());
+    // Said differently, it is a new request; a control word is answered every time.
+    say(&mut o, &mut planner, Some(&again.session), "- lexer again");
+    assert_eq!(o.state().plan.tasks.len(), 3);
+    for _ in 0..2 {
+        let turn = say(&mut o, &mut planner, None, "pause");
+        assert!(turn.reply.starts_with("Paused"), "{}", turn.reply);
+    }
+}
+
 #[test]
 fn the_reply_follows_the_language_of_the_message_else_the_workspaces() {
     assert_eq!(message_locale("止めて", "en"), "ja");

@@ -37,7 +37,7 @@ use super::model::{
     TaskRuntime, WorkspaceState,
 };
 use super::pools::{Pools, ReadyTask, pick};
-use super::store::{Change, StoreError, Workspace};
+use super::store::{Change, ChatReply, StoreError, Workspace};
 use crate::contract::model::Outcome;
 
 /// The changes that turn `old` into `new`: each added or changed design, each removed
@@ -352,16 +352,18 @@ impl Orchestrator {
     /// Replaces the plan (a chat's applied patch): new tasks get a session, deleted ones
     /// lose theirs (a running one must not be deleted: the patch refuses that first).
     pub fn replace_plan(&mut self, plan: Plan) -> Result<(), OrchestratorError> {
-        self.apply_patch(plan, &[]).map(|_| ())
+        self.apply_patch(plan, &[], None).map(|_| ())
     }
 
     /// A checked patch's result: the plan replaced and a QUESTION backlog item opened for
     /// each question (holding the tasks it names), in one journal entry, so a crash leaves
-    /// either all of it or none. Returns the items' ids.
+    /// either all of it or none; a chat turn's reply goes in the same entry. Returns the
+    /// items' ids.
     pub fn apply_patch(
         &mut self,
         plan: Plan,
         questions: &[(String, Vec<TaskId>)],
+        chat: Option<ChatReply>,
     ) -> Result<Vec<String>, OrchestratorError> {
         if let Some(finding) = plan.check().into_iter().next() {
             return Err(OrchestratorError::InvalidPlan(finding.to_string()));
@@ -395,7 +397,10 @@ impl Orchestrator {
                 .iter()
                 .map(|item| Change::BacklogSet { item: item.clone() }),
         );
-        self.store.apply(edits)?;
+        match chat {
+            Some(chat) => self.store.apply_chat(edits, chat)?,
+            None => self.store.apply(edits)?,
+        };
         self.startable
             .retain(|id| self.store.state().plan.tasks.contains_key(id));
         self.index_dependents();

@@ -30,13 +30,37 @@ pub struct Entry {
     /// RFC 3339, when it was appended.
     pub at: String,
     pub changes: Vec<Change>,
+    /// The chat turn whose patch this entry applies, with its reply: the reply is part of
+    /// the entry, so a crash between the entry and the chat log loses no answer (the next
+    /// writer finds it here and gives it to the session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<ChatReply>,
 }
 
-/// Only the number of a line, for the entries a load already has in its state files:
-/// serde skips the changes without building them.
+/// A chat turn's reply, journaled with the patch it applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatReply {
+    /// The chat session.
+    pub session: String,
+    /// What the user said, as received: a resent message is recognised by it.
+    pub message: String,
+    /// The assistant's reply.
+    pub reply: String,
+    /// RFC 3339, when the user's message was received.
+    pub at: String,
+    /// The tasks the patch created.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created_tasks: Vec<String>,
+}
+
+/// Only the number of a line (and its chat reply, if any), for the entries a load
+/// already has in its state files: serde skips the changes without building them.
 #[derive(Deserialize)]
 struct SeqOnly {
     seq: u64,
+    #[serde(default)]
+    chat: Option<ChatReply>,
 }
 
 /// What reading the journal found.
@@ -50,6 +74,8 @@ pub(crate) struct Scan {
     pub valid_len: u64,
     /// A partial last line: its line number and length.
     pub torn: Option<(u64, u64)>,
+    /// The newest entry that carries a chat reply: its number and the reply.
+    pub last_chat: Option<(u64, ChatReply)>,
 }
 
 /// Reads the journal at `path` (a missing file is an empty journal), parsing in full only
@@ -96,14 +122,18 @@ pub(crate) fn scan(path: &Path, after: u64) -> Result<Scan, StoreError> {
             let entry: Entry = serde_json::from_slice(&line).map_err(corrupt)?;
             let seq = entry.seq;
             check_seq(path, number, scan.last_seq, seq)?;
+            if let Some(chat) = &entry.chat {
+                scan.last_chat = Some((seq, chat.clone()));
+            }
             scan.entries.push(entry);
             seq
         } else {
-            let seq = serde_json::from_slice::<SeqOnly>(&line)
-                .map_err(corrupt)?
-                .seq;
-            check_seq(path, number, scan.last_seq, seq)?;
-            seq
+            let only = serde_json::from_slice::<SeqOnly>(&line).map_err(corrupt)?;
+            check_seq(path, number, scan.last_seq, only.seq)?;
+            if let Some(chat) = only.chat {
+                scan.last_chat = Some((only.seq, chat));
+            }
+            only.seq
         };
         scan.last_seq = seq;
         scan.valid_len += read as u64;
@@ -227,6 +257,7 @@ mod tests {
             changes: vec![Change::ExecutionSet {
                 execution: ExecutionState::Running,
             }],
+            chat: None,
         }
     }
 

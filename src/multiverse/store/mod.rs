@@ -30,6 +30,7 @@ mod tests;
 
 pub use change::{Area, Change};
 pub use error::{Holder, MutateError, StoreError};
+pub(crate) use journal::ChatReply;
 pub use journal::{Entry, MAX_LINE_BYTES};
 pub use layout::{LAYOUT_VERSION, WorkspaceMeta};
 pub use lock::{process_alive, process_start_time};

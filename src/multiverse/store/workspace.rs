@@ -2,13 +2,12 @@
 //! [`Workspace::open`], changed only by [`Workspace::mutate`] (journal first, then memory,
 //! then the state files), and readable by anyone with [`read_state`] without the lock.
 
-use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::change::{Area, Change};
 use super::error::{MutateError, StoreError};
-use super::journal::{self, Entry, Journal, Scan};
+use super::journal::{self, ChatReply, Entry, Journal, Scan};
 use super::layout::{DIRS, JOURNAL_FILE, LAYOUT_VERSION, META_FILE, WorkspaceMeta};
 use super::lock::{self, WriterLock};
 use super::state_files::{self, Saved};
@@ -38,6 +37,8 @@ pub struct Workspace {
     dirty: [bool; 4],
     /// Entries since the state files were last brought up to date.
     unsaved: u32,
+    /// The newest entry with a chat reply, and the reply.
+    last_chat: Option<(u64, ChatReply)>,
     save_every: u32,
     clock: Arc<dyn Clock>,
     // Last, so it is released after `Drop` has saved the state.
@@ -125,7 +126,7 @@ impl Workspace {
         lock: WriterLock,
         clock: Arc<dyn Clock>,
     ) -> Result<Workspace, StoreError> {
-        let (state, scan, saved_seqs, dirty) = load(dir)?;
+        let (state, mut scan, saved_seqs, dirty) = load(dir)?;
         let journal = Journal::open(&dir.join(JOURNAL_FILE), &scan)?;
         Ok(Workspace {
             dir: dir.to_path_buf(),
@@ -135,6 +136,7 @@ impl Workspace {
             file_seqs: saved_seqs,
             dirty,
             unsaved: 0,
+            last_chat: scan.last_chat.take(),
             save_every: DEFAULT_SAVE_EVERY,
             clock,
             _lock: lock,
@@ -184,15 +186,35 @@ impl Workspace {
         decide: impl FnOnce(&WorkspaceState) -> Result<Vec<Change>, E>,
     ) -> Result<u64, MutateError<E>> {
         let changes = decide(&self.state).map_err(MutateError::Rejected)?;
-        if changes.is_empty() {
+        self.append(changes, None).map_err(MutateError::Store)
+    }
+
+    /// [`Workspace::apply`] of a chat turn's patch, journaled with the turn's reply (see
+    /// [`Workspace::last_chat`]). The entry is written even when the patch changes
+    /// nothing, so the reply is kept all the same.
+    pub fn apply_chat(&mut self, changes: Vec<Change>, chat: ChatReply) -> Result<u64, StoreError> {
+        self.append(changes, Some(chat))
+    }
+
+    /// The newest entry that applied a chat turn's patch, and that turn's reply.
+    pub fn last_chat(&self) -> Option<(u64, &ChatReply)> {
+        self.last_chat.as_ref().map(|(seq, chat)| (*seq, chat))
+    }
+
+    fn append(&mut self, changes: Vec<Change>, chat: Option<ChatReply>) -> Result<u64, StoreError> {
+        if changes.is_empty() && chat.is_none() {
             return Ok(self.state.seq);
         }
         let entry = Entry {
             seq: self.state.seq + 1,
             at: self.clock.rfc3339(),
             changes,
+            chat,
         };
         self.journal.append(&entry)?;
+        if let Some(chat) = &entry.chat {
+            self.last_chat = Some((entry.seq, chat.clone()));
+        }
         for change in entry.changes {
             self.dirty[change.area().index()] = true;
             change.apply(&mut self.state);
@@ -209,11 +231,7 @@ impl Workspace {
 
     /// [`Workspace::mutate`] with changes already decided.
     pub fn apply(&mut self, changes: Vec<Change>) -> Result<u64, StoreError> {
-        self.mutate(|_| Ok::<_, Infallible>(changes))
-            .map_err(|e| match e {
-                MutateError::Store(e) => e,
-                MutateError::Rejected(never) => match never {},
-            })
+        self.append(changes, None)
     }
 
     /// Writes the state files that are behind the journal.
