@@ -104,6 +104,15 @@ enum Cmd {
     /// The URL of this workspace's IDE, its daemon started in the background (its log in
     /// the workspace's `serve.log`) unless one runs.
     Ide,
+    /// Check the journal against the state files: each finding and what a repair would
+    /// do (exit 1 when something was found).
+    Check {
+        /// Repair what was found (no daemon may run): the state files rewritten from the
+        /// journal, a damaged journal cut back to its trusted entries; every replaced file
+        /// kept beside it.
+        #[arg(long)]
+        repair: bool,
+    },
     /// The scheduler, a loopback HTTP API and the IDE, with a token, until stopped.
     Serve {
         /// The port on 127.0.0.1 (0: any free one).
@@ -383,6 +392,7 @@ fn run(args: Args) -> Result<u8, AppError> {
                     }
                 }
             });
+            code_intel::multiverse::verify_workspace(&dir)?;
             let (mut orchestrator, _config) = app::open(&dir, events, &Environment::of_process())?;
             let cancel = Cancel::new();
             handle_signals(&cancel);
@@ -409,11 +419,64 @@ fn run(args: Args) -> Result<u8, AppError> {
                 1
             })
         }
+        Cmd::Check { repair } => check_command(&dir, repair, json_out),
         Cmd::Serve { port } => serve_command(&dir, port),
         Cmd::Ide => ide_command(&dir, json_out),
         Cmd::Settings(command) => settings_command(&dir, command, json_out),
         Cmd::Workspaces(command) => workspaces_command(command, json_out),
         other => send_command(&dir, other, json_out),
+    }
+}
+
+/// `multiverse check [--repair]`.
+fn check_command(dir: &Path, repair: bool, json_out: bool) -> Result<u8, AppError> {
+    use code_intel::multiverse::{check_workspace, repair_workspace};
+    if !repair {
+        let report = check_workspace(dir)?;
+        if json_out {
+            out(&serde_json::to_string_pretty(&report).unwrap_or_default());
+        } else if report.findings.is_empty() {
+            out(&format!(
+                "ok: {} journal entries; the state files are their fold",
+                report.entries
+            ));
+        } else {
+            print_findings(&report.findings, "repair");
+            out("run `multiverse check --repair` to repair (stop the daemon first)");
+        }
+        return Ok(u8::from(!report.findings.is_empty()));
+    }
+    let repaired = repair_workspace(dir)?;
+    let after = check_workspace(dir)?;
+    if json_out {
+        out(
+            &serde_json::to_string_pretty(&json!({"repaired": repaired, "after": after}))
+                .unwrap_or_default(),
+        );
+    } else {
+        if repaired.repaired.is_empty() {
+            out("nothing to repair");
+        }
+        print_findings(&repaired.repaired, "repaired");
+        for kept in &repaired.kept {
+            out(&format!("kept {}", kept.display()));
+        }
+        if after.findings.is_empty() {
+            out(&format!("ok: {} journal entries", after.entries));
+        } else {
+            print_findings(&after.findings, "still");
+        }
+    }
+    Ok(u8::from(!after.findings.is_empty()))
+}
+
+fn print_findings(findings: &[code_intel::multiverse::Finding], verb: &str) {
+    for finding in findings {
+        let line = finding.line.map(|l| format!(":{l}")).unwrap_or_default();
+        out(&format!(
+            "{}{line}: {} [{}]\n  {verb}: {}",
+            finding.file, finding.problem, finding.key, finding.repair
+        ));
     }
 }
 

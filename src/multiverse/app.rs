@@ -683,6 +683,8 @@ pub fn serve(
     on_ready: impl FnOnce(&str),
 ) -> Result<(), AppError> {
     let events = Arc::new(EventHub::new());
+    // Damage is said before anything runs on it (`multiverse check --repair`).
+    crate::multiverse::store::verify(dir)?;
     let (mut orchestrator, mut config) = open(dir, events.clone(), env)?;
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes)

@@ -145,3 +145,7 @@ pub use store::{
     MAX_LINE_BYTES, MutateError, StoreError, Workspace, WorkspaceMeta, in_flight, process_alive,
     process_start_time, read_state, rebuild_state, saved_state,
 };
+pub use store::{
+    CheckReport, Finding, RepairReport, check as check_workspace, repair as repair_workspace,
+    verify as verify_workspace,
+};

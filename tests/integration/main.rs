@@ -124,6 +124,9 @@
 //!   asked for by chat run in dependency order two at a time; the reply in the message's
 //!   language, the patch and its questions in one journal entry, each step an event, an
 //!   unreachable planner or a cancel changing nothing.
+//! - `multiverse_check`: `multiverse check` and `--repair` through the binary: damaged
+//!   state files and journals found with their file and line, a start refused, the repair
+//!   clean and every damaged file kept.
 //! - `multiverse_cli`: the `multiverse` binary: init, a chat planned by the mock planner,
 //!   `run` through the real agent-runner to every note; `serve` with its token, commands
 //!   sent to the daemon, `kill -9` mid-run and a restart that recovers and completes.
@@ -228,6 +231,7 @@ mod model_build;
 mod model_install;
 mod multiverse_api;
 mod multiverse_chat;
+mod multiverse_check;
 mod multiverse_cli;
 mod multiverse_executor;
 mod multiverse_http;

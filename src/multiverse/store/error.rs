@@ -85,6 +85,12 @@ pub enum StoreError {
         path: PathBuf,
     },
     Encode(serde_json::Error),
+    /// `multiverse check` found the state files or the journal damaged (a start refuses
+    /// until `multiverse check --repair`).
+    Damaged {
+        dir: PathBuf,
+        findings: Vec<super::check::Finding>,
+    },
 }
 
 impl StoreError {
@@ -104,6 +110,7 @@ impl StoreError {
             StoreError::EntryTooLarge { .. } => "journal.entry_too_large",
             StoreError::JournalPoisoned { .. } => "journal.poisoned",
             StoreError::Encode(_) => "encode",
+            StoreError::Damaged { .. } => "workspace.damaged",
         }
     }
 
@@ -207,6 +214,21 @@ impl fmt::Display for StoreError {
                 path.display()
             ),
             StoreError::Encode(e) => write!(f, "could not encode a journal entry: {e}"),
+            StoreError::Damaged { dir, findings } => {
+                write!(f, "the workspace {} is damaged:", dir.display())?;
+                for finding in findings {
+                    let line = finding.line.map(|l| format!(":{l}")).unwrap_or_default();
+                    write!(
+                        f,
+                        "\n  {}{line}: {} [{}]",
+                        finding.file, finding.problem, finding.key
+                    )?;
+                }
+                write!(
+                    f,
+                    "\nrun `multiverse check` to see what a repair does, and `multiverse check --repair` to do it"
+                )
+            }
         }
     }
 }

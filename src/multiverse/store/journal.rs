@@ -81,6 +81,61 @@ pub(crate) struct Scan {
 /// Reads the journal at `path` (a missing file is an empty journal), parsing in full only
 /// the entries numbered above `after`.
 pub(crate) fn scan(path: &Path, after: u64) -> Result<Scan, StoreError> {
+    scan_lines(path, after, u64::MAX)
+}
+
+/// Damage that [`scan`] stops at: the line, the error, and how many lines follow it.
+#[derive(Debug)]
+pub(crate) struct Damage {
+    pub error: StoreError,
+    pub line: u64,
+    /// Complete lines after the damaged one (entries nothing can vouch for).
+    pub lines_after: u64,
+}
+
+/// [`scan`] that does not stop at damage in the middle: the entries before the damaged
+/// line, fully parsed, and what the damage was (`multiverse check`).
+pub(crate) fn scan_to_damage(path: &Path) -> Result<(Scan, Option<Damage>), StoreError> {
+    let error = match scan(path, 0) {
+        Ok(scan) => return Ok((scan, None)),
+        Err(error) => error,
+    };
+    let Some(line) = error.line() else {
+        return Err(error);
+    };
+    let before = scan_lines(path, 0, line - 1)?;
+    let lines_after = count_lines_after(path, before.valid_len)?.saturating_sub(1);
+    Ok((
+        before,
+        Some(Damage {
+            error,
+            line,
+            lines_after,
+        }),
+    ))
+}
+
+/// The newlines in the file from byte `from` (the damaged line's own included).
+fn count_lines_after(path: &Path, from: u64) -> Result<u64, StoreError> {
+    use std::io::Seek as _;
+    let mut file = File::open(path).map_err(StoreError::io(path))?;
+    file.seek(std::io::SeekFrom::Start(from))
+        .map_err(StoreError::io(path))?;
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut count = 0;
+    loop {
+        let buf = reader.fill_buf().map_err(StoreError::io(path))?;
+        if buf.is_empty() {
+            return Ok(count);
+        }
+        count += buf.iter().filter(|b| **b == b'\n').count() as u64;
+        let n = buf.len();
+        reader.consume(n);
+    }
+}
+
+/// [`scan`] of the first `max_lines` lines only.
+fn scan_lines(path: &Path, after: u64, max_lines: u64) -> Result<Scan, StoreError> {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Scan::default()),
@@ -92,6 +147,9 @@ pub(crate) fn scan(path: &Path, after: u64) -> Result<Scan, StoreError> {
     let mut number = 0u64;
     loop {
         line.clear();
+        if number == max_lines {
+            break;
+        }
         number += 1;
         // One byte over the limit tells a line at the limit from a longer one.
         let read = (&mut reader)
@@ -161,6 +219,35 @@ fn check_seq(path: &Path, line: u64, last: u64, found: u64) -> Result<(), StoreE
     })
 }
 
+/// Copies the torn tail of the journal at `path` (from byte `from`) to a file of its own
+/// beside it, `journal.jsonl.torn-<line>-<time>`, synced; returns its path.
+pub(crate) fn keep_torn_tail(path: &Path, from: u64, line: u64) -> Result<PathBuf, StoreError> {
+    use std::io::Seek as _;
+    let mut file = File::open(path).map_err(StoreError::io(path))?;
+    file.seek(std::io::SeekFrom::Start(from))
+        .map_err(StoreError::io(path))?;
+    let mut tail = Vec::new();
+    // A torn tail is shorter than a line may be; more is damage `scan` already refused.
+    (&mut file)
+        .take(MAX_LINE_BYTES + 1)
+        .read_to_end(&mut tail)
+        .map_err(StoreError::io(path))?;
+    let kept = aside(path, &format!("torn-{line}"));
+    crate::codeintel::store::atomic_write(&kept, &tail).map_err(StoreError::io(&kept))?;
+    Ok(kept)
+}
+
+/// A name beside `path` for a copy kept aside: `<name>.<what>-<unix time in ms>`.
+pub(crate) fn aside(path: &Path, what: &str) -> PathBuf {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let name = path
+        .file_name()
+        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!("{name}.{what}-{millis}"))
+}
+
 /// The journal open for appending, by the one writer.
 #[derive(Debug)]
 pub(crate) struct Journal {
@@ -186,11 +273,15 @@ impl Journal {
             crate::codeintel::store::sync_dir(dir);
         }
         if let Some((line, bytes)) = scan.torn {
+            // Never acknowledged (an entry is acknowledged once its whole line is synced),
+            // but kept: what was cut off can still be read.
+            let kept = keep_torn_tail(path, scan.valid_len, line)?;
             tracing::warn!(
                 path = %path.display(),
                 line,
                 bytes,
-                "dropping a torn journal line (an append a crash interrupted)"
+                kept = %kept.display(),
+                "cut off a torn journal line (an append a crash interrupted); its bytes are kept"
             );
             file.set_len(scan.valid_len).map_err(StoreError::io(path))?;
             file.sync_all().map_err(StoreError::io(path))?;
@@ -282,6 +373,17 @@ mod tests {
         assert_eq!(found.valid_len, full.len() as u64);
 
         let mut journal = Journal::open(&path, &found).unwrap();
+        // What was cut off is kept beside the journal.
+        let kept: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("journal.jsonl.torn-3-"))
+            .collect();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(
+            std::fs::read(dir.join(&kept[0])).unwrap(),
+            br#"{"seq":3,"at":"2026"#
+        );
         journal.append(&entry(3)).unwrap();
         let again = scan(&path, 0).unwrap();
         assert_eq!(again.torn, None);
@@ -304,6 +406,27 @@ mod tests {
         std::fs::write(&path, format!("{}\n{}\n", good(1), good(3))).unwrap();
         let err = scan(&path, 0).unwrap_err();
         assert_eq!((err.key(), err.line()), ("journal.sequence", Some(2)));
+
+        // `multiverse check` reads up to the damage and counts what follows it.
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n{}\nnot json\n{}\n{}\n",
+                good(1),
+                good(2),
+                good(3),
+                good(4)
+            ),
+        )
+        .unwrap();
+        let (before, damage) = scan_to_damage(&path).unwrap();
+        assert_eq!(before.last_seq, 2);
+        assert_eq!(before.entries.len(), 2);
+        let damage = damage.unwrap();
+        assert_eq!((damage.line, damage.lines_after), (3, 2));
+        assert_eq!(damage.error.key(), "journal.corrupt");
+        std::fs::write(&path, format!("{}\n", good(1))).unwrap();
+        assert!(scan_to_damage(&path).unwrap().1.is_none());
     }
 
     #[test]

@@ -15,9 +15,11 @@
 //! - `lock`: the writer lock and [`process_alive`].
 //! - `workspace`: [`Workspace`] (init, open, mutate, rebuild, recovery data) and the
 //!   lock-free readers.
+//! - `check`: `multiverse check` and `--repair`: the journal against the state files.
 //! - `error`: [`StoreError`] with stable keys, [`MutateError`].
 
 pub(crate) mod change;
+pub(crate) mod check;
 pub(crate) mod error;
 pub(crate) mod journal;
 pub(crate) mod layout;
@@ -29,6 +31,7 @@ pub(crate) mod workspace;
 mod tests;
 
 pub use change::{Area, Change};
+pub use check::{CheckReport, Finding, RepairReport, check, repair, verify};
 pub use error::{Holder, MutateError, StoreError};
 pub(crate) use journal::ChatReply;
 pub use journal::{Entry, MAX_LINE_BYTES};

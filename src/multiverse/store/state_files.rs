@@ -87,6 +87,55 @@ fn read_area<T: DeserializeOwned>(dir: &Path, area: Area, into: &mut T) -> Resul
     }
 }
 
+/// One area's file as `check` reads it: nothing is rebuilt or said in the log.
+pub(crate) enum One {
+    Missing,
+    Unreadable(String),
+    /// The file's area in an otherwise empty state, and the entry it holds.
+    Read(Saved1),
+}
+
+pub(crate) struct Saved1 {
+    pub state: WorkspaceState,
+    pub seq: u64,
+}
+
+pub(crate) fn read_one(dir: &Path, area: Area) -> Result<One, StoreError> {
+    let path = dir.join(area_file(area));
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(One::Missing),
+        Err(e) => return Err(StoreError::io(path)(e)),
+    };
+    let mut state = WorkspaceState::default();
+    let parsed = match area {
+        Area::Plan => parse(&bytes, &mut state.plan),
+        Area::Runtime => parse(&bytes, &mut state.runtime),
+        Area::Backlog => parse(&bytes, &mut state.backlog),
+        Area::Execution => parse(&bytes, &mut state.execution),
+    };
+    Ok(match parsed {
+        Ok(seq) => One::Read(Saved1 { state, seq }),
+        Err(e) => One::Unreadable(e.to_string()),
+    })
+}
+
+fn parse<T: DeserializeOwned>(bytes: &[u8], into: &mut T) -> Result<u64, serde_json::Error> {
+    let found = serde_json::from_slice::<In<T>>(bytes)?;
+    *into = found.data;
+    Ok(found.seq)
+}
+
+/// Whether two states hold the same value of `area`.
+pub(crate) fn same_area(area: Area, a: &WorkspaceState, b: &WorkspaceState) -> bool {
+    match area {
+        Area::Plan => a.plan == b.plan,
+        Area::Runtime => a.runtime == b.runtime,
+        Area::Backlog => a.backlog == b.backlog,
+        Area::Execution => a.execution == b.execution,
+    }
+}
+
 /// Writes one area's file as of entry `seq`.
 pub(crate) fn write(dir: &Path, area: Area, state: &WorkspaceState) -> Result<(), StoreError> {
     let seq = state.seq;
