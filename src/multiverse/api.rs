@@ -254,9 +254,10 @@ pub struct OpenedWorkspace {
     pub started: bool,
 }
 
-/// Opens a workspace (or a project's) for the IDE's picker. Given by `app`, which knows
-/// how workspaces are found and made; it runs on the request's thread.
-pub type Opener = Box<dyn Fn(&Path) -> Result<OpenedWorkspace, Refusal> + Send + Sync>;
+/// Opens a workspace (or a project's) for the IDE's picker, for the caller whose user id is
+/// given (`None`: not known). Given by `app`, which knows how workspaces are found and
+/// made; it runs on the request's thread.
+pub type Opener = Box<dyn Fn(&Path, Option<u32>) -> Result<OpenedWorkspace, Refusal> + Send + Sync>;
 
 /// A request for the daemon's thread, and where its answer goes.
 pub(crate) type Job = (Work, Sender<Result<Value, Refusal>>);
@@ -361,8 +362,8 @@ impl DaemonApi {
 
     /// Opens a workspace (or a project's) for the IDE: `{dir, url, started}`, the URL
     /// `./` (relative to the IDE's page) when it is this one.
-    fn open(&self, body: &ForgetBody) -> Response {
-        match (self.opener)(&body.path) {
+    fn open(&self, body: &ForgetBody, caller: Option<u32>) -> Response {
+        match (self.opener)(&body.path, caller) {
             Ok(opened) => Response::ok(json!({
                 "dir": opened.dir,
                 "url": opened.daemon.as_ref().map_or_else(|| "./".to_string(), DaemonInfo::ide_url),
@@ -545,7 +546,7 @@ impl Api for DaemonApi {
                 Self::body::<ForgetBody>(request).map(|b| self.forget(&b))
             }
             ("POST", ["api", "workspaces", "open"]) => {
-                Self::body::<ForgetBody>(request).map(|b| self.open(&b))
+                Self::body::<ForgetBody>(request).map(|b| self.open(&b, request.caller_uid()))
             }
             // Any `app::Command`; the daemon parses it (400 `bad_request` when it is none).
             ("POST", ["api", "command"]) => Self::body::<Map<String, Value>>(request)

@@ -47,9 +47,18 @@ pub struct Request {
     pub path: String,
     pub query: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The client's end and this server's end of the connection.
+    pub ends: Option<(SocketAddr, SocketAddr)>,
 }
 
 impl Request {
+    /// The user owning the client's socket (see [`super::peer`]); `None` when it cannot
+    /// be told, which must count as nobody.
+    pub fn caller_uid(&self) -> Option<u32> {
+        let (peer, local) = self.ends?;
+        super::peer::loopback_peer_uid(peer, local)
+    }
+
     /// A query parameter's value.
     pub fn param(&self, name: &str) -> Option<&str> {
         self.query
@@ -303,10 +312,11 @@ fn serve(
             return;
         }
     };
+    let ends = stream.peer_addr().ok().map(|peer| (peer, addr));
     let read = read_request(stream, token, addr);
     gate.leave(id);
     let request = match read {
-        Ok(request) => request,
+        Ok(request) => Request { ends, ..request },
         Err(refusal) => {
             let _ = write_reply(&mut writer, &refusal);
             return;
@@ -477,6 +487,7 @@ fn read_request(stream: TcpStream, token: &str, addr: SocketAddr) -> Result<Requ
         path,
         query,
         body,
+        ends: None,
     })
 }
 

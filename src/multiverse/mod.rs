@@ -10,7 +10,8 @@
 //!   to the daemon's thread), their bodies and OpenAPI document, where a daemon listens
 //!   (`daemon.json`) and the command line's client of it.
 //! - `open`: the IDE's picker opening another workspace (or a project's, made when it has
-//!   none) and starting its daemon.
+//!   none) and starting its daemon; `peer`: the user owning a loopback client's socket,
+//!   so another daemon's token goes only to a caller who could read its `daemon.json`.
 //! - `attempts`: an attempt's Task Note, result JSON and log, read bounded from the
 //!   workspace's own `runs/` only.
 //! - `settings`: the chat planner's settings (provider, model, the key's variable name,
@@ -77,6 +78,7 @@ pub(crate) mod model;
 pub(crate) mod open;
 pub(crate) mod orchestrator;
 pub(crate) mod patch;
+pub(crate) mod peer;
 pub(crate) mod plan;
 pub(crate) mod pools;
 pub(crate) mod processes;

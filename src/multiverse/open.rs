@@ -46,6 +46,8 @@ pub enum OpenError {
     Refused { path: PathBuf, why: &'static str },
     /// This daemon has started [`MAX_STARTED`] others already.
     TooManyDaemons,
+    /// The caller's user could not read the daemon's `daemon.json` (or is not known).
+    NotYours(PathBuf),
 }
 
 impl OpenError {
@@ -59,6 +61,7 @@ impl OpenError {
             OpenError::NotARepository(_) => "workspaces.not_a_repository",
             OpenError::Refused { .. } => "workspaces.refused",
             OpenError::TooManyDaemons => "workspaces.too_many_daemons",
+            OpenError::NotYours(_) => "workspaces.not_yours",
         }
     }
 
@@ -72,6 +75,7 @@ impl OpenError {
             | OpenError::NotARepository(_)
             | OpenError::Refused { .. } => 422,
             OpenError::TooManyDaemons => 429,
+            OpenError::NotYours(_) => 403,
             OpenError::Start { .. } => 500,
         }
     }
@@ -95,6 +99,11 @@ impl std::fmt::Display for OpenError {
             OpenError::Refused { path, why } => {
                 write!(f, "{} cannot be opened: {why}", path.display())
             }
+            OpenError::NotYours(dir) => write!(
+                f,
+                "the daemon of {} is not yours to open: its daemon.json is not readable by the user this request came from",
+                dir.display()
+            ),
             OpenError::TooManyDaemons => write!(
                 f,
                 "this daemon has started {MAX_STARTED} others already; open more with `multiverse ide` in their workspaces"
@@ -107,11 +116,17 @@ impl std::error::Error for OpenError {}
 
 /// Opens `path` (a workspace, or a project) from the daemon of `this`, starting daemons
 /// with `exe` (the `multiverse` binary); with no `exe`, only a daemon that runs is opened.
+///
+/// Another daemon's token (in its URL) goes only to a `caller` (the user id owning the
+/// client's socket) who could read it where it is kept, `daemon.json`, and a daemon is
+/// started only for the user it would run as: a token for this daemon proves less (it may
+/// have been shared, or shown in a screen).
 pub fn open_workspace(
     path: &Path,
     this: &Path,
     home: Option<&Path>,
     exe: Option<&Path>,
+    caller: Option<u32>,
 ) -> Result<OpenedWorkspace, OpenError> {
     if !path.is_absolute() {
         return Err(OpenError::NotAbsolute(path.to_path_buf()));
@@ -120,7 +135,16 @@ pub fn open_workspace(
         .canonicalize()
         .map_err(|_| OpenError::NotFound(path.to_path_buf()))?;
     refuse_place(&path)?;
-    let dir = workspace_of(&path, this, home, exe.is_some())?;
+    // Daemons (and the workspaces they need) are started only for the user they run as.
+    let me = nix::unistd::geteuid().as_raw();
+    let may_start = caller.is_some_and(|uid| uid == me || uid == 0);
+    let exe = exe.filter(|_| may_start);
+    let create = match exe {
+        Some(_) => Ok(()),
+        None if !may_start => Err(OpenError::NotYours(path.clone())),
+        None => Err(OpenError::TooManyDaemons),
+    };
+    let dir = workspace_of(&path, this, home, create)?;
     if this.canonicalize().is_ok_and(|this| this == dir) {
         return Ok(OpenedWorkspace {
             dir,
@@ -128,9 +152,17 @@ pub fn open_workspace(
             started: false,
         });
     }
+    let not_yours = || OpenError::NotYours(dir.clone());
     let (info, started) = match (exe, daemon(&dir)) {
-        (_, Some(info)) => (info, false),
+        (_, Some(info)) => {
+            let file = dir.join(super::api::DAEMON_FILE);
+            if !caller.is_some_and(|uid| super::peer::may_read(uid, &file)) {
+                return Err(not_yours());
+            }
+            (info, false)
+        }
         (Some(exe), None) => ensure_daemon(&dir, exe)?,
+        (None, None) if !may_start => return Err(not_yours()),
         (None, None) => return Err(OpenError::TooManyDaemons),
     };
     Ok(OpenedWorkspace {
@@ -141,13 +173,14 @@ pub fn open_workspace(
 }
 
 /// The workspace `path` names: itself when it is one; for a project, the one the recent
-/// list or the default place holds, else (when `create`) a new one made with `this`
-/// workspace's settings: a workspace whose daemon may not be started is not made either.
+/// list or the default place holds, else (when `create` is `Ok`) a new one made with
+/// `this` workspace's settings: a workspace whose daemon may not be started is not made
+/// either (`create`'s error says why).
 fn workspace_of(
     path: &Path,
     this: &Path,
     home: Option<&Path>,
-    create: bool,
+    create: Result<(), OpenError>,
 ) -> Result<PathBuf, OpenError> {
     if path.join("workspace.json").is_file() {
         return Ok(path.to_path_buf());
@@ -180,9 +213,7 @@ fn workspace_of(
     if default.join("workspace.json").is_file() {
         return Ok(default);
     }
-    if !create {
-        return Err(OpenError::TooManyDaemons);
-    }
+    create?;
     let mut config = app::load_config(this).map_err(|e| OpenError::Init(e.to_string()))?;
     // Running workers outside Docker is the owner's choice per workspace, never copied.
     config.agent_runner_args.retain(|a| a != "--unsafe-local");
@@ -293,15 +324,21 @@ fn start_daemon(dir: &Path, exe: &Path) -> Result<DaemonInfo, OpenError> {
 /// daemon, starting others with this very binary.
 pub fn opener(this: PathBuf, home: Option<PathBuf>) -> Opener {
     let started = std::sync::atomic::AtomicUsize::new(0);
-    Box::new(move |path| {
+    Box::new(move |path, caller| {
         let answer = |e: OpenError| (e.status(), e.key().to_string(), e.to_string());
         let exe = current_exe()
             .map_err(|e| (500, "workspaces.start_failed".to_string(), e.to_string()))?;
         // Opening one that runs, or this one, is still fine past the bound; starting one
         // is not.
         let may_start = started.load(std::sync::atomic::Ordering::SeqCst) < MAX_STARTED;
-        let opened = open_workspace(path, &this, home.as_deref(), may_start.then_some(&*exe))
-            .map_err(answer)?;
+        let opened = open_workspace(
+            path,
+            &this,
+            home.as_deref(),
+            may_start.then_some(&*exe),
+            caller,
+        )
+        .map_err(answer)?;
         if opened.started {
             started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }

@@ -1077,6 +1077,96 @@ fn opening_a_workspace_or_a_project_from_the_picker_starts_its_daemon_once() {
     stop_daemon_of(&made_dir);
 }
 
+/// Issue 34, finding 4: one token handed out every other workspace's daemon URL and token.
+/// Now another daemon's token goes only to a caller whose user could read its
+/// `daemon.json` (the user owning the client's socket, from the kernel), and a daemon is
+/// started only for the user it runs as. The other user's requests are made by `bash`'s
+/// `/dev/tcp` run as `nobody` (tests run as root; the test says so when they do not).
+#[test]
+fn another_daemons_token_goes_only_to_a_caller_who_could_read_its_daemon_json() {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::process::CommandExt as _;
+    if !nix::unistd::geteuid().is_root() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipping: not root, so a request as another user cannot be made"
+        );
+        return;
+    }
+    let tmp = TempDir::new("mv-api-not-yours");
+    let dir = tmp.path();
+    init(dir, "one", "ws");
+    init(dir, "two", "ws-two");
+    let daemon = Daemon::start(dir);
+    let two = dir.join("ws-two").canonicalize().unwrap();
+    // Started for the user it runs as (this one): its URL and token.
+    let opened = daemon.ok("POST", "/api/workspaces/open", Some(json!({"path": two})));
+    let url = opened["url"].as_str().unwrap().to_string();
+    let info: Value =
+        serde_json::from_slice(&std::fs::read(two.join("daemon.json")).unwrap()).unwrap();
+    let token_two = info["token"].as_str().unwrap().to_string();
+    assert!(url.contains(&token_two));
+
+    let as_nobody = |path: &Path| -> String {
+        let body = json!({"path": path}).to_string();
+        let request = format!(
+            "POST /api/workspaces/open HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n{body}",
+            port = daemon.port,
+            token = daemon.token,
+            len = body.len()
+        );
+        let script = format!(
+            "exec 3<>/dev/tcp/127.0.0.1/{}; printf '%s' \"$1\" >&3; cat <&3",
+            daemon.port
+        );
+        let o = crate::sealed::command("bash")
+            .args(["-c", &script, "bash", &request])
+            .current_dir("/")
+            .uid(65534)
+            .gid(65534)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // Another user with this daemon's token (shared, or seen on a screen): refused, and
+    // the other token is not in the answer.
+    let answer = as_nobody(&two);
+    assert!(
+        answer.starts_with("HTTP/1.1 403") && answer.contains("workspaces.not_yours"),
+        "{answer}"
+    );
+    assert!(!answer.contains(&token_two), "{answer}");
+    // Nor does it get a daemon started, or a workspace made, for a project of its choice.
+    let four = dir.join("four");
+    std::fs::create_dir_all(&four).unwrap();
+    crate::support::git_repo(&four, &[("README.md", "# four\n")]);
+    let answer = as_nobody(&four);
+    assert!(answer.contains("workspaces.not_yours"), "{answer}");
+    let made = std::fs::read_dir(dir.join(".multiverse/workspaces"));
+    assert!(
+        made.map_or(true, |d| d.count() == 0),
+        "a workspace was made"
+    );
+
+    // The user who could read it gets it: its owner, when the file is the owner's alone.
+    let file = two.join("daemon.json");
+    std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+    let answer = as_nobody(&two);
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.contains(&token_two),
+        "{answer}"
+    );
+    // A daemon.json others may read too does not say whose it is.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let answer = as_nobody(&two);
+    assert!(answer.contains("workspaces.not_yours"), "{answer}");
+    std::os::unix::fs::chown(&file, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    stop_daemon_of(&two);
+}
+
 /// Issue 34, finding 1: 64 connections that each sent a header line now and then held
 /// every connection place, so every request, the command line's too, got 503 for as long
 /// as they went on. Now 200 such connections, reconnecting whenever dropped, leave the

@@ -9,29 +9,12 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::change::Area;
-use super::error::StoreError;
+use super::error::{Finding, StoreError};
 use super::journal::{self, Damage};
 use super::layout::{JOURNAL_FILE, WorkspaceMeta, area_file};
 use super::lock::{self, WriterLock};
 use super::state_files;
 use crate::multiverse::model::WorkspaceState;
-
-/// One thing `check` found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    /// Stable: `journal.torn`, `journal.corrupt`, `journal.sequence`,
-    /// `journal.line_too_long`, `state.missing`, `state.unreadable`,
-    /// `state.ahead_of_journal`, `state.differs`.
-    pub key: &'static str,
-    /// The file at fault, relative to the workspace.
-    pub file: String,
-    /// The journal line at fault (1-based), for the journal's findings.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u64>,
-    pub problem: String,
-    /// What `--repair` does about it.
-    pub repair: String,
-}
 
 /// What `check` found in a workspace.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -15,6 +15,23 @@ pub struct Holder {
     pub since: String,
 }
 
+/// One thing `check` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Stable: `journal.torn`, `journal.corrupt`, `journal.sequence`,
+    /// `journal.line_too_long`, `state.missing`, `state.unreadable`,
+    /// `state.ahead_of_journal`, `state.differs`.
+    pub key: &'static str,
+    /// The file at fault, relative to the workspace.
+    pub file: String,
+    /// The journal line at fault (1-based), for the journal's findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    pub problem: String,
+    /// What `--repair` does about it.
+    pub repair: String,
+}
+
 /// A store failure. Nothing in memory or on disk changed when one is returned from a
 /// mutation, except where a variant says otherwise.
 #[derive(Debug)]
@@ -89,7 +106,7 @@ pub enum StoreError {
     /// until `multiverse check --repair`).
     Damaged {
         dir: PathBuf,
-        findings: Vec<super::check::Finding>,
+        findings: Vec<Finding>,
     },
 }
 

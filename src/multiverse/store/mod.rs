@@ -31,8 +31,8 @@ pub(crate) mod workspace;
 mod tests;
 
 pub use change::{Area, Change};
-pub use check::{CheckReport, Finding, RepairReport, check, repair, verify};
-pub use error::{Holder, MutateError, StoreError};
+pub use check::{CheckReport, RepairReport, check, repair, verify};
+pub use error::{Finding, Holder, MutateError, StoreError};
 pub(crate) use journal::ChatReply;
 pub use journal::{Entry, MAX_LINE_BYTES};
 pub use layout::{LAYOUT_VERSION, WorkspaceMeta};
