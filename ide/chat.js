@@ -2,12 +2,15 @@
 // the messages of the one shown, the progress of a turn while `POST /api/chat` is
 // pending (the chat turn contract's steps, from `chat` events), the patch a reply made
 // (created / updated / moved / deleted tasks as chips that open the task, removed
-// dependencies, conflicts) and the questions it opened, answered in place (the QUESTION
-// backlog item is resolved with the answer as its note). Ctrl/Cmd+Enter sends.
+// dependencies, conflicts) and the questions it opened, each saying which tasks it holds
+// back, answered in place (the QUESTION backlog item is resolved with the answer as its
+// note; a task's own question also retries it). Ctrl/Cmd+Enter sends.
 
 import { h, clear } from './dom.js';
 import { register, t } from './i18n.js';
 import { timeEl, errorText, md, ago } from './panels.js';
+import { plainText } from './markdown.js';
+import { retryByDefault } from './backlog.js';
 
 register({
   en: {
@@ -46,7 +49,6 @@ register({
     'chat.conflict': '{file}: {tasks}',
     'chat.autopilot': 'Execution started (autopilot).',
     'chat.questions': 'Questions for you',
-    'chat.questionHint': 'Your answer is added to the task\'s description; the task waits until it is answered.',
     'chat.answer': 'Answer',
     'chat.answerLabel': 'Your answer to: {question}',
     'chat.answerSubmit': 'Answer',
@@ -91,7 +93,6 @@ register({
     'chat.conflict': '{file}: {tasks}',
     'chat.autopilot': '実行を開始しました（オートパイロット）。',
     'chat.questions': 'あなたへの質問',
-    'chat.questionHint': '回答はタスクの説明に追記されます。回答されるまでタスクは開始されません。',
     'chat.answer': '回答',
     'chat.answerLabel': '質問への回答: {question}',
     'chat.answerSubmit': '回答する',
@@ -250,8 +251,10 @@ export function mountChat(root, ctx) {
   }
 
   function drawSessions() {
-    const chips = state.sessions.map((s) =>
-      h(
+    const chips = state.sessions.map((s) => {
+      // The title is the first message as typed, Markdown and all: a tab shows its text.
+      const title = plainText(s.title) || t('chat.untitled');
+      return h(
         'button',
         {
           type: 'button',
@@ -259,13 +262,13 @@ export function mountChat(root, ctx) {
           'data-test': 'chat-session',
           'data-session': s.session,
           'aria-current': s.session === state.session ? 'true' : null,
-          title: `${s.title || t('chat.untitled')} — ${ago(s.started_at)}`,
+          title: `${title} — ${ago(s.started_at)}`,
           disabled: Boolean(state.pending),
           on: { click: () => selectSession(s.session) },
         },
-        s.title || t('chat.untitled'),
-      ),
-    );
+        title,
+      );
+    });
     if (!state.session) chips.unshift(h('span', { class: 'cw-session cw-session-new', 'aria-current': 'true' }, t('chat.untitled')));
     sessionsBar.replaceChildren(...chips);
     newButton.disabled = Boolean(state.pending);
@@ -441,7 +444,6 @@ export function mountChat(root, ctx) {
       'div',
       { class: 'cw-questions' },
       h('div', { class: 'cw-group-name' }, t('chat.questions')),
-      h('p', { class: 'muted cw-small' }, t('chat.questionHint')),
       ...items.map(questionEl),
     );
   }
@@ -450,6 +452,7 @@ export function mountChat(root, ctx) {
     const answer = state.answers.get(item.id) || { text: '', busy: false, error: null };
     const resolved = Boolean(item.resolved_at);
     const tasks = (item.metadata && Array.isArray(item.metadata.holds) ? item.metadata.holds : item.task ? [item.task] : []);
+    const retry = retryByDefault(item);
     const box = h(
       'div',
       { class: `cw-question${resolved ? ' resolved' : ''}`, 'data-test': 'chat-question', 'data-item': item.id, 'data-resolved': String(resolved) },
@@ -480,6 +483,7 @@ export function mountChat(root, ctx) {
       },
     });
     const submitButton = h('button', { type: 'button', class: 'btn btn-small btn-primary', 'data-test': 'question-submit', 'data-item': item.id, disabled: answer.busy, on: { click: () => resolve(item.id) } }, t('chat.answerSubmit'));
+    box.appendChild(h('p', { class: 'muted cw-small', 'data-test': 'question-effect' }, questionEffect(item, tasks, retry)));
     box.appendChild(h('div', { class: 'cw-answer-row' }, field, submitButton));
     if (answer.error) box.appendChild(h('p', { class: 'error-text cw-small', role: 'alert' }, answer.error));
     return box;
@@ -497,7 +501,10 @@ export function mountChat(root, ctx) {
     state.answers.set(itemId, { text, busy: true, error: null });
     drawLog();
     try {
-      await api.post(`/api/backlog/${encodeURIComponent(itemId)}/resolve`, { note: text, retry: false });
+      // A task's own question left it BLOCKED until retried; a chat's question only held
+      // its tasks back, and they start once it is resolved.
+      const item = (store.backlog || []).find((x) => x.id === itemId);
+      await api.post(`/api/backlog/${encodeURIComponent(itemId)}/resolve`, { note: text, retry: retryByDefault(item) });
       state.answers.delete(itemId);
       // Shown as answered from now on, not dropped from the conversation.
       state.questionIds.add(itemId);
@@ -508,6 +515,18 @@ export function mountChat(root, ctx) {
       state.answers.set(itemId, { text, busy: false, error: t('chat.answerFailed', { error: errorText(e) }) });
     }
     if (!state.gone) drawLog();
+  }
+
+  /**
+   * What an open question does to the tasks, as the orchestrator has it: a chat's
+   * question keeps the tasks it names from starting (the others run) and its answer goes
+   * into the first one's description; a task's own question keeps that task BLOCKED until
+   * it is answered, which retries it.
+   */
+  function questionEffect(item, tasks, retry) {
+    if (retry) return t('question.own', { task: item.task });
+    if (!tasks.length) return t('question.holdsNone');
+    return t('question.holds', { tasks: tasks.join(', '), first: tasks[0] });
   }
 
   function focusAnswer(itemId) {

@@ -1,7 +1,9 @@
 // header.js — the top bar: the workspace, the execution state (always visible) with
 // Start / Pause / Resume / Stop (each enabled only when it applies), the pools with their
 // running / waiting / failed counts, the event stream's state and the language. It reads
-// the store; the store refetches the pools when a task or execution event arrives.
+// the store; the store refetches the pools when a task or execution event arrives. A
+// RUNNING execution with nothing left to run says so (activityOf): RUNNING only means
+// that ready tasks may start, and a settled plan would otherwise look busy forever.
 
 import { h, clear, icon } from './dom.js';
 import { register, t, locale, LOCALES } from './i18n.js';
@@ -29,6 +31,10 @@ register({
     'header.refusedHint': 'The daemon was restarted and no longer accepts this page. Open the URL that `multiverse serve` printed.',
     'header.language': 'Language',
     'header.execFailed': 'Could not change the execution: {message}',
+    'header.settled': '{state} · all tasks settled',
+    'header.settledHint': 'Every task has ended (succeeded, failed or canceled): nothing runs and nothing will start. New or retried tasks start at once.',
+    'header.stalled': '{state} · nothing can start',
+    'header.stalledHint': 'Nothing runs and nothing can start by itself: {n} task(s) wait for a person (a question to answer, or a failed dependency to retry).',
   },
   ja: {
     'header.brand': 'Multiverse',
@@ -52,6 +58,10 @@ register({
     'header.refusedHint': 'デーモンが再起動され、このページを受け付けなくなりました。`multiverse serve` が表示した URL を開いてください。',
     'header.language': '言語',
     'header.execFailed': '実行状態を変更できませんでした: {message}',
+    'header.settled': '{state} · 全タスク終了',
+    'header.settledHint': 'すべてのタスクが終了しました（成功・失敗・キャンセル）。実行中のタスクも、これから開始するタスクもありません。新しいタスクや再試行したタスクはすぐに開始されます。',
+    'header.stalled': '{state} · 開始できるタスクなし',
+    'header.stalledHint': '実行中のタスクも、自動で開始できるタスクもありません。{n} 件のタスクが人の対応（質問への回答、または失敗した依存先の再試行）を待っています。',
   },
 });
 
@@ -65,6 +75,42 @@ const CONTROLS = [
   { test: 'exec-resume', label: 'header.resume', hint: 'header.resumeHint', icon: 'play', to: 'RUNNING', when: ['PAUSED'], kind: 'primary' },
   { test: 'exec-stop', label: 'header.stop', hint: 'header.stopHint', icon: 'stop', to: 'IDLE', when: ['RUNNING', 'PAUSED'], kind: 'danger' },
 ];
+
+/** States a task ends in (the lifecycle contract's terminal ones). */
+const ENDED = new Set(['SUCCEEDED', 'FAILED', 'CANCELED']);
+
+/**
+ * What a RUNNING execution has left, from the task rows (state, dependencies) and the
+ * backlog: 'active' while a task runs or will start by itself (RUNNING, RETRY_WAIT,
+ * READY not held by an open chat question, PENDING on dependencies that succeed or will
+ * get there); else 'settled' when every task has ended, or 'stalled' when the rest wait
+ * for a person (BLOCKED, held, or PENDING behind those). null for an empty plan.
+ */
+export function activityOf(rows, backlog) {
+  if (!rows.length) return null;
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const held = new Set();
+  for (const item of backlog || []) {
+    const holds = item && item.kind === 'QUESTION' && !item.resolved_at && item.metadata && item.metadata.holds;
+    if (Array.isArray(holds)) holds.forEach((id) => held.add(id));
+  }
+  const memo = new Map();
+  const moves = (id) => {
+    if (memo.has(id)) return memo.get(id);
+    memo.set(id, false); // a cycle (the daemon refuses one) would never move
+    const r = byId.get(id);
+    let yes = false;
+    if (r && (r.state === 'RUNNING' || r.state === 'RETRY_WAIT')) yes = true;
+    else if (r && r.state === 'READY') yes = !held.has(id);
+    else if (r && r.state === 'PENDING') {
+      yes = !held.has(id) && (r.dependencies || []).every((d) => (byId.get(d) || {}).state === 'SUCCEEDED' || moves(d));
+    }
+    memo.set(id, yes);
+    return yes;
+  };
+  if (rows.some((r) => moves(r.id))) return 'active';
+  return rows.every((r) => ENDED.has(r.state)) ? 'settled' : 'stalled';
+}
 
 export function mountHeader(root, ctx) {
   const { store, api, toast } = ctx;
@@ -144,7 +190,18 @@ export function mountHeader(root, ctx) {
     const state = store.execution && store.execution.state;
     if (state) stateEl.setAttribute('data-state', state);
     else stateEl.removeAttribute('data-state');
-    stateEl.textContent = state ? t(`exec.${state}`) : '…';
+    const activity = state === 'RUNNING' ? activityOf(store.rows(), store.backlog) : null;
+    if (activity) stateEl.setAttribute('data-activity', activity);
+    else stateEl.removeAttribute('data-activity');
+    const word = state ? t(`exec.${state}`) : '…';
+    if (activity === 'settled' || activity === 'stalled') {
+      const rest = store.rows().filter((r) => !ENDED.has(r.state)).length;
+      stateEl.textContent = t(`header.${activity}`, { state: word });
+      stateEl.title = t(`header.${activity}Hint`, { n: rest });
+    } else {
+      stateEl.textContent = word;
+      stateEl.removeAttribute('title');
+    }
     CONTROLS.forEach((c, i) => {
       buttons[i].disabled = busy || !state || !c.when.includes(state);
     });
@@ -190,6 +247,10 @@ export function mountHeader(root, ctx) {
   renderConnection();
   const offs = [
     store.on('execution', renderExecution),
+    // Whether a running execution has anything left follows the tasks and the questions.
+    store.on('task', renderExecution),
+    store.on('tasks', renderExecution),
+    store.on('backlog', renderExecution),
     store.on('pools', renderPools),
     store.on('connection', renderConnection),
   ];

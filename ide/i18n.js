@@ -1,6 +1,9 @@
 // i18n.js — English and Japanese strings. Each module registers its own at import time
 // (register({en: {...}, ja: {...}})); t('key', {name}) fills {name} placeholders. The
-// words several modules share (task states, execution states, common verbs) are here.
+// words several modules share (task states, execution states, common verbs) are here,
+// and what an open question does to the tasks (question.*, under each question the chat
+// asks): the orchestrator's rule, worded from held() and resolve_backlog in
+// src/multiverse/orchestrator, not from what a reader might expect.
 
 const dicts = { en: {}, ja: {} };
 const listeners = new Set();
@@ -76,6 +79,9 @@ register({
     'exec.PAUSED': 'Paused',
     'exec.IDLE': 'Idle',
     'common.close': 'Close',
+    'question.holds': 'Until this is answered, {tasks} will not start; tasks it does not name run as usual. Your answer is added to the description of {first}.',
+    'question.holdsNone': 'This question holds back no task: the tasks run as usual while it is open. Your answer is kept with it in the backlog.',
+    'question.own': 'Task {task} stopped to ask this and will not start again until it is answered. Answering adds your answer to its description and lets it start again with fresh attempts.',
     'common.unavailable': 'This view is not available: {name} could not be loaded ({error}).',
     'time.seconds': '{n} s',
     'time.minutes': '{m} min {s} s',
@@ -94,6 +100,9 @@ register({
     'exec.PAUSED': '一時停止中',
     'exec.IDLE': '停止中',
     'common.close': '閉じる',
+    'question.holds': '回答されるまで {tasks} は開始されません。この質問が挙げていないタスクは通常どおり実行されます。回答は {first} の説明に追記されます。',
+    'question.holdsNone': 'この質問はどのタスクも止めません。未回答の間もタスクは通常どおり実行されます。回答は質問とともにバックログに残ります。',
+    'question.own': 'タスク {task} はこの質問のために止まっており、回答されるまで再開しません。回答するとその説明に追記され、タスクは新しい試行で再び開始できるようになります。',
     'common.unavailable': 'この画面は利用できません: {name} を読み込めませんでした（{error}）。',
     'time.seconds': '{n} 秒',
     'time.minutes': '{m} 分 {s} 秒',

@@ -574,6 +574,48 @@ export function markdown(text, doc, options) {
   return render(parse(text), doc, options);
 }
 
+/**
+ * What a reader of Markdown `text` sees, as one line of plain text: the syntax gone (no
+ * `#`, list markers, `**`, backticks, link targets), blocks, list items and table rows
+ * joined by " · ", whitespace collapsed. For a label made of someone's Markdown (a chat
+ * conversation's title is its first message), where rendered blocks would not fit.
+ */
+export function plainText(text) {
+  const parts = [];
+  const inline = (nodes) =>
+    nodes.map((n) => (n.type === 'break' ? ' ' : n.children ? inline(n.children) : n.text || '')).join('');
+  const block = (b) => {
+    switch (b.type) {
+      case 'heading':
+      case 'paragraph':
+        parts.push(inline(b.children));
+        break;
+      case 'code':
+        parts.push(b.text);
+        break;
+      case 'blockquote':
+        b.children.forEach(block);
+        break;
+      case 'list':
+        for (const item of b.items) item.children.forEach(block);
+        break;
+      case 'table':
+        for (const row of [b.head, ...b.rows]) parts.push(row.map(inline).join(' '));
+        break;
+      case 'details':
+        parts.push(inline(b.summary));
+        b.children.forEach(block);
+        break;
+      default: // hr: nothing to read
+    }
+  };
+  parse(text).children.forEach(block);
+  return parts
+    .map((p) => p.replace(/\s+/g, ' ').trim())
+    .filter(Boolean)
+    .join(' · ');
+}
+
 function el(doc, tag, children) {
   const node = doc.createElement(tag);
   for (const child of children || []) node.appendChild(child);

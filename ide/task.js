@@ -689,11 +689,9 @@ export function mountTask(root, ctx, id) {
       h(
         'div',
         { class: 'tp-attempt-head' },
-        h('strong', {}, t('task.attempt', { n: a.number })),
+        h('strong', { class: 'tp-attempt-label', 'data-test': 'attempt-label' }, t('task.attempt', { n: a.number })),
         h('span', { class: `tp-status status-${cssToken(status)}`, 'data-test': 'attempt-status' }, statusText),
-        h('span', { class: 'spacer' }),
-        logButton,
-        noteButton,
+        h('span', { class: 'tp-attempt-actions' }, logButton, noteButton),
       ),
       dl,
       a.summary ? h('p', { class: 'tp-summary', 'data-test': 'attempt-summary' }, a.summary) : null,

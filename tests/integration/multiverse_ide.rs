@@ -9,17 +9,20 @@
 //! - requests without the token are refused with no page served; the IDE loads with it,
 //!   in the workspace's language (not the browser's);
 //! - a chat message typed in the chat window (Ctrl+Enter) shows its steps and its patch,
-//!   and its tasks and edges appear in the graph; Tab alone reaches every control, each
-//!   with a visible focus ring;
+//!   and its tasks and edges appear in the graph; the conversation's tab shows its first
+//!   message as plain text on one line, its Markdown gone; Tab alone reaches every
+//!   control, each with a visible focus ring;
 //! - Start runs them; the graph's states follow the events without a reload, the running
 //!   node animated; the failing task's open panel counts down to its retry; its failure
-//!   toasts;
-//! - the failed task (opened with Enter) shows its reason, verdict and both attempts, and
-//!   its Task Note rendered (headings, a table, only a safe link) with its `<script>` and
-//!   `onerror` shown as text and never run, and its log; Esc and the close button close
-//!   it;
+//!   toasts; once nothing can start, the header says so while execution still runs;
+//! - the failed task (opened with Enter) shows its reason, verdict and both attempts (each
+//!   "Attempt N" on one line, in a narrow panel too), and its Task Note rendered
+//!   (headings, a table whose words are never split, only a safe link) with its
+//!   `<script>` and `onerror` shown as text and never run, and its log; Esc and the close
+//!   button close it;
 //! - its backlog item is resolved with a note and a retry, and it and its dependent
-//!   succeed; a chat question is answered in place;
+//!   succeed, and the header says every task has settled; a chat question is answered in
+//!   place, after it said that it holds no task back and the new task ran meanwhile;
 //! - the processes screen shows the worker and its live log; Pause, Resume and Stop in
 //!   the header agree with `GET /api/execution`, and Stop cancels the running task; the
 //!   task panel's Retry and Cancel;
@@ -104,10 +107,10 @@ elif grep -q '\[fails\]' "$task" && [ ! -e 'MARKS/fixed' ]; then
 
 ## Checks
 
-| Check | Result |
-|---|---|
-| empty name | fail |
-| very long name | pass |
+| Check | Result | Started | Finished | Details |
+|---|---|---|---|---|
+| empty name | fail | 10:02 | 10:03 | the empty name is rejected with a clear message |
+| very long name | pass | 10:03 | 10:04 | a name of ten thousand characters is cut to the limit |
 
 ## Output
 
@@ -293,30 +296,50 @@ struct Locale {
     other: (&'static str, &'static str),
     /// The note resolving the failure.
     note: &'static str,
+    /// The conversation's tab: its title (the message's first line) as plain text.
+    tab: &'static str,
+    /// The header while execution runs and a task runs.
+    running: &'static str,
+    /// The header while execution runs and nothing can start (a task is BLOCKED).
+    stalled: &'static str,
+    /// The header while execution runs and every task has ended.
+    settled: &'static str,
+    /// What the chat says under a question that names no task.
+    holds_none: &'static str,
 }
 
 const EN: Locale = Locale {
     code: "en",
     browser: "en-US",
     plan: "Plan",
-    message: "Build the greeting service:\n# Version 1\n## Build\n- add the greeting handler\n- add its tests (after 1)\n## Check\n- check the edge cases [fails] (after 1)\n# Documentation\n## Write\n- document the endpoint (after 2, 3)",
+    message: "Build the **greeting** service with `GET /hello`:\n# Version 1\n## Build\n- add the greeting handler\n- add its tests (after 1)\n## Check\n- check the edge cases [fails] (after 1)\n# Documentation\n## Write\n- document the endpoint (after 2, 3)",
     milestone: "Version 1",
     slow: "- run the long soak test [slow]\n- should the soak test use production data?",
     answer: "No: the staging copy.",
     other: ("ja", "計画"),
     note: "Fixed the empty-name case by hand.",
+    tab: "Build the greeting service with GET /hello: · Version 1 · Build · add the greeting handler",
+    running: "Running",
+    stalled: "Running · nothing can start",
+    settled: "Running · all tasks settled",
+    holds_none: "This question holds back no task: the tasks run as usual while it is open. Your answer is kept with it in the backlog.",
 };
 
 const JA: Locale = Locale {
     code: "ja",
     browser: "en-US",
     plan: "計画",
-    message: "挨拶サービスを作ってください:\n# バージョン1\n## 実装\n- 挨拶ハンドラを追加する\n- そのテストを追加する (after 1)\n## 確認\n- 境界値を確認する [fails] (after 1)\n# 文書\n## 執筆\n- エンドポイントを文書化する (after 2, 3)",
+    message: "**挨拶サービス**を作ってください（`GET /hello`）:\n# バージョン1\n## 実装\n- 挨拶ハンドラを追加する\n- そのテストを追加する (after 1)\n## 確認\n- 境界値を確認する [fails] (after 1)\n# 文書\n## 執筆\n- エンドポイントを文書化する (after 2, 3)",
     milestone: "バージョン1",
     slow: "- 長時間の負荷試験を実行する [slow]\n- 負荷試験に本番データを使いますか？",
     answer: "いいえ、ステージングの複製を使います。",
     other: ("en", "Plan"),
     note: "空の名前のケースを手で直しました。",
+    tab: "挨拶サービスを作ってください（GET /hello）: · バージョン1 · 実装 · 挨拶ハンドラを追加する",
+    running: "実行中",
+    stalled: "実行中 · 開始できるタスクなし",
+    settled: "実行中 · 全タスク終了",
+    holds_none: "この質問はどのタスクも止めません。未回答の間もタスクは通常どおり実行されます。回答は質問とともにバックログに残ります。",
 };
 
 /// `[data-test=NAME]`.
@@ -335,11 +358,7 @@ fn node(id: &str, state: Option<&str>) -> String {
 fn shots(browser: &Browser, screen: &str, locale: &str) {
     for (width, height) in SIZES {
         browser.set_viewport(width, height);
-        // Two frames: whatever redraws on a resize has drawn.
-        browser.execute_async(
-            "const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)))",
-            Vec::new(),
-        );
+        settle(browser);
         let name = format!("{screen}-{locale}-{width}x{height}.png");
         let path = screenshot_dir().join(&name);
         browser.screenshot(&path);
@@ -397,6 +416,56 @@ fn execution_is(browser: &Browser, ide: &Ide, state: &str) {
     assert_eq!(
         said, state,
         "the header says {state}, GET /api/execution {said}"
+    );
+}
+
+/// Waits until the header's execution state says `activity` (`data-activity`: active,
+/// settled or stalled, only while RUNNING) in the words `text` when given.
+fn header_says(browser: &Browser, activity: &str, text: Option<&str>) {
+    let css = test("execution-state");
+    wait_attr(browser, &css, "data-state", "RUNNING");
+    wait_attr(browser, &css, "data-activity", activity);
+    if let Some(text) = text {
+        let shown = browser.text_of(&css);
+        assert_eq!(shown.trim(), text, "the header's execution state");
+    }
+}
+
+/// For each element matching `arguments[0]`: its text and the number of lines its text
+/// is laid out on (the distinct tops of its glyphs' boxes).
+const LINES: &str = r#"
+const lines = (e) => {
+  const r = document.createRange();
+  r.selectNodeContents(e);
+  return new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top))).size;
+};
+return [...document.querySelectorAll(arguments[0])].map((e) => [e.textContent, lines(e)]);
+"#;
+
+/// The words (runs of ASCII letters and digits) of the Task Note's table cells that the
+/// layout split over two lines: none may be, a column is never narrower than its words.
+const SPLIT_WORDS: &str = r#"
+const split = [];
+for (const cell of document.querySelectorAll('[data-test=note] table th, [data-test=note] table td')) {
+  const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+    for (const m of node.data.matchAll(/[A-Za-z0-9]+/g)) {
+      const r = document.createRange();
+      r.setStart(node, m.index);
+      r.setEnd(node, m.index + m[0].length);
+      const tops = new Set([...r.getClientRects()].filter((x) => x.width > 0).map((x) => Math.round(x.top)));
+      if (tops.size > 1) split.push(m[0]);
+    }
+  }
+}
+return split;
+"#;
+
+/// Two frames: whatever redraws on a resize has drawn.
+fn settle(browser: &Browser) {
+    browser.execute_async(
+        "const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)))",
+        Vec::new(),
     );
 }
 
@@ -500,6 +569,30 @@ fn chat_plans(browser: &Browser, ide: &Ide, locale: &Locale) -> Vec<String> {
     assert_eq!(browser.count(&test("graph-node")), 4);
     assert_eq!(browser.count(&test("graph-edge")), 4);
     assert_eq!(browser.count(&test("plan-empty")), 0);
+    // The conversation's tab: its title is the message as typed (Markdown), shown as
+    // the text it reads as, on one line, cut with an ellipsis.
+    browser.wait_for(&test("chat-session"));
+    let tab = browser.execute(
+        "const e = document.querySelector('[data-test=chat-session]');
+         return {cut: getComputedStyle(e).textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth}",
+        Vec::new(),
+    );
+    let lines = browser.execute(LINES, vec![json!(test("chat-session"))]);
+    let (text, count) = (lines[0][0].as_str().unwrap(), &lines[0][1]);
+    assert!(
+        text.starts_with(locale.tab),
+        "the tab says {text:?}, not {:?}…",
+        locale.tab
+    );
+    for syntax in ["*", "`", "#", "\n", "- "] {
+        assert!(!text.contains(syntax), "{syntax:?} in the tab: {text:?}");
+    }
+    assert_eq!(
+        count,
+        &json!(1),
+        "the tab's title is not on one line: {text:?}"
+    );
+    assert_eq!(tab["cut"], json!(true), "the tab's title is not ellipsised");
     shots(browser, "chat-patch", locale.code);
     browser.click(&test("chat-toggle"));
     browser.wait_until("the chat to close", WAIT, |b| {
@@ -614,6 +707,9 @@ fn start_runs(browser: &Browser, ide: &Ide, ids: &[String], locale: &Locale) {
     ] {
         browser.wait_for(&node(id, Some(state)));
     }
+    // Execution still runs, but nothing can start: the 4th waits on the failed 3rd.
+    header_says(browser, "stalled", Some(locale.stalled));
+    assert_eq!(ide.daemon.execution(), "RUNNING");
     let page = browser.execute("return window.__mvPage", Vec::new());
     assert_eq!(page, json!("not reloaded"), "the page was reloaded");
     let seen = browser.execute("return window.__mvStates", Vec::new());
@@ -719,7 +815,27 @@ fn failure_shown(browser: &Browser, ids: &[String], locale: &Locale) {
         "live markup in the note: {facts}"
     );
     assert_eq!(facts["headings"], json!(3), "{facts}");
-    assert_eq!(facts["cells"], json!(6), "{facts}");
+    assert_eq!(facts["cells"], json!(15), "{facts}");
+    // The table's words stay whole (the table scrolls in its box instead), and each
+    // "Attempt N" stays on one line: in this panel and in the narrowest one (400 px, at
+    // 1024 px wide).
+    for (width, height) in [(1280, 800), (1024, 768)] {
+        browser.set_viewport(width, height);
+        settle(browser);
+        let split = browser.execute(SPLIT_WORDS, Vec::new());
+        assert_eq!(
+            split,
+            json!([]),
+            "words split in the note's table at {width}px"
+        );
+        let labels = browser.execute(LINES, vec![json!(test("attempt-label"))]);
+        let labels = labels.as_array().unwrap();
+        assert_eq!(labels.len(), 2, "{labels:?}");
+        for label in labels {
+            assert_eq!(label[1], json!(1), "{label} wraps at {width}px");
+        }
+    }
+    browser.set_viewport(1280, 800);
     let text = facts["text"].as_str().unwrap();
     for shown in ["<script>window.__pwned=1</script>", "onerror="] {
         assert!(text.contains(shown), "{shown:?} not shown as text: {text}");
@@ -791,6 +907,9 @@ fn backlog_resolves(browser: &Browser, ide: &Ide, ids: &[String], locale: &Local
     for id in &ids[2..] {
         browser.wait_for(&node(id, Some("SUCCEEDED")));
     }
+    // Every task has ended and execution still runs: the header says the plan settled.
+    header_says(browser, "settled", Some(locale.settled));
+    assert_eq!(ide.daemon.execution(), "RUNNING");
 }
 
 /// A slow task added by chat runs (execution is running); the processes screen shows
@@ -811,6 +930,41 @@ fn control(browser: &Browser, ide: &Ide, locale: &Locale) {
     let question = "[data-test=chat-question][data-resolved=false]";
     browser.wait_for(question);
     let item = browser.attr_of(question, "data-item").unwrap();
+    // What the box says the question does is what the daemon does: the mock planner's
+    // question names no task, so none is held back, and the new task runs while it is
+    // open (a question naming tasks keeps only those from starting).
+    let said = browser.execute(
+        "return document.querySelector(arguments[0]).parentElement.innerText",
+        vec![json!(question)],
+    );
+    let said = said.as_str().unwrap_or_default();
+    assert!(
+        said.contains(locale.holds_none),
+        "the question box says {said:?}, not {:?}",
+        locale.holds_none
+    );
+    let open = ide.daemon.get("/api/backlog");
+    let open = open
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == json!(item))
+        .unwrap();
+    assert_eq!(open["metadata"]["holds"], json!([]), "{open}");
+    browser.wait_until("the slow task running before the answer", WAIT, |_| {
+        let state = ide.daemon.get(&format!("/api/tasks/{slow}"))["state"].clone();
+        Ok((state == json!("RUNNING")).then_some(()))
+    });
+    header_says(browser, "active", Some(locale.running));
+    let unanswered = ide.daemon.get("/api/backlog");
+    assert!(
+        unanswered
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["id"] == json!(item) && i["resolved_at"].is_null()),
+        "{unanswered}"
+    );
     let answer = format!("[data-test=question-answer][data-item=\"{item}\"]");
     browser.type_into(&answer, locale.answer);
     browser.click(&format!(
@@ -855,6 +1009,10 @@ fn control(browser: &Browser, ide: &Ide, locale: &Locale) {
     execution_is(browser, ide, "RUNNING");
     browser.click(&test("exec-stop"));
     execution_is(browser, ide, "IDLE");
+    assert_eq!(
+        browser.count("[data-test=execution-state][data-activity]"),
+        0
+    );
     browser.click(&test("nav-plan"));
     browser.wait_for(&node(&slow, Some("CANCELED")));
     browser.wait_until("Start enabled after Stop", WAIT, |b| {
