@@ -286,6 +286,7 @@ fn workspace_dir(args: &Args) -> PathBuf {
 fn run(args: Args) -> Result<u8, AppError> {
     let dir = workspace_dir(&args);
     let json_out = args.json;
+    code_intel::multiverse::set_writer_role(role(&args.command));
     match args.command {
         Cmd::Init {
             project,
@@ -425,6 +426,31 @@ fn run(args: Args) -> Result<u8, AppError> {
         Cmd::Settings(command) => settings_command(&dir, command, json_out),
         Cmd::Workspaces(command) => workspaces_command(command, json_out),
         other => send_command(&dir, other, json_out),
+    }
+}
+
+/// What this process is when it holds a workspace: another writer is told, and waits for
+/// a one-command holder (see `store::lock`).
+fn role(command: &Cmd) -> &'static str {
+    match command {
+        Cmd::Run => "run",
+        Cmd::Serve { .. } => "serve",
+        Cmd::Init { .. } => "init",
+        Cmd::Task(TaskCmd::Add { .. }) => "task add",
+        Cmd::Task(TaskCmd::Cancel { .. }) => "task cancel",
+        Cmd::Task(TaskCmd::Retry { .. }) => "task retry",
+        Cmd::Task(_) => "task",
+        Cmd::Chat { .. } => "chat",
+        Cmd::Start => "start",
+        Cmd::Pause => "pause",
+        Cmd::Resume => "resume",
+        Cmd::Stop => "stop",
+        Cmd::Status => "status",
+        Cmd::Backlog(_) => "backlog",
+        Cmd::Settings(_) => "settings",
+        Cmd::Workspaces(_) => "workspaces",
+        Cmd::Ide => "ide",
+        Cmd::Check { .. } => "check",
     }
 }
 

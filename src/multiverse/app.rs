@@ -396,7 +396,8 @@ pub fn open(
     if !found {
         return Err(AppError::AgentRunnerMissing(config.agent_runner.clone()));
     }
-    let store = Workspace::open(dir)?;
+    // Another command holding the workspace (twenty `task add` at once) is waited for.
+    let store = Workspace::open_patiently(dir, WRITER_PATIENCE)?;
     let project = store.meta().project_root.clone();
     // Also when opened: a workspace moved or linked into its project since `init`.
     refuse_inside(
@@ -427,6 +428,9 @@ pub fn open(
     }
     Ok((orchestrator, config))
 }
+
+/// How long a command waits for another one that holds the workspace.
+const WRITER_PATIENCE: Duration = Duration::from_secs(10);
 
 /// An operation on a workspace, the same from the command line and over HTTP.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -145,7 +145,7 @@ pub use settings::{
 pub use store::{
     Area, CachedReader, Change, DEFAULT_SAVE_EVERY, Entry, Holder, InFlight, LAYOUT_VERSION,
     MAX_LINE_BYTES, MutateError, StoreError, Workspace, WorkspaceMeta, in_flight, process_alive,
-    process_start_time, read_state, rebuild_state, saved_state,
+    process_start_time, read_state, rebuild_state, saved_state, set_writer_role,
 };
 pub use store::{
     CheckReport, Finding, RepairReport, check as check_workspace, repair as repair_workspace,

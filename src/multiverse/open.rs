@@ -302,8 +302,11 @@ fn start_daemon(dir: &Path, exe: &Path) -> Result<DaemonInfo, OpenError> {
             return Ok(info);
         }
         if let Ok(Some(status)) = child.try_wait() {
+            let said = last_error(&log_path)
+                .map(|line| format!(": {line}"))
+                .unwrap_or_default();
             return Err(failed(format!(
-                "it ended ({status}); see {}",
+                "it ended ({status}){said}; see {}",
                 log_path.display()
             )));
         }
@@ -318,6 +321,22 @@ fn start_daemon(dir: &Path, exe: &Path) -> Result<DaemonInfo, OpenError> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The last error a daemon's log says (the `multiverse: ...` line it printed as it ended),
+/// read from the log's last 8 KiB.
+fn last_error(log: &Path) -> Option<String> {
+    use std::io::{Read as _, Seek as _};
+    let mut file = std::fs::File::open(log).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(std::io::SeekFrom::Start(len.saturating_sub(8192)))
+        .ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    String::from_utf8_lossy(&tail)
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("multiverse: ").map(str::to_string))
 }
 
 /// How the IDE's picker opens a workspace: [`open_workspace`] from this

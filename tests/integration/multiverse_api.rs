@@ -1077,6 +1077,59 @@ fn opening_a_workspace_or_a_project_from_the_picker_starts_its_daemon_once() {
     stop_daemon_of(&made_dir);
 }
 
+/// Issue 34: `POST /api/tasks` took a 900 KB description where a planner's patch stops at
+/// 20,000 characters. A task a user adds is held to the same budgets, each refusal naming
+/// its field.
+#[test]
+fn a_task_added_by_request_is_held_to_the_budgets_of_a_patch() {
+    let tmp = TempDir::new("mv-api-task-budget");
+    let dir = tmp.path();
+    init(dir, "one", "ws");
+    let daemon = Daemon::start(dir);
+    let refused = |task: Value, field: &str| {
+        let (status, body) = daemon.call("POST", "/api/tasks", Some(task), true);
+        assert_eq!(
+            (status, body["error"]["key"].as_str()),
+            (422, Some("invalid_task")),
+            "{body}"
+        );
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(field), "{field}: {message}");
+    };
+    refused(
+        json!({"id": "big", "title": "big", "description": "x".repeat(900_000)}),
+        "description",
+    );
+    refused(json!({"id": "blank", "title": "  "}), "title");
+    refused(json!({"id": "long", "title": "t".repeat(201)}), "title");
+    let many: Vec<String> = (0..101).map(|i| format!("criterion {i}")).collect();
+    refused(
+        json!({"id": "many", "title": "many", "criteria": many}),
+        "acceptance_criteria",
+    );
+    refused(
+        json!({"id": "test", "title": "test", "test": "y".repeat(2_001)}),
+        "test",
+    );
+    // At the limits it is taken.
+    daemon.ok(
+        "POST",
+        "/api/tasks",
+        Some(
+            json!({"id": "fits", "title": "t".repeat(200), "description": "x".repeat(20_000),
+                    "criteria": (0..100).map(|i| format!("c{i}")).collect::<Vec<_>>()}),
+        ),
+    );
+    let ids: Vec<Value> = daemon
+        .ok("GET", "/api/tasks", None)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!("fits")]);
+}
+
 /// Issue 34, finding 4: one token handed out every other workspace's daemon URL and token.
 /// Now another daemon's token goes only to a caller whose user could read its
 /// `daemon.json` (the user owning the client's socket, from the kernel), and a daemon is

@@ -407,6 +407,91 @@ fn a_graceful_stop_interrupts_what_runs_and_a_restart_goes_on() {
     assert_eq!(daemon.wait().unwrap().code(), Some(130));
 }
 
+/// Issue 34: without a daemon, 19 of 20 `task add` at once failed on the writer lock, and
+/// while `run` ran, `stop`, `chat` and `ide` were refused as if some other process held the
+/// workspace. One-command writers now take turns; a foreground `run` is named, with how
+/// to stop it and what takes commands instead.
+#[test]
+fn twenty_task_adds_at_once_take_turns_and_a_foreground_run_is_named_to_commands() {
+    let tmp = TempDir::new("mv-cli-writers");
+    let dir = tmp.path();
+    project(dir);
+    let (fake, fake_dir) = sleepy_agent_runner(dir);
+    let project_dir = dir.join("project");
+    let o = mv(
+        dir,
+        &[
+            "init",
+            project_dir.to_str().unwrap(),
+            "--agent-runner",
+            fake.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let adds: Vec<Child> = (0..20)
+        .map(|i| {
+            crate::sealed::command(multiverse())
+                .arg("--workspace")
+                .arg(dir.join("ws"))
+                .args([
+                    "task",
+                    "add",
+                    &format!("task {i}"),
+                    "--id",
+                    &format!("t{i}"),
+                ])
+                .env("HOME", dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for add in adds {
+        let o = add.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    }
+    assert_eq!(tasks(dir).len(), 20);
+
+    let run = crate::sealed::command(multiverse())
+        .arg("--workspace")
+        .arg(dir.join("ws"))
+        .arg("run")
+        .env("HOME", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let run = crate::support::Terminated(run);
+    wait_for("the first attempt", || fake_dir.join("log").exists());
+    for args in [
+        &["stop"][..],
+        &["chat", "- one more"][..],
+        &["task", "add", "late"][..],
+    ] {
+        let o = mv(dir, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let said = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            said.contains(&format!("`multiverse run` (pid {}", run.0.id()))
+                && said.contains("Ctrl-C")
+                && said.contains("`multiverse serve`"),
+            "{args:?}: {said}"
+        );
+    }
+    let o = mv(dir, &["ide"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("`multiverse run` (pid"),
+        "{}",
+        text(&o)
+    );
+    // `run` is stopped (TERM) when dropped.
+    drop(run);
+}
+
 #[test]
 fn a_missing_agent_runner_is_said_once_not_as_failed_attempts() {
     let tmp = TempDir::new("mv-cli-missing");

@@ -99,6 +99,8 @@ pub enum OrchestratorError {
     DuplicateTask(TaskId),
     /// The plan would break an invariant (unknown dependency, cycle, ...).
     InvalidPlan(String),
+    /// A task a user added is over a budget (the patches' own) or malformed.
+    InvalidTask(String),
     UnknownBacklogItem(String),
     /// The task's lifecycle refused the operation (a finished task cancelled, ...).
     Refused {
@@ -116,6 +118,7 @@ impl OrchestratorError {
             OrchestratorError::UnknownTask(_) => "unknown_task",
             OrchestratorError::DuplicateTask(_) => "duplicate_task",
             OrchestratorError::InvalidPlan(_) => "invalid_plan",
+            OrchestratorError::InvalidTask(_) => "invalid_task",
             OrchestratorError::UnknownBacklogItem(_) => "unknown_backlog_item",
             OrchestratorError::Refused { .. } => "refused",
             OrchestratorError::Store(e) => e.key(),
@@ -130,6 +133,7 @@ impl std::fmt::Display for OrchestratorError {
             OrchestratorError::UnknownTask(id) => write!(f, "no task {id:?} in this workspace"),
             OrchestratorError::DuplicateTask(id) => write!(f, "a task {id} exists already"),
             OrchestratorError::InvalidPlan(why) => write!(f, "the plan would be invalid: {why}"),
+            OrchestratorError::InvalidTask(why) => write!(f, "the task is refused: {why}"),
             OrchestratorError::UnknownBacklogItem(id) => write!(f, "no backlog item {id:?}"),
             OrchestratorError::Refused { task, message, .. } => write!(f, "task {task}: {message}"),
             OrchestratorError::Store(e) => e.fmt(f),
@@ -304,6 +308,11 @@ impl Orchestrator {
         let id = design.id.clone();
         if self.state().plan.tasks.contains_key(&id) {
             return Err(OrchestratorError::DuplicateTask(id));
+        }
+        let problems = crate::multiverse::patch::task_design_problems(&design);
+        if !problems.is_empty() {
+            let said: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            return Err(OrchestratorError::InvalidTask(said.join("; ")));
         }
         self.settings
             .pools

@@ -36,6 +36,7 @@ mod work;
 
 pub use apply::apply;
 pub use problem::{Location, PatchError, PatchErrors, PatchProblem};
+pub(crate) use sizes::task_design as task_design_problems;
 pub use types::{
     Conflict, Create, Created, Delete, DetailedQuestion, ImplHints, InvalidPatchReply,
     MAX_CONFLICTS, MAX_ITEM_CHARS, MAX_ITEMS, MAX_OPERATIONS, MAX_PLAN_TASKS, MAX_QUESTIONS,

@@ -67,6 +67,40 @@ pub(super) fn check(patch: &PlanPatch) -> Vec<PatchError> {
     sizes.errors
 }
 
+/// The same budgets for a task a user adds (`task add`, `POST /api/tasks`): what a
+/// planner may not send, a request may not either.
+pub(crate) fn task_design(design: &crate::multiverse::model::TaskDesign) -> Vec<PatchProblem> {
+    let mut sizes = Sizes::default();
+    let at = Location::Patch;
+    sizes.text(&at, "title", &design.title, MAX_TITLE_CHARS, false);
+    sizes.text(
+        &at,
+        "description",
+        &design.description,
+        MAX_TEXT_CHARS,
+        true,
+    );
+    sizes.items(
+        &at,
+        "acceptance_criteria",
+        &design.acceptance_criteria,
+        false,
+    );
+    sizes.count(&at, "dependencies", design.dependencies.len(), MAX_ITEMS);
+    if let Some(test) = &design.runner.test_command {
+        sizes.text(&at, "test", test, MAX_ITEM_CHARS, false);
+    }
+    if !is_name(&design.pool) {
+        sizes.push(
+            &at,
+            PatchProblem::BadPool {
+                pool: design.pool.clone(),
+            },
+        );
+    }
+    sizes.errors.into_iter().map(|e| e.problem).collect()
+}
+
 #[derive(Default)]
 struct Sizes {
     errors: Vec<PatchError>,

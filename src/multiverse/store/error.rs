@@ -13,6 +13,18 @@ pub struct Holder {
     pub pid: u32,
     /// RFC 3339.
     pub since: String,
+    /// What the holder is, as its program said ([`super::lock::set_role`]): `run`,
+    /// `serve`, `task add`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+}
+
+impl Holder {
+    /// A holder that keeps the workspace until it is stopped (a foreground `run`, a
+    /// daemon), rather than for one command.
+    pub fn stays(&self) -> bool {
+        matches!(self.role.as_deref(), Some("run" | "serve"))
+    }
 }
 
 /// One thing `check` found.
@@ -179,11 +191,24 @@ impl fmt::Display for StoreError {
             ),
             StoreError::Locked {
                 holder: Some(h), ..
-            } => write!(
-                f,
-                "another process (pid {}, since {}) holds this workspace",
-                h.pid, h.since
-            ),
+            } => match h.role.as_deref() {
+                Some("run") => write!(
+                    f,
+                    "`multiverse run` (pid {pid}, since {}) runs this workspace in the foreground and takes no commands: stop it (Ctrl-C in its terminal, or `kill -INT {pid}`) and try again; `multiverse serve` (or `ide`) runs the plan with a daemon that takes commands meanwhile",
+                    h.since,
+                    pid = h.pid
+                ),
+                Some(role) => write!(
+                    f,
+                    "`multiverse {role}` (pid {}, since {}) holds this workspace",
+                    h.pid, h.since
+                ),
+                None => write!(
+                    f,
+                    "another process (pid {}, since {}) holds this workspace",
+                    h.pid, h.since
+                ),
+            },
             StoreError::Locked {
                 lock_file,
                 holder: None,

@@ -10,6 +10,15 @@ use std::path::{Path, PathBuf};
 
 use super::error::{Holder, StoreError};
 
+/// What this process is, said in the lock it takes (set once by the program).
+static ROLE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names what this process is as a writer (`run`, `serve`, `task add`): a second writer
+/// is told, and waits for a one-command holder rather than failing.
+pub fn set_role(role: &str) {
+    let _ = ROLE.set(role.to_string());
+}
+
 /// The held lock; released when dropped or when the process ends.
 #[derive(Debug)]
 pub(crate) struct WriterLock {
@@ -40,9 +49,33 @@ impl WriterLock {
         let holder = Holder {
             pid: std::process::id(),
             since,
+            role: ROLE.get().cloned(),
         };
         write_holder(&mut file, &holder).map_err(StoreError::io(path))?;
         Ok(WriterLock { file })
+    }
+
+    /// [`WriterLock::acquire`], waiting up to `patience` while the holder is one command
+    /// (or has not said what it is yet): twenty `task add` at once take turns. A holder
+    /// that stays (`run`, `serve`) is named at once.
+    pub(crate) fn acquire_patiently(
+        path: &Path,
+        since: String,
+        patience: std::time::Duration,
+    ) -> Result<WriterLock, StoreError> {
+        let until = std::time::Instant::now() + patience;
+        loop {
+            match WriterLock::acquire(path, since.clone()) {
+                Err(StoreError::Locked { lock_file, holder })
+                    if !holder.as_ref().is_some_and(Holder::stays)
+                        && std::time::Instant::now() < until =>
+                {
+                    let _ = (lock_file, holder);
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
     }
 }
 

@@ -36,7 +36,7 @@ pub use error::{Finding, Holder, MutateError, StoreError};
 pub(crate) use journal::ChatReply;
 pub use journal::{Entry, MAX_LINE_BYTES};
 pub use layout::{LAYOUT_VERSION, WorkspaceMeta};
-pub use lock::{process_alive, process_start_time};
+pub use lock::{process_alive, process_start_time, set_role as set_writer_role};
 pub use workspace::{
     CachedReader, DEFAULT_SAVE_EVERY, InFlight, Workspace, in_flight, read_state, rebuild_state,
     saved_state,

@@ -107,9 +107,18 @@ impl Workspace {
     /// Opens the workspace at `dir` as its writer: takes the lock (or says who holds it),
     /// drops a torn journal tail, loads the state files and folds in the entries they miss.
     pub fn open(dir: &Path) -> Result<Workspace, StoreError> {
+        Workspace::open_patiently(dir, std::time::Duration::ZERO)
+    }
+
+    /// [`Workspace::open`], waiting up to `patience` for a writer that holds the workspace
+    /// for one command (never for a `run` or a daemon, which are named at once).
+    pub fn open_patiently(
+        dir: &Path,
+        patience: std::time::Duration,
+    ) -> Result<Workspace, StoreError> {
         let meta = WorkspaceMeta::read(dir)?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let lock = WriterLock::acquire(&lock::lock_path(dir), clock.rfc3339())?;
+        let lock = WriterLock::acquire_patiently(&lock::lock_path(dir), clock.rfc3339(), patience)?;
         let mut workspace = Workspace::load_locked(dir, meta, lock, clock)?;
         // Bring files that are behind up to date now, not at the first change.
         if workspace.dirty.contains(&true)
