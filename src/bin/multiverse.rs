@@ -220,9 +220,11 @@ fn main() -> ExitCode {
         Some("trace") => tracing::Level::TRACE,
         _ => tracing::Level::WARN,
     };
+    // Colour only for a person at a terminal: a log file or a pipe gets plain text.
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     match run(args) {
         Ok(code) => ExitCode::from(code),

@@ -224,9 +224,13 @@ fn a_torn_last_line_is_reported_and_its_bytes_kept_when_a_writer_cuts_it_off() {
     assert_eq!(findings[0]["key"], "journal.torn");
     assert_eq!(findings[0]["line"], entries as u64 + 1);
 
-    // A writer (here `task add` without a daemon) cuts it off and keeps it.
+    // A writer (here `task add` without a daemon) cuts it off and keeps it, and says so
+    // in plain text to a stderr that is not a terminal (no colour codes).
     let o = mv(tmp.path(), &["task", "add", "more"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("cut off a torn journal line"), "{said}");
+    assert!(!said.contains('\u{1b}'), "colour codes in a pipe: {said:?}");
     let torn = kept(&ws.join("history"), "journal.jsonl.torn-");
     assert_eq!(torn.len(), 1);
     assert_eq!(
