@@ -150,6 +150,9 @@
 //!   screenshots, a 200-task plan's first paint.
 //! - `multiverse_http`: `multiverse serve`'s HTTP door over real TCP: the token, the
 //!   loopback host, bounded requests, JSON errors, server-sent events.
+//! - `multiverse_kill`: `kill -9` of a working daemon 60 times at random moments: every
+//!   task add, chat turn and execution change it acknowledged survives, and `check` is
+//!   clean.
 //! - `multiverse_lifecycle`: a task's lifecycle through the real contract with a stand-in
 //!   scheduler performing its effects on a controllable clock: success, retries with their
 //!   backoff, the FAILURE backlog item, cancel, interrupted, questions, blocked
@@ -236,6 +239,7 @@ mod multiverse_cli;
 mod multiverse_executor;
 mod multiverse_http;
 mod multiverse_ide;
+mod multiverse_kill;
 mod multiverse_lifecycle;
 mod multiverse_orchestrator;
 mod multiverse_plan;
