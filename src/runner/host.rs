@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::artifacts::{Artifacts, Exec, StreamFile, new_trace_id, rotate_earlier};
 use super::cancel::Cancel;
+use super::ending;
 use super::events::Events;
 use super::preflight::{PreflightReport, Target, preflight};
 use super::process::Output;
@@ -81,6 +82,9 @@ pub struct RunnerHost {
     timeline: Vec<String>,
     /// Why the task stopped outside the contract's terminal states, if it did.
     abandoned: Option<String>,
+    /// The latest thing that kept the task from completing, in a sentence (`ending`): the
+    /// summary of a task that did not complete.
+    cause: Option<String>,
     /// Set by `note.write`.
     finished: Option<Finished>,
     /// Ties this run's logs, events, note and result together.
@@ -144,6 +148,7 @@ impl RunnerHost {
             warnings,
             timeline: Vec::new(),
             abandoned: None,
+            cause: None,
             finished: None,
             trace_id,
             artifacts,
@@ -407,6 +412,9 @@ impl RunnerHost {
                     "planner: {action} ({})",
                     payload.decision.reason.trim()
                 ));
+                if let Some(cause) = ending::decision(&payload.decision) {
+                    self.cause = Some(cause);
+                }
                 self.pending_call = payload.worker_call;
                 self.question = payload.decision.question();
                 Ok(match &self.question {
@@ -459,6 +467,8 @@ impl RunnerHost {
         };
         self.setup.events.done("worker.run", &outcome);
         self.timeline.push(format!("{}: {outcome}", run.id));
+        // A run that succeeded starts the story afresh: what failed before it is past.
+        self.cause = ending::worker_run(&run);
         if let Some(after) = self.worker_tooling.as_mut().and_then(|t| t.after_run(&run)) {
             // The quoted output line is the worker's: redacted like the note's copy.
             tracing::warn!("{}", self.artifacts.redact(&after.line));
@@ -504,6 +514,10 @@ impl RunnerHost {
         };
         self.setup.events.done("tests.run", &outcome);
         self.timeline.push(format!("tests: {outcome}"));
+        // Tests that pass leave a failed run as the cause.
+        if let Some(cause) = ending::test_run(&result) {
+            self.cause = Some(cause);
+        }
         self.last_test = Some(result);
         // A command that did not run says nothing about the work: the flow fails on it
         // rather than spending loops on a broken test setup.
@@ -537,6 +551,9 @@ impl RunnerHost {
                     );
                 }
                 let satisfied = payload.all_criteria_satisfied;
+                if let Some(cause) = ending::verdict(&payload) {
+                    self.cause = Some(cause);
+                }
                 self.timeline.push(format!(
                     "assessment: {} ({})",
                     if satisfied {
@@ -579,13 +596,8 @@ impl RunnerHost {
                 || "The task is complete.".to_string(),
                 |a| a.summary.clone(),
             ),
-            (None, _) => self
-                .timeline
-                .iter()
-                .rev()
-                .find(|l| l.contains(" -> ") && l.contains(':'))
-                .cloned()
-                .unwrap_or_else(|| format!("The task ended in {state}.")),
+            // What kept it from completing, never the contract's transition text.
+            (None, _) => ending::summary(status, state, self.cause.as_deref(), self.runs.len()),
         };
         let acceptance_criteria = self
             .criteria
@@ -743,6 +755,35 @@ impl Host for RunnerHost {
             n => format!("attempt {n}"),
         };
         self.setup.events.action(&effect.action, &detail);
+        let answer = self.perform_action(effect);
+        // An action that could not do its part (`{ok: false, error}`) is what the flow
+        // ends on when it fails: its error is the cause.
+        if let Ok(value) = &answer
+            && value.get("ok") == Some(&Value::Bool(false))
+            && let Some(error) = value.get("error").and_then(Value::as_str)
+        {
+            self.cause = Some(ending::action_error(&effect.action, error));
+        }
+        answer
+    }
+
+    fn facts(&mut self) -> Map<String, Value> {
+        Map::new()
+    }
+
+    fn stepped(&mut self, step: &Accepted) {
+        let message = step.message.as_ref().map(|m| m.text.as_str());
+        self.setup.events.state(&step.from, &step.to, message);
+        self.timeline.push(match message {
+            Some(m) => format!("{} -> {}: {m}", step.from, step.to),
+            None => format!("{} -> {}", step.from, step.to),
+        });
+    }
+}
+
+impl RunnerHost {
+    /// Performs one of the contract's actions (see [`Host::perform`]).
+    fn perform_action(&mut self, effect: &Effect) -> Result<Value, ActionFailure> {
         match effect.action.as_str() {
             "prd.load" => Ok(self.load_prd()),
             // A cancel while Docker answers makes its command fail: that is the cancel,
@@ -790,19 +831,6 @@ impl Host for RunnerHost {
                 format!("this runner does not implement `{other}`"),
             )),
         }
-    }
-
-    fn facts(&mut self) -> Map<String, Value> {
-        Map::new()
-    }
-
-    fn stepped(&mut self, step: &Accepted) {
-        let message = step.message.as_ref().map(|m| m.text.as_str());
-        self.setup.events.state(&step.from, &step.to, message);
-        self.timeline.push(match message {
-            Some(m) => format!("{} -> {}: {m}", step.from, step.to),
-            None => format!("{} -> {}", step.from, step.to),
-        });
     }
 }
 

@@ -20,7 +20,9 @@
 //!   result JSON; `artifacts` keeps the run record beside it (`.agent-runner/task-ID/`:
 //!   every planner exchange, each worker run's prompt and bounded full output, the test
 //!   output, secrets redacted), moves an earlier run's aside, and makes the trace id that
-//!   ties a run's logs, events, note and result together.
+//!   ties a run's logs, events, note and result together. `ending` says why a task that
+//!   did not complete ended (the planner's reason or verdict, the tests' failure, the
+//!   worker's exit), which is the result's summary, never a transition's message.
 //! - `protocol` (requests, enveloped replies checked by `schemas/planner/*.json` and by
 //!   meaning, prompts from `templates/planner/`, the `Planner` that asks again with the
 //!   reason) over `provider` (OpenAI-compatible HTTP with `ureq`, the Codex and Claude CLIs,
@@ -42,6 +44,7 @@ pub mod app;
 pub(crate) mod artifacts;
 pub(crate) mod cancel;
 pub(crate) mod cleanup;
+pub(crate) mod ending;
 pub(crate) mod events;
 pub(crate) mod extract;
 pub(crate) mod host;

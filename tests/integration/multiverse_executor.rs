@@ -1,7 +1,9 @@
 //! Multiverse's executor against the real `agent-runner` binary: an attempt runs a task
 //! written from its design (mock planner, a shell worker with `--unsafe-local`, a real git
 //! repository), and its end is read from the exit code and the result JSON; a stop is a
-//! SIGTERM that agent-runner turns into a cancelled task with its note.
+//! SIGTERM that agent-runner turns into a cancelled task with its note. A failed attempt's
+//! summary, which Multiverse shows as the task's reason, says what went wrong (the tests'
+//! failure, the worker's exit, the planner's reason), never agent-runner's transitions.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -116,4 +118,74 @@ fn a_missing_agent_runner_is_a_launch_error_naming_it() {
     req.program = dir.path().join("no-such-agent-runner");
     let err = launch(&design("t-missing", "true"), &req).unwrap_err();
     assert!(err.to_string().contains("no-such-agent-runner"), "{err}");
+}
+
+/// What a failed attempt's summary must never be: agent-runner's own flow, a transition
+/// (`RUNNING -> INCOMPLETE: ...`) or its contract's message for it.
+fn assert_not_the_flows_text(summary: &str) {
+    for flow in [
+        " -> ",
+        "RUNNING",
+        "INCOMPLETE",
+        "FAILED",
+        "back to work",
+        "used all its worker runs",
+        "The planner aborted the task.",
+    ] {
+        assert!(!summary.contains(flow), "{flow:?} in {summary:?}");
+    }
+}
+
+#[test]
+fn a_failed_attempts_summary_is_the_tests_failure() {
+    let dir = TempDir::new("mv-exec-why-tests");
+    let req = request(dir.path(), "cat > /dev/null; echo done > done.txt", 1);
+    let test = "echo running 1 test; echo \"expected hello, found nothing\"; exit 1";
+    let end = launch(&design("t-why-tests", test), &req).unwrap().wait();
+    assert_eq!(end.status.as_deref(), Some("incomplete"), "{end:?}");
+    assert_eq!(
+        end.summary,
+        "After 1 worker run (runner.max_loops): The tests failed (exit code 1): expected hello, found nothing"
+    );
+    assert_not_the_flows_text(&end.summary);
+}
+
+#[test]
+fn a_failed_attempts_summary_is_the_workers_exit_and_last_words() {
+    let dir = TempDir::new("mv-exec-why-worker");
+    let worker =
+        "cat > /dev/null; echo 'compiling'; echo 'error: cannot find crate serde' >&2; exit 3";
+    let req = request(dir.path(), worker, 1);
+    let end = launch(&design("t-why-worker", "true"), &req)
+        .unwrap()
+        .wait();
+    assert_eq!(end.status.as_deref(), Some("incomplete"), "{end:?}");
+    assert_eq!(
+        end.summary,
+        "After 1 worker run (runner.max_loops): run-1: the worker exited with code 3: error: cannot find crate serde"
+    );
+    assert_not_the_flows_text(&end.summary);
+}
+
+#[test]
+fn a_failed_attempts_summary_is_the_planners_reason_to_give_up() {
+    let dir = TempDir::new("mv-exec-why-planner");
+    let mut req = request(dir.path(), "cat > /dev/null; echo done > done.txt", 1);
+    let script = dir.path().join("planner.yaml");
+    std::fs::write(
+        &script,
+        "- protocol: next_action\n  reply: {type: next_action, version: 1, payload: {decision: {action: abort, reason: the PRD asks for a database this repository does not have}}}\n",
+    )
+    .unwrap();
+    req.runner_defaults["meta"] = json!({"kind": "mock", "script": script});
+    let end = launch(&design("t-why-planner", "true"), &req)
+        .unwrap()
+        .wait();
+    assert_eq!(end.exit_code, Some(1), "{end:?}");
+    assert_eq!(end.status.as_deref(), Some("failed"));
+    assert_eq!(
+        end.summary,
+        "The planner gave up: the PRD asks for a database this repository does not have"
+    );
+    assert_not_the_flows_text(&end.summary);
 }

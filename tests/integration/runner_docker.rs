@@ -618,7 +618,7 @@ fn a_test_command_the_image_lacks_fails_the_task_at_once() {
     // One worker run, not a loop per allowed return.
     assert_eq!(result["runs"].as_array().map(Vec::len), Some(1), "{result}");
     let summary = result["summary"].as_str().unwrap_or_default();
-    let want = format!("the test command could not run in the image {}", image());
+    let want = format!("The test command could not run in the image {}", image());
     assert!(summary.contains(&want), "{summary}");
     assert!(summary.contains("exit 127: not found"), "{summary}");
     assert!(summary.contains("cargo: not found"), "{summary}");
