@@ -4,7 +4,7 @@
 //! could not run, all on stderr.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
@@ -156,17 +156,49 @@ fn main() -> ExitCode {
 }
 
 /// Says why the task did not run and gives its exit code. The task file's findings are
-/// shown as rendered; every other error as one `agent-runner:` line.
+/// shown as rendered (each with its code); every other error as an `agent-runner:` line
+/// ending in its stable key (`[task.too_large]`).
 fn failed(e: &RunError) -> ExitCode {
     match e {
         RunError::InvalidTask { .. } => say(&e.to_string()),
         _ => {
             let text = e.to_string();
-            let end = if text.ends_with('\n') { "" } else { "\n" };
-            say(&format!("agent-runner: {text}{end}"));
+            say(&format!(
+                "agent-runner: {} [{}]\n",
+                text.trim_end_matches('\n'),
+                e.key()
+            ));
         }
     }
     exit(e.exit_code())
+}
+
+/// A `--ca-cert` file's text, read only within [`images::MAX_CA_CERT_BYTES`]: a larger file
+/// is refused by its size unread, and the read stops one byte past the limit, so a file that
+/// grows meanwhile is not read whole either.
+fn read_ca_cert(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let limit = images::MAX_CA_CERT_BYTES;
+    let cannot = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let size = file.metadata().map_err(cannot)?.len();
+    if size > limit {
+        return Err(format!(
+            "{} is {size} bytes, over the {limit}-byte limit of a --ca-cert file",
+            path.display()
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        return Err(format!(
+            "{} holds more than the {limit}-byte limit of a --ca-cert file",
+            path.display()
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
 }
 
 /// Writes `text` to stderr; a closed stderr loses it (the exit code still tells).
@@ -242,7 +274,7 @@ fn image_command() -> ExitCode {
             };
             let mut pems = Vec::new();
             for path in &ca_certs {
-                match std::fs::read_to_string(path) {
+                match read_ca_cert(path) {
                     Ok(pem) if pem.contains("-----BEGIN CERTIFICATE-----") => pems.push(pem),
                     Ok(_) => {
                         say(&format!(
@@ -252,10 +284,7 @@ fn image_command() -> ExitCode {
                         return exit(app::EXIT_USAGE);
                     }
                     Err(e) => {
-                        say(&format!(
-                            "agent-runner: cannot read {}: {e}\n",
-                            path.display()
-                        ));
+                        say(&format!("agent-runner: {e}\n"));
                         return exit(app::EXIT_USAGE);
                     }
                 }

@@ -18,6 +18,7 @@ use super::cancel::Cancel;
 use super::events::{Events, Progress};
 use super::host::{HostEnv, RunnerHost, Setup};
 use super::preflight::Target;
+use super::provider::{ModelNameError, check_model_name};
 use super::report::Status;
 use super::sandbox::{DockerOptions, DockerSandbox, LocalSandbox, Sandbox, SandboxError};
 use super::sandbox_policy::HostFacts;
@@ -95,8 +96,10 @@ pub enum RunError {
     },
     /// Standard input could not be read.
     ReadStdin(std::io::Error),
-    /// The task file (`name`) is over [`task::MAX_TASK_BYTES`].
-    TooLarge { name: String },
+    /// The task file (`name`) is over [`task::MAX_TASK_BYTES`]: `size` bytes by its
+    /// metadata, or `None` when a bounded read found more than the limit (stdin, or a file
+    /// that grew while it was read).
+    TooLarge { name: String, size: Option<u64> },
     /// The task file (`name`) is not UTF-8.
     NotUtf8 { name: String },
     /// The task file has errors: its findings, over its text in `sources`.
@@ -115,6 +118,8 @@ pub enum RunError {
     Sandbox(SandboxError),
     /// The task contract refused to start the task (a param it does not accept).
     Refused(StartFailure),
+    /// `--meta-model` is not a model name a planner CLI can take.
+    MetaModel(ModelNameError),
 }
 
 impl RunError {
@@ -123,6 +128,22 @@ impl RunError {
         match self {
             RunError::TaskContract(_) => 1,
             _ => EXIT_USAGE,
+        }
+    }
+
+    /// The error's stable key, for scripts and the `[key]` the binary prints after it.
+    pub fn key(&self) -> &'static str {
+        match self {
+            RunError::ReadTask { .. } => "task.unreadable",
+            RunError::ReadStdin(_) => "task.stdin_unreadable",
+            RunError::TooLarge { .. } => "task.too_large",
+            RunError::NotUtf8 { .. } => "task.not_utf8",
+            RunError::InvalidTask { .. } => "task.invalid",
+            RunError::TaskContract(_) => "task_contract.invalid",
+            RunError::EventsFile { .. } => "events.unwritable",
+            RunError::Sandbox(_) => "sandbox.unavailable",
+            RunError::Refused(_) => "task_contract.refused",
+            RunError::MetaModel(e) => e.key(),
         }
     }
 }
@@ -134,9 +155,17 @@ impl std::fmt::Display for RunError {
                 write!(f, "cannot read {}: {source}", path.display())
             }
             RunError::ReadStdin(e) => write!(f, "cannot read the task from stdin: {e}"),
-            RunError::TooLarge { name } => write!(
+            RunError::TooLarge {
+                name,
+                size: Some(size),
+            } => write!(
                 f,
-                "{name} is over the {}-byte limit of a task file",
+                "{name} is {size} bytes, over the {}-byte limit of a task file; it was not read",
+                task::MAX_TASK_BYTES
+            ),
+            RunError::TooLarge { name, size: None } => write!(
+                f,
+                "{name} holds more than the {}-byte limit of a task file; reading stopped there",
                 task::MAX_TASK_BYTES
             ),
             RunError::NotUtf8 { name } => write!(f, "{name} is not UTF-8 text"),
@@ -149,6 +178,7 @@ impl std::fmt::Display for RunError {
             }
             RunError::Sandbox(e) => e.fmt(f),
             RunError::Refused(e) => write!(f, "the task contract refused the task: {e}"),
+            RunError::MetaModel(e) => write!(f, "--meta-model: {e}"),
         }
     }
 }
@@ -161,6 +191,7 @@ impl std::error::Error for RunError {
             RunError::TaskContract(e) => Some(e),
             RunError::Sandbox(e) => Some(e),
             RunError::Refused(e) => Some(e),
+            RunError::MetaModel(e) => Some(e),
             RunError::TooLarge { .. } | RunError::NotUtf8 { .. } | RunError::InvalidTask { .. } => {
                 None
             }
@@ -330,14 +361,38 @@ fn describe(stop: &Stop) -> String {
     }
 }
 
-/// Reads and checks the task file (or stdin).
+/// The task file at `path`, read only when it is within [`task::MAX_TASK_BYTES`]: a larger
+/// file (by its metadata) is refused before a byte of it is read, and the read itself stops
+/// one byte past the limit, so a file that grows meanwhile (or a device or FIFO whose size
+/// says nothing) still costs at most the limit in memory.
+fn read_task_file(path: &Path) -> Result<Vec<u8>, RunError> {
+    let unreadable = |source| RunError::ReadTask {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let size = file.metadata().map_err(unreadable)?.len();
+    if size > task::MAX_TASK_BYTES {
+        return Err(RunError::TooLarge {
+            name: path.display().to_string(),
+            size: Some(size),
+        });
+    }
+    let mut text = Vec::new();
+    file.take(task::MAX_TASK_BYTES + 1)
+        .read_to_end(&mut text)
+        .map_err(unreadable)?;
+    Ok(text)
+}
+
+/// Reads and checks the task file (or stdin), and the `--meta-model` override.
 pub fn load_task(options: &Options) -> Result<LoadedTask, RunError> {
+    if let Some(model) = &options.meta_model {
+        check_model_name(model).map_err(RunError::MetaModel)?;
+    }
     let (name, text, base_dir) = match &options.task {
         Some(path) => {
-            let text = std::fs::read(path).map_err(|source| RunError::ReadTask {
-                path: path.clone(),
-                source,
-            })?;
+            let text = read_task_file(path)?;
             let dir = path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
@@ -354,7 +409,7 @@ pub fn load_task(options: &Options) -> Result<LoadedTask, RunError> {
         }
     };
     if text.len() as u64 > task::MAX_TASK_BYTES {
-        return Err(RunError::TooLarge { name });
+        return Err(RunError::TooLarge { name, size: None });
     }
     let mut sources = Sources::default();
     let text = match String::from_utf8(text) {

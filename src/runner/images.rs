@@ -102,6 +102,9 @@ impl WorkerImage {
 }
 
 /// What `image build` was asked for beyond the kind.
+/// A `--ca-cert` file larger than this is refused unread (a CA bundle is some hundred KiB).
+pub const MAX_CA_CERT_BYTES: u64 = 4 * 1024 * 1024;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BuildOptions {
     /// The tag of the worker image instead of [`WorkerImage::tag`].

@@ -14,10 +14,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::provider::MetaConfig;
+use super::provider::{MetaConfig, check_model_name};
 use super::sandbox_policy::SandboxSpec;
 use super::tooling::ToolingConfig;
-use super::worker::WorkerConfig;
+use super::worker::{WorkerConfig, WorkerConfigError};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::source::{FileId, Sources};
 use crate::yaml::Node;
@@ -26,6 +26,8 @@ use crate::yaml::Node;
 const TASK_SCHEMA: &str = include_str!("../../schemas/task.schema.json");
 /// Where a finding about a task file sends the reader for the allowed keys.
 const REFERENCE: &str = "`schemas/task.schema.json` or docs/agent-runner.md";
+/// The help of a model name that is refused.
+const MODEL_HELP: &str = "give the model's name as its provider spells it (`gpt-5.2`, `sonnet`): no leading `-`, no spaces";
 /// The loop budget when the task does not set one (the original's documented default).
 pub const DEFAULT_MAX_LOOPS: u32 = 10;
 /// A PRD file larger than this is refused rather than sent to a planner.
@@ -431,13 +433,7 @@ fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagn
             Prd::Text(String::new())
         }
     };
-    if let Err(e) = raw.runner.worker.validate() {
-        findings.push(Diagnostic::new(
-            "schema-violation",
-            format!("`runner.worker`: {e}"),
-            at("/runner/worker"),
-        ));
-    }
+    check_models_and_worker(&raw.runner, &at, findings);
     if let Err(e) = raw.runner.sandbox.check() {
         let pointer = format!("/runner/sandbox/{}", e.key);
         findings.push(
@@ -497,6 +493,44 @@ fn resolve(raw: TaskFile, node: &Node, base_dir: &Path, findings: &mut Vec<Diagn
         sandbox: raw.runner.sandbox,
         tooling: raw.runner.tooling,
         base_dir: base_dir.to_path_buf(),
+    }
+}
+
+/// The models of `runner.meta` and `runner.worker` (a model reaches a CLI's command line,
+/// the CLI planners' and every worker's, where one that starts with `-` would be read as an
+/// option), and the rest of the worker block's checks.
+fn check_models_and_worker(
+    runner: &RunnerSpec,
+    at: &dyn Fn(&str) -> Option<crate::source::Span>,
+    findings: &mut Vec<Diagnostic>,
+) {
+    if let Some(model) = runner.meta.model.as_deref()
+        && let Err(e) = check_model_name(model)
+    {
+        findings.push(
+            Diagnostic::new(
+                "schema-violation",
+                format!("`runner.meta.model`: {e} ({})", e.key()),
+                at("/runner/meta/model"),
+            )
+            .with_help(MODEL_HELP),
+        );
+    }
+    match runner.worker.validate() {
+        Ok(()) => {}
+        Err(WorkerConfigError::BadModel(e)) => findings.push(
+            Diagnostic::new(
+                "schema-violation",
+                format!("`runner.worker.model`: {e} ({})", e.key()),
+                at("/runner/worker/model"),
+            )
+            .with_help(MODEL_HELP),
+        ),
+        Err(e) => findings.push(Diagnostic::new(
+            "schema-violation",
+            format!("`runner.worker`: {e}"),
+            at("/runner/worker"),
+        )),
     }
 }
 

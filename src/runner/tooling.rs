@@ -16,7 +16,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::provider::config::MetaKind;
+use super::provider::config::{MetaKind, check_model_name};
 use super::provider::prompt::mentions_rate_limit;
 use super::worker::{WorkerConfig, WorkerConfigError, WorkerKind};
 use super::worker_turn::{RunEnding, WorkerRun};
@@ -276,8 +276,19 @@ impl ToolingConfig {
                             help: "set the worker's program with `runner.worker.command` (kind: command)".into(),
                         });
                     }
+                    // Its model goes on a CLI's command line as `runner.meta.model` and
+                    // `runner.worker.model` do, and is refused for the same reasons.
+                    let model = candidate.model.as_deref().map(check_model_name);
+                    if let Some(Err(e)) = &model {
+                        findings.push(ToolingFinding {
+                            pointer: format!("{at}/candidates/{i}/model"),
+                            message: format!("`model`: {e} ({})", e.key()),
+                            help: "give the model's name as its provider spells it: no leading `-`, no spaces".into(),
+                        });
+                    }
                     if category == Category::Worker
                         && tool_kind(category, &candidate.tool).is_ok()
+                        && !matches!(model, Some(Err(_)))
                         && let Err(e) = apply_worker(worker, candidate)
                     {
                         findings.push(ToolingFinding {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::protocol::response::WorkerCall;
+use super::provider::{ModelNameError, check_model_name};
 
 /// `max_run_time_sec` when the task does not say.
 pub(crate) const DEFAULT_MAX_RUN_TIME_SEC: u64 = 1800;
@@ -345,6 +346,9 @@ pub enum WorkerConfigError {
     ZeroRunTime,
     /// `model: ""`.
     EmptyModel,
+    /// `model: --dangerously-skip-permissions`: a model the CLI would read as an option
+    /// (or one with whitespace or a control character).
+    BadModel(ModelNameError),
     /// `env: {"MY-KEY": x}`: not a name a shell or `docker exec -e` accepts.
     BadEnvName { key: String },
     /// `env: {TOKEN: "env:"}`.
@@ -364,6 +368,7 @@ impl std::fmt::Display for WorkerConfigError {
                 write!(f, "runner.worker.max_run_time_sec must be at least 1")
             }
             WorkerConfigError::EmptyModel => write!(f, "runner.worker.model is empty"),
+            WorkerConfigError::BadModel(e) => write!(f, "runner.worker.model: {e}"),
             WorkerConfigError::BadEnvName { key } => write!(
                 f,
                 "runner.worker.env key {key:?} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"
@@ -502,14 +507,18 @@ impl WorkerKind {
 }
 
 impl WorkerConfig {
-    /// Checks what serde cannot: a positive run time, a non-empty model and flags, and
-    /// environment names `docker exec -e` accepts.
+    /// Checks what serde cannot: a positive run time, a model a CLI takes as a value
+    /// (not empty, no leading `-`, no whitespace), non-empty flags, and environment names
+    /// `docker exec -e` accepts.
     pub fn validate(&self) -> Result<(), WorkerConfigError> {
         if self.max_run_time_sec == 0 {
             return Err(WorkerConfigError::ZeroRunTime);
         }
-        if self.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
-            return Err(WorkerConfigError::EmptyModel);
+        if let Some(model) = &self.model {
+            if model.trim().is_empty() {
+                return Err(WorkerConfigError::EmptyModel);
+            }
+            check_model_name(model).map_err(WorkerConfigError::BadModel)?;
         }
         if self.flags.iter().any(String::is_empty) {
             return Err(WorkerConfigError::EmptyFlag);
@@ -563,8 +572,9 @@ impl WorkerConfig {
                     "--skip-git-repo-check",
                     "-C",
                     workdir,
-                    "-m",
-                    model.unwrap_or(DEFAULT_CODEX_MODEL),
+                    // One argument: the value cannot be taken for an option (see
+                    // `check_model_name`, which refuses a model starting with `-` anyway).
+                    &format!("--model={}", model.unwrap_or(DEFAULT_CODEX_MODEL)),
                 ]);
                 // The planner's effort, else the default unless the task's flags set one.
                 let effort = invocation.reasoning_effort.as_deref().or_else(|| {
@@ -587,7 +597,7 @@ impl WorkerConfig {
                     "--dangerously-skip-permissions",
                 ]);
                 if let Some(model) = model {
-                    push(&["--model", model]);
+                    push(&[&format!("--model={model}")]);
                 }
             }
             WorkerKind::GeminiCli => {
@@ -911,17 +921,17 @@ mod tests {
         // The original's defaults when neither the task nor the planner says.
         assert_eq!(
             joined(&c, None),
-            "codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -m gpt-5.1-codex -c model_reasoning_effort=medium -"
+            "codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project --model=gpt-5.1-codex -c model_reasoning_effort=medium -"
         );
         // A task that sets the effort in its flags gets no default beside it.
         c.model = Some("gpt-5.2-codex".into());
         c.flags = vec!["-c".into(), "model_reasoning_effort=high".into()];
         assert_eq!(
             joined(&c, None),
-            "codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -m gpt-5.2-codex -c model_reasoning_effort=high -"
+            "codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project --model=gpt-5.2-codex -c model_reasoning_effort=high -"
         );
         // The planner's per-run model wins over the configured one.
-        assert!(joined(&c, Some("o3")).contains("-m o3 -c"));
+        assert!(joined(&c, Some("o3")).contains("--model=o3 -c"));
         // The planner's effort and admitted flags, after the task's flags.
         let call = WorkerCall {
             prompt: "p".into(),
@@ -934,7 +944,7 @@ mod tests {
             .join(" ");
         assert!(
             argv.ends_with(
-                "-m gpt-5.1-codex -c model_reasoning_effort=high -c model_verbosity=low -"
+                "--model=gpt-5.1-codex -c model_reasoning_effort=high -c model_verbosity=low -"
             ),
             "{argv}"
         );
@@ -1098,7 +1108,7 @@ mod tests {
         c.flags = vec!["--max-turns".into(), "40".into()];
         assert_eq!(
             joined(&c, Some("sonnet")),
-            "claude -p --output-format json --dangerously-skip-permissions --model sonnet --max-turns 40"
+            "claude -p --output-format json --dangerously-skip-permissions --model=sonnet --max-turns 40"
         );
     }
 

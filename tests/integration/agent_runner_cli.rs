@@ -801,3 +801,128 @@ fn an_empty_task_says_it_is_empty() {
         );
     }
 }
+
+/// The address space the binary runs in for the size tests (1 GiB): several times what it
+/// needs (its threads' arenas reserve some 170 MiB), half the size of the file they give
+/// it, so a binary that read the file whole would die for want of memory.
+const SIZE_TEST_ADDRESS_SPACE_KIB: u32 = 1024 * 1024;
+/// The task file the size tests give: 2 GiB (sparse, or through a FIFO: free to make).
+const HUGE_TASK_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
+/// `agent-runner ARGS` in the fixture's directory, in an address space of
+/// [`SIZE_TEST_ADDRESS_SPACE_KIB`] (`ulimit -v`).
+fn run_in_small_address_space(f: &Fixture, args: &[&str]) -> Output {
+    let script = format!("ulimit -v {SIZE_TEST_ADDRESS_SPACE_KIB} && exec \"$0\" \"$@\"");
+    crate::sealed::command("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(binary())
+        .args(args)
+        .current_dir(f.path())
+        .env("HOME", f.path().join("home"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A task file over the limit is refused by its size before a byte of it is read: the
+/// error names the file, its size and the limit, with its key. The file is sparse (free to
+/// make), and the binary runs in half its size of address space, so reading it whole
+/// would have killed it.
+#[test]
+fn a_task_file_over_the_limit_is_refused_unread_naming_its_size_and_the_limit() {
+    let f = Fixture::new("huge", GOOD_AGENT, "");
+    let huge = std::fs::File::create(f.path().join("huge.yaml")).unwrap();
+    huge.set_len(HUGE_TASK_BYTES).unwrap();
+    drop(huge);
+    let o = run_in_small_address_space(&f, &["huge.yaml"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "agent-runner: huge.yaml is {HUGE_TASK_BYTES} bytes, over the {}-byte limit of a task file; it was not read [task.too_large]\n",
+            code_intel::runner::task::MAX_TASK_BYTES
+        )
+    );
+}
+
+/// A task file whose size says nothing (a FIFO, as `agent-runner <(make-task)` gives; a
+/// file that grows while it is read looks the same) is read only to one byte past the
+/// limit: 2 GiB written into it are refused, not read whole.
+#[test]
+fn a_task_file_that_outgrows_its_size_is_read_only_to_the_limit() {
+    let f = Fixture::new("fifo", GOOD_AGENT, "");
+    let fifo = f.path().join("task.fifo");
+    let made = crate::sealed::command("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // The writer blocks until agent-runner opens the FIFO, and dies of SIGPIPE when it
+    // stops reading.
+    let mut writer = crate::sealed::command("sh")
+        .arg("-c")
+        .arg(format!("head -c {HUGE_TASK_BYTES} /dev/zero > task.fifo"))
+        .current_dir(f.path())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let o = run_in_small_address_space(&f, &["task.fifo"]);
+    // Had agent-runner never opened the FIFO, the writer would wait forever.
+    let _ = writer.kill();
+    let _ = writer.wait();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "agent-runner: task.fifo holds more than the {}-byte limit of a task file; reading stopped there [task.too_large]\n",
+            code_intel::runner::task::MAX_TASK_BYTES
+        )
+    );
+}
+
+/// A planner model that starts with `-` would be an option on the planner CLI's command
+/// line: from `--meta-model` and from the task file alike it is refused with its key, exit
+/// 2, before anything runs.
+#[test]
+fn a_planner_model_that_looks_like_an_option_is_refused_before_anything_runs() {
+    let f = Fixture::new(
+        "option-model",
+        GOOD_AGENT,
+        &task("option-model", "true", "").replace(
+            "meta: {kind: mock}",
+            "meta: {kind: claude-code, command: ./agent.sh}",
+        ),
+    );
+    let o = f.run(&[
+        "task.yaml",
+        "--unsafe-local",
+        "--meta-model=--dangerously-skip-permissions",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        "agent-runner: --meta-model: the model \"--dangerously-skip-permissions\" starts with `-`, which a CLI would read as an option, not a model [model.leading_dash]\n"
+    );
+    std::fs::write(
+        f.path().join("task.yaml"),
+        task("option-model", "true", "").replace(
+            "meta: {kind: mock}",
+            "meta: {kind: claude-code, command: ./agent.sh, model: --dangerously-skip-permissions}",
+        ),
+    )
+    .unwrap();
+    let o = f.run(&["task.yaml", "--unsafe-local"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "`runner.meta.model`: the model \"--dangerously-skip-permissions\" starts with `-`"
+        ) && err.contains("(model.leading_dash)")
+            && err.contains("task.yaml:14:"),
+        "{err}"
+    );
+    assert!(!f.path().join("repo/.agent-runner").exists());
+}

@@ -555,8 +555,8 @@ fn b6_codex_stream_last_agent_message_is_the_answer() {
     for flag in ["--json", "--skip-git-repo-check"] {
         assert!(args.contains(&flag), "{args:?}");
     }
-    let model = args.iter().position(|a| *a == "-m").unwrap();
-    assert_eq!(args[model + 1], "model-x");
+    // One argument: a model cannot be taken for an option of its own.
+    assert!(args.contains(&"--model=model-x"), "{args:?}");
     assert_eq!(args.last(), Some(&"-"));
     let stdin = std::fs::read_to_string(dir.path().join("stdin")).unwrap();
     assert!(stdin.contains("You are the planner") && stdin.contains("sum returns a + b"));
@@ -709,7 +709,7 @@ fn claude_result_envelope_is_read_and_errors_reported() {
     let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
     assert_eq!(
         args.lines().collect::<Vec<_>>(),
-        ["-p", "--output-format", "json", "--model", "model-x"]
+        ["-p", "--output-format", "json", "--model=model-x"]
     );
 
     let ask = |command: &str| {
@@ -760,6 +760,43 @@ fn claude_result_envelope_is_read_and_errors_reported() {
         ),
         "{error:?}"
     );
+}
+
+/// A model that starts with `-` would be an option to the CLI (`--model
+/// --dangerously-skip-permissions` gives Claude that "model"; the configured model and a
+/// command-line override alike): no provider is built for it, so the CLI never runs.
+#[test]
+fn a_model_a_cli_would_read_as_an_option_never_reaches_the_cli() {
+    let dir = temp_dir("option-model");
+    let args = dir.path().join("args");
+    let cli = script(
+        &dir,
+        "records-args",
+        &format!("printf '%s\\n' \"$@\" > '{}'", args.display()),
+    );
+    for kind in [MetaKind::ClaudeCode, MetaKind::CodexCli] {
+        let mut config = cli_config(kind, &cli, 30);
+        config.model = Some("--dangerously-skip-permissions".into());
+        let e = provider::provider(&config, dir.path(), None)
+            .err()
+            .expect("the model is refused");
+        assert!(
+            matches!(&e, ProviderError::Config { message }
+                if message.contains("\"--dangerously-skip-permissions\" starts with `-`")),
+            "{e:?}"
+        );
+        config.model = Some("model-x".into());
+        for model in ["--yolo", "model x", "model\n--yolo"] {
+            let e = provider::provider(&config, dir.path(), Some(model))
+                .err()
+                .expect("the override is refused");
+            assert!(
+                matches!(e, ProviderError::Config { .. }),
+                "{model:?}: {e:?}"
+            );
+        }
+    }
+    assert!(!args.exists(), "a CLI ran");
 }
 
 // ---------------------------------------------------------------------------------------

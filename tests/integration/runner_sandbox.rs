@@ -344,7 +344,7 @@ fn b9_container_is_named_labelled_and_removed() {
         vec![
             RUN_LINE.to_string(),
             PASSWD_LINE.to_string(),
-            "exec -i -e FAKE_EXIT -e FAKE_RECORD -e PATH <name> sh -c <script> agent-runner-exec <pidfile> codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project -m gpt-5.1-codex -c model_reasoning_effort=medium -".to_string(),
+            "exec -i -e FAKE_EXIT -e FAKE_RECORD -e PATH <name> sh -c <script> agent-runner-exec <pidfile> codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -C /workspace/project --model=gpt-5.1-codex -c model_reasoning_effort=medium -".to_string(),
             // The test command runs in a fresh container with the worker's frozen.
             "pause <name>".to_string(),
             RUN_LINE.replace("<name>", "<fresh>"),
@@ -639,8 +639,7 @@ fn a_local_worker_run_is_recorded_with_its_changes() {
             "--skip-git-repo-check",
             "-C",
             &repo.display().to_string(),
-            "-m",
-            "gpt-5.1-codex",
+            "--model=gpt-5.1-codex",
             "-c",
             "model_reasoning_effort=medium",
             "-"

@@ -2,8 +2,9 @@
 //! mistyped one gets: `tests/fixtures/agent-runner-tasks/*.yaml` are task files in the
 //! shapes of the original's examples, its specification and its orchestrator's output,
 //! each of which must load (`# expect-warning: TEXT` lines name the warnings it must get,
-//! no more); the other tests check that a wrong value lists the allowed ones and a
-//! mistyped key gets a "did you mean", at their line and column.
+//! no more); the other tests check that a wrong value lists the allowed ones, a
+//! mistyped key gets a "did you mean", and a model a CLI would read as an option (or
+//! split) is refused with its key, at their line and column.
 
 use std::path::Path;
 
@@ -156,4 +157,66 @@ fn a_mistyped_key_gets_a_did_you_mean() {
         only_error(&text),
         "6:3 unknown key `parallelism` in `runner`"
     );
+}
+
+/// A model reaches a CLI's command line (`--model VALUE`); one that starts with `-` would
+/// be read as an option there (`--dangerously-skip-permissions`), and whitespace or a
+/// control character would split or garble it: each is refused at its place, with its key.
+#[test]
+fn a_model_a_cli_would_read_as_an_option_is_refused_at_its_place() {
+    let text = format!(
+        "{HEAD}  meta:\n    kind: claude-code\n    model: \"--dangerously-skip-permissions\"\n"
+    );
+    assert_eq!(
+        only_error(&text),
+        "8:12 `runner.meta.model`: the model \"--dangerously-skip-permissions\" starts with `-`, which a CLI would read as an option, not a model (model.leading_dash)"
+    );
+    let text = format!("{HEAD}  worker:\n    kind: claude-code\n    model: -p\n");
+    assert_eq!(
+        only_error(&text),
+        "8:12 `runner.worker.model`: the model \"-p\" starts with `-`, which a CLI would read as an option, not a model (model.leading_dash)"
+    );
+    let text = format!("{HEAD}  worker:\n    model: \"gpt-5 --yolo\"\n");
+    assert_eq!(
+        only_error(&text),
+        "7:12 `runner.worker.model`: the model \"gpt-5 --yolo\" holds whitespace or a control character, which no model name has (model.whitespace_or_control)"
+    );
+    let text = format!("{HEAD}  meta:\n    model: \"gpt-5\\n--yolo\"\n");
+    assert!(
+        only_error(&text)
+            .starts_with("7:12 `runner.meta.model`: the model \"gpt-5\\n--yolo\" holds whitespace"),
+        "{}",
+        only_error(&text)
+    );
+    // A tooling candidate's model goes to the same command lines.
+    let text = format!(
+        "{HEAD}  tooling:\n    profiles:\n      p:\n        meta:\n          candidates: [{{tool: codex-cli, model: --full-auto}}]\n        worker:\n          candidates: [{{tool: codex-cli, model: -x}}]\n"
+    );
+    let (sources, loaded) = load(&text);
+    let findings = loaded.expect_err("the task loaded");
+    let shown: Vec<String> = findings
+        .iter()
+        .map(|d| {
+            let at = d.span.expect("a place").start;
+            format!("{}:{} {}", at.line, at.col, d.message)
+        })
+        .collect();
+    assert_eq!(shown.len(), 2, "{}", render::human(&sources, &findings));
+    assert!(
+        shown[0].starts_with("10:49 `model`: the model \"--full-auto\" starts with `-`"),
+        "{shown:?}"
+    );
+    assert!(
+        shown[1].starts_with("12:49 `model`: the model \"-x\" starts with `-`"),
+        "{shown:?}"
+    );
+    // Names as providers spell them load.
+    for model in [
+        "gpt-5.2",
+        "claude-sonnet-4-5@20250929",
+        "openrouter/meta/llama-3:70b",
+    ] {
+        let text = format!("{HEAD}  meta:\n    model: {model}\n  worker:\n    model: {model}\n");
+        assert!(load(&text).1.is_ok(), "{model}");
+    }
 }

@@ -336,7 +336,8 @@ cat > /dev/null
 model=; dir=.
 while [ $# -gt 0 ]; do
   case "$1" in
-    -m) model=$2; shift ;;
+    -m|--model) model=$2; shift ;;
+    --model=*) model=${1#--model=} ;;
     -C) dir=$2; shift ;;
   esac
   shift

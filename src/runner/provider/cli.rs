@@ -58,6 +58,10 @@ impl CliProvider {
     }
 
     fn spec(&self, prompt: &Prompt) -> Spec {
+        // The model is one `--model=VALUE` argument, which both CLIs read as the option's
+        // value whatever it holds (`--model -x` is an error to Codex and takes the next
+        // argument as a model to Claude); a model starting with `-` is refused before this.
+        let model = format!("--model={}", self.model);
         let args: Vec<&str> = match self.flavour {
             // `-` reads the prompt from stdin; read-only: the planner only answers.
             Flavour::Codex => vec![
@@ -66,11 +70,10 @@ impl CliProvider {
                 "--skip-git-repo-check",
                 "--sandbox",
                 "read-only",
-                "-m",
-                &self.model,
+                &model,
                 "-",
             ],
-            Flavour::Claude => vec!["-p", "--output-format", "json", "--model", &self.model],
+            Flavour::Claude => vec!["-p", "--output-format", "json", &model],
         };
         let mut spec = Spec::new(self.program.clone(), args);
         spec.stdin = Some(prompt.transcript().into_bytes());

@@ -45,24 +45,34 @@ impl MockProvider {
         })
     }
 
-    /// A mock answering from the script file at `path` first.
+    /// A mock answering from the script file at `path` first. A file over
+    /// [`script::MAX_SCRIPT_BYTES`] by its size is refused unread, and the read stops one
+    /// byte past the limit, so one that grows meanwhile is refused without being read whole.
     pub(crate) fn from_file(path: &Path) -> Result<MockProvider, ProviderError> {
+        use std::io::Read as _;
         let shown = path.display().to_string();
-        let size = std::fs::metadata(path)
-            .map_err(|e| ProviderError::Config {
-                message: format!("cannot read the mock script {shown}: {e}"),
-            })?
-            .len();
-        if size > script::MAX_SCRIPT_BYTES as u64 {
+        let cannot = |e: std::io::Error| ProviderError::Config {
+            message: format!("cannot read the mock script {shown}: {e}"),
+        };
+        let limit = script::MAX_SCRIPT_BYTES as u64;
+        let file = std::fs::File::open(path).map_err(cannot)?;
+        let size = file.metadata().map_err(cannot)?.len();
+        if size > limit {
             return Err(ProviderError::Script {
-                message: format!(
-                    "{shown} is {size} bytes, over the {}-byte limit",
-                    script::MAX_SCRIPT_BYTES
-                ),
+                message: format!("{shown} is {size} bytes, over the {limit}-byte limit"),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(|e| ProviderError::Config {
-            message: format!("cannot read the mock script {shown}: {e}"),
+        let mut bytes = Vec::new();
+        file.take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(cannot)?;
+        if bytes.len() as u64 > limit {
+            return Err(ProviderError::Script {
+                message: format!("{shown} grew past the {limit}-byte limit while it was read"),
+            });
+        }
+        let text = String::from_utf8(bytes).map_err(|_| ProviderError::Config {
+            message: format!("cannot read the mock script {shown}: it is not UTF-8 text"),
         })?;
         MockProvider::from_script(&text, &shown)
     }

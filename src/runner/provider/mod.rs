@@ -12,7 +12,7 @@ pub(crate) mod script;
 
 use std::path::Path;
 
-pub use config::{MetaConfig, MetaKind};
+pub use config::{MetaConfig, MetaKind, ModelNameError, check_model_name};
 pub use prompt::{Message, Prompt, Provider, ProviderError, Role};
 
 /// The provider `config` describes. `base_dir` is the task file's directory (a mock
@@ -37,6 +37,9 @@ pub fn provider(
         });
     }
     let model = config.model(model_override);
+    check_model_name(&model).map_err(|e| ProviderError::Config {
+        message: e.to_string(),
+    })?;
     Ok(match config.kind {
         MetaKind::OpenaiChat => Box::new(http::HttpProvider::from_env(config, model)?),
         MetaKind::CodexCli => Box::new(cli::CliProvider::new(
@@ -127,6 +130,9 @@ pub fn candidate_provider(
         && config.script.is_none()
     {
         let model = config.model(model_override);
+        check_model_name(&model).map_err(|e| ProviderError::Config {
+            message: e.to_string(),
+        })?;
         return Ok(Box::new(
             http::HttpProvider::from_env(config, model)?.with_rate_limit_fallback(),
         ));
