@@ -118,6 +118,8 @@ pub enum SettingsError {
     UnknownProvider(String),
     EmptyModel,
     ModelTooLong,
+    /// A model a CLI would misread (an option, whitespace, a control character).
+    BadModel(crate::runner::provider::ModelNameError),
     /// `api_key_env` is not an environment variable's name.
     BadKeyVariable,
     BadBaseUrl(String),
@@ -138,6 +140,7 @@ impl SettingsError {
             SettingsError::UnknownProvider(_) => "settings.unknown_provider",
             SettingsError::EmptyModel => "settings.empty_model",
             SettingsError::ModelTooLong => "settings.model_too_long",
+            SettingsError::BadModel(_) => "settings.bad_model",
             SettingsError::BadKeyVariable => "settings.bad_key_variable",
             SettingsError::BadBaseUrl(_) => "settings.bad_base_url",
             SettingsError::NotForProvider { .. } => "settings.not_for_provider",
@@ -155,6 +158,7 @@ impl std::fmt::Display for SettingsError {
                 "unknown provider {name:?}: use openai-chat, codex-cli, claude-code or mock"
             ),
             SettingsError::EmptyModel => f.write_str("the model is empty"),
+            SettingsError::BadModel(e) => e.fmt(f),
             SettingsError::ModelTooLong => {
                 write!(f, "the model name is longer than {MAX_MODEL_CHARS} characters")
             }
@@ -234,9 +238,10 @@ pub fn check(update: &SettingsUpdate) -> Result<MetaKind, SettingsError> {
     if model.is_empty() {
         return Err(SettingsError::EmptyModel);
     }
-    if model.chars().count() > MAX_MODEL_CHARS || model.chars().any(char::is_control) {
+    if model.chars().count() > MAX_MODEL_CHARS {
         return Err(SettingsError::ModelTooLong);
     }
+    crate::runner::provider::check_model_name(model).map_err(SettingsError::BadModel)?;
     let not_for = |field| SettingsError::NotForProvider {
         field,
         provider: kind.name().to_string(),
@@ -549,6 +554,20 @@ mod tests {
             key(update("mock", &"m".repeat(201))),
             "settings.model_too_long"
         );
+        // A model the planner's CLI would read as an option (issue 34), or that holds
+        // whitespace or a control character.
+        for bad in [
+            "--dangerously-skip-permissions",
+            "-m",
+            "gpt 5",
+            "gpt\u{1b}[2J",
+        ] {
+            assert_eq!(
+                key(update("claude-code", bad)),
+                "settings.bad_model",
+                "{bad:?}"
+            );
+        }
         let pasted = SettingsUpdate {
             api_key_env: Some("sk-proj-abc123".into()),
             ..update("openai-chat", "m")

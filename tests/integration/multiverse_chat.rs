@@ -298,6 +298,42 @@ fn a_reply_a_crash_kept_from_the_log_is_given_at_the_next_open_and_a_resend_chan
     }
 }
 
+/// Issue 34: the mock planner kept the first 50 items of a message and said nothing of the
+/// rest. It now takes as many as a patch holds (the patch's own limits, checked here by
+/// applying it) and says how many were left for another message.
+#[test]
+fn the_mock_planner_takes_what_a_patch_holds_and_says_what_it_left() {
+    let tmp = TempDir::new("mv-chat-many");
+    let (mut o, _events, dir) = workspace(tmp.path());
+    let mut planner = planner(json!({"kind": "mock"}), tmp.path());
+    let log = ChatLog::new(&dir.join("chat"));
+    let mut message: String = (1..=205).map(|i| format!("- item {i}\n")).collect();
+    message.extend((1..=22).map(|i| format!("question {i}?\n")));
+    let turn = chat_turn(
+        &mut o,
+        &mut planner,
+        &log,
+        None,
+        &message,
+        &TurnSettings {
+            locale: "en",
+            autopilot: false,
+        },
+        &Cancel::new(),
+    )
+    .unwrap();
+    assert_eq!(turn.state, "REPLIED", "{turn:?}");
+    assert_eq!(o.state().plan.tasks.len(), 200);
+    assert_eq!(turn.questions.len(), 20);
+    for said in [
+        "only the first 200 of its 205 items",
+        "only the first 20 of its 22 questions",
+        "send the rest in another message",
+    ] {
+        assert!(turn.reply.contains(said), "{said}: {}", turn.reply);
+    }
+}
+
 #[test]
 fn the_reply_follows_the_language_of_the_message_else_the_workspaces() {
     assert_eq!(message_locale("止めて", "en"), "ja");

@@ -157,8 +157,12 @@ fn plan(request: &PlanTaskRequest) -> Value {
     envelope(Protocol::PlanTask, json!({"acceptance_criteria": criteria}))
 }
 
-/// Titles taken from a chat message at most.
-const MAX_CHAT_TASKS: usize = 50;
+/// Titles taken from a chat message at most: the operations a `plan_patch` may carry
+/// (Multiverse's `MAX_OPERATIONS`). More are not dropped silently: the understanding says
+/// how many were left for another message.
+const MAX_CHAT_TASKS: usize = 200;
+/// Questions taken from a chat message at most (a `plan_patch`'s `MAX_QUESTIONS`).
+const MAX_CHAT_QUESTIONS: usize = 20;
 
 /// A chat turn's plan: one task per `- `, `* ` or `1. ` line of the request's `message`
 /// (the whole first line when there is none), each depending on the one before when the
@@ -204,7 +208,9 @@ fn plan_patch(request: &Value) -> Value {
             (None, None),
         ));
     }
+    let (items, asked) = (titles.len(), questions.len());
     titles.truncate(MAX_CHAT_TASKS);
+    questions.truncate(MAX_CHAT_QUESTIONS);
     let ordered = message.to_lowercase().contains("in order") || message.contains("順番");
     let operations: Vec<Value> = titles
         .iter()
@@ -227,11 +233,21 @@ fn plan_patch(request: &Value) -> Value {
             create
         })
         .collect();
-    let understanding = format!(
+    let mut understanding = format!(
         "mock: {} task(s) and {} question(s) from the request",
         operations.len(),
         questions.len()
     );
+    for (kept, found, what) in [
+        (operations.len(), items, "items"),
+        (questions.len(), asked, "questions"),
+    ] {
+        if kept < found {
+            understanding.push_str(&format!(
+                "; only the first {kept} of its {found} {what} (a patch holds no more): send the rest in another message"
+            ));
+        }
+    }
     envelope(
         Protocol::PlanPatch,
         json!({"understanding": understanding, "operations": operations, "questions": questions}),
