@@ -171,7 +171,8 @@
 //! - `runner_task_files`: task files in the shapes the original's examples, specification
 //!   and orchestrator wrote all load (`tests/fixtures/agent-runner-tasks/`); a value outside
 //!   a list names the allowed ones, a mistyped key gets a "did you mean", both PRD forms
-//!   give the text with a warning.
+//!   give the text with a warning, a model a CLI would read as an option is refused at its
+//!   line.
 //! - `agent_runner_debug`: the run record beside the Task Note (planner exchanges, the
 //!   worker's prompt and bounded full output, the test output), its rotation on a rerun,
 //!   a failed worker's stderr in the note, one trace id in the logs, events, note and
