@@ -26,7 +26,8 @@
 //! - `protocol` (requests, enveloped replies checked by `schemas/planner/*.json` and by
 //!   meaning, prompts from `templates/planner/`, the `Planner` that asks again with the
 //!   reason) over `provider` (OpenAI-compatible HTTP with `ureq`, the Codex and Claude CLIs,
-//!   the mock and its script); `extract` finds the JSON object in any reply. `tooling`
+//!   the mock and its script); `extract` finds the JSON object in any reply; `model_name`
+//!   checks a model before it reaches a command line. `tooling`
 //!   (`runner.tooling`): the weighted, seeded choice of a planner provider per call and of
 //!   the worker, with rate-limit cooldowns, fallback and a force mode; `tooling_setup`
 //!   applies it to a task (the worker's choice, the per-call planner).
@@ -49,6 +50,7 @@ pub(crate) mod events;
 pub(crate) mod extract;
 pub(crate) mod host;
 pub mod images;
+pub(crate) mod model_name;
 pub(crate) mod preflight;
 pub(crate) mod process;
 pub mod protocol;

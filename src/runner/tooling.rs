@@ -16,7 +16,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::provider::config::{MetaKind, check_model_name};
+use super::model_name::check_model_name;
+use super::provider::config::MetaKind;
 use super::provider::prompt::mentions_rate_limit;
 use super::worker::{WorkerConfig, WorkerConfigError, WorkerKind};
 use super::worker_turn::{RunEnding, WorkerRun};

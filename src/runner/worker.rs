@@ -13,8 +13,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::model_name::{ModelNameError, check_model_name};
 use super::protocol::response::WorkerCall;
-use super::provider::{ModelNameError, check_model_name};
 
 /// `max_run_time_sec` when the task does not say.
 pub(crate) const DEFAULT_MAX_RUN_TIME_SEC: u64 = 1800;
