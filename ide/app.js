@@ -10,75 +10,10 @@
 import { h, clear, icon } from './dom.js';
 import * as api from './api.js';
 import { store } from './store.js';
-import { register, t, setLocale, onLocale } from './i18n.js';
+import { t, setLocale, onLocale } from './i18n.js';
 import { mountHeader } from './header.js';
 import { mountGraph } from './graph.js';
 import { mountWbs, progressOf } from './wbs.js';
-
-register({
-  en: {
-    'nav.label': 'Main',
-    'nav.plan': 'Plan',
-    'nav.backlog': 'Backlog',
-    'nav.processes': 'Logs & processes',
-    'nav.settings': 'Settings',
-    'nav.workspaces': 'Workspaces',
-    'nav.chat': 'Chat',
-    'nav.chatHint': 'Open or close the chat (c)',
-    'plan.title': 'Plan',
-    'plan.graph': 'Graph',
-    'plan.wbs': 'WBS',
-    'plan.views': 'Plan views',
-    'plan.progress': '{done} of {total} tasks succeeded',
-    'plan.findState': 'Show the tasks that are {state}, one after another',
-    'plan.emptyTitle': 'No tasks yet',
-    'plan.emptyText': 'Describe what you want built in the chat; the planner turns it into tasks that appear here.',
-    'plan.emptyChat': 'Open the chat',
-    'panel.task': 'Task {id}',
-    'chat.window': 'Chat with the planner',
-    'toasts.label': 'Notifications',
-    'toast.dismiss': 'Dismiss',
-    'toast.failed': 'Task {id} failed: {reason}',
-    'toast.question': 'Task {id} asks a question: answer it in the backlog',
-    'toast.reconnected': 'Reconnected; the view was refreshed.',
-    'boot.loading': 'Loading the workspace…',
-    'boot.failed': 'Could not load the workspace',
-    'boot.retry': 'Try again',
-    'boot.token': 'The daemon refused this page\'s token. Open the URL that `multiverse serve` printed.',
-    'keys.hint': 'Keyboard: g then p/b/l/s/w to switch views, c for chat, Esc closes',
-  },
-  ja: {
-    'nav.label': 'メイン',
-    'nav.plan': '計画',
-    'nav.backlog': 'バックログ',
-    'nav.processes': 'ログとプロセス',
-    'nav.settings': '設定',
-    'nav.workspaces': 'ワークスペース',
-    'nav.chat': 'チャット',
-    'nav.chatHint': 'チャットを開く／閉じる (c)',
-    'plan.title': '計画',
-    'plan.graph': 'グラフ',
-    'plan.wbs': 'WBS',
-    'plan.views': '計画の表示',
-    'plan.progress': '{total} 件中 {done} 件のタスクが成功',
-    'plan.findState': '「{state}」のタスクを順に表示',
-    'plan.emptyTitle': 'タスクはまだありません',
-    'plan.emptyText': '作りたいものをチャットで伝えてください。プランナーがタスクに分解し、ここに表示されます。',
-    'plan.emptyChat': 'チャットを開く',
-    'panel.task': 'タスク {id}',
-    'chat.window': 'プランナーとのチャット',
-    'toasts.label': '通知',
-    'toast.dismiss': '閉じる',
-    'toast.failed': 'タスク {id} が失敗しました: {reason}',
-    'toast.question': 'タスク {id} から質問があります。バックログで回答してください',
-    'toast.reconnected': '再接続しました。表示を更新しました。',
-    'boot.loading': 'ワークスペースを読み込んでいます…',
-    'boot.failed': 'ワークスペースを読み込めませんでした',
-    'boot.retry': '再試行',
-    'boot.token': 'デーモンがこのページのトークンを拒否しました。`multiverse serve` が表示した URL を開いてください。',
-    'keys.hint': 'キーボード: g の後に p/b/l/s/w で画面切替、c でチャット、Esc で閉じる',
-  },
-});
 
 const VIEWS = [
   { route: 'plan', test: 'nav-plan', label: 'nav.plan', icon: 'graph', key: 'p' },
@@ -625,7 +560,7 @@ function bootScreen(error) {
 
 async function boot() {
   // Until the workspace says, the saved choice or the browser's language.
-  setLocale(savedLocale() || ((navigator.language || '').startsWith('ja') ? 'ja' : 'en'));
+  await setLocale(savedLocale() || ((navigator.language || '').startsWith('ja') ? 'ja' : 'en'));
   bootScreen();
   try {
     await store.start();
@@ -636,7 +571,7 @@ async function boot() {
     bootScreen(e);
     return;
   }
-  setLocale(savedLocale() || (store.workspace && store.workspace.locale) || 'en');
+  await setLocale(savedLocale() || (store.workspace && store.workspace.locale) || 'en');
   buildShell();
   watchForToasts();
   onLocale(relabel);

@@ -6,77 +6,8 @@
 // asked, a retry of its task. Live: redrawn from the store on each `backlog` event.
 
 import { h, clear } from './dom.js';
-import { register, t } from './i18n.js';
+import { t } from './i18n.js';
 import { timeEl, ago, errorText } from './panels.js';
-
-register({
-  en: {
-    'backlog.title': 'Backlog',
-    'backlog.intro': 'Failures and questions the orchestrator cannot settle alone. Resolve one with a note; a question\'s note is its answer and is added to the task\'s description.',
-    'backlog.filter': 'Show',
-    'backlog.filter.open': 'Open ({n})',
-    'backlog.filter.resolved': 'Resolved ({n})',
-    'backlog.filter.all': 'All ({n})',
-    'backlog.kind': 'Kind',
-    'backlog.kind.all': 'Every kind',
-    'backlog.kind.FAILURE': 'Failure',
-    'backlog.kind.QUESTION': 'Question',
-    'backlog.kind.BLOCKER': 'Blocker',
-    'backlog.emptyOpen': 'Nothing waits for you: no open items.',
-    'backlog.emptyResolved': 'No item has been resolved yet.',
-    'backlog.empty': 'The backlog is empty.',
-    'backlog.task': 'Task',
-    'backlog.created': 'Filed {ago}',
-    'backlog.resolvedAt': 'Resolved {ago}',
-    'backlog.resolution': 'Note',
-    'backlog.noResolution': 'Resolved without a note.',
-    'backlog.note': 'Note',
-    'backlog.answer': 'Answer',
-    'backlog.notePlaceholder': 'What was done about it (optional)',
-    'backlog.answerPlaceholder': 'Your answer: it is added to the task\'s description',
-    'backlog.retry': 'Retry the task',
-    'backlog.retryHint': 'After resolving, start the task again with fresh attempts',
-    'backlog.resolve': 'Resolve',
-    'backlog.resolved': 'Item {id} resolved.',
-    'backlog.resolvedRetry': 'Item {id} resolved; task {task} will be retried.',
-    'backlog.failed': 'Could not resolve {id}: {error}',
-    'backlog.loadFailed': 'Could not load the backlog: {error}',
-    'backlog.attempts': '{n} attempts',
-  },
-  ja: {
-    'backlog.title': 'バックログ',
-    'backlog.intro': 'オーケストレーターだけでは決められない失敗と質問です。メモを付けて解決します。質問へのメモは回答としてタスクの説明に追記されます。',
-    'backlog.filter': '表示',
-    'backlog.filter.open': '未解決（{n}）',
-    'backlog.filter.resolved': '解決済み（{n}）',
-    'backlog.filter.all': 'すべて（{n}）',
-    'backlog.kind': '種類',
-    'backlog.kind.all': 'すべての種類',
-    'backlog.kind.FAILURE': '失敗',
-    'backlog.kind.QUESTION': '質問',
-    'backlog.kind.BLOCKER': 'ブロッカー',
-    'backlog.emptyOpen': '対応待ちの項目はありません。',
-    'backlog.emptyResolved': '解決済みの項目はまだありません。',
-    'backlog.empty': 'バックログは空です。',
-    'backlog.task': 'タスク',
-    'backlog.created': '{ago}に登録',
-    'backlog.resolvedAt': '{ago}に解決',
-    'backlog.resolution': 'メモ',
-    'backlog.noResolution': 'メモなしで解決されました。',
-    'backlog.note': 'メモ',
-    'backlog.answer': '回答',
-    'backlog.notePlaceholder': '対応内容（任意）',
-    'backlog.answerPlaceholder': 'あなたの回答（タスクの説明に追記されます）',
-    'backlog.retry': 'タスクを再試行する',
-    'backlog.retryHint': '解決後、新しい試行回数でタスクをやり直します',
-    'backlog.resolve': '解決',
-    'backlog.resolved': '項目 {id} を解決しました。',
-    'backlog.resolvedRetry': '項目 {id} を解決しました。タスク {task} を再試行します。',
-    'backlog.failed': '{id} を解決できませんでした: {error}',
-    'backlog.loadFailed': 'バックログを読み込めませんでした: {error}',
-    'backlog.attempts': '試行 {n} 回',
-  },
-});
 
 /**
  * The items a filter shows, newest first: `show` is 'open' | 'resolved' | 'all', `kind`
@@ -124,6 +55,8 @@ export function mount(root, ctx) {
     list,
   );
   clear(root).appendChild(view);
+  // What the items' cards share with the view.
+  const b = { store, api, ctx, ui, draw };
 
   function drawFilters() {
     const items = store.backlog || [];
@@ -152,7 +85,7 @@ export function mount(root, ctx) {
       const empty = ui.show === 'open' ? 'backlog.emptyOpen' : ui.show === 'resolved' ? 'backlog.emptyResolved' : 'backlog.empty';
       list.replaceChildren(h('div', { class: 'bl-empty', 'data-test': 'backlog-empty' }, t(empty)));
     } else {
-      list.replaceChildren(...items.map(itemEl));
+      list.replaceChildren(...items.map((item) => itemEl(b, item)));
     }
     if (keep && keep.test && keep.item) {
       const again = list.querySelector(`[data-test="${keep.test}"][data-item="${CSS.escape(keep.item)}"]`);
@@ -160,132 +93,6 @@ export function mount(root, ctx) {
         again.focus({ preventScroll: true });
         if (typeof keep.start === 'number' && again.setSelectionRange) again.setSelectionRange(keep.start, keep.end);
       }
-    }
-  }
-
-  function taskButton(id) {
-    const row = store.tasks.get(id);
-    const s = (row && row.state) || 'PENDING';
-    return h(
-      'button',
-      { type: 'button', class: `bl-task state-${s}`, 'data-task': id, 'data-test': 'backlog-task', title: row ? `${row.title} — ${t(`state.${s}`)}` : id, on: { click: () => ctx.openTask(id) } },
-      h('span', { class: 'state-dot', 'aria-hidden': 'true' }),
-      h('span', { class: 'mono' }, id),
-      row ? h('span', { class: 'bl-task-title' }, row.title) : null,
-    );
-  }
-
-  function itemEl(item) {
-    const resolved = Boolean(item.resolved_at);
-    const kind = item.kind || 'BLOCKER';
-    const head = h(
-      'div',
-      { class: 'bl-head' },
-      h('span', { class: `bl-kind kind-${kind}` }, t(`backlog.kind.${kind}`)),
-      h('span', { class: 'bl-title' }, item.title || item.id),
-      h('span', { class: 'spacer' }),
-      h('span', { class: 'muted bl-when', title: item.created_at || '' }, t('backlog.created', { ago: ago(item.created_at) })),
-    );
-    const meta = h(
-      'div',
-      { class: 'bl-meta' },
-      item.task ? taskButton(item.task) : null,
-      item.metadata && typeof item.metadata.attempts === 'number' ? h('span', { class: 'muted' }, t('backlog.attempts', { n: item.metadata.attempts })) : null,
-      h('span', { class: 'muted mono bl-id' }, item.id),
-    );
-    const card = h(
-      'article',
-      { class: `card bl-item${resolved ? ' resolved' : ''}`, 'data-test': 'backlog-item', 'data-item': item.id, 'data-kind': kind, 'data-resolved': String(resolved) },
-      head,
-      meta,
-      item.description ? h('p', { class: 'bl-description' }, item.description) : null,
-    );
-    if (resolved) {
-      card.appendChild(
-        h(
-          'div',
-          { class: 'bl-resolution' },
-          h('span', { class: 'muted' }, t('backlog.resolvedAt', { ago: ago(item.resolved_at) }), ' · ', timeEl(item.resolved_at)),
-          item.resolution ? h('p', {}, h('strong', {}, t('backlog.resolution')), ' ', item.resolution) : h('p', { class: 'muted' }, t('backlog.noResolution')),
-        ),
-      );
-      return card;
-    }
-    card.appendChild(resolveForm(item));
-    return card;
-  }
-
-  function resolveForm(item) {
-    const question = item.kind === 'QUESTION';
-    const draft = ui.drafts.get(item.id) || { note: '', retry: retryByDefault(item) };
-    const busy = ui.busy.has(item.id);
-    const noteId = `bl-note-${item.id}`;
-    const retryId = `bl-retry-${item.id}`;
-    const note = h('textarea', {
-      id: noteId,
-      class: 'bl-note',
-      rows: '2',
-      'data-test': 'backlog-note',
-      'data-item': item.id,
-      placeholder: t(question ? 'backlog.answerPlaceholder' : 'backlog.notePlaceholder'),
-      value: draft.note,
-      disabled: busy,
-      on: {
-        input: (e) => ui.drafts.set(item.id, { ...currentDraft(item), note: e.target.value }),
-        keydown: (e) => {
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-            e.preventDefault();
-            resolve(item);
-          }
-        },
-      },
-    });
-    const retry = h('input', {
-      type: 'checkbox',
-      id: retryId,
-      'data-test': 'backlog-retry',
-      'data-item': item.id,
-      checked: draft.retry,
-      disabled: busy || !item.task,
-      on: { change: (e) => ui.drafts.set(item.id, { ...currentDraft(item), retry: e.target.checked }) },
-    });
-    const error = ui.errors.get(item.id);
-    return h(
-      'div',
-      { class: 'bl-form' },
-      h('label', { for: noteId, class: 'field-label' }, t(question ? 'backlog.answer' : 'backlog.note')),
-      note,
-      h(
-        'div',
-        { class: 'bl-actions' },
-        h('label', { class: 'bl-check', for: retryId, title: t('backlog.retryHint') }, retry, ' ', t('backlog.retry')),
-        h('span', { class: 'spacer' }),
-        h('button', { type: 'button', class: 'btn btn-primary', 'data-test': 'backlog-resolve', 'data-item': item.id, disabled: busy, on: { click: () => resolve(item) } }, t('backlog.resolve')),
-      ),
-      error ? h('p', { class: 'error-text', role: 'alert' }, error) : null,
-    );
-  }
-
-  function currentDraft(item) {
-    return ui.drafts.get(item.id) || { note: '', retry: retryByDefault(item) };
-  }
-
-  async function resolve(item) {
-    const draft = currentDraft(item);
-    ui.busy.add(item.id);
-    ui.errors.delete(item.id);
-    draw();
-    try {
-      await api.post(`/api/backlog/${encodeURIComponent(item.id)}/resolve`, { note: draft.note.trim(), retry: Boolean(draft.retry && item.task) });
-      ui.drafts.delete(item.id);
-      ctx.toast(draft.retry && item.task ? t('backlog.resolvedRetry', { id: item.id, task: item.task }) : t('backlog.resolved', { id: item.id }), 'info');
-      // The event refetches the list too; reading it now shows the result at once.
-      await store.refetchBacklog();
-    } catch (e) {
-      ui.errors.set(item.id, t('backlog.failed', { id: item.id, error: errorText(e) }));
-    } finally {
-      ui.busy.delete(item.id);
-      if (!ui.gone) draw();
     }
   }
 
@@ -307,4 +114,134 @@ export function mount(root, ctx) {
     ui.gone = true;
     offs.forEach((off) => off());
   };
+}
+
+function taskButton(b, id) {
+  const { store, ctx } = b;
+  const row = store.tasks.get(id);
+  const s = (row && row.state) || 'PENDING';
+  return h(
+    'button',
+    { type: 'button', class: `bl-task state-${s}`, 'data-task': id, 'data-test': 'backlog-task', title: row ? `${row.title} — ${t(`state.${s}`)}` : id, on: { click: () => ctx.openTask(id) } },
+    h('span', { class: 'state-dot', 'aria-hidden': 'true' }),
+    h('span', { class: 'mono' }, id),
+    row ? h('span', { class: 'bl-task-title' }, row.title) : null,
+  );
+}
+
+/** An item's card: kind, title, task, when; its resolution, or the form that resolves it. */
+function itemEl(b, item) {
+  const resolved = Boolean(item.resolved_at);
+  const kind = item.kind || 'BLOCKER';
+  const head = h(
+    'div',
+    { class: 'bl-head' },
+    h('span', { class: `bl-kind kind-${kind}` }, t(`backlog.kind.${kind}`)),
+    h('span', { class: 'bl-title' }, item.title || item.id),
+    h('span', { class: 'spacer' }),
+    h('span', { class: 'muted bl-when', title: item.created_at || '' }, t('backlog.created', { ago: ago(item.created_at) })),
+  );
+  const meta = h(
+    'div',
+    { class: 'bl-meta' },
+    item.task ? taskButton(b, item.task) : null,
+    item.metadata && typeof item.metadata.attempts === 'number' ? h('span', { class: 'muted' }, t('backlog.attempts', { n: item.metadata.attempts })) : null,
+    h('span', { class: 'muted mono bl-id' }, item.id),
+  );
+  const card = h(
+    'article',
+    { class: `card bl-item${resolved ? ' resolved' : ''}`, 'data-test': 'backlog-item', 'data-item': item.id, 'data-kind': kind, 'data-resolved': String(resolved) },
+    head,
+    meta,
+    item.description ? h('p', { class: 'bl-description' }, item.description) : null,
+  );
+  if (resolved) {
+    card.appendChild(
+      h(
+        'div',
+        { class: 'bl-resolution' },
+        h('span', { class: 'muted' }, t('backlog.resolvedAt', { ago: ago(item.resolved_at) }), ' · ', timeEl(item.resolved_at)),
+        item.resolution ? h('p', {}, h('strong', {}, t('backlog.resolution')), ' ', item.resolution) : h('p', { class: 'muted' }, t('backlog.noResolution')),
+      ),
+    );
+    return card;
+  }
+  card.appendChild(resolveForm(b, item));
+  return card;
+}
+
+function resolveForm(b, item) {
+  const { ui } = b;
+  const question = item.kind === 'QUESTION';
+  const draft = ui.drafts.get(item.id) || { note: '', retry: retryByDefault(item) };
+  const busy = ui.busy.has(item.id);
+  const noteId = `bl-note-${item.id}`;
+  const retryId = `bl-retry-${item.id}`;
+  const note = h('textarea', {
+    id: noteId,
+    class: 'bl-note',
+    rows: '2',
+    'data-test': 'backlog-note',
+    'data-item': item.id,
+    placeholder: t(question ? 'backlog.answerPlaceholder' : 'backlog.notePlaceholder'),
+    value: draft.note,
+    disabled: busy,
+    on: {
+      input: (e) => ui.drafts.set(item.id, { ...currentDraft(b, item), note: e.target.value }),
+      keydown: (e) => {
+        if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+          e.preventDefault();
+          resolve(b, item);
+        }
+      },
+    },
+  });
+  const retry = h('input', {
+    type: 'checkbox',
+    id: retryId,
+    'data-test': 'backlog-retry',
+    'data-item': item.id,
+    checked: draft.retry,
+    disabled: busy || !item.task,
+    on: { change: (e) => ui.drafts.set(item.id, { ...currentDraft(b, item), retry: e.target.checked }) },
+  });
+  const error = ui.errors.get(item.id);
+  return h(
+    'div',
+    { class: 'bl-form' },
+    h('label', { for: noteId, class: 'field-label' }, t(question ? 'backlog.answer' : 'backlog.note')),
+    note,
+    h(
+      'div',
+      { class: 'bl-actions' },
+      h('label', { class: 'bl-check', for: retryId, title: t('backlog.retryHint') }, retry, ' ', t('backlog.retry')),
+      h('span', { class: 'spacer' }),
+      h('button', { type: 'button', class: 'btn btn-primary', 'data-test': 'backlog-resolve', 'data-item': item.id, disabled: busy, on: { click: () => resolve(b, item) } }, t('backlog.resolve')),
+    ),
+    error ? h('p', { class: 'error-text', role: 'alert' }, error) : null,
+  );
+}
+
+function currentDraft(b, item) {
+  return b.ui.drafts.get(item.id) || { note: '', retry: retryByDefault(item) };
+}
+
+async function resolve(b, item) {
+  const { store, api, ctx, ui, draw } = b;
+  const draft = currentDraft(b, item);
+  ui.busy.add(item.id);
+  ui.errors.delete(item.id);
+  draw();
+  try {
+    await api.post(`/api/backlog/${encodeURIComponent(item.id)}/resolve`, { note: draft.note.trim(), retry: Boolean(draft.retry && item.task) });
+    ui.drafts.delete(item.id);
+    ctx.toast(draft.retry && item.task ? t('backlog.resolvedRetry', { id: item.id, task: item.task }) : t('backlog.resolved', { id: item.id }), 'info');
+    // The event refetches the list too; reading it now shows the result at once.
+    await store.refetchBacklog();
+  } catch (e) {
+    ui.errors.set(item.id, t('backlog.failed', { id: item.id, error: errorText(e) }));
+  } finally {
+    ui.busy.delete(item.id);
+    if (!ui.gone) draw();
+  }
 }

@@ -6,64 +6,7 @@
 // that ready tasks may start, and a settled plan would otherwise look busy forever.
 
 import { h, clear, icon } from './dom.js';
-import { register, t, locale, LOCALES } from './i18n.js';
-
-register({
-  en: {
-    'header.brand': 'Multiverse',
-    'header.workspace': 'Workspace {name} — project {root}',
-    'header.execution': 'Execution',
-    'header.start': 'Start',
-    'header.pause': 'Pause',
-    'header.resume': 'Resume',
-    'header.stop': 'Stop',
-    'header.startHint': 'Start running ready tasks',
-    'header.pauseHint': 'Start nothing new; running tasks finish',
-    'header.resumeHint': 'Start ready tasks again',
-    'header.stopHint': 'Start nothing new and cancel the running tasks',
-    'header.pools': 'Pools',
-    'header.pool': 'Pool {pool}: {running} of {limit} running, {waiting} waiting, {failed} failed, {succeeded} of {total} succeeded',
-    'header.live': 'Live',
-    'header.offline': 'Reconnecting…',
-    'header.liveHint': 'Receiving live events from the daemon',
-    'header.offlineHint': 'The event stream is down; reconnecting. Click to try now.',
-    'header.refused': 'Token refused',
-    'header.refusedHint': 'The daemon was restarted and no longer accepts this page. Open the URL that `multiverse serve` printed.',
-    'header.language': 'Language',
-    'header.execFailed': 'Could not change the execution: {message}',
-    'header.settled': '{state} · all tasks settled',
-    'header.settledHint': 'Every task has ended (succeeded, failed or canceled): nothing runs and nothing will start. New or retried tasks start at once.',
-    'header.stalled': '{state} · nothing can start',
-    'header.stalledHint': 'Nothing runs and nothing can start by itself: {n} task(s) wait for a person (a question to answer, or a failed dependency to retry).',
-  },
-  ja: {
-    'header.brand': 'Multiverse',
-    'header.workspace': 'ワークスペース {name} — プロジェクト {root}',
-    'header.execution': '実行',
-    'header.start': '開始',
-    'header.pause': '一時停止',
-    'header.resume': '再開',
-    'header.stop': '停止',
-    'header.startHint': '実行可能なタスクの実行を開始します',
-    'header.pauseHint': '新しいタスクを開始しません（実行中のタスクは続行）',
-    'header.resumeHint': '実行可能なタスクの開始を再開します',
-    'header.stopHint': '新しいタスクを開始せず、実行中のタスクをキャンセルします',
-    'header.pools': 'プール',
-    'header.pool': 'プール {pool}: 実行中 {running}/{limit}、待機 {waiting}、失敗 {failed}、成功 {succeeded}/{total}',
-    'header.live': '接続中',
-    'header.offline': '再接続中…',
-    'header.liveHint': 'デーモンからライブイベントを受信しています',
-    'header.offlineHint': 'イベントストリームが切断されました。再接続しています（クリックで今すぐ再試行）。',
-    'header.refused': 'トークン拒否',
-    'header.refusedHint': 'デーモンが再起動され、このページを受け付けなくなりました。`multiverse serve` が表示した URL を開いてください。',
-    'header.language': '言語',
-    'header.execFailed': '実行状態を変更できませんでした: {message}',
-    'header.settled': '{state} · 全タスク終了',
-    'header.settledHint': 'すべてのタスクが終了しました（成功・失敗・キャンセル）。実行中のタスクも、これから開始するタスクもありません。新しいタスクや再試行したタスクはすぐに開始されます。',
-    'header.stalled': '{state} · 開始できるタスクなし',
-    'header.stalledHint': '実行中のタスクも、自動で開始できるタスクもありません。{n} 件のタスクが人の対応（質問への回答、または失敗した依存先の再試行）を待っています。',
-  },
-});
+import { t, locale, LOCALES } from './i18n.js';
 
 const LANGUAGE_NAMES = { en: 'English', ja: '日本語' };
 

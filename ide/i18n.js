@@ -1,20 +1,44 @@
-// i18n.js — English and Japanese strings. Each module registers its own at import time
-// (register({en: {...}, ja: {...}})); t('key', {name}) fills {name} placeholders. The
-// words several modules share (task states, execution states, common verbs) are here,
-// and what an open question does to the tasks (question.*, under each question the chat
-// asks): the orchestrator's rule, worded from held() and resolve_backlog in
-// src/multiverse/orchestrator, not from what a reader might expect.
+// i18n.js — the IDE's words, and the only reader of its translations: one table per
+// language in locales/ (en.js, ja.js: key → text, the same keys in each). English is
+// imported with this module and is the fallback; another language's table is imported
+// when the page switches to it, so a page loads the languages it shows and no view
+// holds strings of its own. t('key', {name}) fills {name} placeholders. Dates and
+// durations in the locale's way are here too.
 
-const dicts = { en: {}, ja: {} };
-const listeners = new Set();
+import en from './locales/en.js';
 
 export const LOCALES = ['en', 'ja'];
 export let locale = 'en';
 
+const dicts = { en: { ...en } };
+const ready = new Set(['en']); // the locales whose table is loaded
+const loading = new Map(); // locale → the import of its table, once asked for
+const listeners = new Set();
+let wanted = 'en'; // the locale asked for last: an earlier request that loads later loses
+
+// More strings for a locale (tests; the IDE's own are in locales/).
 export function register(more) {
   for (const [l, entries] of Object.entries(more)) {
     dicts[l] = Object.assign(dicts[l] || {}, entries);
   }
+}
+
+// A locale's table, imported once; a failed import is tried again next time.
+function load(l) {
+  if (!loading.has(l)) {
+    const table = import(`./locales/${l}.js`).then(
+      (m) => {
+        dicts[l] = Object.assign({}, m.default, dicts[l]);
+        ready.add(l);
+      },
+      (e) => {
+        loading.delete(l);
+        throw e;
+      },
+    );
+    loading.set(l, table);
+  }
+  return loading.get(l);
 }
 
 // A key missing in the current locale falls back to English, then to the key itself,
@@ -31,8 +55,21 @@ export function has(key) {
   return key in dicts.en || key in (dicts[locale] || {});
 }
 
-export function setLocale(l) {
+// Switches to locale `l` (English when it is none of LOCALES) once its table is loaded,
+// then tells the listeners; resolves when done. A locale already loaded switches before
+// this returns; one that cannot be loaded leaves the page in the language it shows.
+export async function setLocale(l) {
   const next = LOCALES.includes(l) ? l : 'en';
+  wanted = next;
+  if (!ready.has(next)) {
+    try {
+      await load(next);
+    } catch (e) {
+      console.error(`locales/${next}.js:`, e);
+      return;
+    }
+    if (wanted !== next) return;
+  }
   // No document under node --test, where the strings are tested.
   const root = globalThis.document?.documentElement;
   if (next === locale && (!root || root.lang === next)) return;
@@ -65,47 +102,3 @@ export function formatDuration(ms) {
   return t('time.hours', { h: Math.floor(m / 60), m: m % 60 });
 }
 
-register({
-  en: {
-    'state.PENDING': 'Pending',
-    'state.BLOCKED': 'Blocked',
-    'state.READY': 'Ready',
-    'state.RUNNING': 'Running',
-    'state.RETRY_WAIT': 'Waiting to retry',
-    'state.SUCCEEDED': 'Succeeded',
-    'state.FAILED': 'Failed',
-    'state.CANCELED': 'Canceled',
-    'exec.RUNNING': 'Running',
-    'exec.PAUSED': 'Paused',
-    'exec.IDLE': 'Idle',
-    'common.close': 'Close',
-    'question.holds': 'Until this is answered, {tasks} will not start; tasks it does not name run as usual. Your answer is added to the description of {first}.',
-    'question.holdsNone': 'This question holds back no task: the tasks run as usual while it is open. Your answer is kept with it in the backlog.',
-    'question.own': 'Task {task} stopped to ask this and will not start again until it is answered. Answering adds your answer to its description and lets it start again with fresh attempts.',
-    'common.unavailable': 'This view is not available: {name} could not be loaded ({error}).',
-    'time.seconds': '{n} s',
-    'time.minutes': '{m} min {s} s',
-    'time.hours': '{h} h {m} min',
-  },
-  ja: {
-    'state.PENDING': '待機中',
-    'state.BLOCKED': 'ブロック',
-    'state.READY': '実行可能',
-    'state.RUNNING': '実行中',
-    'state.RETRY_WAIT': '再試行待ち',
-    'state.SUCCEEDED': '成功',
-    'state.FAILED': '失敗',
-    'state.CANCELED': 'キャンセル',
-    'exec.RUNNING': '実行中',
-    'exec.PAUSED': '一時停止中',
-    'exec.IDLE': '停止中',
-    'common.close': '閉じる',
-    'question.holds': '回答されるまで {tasks} は開始されません。この質問が挙げていないタスクは通常どおり実行されます。回答は {first} の説明に追記されます。',
-    'question.holdsNone': 'この質問はどのタスクも止めません。未回答の間もタスクは通常どおり実行されます。回答は質問とともにバックログに残ります。',
-    'question.own': 'タスク {task} はこの質問のために止まっており、回答されるまで再開しません。回答するとその説明に追記され、タスクは新しい試行で再び開始できるようになります。',
-    'common.unavailable': 'この画面は利用できません: {name} を読み込めませんでした（{error}）。',
-    'time.seconds': '{n} 秒',
-    'time.minutes': '{m} 分 {s} 秒',
-    'time.hours': '{h} 時間 {m} 分',
-  },
-});

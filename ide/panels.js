@@ -6,31 +6,8 @@
 import { h } from './dom.js';
 
 export { coalesce } from './api.js';
-import { register, t, locale, formatDuration } from './i18n.js';
-import { markdown } from './markdown.js';
-
-register({
-  en: {
-    'panels.error': '{message} ({key})',
-    'panels.never': '—',
-    'panels.ago.now': 'just now',
-    'panels.ago.s': '{n} s ago',
-    'panels.ago.m': '{n} min ago',
-    'panels.ago.h': '{n} h ago',
-    'panels.ago.d': '{n} d ago',
-    'md.truncated': 'The text was cut: {shown} of {total} characters are shown.',
-  },
-  ja: {
-    'panels.error': '{message}（{key}）',
-    'panels.never': '—',
-    'panels.ago.now': 'たった今',
-    'panels.ago.s': '{n} 秒前',
-    'panels.ago.m': '{n} 分前',
-    'panels.ago.h': '{n} 時間前',
-    'panels.ago.d': '{n} 日前',
-    'md.truncated': '長すぎるため一部のみ表示しています（{total} 文字中 {shown} 文字）。',
-  },
-});
+import { t, locale, formatDuration } from './i18n.js';
+import { markdown } from './lib/markdown/markdown.js';
 
 /** Milliseconds since the epoch of an RFC 3339 string (or a number), else null. */
 export function toMs(value) {
@@ -88,7 +65,6 @@ export function errorText(e) {
 export function md(text) {
   return markdown(text || '', document, { truncated: (info) => t('md.truncated', info) });
 }
-
 
 /**
  * A clock that calls each registered function once a second while any is registered

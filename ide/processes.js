@@ -7,89 +7,8 @@
 // with the newest line unless paused, at most MAX_LINES kept.
 
 import { h, clear } from './dom.js';
-import { register, t } from './i18n.js';
+import { t } from './i18n.js';
 import { ago, duration, errorText, coalesce, ticker, toMs } from './panels.js';
-
-register({
-  en: {
-    'proc.title': 'Logs & processes',
-    'proc.processes': 'Processes',
-    'proc.refresh': 'Refresh',
-    'proc.kind': 'Kind',
-    'proc.what': 'What',
-    'proc.pid': 'PID',
-    'proc.since': 'Running for',
-    'proc.detail': 'Detail',
-    'proc.kind.orchestrator': 'Orchestrator',
-    'proc.kind.planner': 'Planner',
-    'proc.kind.worker': 'Worker',
-    'proc.kind.container': 'Container',
-    'proc.daemon': 'multiverse serve (execution {state})',
-    'proc.plannerFor': 'chat turn {session}',
-    'proc.workerAttempt': 'attempt {attempt}',
-    'proc.noWorkers': 'No attempt is running.',
-    'proc.noContainers': 'No container of this workspace.',
-    'proc.dockerUnavailable': 'Containers cannot be listed: {why}',
-    'proc.loadFailed': 'Could not read the processes: {error}',
-    'proc.updated': 'Updated {ago}',
-    'proc.logs': 'Live log',
-    'proc.filter': 'Task',
-    'proc.filterAll': 'All tasks',
-    'proc.pause': 'Pause scrolling',
-    'proc.resume': 'Follow new lines',
-    'proc.clear': 'Clear',
-    'proc.empty': 'Waiting for output… Lines appear here as tasks run.',
-    'proc.capped': 'Only the last {n} lines are kept.',
-    'proc.paused': 'Scrolling paused: {n} new lines below.',
-    'proc.line.task': '{from} → {to}',
-    'proc.line.attemptStarted': 'attempt {attempt} started (pid {pid})',
-    'proc.line.attemptEnded': 'attempt {attempt} ended: {status}, exit code {code}',
-    'proc.line.attemptEndedSome': 'the attempt ended: {status}, exit code {code}',
-    'proc.line.skipped': 'a line of {bytes} bytes was skipped (over 64 KiB)',
-    'proc.line.stopping': 'stopping…',
-    'proc.line.added': 'added to the plan',
-    'proc.line.now': 'now {state}',
-  },
-  ja: {
-    'proc.title': 'ログとプロセス',
-    'proc.processes': 'プロセス',
-    'proc.refresh': '更新',
-    'proc.kind': '種類',
-    'proc.what': '内容',
-    'proc.pid': 'PID',
-    'proc.since': '実行時間',
-    'proc.detail': '詳細',
-    'proc.kind.orchestrator': 'オーケストレーター',
-    'proc.kind.planner': 'プランナー',
-    'proc.kind.worker': 'ワーカー',
-    'proc.kind.container': 'コンテナ',
-    'proc.daemon': 'multiverse serve（実行状態 {state}）',
-    'proc.plannerFor': 'チャット {session}',
-    'proc.workerAttempt': '試行 {attempt}',
-    'proc.noWorkers': '実行中の試行はありません。',
-    'proc.noContainers': 'このワークスペースのコンテナはありません。',
-    'proc.dockerUnavailable': 'コンテナを一覧できません: {why}',
-    'proc.loadFailed': 'プロセスを読み込めませんでした: {error}',
-    'proc.updated': '{ago}に更新',
-    'proc.logs': 'ライブログ',
-    'proc.filter': 'タスク',
-    'proc.filterAll': 'すべてのタスク',
-    'proc.pause': 'スクロールを止める',
-    'proc.resume': '新しい行を追う',
-    'proc.clear': 'クリア',
-    'proc.empty': '出力を待っています… タスクが動くとここに行が表示されます。',
-    'proc.capped': '最新の {n} 行だけを保持します。',
-    'proc.paused': 'スクロール停止中: 下に新しい行が {n} 行あります。',
-    'proc.line.task': '{from} → {to}',
-    'proc.line.attemptStarted': '試行 {attempt} 開始（pid {pid}）',
-    'proc.line.attemptEnded': '試行 {attempt} 終了: {status}、終了コード {code}',
-    'proc.line.attemptEndedSome': '試行終了: {status}、終了コード {code}',
-    'proc.line.skipped': '{bytes} バイトの行を省略しました（64 KiB 超）',
-    'proc.line.stopping': '停止中…',
-    'proc.line.added': '計画に追加されました',
-    'proc.line.now': '現在: {state}',
-  },
-});
 
 /** Log lines kept at most (the oldest go first). */
 export const MAX_LINES = 3000;
@@ -129,29 +48,6 @@ export function mount(root, ctx) {
   const table = h('div', { class: 'pr-table-slot' });
   const updated = h('span', { class: 'muted pr-updated' });
   const refreshButton = h('button', { type: 'button', class: 'btn btn-small', 'data-test': 'process-refresh', on: { click: () => refresh() } }, t('proc.refresh'));
-  const filter = h('select', { id: 'log-filter', 'data-test': 'log-filter', on: { change: (e) => { ui.filter = e.target.value; redrawLog(); } } });
-  const pauseButton = h('button', { type: 'button', class: 'btn btn-small', 'data-test': 'log-pause', 'aria-pressed': 'false', on: { click: () => setPaused(!ui.paused) } }, t('proc.pause'));
-  const clearButton = h('button', { type: 'button', class: 'btn btn-small btn-quiet', 'data-test': 'log-clear', on: { click: () => { ui.lines = []; redrawLog(); } } }, t('proc.clear'));
-  const pausedNote = h('button', { type: 'button', class: 'pr-paused', hidden: true, on: { click: () => setPaused(false) } });
-  const log = h('div', { class: 'pr-log', 'data-test': 'log', role: 'log', 'aria-live': 'off', tabindex: '0', on: { scroll: onScroll } });
-  clear(root).appendChild(
-    h(
-      'div',
-      { class: 'pr' },
-      h('h1', { class: 'view-title' }, t('proc.title')),
-      h('section', { class: 'card pr-card' }, h('div', { class: 'pr-bar' }, h('h2', {}, t('proc.processes')), h('span', { class: 'spacer' }), updated, refreshButton), table),
-      h(
-        'section',
-        { class: 'card pr-card pr-logs' },
-        h('div', { class: 'pr-bar' }, h('h2', {}, t('proc.logs')), h('span', { class: 'spacer' }), h('label', { for: 'log-filter' }, t('proc.filter')), filter, pauseButton, clearButton),
-        h('div', { class: 'pr-log-wrap' }, log, pausedNote),
-        h('p', { class: 'muted pr-small' }, t('proc.capped', { n: MAX_LINES })),
-      ),
-    ),
-  );
-
-  // --- processes ---------------------------------------------------------------
-
   const refresh = coalesce(async () => {
     try {
       ui.view = await api.get('/api/processes');
@@ -160,64 +56,117 @@ export function mount(root, ctx) {
       ui.error = e;
     }
     ui.at = Date.now();
-    if (!ui.gone) drawTable();
+    if (!ui.gone) drawTable({ ctx, clock, ui, table, updated });
   });
+  const logs = logPane({ store, ctx, ui, refresh });
+  clear(root).appendChild(
+    h(
+      'div',
+      { class: 'pr' },
+      h('h1', { class: 'view-title' }, t('proc.title')),
+      h('section', { class: 'card pr-card' }, h('div', { class: 'pr-bar' }, h('h2', {}, t('proc.processes')), h('span', { class: 'spacer' }), updated, refreshButton), table),
+      logs.section,
+    ),
+  );
 
-  function row(kind, what, pid, since, detail, attrs = {}) {
-    const sinceCell = h('td', {}, since ? duration(since) : '—');
-    if (since) clock.add((now) => (sinceCell.textContent = duration(since, null, now)));
-    return h(
-      'tr',
-      { class: `pr-row kind-${kind}`, 'data-test': 'process-row', 'data-kind': kind, ...attrs },
-      h('td', {}, h('span', { class: `pr-kind kind-${kind}` }, t(`proc.kind.${kind}`))),
-      h('td', { class: 'pr-what' }, what),
-      h('td', { class: 'mono' }, pid === null || pid === undefined ? '—' : String(pid)),
-      sinceCell,
-      h('td', { class: 'pr-detail' }, detail || ''),
-    );
-  }
-
-  function drawTable() {
+  const stream = api.events();
+  stream.addEventListener('task', logs.onTaskEvent);
+  const offs = [
+    () => stream.removeEventListener('task', logs.onTaskEvent),
+    store.on('run', logs.onRun),
+    store.on('attempt', logs.onAttempt),
+    store.on('chat', () => refresh()),
+    store.on('execution', () => refresh()),
+    store.on('tasks', logs.drawFilter),
+  ];
+  seed(store, ui);
+  logs.drawFilter();
+  logs.redrawLog();
+  refresh();
+  return () => {
+    ui.gone = true;
     clock.clear();
-    clock.add(() => (updated.textContent = ui.at ? t('proc.updated', { ago: ago(ui.at) }) : ''));
-    if (ui.error && !ui.view) {
-      table.replaceChildren(h('p', { class: 'error-text', role: 'alert' }, t('proc.loadFailed', { error: errorText(ui.error) })));
-      return;
-    }
-    if (!ui.view) return;
-    const v = ui.view;
-    const rows = [];
-    const o = v.orchestrator || {};
-    rows.push(row('orchestrator', t('proc.daemon', { state: t(`exec.${o.execution || 'IDLE'}`) }), o.pid, o.started_at, ''));
-    for (const p of v.planners || []) {
-      rows.push(row('planner', t('proc.plannerFor', { session: p.session }), null, p.since, '', { 'data-session': p.session }));
-    }
-    for (const w of v.workers || []) {
-      const open = h('button', { type: 'button', class: 'link-btn mono', 'data-task': w.task, on: { click: () => ctx.openTask(w.task) } }, w.task);
-      const what = h('span', {}, 'agent-runner · ', open, ' · ', t('proc.workerAttempt', { attempt: w.attempt }));
-      rows.push(row('worker', what, w.pid, w.started_at, h('span', { class: 'mono muted' }, w.run_dir), { 'data-task': w.task }));
-    }
-    const containers = v.containers || { listed: [] };
-    for (const c of containers.listed || []) {
-      rows.push(row('container', h('span', { class: 'mono' }, c.name || c.id), null, null, h('span', {}, c.status, ' ', h('span', { class: 'mono muted' }, c.run_dir)), { 'data-container': c.id }));
-    }
-    const notes = [];
-    if (!(v.workers || []).length) notes.push(h('p', { class: 'muted pr-small' }, t('proc.noWorkers')));
-    if (containers.unavailable) notes.push(h('p', { class: 'pr-docker', 'data-test': 'docker-unavailable' }, t('proc.dockerUnavailable', { why: containers.unavailable })));
-    else if (!(containers.listed || []).length) notes.push(h('p', { class: 'muted pr-small' }, t('proc.noContainers')));
-    if (ui.error) notes.push(h('p', { class: 'error-text' }, t('proc.loadFailed', { error: errorText(ui.error) })));
-    table.replaceChildren(
-      h(
-        'table',
-        { class: 'pr-table' },
-        h('thead', {}, h('tr', {}, ...['proc.kind', 'proc.what', 'proc.pid', 'proc.since', 'proc.detail'].map((k) => h('th', { scope: 'col' }, t(k))))),
-        h('tbody', {}, ...rows),
-      ),
-      ...notes,
-    );
-  }
+    offs.forEach((off) => off());
+  };
+}
 
-  // --- logs --------------------------------------------------------------------
+// --- processes -----------------------------------------------------------------
+
+function row(clock, kind, what, pid, since, detail, attrs = {}) {
+  const sinceCell = h('td', {}, since ? duration(since) : '—');
+  if (since) clock.add((now) => (sinceCell.textContent = duration(since, null, now)));
+  return h(
+    'tr',
+    { class: `pr-row kind-${kind}`, 'data-test': 'process-row', 'data-kind': kind, ...attrs },
+    h('td', {}, h('span', { class: `pr-kind kind-${kind}` }, t(`proc.kind.${kind}`))),
+    h('td', { class: 'pr-what' }, what),
+    h('td', { class: 'mono' }, pid === null || pid === undefined ? '—' : String(pid)),
+    sinceCell,
+    h('td', { class: 'pr-detail' }, detail || ''),
+  );
+}
+
+/** The daemon, the planners, the workers and their containers, each a row. */
+function drawTable({ ctx, clock, ui, table, updated }) {
+  clock.clear();
+  clock.add(() => (updated.textContent = ui.at ? t('proc.updated', { ago: ago(ui.at) }) : ''));
+  if (ui.error && !ui.view) {
+    table.replaceChildren(h('p', { class: 'error-text', role: 'alert' }, t('proc.loadFailed', { error: errorText(ui.error) })));
+    return;
+  }
+  if (!ui.view) return;
+  const v = ui.view;
+  const rows = [];
+  const o = v.orchestrator || {};
+  rows.push(row(clock, 'orchestrator', t('proc.daemon', { state: t(`exec.${o.execution || 'IDLE'}`) }), o.pid, o.started_at, ''));
+  for (const p of v.planners || []) {
+    rows.push(row(clock, 'planner', t('proc.plannerFor', { session: p.session }), null, p.since, '', { 'data-session': p.session }));
+  }
+  for (const w of v.workers || []) {
+    const open = h('button', { type: 'button', class: 'link-btn mono', 'data-task': w.task, on: { click: () => ctx.openTask(w.task) } }, w.task);
+    const what = h('span', {}, 'agent-runner · ', open, ' · ', t('proc.workerAttempt', { attempt: w.attempt }));
+    rows.push(row(clock, 'worker', what, w.pid, w.started_at, h('span', { class: 'mono muted' }, w.run_dir), { 'data-task': w.task }));
+  }
+  const containers = v.containers || { listed: [] };
+  for (const c of containers.listed || []) {
+    rows.push(row(clock, 'container', h('span', { class: 'mono' }, c.name || c.id), null, null, h('span', {}, c.status, ' ', h('span', { class: 'mono muted' }, c.run_dir)), { 'data-container': c.id }));
+  }
+  const notes = [];
+  if (!(v.workers || []).length) notes.push(h('p', { class: 'muted pr-small' }, t('proc.noWorkers')));
+  if (containers.unavailable) notes.push(h('p', { class: 'pr-docker', 'data-test': 'docker-unavailable' }, t('proc.dockerUnavailable', { why: containers.unavailable })));
+  else if (!(containers.listed || []).length) notes.push(h('p', { class: 'muted pr-small' }, t('proc.noContainers')));
+  if (ui.error) notes.push(h('p', { class: 'error-text' }, t('proc.loadFailed', { error: errorText(ui.error) })));
+  table.replaceChildren(
+    h(
+      'table',
+      { class: 'pr-table' },
+      h('thead', {}, h('tr', {}, ...['proc.kind', 'proc.what', 'proc.pid', 'proc.since', 'proc.detail'].map((k) => h('th', { scope: 'col' }, t(k))))),
+      h('tbody', {}, ...rows),
+    ),
+    ...notes,
+  );
+}
+
+// --- logs ----------------------------------------------------------------------
+
+/**
+ * The live log: every run's lines and the tasks' changes as they come, filtered by task,
+ * followed unless paused (scrolling up pauses it). Returns its section and what the view
+ * calls: {section, onRun, onTaskEvent, onAttempt, drawFilter, redrawLog}.
+ */
+function logPane({ store, ctx, ui, refresh }) {
+  const filter = h('select', { id: 'log-filter', 'data-test': 'log-filter', on: { change: (e) => { ui.filter = e.target.value; redrawLog(); } } });
+  const pauseButton = h('button', { type: 'button', class: 'btn btn-small', 'data-test': 'log-pause', 'aria-pressed': 'false', on: { click: () => setPaused(!ui.paused) } }, t('proc.pause'));
+  const clearButton = h('button', { type: 'button', class: 'btn btn-small btn-quiet', 'data-test': 'log-clear', on: { click: () => { ui.lines = []; redrawLog(); } } }, t('proc.clear'));
+  const pausedNote = h('button', { type: 'button', class: 'pr-paused', hidden: true, on: { click: () => setPaused(false) } });
+  const log = h('div', { class: 'pr-log', 'data-test': 'log', role: 'log', 'aria-live': 'off', tabindex: '0', on: { scroll: onScroll } });
+  const section = h(
+    'section',
+    { class: 'card pr-card pr-logs' },
+    h('div', { class: 'pr-bar' }, h('h2', {}, t('proc.logs')), h('span', { class: 'spacer' }), h('label', { for: 'log-filter' }, t('proc.filter')), filter, pauseButton, clearButton),
+    h('div', { class: 'pr-log-wrap' }, log, pausedNote),
+    h('p', { class: 'muted pr-small' }, t('proc.capped', { n: MAX_LINES })),
+  );
 
   function addLine(task, attempt, line) {
     const entry = { seq: ++ui.seq, task, attempt, at: line.ts ?? Date.now(), ...line };
@@ -335,41 +284,23 @@ export function mount(root, ctx) {
     refresh();
   }
 
-  // What the store kept before this view was opened: each task's last run lines.
-  function seed() {
-    const kept = [];
-    for (const lines of store.runLines.values()) for (const d of lines) kept.push(d);
-    kept.sort((a, b) => (toMs(a.event && a.event.ts) ?? 0) - (toMs(b.event && b.event.ts) ?? 0));
-    for (const d of kept.slice(-MAX_LINES)) {
-      const line = runLine(d);
-      ui.lines.push({ seq: ++ui.seq, task: d.task, attempt: d.attempt, at: line.ts ?? Date.now(), ...line });
-    }
-    // Where each task in flight stands now: its changes before this view opened were
-    // not seen here, and an attempt may write no events at all.
-    for (const r of store.rows()) {
-      if (r.state !== 'RUNNING' && r.state !== 'RETRY_WAIT') continue;
-      const text = t('proc.line.now', { state: t(`state.${r.state}`) }) + (r.message ? ` — ${r.message}` : '');
-      ui.lines.push({ seq: ++ui.seq, task: r.id, attempt: r.attempts || null, at: Date.now(), kind: 'task', text, level: r.state === 'RUNNING' ? 'state' : 'warn', ts: null });
-    }
-  }
+  return { section, onRun, onTaskEvent, onAttempt, drawFilter, redrawLog };
+}
 
-  const stream = api.events();
-  stream.addEventListener('task', onTaskEvent);
-  const offs = [
-    () => stream.removeEventListener('task', onTaskEvent),
-    store.on('run', onRun),
-    store.on('attempt', onAttempt),
-    store.on('chat', () => refresh()),
-    store.on('execution', () => refresh()),
-    store.on('tasks', drawFilter),
-  ];
-  seed();
-  drawFilter();
-  redrawLog();
-  refresh();
-  return () => {
-    ui.gone = true;
-    clock.clear();
-    offs.forEach((off) => off());
-  };
+// What the store kept before this view was opened: each task's last run lines.
+function seed(store, ui) {
+  const kept = [];
+  for (const lines of store.runLines.values()) for (const d of lines) kept.push(d);
+  kept.sort((a, b) => (toMs(a.event && a.event.ts) ?? 0) - (toMs(b.event && b.event.ts) ?? 0));
+  for (const d of kept.slice(-MAX_LINES)) {
+    const line = runLine(d);
+    ui.lines.push({ seq: ++ui.seq, task: d.task, attempt: d.attempt, at: line.ts ?? Date.now(), ...line });
+  }
+  // Where each task in flight stands now: its changes before this view opened were
+  // not seen here, and an attempt may write no events at all.
+  for (const r of store.rows()) {
+    if (r.state !== 'RUNNING' && r.state !== 'RETRY_WAIT') continue;
+    const text = t('proc.line.now', { state: t(`state.${r.state}`) }) + (r.message ? ` — ${r.message}` : '');
+    ui.lines.push({ seq: ++ui.seq, task: r.id, attempt: r.attempts || null, at: Date.now(), kind: 'task', text, level: r.state === 'RUNNING' ? 'state' : 'warn', ts: null });
+  }
 }

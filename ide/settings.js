@@ -5,99 +5,8 @@
 // test of the form's values (POST /api/settings/test; nothing is saved by it).
 
 import { h, clear } from './dom.js';
-import { register, t, locale } from './i18n.js';
+import { t, locale } from './i18n.js';
 import { errorText } from './panels.js';
-
-register({
-  en: {
-    'settings.title': 'Settings',
-    'settings.planner': 'Chat planner',
-    'settings.intro': 'The LLM the chat asks to turn a request into tasks. Changes apply from the next chat turn and are written to the workspace\'s config.json.',
-    'settings.provider': 'Provider',
-    'settings.provider.openai-chat': 'OpenAI-compatible API (openai-chat)',
-    'settings.provider.codex-cli': 'Codex CLI (codex-cli)',
-    'settings.provider.claude-code': 'Claude Code CLI (claude-code)',
-    'settings.provider.mock': 'Offline mock (mock)',
-    'settings.providerHelp.openai-chat': 'POST <base URL>/chat/completions with the key read from the variable below.',
-    'settings.providerHelp.codex-cli': 'Runs `codex exec` on this machine; it must be installed and logged in.',
-    'settings.providerHelp.claude-code': 'Runs `claude -p` on this machine; it must be installed and logged in.',
-    'settings.providerHelp.mock': 'No LLM: each "- " line of a message becomes a task. For trying Multiverse out.',
-    'settings.model': 'Model',
-    'settings.modelHelp': 'Default for this provider: {model}',
-    'settings.keyEnv': 'API key variable',
-    'settings.keyEnvHelp': 'The NAME of an environment variable of the daemon ending in _API_KEY (e.g. OPENAI_API_KEY), not the key itself. The key is never stored or shown.',
-    'settings.testKey': 'Key for this test',
-    'settings.testKeyHelp': 'Another base URL or variable than the saved ones is tested with a key typed here: the daemon sends its saved key only to the saved base URL. This key is used for this one test and never saved.',
-    'settings.keySet': '{name} is set in the daemon\'s environment.',
-    'settings.keyNotSet': '{name} is not set in the daemon\'s environment: set it and restart `multiverse serve`.',
-    'settings.baseUrl': 'Base URL',
-    'settings.baseUrlHelp': 'http:// or https://; `/chat/completions` is appended.',
-    'settings.command': 'Command',
-    'settings.commandDefault': 'default on PATH',
-    'settings.save': 'Save',
-    'settings.saving': 'Saving…',
-    'settings.saved': 'Settings saved; the next chat turn uses them.',
-    'settings.unsaved': 'Unsaved changes',
-    'settings.test': 'Test connection',
-    'settings.testing': 'Testing…',
-    'settings.testHint': 'Tests the values in this form; nothing is saved',
-    'settings.testOk': 'Connected: {provider} {model} answered in {ms} ms.',
-    'settings.testFailed': 'The test failed after {ms} ms.',
-    'settings.loadFailed': 'Could not load the settings: {error}',
-    'settings.saveFailed': 'Not saved: {error}',
-    'settings.err.settings.unknown_provider': 'Unknown provider.',
-    'settings.err.settings.empty_model': 'Enter a model.',
-    'settings.err.settings.model_too_long': 'The model name is too long.',
-    'settings.err.settings.bad_key_variable': 'Enter the NAME of an environment variable ending in _API_KEY (letters, digits and _, not starting with a digit), not the key itself.',
-    'settings.err.settings.bad_base_url': 'The base URL must start with http:// or https://.',
-    'settings.err.settings.not_for_provider': 'Only openai-chat takes a key variable and a base URL.',
-    'settings.err.settings.invalid': 'The planner block in config.json is not valid.',
-  },
-  ja: {
-    'settings.title': '設定',
-    'settings.planner': 'チャットのプランナー',
-    'settings.intro': '依頼をタスクに分解するためにチャットが使う LLM です。変更は次のチャットから使われ、ワークスペースの config.json に書き込まれます。',
-    'settings.provider': 'プロバイダー',
-    'settings.provider.openai-chat': 'OpenAI 互換 API (openai-chat)',
-    'settings.provider.codex-cli': 'Codex CLI (codex-cli)',
-    'settings.provider.claude-code': 'Claude Code CLI (claude-code)',
-    'settings.provider.mock': 'オフラインのモック (mock)',
-    'settings.providerHelp.openai-chat': '<ベース URL>/chat/completions に、下の環境変数から読んだキーで POST します。',
-    'settings.providerHelp.codex-cli': 'このマシンで `codex exec` を実行します。インストールとログインが必要です。',
-    'settings.providerHelp.claude-code': 'このマシンで `claude -p` を実行します。インストールとログインが必要です。',
-    'settings.providerHelp.mock': 'LLM を使いません。メッセージの「- 」行がそれぞれタスクになります。お試し用です。',
-    'settings.model': 'モデル',
-    'settings.modelHelp': 'このプロバイダーの既定: {model}',
-    'settings.keyEnv': 'API キーの環境変数',
-    'settings.keyEnvHelp': 'デーモンの環境変数の「名前」で、_API_KEY で終わるもの（例: OPENAI_API_KEY）です。キーそのものではありません。キーは保存も表示もされません。',
-    'settings.testKey': 'このテスト用のキー',
-    'settings.testKeyHelp': '保存済みと異なるベース URL や環境変数は、ここに入力したキーでテストします。デーモンは保存済みのキーを保存済みのベース URL にだけ送ります。このキーはこのテストにだけ使われ、保存されません。',
-    'settings.keySet': '{name} はデーモンの環境で設定されています。',
-    'settings.keyNotSet': '{name} はデーモンの環境で設定されていません。設定して `multiverse serve` を再起動してください。',
-    'settings.baseUrl': 'ベース URL',
-    'settings.baseUrlHelp': 'http:// または https://。末尾に `/chat/completions` が付きます。',
-    'settings.command': 'コマンド',
-    'settings.commandDefault': 'PATH 上の既定',
-    'settings.save': '保存',
-    'settings.saving': '保存中…',
-    'settings.saved': '設定を保存しました。次のチャットから使われます。',
-    'settings.unsaved': '未保存の変更があります',
-    'settings.test': '接続テスト',
-    'settings.testing': 'テスト中…',
-    'settings.testHint': 'このフォームの値でテストします（保存はされません）',
-    'settings.testOk': '接続できました: {provider} {model} が {ms} ms で応答しました。',
-    'settings.testFailed': '{ms} ms でテストに失敗しました。',
-    'settings.loadFailed': '設定を読み込めませんでした: {error}',
-    'settings.saveFailed': '保存されませんでした: {error}',
-    'settings.err.settings.unknown_provider': '不明なプロバイダーです。',
-    'settings.err.settings.empty_model': 'モデルを入力してください。',
-    'settings.err.settings.model_too_long': 'モデル名が長すぎます。',
-    'settings.err.settings.bad_key_variable': '_API_KEY で終わる環境変数の「名前」を入力してください（英数字と _、数字で始まらない）。キーそのものは入力しないでください。',
-    'settings.err.settings.bad_base_url': 'ベース URL は http:// か https:// で始めてください。',
-    'settings.err.settings.not_for_provider': 'キーの環境変数とベース URL を使うのは openai-chat だけです。',
-    'settings.err.settings.invalid': 'config.json のプランナー設定が不正です。',
-  },
-});
 
 export const PROVIDERS = ['openai-chat', 'codex-cli', 'claude-code', 'mock'];
 
@@ -140,11 +49,22 @@ export function settingsBody(form) {
 export function mount(root, ctx) {
   const { api } = ctx;
   const ui = { saved: null, busy: null, errors: new Map(), general: null, result: null, gone: false };
+  // The form's parts and what its handlers share.
+  const f = { api, ctx, ui };
+  clear(root).appendChild(h('div', { class: 'st' }, h('h1', { class: 'view-title' }, t('settings.title')), buildForm(f)));
+  drawState(f);
+  load(f);
+  return () => {
+    ui.gone = true;
+  };
+}
 
-  const provider = h('select', { id: 'set-provider', 'data-test': 'settings-provider', on: { change: onProvider } }, ...PROVIDERS.map((p) => h('option', { value: p }, t(`settings.provider.${p}`))));
-  const model = h('input', { type: 'text', id: 'set-model', 'data-test': 'settings-model', autocomplete: 'off', spellcheck: 'false', on: { input: changed } });
-  const keyEnv = h('input', { type: 'text', id: 'set-key-env', 'data-test': 'settings-key-env', autocomplete: 'off', spellcheck: 'false', placeholder: 'OPENAI_API_KEY', on: { input: changed } });
-  const baseUrl = h('input', { type: 'url', id: 'set-base-url', 'data-test': 'settings-base-url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://api.openai.com/v1', on: { input: changed } });
+/** The form: provider, model, the openai-chat endpoint's fields, Save and Test. */
+function buildForm(f) {
+  const provider = h('select', { id: 'set-provider', 'data-test': 'settings-provider', on: { change: () => onProvider(f) } }, ...PROVIDERS.map((p) => h('option', { value: p }, t(`settings.provider.${p}`))));
+  const model = h('input', { type: 'text', id: 'set-model', 'data-test': 'settings-model', autocomplete: 'off', spellcheck: 'false', on: { input: () => changed(f) } });
+  const keyEnv = h('input', { type: 'text', id: 'set-key-env', 'data-test': 'settings-key-env', autocomplete: 'off', spellcheck: 'false', placeholder: 'OPENAI_API_KEY', on: { input: () => changed(f) } });
+  const baseUrl = h('input', { type: 'url', id: 'set-base-url', 'data-test': 'settings-base-url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://api.openai.com/v1', on: { input: () => changed(f) } });
   // Only for a test of an endpoint or variable that is not the saved one; sent with that
   // test alone, never with a save, and cleared once used.
   const testKey = h('input', { type: 'password', id: 'set-test-key', 'data-test': 'settings-test-key', autocomplete: 'off', spellcheck: 'false' });
@@ -166,13 +86,13 @@ export function mount(root, ctx) {
   );
   const testKeyField = field('set-test-key', 'settings.testKey', testKey, [h('p', { class: 'muted st-help' }, t('settings.testKeyHelp'))], null);
   const save = h('button', { type: 'submit', class: 'btn btn-primary', 'data-test': 'settings-save' }, t('settings.save'));
-  const test = h('button', { type: 'button', class: 'btn', 'data-test': 'settings-test', title: t('settings.testHint'), on: { click: runTest } }, t('settings.test'));
+  const test = h('button', { type: 'button', class: 'btn', 'data-test': 'settings-test', title: t('settings.testHint'), on: { click: () => runTest(f) } }, t('settings.test'));
   const status = h('span', { class: 'muted st-status', role: 'status' });
   const general = h('div', { class: 'st-general', 'aria-live': 'polite' });
   const result = h('div', { class: 'st-result-slot', 'aria-live': 'polite' });
   const form = h(
     'form',
-    { class: 'card st-form', novalidate: true, on: { submit: (e) => { e.preventDefault(); runSave(); } } },
+    { class: 'card st-form', novalidate: true, on: { submit: (e) => { e.preventDefault(); runSave(f); } } },
     h('h2', {}, t('settings.planner')),
     h('p', { class: 'muted' }, t('settings.intro')),
     field('set-provider', 'settings.provider', provider, [providerHelp], errorSlots.provider),
@@ -184,181 +104,188 @@ export function mount(root, ctx) {
     general,
     result,
   );
-  clear(root).appendChild(h('div', { class: 'st' }, h('h1', { class: 'view-title' }, t('settings.title')), form));
+  Object.assign(f, { provider, model, keyEnv, baseUrl, testKey, providerHelp, modelHelp, keyState, command, errorSlots, openaiOnly, testKeyField, save, test, status, general, result });
+  return form;
+}
 
-  function field(id, label, input, help, error) {
-    input.setAttribute('aria-describedby', `${id}-help`);
-    return h('div', { class: 'field' }, h('label', { for: id }, t(label)), input, h('div', { id: `${id}-help` }, ...help), error);
+function field(id, label, input, help, error) {
+  input.setAttribute('aria-describedby', `${id}-help`);
+  return h('div', { class: 'field' }, h('label', { for: id }, t(label)), input, h('div', { id: `${id}-help` }, ...help), error);
+}
+
+function values(f) {
+  const { provider, model, keyEnv, baseUrl } = f;
+  return { provider: provider.value, model: model.value, keyEnv: keyEnv.value, baseUrl: baseUrl.value };
+}
+
+function onProvider(f) {
+  const { ui, provider, model } = f;
+  // A model left at the old provider's default follows the new provider's.
+  const before = ui.lastProvider;
+  if (!model.value.trim() || model.value.trim() === DEFAULT_MODELS[before]) model.value = DEFAULT_MODELS[provider.value] || '';
+  ui.lastProvider = provider.value;
+  changed(f);
+}
+
+function changed(f) {
+  const { ui } = f;
+  ui.errors.clear();
+  ui.general = null;
+  drawState(f);
+}
+
+function fill(f, s) {
+  const { ui, provider, model, keyEnv, baseUrl } = f;
+  ui.saved = s;
+  provider.value = PROVIDERS.includes(s.provider) ? s.provider : 'openai-chat';
+  ui.lastProvider = provider.value;
+  model.value = s.model || '';
+  keyEnv.value = s.api_key_env || '';
+  baseUrl.value = s.base_url || '';
+}
+
+/** Whether the form names another endpoint or key variable than the saved ones (the
+ * daemon then sends no key unless one is typed for the test). */
+function endpointChanged(f) {
+  const { ui, provider } = f;
+  const s = ui.saved;
+  if (!s || provider.value !== 'openai-chat') return false;
+  const v = settingsBody(values(f));
+  const url = (x) => String(x || '').replace(/\/+$/, '');
+  return s.provider !== 'openai-chat' || (v.api_key_env || s.api_key_env || '') !== (s.api_key_env || '') || url(v.base_url || s.base_url) !== url(s.base_url);
+}
+
+function dirty(f) {
+  const { ui } = f;
+  if (!ui.saved) return false;
+  const v = settingsBody(values(f));
+  const s = ui.saved;
+  return v.provider !== s.provider || v.model !== s.model ||
+    (v.provider === 'openai-chat' && ((v.api_key_env || '') !== (s.api_key_env || '') || (v.base_url || '') !== (s.base_url || '')));
+}
+
+function drawState(f) {
+  const { ui, provider, model, keyEnv, baseUrl, providerHelp, modelHelp, keyState, command, errorSlots, openaiOnly, testKeyField, save, test, status, general } = f;
+  const p = provider.value;
+  providerHelp.textContent = t(`settings.providerHelp.${p}`);
+  modelHelp.textContent = t('settings.modelHelp', { model: DEFAULT_MODELS[p] || '—' });
+  openaiOnly.hidden = p !== 'openai-chat';
+  testKeyField.hidden = !endpointChanged(f);
+  const s = ui.saved;
+  if (s && p === 'openai-chat' && s.provider === 'openai-chat' && keyEnv.value.trim() === (s.api_key_env || '')) {
+    keyState.hidden = false;
+    keyState.className = `st-key ${s.api_key_set ? 'ok' : 'bad'}`;
+    keyState.setAttribute('data-test', 'settings-key-set');
+    keyState.setAttribute('data-set', String(Boolean(s.api_key_set)));
+    keyState.textContent = t(s.api_key_set ? 'settings.keySet' : 'settings.keyNotSet', { name: s.api_key_env || '' });
+  } else {
+    keyState.hidden = true;
   }
-
-  function values() {
-    return { provider: provider.value, model: model.value, keyEnv: keyEnv.value, baseUrl: baseUrl.value };
-  }
-
-  function onProvider() {
-    // A model left at the old provider's default follows the new provider's.
-    const before = ui.lastProvider;
-    if (!model.value.trim() || model.value.trim() === DEFAULT_MODELS[before]) model.value = DEFAULT_MODELS[provider.value] || '';
-    ui.lastProvider = provider.value;
-    changed();
-  }
-
-  function changed() {
-    ui.errors.clear();
-    ui.general = null;
-    drawState();
-  }
-
-  function fill(s) {
-    ui.saved = s;
-    provider.value = PROVIDERS.includes(s.provider) ? s.provider : 'openai-chat';
-    ui.lastProvider = provider.value;
-    model.value = s.model || '';
-    keyEnv.value = s.api_key_env || '';
-    baseUrl.value = s.base_url || '';
-  }
-
-  /** Whether the form names another endpoint or key variable than the saved ones (the
-   * daemon then sends no key unless one is typed for the test). */
-  function endpointChanged() {
-    const s = ui.saved;
-    if (!s || provider.value !== 'openai-chat') return false;
-    const v = settingsBody(values());
-    const url = (x) => String(x || '').replace(/\/+$/, '');
-    return s.provider !== 'openai-chat' || (v.api_key_env || s.api_key_env || '') !== (s.api_key_env || '') || url(v.base_url || s.base_url) !== url(s.base_url);
-  }
-
-  function dirty() {
-    if (!ui.saved) return false;
-    const v = settingsBody(values());
-    const s = ui.saved;
-    return v.provider !== s.provider || v.model !== s.model ||
-      (v.provider === 'openai-chat' && ((v.api_key_env || '') !== (s.api_key_env || '') || (v.base_url || '') !== (s.base_url || '')));
-  }
-
-  function drawState() {
-    const p = provider.value;
-    providerHelp.textContent = t(`settings.providerHelp.${p}`);
-    modelHelp.textContent = t('settings.modelHelp', { model: DEFAULT_MODELS[p] || '—' });
-    openaiOnly.hidden = p !== 'openai-chat';
-    testKeyField.hidden = !endpointChanged();
-    const s = ui.saved;
-    if (s && p === 'openai-chat' && s.provider === 'openai-chat' && keyEnv.value.trim() === (s.api_key_env || '')) {
-      keyState.hidden = false;
-      keyState.className = `st-key ${s.api_key_set ? 'ok' : 'bad'}`;
-      keyState.setAttribute('data-test', 'settings-key-set');
-      keyState.setAttribute('data-set', String(Boolean(s.api_key_set)));
-      keyState.textContent = t(s.api_key_set ? 'settings.keySet' : 'settings.keyNotSet', { name: s.api_key_env || '' });
+  const cli = p === 'codex-cli' || p === 'claude-code';
+  command.hidden = !cli;
+  if (cli) command.textContent = `${t('settings.command')}: ${s && s.provider === p && s.command ? s.command : t('settings.commandDefault')}`;
+  for (const [name, slot] of Object.entries(errorSlots)) {
+    const err = ui.errors.get(name);
+    if (err) {
+      slot.setAttribute('data-test', 'settings-error');
+      slot.setAttribute('data-key', err.key);
+      slot.textContent = err.text;
+      slot.hidden = false;
     } else {
-      keyState.hidden = true;
+      slot.removeAttribute('data-test');
+      slot.textContent = '';
+      slot.hidden = true;
     }
-    const cli = p === 'codex-cli' || p === 'claude-code';
-    command.hidden = !cli;
-    if (cli) command.textContent = `${t('settings.command')}: ${s && s.provider === p && s.command ? s.command : t('settings.commandDefault')}`;
-    for (const [name, slot] of Object.entries(errorSlots)) {
-      const err = ui.errors.get(name);
-      if (err) {
-        slot.setAttribute('data-test', 'settings-error');
-        slot.setAttribute('data-key', err.key);
-        slot.textContent = err.text;
-        slot.hidden = false;
-      } else {
-        slot.removeAttribute('data-test');
-        slot.textContent = '';
-        slot.hidden = true;
-      }
-    }
-    for (const [name, input] of [['provider', provider], ['model', model], ['keyEnv', keyEnv], ['baseUrl', baseUrl]]) {
-      if (ui.errors.has(name)) input.setAttribute('aria-invalid', 'true');
-      else input.removeAttribute('aria-invalid');
-    }
-    general.replaceChildren(...(ui.general ? [h('p', { class: 'error-text', 'data-test': 'settings-error', 'data-key': ui.general.key || '', role: 'alert' }, ui.general.text)] : []));
-    save.disabled = ui.busy !== null;
-    test.disabled = ui.busy !== null;
-    save.textContent = t(ui.busy === 'save' ? 'settings.saving' : 'settings.save');
-    test.textContent = t(ui.busy === 'test' ? 'settings.testing' : 'settings.test');
-    if (!ui.busy) status.textContent = dirty() ? t('settings.unsaved') : '';
   }
-
-  /** Shows a refusal at its field (or above the buttons when it names none). */
-  function refused(e) {
-    const key = e && e.key;
-    const localised = key && t(`settings.err.${key}`) !== `settings.err.${key}` ? t(`settings.err.${key}`) : null;
-    // The server's message says exactly what was wrong; the localised line says it in
-    // the page's language. A key pasted as the variable is never echoed by the server.
-    // In English the server's own message is the more precise of the two.
-    const text = localised && locale !== 'en' ? `${localised}（${e.message}）` : e && e.message ? e.message : errorText(e);
-    const where = fieldOfError(key, e && e.message);
-    if (where) ui.errors.set(where, { key, text });
-    else ui.general = { key, text: t('settings.saveFailed', { error: text }) };
-    drawState();
-    const input = { provider, model, keyEnv, baseUrl }[where];
-    if (input) input.focus();
+  for (const [name, input] of [['provider', provider], ['model', model], ['keyEnv', keyEnv], ['baseUrl', baseUrl]]) {
+    if (ui.errors.has(name)) input.setAttribute('aria-invalid', 'true');
+    else input.removeAttribute('aria-invalid');
   }
+  general.replaceChildren(...(ui.general ? [h('p', { class: 'error-text', 'data-test': 'settings-error', 'data-key': ui.general.key || '', role: 'alert' }, ui.general.text)] : []));
+  save.disabled = ui.busy !== null;
+  test.disabled = ui.busy !== null;
+  save.textContent = t(ui.busy === 'save' ? 'settings.saving' : 'settings.save');
+  test.textContent = t(ui.busy === 'test' ? 'settings.testing' : 'settings.test');
+  if (!ui.busy) status.textContent = dirty(f) ? t('settings.unsaved') : '';
+}
 
-  async function load() {
-    try {
-      fill(await api.get('/api/settings'));
-      ui.general = null;
-    } catch (e) {
-      ui.general = { key: e.key, text: t('settings.loadFailed', { error: errorText(e) }) };
-    }
-    if (!ui.gone) drawState();
-  }
+/** Shows a refusal at its field (or above the buttons when it names none). */
+function refused(f, e) {
+  const { ui, provider, model, keyEnv, baseUrl } = f;
+  const key = e && e.key;
+  const localised = key && t(`settings.err.${key}`) !== `settings.err.${key}` ? t(`settings.err.${key}`) : null;
+  // The server's message says exactly what was wrong; the localised line says it in
+  // the page's language. A key pasted as the variable is never echoed by the server.
+  // In English the server's own message is the more precise of the two.
+  const text = localised && locale !== 'en' ? `${localised}（${e.message}）` : e && e.message ? e.message : errorText(e);
+  const where = fieldOfError(key, e && e.message);
+  if (where) ui.errors.set(where, { key, text });
+  else ui.general = { key, text: t('settings.saveFailed', { error: text }) };
+  drawState(f);
+  const input = { provider, model, keyEnv, baseUrl }[where];
+  if (input) input.focus();
+}
 
-  async function runSave() {
-    if (ui.busy) return;
-    ui.busy = 'save';
-    ui.errors.clear();
+async function load(f) {
+  const { api, ui } = f;
+  try {
+    fill(f, await api.get('/api/settings'));
     ui.general = null;
-    drawState();
-    try {
-      const saved = await api.put('/api/settings', settingsBody(values()));
-      fill(saved);
-      ui.busy = null;
-      status.textContent = t('settings.saved');
-      ctx.toast(t('settings.saved'), 'info');
-      drawState();
-      status.textContent = t('settings.saved');
-    } catch (e) {
-      ui.busy = null;
-      refused(e);
-    }
+  } catch (e) {
+    ui.general = { key: e.key, text: t('settings.loadFailed', { error: errorText(e) }) };
   }
+  if (!ui.gone) drawState(f);
+}
 
-  async function runTest() {
-    if (ui.busy) return;
-    ui.busy = 'test';
-    ui.errors.clear();
-    ui.general = null;
-    result.replaceChildren();
-    drawState();
-    try {
-      const body = settingsBody(values());
-      const typed = testKey.value.trim();
-      if (typed && endpointChanged()) body.api_key = typed;
-      testKey.value = '';
-      const answer = await api.post('/api/settings/test', body);
-      ui.busy = null;
-      showResult(answer);
-      drawState();
-    } catch (e) {
-      ui.busy = null;
-      refused(e);
-    }
+async function runSave(f) {
+  const { api, ctx, ui, status } = f;
+  if (ui.busy) return;
+  ui.busy = 'save';
+  ui.errors.clear();
+  ui.general = null;
+  drawState(f);
+  try {
+    const saved = await api.put('/api/settings', settingsBody(values(f)));
+    fill(f, saved);
+    ui.busy = null;
+    status.textContent = t('settings.saved');
+    ctx.toast(t('settings.saved'), 'info');
+    drawState(f);
+    status.textContent = t('settings.saved');
+  } catch (e) {
+    ui.busy = null;
+    refused(f, e);
   }
+}
 
-  function showResult(r) {
-    const ok = Boolean(r.ok);
-    const lines = [h('p', { class: 'st-result-head' }, ok ? t('settings.testOk', { provider: r.provider, model: r.model, ms: r.latency_ms }) : t('settings.testFailed', { ms: r.latency_ms }))];
-    if (r.error) lines.push(h('p', { class: 'st-result-error' }, h('span', { class: 'mono' }, r.error.key), ' ', r.error.message));
-    if (r.detail) lines.push(h('p', { class: 'muted st-result-detail' }, r.detail));
-    result.replaceChildren(h('div', { class: `st-result ${ok ? 'ok' : 'bad'}`, 'data-test': 'settings-result', 'data-ok': String(ok), role: 'status' }, ...lines));
+async function runTest(f) {
+  const { api, ui, testKey, result } = f;
+  if (ui.busy) return;
+  ui.busy = 'test';
+  ui.errors.clear();
+  ui.general = null;
+  result.replaceChildren();
+  drawState(f);
+  try {
+    const body = settingsBody(values(f));
+    const typed = testKey.value.trim();
+    if (typed && endpointChanged(f)) body.api_key = typed;
+    testKey.value = '';
+    const answer = await api.post('/api/settings/test', body);
+    ui.busy = null;
+    showResult(f, answer);
+    drawState(f);
+  } catch (e) {
+    ui.busy = null;
+    refused(f, e);
   }
+}
 
-  drawState();
-  load();
-  return () => {
-    ui.gone = true;
-  };
+function showResult(f, r) {
+  const { result } = f;
+  const ok = Boolean(r.ok);
+  const lines = [h('p', { class: 'st-result-head' }, ok ? t('settings.testOk', { provider: r.provider, model: r.model, ms: r.latency_ms }) : t('settings.testFailed', { ms: r.latency_ms }))];
+  if (r.error) lines.push(h('p', { class: 'st-result-error' }, h('span', { class: 'mono' }, r.error.key), ' ', r.error.message));
+  if (r.detail) lines.push(h('p', { class: 'muted st-result-detail' }, r.detail));
+  result.replaceChildren(h('div', { class: `st-result ${ok ? 'ok' : 'bad'}`, 'data-test': 'settings-result', 'data-ok': String(ok), role: 'status' }, ...lines));
 }

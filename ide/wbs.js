@@ -5,36 +5,7 @@
 // when the list of tasks is replaced.
 
 import { h, clear, icon } from './dom.js';
-import { register, t, formatDuration } from './i18n.js';
-
-register({
-  en: {
-    'wbs.label': 'Work breakdown',
-    'wbs.unassigned': 'Unassigned',
-    'wbs.progress': '{done} of {total} succeeded',
-    'wbs.expandAll': 'Expand all',
-    'wbs.collapseAll': 'Collapse all',
-    'wbs.toggle': 'Show or hide {name}',
-    'wbs.attempts': '{n}×',
-    'wbs.retryIn': 'retry in {time}',
-    'wbs.filter': 'Filter tasks',
-    'wbs.filterHint': 'Show only the tasks whose id or title contains this',
-    'wbs.noMatch': 'No task matches “{q}”.',
-  },
-  ja: {
-    'wbs.label': 'WBS（作業分解構成）',
-    'wbs.unassigned': '未割り当て',
-    'wbs.progress': '{total} 件中 {done} 件成功',
-    'wbs.expandAll': 'すべて展開',
-    'wbs.collapseAll': 'すべて折りたたむ',
-    'wbs.toggle': '{name} の表示を切り替え',
-    'wbs.attempts': '{n} 回',
-    'wbs.retryIn': '{time}後に再試行',
-    'wbs.filter': 'タスクを絞り込み',
-    'wbs.filterHint': 'ID またはタイトルにこの文字列を含むタスクだけを表示します',
-    'wbs.noMatch': '「{q}」に一致するタスクはありません。',
-  },
-});
+import { t, formatDuration } from './i18n.js';
 
 // Groups in order of first appearance in the WBS order; "Unassigned" last.
 export function groupRows(rows) {
@@ -126,10 +97,11 @@ export function mountWbs(root, ctx) {
     noMatch.textContent = t('wbs.noMatch', { q: filter.value.trim() });
   }
   root.appendChild(wrap);
-  let keys = [];
+  // What the rows and groups share: they fill these as they are built.
+  const w = { store, openTask, collapsed, rowEls, groupsOf, keys: [] };
 
   function setAll(closed) {
-    for (const k of keys) {
+    for (const k of w.keys) {
       if (closed) collapsed.add(k);
       else collapsed.delete(k);
     }
@@ -137,136 +109,18 @@ export function mountWbs(root, ctx) {
   }
 
   // Depth in the task tree (a task's parent is another task), for indentation.
-  function depthOf(row) {
-    let d = 0;
-    let p = row.parent;
-    const seen = new Set();
-    while (p && store.tasks.has(p) && !seen.has(p) && d < 8) {
-      seen.add(p);
-      d++;
-      p = store.tasks.get(p).parent;
-    }
-    return d;
-  }
-
-  function taskRow(row) {
-    const el = h('div', {
-      class: 'wbs-task',
-      'data-test': 'wbs-task',
-      'data-task': row.id,
-      role: 'treeitem',
-      tabindex: '0',
-      on: {
-        click: () => openTask(row.id),
-        keydown: (e) => {
-          if (e.key === 'Enter' || e.key === ' ') {
-            e.preventDefault();
-            openTask(row.id);
-          }
-        },
-      },
-    });
-    el.style.setProperty('--depth', String(depthOf(row)));
-    fillRow(el, row);
-    rowEls.set(row.id, el);
-    return el;
-  }
-
-  function fillRow(el, row) {
-    const state = row.state || 'PENDING';
-    el.setAttribute('data-state', state);
-    let extra = '';
-    if ((state === 'BLOCKED' || state === 'FAILED') && row.reason) extra = row.reason;
-    else if (state === 'RETRY_WAIT' && row.next_retry_at_ms) {
-      extra = t('wbs.retryIn', { time: formatDuration(row.next_retry_at_ms - Date.now()) });
-    }
-    clear(el).append(
-      h('span', { class: 'state-dot', 'aria-hidden': 'true' }),
-      h('span', { class: 'wbs-id' }, row.id),
-      h('span', { class: 'wbs-title', title: row.title }, row.title),
-      extra ? h('span', { class: 'wbs-reason', title: extra }, extra) : h('span', { class: 'wbs-reason' }),
-      h('span', { class: 'wbs-attempts' }, row.attempts ? t('wbs.attempts', { n: row.attempts }) : ''),
-      h('span', { class: `state-chip state-${state}` }, t(`state.${state}`)),
-    );
-    el.setAttribute('aria-label', `${row.id} ${row.title}: ${t(`state.${state}`)}${extra ? `, ${extra}` : ''}`);
-  }
-
-  function progressBar(rows) {
-    const bar = h('span', { class: 'progress-bar', 'aria-hidden': 'true' });
-    const fillDone = h('span', { class: 'progress-done' });
-    const fillFailed = h('span', { class: 'progress-failed' });
-    bar.append(fillDone, fillFailed);
-    const text = h('span', { class: 'wbs-progress', 'data-test': 'wbs-progress' });
-    const update = () => {
-      const p = progressOf(rows.map((r) => store.tasks.get(r.id) || r));
-      text.textContent = `${p.done}/${p.total}`;
-      text.title = t('wbs.progress', p);
-      fillDone.style.width = `${p.total ? (100 * p.done) / p.total : 0}%`;
-      fillFailed.style.width = `${p.total ? (100 * p.failed) / p.total : 0}%`;
-    };
-    update();
-    for (const r of rows) {
-      if (!groupsOf.has(r.id)) groupsOf.set(r.id, []);
-      groupsOf.get(r.id).push(update);
-    }
-    return [bar, text];
-  }
-
-  function group(level, key, name, label, rows, children) {
-    const closed = collapsed.has(key);
-    keys.push(key);
-    const body = h('div', { class: 'wbs-children', role: 'group', hidden: closed });
-    body.append(...children);
-    const head = h(
-      'button',
-      {
-        type: 'button',
-        class: 'wbs-head',
-        'aria-expanded': String(!closed),
-        'aria-label': t('wbs.toggle', { name: label }),
-        on: {
-          click: () => {
-            const nowClosed = !collapsed.has(key);
-            if (nowClosed) collapsed.add(key);
-            else collapsed.delete(key);
-            body.hidden = nowClosed;
-            head.setAttribute('aria-expanded', String(!nowClosed));
-          },
-        },
-      },
-      icon('chevron', { class: 'icon icon-chevron wbs-chevron' }),
-      h('span', { class: 'wbs-name' }, label),
-      h('span', { class: 'wbs-count' }, String(rows.length)),
-      ...progressBar(rows),
-    );
-    return h(
-      'section',
-      {
-        class: `wbs-group wbs-${level}`,
-        'data-test': 'wbs-group',
-        'data-group': name,
-        'data-level': level,
-        'data-unassigned': level === 'milestone' && name === '' ? 'true' : null,
-        role: 'treeitem',
-        'aria-expanded': String(!closed),
-      },
-      head,
-      body,
-    );
-  }
-
   function render() {
     rowEls.clear();
     groupsOf.clear();
-    keys = [];
+    w.keys = [];
     const groups = groupRows(store.rows());
     const out = groups.map((m) => {
       const mName = m.unassigned ? '' : m.name;
       const mLabel = m.unassigned ? t('wbs.unassigned') : m.name;
       const phases = [...m.phases.values()].map((p) =>
-        group('phase', `${mName}\u0001${p.name}`, p.name, p.name, p.all, p.tasks.map(taskRow)),
+        group(w, 'phase', `${mName}\u0001${p.name}`, p.name, p.name, p.all, p.tasks.map((r) => taskRow(w, r))),
       );
-      return group('milestone', mName, mName, mLabel, m.all, [...phases, ...m.tasks.map(taskRow)]);
+      return group(w, 'milestone', mName, mName, mLabel, m.all, [...phases, ...m.tasks.map((r) => taskRow(w, r))]);
     });
     clear(tree).append(...out);
     applyFilter();
@@ -305,3 +159,126 @@ export function mountWbs(root, ctx) {
 }
 mountWbs.collapsed = new Set();
 mountWbs.filter = '';
+
+function depthOf(store, row) {
+  let d = 0;
+  let p = row.parent;
+  const seen = new Set();
+  while (p && store.tasks.has(p) && !seen.has(p) && d < 8) {
+    seen.add(p);
+    d++;
+    p = store.tasks.get(p).parent;
+  }
+  return d;
+}
+
+/** A task's row: its state, id, title, reason or countdown, attempts; it opens the task. */
+function taskRow(w, row) {
+  const { store, openTask, rowEls } = w;
+  const el = h('div', {
+    class: 'wbs-task',
+    'data-test': 'wbs-task',
+    'data-task': row.id,
+    role: 'treeitem',
+    tabindex: '0',
+    on: {
+      click: () => openTask(row.id),
+      keydown: (e) => {
+        if (e.key === 'Enter' || e.key === ' ') {
+          e.preventDefault();
+          openTask(row.id);
+        }
+      },
+    },
+  });
+  el.style.setProperty('--depth', String(depthOf(store, row)));
+  fillRow(el, row);
+  rowEls.set(row.id, el);
+  return el;
+}
+
+function fillRow(el, row) {
+  const state = row.state || 'PENDING';
+  el.setAttribute('data-state', state);
+  let extra = '';
+  if ((state === 'BLOCKED' || state === 'FAILED') && row.reason) extra = row.reason;
+  else if (state === 'RETRY_WAIT' && row.next_retry_at_ms) {
+    extra = t('wbs.retryIn', { time: formatDuration(row.next_retry_at_ms - Date.now()) });
+  }
+  clear(el).append(
+    h('span', { class: 'state-dot', 'aria-hidden': 'true' }),
+    h('span', { class: 'wbs-id' }, row.id),
+    h('span', { class: 'wbs-title', title: row.title }, row.title),
+    extra ? h('span', { class: 'wbs-reason', title: extra }, extra) : h('span', { class: 'wbs-reason' }),
+    h('span', { class: 'wbs-attempts' }, row.attempts ? t('wbs.attempts', { n: row.attempts }) : ''),
+    h('span', { class: `state-chip state-${state}` }, t(`state.${state}`)),
+  );
+  el.setAttribute('aria-label', `${row.id} ${row.title}: ${t(`state.${state}`)}${extra ? `, ${extra}` : ''}`);
+}
+
+function progressBar(w, rows) {
+  const { store, groupsOf } = w;
+  const bar = h('span', { class: 'progress-bar', 'aria-hidden': 'true' });
+  const fillDone = h('span', { class: 'progress-done' });
+  const fillFailed = h('span', { class: 'progress-failed' });
+  bar.append(fillDone, fillFailed);
+  const text = h('span', { class: 'wbs-progress', 'data-test': 'wbs-progress' });
+  const update = () => {
+    const p = progressOf(rows.map((r) => store.tasks.get(r.id) || r));
+    text.textContent = `${p.done}/${p.total}`;
+    text.title = t('wbs.progress', p);
+    fillDone.style.width = `${p.total ? (100 * p.done) / p.total : 0}%`;
+    fillFailed.style.width = `${p.total ? (100 * p.failed) / p.total : 0}%`;
+  };
+  update();
+  for (const r of rows) {
+    if (!groupsOf.has(r.id)) groupsOf.set(r.id, []);
+    groupsOf.get(r.id).push(update);
+  }
+  return [bar, text];
+}
+
+/** A milestone's or a phase's group: its head (name, count, progress) toggles its rows. */
+function group(w, level, key, name, label, rows, children) {
+  const { collapsed, keys } = w;
+  const closed = collapsed.has(key);
+  keys.push(key);
+  const body = h('div', { class: 'wbs-children', role: 'group', hidden: closed });
+  body.append(...children);
+  const head = h(
+    'button',
+    {
+      type: 'button',
+      class: 'wbs-head',
+      'aria-expanded': String(!closed),
+      'aria-label': t('wbs.toggle', { name: label }),
+      on: {
+        click: () => {
+          const nowClosed = !collapsed.has(key);
+          if (nowClosed) collapsed.add(key);
+          else collapsed.delete(key);
+          body.hidden = nowClosed;
+          head.setAttribute('aria-expanded', String(!nowClosed));
+        },
+      },
+    },
+    icon('chevron', { class: 'icon icon-chevron wbs-chevron' }),
+    h('span', { class: 'wbs-name' }, label),
+    h('span', { class: 'wbs-count' }, String(rows.length)),
+    ...progressBar(w, rows),
+  );
+  return h(
+    'section',
+    {
+      class: `wbs-group wbs-${level}`,
+      'data-test': 'wbs-group',
+      'data-group': name,
+      'data-level': level,
+      'data-unassigned': level === 'milestone' && name === '' ? 'true' : null,
+      role: 'treeitem',
+      'aria-expanded': String(!closed),
+    },
+    head,
+    body,
+  );
+}

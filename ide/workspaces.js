@@ -5,79 +5,8 @@
 // nothing on disk is deleted), and a path to open another workspace or project.
 
 import { h, clear } from './dom.js';
-import { register, t } from './i18n.js';
+import { t } from './i18n.js';
 import { ago, timeEl, errorText } from './panels.js';
-
-register({
-  en: {
-    'ws.title': 'Workspaces',
-    'ws.intro': 'Recent workspaces on this machine (~/.multiverse/workspaces.json). Opening one starts its daemon if none runs.',
-    'ws.recent': 'Recent',
-    'ws.empty': 'No workspace is on the list yet.',
-    'ws.name': 'Workspace',
-    'ws.project': 'Project',
-    'ws.lastOpened': 'Last opened',
-    'ws.status': 'Status',
-    'ws.actions': 'Actions',
-    'ws.current': 'This workspace',
-    'ws.exists': 'Exists',
-    'ws.missing': 'Missing on disk',
-    'ws.daemon': 'Daemon running (pid {pid})',
-    'ws.noDaemon': 'No daemon',
-    'ws.open': 'Open',
-    'ws.opening': 'Opening…',
-    'ws.openHint': 'Open {path} (its daemon is started when none runs)',
-    'ws.openMissing': 'This workspace is not on disk any more',
-    'ws.forget': 'Forget',
-    'ws.forgetHint': 'Take {path} off this list; nothing on disk is deleted',
-    'ws.forgetConfirm': 'Take this workspace off the recent list?\n\n{path}\n\nNothing on disk is deleted: its plan, runs and history stay where they are, and it can be opened again by its path.',
-    'ws.forgotten': '{path} was taken off the list (nothing on disk was deleted).',
-    'ws.forgetFailed': 'Could not forget {path}: {error}',
-    'ws.openFailed': 'Could not open {path}: {error}',
-    'ws.loadFailed': 'Could not load the recent workspaces: {error}',
-    'ws.other': 'Open another workspace',
-    'ws.pathLabel': 'Path of a workspace directory, or of a project root',
-    'ws.pathPlaceholder': '/home/me/projects/my-service',
-    'ws.pathHelp': 'An absolute path. A project without a workspace gets one, with this workspace\'s settings.',
-    'ws.openPath': 'Open',
-    'ws.pathEmpty': 'Enter an absolute path.',
-    'ws.pathRelative': 'The path must be absolute (start with /).',
-  },
-  ja: {
-    'ws.title': 'ワークスペース',
-    'ws.intro': 'このマシンで最近使ったワークスペースです（~/.multiverse/workspaces.json）。開くと、デーモンが動いていなければ起動します。',
-    'ws.recent': '最近使ったもの',
-    'ws.empty': '一覧にワークスペースはまだありません。',
-    'ws.name': 'ワークスペース',
-    'ws.project': 'プロジェクト',
-    'ws.lastOpened': '最後に開いた日時',
-    'ws.status': '状態',
-    'ws.actions': '操作',
-    'ws.current': 'このワークスペース',
-    'ws.exists': 'ディスク上にあり',
-    'ws.missing': 'ディスク上にありません',
-    'ws.daemon': 'デーモン実行中（pid {pid}）',
-    'ws.noDaemon': 'デーモンなし',
-    'ws.open': '開く',
-    'ws.opening': '開いています…',
-    'ws.openHint': '{path} を開きます（デーモンが動いていなければ起動します）',
-    'ws.openMissing': 'このワークスペースはディスク上にもうありません',
-    'ws.forget': '一覧から外す',
-    'ws.forgetHint': '{path} をこの一覧から外します。ディスク上のものは削除されません',
-    'ws.forgetConfirm': 'このワークスペースを最近の一覧から外しますか？\n\n{path}\n\nディスク上のものは削除されません。計画・実行記録・履歴はそのまま残り、パスを指定すればまた開けます。',
-    'ws.forgotten': '{path} を一覧から外しました（ディスク上のものは削除していません）。',
-    'ws.forgetFailed': '{path} を一覧から外せませんでした: {error}',
-    'ws.openFailed': '{path} を開けませんでした: {error}',
-    'ws.loadFailed': '最近のワークスペースを読み込めませんでした: {error}',
-    'ws.other': '別のワークスペースを開く',
-    'ws.pathLabel': 'ワークスペースのディレクトリ、またはプロジェクトのルートのパス',
-    'ws.pathPlaceholder': '/home/me/projects/my-service',
-    'ws.pathHelp': '絶対パスで指定します。ワークスペースのないプロジェクトには、このワークスペースの設定で新しく作成します。',
-    'ws.openPath': '開く',
-    'ws.pathEmpty': '絶対パスを入力してください。',
-    'ws.pathRelative': 'パスは絶対パス（/ で始まる）にしてください。',
-  },
-});
 
 export function mount(root, ctx) {
   const { api, store } = ctx;
@@ -117,11 +46,6 @@ export function mount(root, ctx) {
     if (!ui.gone) draw();
   }
 
-  function isCurrent(w) {
-    const dir = store.workspace && store.workspace.dir;
-    return Boolean(dir) && String(dir).replace(/\/+$/, '') === String(w.path).replace(/\/+$/, '');
-  }
-
   function draw() {
     if (ui.error) {
       body.replaceChildren(h('p', { class: 'error-text', role: 'alert' }, t('ws.loadFailed', { error: errorText(ui.error) })));
@@ -137,49 +61,11 @@ export function mount(root, ctx) {
         'table',
         { class: 'wp-table' },
         h('thead', {}, h('tr', {}, ...['ws.name', 'ws.project', 'ws.lastOpened', 'ws.status', 'ws.actions'].map((k) => h('th', { scope: 'col' }, t(k))))),
-        h('tbody', {}, ...ui.list.map(rowEl)),
+        h('tbody', {}, ...ui.list.map((w) => rowEl({ store, ui, open: openWorkspace, forget: forgetWorkspace }, w))),
       ),
     );
   }
 
-  function rowEl(w) {
-    const current = isCurrent(w);
-    const busy = ui.busy === w.path;
-    const badges = [
-      current ? h('span', { class: 'wp-badge current' }, t('ws.current')) : null,
-      h('span', { class: `wp-badge ${w.exists ? 'ok' : 'bad'}`, 'data-test': 'workspace-exists', 'data-exists': String(Boolean(w.exists)) }, t(w.exists ? 'ws.exists' : 'ws.missing')),
-      h('span', { class: `wp-badge ${w.daemon ? 'live' : ''}`, 'data-test': 'workspace-daemon', 'data-daemon': String(Boolean(w.daemon)) }, w.daemon ? t('ws.daemon', { pid: w.daemon_pid ?? '?' }) : t('ws.noDaemon')),
-    ];
-    const open = h(
-      'button',
-      {
-        type: 'button',
-        class: 'btn btn-small btn-primary',
-        'data-test': 'workspace-open',
-        'data-path': w.path,
-        disabled: !w.exists || ui.busy !== null,
-        title: w.exists ? t('ws.openHint', { path: w.path }) : t('ws.openMissing'),
-        on: { click: () => openWorkspace(w.path) },
-      },
-      t(busy ? 'ws.opening' : 'ws.open'),
-    );
-    const forget = h(
-      'button',
-      { type: 'button', class: 'btn btn-small btn-quiet', 'data-test': 'workspace-forget', 'data-path': w.path, disabled: ui.busy !== null, title: t('ws.forgetHint', { path: w.path }), on: { click: () => forgetWorkspace(w.path) } },
-      t('ws.forget'),
-    );
-    return h(
-      'tr',
-      { class: `wp-row${current ? ' current' : ''}${w.exists ? '' : ' missing'}`, 'data-test': 'workspace-row', 'data-path': w.path, 'aria-current': current ? 'true' : null },
-      h('td', {}, h('div', { class: 'wp-name' }, w.name || w.path.split('/').pop()), h('div', { class: 'mono muted wp-path' }, w.path)),
-      h('td', { class: 'mono wp-project' }, w.project || '—'),
-      h('td', {}, h('div', {}, ago(w.last_opened)), h('div', { class: 'muted wp-small' }, timeEl(w.last_opened))),
-      h('td', {}, h('div', { class: 'wp-badges' }, ...badges)),
-      h('td', {}, h('div', { class: 'wp-actions' }, open, forget)),
-    );
-  }
-
-  /** Opens `target`; a failure is a toast, or, for the typed path (`inline`), said under it. */
   async function openWorkspace(target, inline = false) {
     if (ui.busy) return;
     ui.busy = target;
@@ -245,3 +131,47 @@ export function mount(root, ctx) {
     ui.gone = true;
   };
 }
+
+function isCurrent(store, w) {
+  const dir = store.workspace && store.workspace.dir;
+  return Boolean(dir) && String(dir).replace(/\/+$/, '') === String(w.path).replace(/\/+$/, '');
+}
+
+/** A recent workspace's row: its name, project, when, status, Open and Forget. */
+function rowEl({ store, ui, open: openWorkspace, forget: forgetWorkspace }, w) {
+  const current = isCurrent(store, w);
+  const busy = ui.busy === w.path;
+  const badges = [
+    current ? h('span', { class: 'wp-badge current' }, t('ws.current')) : null,
+    h('span', { class: `wp-badge ${w.exists ? 'ok' : 'bad'}`, 'data-test': 'workspace-exists', 'data-exists': String(Boolean(w.exists)) }, t(w.exists ? 'ws.exists' : 'ws.missing')),
+    h('span', { class: `wp-badge ${w.daemon ? 'live' : ''}`, 'data-test': 'workspace-daemon', 'data-daemon': String(Boolean(w.daemon)) }, w.daemon ? t('ws.daemon', { pid: w.daemon_pid ?? '?' }) : t('ws.noDaemon')),
+  ];
+  const open = h(
+    'button',
+    {
+      type: 'button',
+      class: 'btn btn-small btn-primary',
+      'data-test': 'workspace-open',
+      'data-path': w.path,
+      disabled: !w.exists || ui.busy !== null,
+      title: w.exists ? t('ws.openHint', { path: w.path }) : t('ws.openMissing'),
+      on: { click: () => openWorkspace(w.path) },
+    },
+    t(busy ? 'ws.opening' : 'ws.open'),
+  );
+  const forget = h(
+    'button',
+    { type: 'button', class: 'btn btn-small btn-quiet', 'data-test': 'workspace-forget', 'data-path': w.path, disabled: ui.busy !== null, title: t('ws.forgetHint', { path: w.path }), on: { click: () => forgetWorkspace(w.path) } },
+    t('ws.forget'),
+  );
+  return h(
+    'tr',
+    { class: `wp-row${current ? ' current' : ''}${w.exists ? '' : ' missing'}`, 'data-test': 'workspace-row', 'data-path': w.path, 'aria-current': current ? 'true' : null },
+    h('td', {}, h('div', { class: 'wp-name' }, w.name || w.path.split('/').pop()), h('div', { class: 'mono muted wp-path' }, w.path)),
+    h('td', { class: 'mono wp-project' }, w.project || '—'),
+    h('td', {}, h('div', {}, ago(w.last_opened)), h('div', { class: 'muted wp-small' }, timeEl(w.last_opened))),
+    h('td', {}, h('div', { class: 'wp-badges' }, ...badges)),
+    h('td', {}, h('div', { class: 'wp-actions' }, open, forget)),
+  );
+}
+

@@ -1,10 +1,10 @@
-// Tests of ide/markdown.js (run: node --test tests/ide/): the parser's tree, its safety
-// (raw HTML stays text, only http/https/mailto links), nesting, tables, and linear time
-// on 1 MiB adversarial inputs; the renderer against a minimal fake DOM.
+// Tests of ide/lib/markdown/markdown.js (run: node --test tests/ide/): the parser's tree,
+// its safety (raw HTML stays text, only http/https/mailto links), nesting, tables, and
+// linear time on 1 MiB adversarial inputs; the renderer against a minimal fake DOM.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parse, render, safeHref, MAX_INPUT, MAX_DEPTH } from '../../ide/markdown.js';
+import { parse, render, safeHref, MAX_INPUT, MAX_DEPTH } from '../../ide/lib/markdown/markdown.js';
 
 /** Every node of a tree, depth first (blocks, list items, table cells, inlines). */
 function* walk(node) {

@@ -18,10 +18,11 @@
 // (MAX_DEPTH) and link destinations and titles are bounded. Input over MAX_INPUT is cut
 // and the tree says so (`truncated`).
 //
-// Inlines are parsed by markdown-inline.js. Neither module touches the DOM at import,
-// so `node --test` runs the parser without one.
+// A library of its own (ide/lib/markdown/): inlines are parsed by inline.js, and neither
+// module imports anything of the IDE's or touches the DOM at import, so `node --test`
+// runs the parser without one.
 
-import { parseInline, safeHref } from './markdown-inline.js';
+import { parseInline, safeHref } from './inline.js';
 
 export { parseInline, safeHref };
 

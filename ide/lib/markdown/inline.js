@@ -1,4 +1,4 @@
-// Markdown inlines for ide/markdown.js: code spans, emphasis and strong (the CommonMark
+// Markdown inlines for markdown.js: code spans, emphasis and strong (the CommonMark
 // delimiter algorithm), ~~strike~~, links, <autolinks> and bare http(s) URLs, escapes
 // and breaks, parsed into plain nodes (text, codespan, em, strong, del, link, break).
 // Links keep only http, https and mailto targets (safeHref); anything else is text.
