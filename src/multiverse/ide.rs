@@ -199,6 +199,39 @@ mod tests {
     }
 
     #[test]
+    fn modules_in_subdirectories_are_served_as_javascript() {
+        // The sections of the views, the strings' tables and the Markdown library sit in
+        // subdirectories of ide/ and are imported by relative paths.
+        for name in [
+            "locales/en.js",
+            "locales/ja.js",
+            "lib/markdown/markdown.js",
+            "lib/markdown/inline.js",
+            "task/attempts.js",
+            "graph/render.js",
+            "chat/turn.js",
+        ] {
+            let file = IdeSource::Embedded
+                .file(name)
+                .unwrap_or_else(|| panic!("{name} is not served"));
+            assert_eq!(
+                file.content_type, "text/javascript; charset=utf-8",
+                "{name}"
+            );
+            assert!(
+                String::from_utf8_lossy(&file.body).contains("export"),
+                "{name} is not a module"
+            );
+        }
+        assert!(plain("lib/markdown/markdown.js") && plain("locales/ja.js"));
+        assert_eq!(
+            content_type("locales/ja.json"),
+            Some("application/json"),
+            "a table as JSON would be served too"
+        );
+    }
+
+    #[test]
     fn the_embedded_copy_has_the_ide_entry_point() {
         let names: Vec<&str> = embedded_files().collect();
         assert!(names.contains(&"index.html"), "{names:?}");

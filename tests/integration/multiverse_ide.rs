@@ -7,7 +7,8 @@
 //!
 //! One scenario per language, one browser each, and every step through the UI:
 //! - requests without the token are refused with no page served; the IDE loads with it,
-//!   in the workspace's language (not the browser's);
+//!   in the workspace's language (not the browser's), whose strings' table is the only
+//!   one it loads besides English's;
 //! - a chat message typed in the chat window (Ctrl+Enter) shows its steps and its patch,
 //!   and its tasks and edges appear in the graph; the conversation's tab shows its first
 //!   message as plain text on one line, its Markdown gone; Tab alone reaches every
@@ -533,6 +534,26 @@ fn open(browser: &Browser, ide: &Ide, locale: &Locale) {
     wait_attr(browser, "html", "lang", locale.code);
     let plan = browser.text_of(&test("nav-plan"));
     assert!(plan.contains(locale.plan), "the nav says {plan:?}");
+    // The page loaded its language's table (and English, the fallback), not the others.
+    let loaded = browser.execute(
+        "return performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)",
+        Vec::new(),
+    );
+    let loaded: Vec<&str> = loaded
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for code in ["en", "ja"] {
+        let table = format!("/locales/{code}.js");
+        let wanted = code == "en" || code == locale.code;
+        assert_eq!(
+            loaded.iter().any(|p| p.ends_with(&table)),
+            wanted,
+            "{table} loaded: {loaded:?}"
+        );
+    }
     browser.wait_for(&test("plan-empty"));
     wait_attr(browser, &test("connection"), "data-live", "true");
     execution_is(browser, ide, "IDLE");
