@@ -141,7 +141,9 @@
 //!   order, once, before the task's end: from the hub, on `multiverse run`'s stderr and on
 //!   the daemon's event stream.
 //! - `ide_js`: the IDE's JavaScript units (`tests/ide/*.test.mjs`: graph layout, Markdown
-//!   parser, panels' pure parts) under `node --test`.
+//!   parser, panels' pure parts) under `node --test`; its sizes (functions ≤ 150 lines,
+//!   files ≤ 900) and its translations (both locales with the same keys, every key used
+//!   exists, only `i18n.js` reads them).
 //! - `multiverse_ide`, `webdriver`: the IDE in a real headless Chromium (Debian's,
 //!   driven by a small W3C WebDriver client over `ureq`, itself checked against a page of
 //!   its own; `.ci/run` installs it) against `multiverse serve` with the mock planner and
@@ -165,6 +167,11 @@
 //! - `agent_runner_cli`, `runner_planner`, `runner_sandbox`: `agent-runner` through the
 //!   binary; the planner's protocols against loopback and fake providers; the worker side
 //!   with a fake `docker` whose recorded call sequences are golden.
+//! - `runner_confine`: `--unsafe-local`'s confinement through the binary: a worker cannot
+//!   read, append to or unmount a hidden directory, read a hidden file or see its parent
+//!   (also as uid 65534, or the fail-closed error where that user may not make user
+//!   namespaces); a refused `unshare` runs nothing; bad `--hide` paths are refused by key;
+//!   what a command started ends with it, `setsid` or not.
 //! - `runner_tooling`: `runner.tooling` (the original's golden shape loads, keys checked
 //!   with positions, a 429 from a loopback API falls back to the next planner candidate
 //!   through the binary, every candidate rate limited fails the call naming them).
@@ -247,6 +254,7 @@ mod multiverse_plan;
 mod multiverse_progress;
 mod multiverse_store;
 mod properties;
+mod runner_confine;
 mod runner_docker;
 mod runner_planner;
 mod runner_sandbox;

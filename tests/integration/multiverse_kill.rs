@@ -34,13 +34,15 @@ impl Rng {
 }
 
 /// What the daemon acknowledged: tasks added, chat turns answered (session, reply, the
-/// tasks created), execution states set (with the one in flight when it was killed).
+/// tasks created), execution states set (with those sent since whose answers were lost).
 #[derive(Default)]
 struct Acknowledged {
     tasks: Vec<String>,
     turns: Vec<(String, String, Vec<String>)>,
     execution: Option<String>,
-    execution_in_flight: Option<String>,
+    /// The states of execution changes sent since the last acknowledged one, whose
+    /// answers were lost: any of them may have landed.
+    execution_unanswered: Vec<String>,
 }
 
 fn call(port: u16, token: &str, method: &str, path: &str, body: Option<Value>) -> Option<Value> {
@@ -92,7 +94,10 @@ fn client(
                 let message = format!("- chat {round}-{n}");
                 let body = json!({"message": message});
                 // A turn that creates tasks starts execution (autopilot).
-                ack.lock().unwrap().execution_in_flight = Some("RUNNING".into());
+                ack.lock()
+                    .unwrap()
+                    .execution_unanswered
+                    .push("RUNNING".into());
                 if let Some(turn) = call(port, &token, "POST", "/api/chat", Some(body)) {
                     let created: Vec<String> = turn["patch"]["created"]
                         .as_array()
@@ -107,19 +112,24 @@ fn client(
                     let mut ack = ack.lock().unwrap();
                     if turn["autopilot"] == true {
                         ack.execution = Some("RUNNING".into());
+                        ack.execution_unanswered.clear();
+                    } else {
+                        ack.execution_unanswered.pop();
                     }
-                    ack.execution_in_flight = None;
                     ack.turns.push((session, reply, created));
                 }
             }
             _ => {
                 let state = if n % 8 == 3 { "PAUSED" } else { "RUNNING" };
-                ack.lock().unwrap().execution_in_flight = Some(state.to_string());
+                ack.lock()
+                    .unwrap()
+                    .execution_unanswered
+                    .push(state.to_string());
                 let body = json!({"state": state});
                 if call(port, &token, "POST", "/api/execution", Some(body)).is_some() {
                     let mut ack = ack.lock().unwrap();
                     ack.execution = Some(state.to_string());
-                    ack.execution_in_flight = None;
+                    ack.execution_unanswered.clear();
                 }
             }
         }
@@ -263,7 +273,7 @@ fn check_acknowledged(dir: &Path, port: u16, token: &str, ack: &Acknowledged, ro
         let status = call(port, token, "GET", "/api/execution", None).expect("the execution");
         let now = status["state"].as_str().unwrap_or_default();
         assert!(
-            now == set || ack.execution_in_flight.as_deref() == Some(now),
+            now == set || ack.execution_unanswered.iter().any(|s| s == now),
             "round {round}: execution is {now}, {set} was acknowledged ({status})"
         );
     }
