@@ -38,9 +38,16 @@ struct Args {
     /// Write every state change and action as JSON lines to this file.
     #[arg(long)]
     events: Option<PathBuf>,
-    /// Run the worker on this machine, in the repository, without a sandbox.
+    /// Run the worker on this machine, in the repository, without Docker: each command
+    /// in mount and PID namespaces of its own (no other process visible), without
+    /// capabilities; the network and the user's other files are not confined.
     #[arg(long)]
     unsafe_local: bool,
+    /// With --unsafe-local, hide PATH (an absolute, existing directory or file, neither
+    /// holding the repository nor inside it) from every command the worker side runs;
+    /// may be given more than once.
+    #[arg(long = "hide", value_name = "PATH")]
+    hide: Vec<PathBuf>,
     /// Label this run's containers `agent-runner.run=VALUE` as well as
     /// `agent-runner.task=<id>`, so a caller can find and remove exactly them (task ids
     /// repeat across callers).
@@ -139,6 +146,7 @@ fn main() -> ExitCode {
         unsafe_local: args.unsafe_local,
         trace_id: Some(trace_id),
         run_label: args.run_label,
+        hide: args.hide,
         env: code_intel::environment::Environment::of_process(),
     };
     let loaded = match app::load_task(&options) {

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::{Map, Value, json};
 
 use super::cancel::Cancel;
+use super::confine::HideError;
 use super::events::{Events, Progress};
 use super::host::{HostEnv, RunnerHost, Setup};
 use super::preflight::Target;
@@ -60,6 +61,9 @@ pub struct Options {
     pub trace_id: Option<String>,
     /// Labels the run's containers `agent-runner.run=VALUE` (`--run-label`).
     pub run_label: Option<String>,
+    /// Paths hidden from every command the worker side runs (`--hide`, with
+    /// `unsafe_local` only).
+    pub hide: Vec<PathBuf>,
     /// The environment the docker CLI runs in (`DockerOptions::env`); the binary gives its
     /// own.
     pub env: Environment,
@@ -141,7 +145,7 @@ impl RunError {
             RunError::InvalidTask { .. } => "task.invalid",
             RunError::TaskContract(_) => "task_contract.invalid",
             RunError::EventsFile { .. } => "events.unwritable",
-            RunError::Sandbox(_) => "sandbox.unavailable",
+            RunError::Sandbox(e) => e.key(),
             RunError::Refused(_) => "task_contract.refused",
             RunError::MetaModel(e) => e.key(),
         }
@@ -470,15 +474,30 @@ pub fn params_for(task: &Task) -> Map<String, Value> {
     params
 }
 
-/// Docker unless `--unsafe-local`.
+/// Docker unless `--unsafe-local`, which confines each command and hides `--hide`'s
+/// paths from it.
 fn sandbox_for(
     task: &Task,
     options: &Options,
     host_env: &dyn Fn(&str) -> Option<String>,
 ) -> (Result<Box<dyn Sandbox>, SandboxError>, Target) {
     if options.unsafe_local {
-        let sandbox = LocalSandbox::new(&task.repo).map(|s| Box::new(s) as Box<dyn Sandbox>);
-        return (sandbox, Target::Local);
+        let local = LocalSandbox::new(&task.repo).and_then(|s| s.hiding(&options.hide));
+        return match local {
+            Ok(local) => {
+                let target = Target::Confined(local.confinement());
+                (Ok(Box::new(local)), target)
+            }
+            Err(e) => (Err(e), Target::Local),
+        };
+    }
+    if !options.hide.is_empty() {
+        let program = "docker".to_string();
+        let env = options.env.clone();
+        return (
+            Err(SandboxError::Hide(HideError::NeedsUnsafeLocal)),
+            Target::Docker { program, env },
+        );
     }
     let home = host_env("HOME").map(PathBuf::from);
     let policy = match task.sandbox.resolve(&HostFacts::current()) {

@@ -34,7 +34,9 @@
 //! - `worker` (each CLI's command line and final message), `sandbox` (`DockerSandbox`
 //!   through the docker CLI: a named, labelled container under the `sandbox_policy`
 //!   (limits, network, the invoking user), `docker exec` under a wrapper that records the
-//!   pid so a timeout or cancel kills the process inside the container; `LocalSandbox`),
+//!   pid so a timeout or cancel kills the process inside the container; `LocalSandbox`,
+//!   whose every command `confine` runs in mount and PID namespaces of its own, without
+//!   capabilities, the `--hide` paths covered, or not at all),
 //!   `images` (the worker images' Dockerfiles and builds), `preflight`, `worker_turn` (a worker turn with git snapshots before and
 //!   after; the test command), all on `process` (a child in its own process group, bounded
 //!   capture, deadline and cancel: TERM, grace, KILL). `cleanup` registers the live process
@@ -45,6 +47,7 @@ pub mod app;
 pub(crate) mod artifacts;
 pub(crate) mod cancel;
 pub(crate) mod cleanup;
+pub(crate) mod confine;
 pub(crate) mod ending;
 pub(crate) mod events;
 pub(crate) mod extract;

@@ -1,19 +1,24 @@
 //! Checks run before a task spends anything on the planner (the original checked after
 //! `plan_task`, AR-M7): Docker answers, the worker image is present locally (never pulled
-//! silently), the worker CLI's login exists, and in local mode the CLI is on `PATH`.
+//! silently), the worker CLI's login exists, and in local mode the CLI is on `PATH` and
+//! commands can be confined (`confine`: nothing runs unconfined).
 //!
 //! Every check is reported, passed or not, so the Task Note can show the whole picture.
 //! The host environment (HOME, PATH, API keys) comes in through a lookup function so
 //! tests need not touch the process environment.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::cancel::Cancel;
+use super::confine::{CONFINEMENT_KEY, Confinement};
 use super::images;
 use super::process::{self, Spec};
+// Callers find it here; it lives beside the spawn whose `PATH` search it mirrors.
+pub(crate) use super::process::find_on_path;
 use super::worker::{WorkerConfig, WorkerKind};
 use crate::environment::Environment;
 
@@ -26,8 +31,12 @@ pub enum Target {
     /// In a container, through this docker CLI (`docker` or a path), run in `env` (see
     /// `DockerOptions::env`).
     Docker { program: String, env: Environment },
-    /// On the host (`--unsafe-local`).
+    /// On the host (`--unsafe-local`), hiding nothing but other processes: the checks
+    /// try a confinement of their own.
     Local,
+    /// On the host (`--unsafe-local`) under this confinement, the sandbox's own, which the
+    /// checks settle for it.
+    Confined(Arc<Confinement>),
 }
 
 /// One check and what it found.
@@ -88,7 +97,17 @@ pub fn preflight(
         Target::Docker { program, env } => {
             docker_checks(config, program, env, cancel, &mut report);
         }
-        Target::Local => {
+        Target::Local | Target::Confined(_) => {
+            let own = Arc::new(Confinement::default());
+            let confinement = match target {
+                Target::Confined(confinement) => confinement,
+                _ => &own,
+            };
+            // Nothing runs unconfined: said here, once, before anything is spent.
+            match confinement.settle(cancel) {
+                Ok(()) => report.push("confinement", true, confinement.describe()),
+                Err(e) => report.push("confinement", false, format!("{e} [{CONFINEMENT_KEY}]")),
+            }
             let cli = config.program();
             let found = if cli.contains('/') {
                 let path = PathBuf::from(&cli);
@@ -300,23 +319,6 @@ fn first_line(text: &str) -> Option<String> {
         .map(str::trim)
         .find(|l| !l.is_empty())
         .map(str::to_string)
-}
-
-/// The first executable file named `program` in the `PATH` directories.
-pub(crate) fn find_on_path(program: &str, path: Option<&str>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return executable(&p).then_some(p);
-    }
-    std::env::split_paths(path?)
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map(|dir| dir.join(program))
-        .find(|p| executable(p))
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ pub struct Captured {
 }
 
 impl Captured {
-    fn push(&mut self, mut bytes: &[u8]) {
+    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
         if self.head.len() < HEAD_BYTES {
             let room = (HEAD_BYTES - self.head.len()).min(bytes.len());
             self.head.extend_from_slice(&bytes[..room]);
@@ -373,6 +373,23 @@ pub(crate) fn run(spec: &Spec, cancel: &Cancel) -> Result<Output, SpawnError> {
         stderr,
         duration: started.elapsed(),
     })
+}
+
+/// The first executable file named `program` in the `PATH` directories.
+pub(crate) fn find_on_path(program: &str, path: Option<&str>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return executable(&p).then_some(p);
+    }
+    std::env::split_paths(path?)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
 }
 
 /// Why a command still running must be stopped now, if it must: the task was cancelled,

@@ -1,6 +1,7 @@
 //! Where the worker runs: a long-lived Docker container per task, driven through the
 //! `docker` CLI ([`DockerSandbox`]), or the host itself with `--unsafe-local`
-//! ([`LocalSandbox`]).
+//! ([`LocalSandbox`]: each command in namespaces of its own that hide the paths asked
+//! for, other processes and the command's capabilities; see `confine`).
 //!
 //! The container is named and labelled so it can be found, and `stop` removes it (the
 //! original left every container behind, AR-B9). A timeout or cancel kills the process
@@ -9,9 +10,11 @@
 //! never its argv (AR-M27).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::cancel::Cancel;
+use super::confine::{self, ConfineError, Confinement, HideError};
 use super::preflight::find_on_path;
 use super::process::{self, Ending, Output, SpawnError, Spec};
 use super::sandbox_policy::{CONTAINER_HOME, PolicyError, SandboxPolicy};
@@ -94,6 +97,21 @@ pub enum SandboxError {
         ending: Ending,
         stderr: String,
     },
+    /// A `--hide` path cannot be hidden.
+    Hide(HideError),
+    /// `--unsafe-local` cannot confine commands here, so it runs none.
+    Confinement(ConfineError),
+}
+
+impl SandboxError {
+    /// The error's stable key.
+    pub fn key(&self) -> &'static str {
+        match self {
+            SandboxError::Hide(e) => e.key(),
+            SandboxError::Confinement(_) => confine::CONFINEMENT_KEY,
+            _ => "sandbox.unavailable",
+        }
+    }
 }
 
 impl std::fmt::Display for SandboxError {
@@ -118,6 +136,8 @@ impl std::fmt::Display for SandboxError {
                 )
             }
             SandboxError::Spawn(e) => write!(f, "{e}"),
+            SandboxError::Hide(e) => write!(f, "{e}"),
+            SandboxError::Confinement(e) => write!(f, "{e}"),
             SandboxError::Docker {
                 action,
                 command,
@@ -145,6 +165,8 @@ impl std::error::Error for SandboxError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             SandboxError::Spawn(e) => Some(e),
+            SandboxError::Hide(e) => Some(e),
+            SandboxError::Confinement(e) => Some(e),
             _ => None,
         }
     }
@@ -800,21 +822,34 @@ impl Drop for DockerSandbox {
     }
 }
 
-/// `--unsafe-local`: commands run on the host, in the repository, with no isolation.
+/// `--unsafe-local`: commands run on the host, in the repository, each in mount and PID
+/// namespaces of its own, without capabilities, with the hidden paths covered
+/// ([`Confinement`]); when that cannot be done, nothing runs.
 #[derive(Debug)]
 pub struct LocalSandbox {
     repo: PathBuf,
     state: State,
     grace: Duration,
+    confinement: Arc<Confinement>,
 }
 
 impl LocalSandbox {
+    /// A sandbox in `repo` that hides nothing but other processes.
     pub fn new(repo: &Path) -> Result<LocalSandbox, SandboxError> {
         Ok(LocalSandbox {
             repo: repo_path(repo)?,
             state: State::New,
             grace: Duration::from_secs(5),
+            confinement: Arc::new(Confinement::default()),
         })
+    }
+
+    /// Hides `paths` (absolute, existing directories or files, neither holding the
+    /// repository nor inside it) from every command.
+    pub fn hiding(mut self, paths: &[PathBuf]) -> Result<LocalSandbox, SandboxError> {
+        let hidden = confine::hidden_paths(paths, &self.repo).map_err(SandboxError::Hide)?;
+        self.confinement = Arc::new(Confinement::new(hidden));
+        Ok(self)
     }
 
     /// Between TERM and KILL when a command must be stopped.
@@ -822,17 +857,27 @@ impl LocalSandbox {
         self.grace = grace;
         self
     }
+
+    /// The confinement, shared with the preflight, which checks it first.
+    pub fn confinement(&self) -> Arc<Confinement> {
+        Arc::clone(&self.confinement)
+    }
 }
 
 impl Sandbox for LocalSandbox {
-    fn start(&mut self, _cancel: &Cancel) -> Result<(), SandboxError> {
+    fn start(&mut self, cancel: &Cancel) -> Result<(), SandboxError> {
         match self.state {
             State::Stopped => Err(SandboxError::Stopped {
                 sandbox: self.describe(),
             }),
-            _ => {
+            State::Running => Ok(()),
+            State::New => {
+                // Said once by the preflight; checked here too, as nothing runs unconfined.
+                self.confinement
+                    .settle(cancel)
+                    .map_err(SandboxError::Confinement)?;
                 self.state = State::Running;
-                tracing::warn!(repo = %self.repo.display(), "the worker runs on the host without a sandbox (--unsafe-local)");
+                tracing::warn!(repo = %self.repo.display(), confinement = %self.confinement.describe(), "the worker runs on the host (--unsafe-local)");
                 Ok(())
             }
         }
@@ -860,11 +905,25 @@ impl Sandbox for LocalSandbox {
         spec.stdin = stdin;
         spec.timeout = timeout;
         spec.grace = self.grace;
-        Ok(process::run(&spec, cancel)?)
+        // A program that cannot start is said as such, not as the wrapper's exit.
+        confine::check_program(&spec)?;
+        let confined = self
+            .confinement
+            .wrap(&spec, cancel)
+            .map_err(SandboxError::Confinement)?;
+        let output = process::run(&confined, cancel)?;
+        if let Some(e) = confine::setup_failure(&output) {
+            return Err(SandboxError::Confinement(e));
+        }
+        if let Some(e) = confine::exec_failure(&spec, &output) {
+            return Err(SandboxError::Spawn(e));
+        }
+        Ok(output)
     }
 
-    /// `--unsafe-local` isolates nothing, the test command included: it runs here like
-    /// any other command (the flag's documentation says so).
+    /// Every command runs in namespaces of its own, so the test command does not see the
+    /// worker's processes (they ended with its run); its home and `/tmp` are the same
+    /// directories on this machine, which only Docker keeps apart.
     fn exec_fresh(
         &mut self,
         argv: &[String],
@@ -887,7 +946,11 @@ impl Sandbox for LocalSandbox {
     }
 
     fn describe(&self) -> String {
-        format!("the host, unsandboxed, in {}", self.repo.display())
+        format!(
+            "the host, in {} ({})",
+            self.repo.display(),
+            self.confinement.describe()
+        )
     }
 
     fn environment(&self) -> String {

@@ -915,7 +915,7 @@ fn preflight_in_local_mode_looks_for_the_cli_on_path() {
             .iter()
             .map(|c| c.name.as_str())
             .collect::<Vec<_>>(),
-        ["worker CLI", "worker login"]
+        ["confinement", "worker CLI", "worker login"]
     );
     let empty = dir.path().join("empty");
     let report = preflight(
