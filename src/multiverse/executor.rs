@@ -197,7 +197,15 @@ pub fn launch(design: &TaskDesign, request: &RunRequest) -> Result<RunningAttemp
         // run directory, which is its own.
         .arg("--run-label")
         .arg(dir)
-        .args(&request.extra_args)
+        .args(&request.extra_args);
+    if request.extra_args.iter().any(|a| a == "--unsafe-local") {
+        // The worker runs on this machine as this user: what it must not reach is hidden
+        // from it (README's promise: a workspace no worker can reach).
+        for path in hidden_paths(request) {
+            command.arg("--hide").arg(path);
+        }
+    }
+    command
         .current_dir(&request.project_root)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -340,8 +348,9 @@ impl RunningAttempt {
             .join(".agent-runner")
             .join(format!("task-{}.md", self.task_id));
         // The repository is the worker's: a note it replaced with a link (to a key in
-        // the user's home, say) is not followed into the workspace.
-        let text = read_regular_file(&note)?;
+        // the user's home, say) is not followed into the workspace, nor one it made huge
+        // read whole.
+        let text = note_copy(&note, MAX_NOTE_BYTES)?;
         let copy = self.run_dir.join("note.md");
         match crate::codeintel::store::atomic_write(&copy, &text) {
             Ok(()) => Some(copy),
@@ -488,11 +497,31 @@ fn line(bytes: &[u8]) -> Option<RunLine> {
     })
 }
 
-/// A regular file's bytes, opened without following a final symbolic link.
-fn read_regular_file(path: &Path) -> Option<Vec<u8>> {
+/// The most of a Task Note copied into the run directory, as the most of a result JSON
+/// the API reads (`attempts`).
+pub(crate) const MAX_NOTE_BYTES: u64 = 4 << 20;
+
+/// A Task Note's copy: the file's bytes when it holds at most `limit`; else its first
+/// `limit` bytes as text (a character cut in two replaced) and a last line saying the
+/// rest was not kept. Nothing for a link or anything but a regular file.
+fn note_copy(path: &Path, limit: u64) -> Option<Vec<u8>> {
+    let (bytes, longer) = read_regular_file(path, limit)?;
+    if !longer {
+        return Some(bytes);
+    }
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    text.push_str(&format!(
+        "\n\n[multiverse: this Task Note is longer than {limit} bytes; only its first {limit} bytes were kept]\n"
+    ));
+    Some(text.into_bytes())
+}
+
+/// A regular file's first `limit` bytes, opened without following a final symbolic link,
+/// and whether it held more (the read stops one byte past the limit).
+fn read_regular_file(path: &Path, limit: u64) -> Option<(Vec<u8>, bool)> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW)
         .open(path)
@@ -501,8 +530,66 @@ fn read_regular_file(path: &Path) -> Option<Vec<u8>> {
         return None;
     }
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let longer = bytes.len() as u64 > limit;
+    bytes.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    Some((bytes, longer))
+}
+
+/// What an `--unsafe-local` attempt hides from its worker (agent-runner's `--hide`): the
+/// workspace (when it holds its project, each of its entries but the one leading to the
+/// project; when the run directory is not in a workspace's `runs/<task>/<n>`, the run
+/// directory), and the recent list's directory `.multiverse` (the one holding the
+/// workspace, and the user's own, from the password database) unless it holds the
+/// project. Canonical paths of what exists, none overlapping the project.
+fn hidden_paths(request: &RunRequest) -> Vec<PathBuf> {
+    let canonical = |path: &Path| path.canonicalize().ok();
+    let project = canonical(&request.project_root).unwrap_or_else(|| request.project_root.clone());
+    let fits = |path: &Path| {
+        !project.starts_with(path)
+            && !path.starts_with(&project)
+            && (path.is_dir() || path.is_file())
+    };
+    let mut hidden: Vec<PathBuf> = Vec::new();
+    let workspace = request
+        .run_dir
+        .parent()
+        .and_then(Path::parent)
+        .filter(|runs| runs.file_name().is_some_and(|n| n == "runs"))
+        .and_then(Path::parent)
+        .and_then(canonical);
+    match &workspace {
+        Some(ws) if project.starts_with(ws) => {
+            let entries = std::fs::read_dir(ws).into_iter().flatten().flatten();
+            hidden.extend(
+                entries
+                    .filter_map(|e| canonical(&e.path()))
+                    .filter(|p| fits(p)),
+            );
+        }
+        Some(ws) => hidden.push(ws.clone()),
+        None => hidden.extend(canonical(&request.run_dir).filter(|p| fits(p))),
+    }
+    let user_home = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|user| user.dir.join(".multiverse"));
+    let recent = workspace
+        .iter()
+        .flat_map(|ws| ws.ancestors())
+        .filter(|dir| dir.file_name().is_some_and(|n| n == ".multiverse"))
+        .map(Path::to_path_buf)
+        .chain(user_home);
+    for dir in recent {
+        if let Some(dir) = canonical(&dir).filter(|d| d.is_dir() && fits(d))
+            && !hidden.contains(&dir)
+        {
+            hidden.push(dir);
+        }
+    }
+    hidden
 }
 
 /// A process left by a crashed orchestrator: if it is still the attempt's agent-runner
@@ -636,10 +723,73 @@ mod tests {
         let link = dir.join("task-t.md");
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&secret, &link).unwrap();
-        assert_eq!(read_regular_file(&link), None);
-        assert_eq!(read_regular_file(&secret).as_deref(), Some(&b"key"[..]));
-        assert_eq!(read_regular_file(&dir), None);
+        assert_eq!(note_copy(&link, MAX_NOTE_BYTES), None);
+        assert_eq!(
+            note_copy(&secret, MAX_NOTE_BYTES).as_deref(),
+            Some(&b"key"[..])
+        );
+        assert_eq!(note_copy(&dir, MAX_NOTE_BYTES), None);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_note_past_the_limit_is_kept_cut_and_says_so() {
+        let dir = std::env::temp_dir().join(format!("mv-note-big-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let note = dir.join("task-t.md");
+        std::fs::write(&note, "ab€cd").unwrap();
+        // Within the limit: byte for byte.
+        assert_eq!(note_copy(&note, 7).unwrap(), "ab€cd".as_bytes());
+        // Past it: the first bytes, the cut character replaced, and a line saying so.
+        let cut = String::from_utf8(note_copy(&note, 3).unwrap()).unwrap();
+        assert!(
+            cut.starts_with("ab\u{fffd}\n\n[multiverse: this Task Note is longer than 3 bytes"),
+            "{cut}"
+        );
+        assert_eq!(
+            read_regular_file(&note, 3),
+            Some((b"ab\xe2".to_vec(), true))
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_unsafe_local_attempt_hides_the_workspace_but_never_the_project() {
+        let root = std::env::temp_dir().join(format!("mv-hide-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let ws = root.join(".multiverse/workspaces/p-1");
+        for sub in ["runs/t/1", "history"] {
+            std::fs::create_dir_all(ws.join(sub)).unwrap();
+        }
+        std::fs::create_dir_all(root.join("project")).unwrap();
+        let root = root.canonicalize().unwrap();
+        let ws = ws.canonicalize().unwrap();
+        let request = |project: PathBuf, run_dir: PathBuf| RunRequest {
+            program: PathBuf::from("agent-runner"),
+            extra_args: vec!["--unsafe-local".into()],
+            project_root: project,
+            run_dir,
+            runner_defaults: json!({}),
+        };
+        let hidden = hidden_paths(&request(root.join("project"), ws.join("runs/t/1")));
+        assert!(
+            hidden.starts_with(&[ws.clone(), root.join(".multiverse")]),
+            "{hidden:?}"
+        );
+        // A workspace holding its project: its entries but the way to the project.
+        std::fs::create_dir_all(ws.join("code/project")).unwrap();
+        let hidden = hidden_paths(&request(ws.join("code/project"), ws.join("runs/t/1")));
+        assert!(hidden.contains(&ws.join("runs")) && hidden.contains(&ws.join("history")));
+        assert!(
+            !hidden
+                .iter()
+                .any(|p| ws.join("code/project").starts_with(p)),
+            "{hidden:?}"
+        );
+        // Not a workspace's run directory: that directory.
+        let hidden = hidden_paths(&request(root.join("project"), ws.join("runs/t")));
+        assert_eq!(hidden.first(), Some(&ws.join("runs/t")));
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

@@ -804,3 +804,71 @@ fn control_characters_print_escaped_and_a_failed_chat_turn_exits_1() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(tasks(dir).len(), 1);
 }
+
+/// Issue 34: with `--unsafe-local` a worker runs on this machine as the user, and found
+/// the workspace through its parent's command line (`--run-label <workspace>/runs/...`)
+/// and could append to its journal or read the daemon's token. Now each attempt hides the
+/// workspace from its worker, whose work in the project still succeeds.
+#[test]
+fn an_unsafe_local_worker_cannot_touch_the_workspace_it_works_for() {
+    let tmp = TempDir::new("mv-cli-confined");
+    let dir = tmp.path();
+    project(dir);
+    let ws = dir.join("ws");
+    init_offline(
+        dir,
+        &format!(
+            r#"ws='{}'
+{{
+  if echo forged >> "$ws/history/journal.jsonl"; then echo "journal: appended"; else echo "journal: refused"; fi
+  if cat "$ws/daemon.json"; then echo "token: read"; else echo "token: refused"; fi
+  echo "parent: $(tr '\0' ' ' < /proc/$PPID/cmdline)"
+}} > ../probe.txt 2>&1
+echo work >> work.txt"#,
+            ws.display()
+        ),
+    );
+    let (mut daemon, url) = serve(dir);
+    assert!(ws.join("daemon.json").is_file() && ws.join("history/journal.jsonl").is_file());
+    let (status, turn) = api(
+        &url,
+        "POST",
+        "/api/chat",
+        Some(serde_json::json!({"message": "In order:\n- do the work"})),
+    );
+    assert_eq!(status, 200, "{turn}");
+    let probe_file = dir.join("probe.txt");
+    wait_for("the worker's attempts", || {
+        std::fs::read_to_string(&probe_file).is_ok_and(|p| p.contains("parent: "))
+    });
+    let probe = std::fs::read_to_string(&probe_file).unwrap();
+    assert!(
+        probe.contains("journal: refused") && probe.contains("token: refused"),
+        "{probe}"
+    );
+    let token = url.split("token=").nth(1).unwrap();
+    assert!(!probe.contains(token), "{probe}");
+    let parent = probe.lines().find(|l| l.starts_with("parent: ")).unwrap();
+    assert!(!parent.contains("--result-file"), "{parent}");
+    wait_for("the task to succeed", || {
+        let (_, tasks) = api(&url, "GET", "/api/tasks", None);
+        tasks
+            .as_array()
+            .is_some_and(|t| t.len() == 1 && t[0]["state"] == "SUCCEEDED")
+    });
+    // The journal holds the daemon's entries only; the task's work was done.
+    let journal = std::fs::read_to_string(ws.join("history/journal.jsonl")).unwrap();
+    assert!(
+        journal
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok()),
+        "{journal}"
+    );
+    assert!(dir.join("project/work.txt").is_file());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    daemon.wait().unwrap();
+}
