@@ -420,6 +420,22 @@ fn wait_for(path: &Path, child: &mut Child) {
     }
 }
 
+/// The host's processes whose command line names `dir` (a fixture's: its agent, and the
+/// namespace's first process that runs it). A local agent runs in a PID namespace of its
+/// own, so the `$$` it records is not a pid the test can signal.
+fn processes_naming(dir: &Path) -> Vec<Pid> {
+    let needle = dir.display().to_string();
+    let entries = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+    entries
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&needle))
+        })
+        .map(Pid::from_raw)
+        .collect()
+}
+
 /// An agent that records its pid, then works for a long time.
 const SLOW_AGENT: &str =
     "#!/bin/sh\ncat > /dev/null\necho $$ > ../agent.pid\nsleep 60\necho finished > ../agent.done\n";
@@ -446,14 +462,10 @@ fn a_cancelled_task_exits_130_writes_its_note_and_stops_the_agent() {
     assert_eq!(result["state"], "CANCELLED");
     assert_eq!(result["runs"][0]["ending"], "cancelled");
     assert!(f.note("cancel").contains("**cancelled** (exit code 130)"));
-    let pid: i32 = std::fs::read_to_string(f.path().join("agent.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let left = processes_naming(f.path());
     assert!(
-        kill(Pid::from_raw(pid), None).is_err(),
-        "the agent still runs after the cancel"
+        left.is_empty(),
+        "the agent still runs after the cancel: {left:?}"
     );
 }
 
@@ -599,20 +611,18 @@ fn a_second_signal_stops_at_once() {
     );
     assert!(err.contains("cancelling the task"), "{err}");
     // No finalizers ran, but the agent did not outlive the runner.
-    let pid: i32 = std::fs::read_to_string(f.path().join("agent.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     let until = Instant::now() + Duration::from_secs(5);
-    while kill(Pid::from_raw(pid), None).is_ok() && Instant::now() < until {
+    while !processes_naming(f.path()).is_empty() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let survived = kill(Pid::from_raw(pid), None).is_ok();
-    if survived {
-        let _ = nix::sys::signal::killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    let survived = processes_naming(f.path());
+    for pid in &survived {
+        let _ = kill(*pid, Signal::SIGKILL);
     }
-    assert!(!survived, "the agent outlived the runner");
+    assert!(
+        survived.is_empty(),
+        "the agent outlived the runner: {survived:?}"
+    );
 }
 
 #[test]
