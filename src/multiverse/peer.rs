@@ -19,9 +19,7 @@ pub(crate) fn loopback_peer_uid(peer: SocketAddr, local: SocketAddr) -> Option<u
 
 /// [`loopback_peer_uid`] over a table's text.
 fn peer_uid_in(table: impl std::io::BufRead, peer: SocketAddr, local: SocketAddr) -> Option<u32> {
-    let (SocketAddr::V4(peer), SocketAddr::V4(local)) = (peer, local) else {
-        return None;
-    };
+    // An IPv6 end is never in this (IPv4) table: no line matches it.
     for line in table.lines().skip(1) {
         let line = line.ok()?;
         let fields: Vec<&str> = line.split_whitespace().collect();
@@ -31,7 +29,9 @@ fn peer_uid_in(table: impl std::io::BufRead, peer: SocketAddr, local: SocketAddr
             continue;
         };
         // The client's socket: its local end is the peer, its remote end is us.
-        if parse(from) == Some(peer) && parse(to) == Some(local) {
+        if parse(from).map(SocketAddr::from) == Some(peer)
+            && parse(to).map(SocketAddr::from) == Some(local)
+        {
             return uid.parse().ok();
         }
     }
