@@ -17,26 +17,29 @@
 //! caller outside needs the module itself. The `unreachable_pub` lint (denied in CI through
 //! clippy's `-D warnings`) keeps every other item `pub(crate)`.
 
-pub mod analysis;
 pub mod cli;
 pub mod client;
 pub mod codeintel;
 pub(crate) mod config;
-pub mod contract;
-pub mod diagnostic;
 pub mod environment;
 pub mod git;
-pub mod guard;
 pub mod hosts;
 pub(crate) mod http_retry;
-pub mod lint;
-pub mod machine;
 pub mod multiverse;
 pub mod runner;
-pub mod scenario;
 pub mod semantic;
 pub mod server;
-pub mod session;
 pub mod shell;
-pub mod source;
-pub(crate) mod yaml;
+
+// The contract engine, its own crate (`crates/engine`), under the names the rest of this
+// crate and its users have always used.
+pub use engine::analysis;
+pub use engine::contract;
+pub use engine::diagnostic;
+pub use engine::guard;
+pub use engine::lint;
+pub use engine::machine;
+pub use engine::scenario;
+pub use engine::session;
+pub use engine::source;
+pub(crate) use engine::yaml;

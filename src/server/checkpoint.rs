@@ -818,12 +818,10 @@ mod tests {
         // Even cut to 100 characters, 3000 summaries are over the limit: only the last 10
         // are kept, cut.
         for i in 0..3000 {
-            r.instance
-                .summaries
-                .push(crate::machine::instance::Summary {
-                    key: format!("step_{i:04}"),
-                    text: "x".repeat(500),
-                });
+            r.instance.summaries.push(crate::machine::Summary {
+                key: format!("step_{i:04}"),
+                text: "x".repeat(500),
+            });
         }
         r.host.explored.insert("kept.py".into());
         let reduced = store.save(&r).unwrap().expect("reduced");

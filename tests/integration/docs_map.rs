@@ -23,10 +23,12 @@ fn code_map_modules(doc: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The crate's top-level modules: `src/<name>.rs` and `src/<name>/`.
+/// The top-level modules: `src/<name>.rs` and `src/<name>/`, and the same in each crate's
+/// `src/` (re-exported by `code_intel` under those names).
 fn top_level_modules() -> BTreeSet<String> {
-    std::fs::read_dir(repo().join("src"))
-        .unwrap()
+    crate::support::source_roots()
+        .into_iter()
+        .flat_map(|root| std::fs::read_dir(root).unwrap())
         .map(|e| e.unwrap().path())
         .filter_map(|p| {
             let name = p.file_stem()?.to_string_lossy().to_string();

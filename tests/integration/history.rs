@@ -10,6 +10,7 @@ use crate::support::repo;
 /// Where ids are cited: everything we write, not the dependencies we vendor for tests.
 const CITING_ROOTS: &[&str] = &[
     "src",
+    "crates",
     "tests",
     "contracts",
     "schemas",

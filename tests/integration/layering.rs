@@ -15,8 +15,9 @@ struct SourceFile {
     text: String,
 }
 
-/// Every library source file under `src/` (the binary's `main.rs` is a client of the
-/// library, not part of its layering).
+/// Every library source file under `src/` and the crates' `src/` (the binary's `main.rs`
+/// is a client of the library, not part of its layering; a crate's `lib.rs` only declares
+/// the modules `code_intel` re-exports under the same names).
 fn library_files() -> Vec<SourceFile> {
     fn walk(dir: &Path, module: &[String], out: &mut Vec<SourceFile>) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -44,7 +45,21 @@ fn library_files() -> Vec<SourceFile> {
         }
     }
     let mut out = Vec::new();
-    walk(&repo().join("src"), &[], &mut out);
+    for root in crate::support::source_roots() {
+        let before = out.len();
+        walk(&root, &[], &mut out);
+        if root != repo().join("src") {
+            // The crate's own `lib.rs`: its module list, not a module of the tree.
+            let mut at = before;
+            while at < out.len() {
+                if out[at].module.is_empty() {
+                    out.remove(at);
+                } else {
+                    at += 1;
+                }
+            }
+        }
+    }
     out
 }
 
@@ -489,18 +504,49 @@ fn hidden_paths(file: &SourceFile) -> Vec<String> {
         }
     }
     if file.module.is_empty() {
+        let libs = workspace_libraries();
         for line in code.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let declares = line
+            let item = line
                 .strip_prefix("pub ")
                 .or_else(|| line.strip_prefix("pub(crate) "))
-                .unwrap_or(line)
-                .starts_with("mod ");
-            if !declares {
+                .unwrap_or(line);
+            // A module of a workspace crate, re-exported under its own name.
+            let reexports = item.strip_prefix("use ").is_some_and(|path| {
+                let mut parts = path.trim_end_matches(';').split("::");
+                let (lib, module, rest) = (parts.next(), parts.next(), parts.next());
+                lib.is_some_and(|l| libs.contains(l))
+                    && module.is_some_and(|m| m.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+                    && rest.is_none()
+            });
+            if !item.starts_with("mod ") && !reexports {
                 out.push(format!("lib.rs does more than declare modules: `{line}`"));
             }
         }
     }
     out
+}
+
+/// The library names of the workspace's crates (`[lib] name` in `crates/*/Cargo.toml`).
+fn workspace_libraries() -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for manifest in crate::support::source_roots()
+        .iter()
+        .filter_map(|src| src.parent())
+        .map(|dir| dir.join("Cargo.toml"))
+    {
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        let lib = text.split("[lib]").nth(1).unwrap_or_default();
+        if let Some(name) = lib
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("name = "))
+            .map(|n| n.trim_matches('"').to_string())
+        {
+            names.insert(name);
+        }
+    }
+    names
 }
 
 #[test]
@@ -619,11 +665,11 @@ fn only_contract_names_its_raw_yaml_types() {
     }
     let root = repo();
     let mut files = Vec::new();
-    for dir in ["src", "tests", "benches", "examples"] {
+    for dir in ["src", "crates", "tests", "benches", "examples"] {
         rust_files(&root.join(dir), &mut files);
     }
     assert!(files.len() > 100, "the sources were not found");
-    let contract = root.join("src/contract");
+    let contract = root.join("crates/engine/src/contract");
     let mut named = Vec::new();
     for path in files.iter().filter(|p| !p.starts_with(&contract)) {
         let text = std::fs::read_to_string(path).unwrap();

@@ -12,6 +12,26 @@ pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The library sources of the workspace: `src/` and each crate's `crates/<name>/src/`. A
+/// crate's modules keep the names they have in `code_intel` (which re-exports them), so
+/// the layering and the tidy checks read them as one tree.
+pub(crate) fn source_roots() -> Vec<PathBuf> {
+    let mut roots = vec![repo().join("src")];
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(repo().join("crates"))
+        .map(|d| d.map(|e| e.unwrap().path().join("src")).collect())
+        .unwrap_or_default();
+    crates.sort();
+    roots.extend(crates.into_iter().filter(|p| p.is_dir()));
+    roots
+}
+
+/// `file` relative to the source root that holds it (see [`source_roots`]).
+pub(crate) fn in_source_root(file: &Path) -> Option<PathBuf> {
+    source_roots()
+        .into_iter()
+        .find_map(|root| file.strip_prefix(&root).ok().map(Path::to_path_buf))
+}
+
 /// Loads a contract from a repository-relative path and fails the test with the rendered
 /// diagnostics when it has errors.
 pub(crate) fn load(path: &str) -> Contract {

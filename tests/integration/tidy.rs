@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::rust_source::non_test_lines;
-use crate::support::{default_contract, repo};
+use crate::support::{default_contract, in_source_root, repo, source_roots};
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -18,7 +18,9 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn src_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    rust_files(&repo().join("src"), &mut files);
+    for root in source_roots() {
+        rust_files(&root, &mut files);
+    }
     files.sort();
     files
 }
@@ -241,7 +243,7 @@ fn only_the_environment_module_reads_the_process_environment() {
     );
     // And only the entry points take the process's: everything below is handed one.
     let entry = |f: &Path| {
-        let rel = f.strip_prefix(repo().join("src")).unwrap();
+        let rel = in_source_root(f).unwrap();
         rel.starts_with("bin") || rel.starts_with("cli") || rel == Path::new("main.rs")
     };
     let files: Vec<PathBuf> = src_files()
@@ -318,7 +320,7 @@ fn no_host_tool_action_fact_or_message_is_named_in_the_engine() {
     );
     let mut found = Vec::new();
     for file in src_files() {
-        let relative = file.strip_prefix(repo().join("src")).unwrap();
+        let relative = in_source_root(&file).unwrap();
         let top = relative.components().next().unwrap().as_os_str();
         let top = top.to_string_lossy();
         if !ENGINE_MODULES.contains(&top.trim_end_matches(".rs")) {
@@ -449,7 +451,8 @@ fn code_lines(text: &str) -> usize {
 
 /// A source file's module path: `src/server/core/mod.rs` is `server::core`.
 fn module_path(file: &Path) -> String {
-    let relative = file.strip_prefix(repo().join("src")).unwrap();
+    let relative = in_source_root(file).unwrap();
+    let relative = relative.as_path();
     let mut parts: Vec<String> = relative
         .with_extension("")
         .components()
@@ -552,7 +555,7 @@ fn no_file_has_more_than_900_lines_of_code_outside_tests() {
         if lines <= MAX_FILE_CODE_LINES {
             continue;
         }
-        let relative = file.strip_prefix(repo().join("src")).unwrap();
+        let relative = in_source_root(&file).unwrap();
         let relative = relative.to_string_lossy().replace('\\', "/");
         if LONG_FILES_ALLOWED.iter().any(|(f, _)| *f == relative) {
             allowed_and_long.push(relative);

@@ -17,7 +17,7 @@ pub struct Pos {
 }
 
 impl Pos {
-    pub(crate) const START: Pos = Pos { line: 1, col: 1 };
+    pub const START: Pos = Pos { line: 1, col: 1 };
 }
 
 /// A range of text in one file; `end` is exclusive.
@@ -29,7 +29,7 @@ pub struct Span {
 }
 
 impl Span {
-    pub(crate) fn point(file: FileId, pos: Pos) -> Span {
+    pub fn point(file: FileId, pos: Pos) -> Span {
         Span {
             file,
             start: pos,

@@ -16,10 +16,10 @@
 //! order of a step is documented in `docs/contract-format.md` §15.
 
 pub(crate) mod instance;
-pub(crate) mod response;
+pub mod response;
 pub(crate) mod step;
 pub(crate) mod tasks;
-pub(crate) mod tools;
+pub mod tools;
 
 // The surface: what the binaries, benches and integration tests use from this module.
 pub use response::footer;
@@ -27,7 +27,7 @@ pub use response::phase_response;
 pub use tools::ToolGate;
 pub use tools::gate;
 
-pub use instance::{Instance, StartError};
+pub use instance::{Instance, StartError, Summary};
 pub use step::{
     Accepted, Effect, Event, Input, MessageRequest, Rejection, RetryPolicy, finally_effects,
     merge_message_args, run_effects, settle, step, unknown_state,

@@ -8,7 +8,7 @@ use serde_json::Value;
 // The YAML's enumerations, used in the resolved model as they are written: other
 // modules name them here, and only `contract` sees `raw`.
 pub use super::raw::{CounterScope, Outcome, StateKind};
-pub(crate) use super::raw::{FlagType, ValueType};
+pub use super::raw::{FlagType, ValueType};
 use super::registry::{BuiltinAction, Registry};
 use crate::guard::Expr;
 use crate::source::{Span, TextSpan};
@@ -92,7 +92,7 @@ impl Contract {
         &self.counters[id.0]
     }
 
-    pub(crate) fn default_locale(&self) -> &str {
+    pub fn default_locale(&self) -> &str {
         self.locales.first().map_or("en", String::as_str)
     }
 
@@ -101,7 +101,7 @@ impl Contract {
     }
 
     /// States ordered by step, then by id: the order of diagrams and tables.
-    pub(crate) fn states_in_flow_order(&self) -> Vec<StateId> {
+    pub fn states_in_flow_order(&self) -> Vec<StateId> {
         let mut ids: Vec<StateId> = (0..self.states.len()).map(StateId).collect();
         ids.sort_by_key(|id| {
             let s = self.state(*id);
@@ -205,7 +205,7 @@ pub struct State {
 
 impl State {
     /// The guarded transitions followed by the fallback.
-    pub(crate) fn all_transitions(&self) -> impl Iterator<Item = &Transition> {
+    pub fn all_transitions(&self) -> impl Iterator<Item = &Transition> {
         self.transitions.iter().chain(self.otherwise.iter())
     }
 }

@@ -19,7 +19,7 @@
 //! model records an unresolved `initial` (`Contract::initial_known`) and an `otherwise`
 //! lowering dropped (`State::fallback_dropped`).
 
-pub(crate) mod repository;
+pub mod repository;
 pub(crate) mod rules;
 pub(crate) mod usage;
 
@@ -88,7 +88,7 @@ pub fn decode(sources: &mut Sources, name: &str, bytes: Vec<u8>) -> Result<Strin
 }
 
 /// [`contract::load_layered`] followed by the whole-flow rules.
-pub(crate) fn load_layered_and_lint(
+pub fn load_layered_and_lint(
     sources: &mut Sources,
     project: Option<(String, String)>,
     hosts: &[Registry],

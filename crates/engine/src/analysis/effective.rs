@@ -16,7 +16,7 @@ use crate::source::Span;
 
 /// The contract as a session under `flags`, `intent` and `locale` sees it.
 #[derive(Debug, Clone)]
-pub(crate) struct Effective {
+pub struct Effective {
     pub intent: String,
     pub locale: String,
     pub flags: Map<String, Value>,
@@ -25,7 +25,7 @@ pub(crate) struct Effective {
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct EffectiveState {
+pub struct EffectiveState {
     pub id: String,
     pub kind: StateKind,
     pub step: Option<u32>,
@@ -47,7 +47,7 @@ pub(crate) struct EffectiveState {
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct EffectiveTransition {
+pub struct EffectiveTransition {
     /// The guard as written; `None` for `otherwise`.
     pub guard: Option<String>,
     pub to: String,
@@ -58,7 +58,7 @@ pub(crate) struct EffectiveTransition {
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct EffectiveCounter {
+pub struct EffectiveCounter {
     pub name: String,
     /// The limit in force: a number, or a param's name and its value.
     pub limit: String,
@@ -68,7 +68,7 @@ pub(crate) struct EffectiveCounter {
 }
 
 /// The effective contract under already parsed `flags` (see `contract::flags::parse`).
-pub(crate) fn compute(
+pub fn compute(
     contract: &Contract,
     flags: &Map<String, Value>,
     intent: Option<&str>,

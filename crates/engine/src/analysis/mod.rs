@@ -10,10 +10,10 @@
 //! is respected. `matrix` turns that into the phase × flag table; `diagram` draws mermaid
 //! or graphviz.
 
-pub(crate) mod diagram;
-pub(crate) mod effective;
+pub mod diagram;
+pub mod effective;
 pub(crate) mod graph;
-pub(crate) mod matrix;
+pub mod matrix;
 pub(crate) mod reach;
 
 // The surface: what the binaries, benches and integration tests use from this module.

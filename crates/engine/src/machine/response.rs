@@ -66,7 +66,7 @@ impl PhaseResponse {
 
 /// Renders `{placeholder}`s from `args`; lists are joined with ", ". Unknown placeholders
 /// stay as written (lint makes sure that does not happen in a checked contract).
-pub(crate) fn fill(text: &str, args: &Map<String, Value>) -> String {
+pub fn fill(text: &str, args: &Map<String, Value>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find('{') {
@@ -98,7 +98,7 @@ fn display(v: &Value) -> String {
 
 /// Renders message `key` in `locale`. A key the contract lacks renders as the key itself
 /// with an `undefined_message` error code rather than failing: lint prevents this case.
-pub(crate) fn message(
+pub fn message(
     contract: &Contract,
     key: &str,
     args: &Map<String, Value>,
@@ -121,7 +121,7 @@ pub(crate) fn message(
 }
 
 /// Renders the message an engine role maps to.
-pub(crate) fn role_message(
+pub fn role_message(
     contract: &Contract,
     role: &str,
     args: &[(&str, Value)],
@@ -281,9 +281,10 @@ mod tests {
             states:\n  ASK: {step: 3, payload: {type: object}, instruction: \"{{ state }} {{ step }} {{ vars.base }}\", otherwise: {to: END}}\n  END: {kind: terminal}\n";
         let mut sources = Sources::default();
         let file = sources.add("t.yml", text);
-        let contract = crate::contract::load(&mut sources, file, &crate::hosts::all())
-            .contract
-            .unwrap();
+        let contract =
+            crate::contract::load(&mut sources, file, &crate::contract::registry::test_hosts())
+                .contract
+                .unwrap();
         let mut instance: Instance = serde_json::from_value(json!({
             "contract": "t", "state": "ASK", "flags": {}, "intent": "DEFAULT", "locale": "en",
             "params": {}, "counters": {}, "tasks": [], "vars": {"base": "main"}, "summaries": [],

@@ -93,7 +93,7 @@ pub fn compute(contract: &Contract) -> Result<Matrix, MatrixError> {
 }
 
 /// The matrix as a markdown table in the seed's style (✅ runs, ❌ does not).
-pub(crate) fn to_markdown(contract: &Contract, matrix: &Matrix) -> String {
+pub fn to_markdown(contract: &Contract, matrix: &Matrix) -> String {
     let mut out = String::from("| Step | Phase |");
     for c in &contract.matrix_columns {
         out.push_str(&format!(" {} |", c.label));

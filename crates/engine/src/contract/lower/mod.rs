@@ -227,7 +227,7 @@ mod test_support {
         let (node, yaml_warnings) = crate::yaml::parse(FileId(0), text).unwrap();
         assert!(yaml_warnings.is_empty(), "{yaml_warnings:?}");
         let raw: RawContract = serde_json::from_value(node.to_json()).unwrap();
-        lower(&raw, &node, &crate::hosts::all())
+        lower(&raw, &node, &crate::contract::registry::test_hosts())
     }
 
     /// `line:col code` of each diagnostic, in the order lowering reported them.

@@ -41,10 +41,10 @@
 pub(crate) mod expected;
 pub mod flags;
 pub(crate) mod lower;
-pub(crate) mod model;
+pub mod model;
 pub(crate) mod overlay;
 pub(crate) mod raw;
-pub(crate) mod registry;
+pub mod registry;
 pub(crate) mod roles;
 pub(crate) mod template_roots;
 
@@ -66,14 +66,14 @@ pub use model::Contract;
 pub use registry::Registry;
 
 /// The default 19-step flow, compiled in.
-pub const BUILTIN_CONTRACT: &str = include_str!("../../contracts/phase_contract.yml");
+pub const BUILTIN_CONTRACT: &str = include_str!("../../../../contracts/phase_contract.yml");
 /// The name diagnostics use for the built-in contract.
-pub(crate) const BUILTIN_NAME: &str = "<built-in>/contracts/phase_contract.yml";
+pub const BUILTIN_NAME: &str = "<built-in>/contracts/phase_contract.yml";
 /// A project's own contract (an overlay of the built-in one, or a complete flow),
 /// relative to the repository root.
-pub(crate) const PROJECT_CONTRACT: &str = ".code-intel/phase_contract.yml";
+pub const PROJECT_CONTRACT: &str = ".code-intel/phase_contract.yml";
 /// The JSON Schema of contract files, generated from `contract::raw`.
-pub(crate) const CONTRACT_SCHEMA: &str = include_str!("../../schemas/contract.schema.json");
+pub(crate) const CONTRACT_SCHEMA: &str = include_str!("../../../../schemas/contract.schema.json");
 
 /// The result of loading: a contract when it could be built, and every finding.
 #[derive(Debug)]
@@ -155,7 +155,7 @@ pub fn load(sources: &mut Sources, file: FileId, hosts: &[Registry]) -> Loaded {
 
 /// Loads the contract a session runs: the project's file when there is one (an overlay
 /// of the built-in contract or a complete contract, see [`load`]), else the built-in one.
-pub(crate) fn load_layered(
+pub fn load_layered(
     sources: &mut Sources,
     project: Option<(String, String)>,
     hosts: &[Registry],
@@ -251,7 +251,7 @@ fn load_node(node: &Node, hosts: &[Registry]) -> Loaded {
 /// unknown key is compared with the keys allowed at its place, for a "did you mean");
 /// `reference` names where the allowed keys are listed.
 /// Also used for other YAML files checked by a schema (AgentRunner's task files).
-pub(crate) fn schema_findings(
+pub fn schema_findings(
     root: &Node,
     validator: &jsonschema::Validator,
     schema: &Value,
@@ -552,7 +552,7 @@ mod tests {
     fn load_text(text: &str) -> Vec<Diagnostic> {
         let mut sources = Sources::default();
         let id = sources.add("t.yml", text);
-        load(&mut sources, id, &crate::hosts::all()).diagnostics
+        load(&mut sources, id, &crate::contract::registry::test_hosts()).diagnostics
     }
 
     #[test]

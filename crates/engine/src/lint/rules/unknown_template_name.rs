@@ -369,7 +369,8 @@ mod tests {
         );
         let mut sources = Sources::default();
         let file = sources.add("t.yml", text);
-        let loaded = crate::contract::load(&mut sources, file, &crate::hosts::all());
+        let loaded =
+            crate::contract::load(&mut sources, file, &crate::contract::registry::test_hosts());
         assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
         check(&loaded.contract.unwrap())
     }

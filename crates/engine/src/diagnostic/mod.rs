@@ -41,7 +41,7 @@ impl Diagnostic {
         }
     }
 
-    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
         self
     }
@@ -63,6 +63,6 @@ pub fn sort(diagnostics: &mut [Diagnostic]) {
     });
 }
 
-pub(crate) fn has_errors(diagnostics: &[Diagnostic]) -> bool {
+pub fn has_errors(diagnostics: &[Diagnostic]) -> bool {
     diagnostics.iter().any(|d| d.severity == Severity::Error)
 }

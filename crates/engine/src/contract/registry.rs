@@ -239,7 +239,7 @@ fn schema_text(schema: &Value) -> String {
 
 /// Builds a host action that an external state's transition runs after the step;
 /// `outcomes` are the failures it can report, with their message placeholders.
-pub(crate) fn host_action(
+pub fn host_action(
     name: &'static str,
     summary: &'static str,
     args: Vec<(&'static str, Value, bool)>,
@@ -258,7 +258,7 @@ pub(crate) fn host_action(
 }
 
 /// Builds a host action that an engine state runs (`run:`) for its `result`.
-pub(crate) fn result_action(
+pub fn result_action(
     name: &'static str,
     summary: &'static str,
     args: Vec<(&'static str, Value, bool)>,
@@ -277,7 +277,7 @@ pub(crate) fn result_action(
 }
 
 /// A host message key and its placeholders.
-pub(crate) fn host_message(key: &'static str, args: &[&'static str]) -> HostMessage {
+pub fn host_message(key: &'static str, args: &[&'static str]) -> HostMessage {
     HostMessage {
         key,
         args: args.to_vec(),
@@ -396,4 +396,19 @@ impl BuiltinAction {
             },
         }
     }
+}
+
+/// For the engine's own tests: a host named `agent-runner` with only the built-in task
+/// actions (the programs' real registries live in their crates, which this one may not
+/// know).
+#[cfg(test)]
+pub(crate) fn test_hosts() -> Vec<Registry> {
+    vec![Registry::new(
+        "agent-runner",
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    )]
 }

@@ -13,7 +13,7 @@ use crate::source::Sources;
 
 /// Why there is no loaded contract to look at.
 #[derive(Debug)]
-pub(crate) enum RepositoryContractError {
+pub enum RepositoryContractError {
     /// The overlay exists but cannot be read.
     Read {
         path: PathBuf,
@@ -28,7 +28,7 @@ pub(crate) enum RepositoryContractError {
 /// the caller's question (`Loaded::ok`), with the diagnostics' spans in `sources`. The
 /// overlay is named as the user would find it: relative to the working directory when
 /// `root` is it, else under `root`.
-pub(crate) fn for_repository(
+pub fn for_repository(
     sources: &mut Sources,
     root: &Path,
     hosts: &[Registry],

@@ -8,7 +8,7 @@ use super::Contract;
 use super::raw::FlagType;
 
 /// The value of every declared flag: defaults overridden by what was given.
-pub(crate) type FlagSet = Map<String, Value>;
+pub type FlagSet = Map<String, Value>;
 
 /// Why a flag string was refused. `Display` gives the message for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +83,7 @@ impl fmt::Display for FlagError {
 impl std::error::Error for FlagError {}
 
 /// Every declared flag at its default.
-pub(crate) fn defaults(contract: &Contract) -> FlagSet {
+pub fn defaults(contract: &Contract) -> FlagSet {
     contract
         .flags
         .iter()

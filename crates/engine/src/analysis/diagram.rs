@@ -11,7 +11,7 @@ use crate::contract::Contract;
 use crate::contract::model::{StateId, StateKind, Transition};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
+pub enum Format {
     Mermaid,
     Dot,
 }
@@ -24,7 +24,7 @@ struct DiagramEdge {
 }
 
 /// Renders the diagram; with `flags`, only what can run under them.
-pub(crate) fn render(
+pub fn render(
     contract: &Contract,
     flags: Option<&Map<String, Value>>,
     intent: &str,

@@ -225,7 +225,7 @@ pub(crate) const MAX_DEPTH: usize = 128;
 /// the size of the text, what aliases copy is bounded by a budget proportional to it
 /// (`yaml-alias-budget`, see [`ALIAS_NODES_PER_NODE`]), and nesting by [`MAX_DEPTH`]
 /// (`yaml-nesting-depth`).
-pub(crate) fn parse(file: FileId, text: &str) -> Result<(Node, Vec<Diagnostic>), Diagnostic> {
+pub fn parse(file: FileId, text: &str) -> Result<(Node, Vec<Diagnostic>), Diagnostic> {
     let mut builder = Builder {
         file,
         text,
@@ -840,7 +840,7 @@ fn resolve_plain(text: &str) -> NodeKind {
 }
 
 impl Node {
-    pub(crate) fn to_json(&self) -> Value {
+    pub fn to_json(&self) -> Value {
         match &self.kind {
             NodeKind::Null => Value::Null,
             NodeKind::Bool(b) => Value::Bool(*b),
@@ -886,7 +886,7 @@ impl Node {
     /// The node a JSON pointer (`/states/A/transitions/0/when`) names, with the key that
     /// introduces it when the last step is a mapping key. Missing steps stop at the
     /// deepest node that exists, so a location is always found.
-    pub(crate) fn locate(&self, pointer: &str) -> (Option<&Key>, &Node) {
+    pub fn locate(&self, pointer: &str) -> (Option<&Key>, &Node) {
         let mut node = self;
         let mut key = None;
         for raw in pointer.split('/').skip(1) {
