@@ -398,17 +398,37 @@ impl BuiltinAction {
     }
 }
 
-/// For the engine's own tests: a host named `agent-runner` with only the built-in task
-/// actions (the programs' real registries live in their crates, which this one may not
-/// know).
+/// For the engine's own tests: hosts shaped like two of the programs' (the programs'
+/// real registries live in their crates, which this one may not know): `agent-runner`
+/// with a few engine-run and host actions, and `code-intel` with a submit tool.
 #[cfg(test)]
 pub(crate) fn test_hosts() -> Vec<Registry> {
-    vec![Registry::new(
+    let object = serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    let agent_runner = Registry::new(
         "agent-runner",
+        vec![
+            result_action("prd.load", "read the PRD", vec![], object.clone()),
+            result_action("meta.plan_task", "ask the planner", vec![], object),
+            host_action(
+                "note.write",
+                "write the note",
+                vec![("state", serde_json::json!({"type": "string"}), true)],
+                &[],
+            ),
+            host_action("sandbox.release", "release the sandbox", vec![], &[]),
+        ],
         Vec::new(),
         Vec::new(),
         Vec::new(),
         Vec::new(),
+    );
+    let code_intel = Registry::new(
+        "code-intel",
         Vec::new(),
-    )]
+        vec!["submit_phase"],
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    vec![agent_runner, code_intel]
 }
