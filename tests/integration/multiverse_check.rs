@@ -5,31 +5,10 @@
 //! every damaged file byte for byte; a torn tail a writer cuts off is kept too.
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
-use crate::support::TempDir;
-
-fn mv(dir: &Path, args: &[&str]) -> Output {
-    crate::sealed::command(PathBuf::from(env!("CARGO_BIN_EXE_multiverse")))
-        .arg("--workspace")
-        .arg(dir.join("ws"))
-        .args(args)
-        .env("HOME", dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use crate::support::{TempDir, mv, output_text as text};
 
 /// A workspace with three tasks added by three commands (three journal entries and more).
 fn workspace(dir: &Path) -> PathBuf {

@@ -4,12 +4,12 @@
 //! daemon mid-run and a restart that recovers the orphaned attempt and finishes the plan.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::TempDir;
+use crate::support::{TempDir, mv, output_text as text};
 
 fn multiverse() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_multiverse"))
@@ -24,26 +24,6 @@ fn project(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&repo).unwrap();
     crate::support::git_repo(&repo, &[("README.md", "# project\n")]);
     repo
-}
-
-fn mv(dir: &Path, args: &[&str]) -> Output {
-    crate::sealed::command(multiverse())
-        .arg("--workspace")
-        .arg(dir.join("ws"))
-        .args(args)
-        .env("HOME", dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn tasks(dir: &Path) -> Vec<Value> {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::TempDir;
+use crate::support::{TempDir, mv};
 
 fn multiverse() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_multiverse"))
@@ -134,17 +134,6 @@ fn client(
             }
         }
     }
-}
-
-fn mv(dir: &Path, args: &[&str]) -> std::process::Output {
-    crate::sealed::command(multiverse())
-        .arg("--workspace")
-        .arg(dir.join("ws"))
-        .args(args)
-        .env("HOME", dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
 }
 
 #[test]

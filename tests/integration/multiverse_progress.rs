@@ -9,7 +9,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use code_intel::multiverse::{
 };
 use serde_json::{Map, Value, json};
 
-use crate::support::TempDir;
+use crate::support::{TempDir, mv, output_text as text};
 
 /// The stand-in: its progress in steps 0.3 s apart, then its result.
 const SLOW_AGENT_RUNNER: &str = r#"#!/bin/sh
@@ -183,26 +183,6 @@ fn an_attempts_progress_lines_are_forwarded_as_it_runs_in_order_and_once() {
 
 fn multiverse() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_multiverse"))
-}
-
-fn mv(dir: &Path, args: &[&str]) -> Output {
-    crate::sealed::command(multiverse())
-        .arg("--workspace")
-        .arg(dir.join("ws"))
-        .args(args)
-        .env("HOME", dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// `init` with the stand-in as agent-runner.

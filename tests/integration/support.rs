@@ -653,3 +653,26 @@ pub(crate) fn served(child: &mut std::process::Child, dir: &Path) -> Served {
         token,
     }
 }
+
+/// `multiverse --workspace DIR/ws ARGS` with `HOME` at `dir` (the Multiverse tests' one
+/// way to run the binary against their workspace).
+pub(crate) fn mv(dir: &Path, args: &[&str]) -> std::process::Output {
+    crate::sealed::command(env!("CARGO_BIN_EXE_multiverse"))
+        .arg("--workspace")
+        .arg(dir.join("ws"))
+        .args(args)
+        .env("HOME", dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A finished command's status, stdout and stderr, for an assertion's message.
+pub(crate) fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
